@@ -1,0 +1,114 @@
+"""Run configuration (spec §2) and workflow configuration (spec §4).
+
+Both are frozen and validated on construction: an out-of-range value raises
+:class:`ConfigError` naming the field and its range, so a bad configuration
+can never reach the state machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from ._enums import Locale
+from ._errors import ConfigError
+
+__all__ = ["DiagnosisConfig", "RunConfig"]
+
+
+def _int_in_range(low: int, high: int) -> Any:
+    def check(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(
+                f"{attribute.name}: expected an integer in {low}..{high}, got {value!r}"
+            )
+        if not low <= value <= high:
+            raise ConfigError(f"{attribute.name}: {value} is outside the range {low}..{high}")
+
+    return check
+
+
+def _to_locale(value: object) -> Locale:
+    if isinstance(value, Locale):
+        return value
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        return Locale(value)
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in Locale)
+        raise ConfigError(f"locale: expected one of {allowed}, got {value!r}") from None
+
+
+@attrs.frozen
+class DiagnosisConfig:
+    """Workflow limits and presentation settings (spec §4).
+
+    Attributes:
+        technical_retry_limit: retries (not attempts) per LLM node per round
+            after ``RETRYABLE_FAILED`` or ``INVALID_OUTPUT``; 0..3.
+        evidence_retry_limit: 0 or 1; the design allows one evidence retry.
+        history_limit: how many trailing history messages the planner sees; 0..100.
+        max_item_chars: cap of any single item in a fallback text; 20..10000.
+        locale: ``en`` or ``zh-CN`` for the fallback texts.
+    """
+
+    technical_retry_limit: int = attrs.field(default=1, validator=_int_in_range(0, 3))
+    evidence_retry_limit: int = attrs.field(default=1, validator=_int_in_range(0, 1))
+    history_limit: int = attrs.field(default=10, validator=_int_in_range(0, 100))
+    max_item_chars: int = attrs.field(default=500, validator=_int_in_range(20, 10000))
+    locale: Locale = attrs.field(default=Locale.EN, converter=_to_locale)
+
+    @property
+    def max_node_executions(self) -> int:
+        """The step bound of spec §7: no run executes more nodes than this."""
+        attempts = self.technical_retry_limit + 1
+        per_round = 3 + attempts  # executor + gatekeeper + verified_input + verifier
+        return attempts + 2 * per_round + 1 + attempts + 1
+
+
+def _freeze_metadata(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"metadata: expected a mapping of strings, got {type(value).__name__}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise ConfigError(f"metadata: keys and values must be strings, got {key!r}: {item!r}")
+    return MappingProxyType(dict(sorted(value.items())))
+
+
+def _non_empty_str(field: str) -> Any:
+    def check(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{field}: expected a non-empty string, got {value!r}")
+
+    return check
+
+
+@attrs.frozen(eq=False)
+class RunConfig:
+    """Passed explicitly to every agent invocation (spec §2).
+
+    The chat session id *is* the diagnosis session id. ``metadata`` is a
+    read-only mapping of strings.
+    """
+
+    run_id: str = attrs.field(validator=_non_empty_str("run_id"))
+    session_id: str = attrs.field(validator=_non_empty_str("session_id"))
+    metadata: Mapping[str, str] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_freeze_metadata
+    )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunConfig):
+            return NotImplemented
+        return (self.run_id, self.session_id, dict(self.metadata)) == (
+            other.run_id,
+            other.session_id,
+            dict(other.metadata),
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.run_id, self.session_id, tuple(self.metadata.items())))

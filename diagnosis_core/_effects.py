@@ -1,0 +1,114 @@
+"""The effects a run needs, as typed protocols (spec §2).
+
+The core performs no I/O: the four LLM agents and the gatekeeper are passed in
+by the host. An :class:`AgentInvoker` receives the exact serialized whitelist
+and the :class:`RunConfig`, and returns the model's message text; a
+:class:`Gatekeeper` receives the run id and the parsed executor output and
+returns the raw result mapping of spec §6.1 (or raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import attrs
+
+from ._classify import FailureClassifier, default_failure_classifier
+from ._config import RunConfig
+from ._enums import AgentName
+from ._payloads import ExecutorEvidence
+
+__all__ = [
+    "AgentInvoker",
+    "AsyncAgentInvoker",
+    "AsyncEffects",
+    "AsyncGatekeeper",
+    "Effects",
+    "Gatekeeper",
+]
+
+
+class AgentInvoker(Protocol):
+    """An LLM agent: exact input string and run config in, message text out."""
+
+    def __call__(self, input: str, config: RunConfig, /) -> str: ...
+
+
+class AsyncAgentInvoker(Protocol):
+    """The asyncio variant of :class:`AgentInvoker`."""
+
+    def __call__(self, input: str, config: RunConfig, /) -> Awaitable[str]: ...
+
+
+class Gatekeeper(Protocol):
+    """The citation checker: returns the raw result of spec §6.1, or raises."""
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object: ...
+
+
+class AsyncGatekeeper(Protocol):
+    """The asyncio variant of :class:`Gatekeeper`."""
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> Awaitable[object]: ...
+
+
+@attrs.frozen
+class Effects:
+    """The four agents, the gatekeeper and the failure classifier of a sync run."""
+
+    planner: AgentInvoker
+    executor: AgentInvoker
+    verifier: AgentInvoker
+    composer: AgentInvoker
+    gatekeeper: Gatekeeper
+    classifier: FailureClassifier = default_failure_classifier
+
+    def agent(self, name: AgentName) -> AgentInvoker:
+        """The invoker for ``name``."""
+        invoker: AgentInvoker = getattr(self, name.value)
+        return invoker
+
+
+def _awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
+    async def call(input: str, config: RunConfig, /) -> str:
+        return invoker(input, config)
+
+    return call
+
+
+def _awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
+    async def call(run_id: str, executor_output: ExecutorEvidence, /) -> object:
+        return gatekeeper(run_id, executor_output)
+
+    return call
+
+
+@attrs.frozen
+class AsyncEffects:
+    """The four agents, the gatekeeper and the failure classifier of an asyncio run."""
+
+    planner: AsyncAgentInvoker
+    executor: AsyncAgentInvoker
+    verifier: AsyncAgentInvoker
+    composer: AsyncAgentInvoker
+    gatekeeper: AsyncGatekeeper
+    classifier: FailureClassifier = default_failure_classifier
+
+    def agent(self, name: AgentName) -> AsyncAgentInvoker:
+        """The invoker for ``name``."""
+        invoker: AsyncAgentInvoker = getattr(self, name.value)
+        return invoker
+
+    @classmethod
+    def from_sync(cls, effects: Effects) -> AsyncEffects:
+        """Wrap synchronous effects (called inline, on the event loop thread)."""
+        wrap: Callable[[AgentInvoker], AsyncAgentInvoker] = _awaitable_agent
+        return cls(
+            planner=wrap(effects.planner),
+            executor=wrap(effects.executor),
+            verifier=wrap(effects.verifier),
+            composer=wrap(effects.composer),
+            gatekeeper=_awaitable_gatekeeper(effects.gatekeeper),
+            classifier=effects.classifier,
+        )

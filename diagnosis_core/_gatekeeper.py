@@ -1,0 +1,286 @@
+"""Parsing and normalization of the raw gatekeeper result (spec §6.1).
+
+The gatekeeper is an effect: its raw result is whatever the callable returned.
+The router must only ever see one of three normalized statuses, and anything
+it cannot read with certainty is ``REJECT`` (fail closed). So:
+
+* :func:`parse_gatekeeper_result` reads the shape and raises only
+  :class:`PayloadError` naming the offending path;
+* :func:`normalize_gatekeeper_result` applies the table of §6.1 and never
+  raises, whatever the input (non-string keys, cycles, huge sizes, hostile
+  ``Mapping`` implementations).
+
+Nothing here recurses into the raw value: it is read at fixed depths (top
+level, ``checked_bindings``, each entry's fields), so a dict that contains
+itself is just a malformed entry. Problems name types, never echo values.
+
+Decisions where the spec is silent:
+
+* ``checked_bindings`` and ``reason_codes`` accept a ``list`` or ``tuple``
+  (what a JSON array is in Python); any other type — a string included — is
+  not an array.
+* the four key fields of an entry are ids (§5 general rules) and must be
+  non-empty strings; any string field containing an unpaired surrogate is
+  malformed (it could not be encoded as UTF-8 later).
+* ``matched_text`` must be a string or null whenever present, also on a
+  failed entry; it is kept on failed entries for audit (the projector never
+  uses it).
+* ``reason_codes`` is audit-only: a value that is not an array is treated as
+  empty, and non-string items (or strings with surrogates) are dropped.
+  Malformed audit data never changes the verdict.
+* ``status=fail`` with ``level`` absent, null or ``pass`` is invalid, not
+  ``REJECT``/``GATEKEEPER_REJECTED``: the gatekeeper did not say what it
+  meant, so the result is treated as unreadable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import attrs
+
+from ._enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
+from ._errors import PayloadError
+from ._payloads import CheckedBinding, GatekeeperResult
+
+__all__ = [
+    "NormalizedGatekeeperResult",
+    "gatekeeper_unavailable",
+    "normalize_gatekeeper_result",
+    "parse_gatekeeper_result",
+]
+
+_MISSING = object()
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PROBLEM_LIMIT = 1000
+
+_STATUSES = ("pass", "fail")
+_LEVELS = ("pass", "low_confid", "reject")
+_ID_FIELDS = ("claim_id", "source_invocation_id", "tool_name", "raw_path")
+
+
+@attrs.frozen
+class NormalizedGatekeeperResult:
+    """What the router and the trace need from one gatekeeper call (spec §6.1).
+
+    ``reason_code`` is set exactly when ``status`` is ``REJECT``.
+    ``checked_bindings`` and the counts (raw entries / with status pass / with
+    status fail) are only filled for a readable result; ``problem`` says why a
+    result is invalid or which exception made the gatekeeper unavailable. The
+    verdict ceiling is derived elsewhere (:mod:`diagnosis_core._verdict`).
+    """
+
+    status: GatekeeperStatus
+    reason_code: ReasonCode | None = None
+    checked_bindings: tuple[CheckedBinding, ...] = ()
+    checked: int = 0
+    passed: int = 0
+    failed: int = 0
+    problem: str | None = None
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _plain_string(value: object, path: str, *, non_empty: bool = False) -> str:
+    """``value`` as an exact ``str`` (subclass overrides cannot interfere), or PayloadError."""
+    if not isinstance(value, str):
+        raise PayloadError(path, f"expected a string, got {_type_name(value)}")
+    text = str.__str__(value)
+    if non_empty and not text:
+        raise PayloadError(path, "expected a non-empty string")
+    if _SURROGATE.search(text):
+        raise PayloadError(path, "contains an unpaired surrogate")
+    return text
+
+
+def _keyword(value: object, path: str, allowed: tuple[str, ...]) -> str:
+    """A case- and whitespace-insensitive keyword, returned stripped and lower-cased."""
+    if not isinstance(value, str):
+        raise PayloadError(path, f"expected a string, got {_type_name(value)}")
+    word = str.lower(str.strip(value))
+    if word not in allowed:
+        raise PayloadError(path, f"expected one of {', '.join(allowed)}")
+    return word
+
+
+def _parse_entry(entry: object, path: str) -> CheckedBinding:
+    if not isinstance(entry, Mapping):
+        raise PayloadError(path, f"expected an object, got {_type_name(entry)}")
+    ids: list[str] = []
+    for name in _ID_FIELDS:
+        value = entry.get(name, _MISSING)
+        if value is _MISSING or value is None:
+            raise PayloadError(f"{path}.{name}", "missing")
+        ids.append(_plain_string(value, f"{path}.{name}", non_empty=True))
+    raw_status = entry.get("status", _MISSING)
+    if raw_status is _MISSING or raw_status is None:
+        raise PayloadError(f"{path}.status", "missing")
+    status = BindingCheckStatus(_keyword(raw_status, f"{path}.status", _STATUSES))
+    matched = entry.get("matched_text")
+    matched_text = None if matched is None else _plain_string(matched, f"{path}.matched_text")
+    if status is BindingCheckStatus.PASS and not matched_text:
+        problem = "missing" if matched_text is None else "expected a non-empty string"
+        raise PayloadError(f"{path}.matched_text", problem)
+    raw_reason = entry.get("reason")
+    reason = None if raw_reason is None else _plain_string(raw_reason, f"{path}.reason")
+    return CheckedBinding(
+        claim_id=ids[0],
+        source_invocation_id=ids[1],
+        tool_name=ids[2],
+        raw_path=ids[3],
+        status=status,
+        matched_text=matched_text,
+        reason=reason,
+    )
+
+
+def _parse_checked_bindings(value: object) -> tuple[CheckedBinding, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise PayloadError("checked_bindings", f"expected an array, got {_type_name(value)}")
+    entries: list[CheckedBinding] = []
+    first_seen: dict[tuple[str, str, str, str], int] = {}
+    for index, raw_entry in enumerate(value):
+        path = f"checked_bindings[{index}]"
+        entry = _parse_entry(raw_entry, path)
+        earlier = first_seen.setdefault(entry.key, index)
+        if earlier != index:
+            raise PayloadError(path, f"duplicate key of checked_bindings[{earlier}]")
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _parse_reason_codes(value: object) -> tuple[str, ...]:
+    """Audit-only codes: unreadable parts are dropped, never an error."""
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(
+        str.__str__(code) for code in value if isinstance(code, str) and not _SURROGATE.search(code)
+    )
+
+
+def _parse(raw: object) -> GatekeeperResult:
+    if not isinstance(raw, Mapping):
+        raise PayloadError("", f"expected an object, got {_type_name(raw)}")
+    raw_status = raw.get("status", _MISSING)
+    if raw_status is _MISSING or raw_status is None:
+        raise PayloadError("status", "missing")
+    status = _keyword(raw_status, "status", _STATUSES)
+    raw_level = raw.get("level")
+    level = None if raw_level is None else _keyword(raw_level, "level", _LEVELS)
+    return GatekeeperResult(
+        status=status,
+        level=level,
+        checked_bindings=_parse_checked_bindings(raw.get("checked_bindings")),
+        reason_codes=_parse_reason_codes(raw.get("reason_codes")),
+    )
+
+
+def parse_gatekeeper_result(raw: object) -> GatekeeperResult:
+    """Read the raw result's shape (spec §6.1), or raise :class:`PayloadError`.
+
+    ``status``/``level`` come back stripped and lower-cased; extra keys are
+    ignored. It checks shape only: a self-contradictory result parses, and
+    :func:`normalize_gatekeeper_result` rejects it. A ``Mapping`` whose methods
+    raise is reported as a PayloadError too, so callers catch one type.
+    """
+    try:
+        return _parse(raw)
+    except PayloadError:
+        raise
+    except Exception as error:
+        raise PayloadError("", f"unreadable result ({_type_name(error)})") from None
+
+
+def _invalid(problem: str) -> NormalizedGatekeeperResult:
+    return NormalizedGatekeeperResult(
+        status=GatekeeperStatus.REJECT,
+        reason_code=ReasonCode.GATEKEEPER_INVALID_RESULT,
+        problem=problem,
+    )
+
+
+def _contradiction(result: GatekeeperResult) -> str | None:
+    """Why a well-shaped result cannot be believed, or None."""
+    if result.status == "pass":
+        if result.level not in (None, "pass"):
+            return f"status: pass contradicts level {result.level}"
+        for index, entry in enumerate(result.checked_bindings):
+            if not entry.passed:
+                return f"status: pass contradicts failed checked_bindings[{index}]"
+        return None
+    if result.level not in ("low_confid", "reject"):
+        shown = "missing" if result.level is None else result.level
+        return f"level: {shown} does not say how the failure ranks (low_confid or reject)"
+    return None
+
+
+def normalize_gatekeeper_result(raw: object) -> NormalizedGatekeeperResult:
+    """Apply the normalization table of spec §6.1; never raises.
+
+    ``pass`` (level absent/null/pass, no failed binding) → ``PASS``;
+    ``fail``+``low_confid`` → ``LOW_CONFID``; ``fail``+``reject`` →
+    ``REJECT``/``GATEKEEPER_REJECTED``; anything unreadable or
+    self-contradictory → ``REJECT``/``GATEKEEPER_INVALID_RESULT``.
+    """
+    try:
+        result = parse_gatekeeper_result(raw)
+    except PayloadError as error:
+        return _invalid(_safe_text(error.reason))
+    problem = _contradiction(result)
+    if problem is not None:
+        return _invalid(problem)
+    bindings = result.checked_bindings
+    passed = sum(1 for entry in bindings if entry.passed)
+    if result.status == "pass":
+        status, reason_code = GatekeeperStatus.PASS, None
+    elif result.level == "low_confid":
+        status, reason_code = GatekeeperStatus.LOW_CONFID, None
+    else:
+        status, reason_code = GatekeeperStatus.REJECT, ReasonCode.GATEKEEPER_REJECTED
+    return NormalizedGatekeeperResult(
+        status=status,
+        reason_code=reason_code,
+        checked_bindings=bindings,
+        checked=len(bindings),
+        passed=passed,
+        failed=len(bindings) - passed,
+    )
+
+
+def _safe_text(text: str) -> str:
+    """Cap a problem text and replace surrogates, so the trace can always encode it."""
+    if len(text) > _PROBLEM_LIMIT:
+        text = text[: _PROBLEM_LIMIT - 1] + "…"
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def gatekeeper_unavailable(error: BaseException | str) -> NormalizedGatekeeperResult:
+    """The normalized result when the gatekeeper callable raised (spec §6.1).
+
+    ``problem`` is ``"TypeName: message"`` for an exception (a plain string is
+    used as is), capped at 1000 characters with surrogates replaced; it is
+    computed without trusting the exception (its ``__str__`` may raise).
+    Never raises.
+    """
+    if isinstance(error, str):
+        problem = str.__str__(error)
+    else:
+        try:
+            name = type(error).__name__
+        except Exception:
+            name = "BaseException"
+        try:
+            message = str(error)
+        except Exception:
+            message = "<unprintable>"
+        problem = f"{name}: {message}" if message else name
+    return NormalizedGatekeeperResult(
+        status=GatekeeperStatus.REJECT,
+        reason_code=ReasonCode.GATEKEEPER_UNAVAILABLE,
+        problem=_safe_text(problem),
+    )

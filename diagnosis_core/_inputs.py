@@ -1,0 +1,173 @@
+"""Agent inputs: the exact whitelists of spec §6.6.
+
+Each agent sees one canonical-JSON object built from the typed values below and
+nothing else. The input classes *are* the whitelists: a field that is not
+declared here cannot reach an agent, and the converter decides the wire form.
+Identical state gives byte-identical input; the machine stores the string it
+sent so that a technical retry re-sends exactly the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ._config import DiagnosisConfig
+from ._converter import to_wire
+from ._enums import AnswerMode, GatekeeperStatus, Verdict
+from ._gaps import RetryContext
+from ._json import canonical_json
+from ._payloads import HistoryMessage, PlannerPlan, Skill
+from ._projection import AllowedClaim, VerifiedClaim, VerifiedEvidence, VerifiedInput
+
+__all__ = [
+    "ComposerInput",
+    "ExecutorInput",
+    "ExecutorRetryInput",
+    "GatekeeperSummary",
+    "PlannerInput",
+    "VerifierInput",
+    "build_composer_input",
+    "build_executor_input",
+    "build_planner_input",
+    "build_verifier_input",
+    "encode_agent_input",
+]
+
+
+@attrs.frozen
+class PlannerInput:
+    """Planner whitelist: the question, trimmed history and skill metadata only."""
+
+    query: str
+    history: tuple[HistoryMessage, ...]
+    skills: tuple[Skill, ...]
+
+
+@attrs.frozen
+class ExecutorInput:
+    """Round-1 executor whitelist."""
+
+    query: str
+    round: int
+    planner_plan: PlannerPlan
+    selected_skill: str | None
+
+
+@attrs.frozen
+class ExecutorRetryInput:
+    """Round-2 executor whitelist: round 1's keys plus the retry context."""
+
+    query: str
+    round: int
+    planner_plan: PlannerPlan
+    selected_skill: str | None
+    retry_context: RetryContext
+
+
+@attrs.frozen
+class GatekeeperSummary:
+    """What the verifier learns of the gatekeeper: status, ceiling and counts only."""
+
+    status: GatekeeperStatus
+    ceiling: Verdict
+    checked: int
+    passed: int
+    failed: int
+
+
+@attrs.frozen
+class VerifierInput:
+    """Verifier whitelist: only projected (gatekeeper-trusted) material."""
+
+    query: str
+    round: int
+    verified_executor_output: tuple[VerifiedClaim, ...]
+    verified_evidence: tuple[VerifiedEvidence, ...]
+    gatekeeper: GatekeeperSummary
+    retry_context: RetryContext | None
+
+
+@attrs.frozen
+class ComposerInput:
+    """Composer whitelist: verifier-allowed verified claims and the verifier's advice."""
+
+    query: str
+    answer_mode: AnswerMode
+    effective_verdict: Verdict
+    allowed_claims: tuple[AllowedClaim, ...]
+    missing_info: tuple[str, ...]
+    recommended_actions: tuple[str, ...]
+
+
+AgentInput = PlannerInput | ExecutorInput | ExecutorRetryInput | VerifierInput | ComposerInput
+
+
+def encode_agent_input(value: AgentInput) -> str:
+    """Canonical JSON of an input object: the exact string an agent receives."""
+    return canonical_json(to_wire(value))
+
+
+def build_planner_input(
+    question: str,
+    history: Sequence[HistoryMessage],
+    skills: Sequence[Skill],
+    config: DiagnosisConfig,
+) -> str:
+    """The planner's input: the last ``history_limit`` messages, skill name/description."""
+    limit = config.history_limit
+    recent = tuple(history[len(history) - limit :]) if limit else ()
+    return encode_agent_input(PlannerInput(question, recent, tuple(skills)))
+
+
+def build_executor_input(
+    question: str, plan: PlannerPlan, round: int, retry_context: RetryContext | None
+) -> str:
+    """The executor's input; round 2 carries the retry context (spec §6.5)."""
+    if retry_context is None:
+        return encode_agent_input(ExecutorInput(question, round, plan, plan.selected_skill))
+    return encode_agent_input(
+        ExecutorRetryInput(question, round, plan, plan.selected_skill, retry_context)
+    )
+
+
+def build_verifier_input(
+    question: str,
+    round: int,
+    verified: VerifiedInput,
+    gatekeeper: GatekeeperSummary,
+    retry_context: RetryContext | None,
+) -> str:
+    """The verifier's input: projections, gatekeeper counts, and the retry context."""
+    return encode_agent_input(
+        VerifierInput(
+            question,
+            round,
+            verified.verified_executor_output,
+            verified.verified_evidence,
+            gatekeeper,
+            retry_context,
+        )
+    )
+
+
+def build_composer_input(
+    question: str,
+    answer_mode: AnswerMode,
+    effective_verdict: Verdict,
+    allowed_claims: Sequence[AllowedClaim],
+    missing_info: Sequence[str],
+    recommended_actions: Sequence[str],
+) -> str:
+    """The composer's input: allowed claims (verified text) and the verifier's advice."""
+    return encode_agent_input(
+        ComposerInput(
+            question,
+            answer_mode,
+            effective_verdict,
+            tuple(allowed_claims),
+            tuple(missing_info),
+            tuple(recommended_actions),
+        )
+    )

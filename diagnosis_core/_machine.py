@@ -1,0 +1,912 @@
+"""The sans-IO state machine of the chat diagnosis workflow (spec §2, §7).
+
+Rules of this file: everything that changes the state of a run lives here,
+and every routing decision is read from :data:`ROUTING_TABLE`. The machine
+never performs an effect. :func:`next_action` says which effect is needed
+(:class:`InvokeAgent`, :class:`CallGatekeeper`) or that the run is
+:class:`Finished`; :func:`advance` takes the effect's result and returns the
+next state. Pure nodes (``verified_input``, ``evidence_retry`` and the two
+fallbacks) run inside :func:`advance`. Counters (round, attempt, evidence
+retries) are changed only here, and a technical retry re-sends the input
+string stored in the state, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from ._config import DiagnosisConfig, RunConfig
+from ._enums import (
+    AgentName,
+    AnswerMode,
+    FailureKind,
+    GatekeeperStatus,
+    NodeName,
+    NodeStatus,
+    Outcome,
+    ReasonCode,
+    Verdict,
+)
+from ._errors import MachineError, PayloadError
+from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
+from ._gatekeeper import (
+    NormalizedGatekeeperResult,
+    gatekeeper_unavailable,
+    normalize_gatekeeper_result,
+)
+from ._inputs import (
+    GatekeeperSummary,
+    build_composer_input,
+    build_executor_input,
+    build_planner_input,
+    build_verifier_input,
+)
+from ._json import canonical_json
+from ._parsing import (
+    parse_composer_output,
+    parse_executor_evidence,
+    parse_planner_plan,
+    parse_verifier_output,
+)
+from ._payloads import (
+    ComposerOutput,
+    ExecutorEvidence,
+    HistoryMessage,
+    PlannerPlan,
+    Skill,
+    VerifierOutput,
+)
+from ._projection import (
+    AllowedClaim,
+    VerifiedInput,
+    project_verified_input,
+    select_allowed_claims,
+)
+from ._rendering import render_post_verification_fallback, render_pre_verification_fallback
+from ._routing import Route, RoutingFacts, choose_route
+from ._trace import (
+    CallCounts,
+    EventDetails,
+    GatekeeperAudit,
+    InvocationRecord,
+    RawResult,
+    TraceEvent,
+    TraceReport,
+    VerifierEvaluation,
+)
+from ._verdict import answer_mode_for, apply_verdict_ceiling, verdict_ceiling
+
+__all__ = [
+    "Action",
+    "AgentFailed",
+    "AgentReplied",
+    "CallGatekeeper",
+    "DiagnosisRequest",
+    "DiagnosisResult",
+    "DiagnosisState",
+    "EffectResult",
+    "Finished",
+    "GatekeeperFailed",
+    "GatekeeperReturned",
+    "InvokeAgent",
+    "PendingCall",
+    "advance",
+    "build_trace_report",
+    "next_action",
+    "start_diagnosis",
+]
+
+
+# --- inputs and outputs of the machine ----------------------------------------
+
+
+def _items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
+    """Validator: a tuple whose items are all ``kind`` (a request is built by hand often)."""
+
+    def check(instance: object, attribute: Any, value: object) -> None:
+        if not isinstance(value, tuple):
+            raise TypeError(f"{attribute.name}: expected a tuple of {kind.__name__}")
+        for index, item in enumerate(value):
+            if not isinstance(item, kind):
+                raise TypeError(
+                    f"{attribute.name}[{index}]: expected {kind.__name__}, got {item!r}"
+                )
+
+    return check
+
+
+def _to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class DiagnosisRequest:
+    """One chat question and everything the run may use to answer it."""
+
+    question: str
+    run: RunConfig
+    history: tuple[HistoryMessage, ...] = attrs.field(
+        default=(), converter=_to_tuple, validator=_items_of(HistoryMessage)
+    )
+    skills: tuple[Skill, ...] = attrs.field(
+        default=(), converter=_to_tuple, validator=_items_of(Skill)
+    )
+    config: DiagnosisConfig = attrs.field(factory=DiagnosisConfig)
+
+
+@attrs.frozen
+class InvokeAgent:
+    """Action: invoke ``agent`` with exactly ``input`` and ``config``."""
+
+    agent: AgentName
+    input: str
+    config: RunConfig
+    round: int
+    attempt: int
+
+
+@attrs.frozen
+class CallGatekeeper:
+    """Action: call the gatekeeper once with the run id and the executor output."""
+
+    run_id: str
+    executor_output: ExecutorEvidence
+    round: int
+
+
+@attrs.frozen
+class AgentReplied:
+    """Result: the agent returned its message text."""
+
+    text: str
+
+
+@attrs.frozen
+class AgentFailed:
+    """Result: the agent raised; ``kind`` comes from the failure classifier."""
+
+    kind: FailureKind
+    message: str = ""
+
+
+@attrs.frozen
+class GatekeeperReturned:
+    """Result: the gatekeeper returned ``raw`` (any value; normalized by the machine)."""
+
+    raw: object
+
+
+@attrs.frozen
+class GatekeeperFailed:
+    """Result: the gatekeeper callable raised."""
+
+    message: str = ""
+
+
+EffectResult = AgentReplied | AgentFailed | GatekeeperReturned | GatekeeperFailed
+
+
+@attrs.frozen
+class DiagnosisResult:
+    """How a run ended; its wire form is the replay output of spec §9."""
+
+    outcome: Outcome
+    answer: str
+    reason_code: ReasonCode | None
+    gatekeeper_status: GatekeeperStatus | None
+    model_verdict: Verdict | None
+    effective_verdict: Verdict | None
+    rounds: int
+    evidence_retries: int
+    calls: CallCounts
+    trace: tuple[TraceEvent, ...]
+    invocations: tuple[InvocationRecord, ...]
+
+
+@attrs.frozen
+class Finished:
+    """Action: nothing left to do; the run ended with ``result``."""
+
+    result: DiagnosisResult
+
+
+Action = InvokeAgent | CallGatekeeper | Finished
+
+
+@attrs.frozen
+class PendingCall:
+    """The agent invocation the machine waits for, with its exact input."""
+
+    agent: AgentName
+    input: str
+    round: int
+    attempt: int
+
+
+@attrs.frozen
+class DiagnosisState:
+    """The whole state of one run; immutable, JSON round-trippable.
+
+    Drivers keep it, pass it to :func:`next_action` and :func:`advance`, and
+    never change it themselves.
+    """
+
+    request: DiagnosisRequest
+    pending: PendingCall | None = None
+    awaiting_gatekeeper: bool = False
+    round: int = 0
+    evidence_retries: int = 0
+    plan: PlannerPlan | None = None
+    executor_output: ExecutorEvidence | None = None
+    gatekeeper: NormalizedGatekeeperResult | None = None
+    verified: VerifiedInput | None = None
+    retry_context: RetryContext | None = None
+    evaluation: VerifierEvaluation | None = None
+    composer_output: ComposerOutput | None = None
+    events: tuple[TraceEvent, ...] = ()
+    invocations: tuple[InvocationRecord, ...] = ()
+    calls: CallCounts = attrs.field(factory=CallCounts)
+    gatekeeper_audits: tuple[GatekeeperAudit, ...] = ()
+    verifier_evaluations: tuple[VerifierEvaluation, ...] = ()
+    outcome: Outcome | None = None
+    answer: str | None = None
+    reason_code: ReasonCode | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True once the run reached END."""
+        return self.outcome is not None
+
+    @property
+    def result(self) -> DiagnosisResult:
+        """The result of a finished run; :class:`MachineError` before that."""
+        if self.outcome is None or self.answer is None:
+            raise MachineError("the run has not finished yet")
+        return DiagnosisResult(
+            outcome=self.outcome,
+            answer=self.answer,
+            reason_code=self.reason_code,
+            gatekeeper_status=self.gatekeeper.status if self.gatekeeper else None,
+            model_verdict=self.evaluation.model_verdict if self.evaluation else None,
+            effective_verdict=self.evaluation.effective_verdict if self.evaluation else None,
+            rounds=self.round,
+            evidence_retries=self.evidence_retries,
+            calls=self.calls,
+            trace=self.events,
+            invocations=self.invocations,
+        )
+
+
+# --- public entry points --------------------------------------------------------
+
+
+def start_diagnosis(request: DiagnosisRequest) -> DiagnosisState:
+    """The initial state: the start row routes to the planner (spec §7)."""
+    state = DiagnosisState(request=request)
+    return _follow(state, choose_route(None, RoutingFacts()), round=1)
+
+
+def next_action(state: DiagnosisState) -> Action:
+    """Which effect the run needs next, or :class:`Finished` with the result."""
+    if state.outcome is not None:
+        return Finished(state.result)
+    if state.awaiting_gatekeeper and state.executor_output is not None:
+        return CallGatekeeper(state.request.run.run_id, state.executor_output, state.round)
+    if state.pending is not None:
+        pending = state.pending
+        return InvokeAgent(
+            pending.agent, pending.input, state.request.run, pending.round, pending.attempt
+        )
+    raise MachineError("the state awaits nothing; it was not produced by this machine")
+
+
+def advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
+    """Feed the result of the pending effect; returns the next state.
+
+    Raises :class:`MachineError` when the run has finished or ``result`` does
+    not answer the pending action. Agent and gatekeeper misbehaviour is never
+    an exception: it becomes a node status with a reason.
+    """
+    if state.outcome is not None:
+        raise MachineError("the run has finished; there is nothing to advance")
+    if state.awaiting_gatekeeper:
+        if isinstance(result, GatekeeperReturned | GatekeeperFailed):
+            return _gatekeeper_done(state, result)
+        raise MachineError(
+            f"the pending action is a gatekeeper call; got {type(result).__name__}"
+        )
+    pending = state.pending
+    if pending is None:
+        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    if not isinstance(result, AgentReplied | AgentFailed):
+        raise MachineError(
+            f"the pending action is a {pending.agent.value} invocation; "
+            f"got {type(result).__name__}"
+        )
+    state = attrs.evolve(
+        state,
+        calls=state.calls.incremented(pending.agent.value),
+        invocations=(
+            *state.invocations,
+            InvocationRecord(pending.agent, pending.round, pending.attempt, pending.input),
+        ),
+    )
+    handler = _AGENT_HANDLERS[pending.agent]
+    return handler(state, pending, result)
+
+
+def build_trace_report(state: DiagnosisState) -> TraceReport:
+    """The trace report aggregate of a run (spec §8), finished or not."""
+    request = state.request
+    return TraceReport(
+        run_id=request.run.run_id,
+        session_id=request.run.session_id,
+        question=request.question,
+        events=state.events,
+        gatekeeper_audits=state.gatekeeper_audits,
+        verifier_evaluations=state.verifier_evaluations,
+        invocations=state.invocations,
+        outcome=state.outcome,
+        reason_code=state.reason_code,
+        answer=state.answer,
+    )
+
+
+# --- helpers ---------------------------------------------------------------------
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _event(
+    state: DiagnosisState,
+    node: NodeName,
+    status: NodeStatus,
+    reason: ReasonCode | None,
+    *,
+    round: int,
+    attempt: int = 1,
+    input_text: str | None = None,
+    details: EventDetails | None = None,
+) -> DiagnosisState:
+    event = TraceEvent(
+        seq=len(state.events) + 1,
+        node=node,
+        round=round,
+        attempt=attempt,
+        status=status,
+        reason_code=reason,
+        input_sha256=_sha256(input_text) if input_text is not None else None,
+        details=details if details is not None else EventDetails(),
+    )
+    return attrs.evolve(state, events=(*state.events, event))
+
+
+def _failure_status(kind: FailureKind) -> NodeStatus:
+    if kind is FailureKind.RETRYABLE:
+        return NodeStatus.RETRYABLE_FAILED
+    return NodeStatus.NON_RETRYABLE_FAILED
+
+
+def _retries_left(state: DiagnosisState, pending: PendingCall) -> bool:
+    return pending.attempt - 1 < state.request.config.technical_retry_limit
+
+
+def _reply_text(result: AgentReplied) -> str:
+    text: object = result.text
+    if not isinstance(text, str):
+        raise PayloadError("", f"expected the agent's message text, got {type(text).__name__}")
+    return text
+
+
+def _follow(
+    state: DiagnosisState, route: Route, *, round: int, reason: ReasonCode | None = None
+) -> DiagnosisState:
+    """Enter the node ``route`` leads to: schedule an effect or run a pure node."""
+    target = route.next
+    state = attrs.evolve(state, pending=None, awaiting_gatekeeper=False)
+    if target is None:
+        return state
+    if route.same_input:
+        raise MachineError("same-input routes are followed by _retry")  # pragma: no cover
+    request = state.request
+    if target is NodeName.PLANNER:
+        text = build_planner_input(
+            request.question, request.history, request.skills, request.config
+        )
+        return _schedule(state, AgentName.PLANNER, text, round=1)
+    if target is NodeName.EXECUTOR:
+        assert state.plan is not None
+        text = build_executor_input(request.question, state.plan, round, state.retry_context)
+        return _schedule(attrs.evolve(state, round=round), AgentName.EXECUTOR, text, round=round)
+    if target is NodeName.GATEKEEPER:
+        return attrs.evolve(state, awaiting_gatekeeper=True)
+    if target is NodeName.VERIFIED_INPUT:
+        return _verified_input(state)
+    if target is NodeName.VERIFIER:
+        return _schedule_verifier(state)
+    if target is NodeName.EVIDENCE_RETRY:
+        return _evidence_retry(state)
+    if target is NodeName.COMPOSER:
+        return _schedule_composer(state)
+    if target is NodeName.PRE_VERIFICATION_FALLBACK:
+        assert reason is not None
+        return _pre_verification_fallback(state, reason)
+    assert target is NodeName.POST_VERIFICATION_FALLBACK
+    return _post_verification_fallback(state)
+
+
+def _schedule(
+    state: DiagnosisState, agent: AgentName, text: str, *, round: int, attempt: int = 1
+) -> DiagnosisState:
+    return attrs.evolve(state, pending=PendingCall(agent, text, round, attempt))
+
+
+def _retry(state: DiagnosisState, pending: PendingCall) -> DiagnosisState:
+    """A technical retry: the identical stored input string, next attempt."""
+    return _schedule(
+        state, pending.agent, pending.input, round=pending.round, attempt=pending.attempt + 1
+    )
+
+
+def _route_agent(
+    state: DiagnosisState,
+    pending: PendingCall,
+    status: NodeStatus,
+    facts: RoutingFacts,
+    *,
+    failure_reason: ReasonCode,
+    details: EventDetails,
+) -> tuple[DiagnosisState, Route]:
+    node = pending.agent.node
+    route = choose_route(node, facts)
+    state = _event(
+        state,
+        node,
+        status,
+        None if status is NodeStatus.COMPLETED else failure_reason,
+        round=pending.round,
+        attempt=pending.attempt,
+        input_text=pending.input,
+        details=details,
+    )
+    return state, route
+
+
+def _agent_failure(result: AgentFailed) -> tuple[NodeStatus, str]:
+    """Status and error text of an agent that raised."""
+    return _failure_status(result.kind), result.message or result.kind.value
+
+
+def _finish_failed_agent(
+    state: DiagnosisState,
+    pending: PendingCall,
+    status: NodeStatus,
+    error: str | None,
+    reason: ReasonCode,
+) -> DiagnosisState:
+    facts = RoutingFacts(status=status, retries_left=_retries_left(state, pending))
+    state, route = _route_agent(
+        state, pending, status, facts, failure_reason=reason, details=EventDetails(error=error)
+    )
+    if route.same_input:
+        return _retry(state, pending)
+    return _follow(
+        state, route, round=pending.round, reason=reason if route.reason_from_node else route.reason
+    )
+
+
+# --- planner ---------------------------------------------------------------------
+
+
+def _planner_done(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+) -> DiagnosisState:
+    if isinstance(result, AgentReplied):
+        try:
+            names = [skill.name for skill in state.request.skills]
+            plan = parse_planner_plan(_reply_text(result), names)
+        except PayloadError as error:
+            return _finish_failed_agent(
+                state, pending, NodeStatus.INVALID_OUTPUT, error.reason, ReasonCode.PLANNER_FAILED
+            )
+        state = attrs.evolve(state, plan=plan)
+        facts = RoutingFacts(status=NodeStatus.COMPLETED)
+        state, route = _route_agent(
+            state,
+            pending,
+            NodeStatus.COMPLETED,
+            facts,
+            failure_reason=ReasonCode.PLANNER_FAILED,
+            details=EventDetails(),
+        )
+        return _follow(state, route, round=1)
+    status, error_text = _agent_failure(result)
+    return _finish_failed_agent(state, pending, status, error_text, ReasonCode.PLANNER_FAILED)
+
+
+# --- executor --------------------------------------------------------------------
+
+
+def _executor_done(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+) -> DiagnosisState:
+    if isinstance(result, AgentReplied):
+        try:
+            output = parse_executor_evidence(_reply_text(result))
+        except PayloadError as error:
+            return _finish_failed_agent(
+                state,
+                pending,
+                NodeStatus.INVALID_OUTPUT,
+                error.reason,
+                ReasonCode.EXECUTOR_INVALID_OUTPUT,
+            )
+        state = attrs.evolve(state, executor_output=output, verified=None)
+        state, route = _route_agent(
+            state,
+            pending,
+            NodeStatus.COMPLETED,
+            RoutingFacts(status=NodeStatus.COMPLETED),
+            failure_reason=ReasonCode.EXECUTOR_FAILED,
+            details=EventDetails(),
+        )
+        return _follow(state, route, round=pending.round)
+    reason = (
+        ReasonCode.EXECUTOR_TOOL_BLOCKED
+        if result.kind is FailureKind.TOOL_BLOCKED
+        else ReasonCode.EXECUTOR_FAILED
+    )
+    status, error_text = _agent_failure(result)
+    return _finish_failed_agent(state, pending, status, error_text, reason)
+
+
+# --- gatekeeper ------------------------------------------------------------------
+
+
+def _raw_result_copy(raw: object) -> RawResult:
+    """The raw result as canonical JSON for audit; never raises."""
+    try:
+        return RawResult(canonical_json(raw))
+    except (TypeError, ValueError, RecursionError):
+        try:
+            description = repr(raw)[:2000]
+        except Exception:  # a broken __repr__ must not break the audit
+            description = f"<unrepresentable {type(raw).__name__}>"
+        return RawResult(canonical_json({"unserializable": description}))
+
+
+def _raw_field(raw: object, key: str) -> str | None:
+    if isinstance(raw, dict):
+        value = raw.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _gatekeeper_done(
+    state: DiagnosisState, result: GatekeeperReturned | GatekeeperFailed
+) -> DiagnosisState:
+    executor_output = state.executor_output
+    assert executor_output is not None
+    round = state.round
+    state = attrs.evolve(state, calls=state.calls.incremented("gatekeeper"))
+    raw_copy: RawResult | None = None
+    error: str | None = None
+    if isinstance(result, GatekeeperReturned):
+        normalized = normalize_gatekeeper_result(result.raw)
+        raw_copy = _raw_result_copy(result.raw)
+        status = NodeStatus.COMPLETED
+        raw_status, raw_level = _raw_field(result.raw, "status"), _raw_field(result.raw, "level")
+    else:
+        error = result.message
+        normalized = gatekeeper_unavailable(result.message)
+        status = NodeStatus.NON_RETRYABLE_FAILED
+        raw_status = raw_level = None
+    verified = project_verified_input(executor_output, normalized.checked_bindings)
+    trusted = len(verified.verified_evidence)
+    facts = RoutingFacts(
+        status=status, gatekeeper_status=normalized.status, trusted_bindings=trusted
+    )
+    route = choose_route(NodeName.GATEKEEPER, facts)
+    leaving = route.next is NodeName.PRE_VERIFICATION_FALLBACK
+    reason = None
+    if leaving:
+        reason = normalized.reason_code if route.reason_from_node else route.reason
+    if leaving and reason is None:  # fail closed: a REJECT always names its reason
+        reason = ReasonCode.GATEKEEPER_INVALID_RESULT
+    audit = GatekeeperAudit(
+        round=round,
+        raw_result=raw_copy,
+        error=error,
+        status=normalized.status,
+        reason_code=normalized.reason_code,
+        problem=normalized.problem,
+        checked=normalized.checked,
+        passed=normalized.passed,
+        failed=normalized.failed,
+        trusted_bindings=trusted,
+    )
+    details = EventDetails(
+        raw_status=raw_status,
+        raw_level=raw_level,
+        status=normalized.status,
+        checked=normalized.checked,
+        passed=normalized.passed,
+        failed=normalized.failed,
+        trusted_bindings=trusted,
+        error=error if error is not None else normalized.problem,
+    )
+    state = attrs.evolve(
+        state,
+        gatekeeper=normalized,
+        verified=verified if not leaving else None,
+        gatekeeper_audits=(*state.gatekeeper_audits, audit),
+    )
+    state = _event(state, NodeName.GATEKEEPER, status, reason, round=round, details=details)
+    return _follow(state, route, round=round, reason=reason)
+
+
+# --- verified input and verifier -------------------------------------------------
+
+
+def _verified_input(state: DiagnosisState) -> DiagnosisState:
+    """The projection was computed with the gatekeeper result; record the node."""
+    assert state.verified is not None
+    state = _event(state, NodeName.VERIFIED_INPUT, NodeStatus.COMPLETED, None, round=state.round)
+    route = choose_route(NodeName.VERIFIED_INPUT, RoutingFacts(status=NodeStatus.COMPLETED))
+    return _follow(state, route, round=state.round)
+
+
+def _gatekeeper_summary(gatekeeper: NormalizedGatekeeperResult) -> GatekeeperSummary:
+    return GatekeeperSummary(
+        status=gatekeeper.status,
+        ceiling=verdict_ceiling(gatekeeper.status),
+        checked=gatekeeper.checked,
+        passed=gatekeeper.passed,
+        failed=gatekeeper.failed,
+    )
+
+
+def _schedule_verifier(state: DiagnosisState) -> DiagnosisState:
+    assert state.verified is not None and state.gatekeeper is not None
+    text = build_verifier_input(
+        state.request.question,
+        state.round,
+        state.verified,
+        _gatekeeper_summary(state.gatekeeper),
+        state.retry_context,
+    )
+    return _schedule(state, AgentName.VERIFIER, text, round=state.round)
+
+
+def _drop_unknown_claim_ids(
+    output: VerifierOutput, known: Sequence[str]
+) -> tuple[VerifierOutput, tuple[str, ...]]:
+    """Spec §5.3: ids not in the verified input are dropped and reported."""
+    known_ids = set(known)
+    unknown: dict[str, None] = {}
+    facts = []
+    for fact in output.facts_checked:
+        if fact.claim_id in known_ids:
+            facts.append(fact)
+        else:
+            unknown[fact.claim_id] = None
+    allowed = []
+    for claim_id in output.allowed_claim_ids:
+        if claim_id in known_ids:
+            allowed.append(claim_id)
+        else:
+            unknown[claim_id] = None
+    filtered = attrs.evolve(output, facts_checked=tuple(facts), allowed_claim_ids=tuple(allowed))
+    return filtered, tuple(unknown)
+
+
+def _verifier_done(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+) -> DiagnosisState:
+    if isinstance(result, AgentFailed):
+        status, error_text = _agent_failure(result)
+        return _finish_failed_agent(state, pending, status, error_text, ReasonCode.VERIFIER_FAILED)
+    try:
+        parsed = parse_verifier_output(_reply_text(result))
+    except PayloadError as error:
+        return _finish_failed_agent(
+            state, pending, NodeStatus.INVALID_OUTPUT, error.reason, ReasonCode.VERIFIER_FAILED
+        )
+    assert state.verified is not None and state.gatekeeper is not None
+    output, unknown = _drop_unknown_claim_ids(parsed, state.verified.claim_ids)
+    ceiling = verdict_ceiling(state.gatekeeper.status)
+    effective = apply_verdict_ceiling(output.verdict, ceiling)
+    gaps = extract_evidence_gaps(output.facts_checked)
+    evaluation = VerifierEvaluation(
+        round=pending.round,
+        attempt=pending.attempt,
+        output=output,
+        model_verdict=output.verdict,
+        ceiling=ceiling,
+        effective_verdict=effective,
+        unknown_claim_ids=unknown,
+        gap_count=len(gaps),
+    )
+    facts = RoutingFacts(
+        status=NodeStatus.COMPLETED,
+        effective_verdict=effective,
+        gap_count=len(gaps),
+        evidence_retry_left=state.evidence_retries < state.request.config.evidence_retry_limit,
+    )
+    details = EventDetails(
+        model_verdict=output.verdict,
+        effective_verdict=effective,
+        ceiling=ceiling,
+        groundedness_score=output.groundedness_score,
+        unknown_claim_ids=unknown,
+    )
+    state = attrs.evolve(
+        state,
+        evaluation=evaluation,
+        verifier_evaluations=(*state.verifier_evaluations, evaluation),
+    )
+    state, route = _route_agent(
+        state,
+        pending,
+        NodeStatus.COMPLETED,
+        facts,
+        failure_reason=ReasonCode.VERIFIER_FAILED,
+        details=details,
+    )
+    return _follow(state, route, round=pending.round)
+
+
+# --- evidence retry --------------------------------------------------------------
+
+
+def _evidence_retry(state: DiagnosisState) -> DiagnosisState:
+    assert state.verified is not None and state.evaluation is not None
+    gaps = extract_evidence_gaps(state.evaluation.output.facts_checked)
+    context = build_retry_context(state.verified, gaps)
+    state = _event(
+        state,
+        NodeName.EVIDENCE_RETRY,
+        NodeStatus.COMPLETED,
+        None,
+        round=state.round,
+        details=EventDetails(gap_count=len(context.gaps)),
+    )
+    state = attrs.evolve(
+        state, retry_context=context, evidence_retries=state.evidence_retries + 1
+    )
+    route = choose_route(NodeName.EVIDENCE_RETRY, RoutingFacts(status=NodeStatus.COMPLETED))
+    return _follow(state, route, round=state.round + 1)
+
+
+# --- composer --------------------------------------------------------------------
+
+
+def _allowed_claims(state: DiagnosisState) -> tuple[AllowedClaim, ...]:
+    assert state.verified is not None and state.evaluation is not None
+    return select_allowed_claims(state.verified, state.evaluation.output.allowed_claim_ids)
+
+
+def _answer_mode(state: DiagnosisState) -> AnswerMode:
+    assert state.evaluation is not None
+    return answer_mode_for(state.evaluation.effective_verdict)
+
+
+def _schedule_composer(state: DiagnosisState) -> DiagnosisState:
+    assert state.evaluation is not None
+    output = state.evaluation.output
+    text = build_composer_input(
+        state.request.question,
+        _answer_mode(state),
+        state.evaluation.effective_verdict,
+        _allowed_claims(state),
+        output.missing_info,
+        output.recommended_actions,
+    )
+    return _schedule(state, AgentName.COMPOSER, text, round=state.round)
+
+
+def _composer_done(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+) -> DiagnosisState:
+    if isinstance(result, AgentFailed):
+        status, error_text = _agent_failure(result)
+        return _finish_failed_agent(state, pending, status, error_text, ReasonCode.COMPOSER_FAILED)
+    try:
+        allowed_ids = [claim.claim_id for claim in _allowed_claims(state)]
+        output = parse_composer_output(_reply_text(result), allowed_ids)
+    except PayloadError as error:
+        return _finish_failed_agent(
+            state, pending, NodeStatus.INVALID_OUTPUT, error.reason, ReasonCode.COMPOSER_FAILED
+        )
+    state, route = _route_agent(
+        state,
+        pending,
+        NodeStatus.COMPLETED,
+        RoutingFacts(status=NodeStatus.COMPLETED),
+        failure_reason=ReasonCode.COMPOSER_FAILED,
+        details=EventDetails(),
+    )
+    state = attrs.evolve(
+        state,
+        composer_output=output,
+        outcome=Outcome.ANSWERED,
+        answer=output.answer,
+        reason_code=None,
+    )
+    return _follow(state, route, round=pending.round)
+
+
+# --- fallbacks -------------------------------------------------------------------
+
+
+def _finish_fallback(
+    state: DiagnosisState, node: NodeName, reason: ReasonCode, outcome: Outcome, answer: str
+) -> DiagnosisState:
+    round = max(state.round, 1)
+    state = _event(state, node, NodeStatus.COMPLETED, reason, round=round)
+    state = attrs.evolve(state, outcome=outcome, answer=answer, reason_code=reason)
+    route = choose_route(node, RoutingFacts(status=NodeStatus.COMPLETED))
+    return _follow(state, route, round=round)
+
+
+def _binding_counts(gatekeeper: NormalizedGatekeeperResult | None) -> tuple[int, int, int] | None:
+    """Counts are shown only when the gatekeeper gave a readable result."""
+    unreadable = (ReasonCode.GATEKEEPER_UNAVAILABLE, ReasonCode.GATEKEEPER_INVALID_RESULT)
+    if gatekeeper is None or gatekeeper.reason_code in unreadable:
+        return None
+    return (gatekeeper.checked, gatekeeper.passed, gatekeeper.failed)
+
+
+def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> DiagnosisState:
+    gatekeeper = state.gatekeeper
+    executor_output = state.executor_output
+    answer = render_pre_verification_fallback(
+        reason_code=reason,
+        run_id=state.request.run.run_id,
+        gatekeeper_status=gatekeeper.status if gatekeeper else None,
+        binding_counts=_binding_counts(gatekeeper),
+        tool_trace=executor_output.tool_trace_summary if executor_output else (),
+        config=state.request.config,
+    )
+    return _finish_fallback(
+        state,
+        NodeName.PRE_VERIFICATION_FALLBACK,
+        reason,
+        Outcome.PRE_VERIFICATION_FALLBACK,
+        answer,
+    )
+
+
+def _post_verification_fallback(state: DiagnosisState) -> DiagnosisState:
+    assert state.evaluation is not None
+    output = state.evaluation.output
+    answer = render_post_verification_fallback(
+        run_id=state.request.run.run_id,
+        answer_mode=_answer_mode(state),
+        allowed_claims=_allowed_claims(state),
+        missing_info=output.missing_info,
+        recommended_actions=output.recommended_actions,
+        config=state.request.config,
+    )
+    return _finish_fallback(
+        state,
+        NodeName.POST_VERIFICATION_FALLBACK,
+        ReasonCode.COMPOSER_FAILED,
+        Outcome.POST_VERIFICATION_FALLBACK,
+        answer,
+    )
+
+
+_AGENT_HANDLERS = {
+    AgentName.PLANNER: _planner_done,
+    AgentName.EXECUTOR: _executor_done,
+    AgentName.VERIFIER: _verifier_done,
+    AgentName.COMPOSER: _composer_done,
+}

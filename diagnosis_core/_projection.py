@@ -1,0 +1,152 @@
+"""The binding projector of the ``verified_input`` node (spec §6.2).
+
+This is the security boundary of the workflow: only an executor binding whose
+exact key equals a gatekeeper-passed key survives, and only the fields listed
+here reach the verifier. A claim with no trusted binding is dropped. Matching
+is a hash join, so the cost is linear in claims + bindings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from ._payloads import CheckedBinding, ExecutorEvidence
+
+__all__ = [
+    "AllowedClaim",
+    "VerifiedBinding",
+    "VerifiedClaim",
+    "VerifiedEvidence",
+    "VerifiedInput",
+    "count_trusted_bindings",
+    "project_verified_input",
+    "select_allowed_claims",
+]
+
+BindingKey = tuple[str, str, str, str]
+
+
+@attrs.frozen
+class VerifiedBinding:
+    """A trusted binding as the verifier sees it: no excerpt."""
+
+    source_invocation_id: str
+    tool_name: str
+    raw_path: str
+
+
+@attrs.frozen
+class VerifiedClaim:
+    """A claim with at least one trusted binding, and only those bindings."""
+
+    claim_id: str
+    text: str
+    is_critical: bool
+    bindings: tuple[VerifiedBinding, ...]
+
+
+@attrs.frozen
+class VerifiedEvidence:
+    """One trusted binding with the *gatekeeper's* matched text."""
+
+    claim_id: str
+    source_invocation_id: str
+    tool_name: str
+    raw_path: str
+    matched_text: str
+
+
+@attrs.frozen
+class VerifiedInput:
+    """Output of the projector: the only executor material the verifier may see."""
+
+    verified_executor_output: tuple[VerifiedClaim, ...] = ()
+    verified_evidence: tuple[VerifiedEvidence, ...] = ()
+
+    @property
+    def claim_ids(self) -> tuple[str, ...]:
+        """Ids of the verified claims, in order."""
+        return tuple(claim.claim_id for claim in self.verified_executor_output)
+
+
+@attrs.frozen
+class AllowedClaim:
+    """A claim the composer may express: its id and its *verified* text."""
+
+    claim_id: str
+    text: str
+
+
+def _passed_matches(checked: Iterable[CheckedBinding]) -> dict[BindingKey, str]:
+    """Map each gatekeeper-passed key to its matched text (first one wins)."""
+    passed: dict[BindingKey, str] = {}
+    for entry in checked:
+        if entry.passed and entry.matched_text is not None:
+            passed.setdefault(entry.key, entry.matched_text)
+    return passed
+
+
+def project_verified_input(
+    executor_output: ExecutorEvidence, checked_bindings: Iterable[CheckedBinding]
+) -> VerifiedInput:
+    """Keep only trusted bindings and the claims that have one (spec §6.2).
+
+    Guarantees: exact 4-tuple string equality (no trimming or case folding);
+    executor claim order, then binding order; duplicates removed;
+    ``matched_text`` comes from the gatekeeper, never from the executor excerpt.
+    """
+    passed = _passed_matches(checked_bindings)
+    claims: list[VerifiedClaim] = []
+    evidence: list[VerifiedEvidence] = []
+    seen_claims: set[str] = set()
+    seen_keys: set[BindingKey] = set()
+    for claim in executor_output.claims:
+        if claim.claim_id in seen_claims:
+            continue
+        bindings: list[VerifiedBinding] = []
+        for binding in claim.bindings:
+            key = (
+                claim.claim_id,
+                binding.source_invocation_id,
+                binding.tool_name,
+                binding.raw_path,
+            )
+            matched = passed.get(key)
+            if matched is None or key in seen_keys:
+                continue
+            seen_keys.add(key)
+            bindings.append(
+                VerifiedBinding(binding.source_invocation_id, binding.tool_name, binding.raw_path)
+            )
+            evidence.append(VerifiedEvidence(*key, matched_text=matched))
+        if bindings:
+            seen_claims.add(claim.claim_id)
+            claims.append(
+                VerifiedClaim(claim.claim_id, claim.text, claim.is_critical, tuple(bindings))
+            )
+    return VerifiedInput(tuple(claims), tuple(evidence))
+
+
+def count_trusted_bindings(
+    executor_output: ExecutorEvidence, checked_bindings: Iterable[CheckedBinding]
+) -> int:
+    """How many executor bindings the projector would keep; the router's guard (§7)."""
+    return len(project_verified_input(executor_output, checked_bindings).verified_evidence)
+
+
+def select_allowed_claims(
+    verified: VerifiedInput, allowed_claim_ids: Sequence[str]
+) -> tuple[AllowedClaim, ...]:
+    """The composer's claims: verifier-allowed ids ∩ verified ids, in verified order.
+
+    The text is the *verified executor* text; nothing the verifier wrote about a
+    claim is used.
+    """
+    allowed = set(allowed_claim_ids)
+    return tuple(
+        AllowedClaim(claim.claim_id, claim.text)
+        for claim in verified.verified_executor_output
+        if claim.claim_id in allowed
+    )

@@ -1,0 +1,717 @@
+"""The reference gatekeeper: checks bindings against a tool-invocation ledger (spec §9).
+
+The executor claims "tool X returned this text at this path"; the ledger holds
+what the tools really returned. A binding passes only when the invocation
+exists and succeeded, the tool name is the same, ``raw_path`` resolves to a
+scalar, and the excerpt occurs there (whitespace-insensitively). The checker
+is exact and fails closed: every doubt is a failed binding with a reason code,
+never an exception and never a pass.
+
+Decisions where the spec is silent:
+
+* **Immutability.** :class:`ToolInvocation` deep-freezes ``output`` and
+  ``input_params`` (objects become read-only ``MappingProxyType`` views,
+  arrays become tuples, key order is kept) and compares/hashes them by their
+  canonical JSON text, so invocations and ledgers are hashable values.
+  Freezing is iterative (any nesting depth); cycles, non-string keys,
+  non-finite floats and non-JSON types are a :class:`LedgerError`; string,
+  int and float subclasses are stored as the plain built-in value.
+  :meth:`ToolInvocation.to_record` gives back a plain, mutable JSON record.
+* **Records.** :func:`ledger_from_records` is strict like a scenario: unknown
+  keys in a record are an error; ``null`` for an optional field means absent;
+  ``output`` is required (``null`` allowed); ``output_length`` and
+  ``duration_ms`` are integers ≥ 0.
+* **Paths.** ``$`` then ``.name`` / ``['name']`` / ``[index]``. Whitespace is
+  allowed only inside ``['…']`` (it is part of the key); ``['']`` names the
+  empty key; an index with a leading zero (``[01]``) is rejected. Object keys
+  match only name segments, arrays only index segments.
+* **Values.** A path that resolves to ``null``, an object or an array is
+  ``RAW_PATH_UNRESOLVED`` (the spec asks for a string, number or boolean).
+  Numbers and booleans are compared through ``json.dumps`` text.
+* **Excerpts.** Runs of whitespace (``str.isspace``, which is exactly what
+  ``\\s`` and ``str.split()`` use) are folded to one space on both sides and
+  the excerpt is then stripped: leading/trailing whitespace of the excerpt is
+  not significant, and ``matched_text`` starts and ends on non-whitespace. A
+  whitespace-only excerpt never matches. Matching is case-sensitive, without
+  Unicode normalization, and runs in linear time (no backtracking regex). A
+  span containing a lone surrogate is never reported (``EXCERPT_MISMATCH``):
+  it could not be encoded in the verifier's input.
+* **Duplicates.** Bindings with the same 4-tuple key are reported once, in
+  first-occurrence order; the key passes only if every such binding passes
+  (the first failure's reason is kept).
+* ``run_id`` is accepted for the ``Gatekeeper`` protocol and not used: the
+  result depends on the ledger and the evidence only.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Final, TypeAlias
+
+import attrs
+
+from ._enums import BindingCheckStatus
+from ._errors import LedgerError
+from ._payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
+
+__all__ = [
+    "UNRESOLVED",
+    "BindingFailure",
+    "FrozenJson",
+    "ReferenceGatekeeper",
+    "ToolInvocation",
+    "ToolLedger",
+    "check_binding",
+    "check_bindings",
+    "ledger_from_records",
+    "match_excerpt",
+    "parse_raw_path",
+    "resolve_raw_path",
+]
+
+FrozenJson: TypeAlias = (
+    "bool | int | float | str | tuple[FrozenJson, ...] | Mapping[str, FrozenJson] | None"
+)
+"""A deep-frozen JSON value: tuples for arrays, read-only mappings for objects."""
+
+PathSegment: TypeAlias = str | int
+_Chain: TypeAlias = "tuple[_Chain, PathSegment] | None"
+
+
+class _Unresolved(enum.Enum):
+    UNRESOLVED = "UNRESOLVED"
+
+    def __repr__(self) -> str:
+        return "UNRESOLVED"
+
+
+UNRESOLVED: Final = _Unresolved.UNRESOLVED
+"""Returned by :func:`resolve_raw_path` when the path does not lead to a value."""
+
+
+class BindingFailure(enum.StrEnum):
+    """Why the reference gatekeeper failed a binding, in the order checks run."""
+
+    INVOCATION_NOT_FOUND = "INVOCATION_NOT_FOUND"
+    INVOCATION_FAILED = "INVOCATION_FAILED"
+    TOOL_MISMATCH = "TOOL_MISMATCH"
+    RAW_PATH_UNRESOLVED = "RAW_PATH_UNRESOLVED"
+    EXCERPT_MISMATCH = "EXCERPT_MISMATCH"
+
+
+# --- JSON freezing ------------------------------------------------------------
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_WHITESPACE_RUN = re.compile(r"\s+")  # \s on str patterns == str.isspace (tested)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _render_location(chain: _Chain) -> str:
+    """Turn the parent chain ``(parent_chain, segment)`` into ``$.a[0]['b c']``."""
+    segments: list[PathSegment] = []
+    while chain is not None:
+        chain, segment = chain
+        segments.append(segment)
+    text = "$"
+    for segment in reversed(segments):
+        if isinstance(segment, int):
+            text += f"[{segment}]"
+        elif _NAME.fullmatch(segment):
+            text += f".{segment}"
+        else:
+            text += f"[{_short(segment, 30)}]"
+    return text
+
+
+_Slot: TypeAlias = "list[FrozenJson] | dict[str, FrozenJson]"
+
+
+class _Close:
+    """Work item: every child of a container has been frozen; seal it."""
+
+    __slots__ = ("container_id", "items", "parent", "slot")
+
+    def __init__(self, container_id: int, items: _Slot, parent: _Slot, slot: int | str) -> None:
+        self.container_id = container_id
+        self.items = items
+        self.parent = parent
+        self.slot = slot
+
+
+class _NotScalar(enum.Enum):
+    CONTAINER = "CONTAINER"
+
+
+def _scalar(value: object) -> FrozenJson | _NotScalar:
+    """A JSON scalar as an exact built-in type, ``CONTAINER`` for objects/arrays.
+
+    Subclasses are converted through the base type's own method, so an
+    overridden ``__str__``/``__int__`` cannot change the recorded value.
+    Raises ValueError for anything else.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value if type(value) is str else str.__str__(value)
+    if isinstance(value, bool):  # before int; bool cannot be subclassed
+        return value
+    if isinstance(value, int):
+        return value if type(value) is int else int.__int__(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("non-finite number")
+        return value if type(value) is float else float.__float__(value)
+    if isinstance(value, Mapping | list | tuple):
+        return _NotScalar.CONTAINER
+    raise ValueError(f"unsupported type {type(value).__name__}")
+
+
+def _set(container: _Slot, slot: int | str, value: FrozenJson) -> None:
+    container[slot] = value  # type: ignore[index]
+
+
+def _freeze_json(value: object) -> FrozenJson:
+    """A deep-frozen copy of a JSON value, built iteratively (any depth).
+
+    Objects become read-only mappings (key order kept), arrays tuples, and
+    scalars their exact built-in type. Raises ValueError with the location of
+    anything that is not JSON (non-string key, non-finite float, other
+    types, a cycle). Shared sub-values that are not cycles are copied.
+    """
+    root: list[FrozenJson] = [None]
+    open_ids: set[int] = set()
+    work: list[_Close | tuple[object, _Slot, int | str, _Chain]] = [(value, root, 0, None)]
+    while work:
+        item = work.pop()
+        if isinstance(item, _Close):
+            open_ids.discard(item.container_id)
+            items = item.items
+            frozen = tuple(items) if isinstance(items, list) else MappingProxyType(items)
+            _set(item.parent, item.slot, frozen)
+            continue
+        node, parent, slot, chain = item
+        try:
+            scalar = _scalar(node)
+        except ValueError as error:
+            raise ValueError(f"{_render_location(chain)}: {error}") from None
+        if scalar is not _NotScalar.CONTAINER:
+            _set(parent, slot, scalar)
+            continue
+        if id(node) in open_ids:
+            raise ValueError(f"{_render_location(chain)}: circular reference")
+        open_ids.add(id(node))
+        children: list[tuple[int | str, object]]
+        container: _Slot
+        if isinstance(node, Mapping):
+            container = {}
+            children = []
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    where = _render_location(chain)
+                    raise ValueError(f"{where}: object key of type {type(key).__name__}")
+                children.append((str.__str__(key), child))
+        else:
+            assert isinstance(node, list | tuple)
+            container = [None] * len(node)
+            children = list(enumerate(node))
+        work.append(_Close(id(node), container, parent, slot))
+        for key, child in children:
+            try:
+                scalar = _scalar(child)
+            except ValueError as error:
+                raise ValueError(f"{_render_location((chain, key))}: {error}") from None
+            if scalar is _NotScalar.CONTAINER:
+                # A placeholder now, so the key order of a mapping is kept.
+                _set(container, key, None)
+                work.append((child, container, key, (chain, key)))
+            else:
+                _set(container, key, scalar)
+    return root[0]
+
+
+class _Raw(str):
+    """Canonical text to emit as is (JSON strings in a frozen value are exact ``str``)."""
+
+    __slots__ = ()
+
+
+def _canonical_json(value: FrozenJson) -> str:
+    """Equality/hash key of a frozen JSON field: its canonical JSON text.
+
+    Sorted keys, ASCII, compact separators — what ``json.dumps`` writes; an
+    iterative writer takes over when the value is nested too deeply for it.
+    """
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=dict)
+    except RecursionError:
+        return _canonical_json_iterative(value)
+
+
+def _canonical_json_iterative(value: FrozenJson) -> str:
+    """The same text as :func:`_canonical_json`, without recursion."""
+    parts: list[str] = []
+    work: list[object] = [value]
+    while work:
+        item = work.pop()
+        if type(item) is _Raw:
+            parts.append(item)
+        elif isinstance(item, Mapping):
+            parts.append("{")
+            work.append(_Raw("}"))
+            pairs = sorted(item.items(), key=lambda pair: pair[0], reverse=True)
+            for index, (key, child) in enumerate(pairs):
+                work.append(child)
+                comma = "," if index < len(pairs) - 1 else ""
+                work.append(_Raw(comma + json.dumps(key) + ":"))
+        elif isinstance(item, tuple):
+            parts.append("[")
+            work.append(_Raw("]"))
+            for index in range(len(item) - 1, -1, -1):
+                work.append(item[index])
+                if index:
+                    work.append(_Raw(","))
+        else:
+            parts.append(json.dumps(item))
+    return "".join(parts)
+
+
+def _thaw_json(value: FrozenJson) -> object:
+    """A plain, mutable copy (dicts and lists) of a frozen JSON value, iteratively."""
+    if not isinstance(value, Mapping | tuple):
+        return value
+    root: list[object] = [None]
+    work: list[tuple[object, list[object] | dict[str, object], int | str]] = [(value, root, 0)]
+    while work:
+        node, parent, slot = work.pop()
+        copy: object
+        if isinstance(node, Mapping):
+            mapping: dict[str, object] = {}
+            for key, child in node.items():
+                mapping[key] = None
+                work.append((child, mapping, key))
+            copy = mapping
+        elif isinstance(node, tuple):
+            items: list[object] = [None] * len(node)
+            for index, child in enumerate(node):
+                work.append((child, items, index))
+            copy = items
+        else:
+            copy = node
+        if isinstance(parent, dict):
+            assert isinstance(slot, str)
+            parent[slot] = copy
+        else:
+            assert isinstance(slot, int)
+            parent[slot] = copy
+    return root[0]
+
+
+# --- ledger -----------------------------------------------------------------
+
+
+def _check_optional(value: object, name: str, kind: type) -> None:
+    if value is None:
+        return
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        expected = "an integer" if kind is int else "a string"
+        raise LedgerError(f"{name}: expected {expected} or null, got {type(value).__name__}")
+    if isinstance(value, int) and value < 0:
+        raise LedgerError(f"{name}: expected an integer >= 0")
+
+
+def _frozen_field(name: str, value: object) -> FrozenJson:
+    """Deep-freeze a JSON field, or raise LedgerError naming it."""
+    try:
+        return _freeze_json(value)
+    except ValueError as error:  # raised by _freeze_json with a location
+        raise LedgerError(f"{name}: not a JSON value at {error}") from None
+    except Exception as error:
+        raise LedgerError(f"{name}: unreadable ({type(error).__name__})") from None
+
+
+def _freeze_output(value: object) -> FrozenJson:
+    return _frozen_field("output", value)
+
+
+def _freeze_input_params(value: object) -> FrozenJson:
+    return _frozen_field("input_params", value)
+
+
+@attrs.frozen
+class ToolInvocation:
+    """One recorded tool call (seed ``003`` §3, the tool invocation recorder).
+
+    ``output`` and ``input_params`` accept any JSON value and are deep-frozen
+    on construction (the caller's objects are copied, never kept); they are
+    compared and hashed by their canonical JSON text, so the value is
+    immutable and hashable. Construction raises :class:`LedgerError` naming
+    the field for anything malformed.
+    """
+
+    invocation_id: str
+    tool_name: str
+    success: bool
+    output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_json, repr=False)
+    input_params: FrozenJson = attrs.field(
+        default=None, converter=_freeze_input_params, eq=_canonical_json, repr=False
+    )
+    output_preview: str | None = None
+    output_length: int | None = None
+    error: str | None = None
+    duration_ms: int | None = None
+    trace_id: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.invocation_id, str) or not self.invocation_id:
+            raise LedgerError("invocation_id: expected a non-empty string")
+        if not isinstance(self.tool_name, str):
+            raise LedgerError(f"tool_name: expected a string, got {type(self.tool_name).__name__}")
+        if not isinstance(self.success, bool):
+            raise LedgerError(f"success: expected a boolean, got {type(self.success).__name__}")
+        for name in ("output_preview", "error", "trace_id"):
+            _check_optional(getattr(self, name), name, str)
+        for name in ("output_length", "duration_ms"):
+            _check_optional(getattr(self, name), name, int)
+
+    def to_record(self) -> dict[str, object]:
+        """A plain JSON record, the inverse of one :func:`ledger_from_records` entry.
+
+        Optional fields that are ``None`` are left out; ``output`` is always present.
+        """
+        record: dict[str, object] = {
+            "invocation_id": self.invocation_id,
+            "tool_name": self.tool_name,
+            "success": self.success,
+            "output": _thaw_json(self.output),
+        }
+        if self.input_params is not None:
+            record["input_params"] = _thaw_json(self.input_params)
+        for name in _OPTIONAL_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                record[name] = value
+        return record
+
+
+_OPTIONAL_FIELDS = ("output_preview", "output_length", "error", "duration_ms", "trace_id")
+_RECORD_FIELDS = frozenset(
+    ("invocation_id", "tool_name", "success", "output", "input_params", *_OPTIONAL_FIELDS)
+)
+
+
+def _invocations(value: Iterable[ToolInvocation]) -> tuple[ToolInvocation, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ToolLedger:
+    """The recorded invocations of one run, indexed by their unique ids (spec §9).
+
+    A duplicate id is a :class:`LedgerError` naming it: two records for one id
+    would make "what did the tool return" ambiguous. :meth:`get` is O(1).
+    """
+
+    invocations: tuple[ToolInvocation, ...] = attrs.field(default=(), converter=_invocations)
+    _index: Mapping[str, ToolInvocation] = attrs.field(init=False, repr=False, eq=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        index: dict[str, ToolInvocation] = {}
+        for position, invocation in enumerate(self.invocations):
+            if not isinstance(invocation, ToolInvocation):
+                raise LedgerError(
+                    f"invocations[{position}]: expected a ToolInvocation, "
+                    f"got {type(invocation).__name__}"
+                )
+            if invocation.invocation_id in index:
+                raise LedgerError(
+                    f"invocations[{position}].invocation_id: "
+                    f"duplicate {_short(invocation.invocation_id)}"
+                )
+            index[invocation.invocation_id] = invocation
+        object.__setattr__(self, "_index", MappingProxyType(index))
+
+    def get(self, invocation_id: str) -> ToolInvocation | None:
+        """The invocation with this id, or None (also for a non-string id)."""
+        if not isinstance(invocation_id, str):
+            return None
+        return self._index.get(invocation_id)
+
+
+def _invocation_from_record(record: object) -> ToolInvocation:
+    if not isinstance(record, Mapping):
+        raise LedgerError(f": expected an object, got {type(record).__name__}")
+    for key in record:
+        if key not in _RECORD_FIELDS:
+            shown = _short(key) if isinstance(key, str) else type(key).__name__
+            raise LedgerError(f": unknown key {shown}")
+    for name in ("invocation_id", "tool_name", "success"):
+        if record.get(name) is None:
+            raise LedgerError(f".{name}: missing")
+    if "output" not in record:
+        raise LedgerError(".output: missing")
+    return ToolInvocation(
+        invocation_id=record["invocation_id"],
+        tool_name=record["tool_name"],
+        success=record["success"],
+        output=record["output"],
+        input_params=record.get("input_params"),
+        output_preview=record.get("output_preview"),
+        output_length=record.get("output_length"),
+        error=record.get("error"),
+        duration_ms=record.get("duration_ms"),
+        trace_id=record.get("trace_id"),
+    )
+
+
+def ledger_from_records(records: Sequence[object]) -> ToolLedger:
+    """Build a ledger from JSON records (a scenario's ``tool_ledger``, spec §9).
+
+    Raises :class:`LedgerError` with a path, e.g.
+    ``tool_ledger[2].invocation_id: missing`` or
+    ``tool_ledger[3].invocation_id: duplicate 'inv-1'``.
+    """
+    if not isinstance(records, list | tuple):
+        raise LedgerError(f"tool_ledger: expected an array, got {type(records).__name__}")
+    invocations: list[ToolInvocation] = []
+    seen: set[str] = set()
+    for position, record in enumerate(records):
+        where = f"tool_ledger[{position}]"
+        try:
+            invocation = _invocation_from_record(record)
+        except LedgerError as error:
+            message = str(error)
+            separator = "" if message.startswith((":", ".")) else "."
+            raise LedgerError(f"{where}{separator}{message}") from None
+        except Exception as error:
+            raise LedgerError(f"{where}: unreadable ({type(error).__name__})") from None
+        if invocation.invocation_id in seen:
+            raise LedgerError(
+                f"{where}.invocation_id: duplicate {_short(invocation.invocation_id)}"
+            )
+        seen.add(invocation.invocation_id)
+        invocations.append(invocation)
+    return ToolLedger(tuple(invocations))
+
+
+# --- raw paths ----------------------------------------------------------------
+
+_PATH = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\['[^'\\]*'\]|\[(?:0|[1-9][0-9]*)\])*")
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\['([^'\\]*)'\]|\[([0-9]+)\]")
+
+
+def parse_raw_path(path: str) -> tuple[PathSegment, ...] | None:
+    """Parse the JSONPath subset of spec §9 into key/index segments, or None.
+
+    ``$`` alone is the empty path. Anything outside the subset — ``$..x``,
+    ``$[-1]``, ``$[*]``, ``$.``, ``$x``, an unclosed ``['``, a leading zero,
+    whitespace outside ``['…']`` — is None, and so is an index of more than
+    18 digits (no real array is that long). Linear time, never raises.
+    """
+    if not isinstance(path, str) or _PATH.fullmatch(path) is None:
+        return None
+    segments: list[PathSegment] = []
+    for match in _SEGMENT.finditer(path, 1):
+        name, quoted, index = match.groups()
+        if index is not None:
+            if len(index) > 18:  # beyond any real sequence; also avoids the int digit limit
+                return None
+            segments.append(int(index))
+        else:
+            segments.append(name if name is not None else quoted)
+    return tuple(segments)
+
+
+def resolve_raw_path(output: object, path: str) -> object:
+    """The value ``path`` points at inside ``output``, or :data:`UNRESOLVED`.
+
+    Object keys match only name segments, arrays only index segments (a
+    ``['0']`` on an array does not resolve). Iterative, so any depth is fine;
+    never raises.
+    """
+    segments = parse_raw_path(path)
+    if segments is None:
+        return UNRESOLVED
+    node = output
+    try:
+        for segment in segments:
+            if isinstance(segment, str):
+                if not isinstance(node, Mapping):
+                    return UNRESOLVED
+                node = node.get(segment, UNRESOLVED)
+                if node is UNRESOLVED:
+                    return UNRESOLVED
+            else:
+                if not isinstance(node, list | tuple) or segment >= len(node):
+                    return UNRESOLVED
+                node = node[segment]
+    except Exception:
+        return UNRESOLVED
+    return node
+
+
+# --- excerpt matching -----------------------------------------------------------
+
+
+def _scalar_text(value: object) -> str | None:
+    """The text an excerpt is compared with: strings as is, numbers/booleans as JSON."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool | int | float):
+        try:
+            return json.dumps(value)
+        except (ValueError, TypeError):
+            return None
+    return None
+
+
+def _fold(text: str) -> str:
+    return _WHITESPACE_RUN.sub(" ", text)
+
+
+def _original_index(text: str, folded: str, position: int) -> int:
+    """Map a folded index that falls on a non-space character back to ``text``.
+
+    Folding the first ``runs`` whitespace runs (those before ``position``)
+    shortens the text by exactly the offset we need; ``re.sub`` with a count
+    does that in C, in linear time.
+    """
+    runs = folded.count(" ", 0, position)
+    if runs == 0:
+        return position
+    partly_folded = _WHITESPACE_RUN.sub(" ", text, count=runs)
+    return position + len(text) - len(partly_folded)
+
+
+def match_excerpt(text: str, excerpt: str) -> str | None:
+    """The first span of ``text`` that equals ``excerpt`` up to whitespace runs, or None.
+
+    Both sides have whitespace runs folded to one space; the excerpt is also
+    stripped, so the span starts and ends on non-whitespace and keeps the
+    original whitespace inside. A whitespace-only excerpt never matches.
+    """
+    needle = _fold(excerpt).strip()
+    if not needle:
+        return None
+    folded = _fold(text)
+    start = folded.find(needle)
+    if start < 0:
+        return None
+    end = start + len(needle) - 1  # last character, never a space
+    return text[_original_index(text, folded, start) : _original_index(text, folded, end) + 1]
+
+
+# --- checking ---------------------------------------------------------------------
+
+
+def _failed(claim_id: str, binding: EvidenceBinding, reason: BindingFailure) -> CheckedBinding:
+    return CheckedBinding(
+        claim_id=claim_id,
+        source_invocation_id=binding.source_invocation_id,
+        tool_name=binding.tool_name,
+        raw_path=binding.raw_path,
+        status=BindingCheckStatus.FAIL,
+        reason=reason.value,
+    )
+
+
+def check_binding(ledger: ToolLedger, claim_id: str, binding: EvidenceBinding) -> CheckedBinding:
+    """Check one executor binding against the ledger (spec §9); never raises.
+
+    Checks run in the order of :class:`BindingFailure`; the first failing
+    check is the reason. A passed binding carries ``matched_text``, the
+    recorded tool output's span (never the executor's excerpt).
+    """
+    stage = BindingFailure.INVOCATION_NOT_FOUND
+    try:
+        invocation = ledger.get(binding.source_invocation_id)
+        if invocation is None:
+            return _failed(claim_id, binding, stage)
+        stage = BindingFailure.INVOCATION_FAILED
+        if invocation.success is not True:
+            return _failed(claim_id, binding, stage)
+        stage = BindingFailure.TOOL_MISMATCH
+        if not isinstance(binding.tool_name, str) or binding.tool_name != invocation.tool_name:
+            return _failed(claim_id, binding, stage)
+        stage = BindingFailure.RAW_PATH_UNRESOLVED
+        text = _scalar_text(resolve_raw_path(invocation.output, binding.raw_path))
+        if text is None:
+            return _failed(claim_id, binding, stage)
+        stage = BindingFailure.EXCERPT_MISMATCH
+        excerpt = binding.evidence_excerpt
+        matched = match_excerpt(text, excerpt) if isinstance(excerpt, str) else None
+        if matched is None or _SURROGATE.search(matched):
+            return _failed(claim_id, binding, stage)
+        return CheckedBinding(
+            claim_id=claim_id,
+            source_invocation_id=binding.source_invocation_id,
+            tool_name=binding.tool_name,
+            raw_path=binding.raw_path,
+            status=BindingCheckStatus.PASS,
+            matched_text=matched,
+        )
+    except Exception:
+        return _failed(claim_id, binding, stage)
+
+
+def _checked_entry(entry: CheckedBinding) -> dict[str, object]:
+    return {
+        "claim_id": entry.claim_id,
+        "source_invocation_id": entry.source_invocation_id,
+        "tool_name": entry.tool_name,
+        "raw_path": entry.raw_path,
+        "status": entry.status.value,
+        "matched_text": entry.matched_text,
+        "reason": entry.reason,
+    }
+
+
+def check_bindings(
+    ledger: ToolLedger, executor_output: ExecutorEvidence
+) -> tuple[CheckedBinding, ...]:
+    """Check every binding, in claim then binding order, one entry per 4-tuple key."""
+    merged: dict[tuple[str, str, str, str], CheckedBinding] = {}
+    for claim in executor_output.claims:
+        for binding in claim.bindings:
+            entry = check_binding(ledger, claim.claim_id, binding)
+            earlier = merged.get(entry.key)
+            if earlier is None or (earlier.passed and not entry.passed):
+                merged[entry.key] = entry
+    return tuple(merged.values())
+
+
+@attrs.frozen
+class ReferenceGatekeeper:
+    """A :class:`Gatekeeper` effect over a recorded :class:`ToolLedger` (spec §9).
+
+    Returns the raw §6.1 shape: all bindings pass (or there are none) →
+    ``pass``; some pass → ``fail``/``low_confid``; none pass →
+    ``fail``/``reject``. ``reason_codes`` are the sorted unique failure codes.
+    """
+
+    ledger: ToolLedger
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence) -> dict[str, object]:
+        entries = check_bindings(self.ledger, executor_output)
+        passed = sum(1 for entry in entries if entry.passed)
+        if passed == len(entries):
+            status, level = "pass", None
+        elif passed:
+            status, level = "fail", "low_confid"
+        else:
+            status, level = "fail", "reject"
+        reasons = sorted({entry.reason for entry in entries if entry.reason is not None})
+        return {
+            "status": status,
+            "level": level,
+            "checked_bindings": [_checked_entry(entry) for entry in entries],
+            "reason_codes": reasons,
+        }

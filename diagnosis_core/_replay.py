@@ -1,0 +1,425 @@
+"""Replay scenarios: the conformance interface of spec §9.
+
+A scenario scripts every effect of a run as JSON. :func:`load_scenario` checks
+it strictly (every problem is a :class:`ScenarioError` naming the path),
+:func:`replay` runs it through the synchronous driver and returns the
+JSON-compatible result. The scripted doubles here raise exceptions the default
+classifier knows (or, for ``unknown``, one it has never heard of).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ._config import DiagnosisConfig, RunConfig
+from ._converter import to_wire
+from ._drivers import run_diagnosis
+from ._effects import Effects, Gatekeeper
+from ._enums import AgentName
+from ._errors import ConfigError, LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
+from ._json import JsonValue, canonical_json
+from ._machine import DiagnosisRequest, DiagnosisState
+from ._payloads import ExecutorEvidence, HistoryMessage, Skill
+from ._reference_gatekeeper import ReferenceGatekeeper, ToolLedger, ledger_from_records
+
+__all__ = [
+    "ERROR_KINDS",
+    "Scenario",
+    "ScriptedAgent",
+    "ScriptedError",
+    "ScriptedGatekeeper",
+    "ScriptedGatekeeperEntry",
+    "ScriptedResponse",
+    "UnknownScriptedError",
+    "load_scenario",
+    "replay",
+    "replay_scenario",
+    "scenario_effects",
+    "scenario_request",
+]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+ERROR_KINDS = ("retryable", "non_retryable", "tool_blocked", "unknown")
+_TOP_KEYS = frozenset(
+    {"question", "run", "history", "skills", "config", "responses", "gatekeeper", "tool_ledger"}
+)
+_RUN_KEYS = frozenset({"run_id", "session_id", "metadata"})
+_CONFIG_KEYS = frozenset(attrs.fields_dict(DiagnosisConfig))
+_AGENT_KEYS = frozenset(agent.value for agent in AgentName)
+
+
+class ScriptedError(Exception):
+    """A scripted agent failure of kind ``retryable`` (it carries ``retryable = True``)."""
+
+    retryable = True
+
+
+class UnknownScriptedError(Exception):
+    """A scripted failure of kind ``unknown``: an exception no classifier knows."""
+
+
+@attrs.frozen
+class ScriptedResponse:
+    """One scripted agent response: ``text``, or an error of ``error_kind``."""
+
+    text: str | None = None
+    error_kind: str | None = None
+    error_message: str = ""
+
+    def perform(self) -> str:
+        """Return the text, or raise the scripted error."""
+        if self.text is not None:
+            return self.text
+        message = self.error_message
+        if self.error_kind == "retryable":
+            raise ScriptedError(message)
+        if self.error_kind == "tool_blocked":
+            raise ToolBlockedError(message)
+        if self.error_kind == "unknown":
+            raise UnknownScriptedError(message)
+        raise NonRetryableError(message)
+
+
+@attrs.frozen
+class ScriptedGatekeeperEntry:
+    """One scripted gatekeeper call: a raw result (as JSON text), or an error."""
+
+    result_json: str | None = None
+    error_message: str | None = None
+
+
+@attrs.frozen
+class Scenario:
+    """A validated replay scenario (spec §9)."""
+
+    question: str
+    run: RunConfig
+    history: tuple[HistoryMessage, ...]
+    skills: tuple[Skill, ...]
+    config: DiagnosisConfig
+    responses: Mapping[AgentName, tuple[ScriptedResponse, ...]]
+    gatekeeper: tuple[ScriptedGatekeeperEntry, ...] = ()
+    tool_ledger: ToolLedger | None = None
+
+
+class ScriptedAgent:
+    """An :class:`AgentInvoker` that plays scripted responses in call order.
+
+    A call with nothing left behaves as a ``non_retryable`` error. Every input
+    string it receives is kept in :attr:`inputs`.
+    """
+
+    def __init__(self, responses: Sequence[ScriptedResponse]) -> None:
+        self._responses = tuple(responses)
+        self.inputs: list[str] = []
+
+    def __call__(self, input: str, config: RunConfig, /) -> str:
+        index = len(self.inputs)
+        self.inputs.append(input)
+        if index >= len(self._responses):
+            raise NonRetryableError("no scripted response left")
+        return self._responses[index].perform()
+
+
+class ScriptedGatekeeper:
+    """A :class:`Gatekeeper` that plays scripted entries; with none left it raises."""
+
+    def __init__(self, entries: Sequence[ScriptedGatekeeperEntry]) -> None:
+        self._entries = tuple(entries)
+        self.calls = 0
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
+        index = self.calls
+        self.calls += 1
+        if index >= len(self._entries):
+            raise NonRetryableError("no scripted gatekeeper result left")
+        entry = self._entries[index]
+        if entry.result_json is None:
+            raise NonRetryableError(entry.error_message or "scripted gatekeeper error")
+        result: object = json.loads(entry.result_json)
+        return result
+
+
+# --- validation -----------------------------------------------------------------
+
+
+def _fail(path: str, problem: str) -> ScenarioError:
+    return ScenarioError(f"{path}: {problem}")
+
+
+def _mapping(value: object, path: str) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise _fail(path, f"expected an object, got {_type_name(value)}")
+    for key in value:
+        if not isinstance(key, str):
+            raise _fail(path, f"keys must be strings, got {key!r}")
+    return value
+
+
+def _list(value: object, path: str) -> Sequence[object]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _fail(path, f"expected an array, got {_type_name(value)}")
+    return value
+
+
+def _string(value: object, path: str, *, non_empty: bool = False, text: bool = True) -> str:
+    """A string; request material (``text``) must also be valid Unicode text."""
+    if not isinstance(value, str):
+        raise _fail(path, f"expected a string, got {_type_name(value)}")
+    if non_empty and not value:
+        raise _fail(path, "expected a non-empty string")
+    if text and _SURROGATE.search(value):
+        raise _fail(path, "contains an unpaired surrogate")
+    return value
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
+
+
+def _known_keys(value: Mapping[str, object], allowed: frozenset[str], path: str) -> None:
+    for key in value:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else key
+            raise _fail(where, "unknown key")
+
+
+def _json_text(value: object, path: str) -> str:
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise _fail(path, f"not a JSON value ({error})") from None
+
+
+def _scenario_run_id(data: Mapping[str, object]) -> str:
+    digest = hashlib.sha256(_json_text(data, "$").encode("utf-8")).hexdigest()
+    return f"run-{digest[:16]}"
+
+
+def _load_run(data: Mapping[str, object]) -> RunConfig:
+    raw = data.get("run")
+    run = _mapping(raw, "run") if raw is not None else {}
+    _known_keys(run, _RUN_KEYS, "run")
+    run_id = (
+        _string(run["run_id"], "run.run_id", non_empty=True)
+        if run.get("run_id") is not None
+        else _scenario_run_id(data)
+    )
+    session_id = (
+        _string(run["session_id"], "run.session_id", non_empty=True)
+        if run.get("session_id") is not None
+        else run_id
+    )
+    metadata_raw = run.get("metadata")
+    metadata = _mapping(metadata_raw, "run.metadata") if metadata_raw is not None else {}
+    for key, value in metadata.items():
+        _string(value, f"run.metadata.{key}")
+    try:
+        return RunConfig(run_id, session_id, dict(metadata))
+    except ConfigError as error:
+        raise _fail("run", str(error)) from None
+
+
+def _load_history(data: Mapping[str, object]) -> tuple[HistoryMessage, ...]:
+    raw = data.get("history")
+    if raw is None:
+        return ()
+    items = []
+    for index, item in enumerate(_list(raw, "history")):
+        path = f"history[{index}]"
+        entry = _mapping(item, path)
+        for key in ("role", "content"):
+            if key not in entry:
+                raise _fail(f"{path}.{key}", "missing")
+        items.append(
+            HistoryMessage(
+                _string(entry["role"], f"{path}.role"),
+                _string(entry["content"], f"{path}.content"),
+            )
+        )
+    return tuple(items)
+
+
+def _load_skills(data: Mapping[str, object]) -> tuple[Skill, ...]:
+    raw = data.get("skills")
+    if raw is None:
+        return ()
+    items = []
+    for index, item in enumerate(_list(raw, "skills")):
+        path = f"skills[{index}]"
+        entry = _mapping(item, path)
+        for key in ("name", "description"):
+            if key not in entry:
+                raise _fail(f"{path}.{key}", "missing")
+        items.append(
+            Skill(
+                _string(entry["name"], f"{path}.name"),
+                _string(entry["description"], f"{path}.description"),
+            )
+        )
+    return tuple(items)
+
+
+def _load_config(data: Mapping[str, object]) -> DiagnosisConfig:
+    raw = data.get("config")
+    if raw is None:
+        return DiagnosisConfig()
+    config = _mapping(raw, "config")
+    _known_keys(config, _CONFIG_KEYS, "config")
+    values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
+    try:
+        return DiagnosisConfig(**values)
+    except ConfigError as error:
+        raise _fail("config", str(error)) from None
+
+
+def _load_response(item: object, path: str) -> ScriptedResponse:
+    entry = _mapping(item, path)
+    _known_keys(entry, frozenset({"text", "error"}), path)
+    if ("text" in entry) == ("error" in entry):
+        raise _fail(path, 'expected "text" or "error"')
+    if "text" in entry:
+        # Agent text is scripted *model output*: anything goes, the parsers judge it.
+        return ScriptedResponse(text=_string(entry["text"], f"{path}.text", text=False))
+    error = _mapping(entry["error"], f"{path}.error")
+    _known_keys(error, frozenset({"kind", "message"}), f"{path}.error")
+    if "kind" not in error:
+        raise _fail(f"{path}.error.kind", "missing")
+    kind = error["kind"]
+    if kind not in ERROR_KINDS:
+        allowed = ", ".join(repr(k) for k in ERROR_KINDS)
+        raise _fail(f"{path}.error.kind", f"expected one of {allowed}, got {kind!r}")
+    message = error.get("message")
+    text = "" if message is None else _string(message, f"{path}.error.message")
+    return ScriptedResponse(error_kind=str(kind), error_message=text)
+
+
+def _load_responses(data: Mapping[str, object]) -> dict[AgentName, tuple[ScriptedResponse, ...]]:
+    raw = data.get("responses")
+    responses = _mapping(raw, "responses") if raw is not None else {}
+    _known_keys(responses, _AGENT_KEYS, "responses")
+    loaded: dict[AgentName, tuple[ScriptedResponse, ...]] = {}
+    for agent in AgentName:
+        items = responses.get(agent.value)
+        path = f"responses.{agent.value}"
+        entries = _list(items, path) if items is not None else ()
+        loaded[agent] = tuple(
+            _load_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
+        )
+    return loaded
+
+
+def _load_gatekeeper(items: object) -> tuple[ScriptedGatekeeperEntry, ...]:
+    entries = []
+    for index, item in enumerate(_list(items, "gatekeeper")):
+        path = f"gatekeeper[{index}]"
+        entry = _mapping(item, path)
+        _known_keys(entry, frozenset({"result", "error"}), path)
+        if ("result" in entry) == ("error" in entry):
+            raise _fail(path, 'expected "result" or "error"')
+        if "result" in entry:
+            entries.append(ScriptedGatekeeperEntry(result_json=_json_text(entry["result"], path)))
+            continue
+        error = _mapping(entry["error"], f"{path}.error")
+        _known_keys(error, frozenset({"kind", "message"}), f"{path}.error")
+        message = error.get("message")
+        text = "" if message is None else _string(message, f"{path}.error.message")
+        entries.append(ScriptedGatekeeperEntry(error_message=text))
+    return tuple(entries)
+
+
+def load_scenario(data: object) -> Scenario:
+    """Validate a scenario document strictly; every problem names its path."""
+    top = _mapping(data, "$")
+    _known_keys(top, _TOP_KEYS, "")
+    if "question" not in top:
+        raise _fail("question", "missing")
+    question = _string(top["question"], "question", non_empty=True)
+    if "gatekeeper" in top and "tool_ledger" in top:
+        raise _fail("$", 'give "gatekeeper" or "tool_ledger", not both')
+    ledger: ToolLedger | None = None
+    gatekeeper: tuple[ScriptedGatekeeperEntry, ...] = ()
+    if top.get("tool_ledger") is not None:
+        records = _list(top["tool_ledger"], "tool_ledger")
+        try:
+            ledger = ledger_from_records(records)
+        except LedgerError as error:
+            raise ScenarioError(str(error)) from None
+    elif top.get("gatekeeper") is not None:
+        gatekeeper = _load_gatekeeper(top["gatekeeper"])
+    return Scenario(
+        question=question,
+        run=_load_run(top),
+        history=_load_history(top),
+        skills=_load_skills(top),
+        config=_load_config(top),
+        responses=_load_responses(top),
+        gatekeeper=gatekeeper,
+        tool_ledger=ledger,
+    )
+
+
+# --- running ---------------------------------------------------------------------
+
+
+def scenario_request(scenario: Scenario) -> DiagnosisRequest:
+    """The :class:`DiagnosisRequest` a scenario describes."""
+    return DiagnosisRequest(
+        question=scenario.question,
+        run=scenario.run,
+        history=scenario.history,
+        skills=scenario.skills,
+        config=scenario.config,
+    )
+
+
+def scenario_effects(scenario: Scenario) -> Effects:
+    """Fresh scripted effects for one run of ``scenario``."""
+    gatekeeper: Gatekeeper = (
+        ReferenceGatekeeper(scenario.tool_ledger)
+        if scenario.tool_ledger is not None
+        else ScriptedGatekeeper(scenario.gatekeeper)
+    )
+    agents = {agent: ScriptedAgent(scenario.responses[agent]) for agent in AgentName}
+    return Effects(
+        planner=agents[AgentName.PLANNER],
+        executor=agents[AgentName.EXECUTOR],
+        verifier=agents[AgentName.VERIFIER],
+        composer=agents[AgentName.COMPOSER],
+        gatekeeper=gatekeeper,
+    )
+
+
+def replay_scenario(scenario: Scenario) -> DiagnosisState:
+    """Run a validated scenario through the synchronous driver; the finished state."""
+    return run_diagnosis(scenario_request(scenario), scenario_effects(scenario))
+
+
+def replay(scenario: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """Run a scenario document and return the result object of spec §9.
+
+    Raises :class:`ScenarioError` (a ``ValueError``) naming the path when the
+    scenario is malformed. The same scenario always gives the same result.
+    """
+    state = replay_scenario(load_scenario(scenario))
+    wire = to_wire(state.result)
+    assert isinstance(wire, dict)
+    return wire
