@@ -22,7 +22,9 @@ from ._config import (
 )
 from ._converter import (
     converter,
+    from_json,
     from_wire,
+    to_json,
     to_wire,
 )
 from ._drivers import (
@@ -343,6 +345,7 @@ __all__ = [
     "encode_agent_input",
     "extract_evidence_gaps",
     "extract_json_text",
+    "from_json",
     "from_wire",
     "gatekeeper_unavailable",
     "is_valid_tool_name",
@@ -376,6 +379,7 @@ __all__ = [
     "select_allowed_claims",
     "start_diagnosis",
     "summarize_tool_usage",
+    "to_json",
     "to_wire",
     "verdict_ceiling",
 ]

@@ -50,10 +50,11 @@ from ._json import (
     json_path_index,
     json_path_key,
     json_type_name,
+    loads_strict,
 )
 from ._trace import EventDetails, RawResult
 
-__all__ = ["converter", "from_wire", "to_wire"]
+__all__ = ["converter", "from_json", "from_wire", "to_json", "to_wire"]
 
 T = TypeVar("T")
 
@@ -637,3 +638,16 @@ def from_wire(cls: type[T], data: object) -> T:
     except Exception as exc:
         raise _payload_error(exc) from None
     return detailed
+
+
+def to_json(value: object) -> str:
+    """Canonical JSON of any package value: ``canonical_json(to_wire(value))``.
+
+    One call serializes a state, a result or a :class:`TraceReport`.
+    """
+    return canonical_json(to_wire(value))
+
+
+def from_json(cls: type[T], text: str) -> T:
+    """Parse JSON text strictly and structure it as ``cls``; raises only :class:`PayloadError`."""
+    return from_wire(cls, loads_strict(text))
