@@ -127,15 +127,17 @@ def _to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
 class DiagnosisRequest:
     """One chat question and everything the run may use to answer it."""
 
-    question: str
-    run: RunConfig
+    question: str = attrs.field(validator=attrs.validators.instance_of(str))
+    run: RunConfig = attrs.field(validator=attrs.validators.instance_of(RunConfig))
     history: tuple[HistoryMessage, ...] = attrs.field(
         default=(), converter=_to_tuple, validator=_items_of(HistoryMessage)
     )
     skills: tuple[Skill, ...] = attrs.field(
         default=(), converter=_to_tuple, validator=_items_of(Skill)
     )
-    config: DiagnosisConfig = attrs.field(factory=DiagnosisConfig)
+    config: DiagnosisConfig = attrs.field(
+        factory=DiagnosisConfig, validator=attrs.validators.instance_of(DiagnosisConfig)
+    )
 
 
 @attrs.frozen
