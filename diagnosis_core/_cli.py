@@ -1,6 +1,7 @@
 """The ``diagnosis-core`` command line.
 
-``run [--json] SCENARIO.json`` replays a scenario (spec §9); ``schema NAME``
+``run [--json] SCENARIO.json`` replays a scenario (spec §9; a scenario with
+``"workflow": "aiops"`` is an AIOps scenario, spec §11); ``schema NAME``
 prints the JSON Schema of an agent payload; ``graph`` prints the Mermaid
 diagram drawn from the routing table. A malformed scenario prints a message
 naming the path and exits with status 2, never a traceback.
@@ -14,6 +15,14 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ._aiops_drivers import evaluate_aiops_run
+from ._aiops_replay import (
+    AiOpsScenario,
+    aiops_replay_output,
+    format_aiops_result,
+    load_aiops_scenario,
+    replay_aiops_scenario,
+)
 from ._converter import to_wire
 from ._errors import ScenarioError
 from ._json import canonical_json
@@ -119,7 +128,11 @@ def format_result(result: DiagnosisResult) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        scenario = load_scenario(read_scenario_file(args.scenario))
+        data = read_scenario_file(args.scenario)
+        # The chat loader rejects unknown keys, so the AIOps branch comes first.
+        if isinstance(data, dict) and "workflow" in data:
+            return _run_aiops(args, load_aiops_scenario(data))
+        scenario = load_scenario(data)
     except ScenarioError as error:
         sys.stderr.write(f"diagnosis-core: invalid scenario: {error}\n")
         return EXIT_USAGE
@@ -128,6 +141,17 @@ def _run(args: argparse.Namespace) -> int:
         _write(canonical_json(to_wire(result)) + "\n")
     else:
         _write(format_result(result))
+    return EXIT_OK
+
+
+def _run_aiops(args: argparse.Namespace, scenario: AiOpsScenario) -> int:
+    """Replay an AIOps scenario (``"workflow": "aiops"``, spec §11)."""
+    state = replay_aiops_scenario(scenario)
+    if args.json:
+        _write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
+    else:
+        evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
+        _write(format_aiops_result(state.result, evaluation, scenario.config))
     return EXIT_OK
 
 

@@ -1,0 +1,155 @@
+"""Effects and the two built-in drivers of the AIOps flow (sync and asyncio).
+
+The four agents are :class:`AgentInvoker` callables (exact input string and
+:class:`RunConfig` in, message text out), exactly like the chat agents. A
+driver only performs the invocation the machine asks for and feeds the
+result back; it decides nothing. An exception of an agent becomes
+:class:`AgentFailed`, classified by the run's :class:`FailureClassifier`
+(failing closed, spec §6.7). ``BaseException``s that are not ``Exception``
+propagate untouched.
+
+:func:`evaluate_aiops_run` applies the rule evaluator to a finished run with
+the tool ledger the host recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ._aiops_enums import AiOpsAgent
+from ._aiops_machine import (
+    AiOpsFinished,
+    AiOpsRequest,
+    AiOpsState,
+    InvokeAiOpsAgent,
+    advance_aiops,
+    next_aiops_action,
+    start_aiops,
+)
+from ._aiops_rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
+from ._classify import FailureClassifier, classify_failure, default_failure_classifier
+from ._drivers import describe_error
+from ._effects import AgentInvoker, AsyncAgentInvoker, _awaitable_agent
+from ._machine import AgentFailed, AgentReplied
+from ._reference_gatekeeper import ToolLedger
+
+__all__ = [
+    "AiOpsEffects",
+    "AsyncAiOpsEffects",
+    "arun_aiops",
+    "evaluate_aiops_run",
+    "perform_aiops_effect",
+    "perform_aiops_effect_async",
+    "run_aiops",
+]
+
+
+@attrs.frozen
+class AiOpsEffects:
+    """The four agents and the failure classifier of a synchronous AIOps run."""
+
+    supervisor: AgentInvoker
+    planner: AgentInvoker
+    executor: AgentInvoker
+    reporter: AgentInvoker
+    classifier: FailureClassifier = default_failure_classifier
+
+    def agent(self, name: AiOpsAgent) -> AgentInvoker:
+        """The invoker for ``name``."""
+        invoker: AgentInvoker = getattr(self, name.value)
+        return invoker
+
+
+@attrs.frozen
+class AsyncAiOpsEffects:
+    """The four agents and the failure classifier of an asyncio AIOps run."""
+
+    supervisor: AsyncAgentInvoker
+    planner: AsyncAgentInvoker
+    executor: AsyncAgentInvoker
+    reporter: AsyncAgentInvoker
+    classifier: FailureClassifier = default_failure_classifier
+
+    def agent(self, name: AiOpsAgent) -> AsyncAgentInvoker:
+        """The invoker for ``name``."""
+        invoker: AsyncAgentInvoker = getattr(self, name.value)
+        return invoker
+
+    @classmethod
+    def from_sync(cls, effects: AiOpsEffects) -> AsyncAiOpsEffects:
+        """Wrap synchronous effects (called inline, on the event loop thread)."""
+        return cls(
+            supervisor=_awaitable_agent(effects.supervisor),
+            planner=_awaitable_agent(effects.planner),
+            executor=_awaitable_agent(effects.executor),
+            reporter=_awaitable_agent(effects.reporter),
+            classifier=effects.classifier,
+        )
+
+
+def perform_aiops_effect(
+    action: InvokeAiOpsAgent, effects: AiOpsEffects
+) -> AgentReplied | AgentFailed:
+    """Invoke one agent synchronously and package its outcome as a result."""
+    try:
+        text = effects.agent(action.agent)(action.input, action.config)
+    except Exception as error:
+        return AgentFailed(classify_failure(effects.classifier, error), describe_error(error))
+    return AgentReplied(text)
+
+
+async def perform_aiops_effect_async(
+    action: InvokeAiOpsAgent, effects: AsyncAiOpsEffects
+) -> AgentReplied | AgentFailed:
+    """Invoke one agent on the event loop and package its outcome as a result."""
+    try:
+        text = await effects.agent(action.agent)(action.input, action.config)
+    except Exception as error:
+        return AgentFailed(classify_failure(effects.classifier, error), describe_error(error))
+    return AgentReplied(text)
+
+
+def run_aiops(
+    request: AiOpsRequest, effects: AiOpsEffects, *, state: AiOpsState | None = None
+) -> AiOpsState:
+    """Run an AIOps request to END synchronously; returns the finished state.
+
+    Pass ``state`` to resume a run saved earlier. ``state.result`` is the
+    outcome; judge its report with :func:`evaluate_aiops_report`.
+    """
+    current = start_aiops(request) if state is None else state
+    while True:
+        action = next_aiops_action(current)
+        if isinstance(action, AiOpsFinished):
+            return current
+        current = advance_aiops(current, perform_aiops_effect(action, effects))
+
+
+async def arun_aiops(
+    request: AiOpsRequest, effects: AsyncAiOpsEffects, *, state: AiOpsState | None = None
+) -> AiOpsState:
+    """Run an AIOps request to END on the asyncio event loop; returns the finished state."""
+    current = start_aiops(request) if state is None else state
+    while True:
+        action = next_aiops_action(current)
+        if isinstance(action, AiOpsFinished):
+            return current
+        current = advance_aiops(current, await perform_aiops_effect_async(action, effects))
+
+
+def evaluate_aiops_run(
+    state: AiOpsState, ledger: ToolLedger, *, rules: Sequence[AiOpsRule] = AIOPS_RULES
+) -> AiOpsRuleEvaluation | None:
+    """``aiops_rule_evaluation`` of a finished run's report; None for a fallback.
+
+    The fallback report is deterministic text built from facts only; there
+    is no agent report to judge. Raises :class:`MachineError` before END.
+    """
+    result = state.result
+    if result.report is None:
+        return None
+    return evaluate_aiops_report(
+        result.report, mode=result.mode, alerts=state.request.alerts, ledger=ledger, rules=rules
+    )

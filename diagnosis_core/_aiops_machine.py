@@ -1,0 +1,536 @@
+"""The sans-IO state machine of the AIOps flow (spec §11, in the style of §2 and §7).
+
+Rules of this file: everything that changes the state of an AIOps run lives
+here, and every routing decision is read from :data:`AIOPS_ROUTING_TABLE`.
+The machine never performs an effect: :func:`next_aiops_action` says which
+agent to invoke with which exact input (:class:`InvokeAiOpsAgent`) or that
+the run is :class:`AiOpsFinished`; :func:`advance_aiops` takes the agent's
+:class:`AgentReplied` / :class:`AgentFailed` and returns the next state. The
+fallback is a pure node that runs inside :func:`advance_aiops`.
+
+Counters (supervisor steps, attempts, the no-progress streak) are changed
+only here. A technical retry re-sends the input string stored in the state,
+byte for byte. Progress is measured by tool invocation ids: an executor step
+makes progress when it reports an id never reported before in the run.
+
+The rule evaluation is not part of the machine: it needs the tool ledger,
+which the host records while the executor calls tools, and user-supplied
+rules, which are code and not state. Hosts call :func:`evaluate_aiops_report`
+on :attr:`AiOpsResult.report` once the run has finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import attrs
+
+from ._aiops_config import AiOpsConfig
+from ._aiops_enums import (
+    AiOpsAgent,
+    AiOpsMode,
+    AiOpsNode,
+    AiOpsOutcome,
+    AiOpsReasonCode,
+    SupervisorChoice,
+)
+from ._aiops_inputs import (
+    build_aiops_executor_input,
+    build_aiops_planner_input,
+    build_reporter_input,
+    build_supervisor_input,
+    select_aiops_mode,
+)
+from ._aiops_parsing import (
+    parse_aiops_executor_output,
+    parse_aiops_plan,
+    parse_aiops_report,
+    parse_supervisor_decision,
+)
+from ._aiops_payloads import AiOpsExecutorFinding, AiOpsPlan, AiOpsReport, Alert
+from ._aiops_rendering import render_aiops_fallback
+from ._aiops_routing import AiOpsRoute, AiOpsRoutingFacts, choose_aiops_route
+from ._aiops_trace import (
+    AiOpsCallCounts,
+    AiOpsEventDetails,
+    AiOpsInvocationRecord,
+    AiOpsTraceEvent,
+)
+from ._config import RunConfig
+from ._enums import FailureKind, NodeStatus
+from ._errors import MachineError, PayloadError
+from ._machine import AgentFailed, AgentReplied, _items_of, _to_tuple
+
+__all__ = [
+    "AiOpsAction",
+    "AiOpsFinished",
+    "AiOpsPendingCall",
+    "AiOpsRequest",
+    "AiOpsResult",
+    "AiOpsState",
+    "InvokeAiOpsAgent",
+    "advance_aiops",
+    "next_aiops_action",
+    "start_aiops",
+]
+
+
+# --- inputs and outputs of the machine --------------------------------------------
+
+
+def _alerts_tuple(value: Iterable[Alert] | None) -> tuple[Alert, ...]:
+    return () if value is None else _to_tuple(value)
+
+
+@attrs.frozen
+class AiOpsRequest:
+    """One AIOps run: the run config, the alert payload (None or empty: none) and the limits.
+
+    :attr:`mode` follows from ``alerts`` (:func:`select_aiops_mode`).
+    """
+
+    run: RunConfig
+    alerts: tuple[Alert, ...] = attrs.field(
+        default=(), converter=_alerts_tuple, validator=_items_of(Alert)
+    )
+    config: AiOpsConfig = attrs.field(factory=AiOpsConfig)
+
+    @property
+    def mode(self) -> AiOpsMode:
+        """``PAYLOAD_TARGETED`` with at least one alert, else ``AUTO_DISCOVERY``."""
+        return select_aiops_mode(self.alerts)
+
+
+@attrs.frozen
+class InvokeAiOpsAgent:
+    """Action: invoke ``agent`` with exactly ``input`` and ``config``."""
+
+    agent: AiOpsAgent
+    input: str
+    config: RunConfig
+    step: int
+    attempt: int
+
+
+@attrs.frozen
+class AiOpsResult:
+    """How an AIOps run ended; with ``aiops_rule_evaluation`` it is the replay output.
+
+    ``report`` is the reporter's parsed report when the outcome is
+    ``REPORTED`` (else null); ``fallback`` is the rendered fallback report
+    when it is ``FALLBACK`` (else null). ``supervisor_steps`` counts the
+    supervisor steps started; ``tool_invocation_ids`` lists every id the
+    executor reported, first report first.
+    """
+
+    mode: AiOpsMode
+    outcome: AiOpsOutcome
+    reason_code: AiOpsReasonCode | None
+    report: AiOpsReport | None
+    fallback: str | None
+    supervisor_steps: int
+    tool_invocation_ids: tuple[str, ...]
+    calls: AiOpsCallCounts
+    trace: tuple[AiOpsTraceEvent, ...]
+    invocations: tuple[AiOpsInvocationRecord, ...]
+
+
+@attrs.frozen
+class AiOpsFinished:
+    """Action: nothing left to do; the run ended with ``result``."""
+
+    result: AiOpsResult
+
+
+AiOpsAction = InvokeAiOpsAgent | AiOpsFinished
+
+
+@attrs.frozen
+class AiOpsPendingCall:
+    """The agent invocation the machine waits for, with its exact input."""
+
+    agent: AiOpsAgent
+    input: str
+    step: int
+    attempt: int
+
+
+@attrs.frozen
+class AiOpsState:
+    """The whole state of one AIOps run; immutable, JSON round-trippable.
+
+    ``decisions`` are the supervisor's completed choices in order; ``repeats``
+    is how many times in a row the last choice has been made with no new tool
+    invocation id reported in between (the no-progress guard).
+    """
+
+    request: AiOpsRequest
+    pending: AiOpsPendingCall | None = None
+    step: int = 0
+    decisions: tuple[SupervisorChoice, ...] = ()
+    repeats: int = 0
+    plan: AiOpsPlan | None = None
+    findings: tuple[AiOpsExecutorFinding, ...] = ()
+    invocation_ids: tuple[str, ...] = ()
+    report: AiOpsReport | None = None
+    events: tuple[AiOpsTraceEvent, ...] = ()
+    invocations: tuple[AiOpsInvocationRecord, ...] = ()
+    calls: AiOpsCallCounts = attrs.field(factory=AiOpsCallCounts)
+    outcome: AiOpsOutcome | None = None
+    reason_code: AiOpsReasonCode | None = None
+    fallback: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True once the run reached END."""
+        return self.outcome is not None
+
+    @property
+    def result(self) -> AiOpsResult:
+        """The result of a finished run; :class:`MachineError` before that."""
+        if self.outcome is None:
+            raise MachineError("the AIOps run has not finished yet")
+        return AiOpsResult(
+            mode=self.request.mode,
+            outcome=self.outcome,
+            reason_code=self.reason_code,
+            report=self.report,
+            fallback=self.fallback,
+            supervisor_steps=self.step,
+            tool_invocation_ids=self.invocation_ids,
+            calls=self.calls,
+            trace=self.events,
+            invocations=self.invocations,
+        )
+
+
+# --- public entry points ----------------------------------------------------------
+
+
+def start_aiops(request: AiOpsRequest) -> AiOpsState:
+    """The initial state: the start row routes to the supervisor's first step."""
+    state = AiOpsState(request=request)
+    return _follow(state, choose_aiops_route(None, AiOpsRoutingFacts()))
+
+
+def next_aiops_action(state: AiOpsState) -> AiOpsAction:
+    """Which agent the run needs next, or :class:`AiOpsFinished` with the result."""
+    if state.outcome is not None:
+        return AiOpsFinished(state.result)
+    pending = state.pending
+    if pending is None:
+        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    return InvokeAiOpsAgent(
+        pending.agent, pending.input, state.request.run, pending.step, pending.attempt
+    )
+
+
+def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
+    """Feed the result of the pending invocation; returns the next state.
+
+    Raises :class:`MachineError` when the run has finished or ``result`` is
+    not an agent result. Agent misbehaviour is never an exception: it
+    becomes a node status with a reason.
+    """
+    if state.outcome is not None:
+        raise MachineError("the AIOps run has finished; there is nothing to advance")
+    pending = state.pending
+    if pending is None:
+        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    if not isinstance(result, AgentReplied | AgentFailed):
+        raise MachineError(
+            f"the pending action is a {pending.agent.value} invocation; got {type(result).__name__}"
+        )
+    state = attrs.evolve(
+        state,
+        calls=state.calls.incremented(pending.agent),
+        invocations=(
+            *state.invocations,
+            AiOpsInvocationRecord(pending.agent, pending.step, pending.attempt, pending.input),
+        ),
+    )
+    if isinstance(result, AgentFailed):
+        return _agent_raised(state, pending, result)
+    handler = _REPLY_HANDLERS[pending.agent]
+    return handler(state, pending, result)
+
+
+# --- helpers ----------------------------------------------------------------------
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _reply_text(result: AgentReplied) -> str:
+    text: object = result.text
+    if not isinstance(text, str):
+        raise PayloadError("", f"expected the agent's message text, got {type(text).__name__}")
+    return text
+
+
+def _event(
+    state: AiOpsState,
+    node: AiOpsNode,
+    status: NodeStatus,
+    reason: AiOpsReasonCode | None,
+    *,
+    step: int,
+    attempt: int = 1,
+    input_text: str | None = None,
+    details: AiOpsEventDetails | None = None,
+) -> AiOpsState:
+    event = AiOpsTraceEvent(
+        seq=len(state.events) + 1,
+        node=node,
+        step=step,
+        attempt=attempt,
+        status=status,
+        reason_code=reason,
+        input_sha256=_sha256(input_text) if input_text is not None else None,
+        details=details if details is not None else AiOpsEventDetails(),
+    )
+    return attrs.evolve(state, events=(*state.events, event))
+
+
+_FAILURE_REASONS = {
+    AiOpsAgent.SUPERVISOR: AiOpsReasonCode.SUPERVISOR_FAILED,
+    AiOpsAgent.PLANNER: AiOpsReasonCode.PLANNER_FAILED,
+    AiOpsAgent.EXECUTOR: AiOpsReasonCode.EXECUTOR_FAILED,
+    AiOpsAgent.REPORTER: AiOpsReasonCode.REPORTER_FAILED,
+}
+
+
+def _invalid_output(
+    state: AiOpsState, pending: AiOpsPendingCall, error: PayloadError
+) -> AiOpsState:
+    reason = (
+        AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT
+        if pending.agent is AiOpsAgent.EXECUTOR
+        else _FAILURE_REASONS[pending.agent]
+    )
+    return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
+
+
+def _schedule(
+    state: AiOpsState, agent: AiOpsAgent, text: str, *, step: int, attempt: int = 1
+) -> AiOpsState:
+    return attrs.evolve(state, pending=AiOpsPendingCall(agent, text, step, attempt))
+
+
+def _follow(
+    state: AiOpsState, route: AiOpsRoute, *, reason: AiOpsReasonCode | None = None
+) -> AiOpsState:
+    """Enter the node ``route`` leads to: schedule an agent or run the fallback."""
+    target = route.next
+    state = attrs.evolve(state, pending=None)
+    if target is None:
+        return state
+    if route.same_input:
+        raise MachineError("same-input routes are followed by _retry")  # pragma: no cover
+    request = state.request
+    if target is AiOpsNode.SUPERVISOR:
+        step = state.step + 1
+        text = build_supervisor_input(
+            request.alerts,
+            step=step,
+            max_steps=request.config.max_supervisor_steps,
+            decisions=state.decisions,
+            plan=state.plan,
+            findings=state.findings,
+            tool_invocation_count=len(state.invocation_ids),
+        )
+        return _schedule(attrs.evolve(state, step=step), AiOpsAgent.SUPERVISOR, text, step=step)
+    if target is AiOpsNode.PLANNER:
+        text = build_aiops_planner_input(request.alerts, state.findings)
+        return _schedule(state, AiOpsAgent.PLANNER, text, step=state.step)
+    if target is AiOpsNode.EXECUTOR:
+        text = build_aiops_executor_input(request.alerts, state.plan, state.invocation_ids)
+        return _schedule(state, AiOpsAgent.EXECUTOR, text, step=state.step)
+    if target is AiOpsNode.REPORTER:
+        text = build_reporter_input(
+            request.alerts, state.plan, state.findings, state.invocation_ids
+        )
+        return _schedule(state, AiOpsAgent.REPORTER, text, step=state.step)
+    assert target is AiOpsNode.FALLBACK and reason is not None
+    return _fallback(state, reason)
+
+
+def _retry(state: AiOpsState, pending: AiOpsPendingCall) -> AiOpsState:
+    """A technical retry: the identical stored input string, next attempt."""
+    return _schedule(
+        state, pending.agent, pending.input, step=pending.step, attempt=pending.attempt + 1
+    )
+
+
+def _completed(
+    state: AiOpsState,
+    pending: AiOpsPendingCall,
+    facts: AiOpsRoutingFacts,
+    details: AiOpsEventDetails,
+) -> tuple[AiOpsState, AiOpsRoute]:
+    """Record a COMPLETED attempt; its reason code is the fallback's when the route leaves."""
+    route = choose_aiops_route(pending.agent.node, facts)
+    leaving = route.next is AiOpsNode.FALLBACK
+    state = _event(
+        state,
+        pending.agent.node,
+        NodeStatus.COMPLETED,
+        route.reason if leaving else None,
+        step=pending.step,
+        attempt=pending.attempt,
+        input_text=pending.input,
+        details=details,
+    )
+    return state, route
+
+
+def _finish_failed_agent(
+    state: AiOpsState,
+    pending: AiOpsPendingCall,
+    status: NodeStatus,
+    error: str,
+    reason: AiOpsReasonCode,
+) -> AiOpsState:
+    retries_left = pending.attempt - 1 < state.request.config.technical_retry_limit
+    facts = AiOpsRoutingFacts(status=status, retries_left=retries_left)
+    route = choose_aiops_route(pending.agent.node, facts)
+    state = _event(
+        state,
+        pending.agent.node,
+        status,
+        reason,
+        step=pending.step,
+        attempt=pending.attempt,
+        input_text=pending.input,
+        details=AiOpsEventDetails(error=error),
+    )
+    if route.same_input:
+        return _retry(state, pending)
+    return _follow(state, route, reason=reason if route.reason_from_node else route.reason)
+
+
+def _agent_raised(state: AiOpsState, pending: AiOpsPendingCall, result: AgentFailed) -> AiOpsState:
+    status = (
+        NodeStatus.RETRYABLE_FAILED
+        if result.kind is FailureKind.RETRYABLE
+        else NodeStatus.NON_RETRYABLE_FAILED
+    )
+    reason = _FAILURE_REASONS[pending.agent]
+    if pending.agent is AiOpsAgent.EXECUTOR and result.kind is FailureKind.TOOL_BLOCKED:
+        reason = AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED
+    return _finish_failed_agent(state, pending, status, result.message or result.kind.value, reason)
+
+
+# --- agents -----------------------------------------------------------------------
+
+
+def _supervisor_replied(
+    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+) -> AiOpsState:
+    try:
+        choice = parse_supervisor_decision(_reply_text(result)).next
+    except PayloadError as error:
+        return _invalid_output(state, pending, error)
+    if choice is SupervisorChoice.FINISH:
+        repeats = 0
+    elif state.decisions and state.decisions[-1] is choice:
+        repeats = state.repeats + 1
+    else:
+        repeats = 1
+    facts = AiOpsRoutingFacts(
+        status=NodeStatus.COMPLETED,
+        choice=choice,
+        last_step=state.step >= state.request.config.max_supervisor_steps,
+        repeats=repeats,
+    )
+    details = AiOpsEventDetails(
+        next=choice, repeats=None if choice is SupervisorChoice.FINISH else repeats
+    )
+    state, route = _completed(state, pending, facts, details)
+    state = attrs.evolve(state, decisions=(*state.decisions, choice), repeats=repeats)
+    return _follow(state, route, reason=route.reason)
+
+
+def _planner_replied(
+    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+) -> AiOpsState:
+    try:
+        plan = parse_aiops_plan(_reply_text(result))
+    except PayloadError as error:
+        return _invalid_output(state, pending, error)
+    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
+    state, route = _completed(state, pending, facts, AiOpsEventDetails(plan_steps=len(plan.steps)))
+    return _follow(attrs.evolve(state, plan=plan), route)
+
+
+def _executor_replied(
+    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+) -> AiOpsState:
+    try:
+        output = parse_aiops_executor_output(_reply_text(result), state.invocation_ids)
+    except PayloadError as error:
+        return _invalid_output(state, pending, error)
+    seen = set(state.invocation_ids)
+    new_ids = tuple(value for value in output.tool_invocation_ids if value not in seen)
+    details = AiOpsEventDetails(
+        findings=len(output.findings),
+        tool_invocations=len(output.tool_invocation_ids),
+        new_tool_invocations=len(new_ids),
+    )
+    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
+    state, route = _completed(state, pending, facts, details)
+    state = attrs.evolve(
+        state,
+        findings=(*state.findings, *output.findings),
+        invocation_ids=(*state.invocation_ids, *new_ids),
+        repeats=0 if new_ids else state.repeats,
+    )
+    return _follow(state, route)
+
+
+def _reporter_replied(
+    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+) -> AiOpsState:
+    try:
+        report = parse_aiops_report(_reply_text(result))
+    except PayloadError as error:
+        return _invalid_output(state, pending, error)
+    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
+    details = AiOpsEventDetails(findings=len(report.findings))
+    state, route = _completed(state, pending, facts, details)
+    state = attrs.evolve(state, report=report, outcome=AiOpsOutcome.REPORTED, reason_code=None)
+    return _follow(state, route)
+
+
+_REPLY_HANDLERS = {
+    AiOpsAgent.SUPERVISOR: _supervisor_replied,
+    AiOpsAgent.PLANNER: _planner_replied,
+    AiOpsAgent.EXECUTOR: _executor_replied,
+    AiOpsAgent.REPORTER: _reporter_replied,
+}
+
+
+# --- fallback ---------------------------------------------------------------------
+
+
+def _fallback(state: AiOpsState, reason: AiOpsReasonCode) -> AiOpsState:
+    request = state.request
+    text = render_aiops_fallback(
+        reason_code=reason,
+        run_id=request.run.run_id,
+        mode=request.mode,
+        alerts=request.alerts,
+        supervisor_steps=state.step,
+        calls=state.calls,
+        tool_invocation_count=len(state.invocation_ids),
+        config=request.config,
+    )
+    step = max(state.step, 1)
+    state = _event(state, AiOpsNode.FALLBACK, NodeStatus.COMPLETED, reason, step=step)
+    state = attrs.evolve(
+        state, outcome=AiOpsOutcome.FALLBACK, reason_code=reason, fallback=text, report=None
+    )
+    route = choose_aiops_route(AiOpsNode.FALLBACK, AiOpsRoutingFacts(status=NodeStatus.COMPLETED))
+    return _follow(state, route)

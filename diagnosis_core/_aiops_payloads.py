@@ -1,0 +1,198 @@
+"""Frozen value types of the AIOps flow: the alert payload and every agent payload.
+
+Wire shapes (the parsers in :mod:`diagnosis_core._aiops_parsing` enforce the
+rules; Python attribute names equal the wire names):
+
+* ``supervisor_decision``: ``{"next": "planner_agent" | "executor_agent" |
+  "FINISH", "reason": str}``;
+* ``aiops_plan``: ``{"steps": [{"step_id", "goal", "tools"?}]}`` (the chat
+  :class:`PlanStep`);
+* ``aiops_executor_output``: ``{"findings": [{"text", "alert_name"?,
+  "service"?, "cited_invocation_ids"?}], "tool_invocation_ids": [str]}``;
+* ``aiops_report``: ``{"summary", "findings": [{"alert_name", "service",
+  "text", "cited_invocation_ids"}], "evidence": [{"text",
+  "cited_invocation_ids"}], "recommended_actions": [{"text", "alert_name"?,
+  "service"?}]}``.
+
+An alert is identified by the exact pair ``(name, service)``; findings and
+actions point at one with ``(alert_name, service)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+from ._aiops_enums import SupervisorChoice
+from ._errors import ConfigError
+from ._payloads import PlanStep
+
+__all__ = [
+    "AiOpsEvidence",
+    "AiOpsExecutorFinding",
+    "AiOpsExecutorOutput",
+    "AiOpsFinding",
+    "AiOpsPlan",
+    "AiOpsRecommendedAction",
+    "AiOpsReport",
+    "Alert",
+    "SupervisorDecision",
+]
+
+
+def _freeze_labels(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"labels: expected a mapping of strings, got {type(value).__name__}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise ConfigError(f"labels: keys and values must be strings, got {key!r}: {item!r}")
+    return MappingProxyType(dict(sorted(value.items())))
+
+
+def _labels_key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(labels.items())
+
+
+# --- the alert payload ------------------------------------------------------------
+
+
+@attrs.frozen
+class Alert:
+    """One alert of a structured payload, kept as given (every field a string).
+
+    ``labels`` is a read-only mapping, sorted by key. :attr:`key` is the
+    alert's identity for the rules; :attr:`is_critical` compares ``severity``
+    to ``critical`` ignoring case and surrounding whitespace.
+    """
+
+    name: str
+    service: str
+    severity: str
+    started_at: str
+    labels: Mapping[str, str] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_freeze_labels, eq=_labels_key
+    )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(name, service)``: how findings and actions refer to this alert."""
+        return (self.name, self.service)
+
+    @property
+    def is_critical(self) -> bool:
+        """True when ``severity`` is ``critical`` (case and whitespace ignored)."""
+        return self.severity.strip().lower() == "critical"
+
+
+# --- supervisor_decision ----------------------------------------------------------
+
+
+@attrs.frozen
+class SupervisorDecision:
+    """The supervisor's routing decision and its stated reason."""
+
+    next: SupervisorChoice
+    reason: str
+
+
+# --- aiops_plan -------------------------------------------------------------------
+
+
+@attrs.frozen
+class AiOpsPlan:
+    """The planner's investigation steps: non-empty, unique non-empty ids and goals."""
+
+    steps: tuple[PlanStep, ...]
+
+
+# --- aiops_executor_output --------------------------------------------------------
+
+
+@attrs.frozen
+class AiOpsExecutorFinding:
+    """One thing the executor found, optionally about one alert, citing tool invocations."""
+
+    text: str
+    alert_name: str | None = None
+    service: str | None = None
+    cited_invocation_ids: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class AiOpsExecutorOutput:
+    """One executor step: its findings and the ids of the tool invocations it made.
+
+    New ids (never reported before in the run) are what counts as progress
+    for the no-progress guard.
+    """
+
+    tool_invocation_ids: tuple[str, ...]
+    findings: tuple[AiOpsExecutorFinding, ...] = ()
+
+
+# --- aiops_report -----------------------------------------------------------------
+
+
+@attrs.frozen
+class AiOpsFinding:
+    """What the report says about one alert, citing tool invocations."""
+
+    alert_name: str
+    service: str
+    text: str
+    cited_invocation_ids: tuple[str, ...] = ()
+
+    @property
+    def alert_key(self) -> tuple[str, str]:
+        """``(alert_name, service)``, compared exactly with :attr:`Alert.key`."""
+        return (self.alert_name, self.service)
+
+
+@attrs.frozen
+class AiOpsEvidence:
+    """One evidence item of the report; it cites at least one tool invocation."""
+
+    text: str
+    cited_invocation_ids: tuple[str, ...]
+
+
+@attrs.frozen
+class AiOpsRecommendedAction:
+    """A recommended action, either general or aimed at one alert (both names or neither)."""
+
+    text: str
+    alert_name: str | None = None
+    service: str | None = None
+
+    @property
+    def alert_key(self) -> tuple[str, str] | None:
+        """``(alert_name, service)`` when the action is aimed at an alert, else None."""
+        if self.alert_name is None or self.service is None:
+            return None
+        return (self.alert_name, self.service)
+
+
+@attrs.frozen
+class AiOpsReport:
+    """The final alert report. Every section key is required on the wire.
+
+    A section may be empty or the summary blank: that is a finding of the
+    rule evaluator (``aiops_rule_evaluation``), not a broken payload.
+    """
+
+    summary: str
+    findings: tuple[AiOpsFinding, ...]
+    evidence: tuple[AiOpsEvidence, ...]
+    recommended_actions: tuple[AiOpsRecommendedAction, ...]
+
+    @property
+    def cited_invocation_ids(self) -> tuple[str, ...]:
+        """Every id cited by a finding or an evidence item, first occurrence first."""
+        ids: dict[str, None] = {}
+        for finding in self.findings:
+            ids.update(dict.fromkeys(finding.cited_invocation_ids))
+        for item in self.evidence:
+            ids.update(dict.fromkeys(item.cited_invocation_ids))
+        return tuple(ids)

@@ -1,0 +1,276 @@
+"""Replay scenarios of the AIOps flow (spec §11, in the style of spec §9).
+
+An AIOps scenario scripts every agent of a run as JSON and names the
+workflow at the top level::
+
+    {"workflow": "aiops",
+     "run": {"run_id": "aiops-1", "session_id": "ops-7", "metadata": {}},
+     "alerts": [{"name": "HighLatency", "service": "pay-svc", "severity": "critical",
+                 "labels": {"env": "prod"}, "started_at": "2024-05-01T10:00:00Z"}],
+     "config": {"technical_retry_limit": 1, "max_supervisor_steps": 8,
+                "max_item_chars": 500, "locale": "en"},
+     "responses": {"supervisor": [{"text": "…"}], "planner": […],
+                   "executor": […], "reporter": […]},
+     "tool_ledger": [{"invocation_id": "inv-1", "tool_name": "query_metrics",
+                      "success": true, "output": …}]}
+
+* ``workflow`` is required and must be ``"aiops"``; ``alerts`` is optional
+  (absent, null or empty: ``AUTO_DISCOVERY``); each alert needs non-empty
+  string ``name`` and ``service``, string ``severity`` and ``started_at``,
+  and optional ``labels`` (an object of strings).
+* ``responses.<agent>`` entries are the chat scenario's: ``{"text": …}`` or
+  ``{"error": {"kind", "message"?}}``, consumed in call order; a call with
+  nothing left behaves as a ``non_retryable`` error.
+* ``tool_ledger`` (the chat scenario's records, ids unique) is what the rule
+  evaluator checks citations against; absent means an empty ledger.
+* Strict: unknown keys (top level, ``run``, ``config``, ``responses``,
+  entries, alerts) and every malformed value are a :class:`ScenarioError`
+  naming the path; an invalid ``config`` value too.
+
+:func:`replay_aiops` returns one JSON-compatible object: ``workflow``,
+``mode``, ``outcome``, ``reason_code``, ``report``, ``fallback``,
+``supervisor_steps``, ``tool_invocation_ids``, ``calls`` (all four agents),
+``trace``, ``invocations`` and ``aiops_rule_evaluation`` (null for a
+fallback).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ._aiops_config import AiOpsConfig
+from ._aiops_drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
+from ._aiops_enums import AiOpsAgent
+from ._aiops_machine import AiOpsRequest, AiOpsResult, AiOpsState
+from ._aiops_payloads import Alert
+from ._aiops_rendering import render_aiops_report
+from ._aiops_rules import AiOpsRuleEvaluation
+from ._config import RunConfig
+from ._converter import to_wire
+from ._errors import ConfigError, LedgerError, ScenarioError
+from ._json import JsonValue, describe_value
+from ._reference_gatekeeper import ToolLedger, ledger_from_records
+from ._replay import (
+    ScriptedAgent,
+    ScriptedResponse,
+    _fail,
+    _known_keys,
+    _list,
+    _load_response,
+    _load_run,
+    _mapping,
+    _string,
+)
+
+__all__ = [
+    "AiOpsScenario",
+    "aiops_replay_output",
+    "aiops_scenario_effects",
+    "aiops_scenario_request",
+    "load_aiops_scenario",
+    "replay_aiops",
+    "replay_aiops_scenario",
+]
+
+WORKFLOW = "aiops"
+_TOP_KEYS = frozenset({"workflow", "run", "alerts", "config", "responses", "tool_ledger"})
+_CONFIG_KEYS = frozenset(attrs.fields_dict(AiOpsConfig))
+_AGENT_KEYS = frozenset(agent.value for agent in AiOpsAgent)
+_ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels"})
+
+
+@attrs.frozen
+class AiOpsScenario:
+    """A validated AIOps replay scenario."""
+
+    run: RunConfig
+    alerts: tuple[Alert, ...]
+    config: AiOpsConfig
+    responses: Mapping[AiOpsAgent, tuple[ScriptedResponse, ...]]
+    tool_ledger: ToolLedger = attrs.field(factory=ToolLedger)
+
+
+# --- validation -------------------------------------------------------------------
+
+
+def _load_alert(item: object, path: str) -> Alert:
+    entry = _mapping(item, path)
+    _known_keys(entry, _ALERT_KEYS, path)
+    for key in ("name", "service", "severity", "started_at"):
+        if entry.get(key) is None:
+            raise _fail(f"{path}.{key}", "missing")
+    labels_raw = entry.get("labels")
+    labels = _mapping(labels_raw, f"{path}.labels") if labels_raw is not None else {}
+    for key, value in labels.items():
+        _string(value, f"{path}.labels.{key}")
+    return Alert(
+        name=_string(entry["name"], f"{path}.name", non_empty=True),
+        service=_string(entry["service"], f"{path}.service", non_empty=True),
+        severity=_string(entry["severity"], f"{path}.severity"),
+        started_at=_string(entry["started_at"], f"{path}.started_at"),
+        labels=dict(labels),
+    )
+
+
+def _load_alerts(data: Mapping[str, object]) -> tuple[Alert, ...]:
+    raw = data.get("alerts")
+    if raw is None:
+        return ()
+    return tuple(
+        _load_alert(item, f"alerts[{index}]") for index, item in enumerate(_list(raw, "alerts"))
+    )
+
+
+def _load_config(data: Mapping[str, object]) -> AiOpsConfig:
+    raw = data.get("config")
+    if raw is None:
+        return AiOpsConfig()
+    config = _mapping(raw, "config")
+    _known_keys(config, _CONFIG_KEYS, "config")
+    values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
+    try:
+        return AiOpsConfig(**values)
+    except ConfigError as error:
+        raise _fail("config", str(error)) from None
+
+
+def _load_responses(data: Mapping[str, object]) -> dict[AiOpsAgent, tuple[ScriptedResponse, ...]]:
+    raw = data.get("responses")
+    responses = _mapping(raw, "responses") if raw is not None else {}
+    _known_keys(responses, _AGENT_KEYS, "responses")
+    loaded: dict[AiOpsAgent, tuple[ScriptedResponse, ...]] = {}
+    for agent in AiOpsAgent:
+        items = responses.get(agent.value)
+        path = f"responses.{agent.value}"
+        entries = _list(items, path) if items is not None else ()
+        loaded[agent] = tuple(
+            _load_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
+        )
+    return loaded
+
+
+def load_aiops_scenario(data: object) -> AiOpsScenario:
+    """Validate an AIOps scenario document strictly; every problem names its path."""
+    top = _mapping(data, "$")
+    if "workflow" not in top:
+        raise _fail("workflow", "missing")
+    if top["workflow"] != WORKFLOW:
+        raise _fail("workflow", f"expected {WORKFLOW!r}, got {describe_value(top['workflow'])}")
+    _known_keys(top, _TOP_KEYS, "")
+    ledger = ToolLedger()
+    if top.get("tool_ledger") is not None:
+        records = _list(top["tool_ledger"], "tool_ledger")
+        try:
+            ledger = ledger_from_records(records)
+        except LedgerError as error:
+            raise ScenarioError(str(error)) from None
+    return AiOpsScenario(
+        run=_load_run(top),
+        alerts=_load_alerts(top),
+        config=_load_config(top),
+        responses=_load_responses(top),
+        tool_ledger=ledger,
+    )
+
+
+# --- running ----------------------------------------------------------------------
+
+
+def aiops_scenario_request(scenario: AiOpsScenario) -> AiOpsRequest:
+    """The :class:`AiOpsRequest` a scenario describes."""
+    return AiOpsRequest(run=scenario.run, alerts=scenario.alerts, config=scenario.config)
+
+
+def aiops_scenario_effects(scenario: AiOpsScenario) -> AiOpsEffects:
+    """Fresh scripted agents for one run of ``scenario``."""
+    agents = {agent: ScriptedAgent(scenario.responses[agent]) for agent in AiOpsAgent}
+    return AiOpsEffects(
+        supervisor=agents[AiOpsAgent.SUPERVISOR],
+        planner=agents[AiOpsAgent.PLANNER],
+        executor=agents[AiOpsAgent.EXECUTOR],
+        reporter=agents[AiOpsAgent.REPORTER],
+    )
+
+
+def replay_aiops_scenario(scenario: AiOpsScenario) -> AiOpsState:
+    """Run a validated scenario through the synchronous driver; the finished state."""
+    return run_aiops(aiops_scenario_request(scenario), aiops_scenario_effects(scenario))
+
+
+def aiops_replay_output(scenario: AiOpsScenario, state: AiOpsState) -> dict[str, JsonValue]:
+    """The replay output object of a finished run, with its rule evaluation."""
+    wire = to_wire(state.result)
+    assert isinstance(wire, dict)
+    evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
+    return {
+        "workflow": WORKFLOW,
+        **wire,
+        "aiops_rule_evaluation": None if evaluation is None else to_wire(evaluation),
+    }
+
+
+def replay_aiops(scenario: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """Run an AIOps scenario document and return the JSON-compatible result.
+
+    Raises :class:`ScenarioError` (a ``ValueError``) naming the path when the
+    scenario is malformed. The same scenario always gives the same result.
+    """
+    loaded = load_aiops_scenario(scenario)
+    return aiops_replay_output(loaded, replay_aiops_scenario(loaded))
+
+
+# --- the readable form (command line) ---------------------------------------------
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(getattr(value, "value", value))
+
+
+def format_aiops_result(
+    result: AiOpsResult, evaluation: AiOpsRuleEvaluation | None, config: AiOpsConfig
+) -> str:
+    """The readable report: the report (or fallback), outcome, rule evaluation, trace."""
+    body = render_aiops_report(result.report, config) if result.report else result.fallback or ""
+    calls = result.calls
+    lines = [body.rstrip(), "", "-" * 72]
+    lines.append(
+        f"workflow: aiops   mode: {result.mode.value}   outcome: {result.outcome.value}   "
+        f"reason: {_cell(result.reason_code)}"
+    )
+    lines.append(
+        f"supervisor steps: {result.supervisor_steps}   "
+        f"tool invocations: {len(result.tool_invocation_ids)}"
+    )
+    lines.append(
+        f"calls: supervisor={calls.supervisor} planner={calls.planner} "
+        f"executor={calls.executor} reporter={calls.reporter}"
+    )
+    if evaluation is None:
+        lines.append("rule evaluation: - (no report)")
+    else:
+        verdict = "passed" if evaluation.passed else "failed"
+        lines.append(f"rule evaluation: {verdict}   score: {evaluation.score:.2f}")
+        lines += [
+            f"  {violation.rule_id}: {violation.message}" for violation in evaluation.violations
+        ]
+    lines.append("")
+    header = ("seq", "node", "step", "attempt", "status", "reason")
+    rows = [header] + [
+        (
+            str(event.seq),
+            event.node.value,
+            str(event.step),
+            str(event.attempt),
+            event.status.value,
+            _cell(event.reason_code),
+        )
+        for event in result.trace
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    for row in rows:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"

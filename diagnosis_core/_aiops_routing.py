@@ -1,0 +1,213 @@
+"""The routing table of the AIOps flow, as data (spec §11, in the style of §7).
+
+Everything that decides where an AIOps run goes next lives here: a frozen
+tuple of rows, read by :mod:`diagnosis_core._aiops_machine` and drawn by
+:func:`aiops_routing_mermaid`. For each node the rows are tried in order and
+the first whose condition holds wins. ``L = technical_retry_limit``.
+
+============ ================================================= ==========================
+after        condition                                         next
+============ ================================================= ==========================
+start        —                                                 supervisor
+supervisor   retryable failure or invalid output, retries < L  supervisor (same input)
+supervisor   other failure                                     fallback (SUPERVISOR_FAILED)
+supervisor   FINISH                                            reporter
+supervisor   same agent 3× in a row without new invocations    fallback (NO_PROGRESS)
+supervisor   last step of the budget, not FINISH               fallback (STEP_BUDGET_EXHAUSTED)
+supervisor   planner_agent                                     planner
+supervisor   executor_agent                                    executor
+planner      COMPLETED                                         supervisor
+planner      retryable failure or invalid output, retries < L  planner (same input)
+planner      otherwise                                         fallback (PLANNER_FAILED)
+executor     COMPLETED                                         supervisor
+executor     any failure (never retried: tools have effects)   fallback (EXECUTOR_*)
+reporter     COMPLETED                                         END (REPORTED)
+reporter     retryable failure or invalid output, retries < L  reporter (same input)
+reporter     otherwise                                         fallback (REPORTER_FAILED)
+fallback     —                                                 END (FALLBACK)
+============ ================================================= ==========================
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+import attrs
+
+from ._aiops_config import NO_PROGRESS_REPEATS
+from ._aiops_enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
+from ._enums import NodeStatus
+
+__all__ = [
+    "AIOPS_ROUTING_TABLE",
+    "AiOpsCondition",
+    "AiOpsRoute",
+    "AiOpsRoutingFacts",
+    "aiops_routing_mermaid",
+    "choose_aiops_route",
+]
+
+
+@attrs.frozen
+class AiOpsRoutingFacts:
+    """Everything an AIOps routing condition may look at, gathered by the machine.
+
+    Attributes:
+        status: the execution status of the node just finished (None for start).
+        retries_left: for an LLM node, whether retries used for this call < L.
+        choice: the supervisor's ``next`` (supervisor node, when COMPLETED).
+        last_step: whether this supervisor decision used the last step of the budget.
+        repeats: how many times in a row the chosen agent has now been chosen
+            with no new tool invocation id reported in between.
+    """
+
+    status: NodeStatus | None = None
+    retries_left: bool = False
+    choice: SupervisorChoice | None = None
+    last_step: bool = False
+    repeats: int = 0
+
+
+class AiOpsCondition(enum.StrEnum):
+    """A named routing condition; its value is the label drawn on the graph."""
+
+    ALWAYS = "always"
+    COMPLETED = "COMPLETED"
+    RETRY_LEFT = "retryable failure, retries left"
+    ANY_FAILURE = "any failure"
+    OTHER_FAILURE = "other failure"
+    OTHERWISE = "otherwise"
+    FINISH = "FINISH"
+    NO_PROGRESS = "same agent 3x without new invocations"
+    BUDGET_EXHAUSTED = "last step, not FINISH"
+    PLANNER_AGENT = "planner_agent"
+    EXECUTOR_AGENT = "executor_agent"
+
+
+_RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_OUTPUT})
+
+
+def _completed_choice(choice: SupervisorChoice) -> Callable[[AiOpsRoutingFacts], bool]:
+    return lambda facts: facts.status is NodeStatus.COMPLETED and facts.choice is choice
+
+
+_PREDICATES: Mapping[AiOpsCondition, Callable[[AiOpsRoutingFacts], bool]] = MappingProxyType(
+    {
+        AiOpsCondition.ALWAYS: lambda facts: True,
+        AiOpsCondition.COMPLETED: lambda facts: facts.status is NodeStatus.COMPLETED,
+        AiOpsCondition.RETRY_LEFT: lambda facts: (
+            facts.status in _RETRYABLE_STATUSES and facts.retries_left
+        ),
+        AiOpsCondition.ANY_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
+        AiOpsCondition.OTHER_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
+        AiOpsCondition.OTHERWISE: lambda facts: True,
+        AiOpsCondition.FINISH: _completed_choice(SupervisorChoice.FINISH),
+        AiOpsCondition.NO_PROGRESS: lambda facts: (
+            facts.status is NodeStatus.COMPLETED and facts.repeats >= NO_PROGRESS_REPEATS
+        ),
+        AiOpsCondition.BUDGET_EXHAUSTED: lambda facts: (
+            facts.status is NodeStatus.COMPLETED and facts.last_step
+        ),
+        AiOpsCondition.PLANNER_AGENT: _completed_choice(SupervisorChoice.PLANNER_AGENT),
+        AiOpsCondition.EXECUTOR_AGENT: _completed_choice(SupervisorChoice.EXECUTOR_AGENT),
+    }
+)
+
+
+@attrs.frozen
+class AiOpsRoute:
+    """One row of the AIOps routing table.
+
+    ``after`` is None for the start of a run; ``next`` is None for END.
+    ``reason`` is the fixed reason code the row sends the run away with;
+    ``reason_from_node`` means the node's own reason (executor failures).
+    """
+
+    after: AiOpsNode | None
+    condition: AiOpsCondition
+    next: AiOpsNode | None
+    reason: AiOpsReasonCode | None = None
+    reason_from_node: bool = False
+    same_input: bool = False
+
+
+_N = AiOpsNode
+_C = AiOpsCondition
+_R = AiOpsReasonCode
+
+AIOPS_ROUTING_TABLE: tuple[AiOpsRoute, ...] = (
+    AiOpsRoute(None, _C.ALWAYS, _N.SUPERVISOR),
+    AiOpsRoute(_N.SUPERVISOR, _C.RETRY_LEFT, _N.SUPERVISOR, same_input=True),
+    AiOpsRoute(_N.SUPERVISOR, _C.OTHER_FAILURE, _N.FALLBACK, _R.SUPERVISOR_FAILED),
+    AiOpsRoute(_N.SUPERVISOR, _C.FINISH, _N.REPORTER),
+    AiOpsRoute(_N.SUPERVISOR, _C.NO_PROGRESS, _N.FALLBACK, _R.NO_PROGRESS),
+    AiOpsRoute(_N.SUPERVISOR, _C.BUDGET_EXHAUSTED, _N.FALLBACK, _R.STEP_BUDGET_EXHAUSTED),
+    AiOpsRoute(_N.SUPERVISOR, _C.PLANNER_AGENT, _N.PLANNER),
+    AiOpsRoute(_N.SUPERVISOR, _C.EXECUTOR_AGENT, _N.EXECUTOR),
+    AiOpsRoute(_N.PLANNER, _C.COMPLETED, _N.SUPERVISOR),
+    AiOpsRoute(_N.PLANNER, _C.RETRY_LEFT, _N.PLANNER, same_input=True),
+    AiOpsRoute(_N.PLANNER, _C.OTHERWISE, _N.FALLBACK, _R.PLANNER_FAILED),
+    AiOpsRoute(_N.EXECUTOR, _C.COMPLETED, _N.SUPERVISOR),
+    AiOpsRoute(_N.EXECUTOR, _C.ANY_FAILURE, _N.FALLBACK, reason_from_node=True),
+    AiOpsRoute(_N.REPORTER, _C.COMPLETED, None),
+    AiOpsRoute(_N.REPORTER, _C.RETRY_LEFT, _N.REPORTER, same_input=True),
+    AiOpsRoute(_N.REPORTER, _C.OTHERWISE, _N.FALLBACK, _R.REPORTER_FAILED),
+    AiOpsRoute(_N.FALLBACK, _C.ALWAYS, None),
+)
+
+
+def _index(table: tuple[AiOpsRoute, ...]) -> Mapping[AiOpsNode | None, tuple[AiOpsRoute, ...]]:
+    rows: dict[AiOpsNode | None, list[AiOpsRoute]] = {}
+    for row in table:
+        rows.setdefault(row.after, []).append(row)
+    return MappingProxyType({after: tuple(found) for after, found in rows.items()})
+
+
+_ROWS_BY_NODE = _index(AIOPS_ROUTING_TABLE)
+
+
+def choose_aiops_route(
+    after: AiOpsNode | None,
+    facts: AiOpsRoutingFacts,
+    table: tuple[AiOpsRoute, ...] = AIOPS_ROUTING_TABLE,
+) -> AiOpsRoute:
+    """The first row for ``after`` whose condition holds.
+
+    The default table routes every reachable situation; a situation no row
+    covers (a completed supervisor without a choice, a custom table without
+    a catch-all) raises ``LookupError``.
+    """
+    rows = (
+        _ROWS_BY_NODE.get(after, ())
+        if table is AIOPS_ROUTING_TABLE
+        else _index(table).get(after, ())
+    )
+    for row in rows:
+        if _PREDICATES[row.condition](facts):
+            return row
+    raise LookupError(f"no AIOps route after {after!r} for {facts!r}")
+
+
+def _mermaid_id(node: AiOpsNode | None, *, end: bool) -> str:
+    if node is None:
+        return "END" if end else "START"
+    return node.value
+
+
+def aiops_routing_mermaid(table: tuple[AiOpsRoute, ...] = AIOPS_ROUTING_TABLE) -> str:
+    """A Mermaid flowchart drawn from the AIOps routing table."""
+    lines = ["flowchart TD", "    START([start])", "    END([END])"]
+    for row in table:
+        label = row.condition.value
+        if row.reason is not None:
+            label += f" / {row.reason.value}"
+        elif row.reason_from_node:
+            label += " / node reason"
+        if row.same_input:
+            label += " / same input"
+        source = _mermaid_id(row.after, end=False)
+        target = _mermaid_id(row.next, end=True)
+        lines.append(f'    {source} -->|"{label}"| {target}')
+    return "\n".join(lines) + "\n"
