@@ -23,6 +23,8 @@ from __future__ import annotations
 import collections.abc
 import enum
 import functools
+import inspect
+import itertools
 import json
 import math
 import types
@@ -51,10 +53,18 @@ from ._json import (
     json_path_key,
     json_type_name,
     loads_strict,
+    loads_strict_with_objects,
 )
 from ._trace import EventDetails, RawResult
 
-__all__ = ["converter", "from_json", "from_wire", "to_json", "to_wire"]
+__all__ = [
+    "converter",
+    "from_json",
+    "from_json_object_text",
+    "from_wire",
+    "to_json",
+    "to_wire",
+]
 
 T = TypeVar("T")
 
@@ -329,6 +339,76 @@ _MISSING = object()
 _EXACT_SCALARS = (str, bool, int)
 
 
+class _InstanceAcceptingConverter(cattrs.Converter):
+    """The fast converter's twin for trees that may already hold finished values.
+
+    Used only on the output of :func:`_object_builder` hooks: an instance of
+    exactly the expected ``attrs`` class stands for an object the hook
+    already structured (JSON never produces one). User data never reaches it.
+    """
+
+
+@functools.cache
+def _slot_setters(cl: Any) -> tuple[Callable[[Any, Any], None], ...] | None:
+    """Slot setters of ``cl`` when its ``__init__`` only stores its arguments, else None.
+
+    Then ``object.__new__`` plus one setter per field builds exactly what
+    ``cl(...)`` builds, without the generated ``__init__``'s per-field
+    ``object.__setattr__`` calls (about a quarter of the cost of a small
+    frozen instance). Any validator, converter, pre/post-init hook, extra slot
+    (a cached hash) or hand-written ``__init__`` keeps the normal constructor.
+    """
+    fields = attrs.fields(cl)
+    if any(not f.init or f.validator is not None or f.converter is not None for f in fields):
+        return None
+    if hasattr(cl, "__attrs_pre_init__") or hasattr(cl, "__attrs_post_init__"):
+        return None
+    code = getattr(cl.__init__, "__code__", None)
+    if code is None or "attrs generated" not in code.co_filename:
+        return None
+    slots: set[str] = set()
+    for klass in cl.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        slots.update((declared,) if isinstance(declared, str) else declared)
+    slots.discard("__weakref__")
+    if slots != {f.name for f in fields}:
+        return None
+    setters = []
+    for f in fields:
+        descriptor = inspect.getattr_static(cl, f.name, None)
+        if type(descriptor) is not types.MemberDescriptorType:
+            return None
+        setters.append(descriptor.__set__)
+    return tuple(setters)
+
+
+def _construct_lines(
+    cl: Any, values: list[str], namespace: dict[str, Any], prefix: str, indent: str
+) -> list[str]:
+    """Source lines that return ``cl`` built from ``values`` (source expressions, field order)."""
+    setters = _slot_setters(cl)
+    if setters is None:
+        namespace[f"{prefix}cl"] = cl
+        init_fields = [field for field in attrs.fields(cl) if field.init]
+        positional = [
+            value for field, value in zip(init_fields, values, strict=True) if not field.kw_only
+        ]
+        keywords = [
+            f"{field.alias}={value}"
+            for field, value in zip(init_fields, values, strict=True)
+            if field.kw_only
+        ]
+        return [f"{indent}return {prefix}cl({', '.join(positional + keywords)})"]
+    namespace["_new"] = object.__new__
+    namespace[f"{prefix}cl"] = cl
+    lines = [f"{indent}_o = _new({prefix}cl)"]
+    for position, (setter, value) in enumerate(zip(setters, values, strict=True)):
+        namespace[f"{prefix}s{position}"] = setter
+        lines.append(f"{indent}{prefix}s{position}(_o, {value})")
+    lines.append(f"{indent}return _o")
+    return lines
+
+
 def _compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook | None:
     """Generate a fast structuring function for ``cl``, or ``None`` if unsupported.
 
@@ -339,16 +419,22 @@ def _compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook |
     default. It raises without saying why; :func:`from_wire` then asks the
     detailed converter, so the fast pass may be stricter than the detailed one
     but never more lenient (a property test checks that they agree).
+
+    For an :class:`_InstanceAcceptingConverter` the function also passes an
+    instance of exactly ``cl`` through unchanged (see :func:`_object_builder`).
     """
     hints = typing.get_type_hints(cl)
+    accept_instances = isinstance(conv, _InstanceAcceptingConverter)
     namespace: dict[str, Any] = {
         "_cl": cl,
         "_Reject": _Reject,
         "_MISSING": _MISSING,
     }
-    lines: list[str] = ["    if o.__class__ is not dict: raise _Reject"]
-    positional: list[str] = []
-    keywords: list[str] = []
+    lines: list[str] = []
+    if accept_instances:
+        lines.append("    if o.__class__ is _cl: return o")
+    lines.append("    if o.__class__ is not dict: raise _Reject")
+    values: list[str] = []
 
     def check(var: str, field_type: Any, index: int, indent: str) -> None:
         if field_type in _EXACT_SCALARS:
@@ -373,7 +459,15 @@ def _compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook |
             namespace[f"_h{index}"] = conv.get_structure_hook(item_type)
             namespace[f"_t{index}"] = item_type
             lines.append(f"{indent}if {var}.__class__ is not list: raise _Reject")
-            lines.append(f"{indent}{var} = tuple([_h{index}(x, _t{index}) for x in {var}])")
+            if accept_instances:
+                namespace[f"_only{index}"] = frozenset({item_type})
+                lines.append(f"{indent}if _only{index}.issuperset(map(type, {var})):")
+                lines.append(f"{indent}    {var} = tuple({var})")
+                lines.append(f"{indent}else:")
+                item = f"x if x.__class__ is _t{index} else _h{index}(x, _t{index})"
+                lines.append(f"{indent}    {var} = tuple([{item} for x in {var}])")
+            else:
+                lines.append(f"{indent}{var} = tuple([_h{index}(x, _t{index}) for x in {var}])")
             return
         if field_type in (Any, object):
             lines.append(f"{indent}pass")
@@ -416,11 +510,8 @@ def _compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook |
                 lines.append(f"    if {var} is None: {var} = {default_expr}")
                 lines.append("    else:")
             check(var, value_type, index, "        ")
-        if field.kw_only:
-            keywords.append(f"{field.alias}={var}")
-        else:
-            positional.append(var)
-    lines.append(f"    return _cl({', '.join(positional + keywords)})")
+        values.append(var)
+    lines.extend(_construct_lines(cl, values, namespace, "_", "    "))
     source = "def structure(o, _=None):\n" + "\n".join(lines) + "\n"
     exec(compile(source, f"<fast structure {cl.__module__}.{cl.__qualname__}>", "exec"), namespace)
     function: _StructureHook = namespace["structure"]
@@ -471,9 +562,35 @@ def _attrs_structure_factory(cl: Any, conv: cattrs.Converter) -> _StructureHook:
 # --- unstructuring -----------------------------------------------------------------
 
 
+_PLAIN_SCALARS = frozenset({str, int, float, bool})
+
+
 def _unstructure_scalar(value: Any) -> Any:
-    # ``str``/``int``/``float`` enums dispatch here through the MRO.
+    # ``str``/``int``/``float`` enums dispatch here through the MRO. Plain
+    # values, nearly all of them, skip the (slow) isinstance check on Enum.
+    if value.__class__ in _PLAIN_SCALARS:
+        return value
     return value.value if isinstance(value, enum.Enum) else value
+
+
+def _tuple_unstructure_factory(cl: Any, conv: cattrs.Converter) -> Callable[[Any], Any]:
+    """Unstructure ``tuple[X, ...]`` / ``Sequence[X]`` to a list.
+
+    Items of exactly ``X`` use ``X``'s hook, looked up once; any other item
+    is dispatched on its own class, as ``conv.unstructure`` does.
+    """
+    args = typing.get_args(cl)
+    homogeneous = typing.get_origin(cl) is collections.abc.Sequence or (
+        len(args) == 2 and args[1] is Ellipsis
+    )
+    item_type = args[0] if homogeneous and args else None
+    if not isinstance(item_type, type):
+        return lambda value: [conv.unstructure(item) for item in value]
+    handler = conv.get_unstructure_hook(item_type)
+    return lambda value: [
+        handler(item) if item.__class__ is item_type else conv.unstructure(item)
+        for item in value
+    ]
 
 
 def _is_mapping_value_type(cl: object) -> bool:
@@ -504,9 +621,7 @@ def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
 
     for scalar in (str, int, float):
         conv.register_unstructure_hook(scalar, _unstructure_scalar)
-    conv.register_unstructure_hook_func(
-        _is_tuple_type, lambda value: [conv.unstructure(item) for item in value]
-    )
+    conv.register_unstructure_hook_factory(_is_tuple_type, _tuple_unstructure_factory)
     conv.register_unstructure_hook_func(
         _is_mapping_value_type,
         lambda value: {key: conv.unstructure(item) for key, item in value.items()},
@@ -548,6 +663,211 @@ converter: cattrs.Converter = _install_hooks(cattrs.Converter(detailed_validatio
 """The package's converter (fast mode). Use :func:`to_wire` / :func:`from_wire`."""
 
 _detailed_converter = _install_hooks(cattrs.Converter(detailed_validation=True))
+
+
+# --- one-pass parsing (JSON text straight to values) ------------------------------
+
+_MAX_LAYOUT_KEYS = 4
+_ObjectHook = Callable[[list[tuple[str, Any]]], object]
+
+
+@functools.cache
+def _instance_accepting_converter() -> cattrs.Converter:
+    return _install_hooks(_InstanceAcceptingConverter(detailed_validation=False))
+
+
+def _nested_attrs_types(field_type: Any) -> tuple[Any, ...]:
+    """The ``attrs`` classes a field holds directly or as tuple items (``X | None`` too)."""
+    value_type = _strip_none(field_type)
+    item_type = _homogeneous_item_type(value_type)
+    candidate = item_type if item_type is not None else value_type
+    return (candidate,) if isinstance(candidate, type) and attrs.has(candidate) else ()
+
+
+def _reachable_classes(root: Any) -> list[Any]:
+    """``root`` and every ``attrs`` class reachable through its fields, in discovery order."""
+    found: list[Any] = [root]
+    for cl in found:
+        hints = typing.get_type_hints(cl)
+        for field in attrs.fields(cl):
+            for nested in _nested_attrs_types(hints.get(field.name, Any)):
+                if nested not in found:
+                    found.append(nested)
+    return found
+
+
+class _LayoutField:
+    """How a builder checks and converts one field, as source expressions over ``{v}``."""
+
+    def __init__(self, condition: str, value: str, default: str | None) -> None:
+        self.condition = condition
+        self.value = value
+        self.default = default
+
+
+def _layout_field(
+    cl: Any, field: Any, field_type: Any, prefix: str, namespace: dict[str, Any], eligible: set[Any]
+) -> _LayoutField | None:
+    """The builder's version of one field of :func:`_compile_fast_structure`, or None."""
+    nullable = _accepts_none(field_type)
+    value_type = _strip_none(field_type) if nullable else field_type
+    name = f"{prefix}{field.name}"
+    item_type = _homogeneous_item_type(value_type)
+    if value_type in _EXACT_SCALARS:
+        namespace[f"{name}_t"] = value_type
+        condition, value = f"{{v}}.__class__ is {name}_t", "{v}"
+    elif _is_enum(value_type) and all(type(member.value) is str for member in value_type):
+        namespace[f"{name}_m"] = _enum_members(value_type)[0]
+        condition, value = f"{{v}}.__class__ is str and {{v}} in {name}_m", f"{name}_m[{{v}}]"
+    elif isinstance(value_type, type) and value_type in eligible:
+        namespace[f"{name}_t"] = value_type
+        condition, value = f"{{v}}.__class__ is {name}_t", "{v}"
+    elif item_type in _EXACT_SCALARS or (isinstance(item_type, type) and item_type in eligible):
+        namespace[f"{name}_only"] = frozenset({item_type})
+        condition = f"{{v}}.__class__ is list and {name}_only.issuperset(map(type, {{v}}))"
+        value = "tuple({v})"
+    else:
+        return None
+    default: str | None = None
+    if field.default is not attrs.NOTHING:
+        if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+            if field.default.takes_self:
+                return None
+            namespace[f"{name}_f"] = field.default.factory
+            default = f"{name}_f()"
+        else:
+            namespace[f"{name}_d"] = field.default
+            default = f"{name}_d"
+    if nullable:
+        # Present null stays None (as in the fast structure), absent means the default.
+        condition = f"({{v}} is None or {condition})"
+        value = value if value == "{v}" else f"(None if {{v}} is None else {value})"
+    elif default is not None:
+        condition = f"({{v}} is None or {condition})"
+        value = f"({default} if {{v}} is None else {value})"
+    return _LayoutField(condition, value, default)
+
+
+def _layout_fields(
+    cl: Any, prefix: str, namespace: dict[str, Any], eligible: set[Any]
+) -> dict[str, _LayoutField] | None:
+    """Every init field of ``cl`` as the builder handles it, or None if one is unsupported."""
+    hints = typing.get_type_hints(cl)
+    specs: dict[str, _LayoutField] = {}
+    for field in attrs.fields(cl):
+        if not field.init:
+            continue
+        spec = _layout_field(cl, field, hints.get(field.name, Any), prefix, namespace, eligible)
+        if spec is None:
+            return None
+        specs[field.name] = spec
+    return specs
+
+
+def _class_layouts(
+    cl: Any, specs: dict[str, _LayoutField], prefix: str, namespace: dict[str, Any]
+) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Every key order the builder recognises for ``cl``, with the leaf source of each.
+
+    The keys are all init fields, or only the required ones, in any order,
+    when that is at most :data:`_MAX_LAYOUT_KEYS` keys.
+    """
+    every = tuple(specs)
+    required = tuple(name for name in every if specs[name].default is None)
+    layouts = []
+    for subset in dict.fromkeys((every, required)):
+        if not subset or len(subset) > _MAX_LAYOUT_KEYS:
+            continue
+        for order in itertools.permutations(subset):
+            position = {name: index for index, name in enumerate(order)}
+            conditions = [
+                specs[name].condition.format(v=f"v{index}") for index, name in enumerate(order)
+            ]
+            values = []
+            for name in every:
+                if name in position:
+                    values.append(specs[name].value.format(v=f"v{position[name]}"))
+                else:
+                    default = specs[name].default
+                    assert default is not None
+                    values.append(default)
+            leaf = [f"if {' and '.join(conditions)}:"]
+            leaf.extend(_construct_lines(cl, values, namespace, prefix, "    "))
+            layouts.append((order, leaf))
+    return layouts
+
+
+def _emit_trie(
+    layouts: list[tuple[tuple[str, ...], list[str]]], depth: int, indent: str, out: list[str]
+) -> None:
+    """Nested ``if kN == 'key'`` tests over the key tuples, leaves at full depth."""
+    if len(layouts[0][0]) == depth:
+        (_, leaf), = layouts
+        out.extend(indent + line for line in leaf)
+        return
+    groups: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
+    for layout in layouts:
+        groups.setdefault(layout[0][depth], []).append(layout)
+    keyword = "if"
+    for key, group in groups.items():
+        out.append(f"{indent}{keyword} k{depth} == {key!r}:")
+        _emit_trie(group, depth + 1, indent + "    ", out)
+        keyword = "elif"
+
+
+@functools.cache
+def _object_builder(root: Any) -> _ObjectHook:
+    """A JSON ``object_pairs_hook`` that builds ``root``'s small ``attrs`` values directly.
+
+    Objects whose keys are exactly the fields of one class reachable from
+    ``root`` (all init fields or only the required ones, any order, at most
+    :data:`_MAX_LAYOUT_KEYS` keys) and whose values pass the fast structure's
+    exact checks become instances as they are parsed; nested values must
+    already be instances. Everything else becomes a ``dict``, and a duplicate
+    key raises. A layout that two classes share is left to the dict path.
+    Skipping the intermediate dicts and the second walk over them roughly
+    halves the structuring cost of a large payload.
+    """
+    namespace: dict[str, Any] = {"_Reject": _Reject}
+    classes = [cl for cl in _reachable_classes(root) if _slot_setters(cl) is not None]
+    eligible = set(classes)
+    while True:  # a class whose nested class cannot be prebuilt cannot be prebuilt either
+        scratch: dict[str, Any] = {}
+        dropped = {cl for cl in eligible if _layout_fields(cl, "_x_", scratch, eligible) is None}
+        if not dropped:
+            break
+        eligible -= dropped
+    by_keys: dict[tuple[str, ...], tuple[Any, list[str]] | None] = {}
+    # The most deeply nested classes are tested first: collections multiply them.
+    for number, cl in enumerate(cl for cl in reversed(classes) if cl in eligible):
+        prefix = f"_c{number}_"
+        specs = _layout_fields(cl, prefix, namespace, eligible)
+        assert specs is not None
+        for keys, leaf in _class_layouts(cl, specs, prefix, namespace):
+            earlier = by_keys.get(keys, (cl, leaf))
+            by_keys[keys] = (cl, leaf) if earlier is not None and earlier[0] is cl else None
+    lines = ["def build(pairs):", "    n = len(pairs)"]
+    keyword = "if"
+    for size in range(_MAX_LAYOUT_KEYS, 0, -1):  # widest first: a payload's many records
+        layouts = [(keys, entry[1]) for keys, entry in by_keys.items()
+                   if entry is not None and len(keys) == size]
+        if not layouts:
+            continue
+        targets = ", ".join(f"(k{index}, v{index})" for index in range(size))
+        lines.append(f"    {keyword} n == {size}:")
+        lines.append(f"        ({targets},) = pairs")
+        _emit_trie(layouts, 0, "        ", lines)
+        keyword = "elif"
+    lines += [
+        "    obj = dict(pairs)",
+        "    if len(obj) != n: raise _Reject",
+        "    return obj",
+    ]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<object builder {root.__module__}.{root.__qualname__}>", "exec"),
+         namespace)
+    builder: _ObjectHook = namespace["build"]
+    return builder
 
 
 # --- public functions ----------------------------------------------------------------
@@ -638,6 +958,38 @@ def from_wire(cls: type[T], data: object) -> T:
     except Exception as exc:
         raise _payload_error(exc) from None
     return detailed
+
+
+def from_json_object_text(
+    cls: type[T], json_text: str, *, required_keys: tuple[str, ...] = ()
+) -> T | None:
+    """``from_wire(cls, loads_strict(json_text))`` in one pass, or None to say "not here".
+
+    When it returns a value, that value is equal to what the two-step path
+    returns; it returns None whenever the two-step path would raise, for a
+    document that is not an object, for a top-level object lacking (or
+    holding null for) one of ``required_keys``, and for shapes it does not
+    handle, so the caller then runs the two-step path, which gives the exact
+    error. Every rule of :func:`loads_strict` (duplicate keys included)
+    is applied; only the intermediate dicts and the second walk are skipped.
+    """
+    root: Any = cls
+    accepted, data = loads_strict_with_objects(json_text, _object_builder(root))
+    if not accepted:
+        return None
+    if not isinstance(data, dict):
+        # A small root class may come back already built by the hook.
+        return data if type(data) is cls and not required_keys else None
+    for key in required_keys:
+        if data.get(key) is None:
+            return None
+    try:
+        result: T = _instance_accepting_converter().structure(data, cls)
+    except MemoryError:
+        raise
+    except Exception:
+        return None
+    return result
 
 
 def to_json(value: object) -> str:

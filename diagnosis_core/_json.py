@@ -24,7 +24,8 @@ import math
 import re
 import types
 import typing
-from typing import TypeAlias
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from ._errors import PayloadError
 
@@ -33,6 +34,7 @@ __all__ = [
     "canonical_json",
     "extract_json_text",
     "loads_strict",
+    "loads_strict_with_objects",
     "parse_json_object",
 ]
 
@@ -193,7 +195,7 @@ def _has_lone_surrogate_escape(text: str) -> bool:
     a high escape immediately followed by a low escape, and keeps any other
     surrogate escape as a lone code point.
     """
-    if _SURROGATE_ESCAPE_HINT.search(text) is None:
+    if "\\" not in text or _SURROGATE_ESCAPE_HINT.search(text) is None:
         return False
     blanked = _ESCAPED_BACKSLASH.sub("__", text)
     return _LONE_SURROGATE_ESCAPE.search(blanked) is not None
@@ -231,6 +233,12 @@ def _diagnose(text: str) -> PayloadError:
                               parse_float=_diag_float)
     except RecursionError:
         return PayloadError("$", "nesting too deep")
+    except json.JSONDecodeError as exc:
+        # The fast path stopped at a problem (a duplicate key …) before reaching
+        # a syntax error further on; the document is not JSON at all.
+        return PayloadError("$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    except ValueError:
+        return PayloadError("$", "invalid JSON: a number has too many digits")
     stack: list[tuple[object, str]] = [(document, "")]
     while stack:
         value, path = stack.pop()
@@ -293,6 +301,36 @@ def loads_strict(text: str) -> JsonValue:
     if _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
         raise _diagnose(text)
     return value
+
+
+def loads_strict_with_objects(
+    text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], object]
+) -> tuple[bool, object]:
+    """:func:`loads_strict` with a custom object constructor, for one-pass parsing.
+
+    Returns ``(True, value)`` when :func:`loads_strict` would accept ``text``
+    and the hook raised nothing, else ``(False, None)``: the caller then runs
+    :func:`loads_strict` for the error and its path. The hook receives each
+    object's key/value pairs, as ``object_pairs_hook`` of :func:`json.loads`,
+    and must raise on a duplicate key; every other rule (constants, overflow,
+    surrogates, depth) is applied here. :class:`MemoryError` is not caught.
+    """
+    if not isinstance(text, str):
+        return False, None
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=object_pairs_hook,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
+    except MemoryError:
+        raise
+    except Exception:
+        return False, None
+    if _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
+        return False, None
+    return True, value
 
 
 # --- Markdown fence -------------------------------------------------------------

@@ -18,10 +18,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection
 
-from ._converter import from_wire
+from ._converter import from_json_object_text, from_wire
 from ._enums import EvidenceStatus
 from ._errors import PayloadError
-from ._json import describe_value, parse_json_object
+from ._json import describe_value, extract_json_text, parse_json_object
 from ._payloads import (
     EXECUTOR_SCHEMA_VERSION,
     ComposerOutput,
@@ -127,12 +127,21 @@ def parse_executor_evidence(text: str) -> ExecutorEvidence:
     fallback's tool overview). Hypothesis texts may be any string: they never
     leave the trace.
     """
-    data = parse_json_object(text)
-    if "schema_version" not in data:
-        raise PayloadError("schema_version", "missing")
-    if data["schema_version"] is None:
-        raise PayloadError("schema_version", f"expected {EXECUTOR_SCHEMA_VERSION!r}, got null")
-    evidence = from_wire(ExecutorEvidence, data)
+    # One pass from text to values for the common case (large snapshots are
+    # the hot path); anything it does not accept takes the layered path below,
+    # which reports the first problem exactly.
+    evidence = from_json_object_text(
+        ExecutorEvidence, extract_json_text(text), required_keys=("schema_version",)
+    )
+    if evidence is None:
+        data = parse_json_object(text)
+        if "schema_version" not in data:
+            raise PayloadError("schema_version", "missing")
+        if data["schema_version"] is None:
+            raise PayloadError(
+                "schema_version", f"expected {EXECUTOR_SCHEMA_VERSION!r}, got null"
+            )
+        evidence = from_wire(ExecutorEvidence, data)
     claims = evidence.claims
     if evidence.evidence_status is EvidenceStatus.EVIDENCE_FOUND and not claims:
         raise PayloadError("claims", "must not be empty when evidence_status is 'evidence_found'")
@@ -149,13 +158,27 @@ def parse_executor_evidence(text: str) -> ExecutorEvidence:
         if not claim.text:
             raise PayloadError(f"claims[{index}].text", _EMPTY)
         bindings = claim.bindings
-        if len(bindings) == 1:  # the common case, kept cheap for large payloads
+        # One and two bindings are the common cases, checked inline; anything
+        # doubtful goes to _check_bindings, which names the first problem.
+        if len(bindings) == 1:
             only = bindings[0]
             if not (
                 only.source_invocation_id and only.tool_name and only.raw_path
                 and only.evidence_excerpt
             ):
                 raise _empty_binding_field(f"claims[{index}].bindings[0]", only)
+        elif len(bindings) == 2:
+            first, second = bindings
+            if not (
+                first.source_invocation_id and first.tool_name and first.raw_path
+                and first.evidence_excerpt and second.source_invocation_id
+                and second.tool_name and second.raw_path and second.evidence_excerpt
+            ) or (
+                first.source_invocation_id == second.source_invocation_id
+                and first.tool_name == second.tool_name
+                and first.raw_path == second.raw_path
+            ):
+                _check_bindings(index, bindings)
         else:
             _check_bindings(index, bindings)
     for index, entry in enumerate(evidence.tool_trace_summary):

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from ._enums import BindingCheckStatus
 from ._payloads import CheckedBinding, ExecutorEvidence
 
 __all__ = [
@@ -82,9 +83,12 @@ class AllowedClaim:
 def _passed_matches(checked: Iterable[CheckedBinding]) -> dict[BindingKey, str]:
     """Map each gatekeeper-passed key to its matched text (first one wins)."""
     passed: dict[BindingKey, str] = {}
+    passing = BindingCheckStatus.PASS  # what CheckedBinding.passed tests, looked up once
     for entry in checked:
-        if entry.passed and entry.matched_text is not None:
-            passed.setdefault(entry.key, entry.matched_text)
+        matched = entry.matched_text
+        if entry.status is passing and matched is not None:
+            key = (entry.claim_id, entry.source_invocation_id, entry.tool_name, entry.raw_path)
+            passed.setdefault(key, matched)
     return passed
 
 
@@ -101,31 +105,28 @@ def project_verified_input(
     claims: list[VerifiedClaim] = []
     evidence: list[VerifiedEvidence] = []
     seen_claims: set[str] = set()
-    seen_keys: set[BindingKey] = set()
     for claim in executor_output.claims:
-        if claim.claim_id in seen_claims:
+        claim_id = claim.claim_id
+        if claim_id in seen_claims:
             continue
+        # Duplicate keys can only come from this claim: every key starts with the
+        # claim id, and a claim id whose claim kept a binding is skipped above.
+        # So a small per-claim set removes them, not one set over the whole run.
+        taken: set[BindingKey] = set()
         bindings: list[VerifiedBinding] = []
         for binding in claim.bindings:
-            key = (
-                claim.claim_id,
-                binding.source_invocation_id,
-                binding.tool_name,
-                binding.raw_path,
-            )
+            key = (claim_id, binding.source_invocation_id, binding.tool_name, binding.raw_path)
             matched = passed.get(key)
-            if matched is None or key in seen_keys:
+            if matched is None or key in taken:
                 continue
-            seen_keys.add(key)
+            taken.add(key)
             bindings.append(
                 VerifiedBinding(binding.source_invocation_id, binding.tool_name, binding.raw_path)
             )
             evidence.append(VerifiedEvidence(*key, matched_text=matched))
         if bindings:
-            seen_claims.add(claim.claim_id)
-            claims.append(
-                VerifiedClaim(claim.claim_id, claim.text, claim.is_critical, tuple(bindings))
-            )
+            seen_claims.add(claim_id)
+            claims.append(VerifiedClaim(claim_id, claim.text, claim.is_critical, tuple(bindings)))
     return VerifiedInput(tuple(claims), tuple(evidence))
 
 

@@ -1,0 +1,485 @@
+"""The diagnosis_core benchmark suite: ``python benchmarks/run.py``.
+
+Four comparisons, each measured side by side in this one process (see
+``timing.py`` for the method) and printed as Markdown tables:
+
+1. parse + validate ``executor_evidence_v2`` (~10 KB, ~1 MB, ~10 MB) against
+   ``json.loads`` of the same text (the floor) and a strict pydantic v2 model
+   (``pydantic_peer.py``, the peer);
+2. scaling of the projector, the reference gatekeeper and a full replay at
+   100, 1 000 and 10 000 claims (two bindings each);
+3. one typical run (20 claims, one evidence retry, scripted effects) through
+   the built-in sync driver and through the LangGraph adapter;
+4. ``import diagnosis_core`` against ``import cattrs`` in fresh interpreters.
+
+Every contender's result is checked for equality before anything is timed.
+Nothing here is a test: timings are printed, never asserted. Options:
+``--quick`` (few rounds, a smoke run) and ``--only parse,scaling,drivers,import``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import payloads
+from timing import calibrate_loops, interleave, ratio
+
+import diagnosis_core as dc
+
+SECTIONS = ("parse", "scaling", "drivers", "import")
+TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}" if seconds < 0.01 else f"{seconds * 1e3:.1f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _target(
+    description: str, value: float, limit: float, *, at_most: bool = True, shown: str = ""
+) -> str:
+    met = value <= limit if at_most else value >= limit
+    TARGETS.append((description, shown or f"{value:.2f}×", met))
+    return "met" if met else "MISSED"
+
+
+def _overhead_ratio(overhead: float, base: float) -> str:
+    """A ratio of two differences; the sync driver's is near the noise floor, so cap it."""
+    if overhead == base:
+        return "1×"
+    if base <= 0 or overhead / base > 100:
+        return "> 100×"
+    return f"{overhead / base:.0f}×"
+
+
+# --- machine -------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or "unknown"
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else "unknown"
+
+
+def _caches() -> str:
+    sizes = []
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(base.glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind != "Instruction":
+            sizes.append(f"L{level} {size}")
+    return ", ".join(sizes) or "unknown"
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def describe_machine() -> None:
+    try:
+        nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        nproc = ""
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    print("## Machine\n")
+    print(_table(["", ""], [
+        ["CPU", _cpu_model()],
+        ["nproc", nproc or str(os.cpu_count())],
+        ["caches (per core / shared)", _caches()],
+        ["Python", f"{platform.python_implementation()} {platform.python_version()}"],
+        ["OS", f"{platform.system()} {platform.release()}"],
+        ["packages", ", ".join(f"{name} {_version(name)}" for name in
+                               ("attrs", "cattrs", "pydantic", "pydantic-core", "langgraph"))],
+        ["load average at start", load],
+        ["clock", "process CPU time; best of N samples (median shown next to it)"],
+    ]))
+    print()
+
+
+# --- 1. parse + validate ------------------------------------------------------------
+
+
+def _same_evidence(core: dc.ExecutorEvidence, peer: Any) -> bool:
+    def binding_keys(claims: Any) -> list[tuple[str, ...]]:
+        return [
+            (claim.claim_id, claim.text, str(claim.is_critical), binding.source_invocation_id,
+             binding.tool_name, binding.raw_path, binding.evidence_excerpt)
+            for claim in claims for binding in claim.bindings
+        ]
+
+    return (
+        binding_keys(core.claims) == binding_keys(peer.claims)
+        and [(h.text, h.missing_evidence) for h in core.hypotheses]
+        == [(h.text, h.missing_evidence) for h in peer.hypotheses]
+        and [(t.invocation_id, t.tool_name, t.success) for t in core.tool_trace_summary]
+        == [(t.invocation_id, t.tool_name, t.success) for t in peer.tool_trace_summary]
+    )
+
+
+def _check_parsers_agree(text: str, claims: int) -> None:
+    from pydantic_peer import PeerExecutorEvidence
+
+    core = dc.parse_executor_evidence(text)
+    peer = PeerExecutorEvidence.model_validate_json(text)
+    assert json.loads(text) == payloads.evidence_document(claims)
+    assert len(core.claims) == claims and _same_evidence(core, peer)
+
+
+def bench_parse(quick: bool) -> None:
+    from pydantic_peer import PeerExecutorEvidence
+
+    print("## 1. Parse + validate `executor_evidence_v2`\n")
+    cases = (("~10 KB", 10_000, 60), ("~1 MB", 1_000_000, 60), ("~10 MB", 10_000_000, 11))
+    rows = []
+    for label, size, rounds in cases:
+        text, claims = payloads.text_of_size(size)
+        _check_parsers_agree(text, claims)  # its objects are gone before timing starts
+        contenders: dict[str, Callable[[], object]] = {
+            "json.loads": functools.partial(json.loads, text),
+            "diagnosis_core": functools.partial(dc.parse_executor_evidence, text),
+            "pydantic": functools.partial(PeerExecutorEvidence.model_validate_json, text),
+        }
+        loops = {name: calibrate_loops(function, 0.02) for name, function in contenders.items()}
+        samples = interleave(contenders, rounds=3 if quick else rounds, loops=loops)
+        floor, core_s = samples["json.loads"], samples["diagnosis_core"]
+        peer_s = samples["pydantic"]
+        vs_floor, vs_floor_median = ratio(core_s, floor)
+        vs_peer, vs_peer_median = ratio(core_s, peer_s)
+        status = ""
+        if size == 1_000_000:
+            status = (f"≤3× json.loads: {_target('parse 1 MB ≤ 3× json.loads', vs_floor, 3.0)}; "
+                      f"≤1.5× pydantic: {_target('parse 1 MB ≤ 1.5× pydantic', vs_peer, 1.5)}")
+        rows.append([
+            f"{label} ({len(text.encode()):,} B, {claims:,} claims)",
+            f"{_ms(floor.best)} / {_ms(floor.median)}",
+            f"{_ms(core_s.best)} / {_ms(core_s.median)}",
+            f"{_ms(peer_s.best)} / {_ms(peer_s.median)}",
+            f"**{vs_floor:.2f}×** ({vs_floor_median:.2f}×)",
+            f"**{vs_peer:.2f}×** ({vs_peer_median:.2f}×)",
+            f"{len(samples['json.loads'].times)}",
+            status,
+        ])
+        del text, contenders, samples
+        gc.collect()
+    print(_table(
+        ["payload", "json.loads ms best / median", "diagnosis_core ms", "pydantic ms",
+         "core ÷ json.loads best (median of ratios)", "core ÷ pydantic", "rounds", "target"],
+        rows,
+    ))
+    print()
+
+
+# --- 2. scaling -----------------------------------------------------------------------
+
+Key = tuple[str, ...]
+
+
+def _dict_join(left: list[Key], right: list[Key]) -> int:
+    """Machine reference: a bare dict hash join over the same number of 4-string keys."""
+    table: dict[Key, int] = {}
+    for key in left:
+        table.setdefault(key, 1)
+    return sum(1 for key in right if key in table)
+
+
+def _copy(text: str) -> str:
+    return text.encode().decode()  # an equal string that is another object
+
+
+def _projector_inputs(claims: int) -> dict[str, Callable[[], object]]:
+    document = payloads.evidence_document(claims)
+    evidence = dc.parse_executor_evidence(json.dumps(document, ensure_ascii=False))
+    raw = payloads.gatekeeper_result_passing_all(document)
+    checked = dc.normalize_gatekeeper_result(raw).checked_bindings
+    assert len(dc.project_verified_input(evidence, checked).verified_evidence) == 2 * claims
+    return {"project_verified_input": lambda: dc.project_verified_input(evidence, checked)}
+
+
+def _gatekeeper_inputs(claims: int) -> dict[str, Callable[[], object]]:
+    text = json.dumps(payloads.evidence_document(claims), ensure_ascii=False)
+    evidence = dc.parse_executor_evidence(text)
+    gatekeeper = dc.ReferenceGatekeeper(dc.ledger_from_records(payloads.ledger_records(claims)))
+    verdict = gatekeeper("run-bench", evidence)
+    checked = verdict["checked_bindings"]
+    assert verdict["status"] == "pass" and isinstance(checked, list) and len(checked) == 2 * claims
+    return {
+        "ReferenceGatekeeper(ledger)(run_id, output)": lambda: gatekeeper("run-bench", evidence)
+    }
+
+
+def _replay_inputs(claims: int) -> dict[str, Callable[[], object]]:
+    scenario = payloads.replay_scenario_document(claims)
+    result = dc.replay(scenario)
+    assert result["outcome"] == "ANSWERED" and result["gatekeeper_status"] == "PASS"
+
+    def replay_collector_paused() -> object:
+        gc.disable()
+        try:
+            return dc.replay(scenario)
+        finally:
+            gc.enable()
+
+    return {
+        "replay(scenario), scripted gatekeeper": lambda: dc.replay(scenario),
+        "diagnostic: the same replay, collector paused": replay_collector_paused,
+    }
+
+
+def _reference_inputs(claims: int) -> dict[str, Callable[[], object]]:
+    document = payloads.evidence_document(claims)
+    left: list[Key] = [
+        (c["claim_id"], b["source_invocation_id"], b["tool_name"], b["raw_path"])
+        for c in document["claims"] for b in c["bindings"]
+    ]
+    right: list[Key] = [tuple(_copy(part) for part in key) for key in left]
+    assert _dict_join(left, right) == 2 * claims
+    return {"diagnostic: bare dict join of the same keys": lambda: _dict_join(left, right)}
+
+
+def bench_scaling(quick: bool) -> None:
+    print("## 2. Scaling (2 bindings per claim)\n")
+    sizes = (100, 1_000, 10_000)
+    best: dict[str, list[float]] = {}
+    rounds = 3 if quick else 15
+    # Each component and size is measured with only its own inputs alive, as in
+    # a process serving that run; every sample starts after a full collection
+    # (see timing.interleave).
+    for group in (_projector_inputs, _gatekeeper_inputs, _replay_inputs, _reference_inputs):
+        for claims in sizes:
+            contenders = group(claims)
+            loops = {name: calibrate_loops(function, 0.02) for name, function in contenders.items()}
+            samples = interleave(contenders, rounds=rounds, loops=loops, collect=True)
+            for name, sample in samples.items():
+                best.setdefault(name, []).append(sample.best)
+            del contenders, samples
+            gc.collect()
+    rows = []
+    for component, values in best.items():
+        steps = [values[index + 1] / values[index] for index in range(len(values) - 1)]
+        row = [component] + [_ms(value) for value in values]
+        row += [f"{step:.1f}×" for step in steps]
+        row.append(" / ".join(f"{value / claims * 1e6:.1f}"
+                              for value, claims in zip(values, sizes, strict=True)))
+        if component.startswith("diagnostic"):
+            row.append("(not a target)")
+        else:
+            row.append(", ".join(
+                _target(f"{component.split('(')[0]} {sizes[i]:,}→{sizes[i + 1]:,} ≤ 11×", step, 11)
+                for i, step in enumerate(steps)
+            ))
+        rows.append(row)
+    print(_table(
+        ["component", "n=100 ms", "n=1 000 ms", "n=10 000 ms", "100→1 000", "1 000→10 000",
+         "µs per claim", "≤ 11× per 10× step"],
+        rows,
+    ))
+    print(f"\nBest of {rounds} samples per cell; each sample starts after `gc.collect()`.\n")
+
+
+# --- 3. sync driver vs LangGraph -----------------------------------------------------
+
+
+class _Rewindable:
+    """Effects whose scripted doubles are replaced before each run (same cost for both drivers)."""
+
+    def __init__(self, scenario: dc.Scenario) -> None:
+        self.scenario = scenario
+        self.current = dc.scenario_effects(scenario)
+        self.effects = dc.Effects(
+            planner=lambda text, config: self.current.planner(text, config),
+            executor=lambda text, config: self.current.executor(text, config),
+            verifier=lambda text, config: self.current.verifier(text, config),
+            composer=lambda text, config: self.current.composer(text, config),
+            gatekeeper=lambda run_id, output: self.current.gatekeeper(run_id, output),
+        )
+
+    def rewind(self) -> dc.Effects:
+        self.current = dc.scenario_effects(self.scenario)
+        return self.effects
+
+
+def _recorded_results(request: dc.DiagnosisRequest, effects: dc.Effects) -> list[Any]:
+    """The effect results of one run, in order, to replay into the machine alone."""
+    state, results = dc.start_diagnosis(request), []
+    while not isinstance(action := dc.next_action(state), dc.Finished):
+        result = dc.perform_effect(action, effects)
+        results.append(result)
+        state = dc.advance(state, result)
+    return results
+
+
+def bench_drivers(quick: bool) -> None:
+    print("## 3. One typical run: sync driver vs LangGraph adapter\n")
+    try:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from diagnosis_core.adapters import langgraph as adapter
+    except ImportError as error:
+        print(f"LangGraph adapter not available ({error}); pending.\n")
+        TARGETS.append(("LangGraph run ÷ sync driver run ≥ 10×", "pending", False))
+        return
+    scenario = dc.load_scenario(payloads.replay_scenario_document(20, evidence_retry=True))
+    request = dc.scenario_request(scenario)
+    rewindable = _Rewindable(scenario)
+    plain = adapter.build_diagnosis_graph(rewindable.effects)
+    saved = adapter.build_diagnosis_graph(rewindable.effects, checkpointer=InMemorySaver())
+    counter = iter(range(10**9))
+    results = _recorded_results(request, rewindable.rewind())
+
+    def machine() -> dc.DiagnosisState:
+        rewindable.rewind()  # same setup cost as the drivers below
+        state = dc.start_diagnosis(request)
+        for result in results:
+            dc.next_action(state)
+            state = dc.advance(state, result)
+        return state
+
+    def core() -> dc.DiagnosisState:
+        return dc.run_diagnosis(request, rewindable.rewind())
+
+    def graph() -> dc.DiagnosisState:
+        rewindable.rewind()
+        return adapter.run_diagnosis_graph(plain, request, thread_id="bench")
+
+    def graph_saved() -> dc.DiagnosisState:
+        rewindable.rewind()
+        return adapter.run_diagnosis_graph(saved, request, thread_id=f"bench-{next(counter)}")
+
+    expected = dc.to_json(core().result)
+    result = json.loads(expected)
+    assert result["outcome"] == "ANSWERED" and result["evidence_retries"] == 1
+    for function in (machine, graph, graph_saved):
+        assert dc.to_json(function().result) == expected
+    contenders = {
+        "core machine alone (recorded results fed to advance)": machine,
+        "sync driver `run_diagnosis`": core,
+        "LangGraph `run_diagnosis_graph`": graph,
+        "LangGraph + InMemorySaver": graph_saved,
+    }
+    loops = {name: calibrate_loops(function, 0.05) for name, function in contenders.items()}
+    samples = interleave(contenders, rounds=3 if quick else 31, loops=loops)
+    names = list(contenders)
+    floor, base = samples[names[0]], samples[names[1]]
+    base_overhead = base.best - floor.best
+    rows = []
+    for name, sample in samples.items():
+        times, median_ratio = ratio(sample, base)
+        overhead = sample.best - floor.best
+        row = [name, _ms(sample.best), _ms(sample.median), f"{times:.2f}× ({median_ratio:.2f}×)"]
+        if name == names[0]:
+            row += ["—", "—"]
+        else:
+            row += [f"{overhead * 1e3:.3f}", _overhead_ratio(overhead, base_overhead)]
+        rows.append(row)
+    _target("LangGraph run ÷ sync driver run ≥ 10×", ratio(samples[names[2]], base)[0], 10.0,
+            at_most=False)
+    graph_overhead = samples[names[2]].best - floor.best
+    _target("LangGraph orchestration ÷ sync driver orchestration ≥ 10×",
+            graph_overhead / max(base_overhead, 1e-9), 10.0, at_most=False,
+            shown=_overhead_ratio(graph_overhead, base_overhead))
+    print(f"Run: 20 claims, one evidence retry; {len(result['trace'])} trace events, "
+          f"{sum(result['calls'].values())} effect calls; result JSON byte-identical on all "
+          "four.\n")
+    print(_table(["", "ms per run best", "median", "÷ sync driver best (median of ratios)",
+                  "driver + trivial effects above the machine, ms", "÷ sync driver's"], rows))
+    print()
+
+
+# --- 4. import time -------------------------------------------------------------------
+
+
+def _import_us(module: str, env: dict[str, str]) -> int:
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    for line in reversed(completed.stderr.splitlines()):
+        parts = [part.strip() for part in line.removeprefix("import time:").split("|")]
+        if len(parts) == 3 and parts[2] == module:
+            return int(parts[1])
+    raise RuntimeError(f"no import time line for {module}")
+
+
+def bench_import(quick: bool) -> None:
+    print("## 4. Import time (fresh interpreters, `-X importtime`, cumulative)\n")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {key: value for key, value in os.environ.items()
+               if key not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+        env["PYTHONPYCACHEPREFIX"] = cache  # bytecode cached for both, outside the repository
+        modules = ("diagnosis_core", "cattrs")
+        for module in modules:
+            _import_us(module, env)  # compile and cache bytecode
+        times: dict[str, list[int]] = {module: [] for module in modules}
+        for index in range(5 if quick else 31):
+            order = modules if index % 2 == 0 else tuple(reversed(modules))
+            for module in order:
+                times[module].append(_import_us(module, env))
+    rows = []
+    for module in modules:
+        values = times[module]
+        rows.append([f"`import {module}`", f"{min(values) / 1000:.1f}",
+                     f"{statistics.median(values) / 1000:.1f}"])
+    best = min(times["diagnosis_core"]) / min(times["cattrs"])
+    median = statistics.median(times["diagnosis_core"]) / statistics.median(times["cattrs"])
+    rows.append(["ratio diagnosis_core ÷ cattrs", f"{best:.2f}×", f"{median:.2f}×"])
+    print(_table(["", "ms best", "ms median"], rows))
+    print(f"\n{len(times['cattrs'])} interleaved runs each; `import diagnosis_core` includes "
+          "attrs and cattrs, which it imports.\n")
+
+
+# --- main -------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections among {', '.join(SECTIONS)}")
+    args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = set(chosen) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    describe_machine()
+    runners = {"parse": bench_parse, "scaling": bench_scaling, "drivers": bench_drivers,
+               "import": bench_import}
+    for name in SECTIONS:
+        if name in chosen:
+            runners[name](args.quick)
+    print("## Targets\n")
+    rows = [[target, measured, "met" if met else "MISSED"] for target, measured, met in TARGETS]
+    print(_table(["target", "measured", "status"], rows))
+
+
+if __name__ == "__main__":
+    main()
