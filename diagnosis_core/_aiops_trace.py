@@ -24,7 +24,7 @@ __all__ = [
 
 @attrs.frozen
 class AiOpsEventDetails:
-    """Node-specific details of an AIOps trace event; fields of other nodes are null.
+    """Node-specific details of an AIOps trace event; absent fields are omitted on the wire.
 
     supervisor: ``next`` and ``repeats`` (how many times in a row ``next`` has
     been chosen without new tool invocations); planner: ``plan_steps``;

@@ -43,6 +43,7 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, override
 
+from ._aiops_trace import AiOpsEventDetails
 from ._errors import ConfigError, PayloadError
 from ._json import (
     JsonValue,
@@ -634,19 +635,13 @@ def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
 def _install_trace_hooks(conv: cattrs.Converter) -> None:
     """Wire forms of the trace: sparse event details, raw results as JSON values.
 
-    ``EventDetails`` omits absent (None) fields so that each node shows only
-    its own details (spec §8). ``RawResult`` keeps an audit copy as canonical
+    Event details (``EventDetails``, ``AiOpsEventDetails``) omit absent (None)
+    fields so that each node shows only its own details (spec §8); a missing
+    field reads back as None. ``RawResult`` keeps an audit copy as canonical
     JSON text in Python and is the JSON value itself on the wire.
     """
-    detail_fields = tuple(field.name for field in attrs.fields(EventDetails))
-
-    def unstructure_details(details: EventDetails) -> dict[str, Any]:
-        wire: dict[str, Any] = {}
-        for name in detail_fields:
-            value = getattr(details, name)
-            if value is not None:
-                wire[name] = conv.unstructure(value)
-        return wire
+    for details_class in (EventDetails, AiOpsEventDetails):
+        conv.register_unstructure_hook(details_class, _sparse_unstructure(conv, details_class))
 
     def structure_raw(value: object, _: object) -> RawResult:
         try:
@@ -654,9 +649,22 @@ def _install_trace_hooks(conv: cattrs.Converter) -> None:
         except (TypeError, ValueError, RecursionError) as error:
             raise _WireError(f"expected a JSON value ({error})") from None
 
-    conv.register_unstructure_hook(EventDetails, unstructure_details)
     conv.register_unstructure_hook(RawResult, lambda raw: json.loads(raw.json_text))
     conv.register_structure_hook(RawResult, structure_raw)
+
+
+def _sparse_unstructure(conv: cattrs.Converter, cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    names = tuple(field.name for field in attrs.fields(cls))
+
+    def unstructure(details: Any) -> dict[str, Any]:
+        wire: dict[str, Any] = {}
+        for name in names:
+            value = getattr(details, name)
+            if value is not None:
+                wire[name] = conv.unstructure(value)
+        return wire
+
+    return unstructure
 
 
 converter: cattrs.Converter = _install_hooks(cattrs.Converter(detailed_validation=False))
