@@ -39,6 +39,7 @@ import attrs
 from ._aiops_config import NO_PROGRESS_REPEATS
 from ._aiops_enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
 from ._enums import NodeStatus
+from ._tables import first_matching_row, index_rows, mermaid_flowchart
 
 __all__ = [
     "AIOPS_ROUTING_TABLE",
@@ -158,14 +159,7 @@ AIOPS_ROUTING_TABLE: tuple[AiOpsRoute, ...] = (
 )
 
 
-def _index(table: tuple[AiOpsRoute, ...]) -> Mapping[AiOpsNode | None, tuple[AiOpsRoute, ...]]:
-    rows: dict[AiOpsNode | None, list[AiOpsRoute]] = {}
-    for row in table:
-        rows.setdefault(row.after, []).append(row)
-    return MappingProxyType({after: tuple(found) for after, found in rows.items()})
-
-
-_ROWS_BY_NODE = _index(AIOPS_ROUTING_TABLE)
+_ROWS_BY_NODE = index_rows(AIOPS_ROUTING_TABLE)
 
 
 def choose_aiops_route(
@@ -179,35 +173,13 @@ def choose_aiops_route(
     covers (a completed supervisor without a choice, a custom table without
     a catch-all) raises ``LookupError``.
     """
-    rows = (
-        _ROWS_BY_NODE.get(after, ())
-        if table is AIOPS_ROUTING_TABLE
-        else _index(table).get(after, ())
-    )
-    for row in rows:
-        if _PREDICATES[row.condition](facts):
-            return row
-    raise LookupError(f"no AIOps route after {after!r} for {facts!r}")
-
-
-def _mermaid_id(node: AiOpsNode | None, *, end: bool) -> str:
-    if node is None:
-        return "END" if end else "START"
-    return node.value
+    rows = _ROWS_BY_NODE if table is AIOPS_ROUTING_TABLE else index_rows(table)
+    row = first_matching_row(rows.get(after, ()), _PREDICATES, facts)
+    if row is None:
+        raise LookupError(f"no AIOps route after {after!r} for {facts!r}")
+    return row
 
 
 def aiops_routing_mermaid(table: tuple[AiOpsRoute, ...] = AIOPS_ROUTING_TABLE) -> str:
     """A Mermaid flowchart drawn from the AIOps routing table."""
-    lines = ["flowchart TD", "    START([start])", "    END([END])"]
-    for row in table:
-        label = row.condition.value
-        if row.reason is not None:
-            label += f" / {row.reason.value}"
-        elif row.reason_from_node:
-            label += " / node reason"
-        if row.same_input:
-            label += " / same input"
-        source = _mermaid_id(row.after, end=False)
-        target = _mermaid_id(row.next, end=True)
-        lines.append(f'    {source} -->|"{label}"| {target}')
-    return "\n".join(lines) + "\n"
+    return mermaid_flowchart(table)

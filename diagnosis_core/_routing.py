@@ -17,6 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from ._enums import GatekeeperStatus, NodeName, NodeStatus, ReasonCode, Verdict
+from ._tables import first_matching_row, index_rows, mermaid_flowchart
 
 __all__ = [
     "ROUTING_TABLE",
@@ -158,14 +159,7 @@ ROUTING_TABLE: tuple[Route, ...] = (
 )
 
 
-def _index(table: tuple[Route, ...]) -> Mapping[NodeName | None, tuple[Route, ...]]:
-    rows: dict[NodeName | None, list[Route]] = {}
-    for row in table:
-        rows.setdefault(row.after, []).append(row)
-    return MappingProxyType({after: tuple(found) for after, found in rows.items()})
-
-
-_ROWS_BY_NODE = _index(ROUTING_TABLE)
+_ROWS_BY_NODE = index_rows(ROUTING_TABLE)
 
 
 def choose_route(
@@ -176,31 +170,13 @@ def choose_route(
     Every node has a catch-all last row, so a route always exists for the
     default table; a custom table without one raises ``LookupError``.
     """
-    rows = _ROWS_BY_NODE.get(after, ()) if table is ROUTING_TABLE else _index(table).get(after, ())
-    for row in rows:
-        if _PREDICATES[row.condition](facts):
-            return row
-    raise LookupError(f"no route after {after!r} for {facts!r}")
-
-
-def _mermaid_id(node: NodeName | None, *, end: bool) -> str:
-    if node is None:
-        return "END" if end else "START"
-    return node.value
+    rows = _ROWS_BY_NODE if table is ROUTING_TABLE else index_rows(table)
+    row = first_matching_row(rows.get(after, ()), _PREDICATES, facts)
+    if row is None:
+        raise LookupError(f"no route after {after!r} for {facts!r}")
+    return row
 
 
 def routing_mermaid(table: tuple[Route, ...] = ROUTING_TABLE) -> str:
     """A Mermaid flowchart drawn from the routing table, so the picture cannot lie."""
-    lines = ["flowchart TD", "    START([start])", "    END([END])"]
-    for row in table:
-        label = row.condition.value
-        if row.reason is not None:
-            label += f" / {row.reason.value}"
-        elif row.reason_from_node:
-            label += " / node reason"
-        if row.same_input:
-            label += " / same input"
-        source = _mermaid_id(row.after, end=False)
-        target = _mermaid_id(row.next, end=True)
-        lines.append(f'    {source} -->|"{label}"| {target}')
-    return "\n".join(lines) + "\n"
+    return mermaid_flowchart(table)

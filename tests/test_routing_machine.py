@@ -372,3 +372,12 @@ def test_mermaid_graph_is_drawn_from_the_table() -> None:
     edges = [line for line in graph.splitlines() if "-->" in line]
     assert len(edges) == len(dc.ROUTING_TABLE)
     assert 'verifier -->|"effective LOW_CONFID, critical gap, retry left"| evidence_retry' in graph
+
+
+def test_a_custom_table_without_a_matching_row_raises_lookup_error() -> None:
+    table = (dc.Route(NodeName.PLANNER, dc.Condition.COMPLETED, NodeName.EXECUTOR),)
+    facts = dc.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
+    with pytest.raises(LookupError, match="no route after"):
+        dc.choose_route(NodeName.PLANNER, facts, table)
+    completed = dc.RoutingFacts(status=dc.NodeStatus.COMPLETED)
+    assert dc.choose_route(NodeName.PLANNER, completed, table).next is NodeName.EXECUTOR
