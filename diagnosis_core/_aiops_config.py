@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from ._config import _int_in_range, _to_locale
+from ._config import int_in_range, to_locale
 from ._enums import Locale
 
 __all__ = ["NO_PROGRESS_REPEATS", "AiOpsConfig"]
@@ -35,10 +35,10 @@ class AiOpsConfig:
         locale: ``en`` or ``zh-CN`` for the rendered texts.
     """
 
-    technical_retry_limit: int = attrs.field(default=1, validator=_int_in_range(0, 3))
-    max_supervisor_steps: int = attrs.field(default=8, validator=_int_in_range(1, 50))
-    max_item_chars: int = attrs.field(default=500, validator=_int_in_range(20, 10000))
-    locale: Locale = attrs.field(default=Locale.EN, converter=_to_locale)
+    technical_retry_limit: int = attrs.field(default=1, validator=int_in_range(0, 3))
+    max_supervisor_steps: int = attrs.field(default=8, validator=int_in_range(1, 50))
+    max_item_chars: int = attrs.field(default=500, validator=int_in_range(20, 10000))
+    locale: Locale = attrs.field(default=Locale.EN, converter=to_locale)
 
     @property
     def max_node_executions(self) -> int:

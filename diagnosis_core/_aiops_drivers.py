@@ -31,7 +31,7 @@ from ._aiops_machine import (
 from ._aiops_rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
 from ._classify import FailureClassifier, classify_failure, default_failure_classifier
 from ._drivers import describe_error
-from ._effects import AgentInvoker, AsyncAgentInvoker, _awaitable_agent
+from ._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
 from ._machine import AgentFailed, AgentReplied
 from ._reference_gatekeeper import ToolLedger
 
@@ -81,10 +81,10 @@ class AsyncAiOpsEffects:
     def from_sync(cls, effects: AiOpsEffects) -> AsyncAiOpsEffects:
         """Wrap synchronous effects (called inline, on the event loop thread)."""
         return cls(
-            supervisor=_awaitable_agent(effects.supervisor),
-            planner=_awaitable_agent(effects.planner),
-            executor=_awaitable_agent(effects.executor),
-            reporter=_awaitable_agent(effects.reporter),
+            supervisor=awaitable_agent(effects.supervisor),
+            planner=awaitable_agent(effects.planner),
+            executor=awaitable_agent(effects.executor),
+            reporter=awaitable_agent(effects.reporter),
             classifier=effects.classifier,
         )
 

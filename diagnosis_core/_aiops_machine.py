@@ -60,7 +60,7 @@ from ._aiops_trace import (
 from ._config import RunConfig
 from ._enums import FailureKind, NodeStatus
 from ._errors import MachineError, PayloadError
-from ._machine import AgentFailed, AgentReplied, _items_of, _to_tuple
+from ._machine import AgentFailed, AgentReplied, items_of, to_tuple
 
 __all__ = [
     "AiOpsAction",
@@ -80,7 +80,7 @@ __all__ = [
 
 
 def _alerts_tuple(value: Iterable[Alert] | None) -> tuple[Alert, ...]:
-    return () if value is None else _to_tuple(value)
+    return () if value is None else to_tuple(value)
 
 
 @attrs.frozen
@@ -92,7 +92,7 @@ class AiOpsRequest:
 
     run: RunConfig
     alerts: tuple[Alert, ...] = attrs.field(
-        default=(), converter=_alerts_tuple, validator=_items_of(Alert)
+        default=(), converter=_alerts_tuple, validator=items_of(Alert)
     )
     config: AiOpsConfig = attrs.field(factory=AiOpsConfig)
 

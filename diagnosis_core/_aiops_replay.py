@@ -56,13 +56,13 @@ from ._reference_gatekeeper import ToolLedger, ledger_from_records
 from ._replay import (
     ScriptedAgent,
     ScriptedResponse,
-    _fail,
-    _known_keys,
-    _list,
-    _load_response,
-    _load_run,
-    _mapping,
-    _string,
+    check_known_keys,
+    expect_array,
+    expect_object,
+    expect_string,
+    load_run_config,
+    load_scripted_response,
+    scenario_error,
 )
 
 __all__ = [
@@ -97,20 +97,20 @@ class AiOpsScenario:
 
 
 def _load_alert(item: object, path: str) -> Alert:
-    entry = _mapping(item, path)
-    _known_keys(entry, _ALERT_KEYS, path)
+    entry = expect_object(item, path)
+    check_known_keys(entry, _ALERT_KEYS, path)
     for key in ("name", "service", "severity", "started_at"):
         if entry.get(key) is None:
-            raise _fail(f"{path}.{key}", "missing")
+            raise scenario_error(f"{path}.{key}", "missing")
     labels_raw = entry.get("labels")
-    labels = _mapping(labels_raw, f"{path}.labels") if labels_raw is not None else {}
+    labels = expect_object(labels_raw, f"{path}.labels") if labels_raw is not None else {}
     for key, value in labels.items():
-        _string(value, f"{path}.labels.{key}")
+        expect_string(value, f"{path}.labels.{key}")
     return Alert(
-        name=_string(entry["name"], f"{path}.name", non_empty=True),
-        service=_string(entry["service"], f"{path}.service", non_empty=True),
-        severity=_string(entry["severity"], f"{path}.severity"),
-        started_at=_string(entry["started_at"], f"{path}.started_at"),
+        name=expect_string(entry["name"], f"{path}.name", non_empty=True),
+        service=expect_string(entry["service"], f"{path}.service", non_empty=True),
+        severity=expect_string(entry["severity"], f"{path}.severity"),
+        started_at=expect_string(entry["started_at"], f"{path}.started_at"),
         labels=dict(labels),
     )
 
@@ -120,7 +120,8 @@ def _load_alerts(data: Mapping[str, object]) -> tuple[Alert, ...]:
     if raw is None:
         return ()
     return tuple(
-        _load_alert(item, f"alerts[{index}]") for index, item in enumerate(_list(raw, "alerts"))
+        _load_alert(item, f"alerts[{index}]")
+        for index, item in enumerate(expect_array(raw, "alerts"))
     )
 
 
@@ -128,47 +129,49 @@ def _load_config(data: Mapping[str, object]) -> AiOpsConfig:
     raw = data.get("config")
     if raw is None:
         return AiOpsConfig()
-    config = _mapping(raw, "config")
-    _known_keys(config, _CONFIG_KEYS, "config")
+    config = expect_object(raw, "config")
+    check_known_keys(config, _CONFIG_KEYS, "config")
     values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
     try:
         return AiOpsConfig(**values)
     except ConfigError as error:
-        raise _fail("config", str(error)) from None
+        raise scenario_error("config", str(error)) from None
 
 
 def _load_responses(data: Mapping[str, object]) -> dict[AiOpsAgent, tuple[ScriptedResponse, ...]]:
     raw = data.get("responses")
-    responses = _mapping(raw, "responses") if raw is not None else {}
-    _known_keys(responses, _AGENT_KEYS, "responses")
+    responses = expect_object(raw, "responses") if raw is not None else {}
+    check_known_keys(responses, _AGENT_KEYS, "responses")
     loaded: dict[AiOpsAgent, tuple[ScriptedResponse, ...]] = {}
     for agent in AiOpsAgent:
         items = responses.get(agent.value)
         path = f"responses.{agent.value}"
-        entries = _list(items, path) if items is not None else ()
+        entries = expect_array(items, path) if items is not None else ()
         loaded[agent] = tuple(
-            _load_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
+            load_scripted_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
         )
     return loaded
 
 
 def load_aiops_scenario(data: object) -> AiOpsScenario:
     """Validate an AIOps scenario document strictly; every problem names its path."""
-    top = _mapping(data, "$")
+    top = expect_object(data, "$")
     if "workflow" not in top:
-        raise _fail("workflow", "missing")
+        raise scenario_error("workflow", "missing")
     if top["workflow"] != WORKFLOW:
-        raise _fail("workflow", f"expected {WORKFLOW!r}, got {describe_value(top['workflow'])}")
-    _known_keys(top, _TOP_KEYS, "")
+        raise scenario_error(
+            "workflow", f"expected {WORKFLOW!r}, got {describe_value(top['workflow'])}"
+        )
+    check_known_keys(top, _TOP_KEYS, "")
     ledger = ToolLedger()
     if top.get("tool_ledger") is not None:
-        records = _list(top["tool_ledger"], "tool_ledger")
+        records = expect_array(top["tool_ledger"], "tool_ledger")
         try:
             ledger = ledger_from_records(records)
         except LedgerError as error:
             raise ScenarioError(str(error)) from None
     return AiOpsScenario(
-        run=_load_run(top),
+        run=load_run_config(top),
         alerts=_load_alerts(top),
         config=_load_config(top),
         responses=_load_responses(top),

@@ -19,7 +19,7 @@ from ._errors import ConfigError
 __all__ = ["DiagnosisConfig", "RunConfig"]
 
 
-def _int_in_range(low: int, high: int) -> Any:
+def int_in_range(low: int, high: int) -> Any:
     def check(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(
@@ -31,7 +31,7 @@ def _int_in_range(low: int, high: int) -> Any:
     return check
 
 
-def _to_locale(value: object) -> Locale:
+def to_locale(value: object) -> Locale:
     if isinstance(value, Locale):
         return value
     try:
@@ -56,11 +56,11 @@ class DiagnosisConfig:
         locale: ``en`` or ``zh-CN`` for the fallback texts.
     """
 
-    technical_retry_limit: int = attrs.field(default=1, validator=_int_in_range(0, 3))
-    evidence_retry_limit: int = attrs.field(default=1, validator=_int_in_range(0, 1))
-    history_limit: int = attrs.field(default=10, validator=_int_in_range(0, 100))
-    max_item_chars: int = attrs.field(default=500, validator=_int_in_range(20, 10000))
-    locale: Locale = attrs.field(default=Locale.EN, converter=_to_locale)
+    technical_retry_limit: int = attrs.field(default=1, validator=int_in_range(0, 3))
+    evidence_retry_limit: int = attrs.field(default=1, validator=int_in_range(0, 1))
+    history_limit: int = attrs.field(default=10, validator=int_in_range(0, 100))
+    max_item_chars: int = attrs.field(default=500, validator=int_in_range(20, 10000))
+    locale: Locale = attrs.field(default=Locale.EN, converter=to_locale)
 
     @property
     def max_node_executions(self) -> int:

@@ -70,14 +70,14 @@ class Effects:
         return invoker
 
 
-def _awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
+def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
     async def call(input: str, config: RunConfig, /) -> str:
         return invoker(input, config)
 
     return call
 
 
-def _awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
+def awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
     async def call(run_id: str, executor_output: ExecutorEvidence, /) -> object:
         return gatekeeper(run_id, executor_output)
 
@@ -103,12 +103,12 @@ class AsyncEffects:
     @classmethod
     def from_sync(cls, effects: Effects) -> AsyncEffects:
         """Wrap synchronous effects (called inline, on the event loop thread)."""
-        wrap: Callable[[AgentInvoker], AsyncAgentInvoker] = _awaitable_agent
+        wrap: Callable[[AgentInvoker], AsyncAgentInvoker] = awaitable_agent
         return cls(
             planner=wrap(effects.planner),
             executor=wrap(effects.executor),
             verifier=wrap(effects.verifier),
             composer=wrap(effects.composer),
-            gatekeeper=_awaitable_gatekeeper(effects.gatekeeper),
+            gatekeeper=awaitable_gatekeeper(effects.gatekeeper),
             classifier=effects.classifier,
         )

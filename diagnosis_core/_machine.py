@@ -104,7 +104,7 @@ __all__ = [
 # --- inputs and outputs of the machine ----------------------------------------
 
 
-def _items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
+def items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
     """Validator: a tuple whose items are all ``kind`` (a request is built by hand often)."""
 
     def check(instance: object, attribute: Any, value: object) -> None:
@@ -119,7 +119,7 @@ def _items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
     return check
 
 
-def _to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+def to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(value)
 
 
@@ -130,10 +130,10 @@ class DiagnosisRequest:
     question: str = attrs.field(validator=attrs.validators.instance_of(str))
     run: RunConfig = attrs.field(validator=attrs.validators.instance_of(RunConfig))
     history: tuple[HistoryMessage, ...] = attrs.field(
-        default=(), converter=_to_tuple, validator=_items_of(HistoryMessage)
+        default=(), converter=to_tuple, validator=items_of(HistoryMessage)
     )
     skills: tuple[Skill, ...] = attrs.field(
-        default=(), converter=_to_tuple, validator=_items_of(Skill)
+        default=(), converter=to_tuple, validator=items_of(Skill)
     )
     config: DiagnosisConfig = attrs.field(
         factory=DiagnosisConfig, validator=attrs.validators.instance_of(DiagnosisConfig)

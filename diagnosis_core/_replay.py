@@ -149,33 +149,33 @@ class ScriptedGatekeeper:
 # --- validation -----------------------------------------------------------------
 
 
-def _fail(path: str, problem: str) -> ScenarioError:
+def scenario_error(path: str, problem: str) -> ScenarioError:
     return ScenarioError(f"{path}: {problem}")
 
 
-def _mapping(value: object, path: str) -> Mapping[str, object]:
+def expect_object(value: object, path: str) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
-        raise _fail(path, f"expected an object, got {_type_name(value)}")
+        raise scenario_error(path, f"expected an object, got {_type_name(value)}")
     for key in value:
         if not isinstance(key, str):
-            raise _fail(path, f"keys must be strings, got {key!r}")
+            raise scenario_error(path, f"keys must be strings, got {key!r}")
     return value
 
 
-def _list(value: object, path: str) -> Sequence[object]:
+def expect_array(value: object, path: str) -> Sequence[object]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise _fail(path, f"expected an array, got {_type_name(value)}")
+        raise scenario_error(path, f"expected an array, got {_type_name(value)}")
     return value
 
 
-def _string(value: object, path: str, *, non_empty: bool = False, text: bool = True) -> str:
+def expect_string(value: object, path: str, *, non_empty: bool = False, text: bool = True) -> str:
     """A string; request material (``text``) must also be valid Unicode text."""
     if not isinstance(value, str):
-        raise _fail(path, f"expected a string, got {_type_name(value)}")
+        raise scenario_error(path, f"expected a string, got {_type_name(value)}")
     if non_empty and not value:
-        raise _fail(path, "expected a non-empty string")
+        raise scenario_error(path, "expected a non-empty string")
     if text and _SURROGATE.search(value):
-        raise _fail(path, "contains an unpaired surrogate")
+        raise scenario_error(path, "contains an unpaired surrogate")
     return value
 
 
@@ -195,47 +195,49 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _known_keys(value: Mapping[str, object], allowed: frozenset[str], path: str) -> None:
+def check_known_keys(value: Mapping[str, object], allowed: frozenset[str], path: str) -> None:
     for key in value:
         if key not in allowed:
             where = f"{path}.{key}" if path else key
-            raise _fail(where, "unknown key")
+            raise scenario_error(where, "unknown key")
 
 
 def _json_text(value: object, path: str) -> str:
     try:
         return canonical_json(value)
     except (TypeError, ValueError, RecursionError) as error:
-        raise _fail(path, f"not a JSON value ({error})") from None
+        raise scenario_error(path, f"not a JSON value ({error})") from None
 
 
 def _scenario_run_id(data: Mapping[str, object]) -> str:
-    digest = hashlib.sha256(_json_text(data, "$").encode("utf-8")).hexdigest()
+    # Agent texts may hold lone surrogates (§9: they are model output), so encode
+    # them as the trace hashes do instead of failing.
+    digest = hashlib.sha256(_json_text(data, "$").encode("utf-8", "surrogatepass")).hexdigest()
     return f"run-{digest[:16]}"
 
 
-def _load_run(data: Mapping[str, object]) -> RunConfig:
+def load_run_config(data: Mapping[str, object]) -> RunConfig:
     raw = data.get("run")
-    run = _mapping(raw, "run") if raw is not None else {}
-    _known_keys(run, _RUN_KEYS, "run")
+    run = expect_object(raw, "run") if raw is not None else {}
+    check_known_keys(run, _RUN_KEYS, "run")
     run_id = (
-        _string(run["run_id"], "run.run_id", non_empty=True)
+        expect_string(run["run_id"], "run.run_id", non_empty=True)
         if run.get("run_id") is not None
         else _scenario_run_id(data)
     )
     session_id = (
-        _string(run["session_id"], "run.session_id", non_empty=True)
+        expect_string(run["session_id"], "run.session_id", non_empty=True)
         if run.get("session_id") is not None
         else run_id
     )
     metadata_raw = run.get("metadata")
-    metadata = _mapping(metadata_raw, "run.metadata") if metadata_raw is not None else {}
+    metadata = expect_object(metadata_raw, "run.metadata") if metadata_raw is not None else {}
     for key, value in metadata.items():
-        _string(value, f"run.metadata.{key}")
+        expect_string(value, f"run.metadata.{key}")
     try:
         return RunConfig(run_id, session_id, dict(metadata))
     except ConfigError as error:
-        raise _fail("run", str(error)) from None
+        raise scenario_error("run", str(error)) from None
 
 
 def _load_history(data: Mapping[str, object]) -> tuple[HistoryMessage, ...]:
@@ -243,16 +245,16 @@ def _load_history(data: Mapping[str, object]) -> tuple[HistoryMessage, ...]:
     if raw is None:
         return ()
     items = []
-    for index, item in enumerate(_list(raw, "history")):
+    for index, item in enumerate(expect_array(raw, "history")):
         path = f"history[{index}]"
-        entry = _mapping(item, path)
+        entry = expect_object(item, path)
         for key in ("role", "content"):
             if key not in entry:
-                raise _fail(f"{path}.{key}", "missing")
+                raise scenario_error(f"{path}.{key}", "missing")
         items.append(
             HistoryMessage(
-                _string(entry["role"], f"{path}.role"),
-                _string(entry["content"], f"{path}.content"),
+                expect_string(entry["role"], f"{path}.role"),
+                expect_string(entry["content"], f"{path}.content"),
             )
         )
     return tuple(items)
@@ -263,16 +265,16 @@ def _load_skills(data: Mapping[str, object]) -> tuple[Skill, ...]:
     if raw is None:
         return ()
     items = []
-    for index, item in enumerate(_list(raw, "skills")):
+    for index, item in enumerate(expect_array(raw, "skills")):
         path = f"skills[{index}]"
-        entry = _mapping(item, path)
+        entry = expect_object(item, path)
         for key in ("name", "description"):
             if key not in entry:
-                raise _fail(f"{path}.{key}", "missing")
+                raise scenario_error(f"{path}.{key}", "missing")
         items.append(
             Skill(
-                _string(entry["name"], f"{path}.name"),
-                _string(entry["description"], f"{path}.description"),
+                expect_string(entry["name"], f"{path}.name"),
+                expect_string(entry["description"], f"{path}.description"),
             )
         )
     return tuple(items)
@@ -282,83 +284,83 @@ def _load_config(data: Mapping[str, object]) -> DiagnosisConfig:
     raw = data.get("config")
     if raw is None:
         return DiagnosisConfig()
-    config = _mapping(raw, "config")
-    _known_keys(config, _CONFIG_KEYS, "config")
+    config = expect_object(raw, "config")
+    check_known_keys(config, _CONFIG_KEYS, "config")
     values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
     try:
         return DiagnosisConfig(**values)
     except ConfigError as error:
-        raise _fail("config", str(error)) from None
+        raise scenario_error("config", str(error)) from None
 
 
-def _load_response(item: object, path: str) -> ScriptedResponse:
-    entry = _mapping(item, path)
-    _known_keys(entry, frozenset({"text", "error"}), path)
+def load_scripted_response(item: object, path: str) -> ScriptedResponse:
+    entry = expect_object(item, path)
+    check_known_keys(entry, frozenset({"text", "error"}), path)
     if ("text" in entry) == ("error" in entry):
-        raise _fail(path, 'expected "text" or "error"')
+        raise scenario_error(path, 'expected "text" or "error"')
     if "text" in entry:
         # Agent text is scripted *model output*: anything goes, the parsers judge it.
-        return ScriptedResponse(text=_string(entry["text"], f"{path}.text", text=False))
-    error = _mapping(entry["error"], f"{path}.error")
-    _known_keys(error, frozenset({"kind", "message"}), f"{path}.error")
+        return ScriptedResponse(text=expect_string(entry["text"], f"{path}.text", text=False))
+    error = expect_object(entry["error"], f"{path}.error")
+    check_known_keys(error, frozenset({"kind", "message"}), f"{path}.error")
     if "kind" not in error:
-        raise _fail(f"{path}.error.kind", "missing")
+        raise scenario_error(f"{path}.error.kind", "missing")
     kind = error["kind"]
     if kind not in ERROR_KINDS:
         allowed = ", ".join(repr(k) for k in ERROR_KINDS)
-        raise _fail(f"{path}.error.kind", f"expected one of {allowed}, got {kind!r}")
+        raise scenario_error(f"{path}.error.kind", f"expected one of {allowed}, got {kind!r}")
     message = error.get("message")
-    text = "" if message is None else _string(message, f"{path}.error.message")
+    text = "" if message is None else expect_string(message, f"{path}.error.message")
     return ScriptedResponse(error_kind=str(kind), error_message=text)
 
 
 def _load_responses(data: Mapping[str, object]) -> dict[AgentName, tuple[ScriptedResponse, ...]]:
     raw = data.get("responses")
-    responses = _mapping(raw, "responses") if raw is not None else {}
-    _known_keys(responses, _AGENT_KEYS, "responses")
+    responses = expect_object(raw, "responses") if raw is not None else {}
+    check_known_keys(responses, _AGENT_KEYS, "responses")
     loaded: dict[AgentName, tuple[ScriptedResponse, ...]] = {}
     for agent in AgentName:
         items = responses.get(agent.value)
         path = f"responses.{agent.value}"
-        entries = _list(items, path) if items is not None else ()
+        entries = expect_array(items, path) if items is not None else ()
         loaded[agent] = tuple(
-            _load_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
+            load_scripted_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
         )
     return loaded
 
 
 def _load_gatekeeper(items: object) -> tuple[ScriptedGatekeeperEntry, ...]:
     entries = []
-    for index, item in enumerate(_list(items, "gatekeeper")):
+    for index, item in enumerate(expect_array(items, "gatekeeper")):
         path = f"gatekeeper[{index}]"
-        entry = _mapping(item, path)
-        _known_keys(entry, frozenset({"result", "error"}), path)
+        entry = expect_object(item, path)
+        check_known_keys(entry, frozenset({"result", "error"}), path)
         if ("result" in entry) == ("error" in entry):
-            raise _fail(path, 'expected "result" or "error"')
+            raise scenario_error(path, 'expected "result" or "error"')
         if "result" in entry:
             entries.append(ScriptedGatekeeperEntry(result_json=_json_text(entry["result"], path)))
             continue
-        error = _mapping(entry["error"], f"{path}.error")
-        _known_keys(error, frozenset({"kind", "message"}), f"{path}.error")
+        error = expect_object(entry["error"], f"{path}.error")
+        check_known_keys(error, frozenset({"kind", "message"}), f"{path}.error")
         message = error.get("message")
-        text = "" if message is None else _string(message, f"{path}.error.message")
+        text = "" if message is None else expect_string(message, f"{path}.error.message")
         entries.append(ScriptedGatekeeperEntry(error_message=text))
     return tuple(entries)
 
 
 def load_scenario(data: object) -> Scenario:
     """Validate a scenario document strictly; every problem names its path."""
-    top = _mapping(data, "$")
-    _known_keys(top, _TOP_KEYS, "")
+    top = expect_object(data, "$")
+    check_known_keys(top, _TOP_KEYS, "")
     if "question" not in top:
-        raise _fail("question", "missing")
-    question = _string(top["question"], "question", non_empty=True)
+        raise scenario_error("question", "missing")
+    question = expect_string(top["question"], "question", non_empty=True)
     if "gatekeeper" in top and "tool_ledger" in top:
-        raise _fail("$", 'give "gatekeeper" or "tool_ledger", not both')
+        raise scenario_error("$", 'give "gatekeeper" or "tool_ledger", not both')
     ledger: ToolLedger | None = None
     gatekeeper: tuple[ScriptedGatekeeperEntry, ...] = ()
     if top.get("tool_ledger") is not None:
-        records = _list(top["tool_ledger"], "tool_ledger")
+        records = expect_array(top["tool_ledger"], "tool_ledger")
         try:
             ledger = ledger_from_records(records)
         except LedgerError as error:
@@ -367,7 +369,7 @@ def load_scenario(data: object) -> Scenario:
         gatekeeper = _load_gatekeeper(top["gatekeeper"])
     return Scenario(
         question=question,
-        run=_load_run(top),
+        run=load_run_config(top),
         history=_load_history(top),
         skills=_load_skills(top),
         config=_load_config(top),
