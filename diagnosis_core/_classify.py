@@ -71,7 +71,8 @@ def default_failure_classifier(error: BaseException) -> FailureKind:
     flagged = _retryable_flag(error)
     if flagged is not None:
         return flagged
-    if isinstance(error, TimeoutError | ConnectionError):
+    # The real type: ``isinstance`` believes a ``__class__`` attribute that lies.
+    if issubclass(type(error), TimeoutError | ConnectionError):
         return FailureKind.RETRYABLE
     return FailureKind.NON_RETRYABLE
 

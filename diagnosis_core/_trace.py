@@ -112,7 +112,11 @@ class RawResult:
 
 @attrs.frozen
 class GatekeeperAudit:
-    """The gatekeeper of one round: its raw result and how it was normalized."""
+    """The gatekeeper of one round: its raw result and how it was normalized.
+
+    ``raw_result`` is None exactly when the gatekeeper raised; ``error`` then
+    says why.
+    """
 
     round: int
     raw_result: RawResult | None
@@ -124,6 +128,13 @@ class GatekeeperAudit:
     passed: int
     failed: int
     trusted_bindings: int
+
+    def __attrs_post_init__(self) -> None:
+        # ``error`` is set exactly when the gatekeeper raised; otherwise it returned,
+        # and a raw result of JSON null is on the wire as ``null`` as well, so it
+        # must read back as ``RawResult("null")``, not as "no result" (spec §10.8).
+        if self.error is None and self.raw_result is None:
+            object.__setattr__(self, "raw_result", RawResult("null"))
 
 
 @attrs.frozen

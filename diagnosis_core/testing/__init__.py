@@ -1,0 +1,200 @@
+"""Hypothesis strategies, test doubles and invariant checks for diagnosis_core users.
+
+Install with the ``testing`` extra (``pip install 'diagnosis-core[testing]'``).
+Everything here is deterministic given Hypothesis' choices: no clock, no
+global random state.
+
+* **Payload values** (parse-valid): :func:`planner_plans` (consistent with a
+  skill catalog), :func:`executor_evidences`, :func:`verifier_outputs`
+  (referring to given claim ids), :func:`composer_outputs` (citing allowed
+  ids), and the request material around them.
+* **Texts**: :func:`payload_texts` encodes a value the way a model might;
+  :func:`adversarial_texts` and the ``adversarial_*_texts`` strategies break
+  it (mutated fields, wrong types, fences, duplicate keys, surrogates, huge
+  and deep input, random bytes).
+* **Gatekeeper**: consistent, contradictory, malformed and hostile raw
+  results for an executor output; :func:`ledger_cases` and
+  :func:`tool_ledger_records` for the reference gatekeeper.
+* **Whole runs**: :func:`scenarios` (spec §9 documents),
+  :func:`effect_scripts` (Python doubles that may raise anything) and
+  :func:`planted_scenarios` (canaries for the information-flow invariant).
+* **Doubles**: scripted, fake and recording effects, sync and async; the
+  core's :class:`ScriptedAgent` / :class:`ScriptedGatekeeper` are re-exported.
+* **Checks**: :func:`run_invariant_violations` / :func:`assert_run_invariants`
+  (spec §10 invariants 1, 3, 4, 5) and :meth:`PlantedScenario.leaks`
+  (invariant 2).
+"""
+
+from __future__ import annotations
+
+try:
+    import hypothesis as _hypothesis  # noqa: F401 - fail early with a helpful message
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "diagnosis_core.testing needs Hypothesis: pip install 'diagnosis-core[testing]'"
+    ) from error
+
+from .._replay import (
+    ScriptedAgent,
+    ScriptedGatekeeper,
+    ScriptedGatekeeperEntry,
+    ScriptedResponse,
+    scenario_effects,
+)
+from ._doubles import (
+    AsyncEffectsRecorder,
+    AsyncFakeGatekeeper,
+    AsyncRecordingGatekeeper,
+    AsyncRecordingInvoker,
+    AsyncScriptedInvoker,
+    EffectsRecorder,
+    FakeGatekeeper,
+    RecordedCall,
+    RecordingGatekeeper,
+    RecordingInvoker,
+    Reply,
+    ScriptedInvoker,
+    passing_gatekeeper,
+    scripted_effects,
+)
+from ._invariants import assert_run_invariants, run_invariant_violations
+from ._results import (
+    BindingKey,
+    LedgerCase,
+    binding_keys,
+    contradictory_gatekeeper_results,
+    gatekeeper_raw_results,
+    gatekeeper_results,
+    hostile_gatekeeper_values,
+    ledger_cases,
+    malformed_gatekeeper_results,
+    tool_ledger_records,
+)
+from ._scenarios import (
+    PLANT_SINKS,
+    EffectScript,
+    Leak,
+    Plant,
+    PlantedScenario,
+    Sink,
+    agent_exceptions,
+    effect_scripts,
+    planted_scenarios,
+    scenarios,
+    unknown_exceptions,
+)
+from ._texts import (
+    adversarial_composer_texts,
+    adversarial_executor_texts,
+    adversarial_planner_texts,
+    adversarial_texts,
+    adversarial_verifier_texts,
+    composer_output_texts,
+    executor_evidence_texts,
+    json_document_texts,
+    mutated_documents,
+    payload_documents,
+    payload_texts,
+    planner_plan_texts,
+    random_garbage_texts,
+    verifier_output_texts,
+)
+from ._values import (
+    claims,
+    composer_outputs,
+    diagnosis_configs,
+    diagnosis_requests,
+    evidence_bindings,
+    executor_evidences,
+    fact_checks,
+    gatekeeper_result_values,
+    history_messages,
+    identifiers,
+    json_values,
+    planner_plans,
+    raw_paths,
+    run_configs,
+    skill_catalogs,
+    texts,
+    tool_names,
+    tool_trace_entries,
+    verifier_outputs,
+)
+
+__all__ = [
+    "PLANT_SINKS",
+    "AsyncEffectsRecorder",
+    "AsyncFakeGatekeeper",
+    "AsyncRecordingGatekeeper",
+    "AsyncRecordingInvoker",
+    "AsyncScriptedInvoker",
+    "BindingKey",
+    "EffectScript",
+    "EffectsRecorder",
+    "FakeGatekeeper",
+    "Leak",
+    "LedgerCase",
+    "Plant",
+    "PlantedScenario",
+    "RecordedCall",
+    "RecordingGatekeeper",
+    "RecordingInvoker",
+    "Reply",
+    "ScriptedAgent",
+    "ScriptedGatekeeper",
+    "ScriptedGatekeeperEntry",
+    "ScriptedInvoker",
+    "ScriptedResponse",
+    "Sink",
+    "adversarial_composer_texts",
+    "adversarial_executor_texts",
+    "adversarial_planner_texts",
+    "adversarial_texts",
+    "adversarial_verifier_texts",
+    "agent_exceptions",
+    "assert_run_invariants",
+    "binding_keys",
+    "claims",
+    "composer_output_texts",
+    "composer_outputs",
+    "contradictory_gatekeeper_results",
+    "diagnosis_configs",
+    "diagnosis_requests",
+    "effect_scripts",
+    "evidence_bindings",
+    "executor_evidence_texts",
+    "executor_evidences",
+    "fact_checks",
+    "gatekeeper_raw_results",
+    "gatekeeper_result_values",
+    "gatekeeper_results",
+    "history_messages",
+    "hostile_gatekeeper_values",
+    "identifiers",
+    "json_document_texts",
+    "json_values",
+    "ledger_cases",
+    "malformed_gatekeeper_results",
+    "mutated_documents",
+    "passing_gatekeeper",
+    "payload_documents",
+    "payload_texts",
+    "planner_plan_texts",
+    "planner_plans",
+    "planted_scenarios",
+    "random_garbage_texts",
+    "raw_paths",
+    "run_configs",
+    "run_invariant_violations",
+    "scenario_effects",
+    "scenarios",
+    "scripted_effects",
+    "skill_catalogs",
+    "texts",
+    "tool_ledger_records",
+    "tool_names",
+    "tool_trace_entries",
+    "unknown_exceptions",
+    "verifier_output_texts",
+    "verifier_outputs",
+]

@@ -1,0 +1,360 @@
+"""Deterministic test doubles for the effects of a run (spec §2).
+
+* :class:`ScriptedInvoker` / :class:`AsyncScriptedInvoker` play a script of
+  replies and exceptions in call order (the core's :class:`ScriptedAgent`
+  plays the JSON form of a scenario; these take any Python exception).
+* :class:`FakeGatekeeper` / :class:`AsyncFakeGatekeeper` play raw results
+  (any object) and exceptions, or compute a result with a function such as
+  :func:`passing_gatekeeper`.
+* :class:`RecordingInvoker`, :class:`RecordingGatekeeper` and their async
+  twins wrap any effect and keep every input they were given, also when the
+  wrapped effect raises; :class:`EffectsRecorder` / :class:`AsyncEffectsRecorder`
+  wrap a whole :class:`~diagnosis_core.Effects` and keep one journal in call
+  order.
+
+None of them reads a clock, a random source or the environment: the same
+script gives the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from .._classify import FailureClassifier, default_failure_classifier
+from .._config import RunConfig
+from .._effects import (
+    AgentInvoker,
+    AsyncAgentInvoker,
+    AsyncEffects,
+    AsyncGatekeeper,
+    Effects,
+    Gatekeeper,
+)
+from .._errors import NonRetryableError
+from .._payloads import ExecutorEvidence
+
+__all__ = [
+    "AsyncEffectsRecorder",
+    "AsyncFakeGatekeeper",
+    "AsyncRecordingGatekeeper",
+    "AsyncRecordingInvoker",
+    "AsyncScriptedInvoker",
+    "EffectsRecorder",
+    "FakeGatekeeper",
+    "RecordedCall",
+    "RecordingGatekeeper",
+    "RecordingInvoker",
+    "ScriptedInvoker",
+    "passing_gatekeeper",
+    "scripted_effects",
+]
+
+Reply = str | BaseException
+"""One scripted agent behaviour: a message text to return, or an exception to raise."""
+
+
+class _AgentScript:
+    def __init__(self, script: Iterable[Reply]) -> None:
+        self._script = tuple(script)
+        self.inputs: list[str] = []
+        """Every input string received, in call order."""
+        self.configs: list[RunConfig] = []
+        """The run config of every call, in call order."""
+
+    def _play(self, input: str, config: RunConfig) -> str:
+        index = len(self.inputs)
+        self.inputs.append(input)
+        self.configs.append(config)
+        if index >= len(self._script):
+            raise NonRetryableError("no scripted reply left")
+        reply = self._script[index]
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies have not been played yet."""
+        return max(len(self._script) - len(self.inputs), 0)
+
+
+class ScriptedInvoker(_AgentScript):
+    """An :class:`~diagnosis_core.AgentInvoker` that plays ``script`` in call order.
+
+    A string is returned, an exception is raised; a call after the script
+    ran out raises :class:`~diagnosis_core.NonRetryableError` (as a scenario's
+    agent does). Every input and run config is kept.
+    """
+
+    def __call__(self, input: str, config: RunConfig, /) -> str:
+        return self._play(input, config)
+
+
+class AsyncScriptedInvoker(_AgentScript):
+    """The asyncio twin of :class:`ScriptedInvoker`."""
+
+    async def __call__(self, input: str, config: RunConfig, /) -> str:
+        return self._play(input, config)
+
+
+class _GatekeeperScript:
+    def __init__(
+        self,
+        script: Iterable[object] = (),
+        *,
+        respond: Callable[[str, ExecutorEvidence], object] | None = None,
+    ) -> None:
+        self._script = tuple(script)
+        self._respond = respond
+        self.calls: list[tuple[str, ExecutorEvidence]] = []
+        """Every ``(run_id, executor_output)`` received, in call order."""
+
+    def _play(self, run_id: str, executor_output: ExecutorEvidence) -> object:
+        index = len(self.calls)
+        self.calls.append((run_id, executor_output))
+        if index < len(self._script):
+            result = self._script[index]
+            if isinstance(result, BaseException):
+                raise result
+            return result
+        if self._respond is not None:
+            return self._respond(run_id, executor_output)
+        raise NonRetryableError("no scripted gatekeeper result left")
+
+
+class FakeGatekeeper(_GatekeeperScript):
+    """A :class:`~diagnosis_core.Gatekeeper` playing raw results and exceptions in call order.
+
+    Script items are returned as the raw result (any object, JSON or not) or,
+    when they are exceptions, raised. Once the script ran out, ``respond``
+    computes the result (e.g. :func:`passing_gatekeeper`); without it the
+    call raises :class:`~diagnosis_core.NonRetryableError`.
+    """
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
+        return self._play(run_id, executor_output)
+
+
+class AsyncFakeGatekeeper(_GatekeeperScript):
+    """The asyncio twin of :class:`FakeGatekeeper`."""
+
+    async def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
+        return self._play(run_id, executor_output)
+
+
+def passing_gatekeeper(run_id: str, executor_output: ExecutorEvidence) -> dict[str, object]:
+    """A gatekeeper that passes every binding, its excerpt as ``matched_text`` (spec §6.1)."""
+    entries = [
+        {
+            "claim_id": claim.claim_id,
+            "source_invocation_id": binding.source_invocation_id,
+            "tool_name": binding.tool_name,
+            "raw_path": binding.raw_path,
+            "status": "pass",
+            "matched_text": binding.evidence_excerpt,
+        }
+        for claim in executor_output.claims
+        for binding in claim.bindings
+    ]
+    return {"status": "pass", "level": None, "checked_bindings": entries, "reason_codes": []}
+
+
+@attrs.frozen
+class RecordedCall:
+    """One effect call in a recorder's journal: who was called, with which input.
+
+    ``effect`` is an agent name or ``"gatekeeper"``; ``input`` is the agent's
+    exact input string, or the run id for the gatekeeper.
+    """
+
+    effect: str
+    input: str
+
+
+class _Recording:
+    def __init__(self, name: str, journal: list[RecordedCall] | None) -> None:
+        self.name = name
+        self.journal: list[RecordedCall] = journal if journal is not None else []
+        """Shared call log (one per recorder); a private list when used alone."""
+
+
+class RecordingInvoker(_Recording):
+    """Wraps an :class:`~diagnosis_core.AgentInvoker` and keeps every input it was given.
+
+    The input is recorded before the wrapped invoker runs, so a call that
+    raises is recorded too; ``outputs`` holds the reply or the exception.
+    """
+
+    def __init__(
+        self, inner: AgentInvoker, *, name: str = "agent", journal: list[RecordedCall] | None = None
+    ) -> None:
+        super().__init__(name, journal)
+        self._inner = inner
+        self.inputs: list[str] = []
+        self.configs: list[RunConfig] = []
+        self.outputs: list[Reply] = []
+
+    def __call__(self, input: str, config: RunConfig, /) -> str:
+        self.inputs.append(input)
+        self.configs.append(config)
+        self.journal.append(RecordedCall(self.name, input))
+        try:
+            reply = self._inner(input, config)
+        except Exception as error:
+            self.outputs.append(error)
+            raise
+        self.outputs.append(reply)
+        return reply
+
+
+class AsyncRecordingInvoker(_Recording):
+    """The asyncio twin of :class:`RecordingInvoker`."""
+
+    def __init__(
+        self,
+        inner: AsyncAgentInvoker,
+        *,
+        name: str = "agent",
+        journal: list[RecordedCall] | None = None,
+    ) -> None:
+        super().__init__(name, journal)
+        self._inner = inner
+        self.inputs: list[str] = []
+        self.configs: list[RunConfig] = []
+        self.outputs: list[Reply] = []
+
+    async def __call__(self, input: str, config: RunConfig, /) -> str:
+        self.inputs.append(input)
+        self.configs.append(config)
+        self.journal.append(RecordedCall(self.name, input))
+        try:
+            reply = await self._inner(input, config)
+        except Exception as error:
+            self.outputs.append(error)
+            raise
+        self.outputs.append(reply)
+        return reply
+
+
+class RecordingGatekeeper(_Recording):
+    """Wraps a :class:`~diagnosis_core.Gatekeeper` and keeps every call and result."""
+
+    def __init__(self, inner: Gatekeeper, *, journal: list[RecordedCall] | None = None) -> None:
+        super().__init__("gatekeeper", journal)
+        self._inner = inner
+        self.calls: list[tuple[str, ExecutorEvidence]] = []
+        self.results: list[object] = []
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
+        self.calls.append((run_id, executor_output))
+        self.journal.append(RecordedCall(self.name, run_id))
+        try:
+            result = self._inner(run_id, executor_output)
+        except Exception as error:
+            self.results.append(error)
+            raise
+        self.results.append(result)
+        return result
+
+
+class AsyncRecordingGatekeeper(_Recording):
+    """The asyncio twin of :class:`RecordingGatekeeper`."""
+
+    def __init__(
+        self, inner: AsyncGatekeeper, *, journal: list[RecordedCall] | None = None
+    ) -> None:
+        super().__init__("gatekeeper", journal)
+        self._inner = inner
+        self.calls: list[tuple[str, ExecutorEvidence]] = []
+        self.results: list[object] = []
+
+    async def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
+        self.calls.append((run_id, executor_output))
+        self.journal.append(RecordedCall(self.name, run_id))
+        try:
+            result = await self._inner(run_id, executor_output)
+        except Exception as error:
+            self.results.append(error)
+            raise
+        self.results.append(result)
+        return result
+
+
+class EffectsRecorder:
+    """Wraps every effect of an :class:`~diagnosis_core.Effects` in a recording double.
+
+    Pass :attr:`effects` to the driver; afterwards :attr:`journal` lists every
+    call in order and each wrapper (``planner`` … ``gatekeeper``) its own.
+    """
+
+    def __init__(self, effects: Effects) -> None:
+        self.journal: list[RecordedCall] = []
+        self.planner = RecordingInvoker(effects.planner, name="planner", journal=self.journal)
+        self.executor = RecordingInvoker(effects.executor, name="executor", journal=self.journal)
+        self.verifier = RecordingInvoker(effects.verifier, name="verifier", journal=self.journal)
+        self.composer = RecordingInvoker(effects.composer, name="composer", journal=self.journal)
+        self.gatekeeper = RecordingGatekeeper(effects.gatekeeper, journal=self.journal)
+        self.effects = Effects(
+            planner=self.planner,
+            executor=self.executor,
+            verifier=self.verifier,
+            composer=self.composer,
+            gatekeeper=self.gatekeeper,
+            classifier=effects.classifier,
+        )
+
+    def inputs(self, agent: str) -> list[str]:
+        """Every input string ``agent`` (``planner`` … ``composer``) received, in order."""
+        return [call.input for call in self.journal if call.effect == agent]
+
+
+class AsyncEffectsRecorder:
+    """The asyncio twin of :class:`EffectsRecorder`, for :class:`~diagnosis_core.AsyncEffects`."""
+
+    def __init__(self, effects: AsyncEffects) -> None:
+        self.journal: list[RecordedCall] = []
+        journal = self.journal
+        self.planner = AsyncRecordingInvoker(effects.planner, name="planner", journal=journal)
+        self.executor = AsyncRecordingInvoker(effects.executor, name="executor", journal=journal)
+        self.verifier = AsyncRecordingInvoker(effects.verifier, name="verifier", journal=journal)
+        self.composer = AsyncRecordingInvoker(effects.composer, name="composer", journal=journal)
+        self.gatekeeper = AsyncRecordingGatekeeper(effects.gatekeeper, journal=journal)
+        self.effects = AsyncEffects(
+            planner=self.planner,
+            executor=self.executor,
+            verifier=self.verifier,
+            composer=self.composer,
+            gatekeeper=self.gatekeeper,
+            classifier=effects.classifier,
+        )
+
+    def inputs(self, agent: str) -> list[str]:
+        """Every input string ``agent`` received, in order."""
+        return [call.input for call in self.journal if call.effect == agent]
+
+
+def scripted_effects(
+    *,
+    planner: Iterable[Reply] = (),
+    executor: Iterable[Reply] = (),
+    verifier: Iterable[Reply] = (),
+    composer: Iterable[Reply] = (),
+    gatekeeper: Iterable[object] = (),
+    respond: Callable[[str, ExecutorEvidence], object] | None = None,
+    classifier: FailureClassifier = default_failure_classifier,
+) -> Effects:
+    """:class:`~diagnosis_core.Effects` made of fresh scripted doubles.
+
+    Each agent plays its script (:class:`ScriptedInvoker`), the gatekeeper
+    plays its own and then ``respond`` (:class:`FakeGatekeeper`).
+    """
+    return Effects(
+        planner=ScriptedInvoker(planner),
+        executor=ScriptedInvoker(executor),
+        verifier=ScriptedInvoker(verifier),
+        composer=ScriptedInvoker(composer),
+        gatekeeper=FakeGatekeeper(gatekeeper, respond=respond),
+        classifier=classifier,
+    )
