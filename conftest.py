@@ -7,8 +7,9 @@
 * ``nightly``: 10 000 examples per property, otherwise like ``ci``.
 * ``dev``: Hypothesis' own defaults (100 examples, 200 ms deadline, every
   health check), to notice slow examples while working locally.
-* ``mutation``: for ``mutmut run`` — 50 examples chosen deterministically and no
-  example database, so every mutant meets exactly the same examples.
+* ``mutation``: for ``mutmut run`` — 50 examples chosen deterministically, no
+  example database (every mutant meets exactly the same examples) and no
+  shrinking (a mutant only has to be caught, not explained).
 
 Tests that set ``max_examples`` in their own ``@settings`` keep that number
 in every profile.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 _SLOW_STRATEGIES = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -44,6 +45,7 @@ settings.register_profile(
     suppress_health_check=_SLOW_STRATEGIES,
     derandomize=True,
     database=None,
+    phases=[Phase.explicit, Phase.generate, Phase.target],
 )
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

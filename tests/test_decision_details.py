@@ -37,13 +37,9 @@ EVIDENCE = json.dumps(
         ],
     }
 )
-PASSED = {
-    "status": "pass",
-    "checked_bindings": [
-        {"claim_id": "c1", "source_invocation_id": "inv-1", "tool_name": "query_logs",
-         "raw_path": "$.items[0].message", "status": "pass", "matched_text": "timeout"}
-    ],
-}
+CHECKED = {"claim_id": "c1", "source_invocation_id": "inv-1", "tool_name": "query_logs",
+           "raw_path": "$.items[0].message", "status": "pass", "matched_text": "timeout"}
+PASSED = {"status": "pass", "checked_bindings": [CHECKED]}
 QUESTION = "Why does the payment API time out?"
 
 
@@ -242,3 +238,252 @@ def test_the_trace_report_carries_the_reason_code_of_the_run() -> None:
     assert report.reason_code is dc.ReasonCode.GATEKEEPER_UNAVAILABLE
     assert report.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
     assert report.answer == state.answer
+
+
+# --- the pre-verification fallback as the machine renders it ---------------------------------
+
+PRE_FALLBACK = """## Diagnosis could not be completed
+
+None of the collected evidence could be confirmed against the recorded tool results.
+
+- Reason code: NO_TRUSTED_EVIDENCE
+- Evidence check status: LOW_CONFID
+- Evidence bindings: 2 checked, 1 passed, 1 failed
+
+### Tool calls
+
+- query_logs: calls 2, failed 1
+- (unnamed tool): calls 1, failed 0
+
+No finding was verified, so this answer contains no diagnosis.
+
+Inspect the trace of run run-1 for details."""
+
+TRACED_EVIDENCE = json.dumps(
+    {**json.loads(EVIDENCE),
+     "tool_trace_summary": [{"tool_name": "query_logs", "success": True},
+                            {"tool_name": "query_logs", "success": False},
+                            {"tool_name": "bad name", "success": True}]}
+)
+
+
+def test_the_pre_verification_fallback_shows_status_counts_and_tools_of_the_run() -> None:
+    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dc.advance(state, AgentReplied(PLAN))
+    state = dc.advance(state, AgentReplied(TRACED_EVIDENCE))
+    entry: dict[str, Any] = dict(CHECKED)
+    unmatched = {"status": "fail", "level": "low_confid", "checked_bindings": [
+        {**entry, "raw_path": "$.other"}, {**entry, "status": "fail"},
+    ]}
+    state = dc.advance(state, GatekeeperReturned(unmatched))
+    assert state.answer == PRE_FALLBACK
+    assert state.verified is None  # nothing was verified, nothing is kept as if it were
+
+
+def test_an_unreadable_gatekeeper_result_shows_no_binding_counts() -> None:
+    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": "maybe"}))
+    assert state.answer is not None
+    assert "- Evidence check status: REJECT" in state.answer
+    assert "Evidence bindings" not in state.answer
+    audit = state.gatekeeper_audits[-1]
+    assert audit.reason_code is dc.ReasonCode.GATEKEEPER_INVALID_RESULT
+    assert audit.problem == "status: expected one of pass, fail"
+    assert state.events[-2].details.error == "status: expected one of pass, fail"
+    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": "fail", "level": "reject",
+                                                            "checked_bindings": []}))
+    assert state.answer is not None and "- Evidence bindings: 0 checked" in state.answer
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ({"status": 1}, "status: expected a string, got int"),
+        ({"status": "fail", "level": 2}, "level: expected a string, got int"),
+        ({"status": "pass", "checked_bindings": [1]},
+         "checked_bindings[0]: expected an object, got int"),
+        ({"status": "pass", "checked_bindings": "x"},
+         "checked_bindings: expected an array, got str"),
+        ({"status": "pass", "checked_bindings": [{"claim_id": 5}]},
+         "checked_bindings[0].claim_id: expected a string, got int"),
+        ({"status": "fail"},
+         "level: missing does not say how the failure ranks (low_confid or reject)"),
+        ({"status": "fail", "level": "pass"},
+         "level: pass does not say how the failure ranks (low_confid or reject)"),
+    ],
+)
+def test_an_invalid_result_names_its_path_and_what_it_got(raw: object, problem: str) -> None:
+    assert dc.normalize_gatekeeper_result(raw).problem == problem
+
+
+class _Exploding(dict):  # type: ignore[type-arg]
+    def get(self, key: object, default: object = None) -> object:
+        raise RuntimeError("broken client")
+
+
+def test_a_result_whose_methods_raise_is_an_unreadable_result_at_the_top() -> None:
+    with pytest.raises(dc.PayloadError) as error:
+        dc.parse_gatekeeper_result(_Exploding())
+    assert (error.value.path, str(error.value)) == ("", "$: unreadable result (RuntimeError)")
+
+
+def test_problem_texts_are_capped_at_a_thousand_characters() -> None:
+    assert dc.gatekeeper_unavailable("x" * 1000).problem == "x" * 1000
+    assert dc.gatekeeper_unavailable("x" * 1001).problem == "x" * 999 + "…"
+
+
+# --- inputs, attempts and the state ------------------------------------------------------------
+
+
+def test_planner_and_executor_inputs_carry_the_question_in_both_rounds() -> None:
+    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    planner = dc.next_action(state)
+    assert isinstance(planner, dc.InvokeAgent)
+    assert json.loads(planner.input)["query"] == QUESTION
+    state = dc.advance(state, AgentReplied(PLAN))
+    executor = dc.next_action(state)
+    assert isinstance(executor, dc.InvokeAgent)
+    assert json.loads(executor.input)["query"] == QUESTION
+    state = dc.advance(state, AgentReplied(EVIDENCE))
+    low = {**PASSED, "status": "fail", "level": "low_confid"}
+    state = dc.advance(state, GatekeeperReturned(low))
+    gap = {"verdict": "PASS", "groundedness_score": 0.5, "allowed_claim_ids": ["c1"],
+           "facts_checked": [{"claim_id": "c1", "fact": "f", "is_critical": True,
+                              "verification": "no_evidence"}]}
+    state = dc.advance(state, AgentReplied(json.dumps(gap)))
+    second = dc.next_action(state)
+    assert isinstance(second, dc.InvokeAgent) and second.round == 2
+    assert json.loads(second.input)["query"] == QUESTION
+    state = dc.advance(state, AgentReplied(EVIDENCE))
+    assert state.verified is None  # round 1's projection is not carried into round 2
+    call = dc.next_action(state)
+    assert isinstance(call, dc.CallGatekeeper) and call.round == 2
+
+
+def test_the_gatekeeper_call_names_its_round() -> None:
+    call = dc.next_action(at_gatekeeper())
+    assert isinstance(call, dc.CallGatekeeper)
+    assert (call.run_id, call.round) == ("run-1", 1)
+
+
+@pytest.mark.parametrize("agent", ["planner", "executor"])
+def test_failed_planner_and_executor_attempts_are_traced_with_their_error(agent: str) -> None:
+    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    if agent == "executor":
+        state = dc.advance(state, AgentReplied(PLAN))
+    state = dc.advance(state, AgentReplied("[]"))
+    assert state.events[-2 if agent == "executor" else -1].details.error == (
+        "$: expected a JSON object, got array"
+    )
+    if agent == "executor":
+        return
+    state = dc.advance(state, AgentFailed(FailureKind.NON_RETRYABLE, "ValueError: no"))
+    assert state.events[-2].details.error == "ValueError: no"
+
+
+def test_an_executor_that_raises_is_traced_with_its_error() -> None:
+    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dc.advance(state, AgentReplied(PLAN))
+    state = dc.advance(state, AgentFailed(FailureKind.TOOL_BLOCKED, "ToolBlockedError: denied"))
+    assert state.events[-2].details.error == "ToolBlockedError: denied"
+    assert state.reason_code is dc.ReasonCode.EXECUTOR_TOOL_BLOCKED
+
+
+def test_a_reply_that_is_not_text_is_invalid_output_naming_its_type() -> None:
+    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dc.advance(state, AgentReplied(None))  # type: ignore[arg-type]
+    assert state.events[-1].status is dc.NodeStatus.INVALID_OUTPUT
+    assert state.events[-1].details.error == "$: expected the agent's message text, got NoneType"
+
+
+def test_inputs_of_a_question_with_a_lone_surrogate_are_hashed_as_sent() -> None:
+    import hashlib
+
+    state = dc.start_diagnosis(DiagnosisRequest("why \ud800?", RunConfig("run-1", "chat-1")))
+    action = dc.next_action(state)
+    assert isinstance(action, dc.InvokeAgent)
+    state = dc.advance(state, AgentReplied(PLAN))
+    digest = hashlib.sha256(action.input.encode("utf-8", "surrogatepass")).hexdigest()
+    assert state.events[0].input_sha256 == digest
+
+
+def test_the_composer_output_is_kept_in_the_state() -> None:
+    verdict = {"verdict": "PASS", "groundedness_score": 1, "facts_checked": [],
+               "allowed_claim_ids": ["c1"]}
+    state = dc.advance(at_verifier(), AgentReplied(json.dumps(verdict)))
+    reply = '{"answer": "It times out.", "cited_claim_ids": ["c1"]}'
+    state = dc.advance(state, AgentReplied(reply))
+    assert state.composer_output == dc.ComposerOutput("It times out.", ("c1",))
+    assert (state.outcome, state.answer, state.reason_code) == (
+        dc.Outcome.ANSWERED, "It times out.", None
+    )
+
+
+def test_misusing_the_machine_says_what_went_wrong() -> None:
+    state = at_gatekeeper()
+    with pytest.raises(dc.MachineError, match=r"a gatekeeper call; got AgentReplied"):
+        dc.advance(state, AgentReplied("{}"))
+    planner = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    with pytest.raises(dc.MachineError,
+                       match="pending action is a planner invocation; got GatekeeperFailed"):
+        dc.advance(planner, GatekeeperFailed("x"))
+    idle = dc.DiagnosisState(request=planner.request)
+    with pytest.raises(dc.MachineError, match=r"^the state awaits nothing; it was not produced"):
+        dc.next_action(idle)
+    with pytest.raises(dc.MachineError, match=r"^the state awaits nothing; it was not produced"):
+        dc.advance(idle, AgentReplied("{}"))
+    finished = dc.advance(state, GatekeeperFailed("down"))
+    with pytest.raises(dc.MachineError, match=r"^the run has finished; there is nothing to"):
+        dc.advance(finished, GatekeeperFailed("down"))
+
+
+# --- parsing, projection, routing and rendering edges -------------------------------------------
+
+
+def test_exactly_two_bindings_with_the_same_key_are_a_duplicate() -> None:
+    evidence = json.loads(EVIDENCE)
+    binding = evidence["claims"][0]["bindings"][0]
+    evidence["claims"][0]["bindings"] = [binding, {**binding, "evidence_excerpt": "other"}]
+    with pytest.raises(dc.PayloadError, match=r"claims\[0\]\.bindings\[1\]: duplicate binding"):
+        dc.parse_executor_evidence(json.dumps(evidence))
+    for field in ("source_invocation_id", "tool_name", "raw_path"):
+        evidence["claims"][0]["bindings"] = [binding, {**binding, field: "different"}]
+        assert len(dc.parse_executor_evidence(json.dumps(evidence)).claims[0].bindings) == 2
+
+
+def test_the_projector_skips_a_repeated_claim_and_keeps_the_ones_after_it() -> None:
+    binding = dc.EvidenceBinding("inv-1", "q", "$.a", "e")
+    evidence = dc.ExecutorEvidence(
+        dc.EvidenceStatus.EVIDENCE_FOUND,
+        (dc.Claim("c1", "one", (binding, binding)), dc.Claim("c1", "again", (binding,)),
+         dc.Claim("c2", "two", (binding,))),
+    )
+    checked = [
+        dc.CheckedBinding(claim, "inv-1", "q", "$.a", dc.BindingCheckStatus.PASS, "m")
+        for claim in ("c1", "c2")
+    ]
+    verified = dc.project_verified_input(evidence, checked)
+    assert [c.claim_id for c in verified.verified_executor_output] == ["c1", "c2"]
+    assert [len(c.bindings) for c in verified.verified_executor_output] == [1, 1]
+    assert len(verified.verified_evidence) == 2
+
+
+def test_a_custom_table_without_rows_for_a_node_cannot_route_it() -> None:
+    table = (dc.Route(None, dc.Condition.ALWAYS, NodeName.PLANNER),)
+    with pytest.raises(LookupError, match="no route after"):
+        dc.choose_route(NodeName.COMPOSER, dc.RoutingFacts(), table)
+
+
+@pytest.mark.parametrize(
+    ("text", "cap", "rendered"),
+    [
+        ("a\r\n\nb", 100, "a  b"),
+        ("a\r\nb\r\n", 100, "a b"),
+        ("\nabc", 100, "abc"),
+        ("abcd     ", 5, "abcd"),
+        ("abcd  e", 5, "abcd…"),
+    ],
+)
+def test_sanitizing_counts_crlf_as_one_break_and_strips_before_capping(
+    text: str, cap: int, rendered: str
+) -> None:
+    assert dc.sanitize_item(text, cap) == rendered
