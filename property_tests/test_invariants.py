@@ -279,3 +279,62 @@ def test_payloads_states_and_trace_reports_round_trip_through_canonical_json(
     report = build_trace_report(state)
     assert from_wire(TraceReport, json.loads(canonical_json(to_wire(report)))) == report
     assert from_wire(DiagnosisState, json.loads(canonical_json(to_wire(state)))) == state
+
+
+_VERDICTS = st.sampled_from([Verdict.PASS, Verdict.LOW_CONFID, Verdict.REJECT])
+
+
+@given(
+    model=_VERDICTS,
+    low_confid=st.booleans(),
+    claims=st.integers(min_value=1, max_value=4),
+    failed=st.sets(st.integers(min_value=1, max_value=3)),
+)
+def test_effective_verdict_is_exactly_the_model_verdict_capped_by_the_ceiling(
+    model: Verdict, low_confid: bool, claims: int, failed: set[int]
+) -> None:
+    """Invariant 3 aimed at its edge: every model verdict under both ceilings."""
+    ids = [f"c{index}" for index in range(claims)]
+    bindings = {
+        claim_id: {"source_invocation_id": f"inv-{claim_id}", "tool_name": "query_logs",
+                   "raw_path": "$.m", "evidence_excerpt": "x"}
+        for claim_id in ids
+    }
+    executor = {
+        "schema_version": "executor_evidence_v2", "evidence_status": "evidence_found",
+        "claims": [{"claim_id": claim_id, "text": f"claim {claim_id}", "bindings": [binding]}
+                   for claim_id, binding in bindings.items()],
+    }
+    checked = []
+    for index, claim_id in enumerate(ids):
+        passes = not low_confid or index == 0 or index not in failed
+        entry = {"claim_id": claim_id, **{k: v for k, v in bindings[claim_id].items()
+                                          if k != "evidence_excerpt"},
+                 "status": "pass" if passes else "fail"}
+        if passes:
+            entry["matched_text"] = "x"
+        checked.append(entry)
+    gatekeeper = (
+        {"status": "fail", "level": "low_confid", "checked_bindings": checked}
+        if low_confid
+        else {"status": "pass", "checked_bindings": checked}
+    )
+    verifier = {"verdict": model.value, "groundedness_score": 0.5, "facts_checked": [],
+                "allowed_claim_ids": ids}
+    document = {
+        "question": "q",
+        "responses": {
+            "planner": [{"text": json.dumps({"steps": [{"step_id": "s", "goal": "g"}]})}],
+            "executor": [{"text": json.dumps(executor)}],
+            "verifier": [{"text": json.dumps(verifier)}],
+            "composer": [{"text": json.dumps({"answer": "a"})}],
+        },
+        "gatekeeper": [{"result": gatekeeper}],
+    }
+    result = replay(document)
+    ceiling = Verdict.LOW_CONFID if low_confid else Verdict.PASS
+    expected = min(model, ceiling, key=RANK.__getitem__)
+    assert result["model_verdict"] == model.value
+    assert result["effective_verdict"] == expected.value
+    composer_input = json.loads(result["invocations"][-1]["input"])
+    assert composer_input["effective_verdict"] == expected.value
