@@ -1,0 +1,197 @@
+"""The documentation stays inside the repository and agrees with the code.
+
+* No file a user reads (the README, ``docs/``, the package's sources and docstrings)
+  links or refers to a path outside the repository: a clone must be complete.
+* Every relative link of the README and of ``docs/`` resolves to a file of the
+  repository, and every ``#anchor`` to a heading of the target page (the docs site is
+  checked again by ``mkdocs build --strict``; this also covers the README, which the
+  site does not include, and runs without the ``docs`` extra).
+* The routing diagrams and the example agent input pasted into the docs are exactly
+  what the code produces today.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import diagnosis_core as dc
+from diagnosis_core._cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+# A Markdown link or image that climbs out of its folder, the sibling folder the
+# contract once lived in, and an absolute path of the machine the repository was
+# written on.
+OUTSIDE = (
+    re.compile(r"\]\(\.\./"),
+    re.compile(r"\.\./shared"),
+    re.compile(r"(?<![\w.])/work/"),
+)
+_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
+_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+
+
+def scanned_files() -> Iterator[Path]:
+    """The files a user of the package reads."""
+    yield ROOT / "README.md"
+    yield ROOT / "CHANGELOG.md"
+    yield ROOT / "mkdocs.yml"
+    for folder in (DOCS, ROOT / "diagnosis_core"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in {".md", ".py", ".pyi", ".yml", ".toml", ".txt"}:
+                yield path
+
+
+def outside_references(text: str) -> list[str]:
+    """Every occurrence of a reference to a path outside the repository."""
+    return [match.group(0) for pattern in OUTSIDE for match in pattern.finditer(text)]
+
+
+def slug(heading: str) -> str:
+    """The anchor of a heading, as Python-Markdown's ``toc`` and the repository host make it."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+    text = re.sub(r"[^\w\s-]", "", text.replace("`", "")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(path: Path) -> set[str]:
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    return {slug(heading) for heading in _HEADING.findall(text)}
+
+
+def markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def test_the_scan_sees_the_readme_the_docs_and_the_package() -> None:
+    names = {path.relative_to(ROOT).as_posix() for path in scanned_files()}
+    assert {"README.md", "docs/protocol.md", "diagnosis_core/__init__.py"} <= names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The contract is [`PROTOCOL.md`](../shared/spec/PROTOCOL.md).",
+        "see ../shared/spec",
+        "specified in /work/shared/spec/PROTOCOL.md",
+        "![diagram](../images/x.png)",
+    ],
+)
+def test_the_scan_finds_references_outside_the_repository(text: str) -> None:
+    assert outside_references(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["[the protocol](docs/protocol.md)", "[6.1](protocol.md#61-x)", "a/work/b", "x.work/"]
+)
+def test_the_scan_accepts_references_inside_the_repository(text: str) -> None:
+    assert outside_references(text) == []
+
+
+def test_nothing_refers_to_a_path_outside_the_repository() -> None:
+    found = {
+        path.relative_to(ROOT).as_posix(): hits
+        for path in scanned_files()
+        if (hits := outside_references(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+@pytest.mark.parametrize(
+    "page", markdown_files(), ids=lambda path: path.relative_to(ROOT).as_posix()
+)
+def test_relative_links_resolve_to_files_and_headings(page: Path) -> None:
+    broken = []
+    for target in _LINK.findall(_FENCE.sub("", page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: …
+            continue
+        file_part, _, anchor = target.partition("#")
+        destination = (page.parent / file_part).resolve() if file_part else page
+        outside = not destination.is_relative_to(ROOT) or not destination.is_file()
+        unknown_anchor = (
+            not outside
+            and bool(anchor)
+            and destination.suffix == ".md"
+            and anchor not in anchors(destination)
+        )
+        if outside or unknown_anchor:
+            broken.append(target)
+    assert broken == []
+
+
+def test_protocol_sections_are_headed_by_their_numbers() -> None:
+    # Docstrings cite "spec §6.1": each section number must be a heading of the page.
+    headed = anchors(DOCS / "protocol.md")
+    cited = {
+        match.group(1).rstrip(".")
+        for path in (ROOT / "diagnosis_core").rglob("*.py")
+        for match in re.finditer(r"§(\d+(?:\.\d+)*)", path.read_text(encoding="utf-8"))
+    }
+    # "§10.8" is invariant 8 of the numbered list in section 10, not a heading.
+    sections = {re.sub(r"^10\.\d+$", "10", section) for section in cited}
+    numbers = {section.replace(".", "") for section in sections | {str(n) for n in range(1, 16)}}
+    missing = sorted(
+        number for number in numbers if not any(a.startswith(f"{number}-") for a in headed)
+    )
+    assert missing == []
+
+
+def _pasted(page: Path, marker: str) -> str:
+    text = page.read_text(encoding="utf-8")
+    match = re.search(
+        rf"<!-- {re.escape(marker)} -->\n```mermaid\n(.*?)```\n<!-- end {re.escape(marker)} -->",
+        text,
+        re.DOTALL,
+    )
+    assert match is not None, f"{page.name}: no pasted diagram marked {marker!r}"
+    return match.group(1)
+
+
+def _cli_output(*argv: str) -> str:
+    buffer = io.BytesIO()
+    stdout = io.TextIOWrapper(buffer, encoding="utf-8")
+    with contextlib.redirect_stdout(stdout):
+        assert main(list(argv)) == 0
+    stdout.flush()
+    return buffer.getvalue().decode("utf-8")
+
+
+def test_the_routing_diagram_in_the_protocol_is_the_generated_one() -> None:
+    # Regenerate with `diagnosis-core graph` and paste between the markers.
+    generated = _cli_output("graph")
+    assert _pasted(DOCS / "protocol.md", "diagnosis-core graph").strip() == generated.strip()
+
+
+def _aiops_mermaid() -> str:
+    try:
+        return _cli_output("graph", "--workflow", "aiops")
+    except SystemExit:  # a command line that knows only the chat workflow
+        drawing = getattr(dc, "aiops_routing_mermaid")  # noqa: B009 - may move to .aiops
+        return str(drawing())
+
+
+def test_the_aiops_routing_diagram_is_the_generated_one() -> None:
+    generated = _aiops_mermaid()
+    assert _pasted(DOCS / "aiops.md", "aiops routing").strip() == generated.strip()
+
+
+def test_the_example_verifier_input_in_the_protocol_is_what_the_core_sends() -> None:
+    scenario = json.loads((ROOT / "examples" / "payment_timeout.json").read_text("utf-8"))
+    invocations: list[dict[str, str | int]] = json.loads(
+        json.dumps(dc.replay(scenario)["invocations"])
+    )
+    (sent,) = [item["input"] for item in invocations if item["agent"] == "verifier"]
+    assert f"```json\n{sent}\n```" in (DOCS / "protocol.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_fits_on_two_screens() -> None:
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 120
