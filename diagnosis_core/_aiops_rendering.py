@@ -1,7 +1,8 @@
 """Deterministic texts of the AIOps flow: the fallback report and the report view.
 
 Every interpolated string goes through :func:`sanitize_item` (spec §6.8), so
-no text can turn into HTML, a Markdown block construct or an extra line.
+no text can turn into HTML, a link, an image, any other Markdown construct or
+an extra line.
 
 The fallback report is the answer when no report was produced (a failed
 agent, the step budget, the no-progress guard). Like the chat

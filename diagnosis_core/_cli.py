@@ -30,6 +30,7 @@ from ._machine import DiagnosisResult
 from ._replay import load_scenario, replay_scenario
 from ._routing import routing_mermaid
 from ._schema import SCHEMA_NAMES, json_schema
+from ._terminal import terminal_safe
 
 __all__ = ["main"]
 
@@ -41,6 +42,11 @@ def _write(text: str) -> None:
     data = text.encode("utf-8", "backslashreplace")
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
+
+
+def _write_readable(text: str) -> None:
+    """Write human-readable output: every terminal control escaped (spec §15)."""
+    _write(terminal_safe(text))
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -134,13 +140,13 @@ def _run(args: argparse.Namespace) -> int:
             return _run_aiops(args, load_aiops_scenario(data))
         scenario = load_scenario(data)
     except ScenarioError as error:
-        sys.stderr.write(f"diagnosis-core: invalid scenario: {error}\n")
+        sys.stderr.write(terminal_safe(f"diagnosis-core: invalid scenario: {error}\n"))
         return EXIT_USAGE
     result = replay_scenario(scenario).result
     if args.json:
         _write(canonical_json(to_wire(result)) + "\n")
     else:
-        _write(format_result(result))
+        _write_readable(format_result(result))
     return EXIT_OK
 
 
@@ -151,7 +157,7 @@ def _run_aiops(args: argparse.Namespace, scenario: AiOpsScenario) -> int:
         _write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
     else:
         evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
-        _write(format_aiops_result(state.result, evaluation, scenario.config))
+        _write_readable(format_aiops_result(state.result, evaluation, scenario.config))
     return EXIT_OK
 
 

@@ -2,7 +2,8 @@
 
 A fallback is the answer of last resort, so it must be safe for any input:
 every string interpolated into a template goes through :func:`sanitize_item`,
-which no text can turn into HTML, a Markdown block construct or an extra line.
+which no text can turn into HTML, a link, an image, any other Markdown
+construct or an extra line.
 
 The pre-verification fallback runs when *nothing* was verified. Its signature
 is the information-flow guarantee of spec §10 invariant 2: it cannot receive
@@ -47,15 +48,29 @@ ELLIPSIS = "…"
 # before a trailing newline.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
-# Characters that can open a CommonMark/GFM block construct at the start of a
-# line: heading, list or thematic break, fenced code, table, setext underline,
-# link reference definition. `>` and `<` are not here: their HTML escape
-# (`&gt;`, `&lt;`) already cannot start a block quote or an HTML block, and a
-# backslash before `&` would make the entity print literally.
-_LINE_START_MARKERS = frozenset("#-*+|`~_=[")
+# Every ASCII punctuation character: exactly the set CommonMark lets a
+# backslash escape (spec section 2.4), so a backslash before any of them renders
+# as the character itself, literal text, in every CommonMark/GFM renderer.
+_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
-# A run of digits followed by an ordered-list delimiter.
-_ORDERED_LIST_MARKER = re.compile(r"[0-9]+[.)]")
+# `&`, `<` and `>` are HTML-escaped instead: a backslash before `&` would let
+# the entity that follows print literally, and `&gt;`/`&lt;` can start neither
+# a block quote, an autolink nor an HTML block.
+_HTML_ESCAPES = MappingProxyType({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+# `_` and `-` between two ASCII letters or digits stay bare: such a `_` can
+# neither open nor close emphasis (it is both left- and right-flanking and not
+# next to punctuation), and a single `-` inside a word starts no construct, so
+# identifiers such as `GATEKEEPER_REJECTED` or `run-1` keep their plain form.
+_INTRAWORD_SAFE = frozenset("_-")
+
+# U+2060 WORD JOINER before every `@`: it is invisible and allows no line
+# break, and it leaves no ASCII local part before the `@` for an email
+# autolink extension that runs on the decoded text (GitHub's cmark-gfm merges
+# text nodes before looking for emails, so a backslash alone does not stop
+# it). A literal character, not a reference: some renderers (mistune's escape
+# mode) print references literally.
+_AT_SIGN = "\u2060\\@"
 
 
 def _cleaned_chars(text: str) -> Iterator[str]:
@@ -106,20 +121,42 @@ def _clean_and_cap(text: str, max_chars: int) -> str:
     return "".join(kept).rstrip()
 
 
-def _neutralise_line_start(text: str) -> str:
-    """Backslash-escape a leading Markdown block marker (CommonMark renders ``\\#`` as ``#``)."""
-    if text[:1] in _LINE_START_MARKERS:
-        return "\\" + text
-    marker = _ORDERED_LIST_MARKER.match(text)
-    if marker is not None:
-        end = marker.end() - 1
-        return text[:end] + "\\" + text[end:]
-    return text
+def _is_ascii_alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
 
 
-def _escape_html(text: str) -> str:
-    """Escape ``&`` first, then ``<`` and ``>``: no raw tag or entity survives."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _escape_markdown(text: str) -> str:
+    """Make ``text`` inert literal text for any CommonMark/GFM renderer (spec §6.8).
+
+    ``&``, ``<``, ``>`` become ``&amp;``, ``&lt;``, ``&gt;``; ``@`` becomes
+    U+2060 followed by ``\\@`` (see ``_AT_SIGN``); every other ASCII punctuation character
+    gets a backslash, except ``_`` and ``-`` between two ASCII letters or digits.
+    Every character that can start a Markdown construct — emphasis, code span,
+    link, image, autolink, raw HTML, entity, heading, list, block quote,
+    table, strikethrough — is ASCII punctuation, and linkify/autolink
+    extensions need an unescaped ``.``, ``:`` or ``@`` inside one text run, so
+    the result renders as the characters of ``text`` and nothing else.
+    Non-ASCII characters are never syntax and pass unchanged.
+    """
+    out: list[str] = []
+    last = len(text) - 1
+    for index, char in enumerate(text):
+        if char not in _ASCII_PUNCTUATION:
+            out.append(char)
+        elif char in _HTML_ESCAPES:
+            out.append(_HTML_ESCAPES[char])
+        elif char == "@":
+            out.append(_AT_SIGN)
+        elif (
+            char in _INTRAWORD_SAFE
+            and 0 < index < last
+            and _is_ascii_alnum(text[index - 1])
+            and _is_ascii_alnum(text[index + 1])
+        ):
+            out.append(char)
+        else:
+            out.append("\\" + char)
+    return "".join(out)
 
 
 def sanitize_item(text: str, max_chars: int) -> str:
@@ -136,19 +173,24 @@ def sanitize_item(text: str, max_chars: int) -> str:
     3. the cap: a result longer than ``max_chars`` characters becomes its first
        ``max_chars - 1`` characters followed by ``…`` — exactly ``max_chars``
        characters, counted before any escaping;
-    4. a leading Markdown block marker (``#``, ``-``, ``*``, ``+``, ``|``,
-       backtick, ``~``, ``_``, ``=``, ``[``, or digits followed by ``.`` or
-       ``)``) gets a backslash before it (before the delimiter for digits);
-    5. ``&``, ``<`` and ``>`` are HTML-escaped; a leading ``>`` is neutralised
-       by its escape ``&gt;``.
+    4. Markdown and HTML escaping (``_escape_markdown``): ``&``, ``<``, ``>``
+       become ``&amp;``, ``&lt;``, ``&gt;``; ``@`` becomes U+2060 WORD JOINER and
+       ``\\@`` (the invisible joiner breaks email autolinks); every
+       other ASCII punctuation character gets a backslash, except ``_`` and
+       ``-`` between two ASCII letters or digits.
 
-    The result contains no line break, no raw ``<``/``>`` and no ``&`` outside
-    ``&amp;``/``&lt;``/``&gt;``. It may be empty. ``max_chars`` below 1 is a
-    caller error (``ValueError``); :class:`DiagnosisConfig` guarantees ≥ 20.
+    The outcome (spec §6.8): rendered with any CommonMark or GFM renderer,
+    linkify and autolinks on, the item is literal text — no link, image,
+    autolink, raw HTML, heading, list, block quote, emphasis, strikethrough
+    or code span — and its visible text is the cleaned, capped text (plus
+    the invisible U+2060 before each ``@``). The result contains no line
+    break, no raw ``<``/``>`` and no ``&`` outside ``&amp;``/``&lt;``/``&gt;``.
+    It may be empty. ``max_chars`` below 1 is a caller error
+    (``ValueError``); :class:`DiagnosisConfig` guarantees ≥ 20.
     """
     if max_chars < 1:
         raise ValueError(f"max_chars: expected at least 1, got {max_chars}")
-    return _escape_html(_neutralise_line_start(_clean_and_cap(text, max_chars)))
+    return _escape_markdown(_clean_and_cap(text, max_chars))
 
 
 # --- tool overview ----------------------------------------------------------------

@@ -524,7 +524,7 @@ def test_fallback_is_sanitized_and_localized() -> None:
     state = run(effects(), alerts=alerts, locale="zh-CN")
     assert state.fallback is not None
     assert state.fallback.startswith("## AIOps 诊断未能完成")
-    assert "&lt;b&gt;Boom&lt;/b&gt; # injected" in state.fallback
+    assert "&lt;b&gt;Boom&lt;\\/b&gt; \\# injected" in state.fallback
     assert "\n# injected" not in state.fallback
     state = run(effects(), alerts=())
     assert state.fallback is not None and "to be discovered" in state.fallback

@@ -113,11 +113,11 @@ def test_lone_surrogate_is_replaced_and_result_encodes() -> None:
 
 
 def test_ampersand_and_angle_brackets_are_html_escaped() -> None:
-    assert sanitize_item("a & <b>c</b>", CAP) == "a &amp; &lt;b&gt;c&lt;/b&gt;"
+    assert sanitize_item("a & <b>c</b>", CAP) == "a &amp; &lt;b&gt;c&lt;\\/b&gt;"
 
 
 def test_existing_entity_is_escaped_again() -> None:
-    assert sanitize_item("x &lt;script&gt;", CAP) == "x &amp;lt;script&amp;gt;"
+    assert sanitize_item("x &lt;script&gt;", CAP) == "x &amp;lt\\;script&amp;gt\\;"
 
 
 @pytest.mark.parametrize(
@@ -127,12 +127,12 @@ def test_existing_entity_is_escaped_again() -> None:
         ("- item", "\\- item"),
         ("* item", "\\* item"),
         ("+ item", "\\+ item"),
-        ("| a | b |", "\\| a | b |"),
-        ("```python", "\\```python"),
-        ("~~~", "\\~~~"),
-        ("___", "\\___"),
-        ("===", "\\==="),
-        ("[a]: http://x", "\\[a]: http://x"),
+        ("| a | b |", "\\| a \\| b \\|"),
+        ("```python", "\\`\\`\\`python"),
+        ("~~~", "\\~\\~\\~"),
+        ("___", "\\_\\_\\_"),
+        ("===", "\\=\\=\\="),
+        ("[a]: http://x", "\\[a\\]\\: http\\:\\/\\/x"),
         ("1. first", "1\\. first"),
         ("12) twelfth", "12\\) twelfth"),
         ("> quote", "&gt; quote"),
@@ -142,22 +142,49 @@ def test_line_start_markdown_marker_is_neutralised(raw: str, expected: str) -> N
     assert sanitize_item(raw, CAP) == expected
 
 
-@pytest.mark.parametrize("raw", ["2024 was fine", "3 retries", "1", "42x. no"])
+@pytest.mark.parametrize("raw", ["2024 was fine", "3 retries", "1", "42x no"])
 def test_digits_not_followed_by_a_list_delimiter_are_untouched(raw: str) -> None:
     assert sanitize_item(raw, CAP) == raw
 
 
-def test_markdown_marker_after_the_start_is_untouched() -> None:
-    assert sanitize_item("a # b - c", CAP) == "a # b - c"
+def test_markdown_marker_after_the_start_is_escaped_too() -> None:
+    # Inline constructs (links, images, emphasis, autolinks) start anywhere (§6.8 v1.1).
+    assert sanitize_item("a # b - c ![i](u) *e*", CAP) == (
+        "a \\# b \\- c \\!\\[i\\]\\(u\\) \\*e\\*"
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("www.x.com", "www\\.x\\.com"),
+        ("https://a.example/p?q=1", "https\\:\\/\\/a\\.example\\/p\\?q\\=1"),
+        ("user@example.com", "user\u2060\\@example\\.com"),
+        ("x\\y", "x\\\\y"),
+    ],
+)
+def test_link_triggers_are_broken(raw: str, expected: str) -> None:
+    assert sanitize_item(raw, CAP) == expected
+
+
+@pytest.mark.parametrize("raw", ["GATEKEEPER_REJECTED", "run-1", "a_b-c_d", "2024-01-01"])
+def test_underscore_and_hyphen_inside_a_word_stay_bare(raw: str) -> None:
+    assert sanitize_item(raw, CAP) == raw
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("_a", "\\_a"), ("a-", "a\\-"), ("a -b", "a \\-b"),
+                                               ("é_a", "é\\_a")])
+def test_underscore_and_hyphen_at_a_word_edge_are_escaped(raw: str, expected: str) -> None:
+    assert sanitize_item(raw, CAP) == expected
 
 
 def test_leading_indent_is_stripped_before_neutralising() -> None:
-    assert sanitize_item("    # code?", CAP) == "\\# code?"
+    assert sanitize_item("    # code?", CAP) == "\\# code\\?"
     assert sanitize_item("\n\t- item  ", CAP) == "\\- item"
 
 
 def test_line_break_cannot_start_a_new_markdown_line() -> None:
-    assert sanitize_item("ok\n# injected", CAP) == "ok # injected"
+    assert sanitize_item("ok\n# injected", CAP) == "ok \\# injected"
 
 
 def test_cap_is_applied_before_escaping() -> None:
@@ -201,7 +228,7 @@ def test_sanitize_never_raises_and_output_is_safe(text: str, cap: int) -> None:
     cap=st.integers(min_value=1, max_value=50),
 )
 def test_cap_bounds_the_length_before_escaping(text: str, cap: int) -> None:
-    result = sanitize_item(text, cap).replace("\\", "")
+    result = sanitize_item(text, cap).replace("\\", "").replace("\u2060", "")
     unescaped = result.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     assert len(unescaped) <= cap
 
@@ -447,7 +474,7 @@ def test_post_fallback_items_are_sanitized() -> None:
         recommended_actions=("x" * 30,),
         config=DiagnosisConfig(max_item_chars=20),
     )
-    assert "- \\# &lt;b&gt;bold&lt;/b&gt; line" in text
+    assert "- \\# &lt;b&gt;bold&lt;\\/b&gt; line" in text
     assert "- 1\\. first" in text
     assert "- " + "x" * 19 + "…" in text
 
