@@ -10,11 +10,14 @@ Four comparisons, each measured side by side in this one process (see
    100, 1 000 and 10 000 claims (two bindings each);
 3. one typical run (20 claims, one evidence retry, scripted effects) through
    the built-in sync driver and through the LangGraph adapter;
-4. ``import diagnosis_core`` against ``import cattrs`` in fresh interpreters.
+4. ``import diagnosis_core`` against ``import cattrs`` in fresh interpreters;
+5. rejecting a 10 MB executor text (a ``NaN``, a duplicate key, a lone
+   surrogate at the end, a ``NaN`` after 900 open arrays) against accepting
+   one: CPU time and peak allocation (``rejection.py``, fresh interpreters).
 
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
-``--quick`` (few rounds, a smoke run) and ``--only parse,scaling,drivers,import``.
+``--quick`` (few rounds, a smoke run) and ``--only parse,scaling,drivers,import,reject``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from timing import calibrate_loops, interleave, ratio
 
 import diagnosis_core as dc
 
-SECTIONS = ("parse", "scaling", "drivers", "import")
+SECTIONS = ("parse", "scaling", "drivers", "import", "reject")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -457,6 +460,28 @@ def bench_import(quick: bool) -> None:
           "attrs and cattrs, which it imports.\n")
 
 
+# --- 5. rejection --------------------------------------------------------------------
+
+
+def bench_reject(quick: bool) -> None:
+    import rejection
+
+    size = 1_000_000 if quick else 10_000_000
+    print(f"## 5. Rejecting a {size / 1e6:.0f} MB executor text\n")
+    text, results = rejection.table(size)
+    print(text)
+    print()
+    accept = next(r for r in results if r["case"] == "accept")
+    for result in results:
+        if result["case"] == "accept":
+            continue
+        seconds, peak = float(result["seconds"]), float(result["peak_kib"])
+        _target(f"reject {result['case']} < 2 s", seconds, 2.0, shown=f"{seconds:.2f} s")
+        multiple = peak / max(1.0, float(accept["peak_kib"]))
+        _target(f"reject {result['case']} < 10× accepting memory", multiple, 10.0,
+                shown=f"{multiple:.1f}×")
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -472,7 +497,7 @@ def main() -> None:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     describe_machine()
     runners = {"parse": bench_parse, "scaling": bench_scaling, "drivers": bench_drivers,
-               "import": bench_import}
+               "import": bench_import, "reject": bench_reject}
     for name in SECTIONS:
         if name in chosen:
             runners[name](args.quick)

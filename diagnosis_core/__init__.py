@@ -126,9 +126,9 @@ from ._config import (
     RunConfig,
 )
 from ._converter import (
-    converter,
     from_json,
     from_wire,
+    make_converter,
     to_json,
     to_wire,
 )
@@ -203,6 +203,7 @@ from ._json import (
     JsonValue,
     canonical_json,
     extract_json_text,
+    loads_stored,
     loads_strict,
     parse_json_object,
 )
@@ -505,7 +506,6 @@ __all__ = [
     "choose_aiops_route",
     "choose_route",
     "classify_failure",
-    "converter",
     "count_trusted_bindings",
     "default_failure_classifier",
     "describe_error",
@@ -523,7 +523,9 @@ __all__ = [
     "ledger_from_records",
     "load_aiops_scenario",
     "load_scenario",
+    "loads_stored",
     "loads_strict",
+    "make_converter",
     "match_excerpt",
     "next_action",
     "next_aiops_action",

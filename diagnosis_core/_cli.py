@@ -24,8 +24,8 @@ from ._aiops_replay import (
     replay_aiops_scenario,
 )
 from ._converter import to_wire
-from ._errors import ScenarioError
-from ._json import canonical_json
+from ._errors import PayloadError, ScenarioError
+from ._json import canonical_json, int_from_literal
 from ._machine import DiagnosisResult
 from ._replay import load_scenario, replay_scenario
 from ._routing import routing_mermaid
@@ -68,6 +68,13 @@ def _reject_constant(name: str) -> object:
     raise ScenarioError(f"$: {name} is not valid JSON")
 
 
+def _scenario_int(literal: str) -> int:
+    try:
+        return int_from_literal(literal)
+    except PayloadError as error:
+        raise ScenarioError(f"$: {error.problem}") from None
+
+
 def read_scenario_file(path: str) -> object:
     """Read a scenario file as JSON; every problem is a :class:`ScenarioError`."""
     try:
@@ -81,7 +88,10 @@ def read_scenario_file(path: str) -> object:
         raise ScenarioError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
     try:
         return json.loads(
-            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+            text,
+            object_pairs_hook=_reject_duplicates,
+            parse_constant=_reject_constant,
+            parse_int=_scenario_int,  # the fixed digit limit of spec §5
         )
     except json.JSONDecodeError as error:
         raise ScenarioError(
@@ -89,6 +99,8 @@ def read_scenario_file(path: str) -> object:
         ) from None
     except RecursionError:
         raise ScenarioError(f"{path}: JSON nested too deeply") from None
+    except ScenarioError as error:  # from a hook: name the file
+        raise ScenarioError(f"{path}: {error}") from None
 
 
 def _cell(value: object) -> str:

@@ -15,6 +15,7 @@ import attrs
 
 from ._enums import Locale
 from ._errors import ConfigError
+from ._json import describe_value
 
 __all__ = ["DiagnosisConfig", "RunConfig"]
 
@@ -23,10 +24,15 @@ def int_in_range(low: int, high: int) -> Any:
     def check(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(
-                f"{attribute.name}: expected an integer in {low}..{high}, got {value!r}"
+                f"{attribute.name}: expected an integer in {low}..{high}, "
+                f"got {describe_value(value)}"
             )
         if not low <= value <= high:
-            raise ConfigError(f"{attribute.name}: {value} is outside the range {low}..{high}")
+            # describe_value, not str(): an integer too long to print must still
+            # give this ConfigError (spec §5 digit limit), never a ValueError.
+            raise ConfigError(
+                f"{attribute.name}: {describe_value(value)} is outside the range {low}..{high}"
+            )
 
     return check
 

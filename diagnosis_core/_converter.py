@@ -27,6 +27,7 @@ import inspect
 import itertools
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -53,16 +54,16 @@ from ._json import (
     json_path_index,
     json_path_key,
     json_type_name,
-    loads_strict,
+    loads_stored,
     loads_strict_with_objects,
 )
 from ._trace import EventDetails, RawResult
 
 __all__ = [
-    "converter",
     "from_json",
     "from_json_object_text",
     "from_wire",
+    "make_converter",
     "to_json",
     "to_wire",
 ]
@@ -667,8 +668,21 @@ def _sparse_unstructure(conv: cattrs.Converter, cls: type[Any]) -> Callable[[Any
     return unstructure
 
 
-converter: cattrs.Converter = _install_hooks(cattrs.Converter(detailed_validation=False))
-"""The package's converter (fast mode). Use :func:`to_wire` / :func:`from_wire`."""
+# Private on purpose (spec §15 "No process-global knob changes a verdict"): a
+# hook registered on a shared converter would change what every strict parser
+# accepts, process-wide. Hosts get their own copy from make_converter().
+_fast_converter: cattrs.Converter = _install_hooks(cattrs.Converter(detailed_validation=False))
+
+
+def make_converter() -> cattrs.Converter:
+    """A fresh converter with the package's hooks, for a host's own use.
+
+    It structures and unstructures package values as :func:`from_wire` /
+    :func:`to_wire` do. Each call builds a new one: hooks a host registers on
+    it change only that copy. The package's parsers never use it, so nothing
+    registered on it can loosen them.
+    """
+    return _install_hooks(cattrs.Converter(detailed_validation=False))
 
 _detailed_converter = _install_hooks(cattrs.Converter(detailed_validation=True))
 
@@ -889,7 +903,7 @@ def to_wire(value: object) -> JsonValue:
     serializes; ``from_wire(type(value), json.loads(canonical_json(...)))``
     gives ``value`` back (spec §10.8).
     """
-    result: JsonValue = converter.unstructure(value)
+    result: JsonValue = _fast_converter.unstructure(value)
     return result
 
 
@@ -933,7 +947,27 @@ def _payload_error(exc: BaseException) -> PayloadError:
         if separator and field.isidentifier():
             return PayloadError(json_path_key(path, field), problem)
         return PayloadError(path or "$", str(exc))
-    return PayloadError(path or "$", f"invalid value ({type(exc).__name__})")
+    if isinstance(exc, ValueError | TypeError):
+        # A value validator or converter of a class refused the value.
+        return PayloadError(path or "$", f"invalid value ({type(exc).__name__})")
+    # Anything else (AttributeError, AssertionError …) is a bug of the package,
+    # not bad data: it must surface as itself, not as "the model misbehaved".
+    raise exc
+
+
+# What the detailed pass may raise for bad data: cattrs' wrappers (whose leaves
+# _payload_error checks), the hooks' verdicts, a missing key, a class's
+# validators (ConfigError, or ValueError / TypeError from attrs validators).
+_DATA_ERRORS = (
+    ClassValidationError,
+    IterableValidationError,
+    _WireError,
+    PayloadError,
+    ConfigError,
+    KeyError,
+    ValueError,
+    TypeError,
+)
 
 
 def from_wire(cls: type[T], data: object) -> T:
@@ -947,7 +981,7 @@ def from_wire(cls: type[T], data: object) -> T:
             the same way, with the field in the path.
     """
     try:
-        result: T = converter.structure(data, cls)
+        result: T = _fast_converter.structure(data, cls)
         return result
     except RecursionError:
         raise PayloadError("$", "nesting too deep") from None
@@ -961,9 +995,10 @@ def from_wire(cls: type[T], data: object) -> T:
         detailed: T = _detailed_converter.structure(data, cls)
     except RecursionError:
         raise PayloadError("$", "nesting too deep") from None
-    except MemoryError:
-        raise
-    except Exception as exc:
+    except _DATA_ERRORS as exc:
+        # cattrs wraps whatever a field raised; _payload_error re-raises a leaf
+        # that is not a verdict on the data (a bug), so only data errors become
+        # a PayloadError.
         raise _payload_error(exc) from None
     return detailed
 
@@ -1000,14 +1035,42 @@ def from_json_object_text(
     return result
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def to_json(value: object) -> str:
     """Canonical JSON of any package value: ``canonical_json(to_wire(value))``.
 
-    One call serializes a state, a result or a :class:`TraceReport`.
+    One call serializes a state, a result or a :class:`TraceReport`. A
+    surrogate code point (a state may keep one from an exception message or
+    a gatekeeper result, spec §15) is written as its ``\\uXXXX`` escape, so
+    the text always encodes as UTF-8; everything else is exactly the
+    canonical text. :func:`from_json` reads it back to an equal value.
     """
-    return canonical_json(to_wire(value))
+    text = canonical_json(to_wire(value))
+    if text.isascii() or not _has_surrogate(text):
+        return text
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-16-le")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def from_json(cls: type[T], text: str) -> T:
-    """Parse JSON text strictly and structure it as ``cls``; raises only :class:`PayloadError`."""
-    return from_wire(cls, loads_strict(text))
+    """Parse stored JSON text strictly and structure it as ``cls``.
+
+    For text the package wrote (:func:`to_json`): every rule of
+    :func:`loads_strict` applies except that escaped lone surrogates are kept
+    (:func:`loads_stored`). Agent payloads are parsed by the ``parse_*``
+    functions, which reject them. Raises only :class:`PayloadError`.
+    """
+    return from_wire(cls, loads_stored(text))

@@ -19,8 +19,11 @@ found, by a second, slower pass.
 
 from __future__ import annotations
 
+import collections.abc
+import itertools
 import json
 import math
+import operator
 import re
 import types
 import typing
@@ -30,9 +33,14 @@ from typing import Any, TypeAlias
 from ._errors import PayloadError
 
 __all__ = [
+    "MAX_INT_DIGITS",
     "JsonValue",
     "canonical_json",
     "extract_json_text",
+    "int_from_literal",
+    "int_to_text",
+    "int_too_long",
+    "loads_stored",
     "loads_strict",
     "loads_strict_with_objects",
     "parse_json_object",
@@ -69,15 +77,208 @@ def canonical_json(value: object) -> str:
     give byte-identical text, which is what makes a technical retry's input
     identical and a trace hash reproducible.
 
+    Integers follow the fixed digit limit of spec §5 (:data:`MAX_INT_DIGITS`),
+    whatever the interpreter's own ``int_max_str_digits`` is: an integer of
+    up to 4300 digits is written even when the interpreter would refuse it,
+    and a longer one is refused even when the interpreter would write it.
+
     Raises:
-        ValueError: for NaN or an infinite float (``allow_nan=False``), or a
-            circular structure.
+        ValueError: for NaN or an infinite float (``allow_nan=False``), a
+            circular structure, or an integer of more than 4300 digits.
         TypeError: for a value JSON cannot represent (a set, bytes, a
             non-string key that is not a scalar, an arbitrary object …).
     """
-    return json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    try:
+        text = json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    except ValueError:
+        # NaN, a cycle, or an integer the interpreter will not convert: the
+        # exact encoder below says which (and writes the integer if it may).
+        return _canonical_json_exact(value)
+    if (
+        _LONG_INTEGER_TOKEN.search(text) is not None or _LONG_INTEGER_START.match(text) is not None
+    ) and _holds_long_integer(value):
+        raise ValueError(f"an integer has more than {MAX_INT_DIGITS} digits")
+    return text
+
+
+# --- the digit limit (spec §5, v1.1) ---------------------------------------------
+
+MAX_INT_DIGITS = 4300
+"""The longest integer literal (digits, sign excluded) any JSON text may hold (spec §5)."""
+
+# Every interpreter converts at least 640 digits (the lowest setting allowed).
+_SAFE_DIGITS = 600
+_SAFE_POWER: int = 10**_SAFE_DIGITS
+_TOO_LONG: int = 10**MAX_INT_DIGITS  # the smallest magnitude with 4301 digits
+# In canonical text a number starts the document or follows ``[``, ``,`` or ``:``.
+# A hit may also be inside a string; the exact walk over the value decides.
+_LONG_INTEGER_TOKEN = re.compile(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
+_LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
+# A run of more digits than every interpreter converts. Without one, no literal
+# can reach either limit and the C conversion is used (no Python hook per
+# number); the lookbehind makes the scan linear (one try per run of digits).
+_UNSAFE_DIGIT_RUN = re.compile(r"(?<![0-9])[0-9]{" + str(_SAFE_DIGITS + 1) + "}")
+
+
+def _int_hook(text: str, hook: Callable[[str], object]) -> Callable[[str], object] | None:
+    return hook if _UNSAFE_DIGIT_RUN.search(text) is not None else None
+
+
+def int_too_long(value: int) -> bool:
+    """Whether ``value`` has more than :data:`MAX_INT_DIGITS` decimal digits.
+
+    Decided on the value (a bit-length bound, then one comparison), never by
+    converting it to text, so neither its size nor the interpreter's digit
+    limit matters.
+    """
+    if value.bit_length() <= 14_280:  # < 2**14280 < 10**4299: at most 4299 digits
+        return False
+    return abs(value) >= _TOO_LONG
+
+
+def int_from_literal(literal: str) -> int:
+    """The value of a JSON integer literal, under the fixed digit limit of spec §5.
+
+    Converts in chunks that every interpreter accepts, so the result does not
+    depend on ``sys.get_int_max_str_digits()``; the cost is at most a few
+    multiplications for 4300 digits.
+
+    Raises:
+        PayloadError: for a literal of more than :data:`MAX_INT_DIGITS` digits.
+    """
+    if len(literal) <= _SAFE_DIGITS:
+        return int(literal)
+    negative = literal.startswith("-")
+    digits = literal[1:] if negative else literal
+    if len(digits) > MAX_INT_DIGITS:
+        raise PayloadError("$", f"an integer literal has more than {MAX_INT_DIGITS} digits")
+    value = 0
+    for start in range(0, len(digits), _SAFE_DIGITS):
+        chunk = digits[start : start + _SAFE_DIGITS]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return -value if negative else value
+
+
+def int_to_text(value: int) -> str:
+    """Decimal text of ``value``, whatever the interpreter's digit limit.
+
+    Raises:
+        ValueError: for more than :data:`MAX_INT_DIGITS` digits.
+    """
+    if int_too_long(value):
+        raise ValueError(f"an integer has more than {MAX_INT_DIGITS} digits")
+    magnitude = abs(value)
+    if magnitude < _SAFE_POWER:
+        return int.__repr__(value)
+    chunks: list[str] = []
+    while magnitude >= _SAFE_POWER:
+        magnitude, chunk = divmod(magnitude, _SAFE_POWER)
+        chunks.append(int.__repr__(chunk).zfill(_SAFE_DIGITS))
+    chunks.append(int.__repr__(magnitude))
+    return ("-" if value < 0 else "") + "".join(reversed(chunks))
+
+
+def _holds_long_integer(value: object) -> bool:
+    """Whether an integer of more than 4300 digits is anywhere in ``value`` (keys too)."""
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            if int_too_long(item):
+                return True
+        elif isinstance(item, list | tuple | dict):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+    return False
+
+
+class _Text:
+    """Already-encoded output of :func:`_canonical_json_exact`; ``done`` ends a container."""
+
+    __slots__ = ("done", "text")
+
+    def __init__(self, text: str, done: int | None = None) -> None:
+        self.text = text
+        self.done = done
+
+
+def _key_text(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return int_to_text(key)
+    if isinstance(key, float):
+        return _float_text(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _float_text(value: float) -> str:
+    if not math.isfinite(value):
+        raise ValueError("Out of range float values are not JSON compliant: " + repr(value))
+    return float.__repr__(value)
+
+
+def _canonical_json_exact(value: object) -> str:
+    """:func:`canonical_json`'s text, built without the interpreter's digit limit.
+
+    The slow twin of ``json.dumps`` with the same options (iterative, so
+    depth is not a problem): used only when the fast call raised.
+    """
+    parts: list[str] = []
+    active: set[int] = set()
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Text):
+            parts.append(item.text)
+            if item.done is not None:
+                active.discard(item.done)
+        elif isinstance(item, str):
+            parts.append(json.dumps(item, ensure_ascii=False))
+        elif item is None or item is True or item is False:
+            parts.append(json.dumps(item))
+        elif isinstance(item, int):
+            parts.append(int_to_text(item))
+        elif isinstance(item, float):
+            parts.append(_float_text(item))
+        elif isinstance(item, list | tuple | dict):
+            if id(item) in active:
+                raise ValueError("Circular reference detected")
+            active.add(id(item))
+            if isinstance(item, dict):
+                pairs = sorted(item.items())
+                stack.append(_Text("}", id(item)))
+                for index in range(len(pairs) - 1, -1, -1):
+                    key, child = pairs[index]
+                    stack.append(child)
+                    head = json.dumps(_key_text(key), ensure_ascii=False) + ":"
+                    stack.append(_Text(head if index == 0 else "," + head))
+                parts.append("{")
+            else:
+                stack.append(_Text("]", id(item)))
+                for index in range(len(item) - 1, -1, -1):
+                    stack.append(item[index])
+                    if index:
+                        stack.append(_Text(","))
+                parts.append("[")
+        else:
+            raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
+    return "".join(parts)
 
 
 # --- paths and messages (shared by the converter and the parsers) ---------------
@@ -162,6 +363,13 @@ def _finite_float(literal: str) -> float:
     return value
 
 
+def _strict_int(literal: str) -> int:
+    try:
+        return int_from_literal(literal)
+    except PayloadError:
+        raise _Problem from None
+
+
 # A ``\uD8xx``..``\uDFxx`` escape somewhere in the text. Cheap (literal prefix);
 # it may also hit an escaped backslash followed by ``ud800`` or a valid pair,
 # which the exact check below tells apart.
@@ -213,55 +421,114 @@ class _Overflow(str):
     """A number literal that overflows a double, seen by the diagnostic pass."""
 
 
+class _LongInteger(str):
+    """An integer literal of more than 4300 digits, seen by the diagnostic pass."""
+
+
 def _diag_float(literal: str) -> object:
     value = float(literal)
     return _Overflow(literal) if math.isinf(value) else value
+
+
+def _diag_int(literal: str) -> object:
+    try:
+        return int_from_literal(literal)
+    except PayloadError:
+        return _LongInteger(literal)
 
 
 def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _diagnose(text: str) -> PayloadError:
+_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})  # never a problem by themselves
+_second = operator.itemgetter(1)
+
+
+def _path_of(steps: list[str | int | None]) -> str:
+    path = ""
+    for step in steps:
+        if isinstance(step, int):
+            path = json_path_index(path, step)
+        elif step is not None:
+            path = json_path_key(path, step)
+    return path or "$"
+
+
+def _scalar_problem(value: object, surrogates_allowed: bool) -> str | None:
+    if isinstance(value, _Constant):
+        return f"{value} is not a JSON number"
+    if isinstance(value, _Overflow):
+        return f"number {_shorten(str(value))} is out of range"
+    if isinstance(value, _LongInteger):
+        return f"integer literal of {len(value.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
+    if isinstance(value, str) and not surrogates_allowed and _SURROGATE_CHAR.search(value):
+        return "string contains an unpaired surrogate"
+    return None
+
+
+def _diagnose(text: str, *, surrogates_allowed: bool = False) -> PayloadError:
     """Find the first problem in document order and say where it is.
 
-    Only runs after the fast path rejected the text, so it may be slow; it is
-    iterative, because a document may nest as deep as the parser allows.
+    Only runs after the fast path rejected the text. It costs one more parse
+    and one walk, both linear in the text: the walk keeps one iterator per
+    open container and the steps that lead to it, and builds a path string
+    only for the problem it reports (a path per visited value would be
+    quadratic in a deep and wide document). It is iterative, because a
+    document may nest as deep as the parser allows.
     """
     try:
         document = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_Constant,
-                              parse_float=_diag_float)
+                              parse_float=_diag_float, parse_int=_int_hook(text, _diag_int))
     except RecursionError:
         return PayloadError("$", "nesting too deep")
     except json.JSONDecodeError as exc:
         # The fast path stopped at a problem (a duplicate key …) before reaching
         # a syntax error further on; the document is not JSON at all.
         return PayloadError("$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-    except ValueError:
-        return PayloadError("$", "invalid JSON: a number has too many digits")
-    stack: list[tuple[object, str]] = [(document, "")]
-    while stack:
-        value, path = stack.pop()
-        if isinstance(value, _Pairs):
-            seen: set[str] = set()
-            for key, _ in value:
-                if _SURROGATE_CHAR.search(key):
-                    return PayloadError(path or "$", "object key contains an unpaired surrogate")
-                if key in seen:
-                    return PayloadError(path or "$", f"duplicate key {describe_value(key)}")
-                seen.add(key)
-            stack.extend((item, json_path_key(path, key)) for key, item in reversed(value))
-        elif isinstance(value, list):
-            stack.extend(
-                (item, json_path_index(path, index))
-                for index, item in reversed(list(enumerate(value)))
-            )
-        elif isinstance(value, _Constant):
-            return PayloadError(path or "$", f"{value} is not a JSON number")
-        elif isinstance(value, _Overflow):
-            return PayloadError(path or "$", f"number {_shorten(str(value))} is out of range")
-        elif isinstance(value, str) and _SURROGATE_CHAR.search(value):
-            return PayloadError(path or "$", "string contains an unpaired surrogate")
+    frames: list[collections.abc.Iterator[tuple[str | int | None, object]]] = [
+        iter(((None, document),))
+    ]
+    steps: list[str | int | None] = []  # steps[k] leads into the container of frames[k + 1]
+    if not surrogates_allowed and not _has_raw_surrogate(text) and (
+        "\\" not in text or _SURROGATE_ESCAPE_HINT.search(text) is None
+    ):
+        surrogates_allowed = True  # no string can hold one: skip the per-string checks
+    plain = _PLAIN_SCALARS | {str} if surrogates_allowed else _PLAIN_SCALARS
+    is_plain = plain.__contains__
+    while frames:
+        for step, value in frames[-1]:
+            if isinstance(value, _Pairs):
+                seen: set[str] = set()
+                for key, _ in value:
+                    if not surrogates_allowed and _SURROGATE_CHAR.search(key):
+                        return PayloadError(
+                            _path_of([*steps, step]), "object key contains an unpaired surrogate"
+                        )
+                    if key in seen:
+                        return PayloadError(
+                            _path_of([*steps, step]), f"duplicate key {describe_value(key)}"
+                        )
+                    seen.add(key)
+                steps.append(step)
+                # Only the values that may hold a problem, found at C speed.
+                frames.append(itertools.compress(
+                    value, map(operator.not_, map(is_plain, map(type, map(_second, value))))
+                ))
+                break
+            if isinstance(value, list):
+                steps.append(step)
+                frames.append(itertools.compress(
+                    enumerate(value), map(operator.not_, map(is_plain, map(type, value)))
+                ))
+                break
+            problem = _scalar_problem(value, surrogates_allowed)
+            if problem is not None:
+                return PayloadError(_path_of([*steps, step]), problem)
+        else:
+            frames.pop()
+            if steps:
+                steps.pop()
     return PayloadError("$", "invalid JSON")  # pragma: no cover - the fast path found something
 
 
@@ -272,12 +539,36 @@ def loads_strict(text: str) -> JsonValue:
     where that is known: invalid JSON (with line and column), a duplicate key
     in any object, ``NaN`` / ``Infinity`` / ``-Infinity``, a number that
     overflows a double, a lone surrogate in any string or key (escaped or
-    raw), an integer too long to convert, and nesting deeper than the parser
-    allows. :class:`MemoryError` is not caught.
+    raw), an integer literal of more than 4300 digits (whatever the
+    interpreter's own limit), and nesting deeper than the parser allows.
+    Time and memory are linear in the text, rejected or not.
+    :class:`MemoryError` is not caught.
+
+    This is the parser of *agent output* (hostile input). Text the package
+    wrote itself (states, trace reports) is read with :func:`loads_stored`.
 
     Guarantee: a returned value contains no surrogates and no non-finite float,
     so :func:`canonical_json` can always serialize it.
     """
+    return _loads(text, stored=False)
+
+
+def loads_stored(text: str) -> JsonValue:
+    """Parse JSON text that holds *stored facts*: what :func:`to_json` wrote.
+
+    Exactly :func:`loads_strict`, except that an escaped unpaired surrogate
+    (``"\\ud800"``) is accepted and kept as that one code point. The core
+    keeps such strings on purpose: an exception message or a gatekeeper
+    result may hold one, and a state or trace must record it exactly (spec
+    §15). Agent payloads never go through this function, so for them a lone
+    surrogate stays invalid (spec §5). A *raw* surrogate code point in the
+    text is still rejected: :func:`to_json` never writes one (its output
+    always encodes as UTF-8).
+    """
+    return _loads(text, stored=True)
+
+
+def _loads(text: str, *, stored: bool) -> JsonValue:
     if not isinstance(text, str):
         raise PayloadError("$", f"expected text, got {type(text).__name__}")
     try:
@@ -286,19 +577,22 @@ def loads_strict(text: str) -> JsonValue:
             object_pairs_hook=_strict_pairs,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
+            parse_int=_int_hook(text, _strict_int),
         )
     except json.JSONDecodeError as exc:
         raise PayloadError(
             "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except _Problem:
-        raise _diagnose(text) from None
+        raise _diagnose(text, surrogates_allowed=stored) from None
     except RecursionError:
         raise PayloadError("$", "nesting too deep") from None
-    except ValueError:
-        # int() refuses more digits than sys.get_int_max_str_digits().
-        raise PayloadError("$", "invalid JSON: a number has too many digits") from None
-    if _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
+    if stored:
+        if _has_raw_surrogate(text):
+            raise PayloadError(
+                "$", "text contains a raw surrogate code point (stored JSON escapes them)"
+            )
+    elif _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
         raise _diagnose(text)
     return value
 
@@ -323,6 +617,7 @@ def loads_strict_with_objects(
             object_pairs_hook=object_pairs_hook,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
+            parse_int=_int_hook(text, _strict_int),
         )
     except MemoryError:
         raise

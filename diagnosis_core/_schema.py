@@ -41,7 +41,7 @@ from ._payloads import (
     VerifierOutput,
 )
 
-__all__ = ["SCHEMA_NAMES", "json_schema"]
+__all__ = ["NOT_ONLY_WHITESPACE_PATTERN", "SCHEMA_NAMES", "json_schema"]
 
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -54,6 +54,32 @@ _PAYLOAD_TYPES: Mapping[PayloadName, type[Any]] = {
 
 SCHEMA_NAMES: tuple[str, ...] = tuple(name.value for name in PayloadName)
 """The names :func:`json_schema` accepts, in workflow order."""
+
+def _not_whitespace_class() -> str:
+    """A regex character class of every code point that is not ``str.isspace``.
+
+    Written as a negated class of explicit ``\\uXXXX`` ranges, computed from
+    ``str.isspace`` itself, so that Python ``re`` and ECMA-262 engines (which
+    disagree on ``\\S``: ``\\u001c``–``\\u001f``, ``\\u0085``, ``\\ufeff``)
+    read it the same way and exactly as the parser's "whitespace" (spec §5).
+    """
+    ranges: list[tuple[int, int]] = []
+    # The BMP suffices (no whitespace lies beyond it, which a test checks over
+    # every code point) and keeps the import cheap.
+    for code in range(0x10000):
+        if chr(code).isspace():
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    parts = [
+        f"\\u{low:04x}" if low == high else f"\\u{low:04x}-\\u{high:04x}" for low, high in ranges
+    ]
+    return "[^" + "".join(parts) + "]"
+
+
+NOT_ONLY_WHITESPACE_PATTERN = _not_whitespace_class()
+"""The composer ``answer`` pattern: "holds a character that is not whitespace" (spec §5.4)."""
 
 _NON_EMPTY: dict[str, JsonValue] = {"minLength": 1}
 _NON_EMPTY_ITEMS: dict[str, JsonValue] = {"items": {"minLength": 1}}
@@ -78,7 +104,7 @@ _FIELD_RULES: Mapping[tuple[type[Any], str], dict[str, JsonValue]] = {
     (VerifierOutput, "allowed_claim_ids"): _NON_EMPTY_ITEMS,
     (VerifierOutput, "critical_fact_count"): {"minimum": 0},
     (FactCheck, "claim_id"): _NON_EMPTY,
-    (ComposerOutput, "answer"): {"minLength": 1, "pattern": "\\S"},
+    (ComposerOutput, "answer"): {"minLength": 1, "pattern": NOT_ONLY_WHITESPACE_PATTERN},
     (ComposerOutput, "cited_claim_ids"): _NON_EMPTY_ITEMS,
 }
 

@@ -42,7 +42,7 @@ from diagnosis_core import (
     canonical_json,
     classify_failure,
     default_failure_classifier,
-    from_wire,
+    from_json,
     load_scenario,
     next_action,
     parse_verifier_output,
@@ -52,6 +52,7 @@ from diagnosis_core import (
     scenario_effects,
     scenario_request,
     start_diagnosis,
+    to_json,
     to_wire,
 )
 from diagnosis_core.testing import (
@@ -75,8 +76,15 @@ GAPS = {Verification.NO_EVIDENCE, Verification.INDIRECT_SUPPORT}
 
 
 def round_trips(value: object) -> bool:
-    """``to_wire → canonical_json → json.loads → from_wire`` gives ``value`` back."""
-    return from_wire(type(value), json.loads(canonical_json(to_wire(value)))) == value
+    """``to_json`` writes UTF-8-encodable text that the package's own ``from_json`` reads back.
+
+    The package's loader, not ``json.loads``: what it accepts is the guarantee
+    (spec §15), including lone surrogates kept from exception messages and
+    gatekeeper results.
+    """
+    text = to_json(value)
+    text.encode("utf-8")  # raises if a surrogate was written raw
+    return from_json(type(value), text) == value
 
 
 # --- 1 ----------------------------------------------------------------------------
@@ -277,8 +285,8 @@ def test_payloads_states_and_trace_reports_round_trip_through_canonical_json(
         assert round_trips(build_trace_report(state))
     assert round_trips(action.result)
     report = build_trace_report(state)
-    assert from_wire(TraceReport, json.loads(canonical_json(to_wire(report)))) == report
-    assert from_wire(DiagnosisState, json.loads(canonical_json(to_wire(state)))) == state
+    assert from_json(TraceReport, to_json(report).encode("utf-8").decode("utf-8")) == report
+    assert from_json(DiagnosisState, to_json(state).encode("utf-8").decode("utf-8")) == state
 
 
 _VERDICTS = st.sampled_from([Verdict.PASS, Verdict.LOW_CONFID, Verdict.REJECT])

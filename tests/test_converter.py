@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diagnosis_core._config import DiagnosisConfig, RunConfig
-from diagnosis_core._converter import _detailed_converter, converter, from_wire, to_wire
+from diagnosis_core._converter import _detailed_converter, from_wire, to_wire
+from diagnosis_core._converter import _fast_converter as converter
 from diagnosis_core._enums import (
     BindingCheckStatus,
     EvidenceStatus,

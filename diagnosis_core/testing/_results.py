@@ -32,7 +32,7 @@ from .._reference_gatekeeper import (
     ledger_from_records,
     parse_raw_path,
 )
-from ._values import identifiers, json_values, texts, tool_names
+from ._values import fact_texts, identifiers, json_values, texts, tool_names
 
 __all__ = [
     "BindingKey",
@@ -146,7 +146,7 @@ def gatekeeper_results(
             {str(entry["reason"]) for entry in entries if entry.get("reason")}
         )
     if draw(st.booleans()):
-        result["x-audit"] = draw(json_values(max_leaves=3))
+        result["x-audit"] = draw(json_values(max_leaves=3) | fact_texts(max_size=8))
     return result
 
 

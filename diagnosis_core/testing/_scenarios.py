@@ -52,6 +52,7 @@ from ._values import (
     diagnosis_configs,
     diagnosis_requests,
     executor_evidences,
+    fact_texts,
     history_messages,
     identifiers,
     json_values,
@@ -170,8 +171,11 @@ class _Retryable(Exception):
 
 
 def agent_exceptions() -> st.SearchStrategy[Exception]:
-    """Any exception an effect may raise: known ones of every kind and unknown ones."""
-    message = texts(max_size=20)
+    """Any exception an effect may raise: known ones of every kind and unknown ones.
+
+    Messages often hold lone surrogates (:func:`fact_texts`): a state keeps them.
+    """
+    message = fact_texts(max_size=20)
     known: st.SearchStrategy[Exception] = st.one_of(
         message.map(TimeoutError),
         message.map(ConnectionError),

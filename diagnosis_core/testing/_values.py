@@ -85,6 +85,35 @@ def texts(*, min_size: int = 0, max_size: int = 20) -> st.SearchStrategy[str]:
     return _texts(min_size, max_size)
 
 
+_LONE_SURROGATES = ("\ud800", "\udbff", "\udc00", "\udfff", "\udc80\udc81")
+
+
+def _no_pair(text: str) -> bool:
+    return not any(
+        "\ud800" <= text[index] <= "\udbff" and "\udc00" <= text[index + 1] <= "\udfff"
+        for index in range(len(text) - 1)
+    )
+
+
+@functools.cache
+def _fact_texts(max_size: int) -> st.SearchStrategy[str]:
+    piece = st.one_of(texts(max_size=4), st.sampled_from(_LONE_SURROGATES))
+    return texts(max_size=max_size) | st.lists(piece, min_size=1, max_size=max_size // 2 or 1).map(
+        "".join
+    ).filter(_no_pair)
+
+
+def fact_texts(*, max_size: int = 20) -> st.SearchStrategy[str]:
+    """Texts a *stored fact* may hold: often with lone surrogates (spec §15).
+
+    What an exception message or a gatekeeper result may carry into a state;
+    never an agent payload's text. A high surrogate is never directly
+    followed by a low one: in JSON, whose escapes are UTF-16 units, that
+    pair of code points and the one character they encode are the same text.
+    """
+    return _fact_texts(max_size)
+
+
 @functools.cache
 def _non_blank(max_size: int = 40) -> st.SearchStrategy[str]:
     return texts(min_size=1, max_size=max_size).filter(lambda text: bool(text.strip()))

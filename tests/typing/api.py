@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import assert_type
 
+import cattrs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -139,6 +140,7 @@ def run_sync() -> DiagnosisResult:
     report = dc.build_trace_report(state)
     assert_type(report, TraceReport)
     assert_type(dc.to_json(report), str)
+    assert_type(dc.make_converter(), cattrs.Converter)
     return result
 
 
