@@ -39,6 +39,7 @@ import payloads
 from timing import calibrate_loops, interleave, ratio
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 
 SECTIONS = ("parse", "scaling", "drivers", "import")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
@@ -220,15 +221,15 @@ def _projector_inputs(claims: int) -> dict[str, Callable[[], object]]:
     document = payloads.evidence_document(claims)
     evidence = dc.parse_executor_evidence(json.dumps(document, ensure_ascii=False))
     raw = payloads.gatekeeper_result_passing_all(document)
-    checked = dc.normalize_gatekeeper_result(raw).checked_bindings
-    assert len(dc.project_verified_input(evidence, checked).verified_evidence) == 2 * claims
-    return {"project_verified_input": lambda: dc.project_verified_input(evidence, checked)}
+    checked = dcb.normalize_gatekeeper_result(raw).checked_bindings
+    assert len(dcb.project_verified_input(evidence, checked).verified_evidence) == 2 * claims
+    return {"project_verified_input": lambda: dcb.project_verified_input(evidence, checked)}
 
 
 def _gatekeeper_inputs(claims: int) -> dict[str, Callable[[], object]]:
     text = json.dumps(payloads.evidence_document(claims), ensure_ascii=False)
     evidence = dc.parse_executor_evidence(text)
-    gatekeeper = dc.ReferenceGatekeeper(dc.ledger_from_records(payloads.ledger_records(claims)))
+    gatekeeper = dc.ReferenceGatekeeper(dcb.ledger_from_records(payloads.ledger_records(claims)))
     verdict = gatekeeper("run-bench", evidence)
     checked = verdict["checked_bindings"]
     assert verdict["status"] == "pass" and isinstance(checked, list) and len(checked) == 2 * claims

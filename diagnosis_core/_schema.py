@@ -43,7 +43,8 @@ from ._payloads import (
 
 __all__ = ["SCHEMA_NAMES", "json_schema"]
 
-_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+"""The JSON Schema dialect of every generated schema."""
 
 _PAYLOAD_TYPES: Mapping[PayloadName, type[Any]] = {
     PayloadName.PLANNER_PLAN: PlannerPlan,
@@ -184,11 +185,12 @@ def _type_schema(cl: Any) -> dict[str, JsonValue]:
         if len(rest) == 1:
             return _nullable(_type_schema(rest[0]))
     if attrs.has(cl):
-        return _class_schema(cl)
+        return class_schema(cl)
     raise TypeError(f"no JSON Schema for {cl!r}")
 
 
-def _class_schema(cl: type[Any]) -> dict[str, JsonValue]:
+def class_schema(cl: type[Any]) -> dict[str, JsonValue]:
+    """The schema of one ``attrs`` payload class (fields, defaults, the rules above)."""
     hints = typing.get_type_hints(cl)
     also_required = _ALSO_REQUIRED.get(cl, ())
     properties: dict[str, JsonValue] = {}
@@ -228,5 +230,5 @@ def json_schema(name: str) -> dict[str, JsonValue]:
     except ValueError:
         valid = ", ".join(repr(known) for known in SCHEMA_NAMES)
         raise ValueError(f"unknown payload schema {name!r}; expected one of {valid}") from None
-    body = _class_schema(_PAYLOAD_TYPES[payload])
-    return copy.deepcopy({"$schema": _DRAFT, "title": payload.value, **body})
+    body = class_schema(_PAYLOAD_TYPES[payload])
+    return copy.deepcopy({"$schema": DRAFT, "title": payload.value, **body})

@@ -1,7 +1,7 @@
 """What every routing table shares: row lookup and the Mermaid drawing.
 
 The chat workflow (:mod:`._routing`) and the AIOps workflow
-(:mod:`._aiops_routing`) keep their own rows and conditions; reading rows in
+(:mod:`.aiops._routing`) keep their own rows and conditions; reading rows in
 order and drawing them is the same for both, so it lives here once.
 """
 

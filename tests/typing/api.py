@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 import diagnosis_core.testing as dt
 from diagnosis_core import (
     Action,
     AgentName,
-    AllowedClaim,
     AnswerMode,
     AsyncEffects,
     CallGatekeeper,
@@ -32,7 +32,6 @@ from diagnosis_core import (
     DiagnosisResult,
     DiagnosisState,
     Effects,
-    EvidenceGap,
     ExecutorEvidence,
     FailureKind,
     Finished,
@@ -41,12 +40,10 @@ from diagnosis_core import (
     InvokeAgent,
     JsonValue,
     Locale,
-    NormalizedGatekeeperResult,
     Outcome,
     PayloadError,
     PlannerPlan,
     ReasonCode,
-    RetryContext,
     RunConfig,
     Scenario,
     ScenarioError,
@@ -54,8 +51,14 @@ from diagnosis_core import (
     ToolBlockedError,
     TraceReport,
     Verdict,
-    VerifiedInput,
     VerifierOutput,
+)
+from diagnosis_core.blocks import (
+    AllowedClaim,
+    EvidenceGap,
+    NormalizedGatekeeperResult,
+    RetryContext,
+    VerifiedInput,
 )
 
 # --- a request ---------------------------------------------------------------------
@@ -165,7 +168,7 @@ def drive_by_hand() -> str:
 
 def save_and_restore(state: DiagnosisState) -> DiagnosisState:
     wire: JsonValue = dc.to_wire(state)
-    text = dc.canonical_json(wire)
+    text = dcb.canonical_json(wire)
     return dc.from_json(DiagnosisState, text)
 
 
@@ -184,21 +187,21 @@ def parse_everything(text: str) -> None:
     except PayloadError as error:
         assert_type(error.path, str)
         return
-    normalized = dc.normalize_gatekeeper_result(json.loads(text))
+    normalized = dcb.normalize_gatekeeper_result(json.loads(text))
     assert_type(normalized, NormalizedGatekeeperResult)
     assert_type(normalized.status, GatekeeperStatus)
     checked: tuple[CheckedBinding, ...] = normalized.checked_bindings
-    verified = dc.project_verified_input(evidence, checked)
+    verified = dcb.project_verified_input(evidence, checked)
     assert_type(verified, VerifiedInput)
-    ceiling = dc.verdict_ceiling(normalized.status)
-    effective = dc.apply_verdict_ceiling(verdicts.verdict, ceiling)
-    assert_type(dc.answer_mode_for(effective), AnswerMode)
-    gaps = dc.extract_evidence_gaps(verdicts.facts_checked)
+    ceiling = dcb.verdict_ceiling(normalized.status)
+    effective = dcb.apply_verdict_ceiling(verdicts.verdict, ceiling)
+    assert_type(dcb.answer_mode_for(effective), AnswerMode)
+    gaps = dcb.extract_evidence_gaps(verdicts.facts_checked)
     assert_type(gaps, tuple[EvidenceGap, ...])
-    assert_type(dc.build_retry_context(verified, gaps), RetryContext)
-    allowed = dc.select_allowed_claims(verified, verdicts.allowed_claim_ids)
+    assert_type(dcb.build_retry_context(verified, gaps), RetryContext)
+    allowed = dcb.select_allowed_claims(verified, verdicts.allowed_claim_ids)
     assert_type(allowed, tuple[AllowedClaim, ...])
-    fallback = dc.render_pre_verification_fallback(
+    fallback = dcb.render_pre_verification_fallback(
         reason_code=ReasonCode.NO_TRUSTED_EVIDENCE,
         run_id=run.run_id,
         gatekeeper_status=normalized.status,
@@ -227,12 +230,12 @@ def replay_a_file(path: str) -> dict[str, JsonValue]:
 
 
 def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
-    ledger = dc.ledger_from_records(
+    ledger = dcb.ledger_from_records(
         [{"invocation_id": "inv-7", "tool_name": "query_logs", "success": True,
           "output": {"items": [{"message": "upstream timeout after 3000ms"}]}}]
     )
-    assert_type(dc.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
-    assert_type(dc.match_excerpt("a  b", "a b"), str | None)
+    assert_type(dcb.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
+    assert_type(dcb.match_excerpt("a  b", "a b"), str | None)
     gatekeeper = dc.ReferenceGatekeeper(ledger)
     return gatekeeper("run-1", evidence)
 
@@ -240,9 +243,9 @@ def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
 # --- the routing table ----------------------------------------------------------
 
 
-def first_route() -> dc.Route:
-    assert_type(dc.routing_mermaid(), str)
-    return dc.choose_route(None, dc.RoutingFacts())
+def first_route() -> dcb.Route:
+    assert_type(dcb.routing_mermaid(), str)
+    return dcb.choose_route(None, dcb.RoutingFacts())
 
 
 # --- diagnosis_core.testing -----------------------------------------------------

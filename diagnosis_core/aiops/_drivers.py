@@ -18,8 +18,13 @@ from collections.abc import Sequence
 
 import attrs
 
-from ._aiops_enums import AiOpsAgent
-from ._aiops_machine import (
+from .._classify import FailureClassifier, classify_failure, default_failure_classifier
+from .._drivers import describe_error
+from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
+from .._machine import AgentFailed, AgentReplied
+from .._reference_gatekeeper import ToolLedger
+from ._enums import AiOpsAgent
+from ._machine import (
     AiOpsFinished,
     AiOpsRequest,
     AiOpsState,
@@ -28,12 +33,7 @@ from ._aiops_machine import (
     next_aiops_action,
     start_aiops,
 )
-from ._aiops_rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
-from ._classify import FailureClassifier, classify_failure, default_failure_classifier
-from ._drivers import describe_error
-from ._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
-from ._machine import AgentFailed, AgentReplied
-from ._reference_gatekeeper import ToolLedger
+from ._rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
 
 __all__ = [
     "AiOpsEffects",

@@ -41,19 +41,12 @@ from typing import Any
 
 import attrs
 
-from ._aiops_config import AiOpsConfig
-from ._aiops_drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
-from ._aiops_enums import AiOpsAgent
-from ._aiops_machine import AiOpsRequest, AiOpsResult, AiOpsState
-from ._aiops_payloads import Alert
-from ._aiops_rendering import render_aiops_report
-from ._aiops_rules import AiOpsRuleEvaluation
-from ._config import RunConfig
-from ._converter import to_wire
-from ._errors import ConfigError, LedgerError, ScenarioError
-from ._json import JsonValue, describe_value
-from ._reference_gatekeeper import ToolLedger, ledger_from_records
-from ._replay import (
+from .._config import RunConfig
+from .._converter import to_wire
+from .._errors import ConfigError, LedgerError, ScenarioError
+from .._json import JsonValue, describe_value
+from .._reference_gatekeeper import ToolLedger, ledger_from_records
+from .._replay import (
     ScriptedAgent,
     ScriptedResponse,
     check_known_keys,
@@ -64,6 +57,13 @@ from ._replay import (
     load_scripted_response,
     scenario_error,
 )
+from ._config import AiOpsConfig
+from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
+from ._enums import AiOpsAgent
+from ._machine import AiOpsRequest, AiOpsResult, AiOpsState
+from ._payloads import Alert
+from ._rendering import render_aiops_report
+from ._rules import AiOpsRuleEvaluation
 
 __all__ = [
     "AiOpsScenario",

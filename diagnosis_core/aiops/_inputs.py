@@ -28,10 +28,10 @@ from collections.abc import Sequence
 
 import attrs
 
-from ._aiops_enums import AiOpsMode, SupervisorChoice
-from ._aiops_payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
-from ._converter import to_wire
-from ._json import canonical_json
+from .._converter import to_wire
+from .._json import canonical_json
+from ._enums import AiOpsMode, SupervisorChoice
+from ._payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
 
 __all__ = [
     "DISCOVERY_INSTRUCTION",
