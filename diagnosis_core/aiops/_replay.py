@@ -43,7 +43,7 @@ import attrs
 
 from .._config import RunConfig
 from .._converter import to_wire
-from .._errors import ConfigError, LedgerError, ScenarioError
+from .._errors import LedgerError, ScenarioError
 from .._json import JsonValue, describe_value
 from .._reference_gatekeeper import ToolLedger, ledger_from_records
 from .._replay import (
@@ -53,8 +53,9 @@ from .._replay import (
     expect_array,
     expect_object,
     expect_string,
+    load_config_section,
+    load_responses_section,
     load_run_config,
-    load_scripted_response,
     scenario_error,
 )
 from ._config import AiOpsConfig
@@ -77,8 +78,6 @@ __all__ = [
 
 WORKFLOW = "aiops"
 _TOP_KEYS = frozenset({"workflow", "run", "alerts", "config", "responses", "tool_ledger"})
-_CONFIG_KEYS = frozenset(attrs.fields_dict(AiOpsConfig))
-_AGENT_KEYS = frozenset(agent.value for agent in AiOpsAgent)
 _ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels"})
 
 
@@ -125,34 +124,6 @@ def _load_alerts(data: Mapping[str, object]) -> tuple[Alert, ...]:
     )
 
 
-def _load_config(data: Mapping[str, object]) -> AiOpsConfig:
-    raw = data.get("config")
-    if raw is None:
-        return AiOpsConfig()
-    config = expect_object(raw, "config")
-    check_known_keys(config, _CONFIG_KEYS, "config")
-    values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
-    try:
-        return AiOpsConfig(**values)
-    except ConfigError as error:
-        raise scenario_error("config", str(error)) from None
-
-
-def _load_responses(data: Mapping[str, object]) -> dict[AiOpsAgent, tuple[ScriptedResponse, ...]]:
-    raw = data.get("responses")
-    responses = expect_object(raw, "responses") if raw is not None else {}
-    check_known_keys(responses, _AGENT_KEYS, "responses")
-    loaded: dict[AiOpsAgent, tuple[ScriptedResponse, ...]] = {}
-    for agent in AiOpsAgent:
-        items = responses.get(agent.value)
-        path = f"responses.{agent.value}"
-        entries = expect_array(items, path) if items is not None else ()
-        loaded[agent] = tuple(
-            load_scripted_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
-        )
-    return loaded
-
-
 def load_aiops_scenario(data: object) -> AiOpsScenario:
     """Validate an AIOps scenario document strictly; every problem names its path."""
     top = expect_object(data, "$")
@@ -173,8 +144,8 @@ def load_aiops_scenario(data: object) -> AiOpsScenario:
     return AiOpsScenario(
         run=load_run_config(top),
         alerts=_load_alerts(top),
-        config=_load_config(top),
-        responses=_load_responses(top),
+        config=load_config_section(top, AiOpsConfig),
+        responses=load_responses_section(top, AiOpsAgent),
         tool_ledger=ledger,
     )
 
