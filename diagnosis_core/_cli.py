@@ -39,6 +39,7 @@ from ._payloads import Skill
 from ._replay import load_scenario, replay_scenario
 from ._routing import routing_mermaid
 from ._schema import SCHEMA_NAMES, json_schema
+from ._tables import text_cell, trace_table_lines
 
 if TYPE_CHECKING:
     from .aiops import AiOpsScenario
@@ -112,21 +113,17 @@ def read_scenario_file(path: str) -> object:
         raise ScenarioError(f"{path}: JSON nested too deeply") from None
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None else str(getattr(value, "value", value))
-
-
 def format_result(result: DiagnosisResult) -> str:
     """The readable report: answer, outcome, verdicts and a compact trace table."""
     lines = [result.answer.rstrip(), "", "-" * 72]
     lines.append(
-        f"outcome: {result.outcome.value}   reason: {_cell(result.reason_code)}   "
+        f"outcome: {result.outcome.value}   reason: {text_cell(result.reason_code)}   "
         f"rounds: {result.rounds}   evidence retries: {result.evidence_retries}"
     )
     lines.append(
-        f"gatekeeper: {_cell(result.gatekeeper_status)}   "
-        f"model verdict: {_cell(result.model_verdict)}   "
-        f"effective verdict: {_cell(result.effective_verdict)}"
+        f"gatekeeper: {text_cell(result.gatekeeper_status)}   "
+        f"model verdict: {text_cell(result.model_verdict)}   "
+        f"effective verdict: {text_cell(result.effective_verdict)}"
     )
     calls = result.calls
     lines.append(
@@ -134,22 +131,7 @@ def format_result(result: DiagnosisResult) -> str:
         f"gatekeeper={calls.gatekeeper} verifier={calls.verifier} composer={calls.composer}"
     )
     lines.append("")
-    header = ("seq", "node", "round", "attempt", "status", "reason")
-    rows = [header] + [
-        (
-            str(event.seq),
-            event.node.value,
-            str(event.round),
-            str(event.attempt),
-            event.status.value,
-            _cell(event.reason_code),
-        )
-        for event in result.trace
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    for row in rows:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        lines.append("  ".join(cells).rstrip())
+    lines += trace_table_lines(result.trace, "round")
     return "\n".join(lines) + "\n"
 
 

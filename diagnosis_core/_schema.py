@@ -225,10 +225,27 @@ def json_schema(name: str) -> dict[str, JsonValue]:
     Raises:
         ValueError: for an unknown name; the message lists the valid ones.
     """
+    return named_schema(name, PayloadName, _PAYLOAD_TYPES)
+
+
+def named_schema(
+    name: str,
+    names: type[enum.StrEnum],
+    types: Mapping[Any, type[Any]],
+    extra: Mapping[str, JsonValue] | None = None,
+) -> dict[str, JsonValue]:
+    """The schema of payload ``name`` of a workflow (``names``: its payload names).
+
+    Shared by both workflows' ``*json_schema`` functions; ``extra`` is merged at
+    the top. A fresh dict on every call.
+
+    Raises:
+        ValueError: for an unknown name; the message lists the valid ones.
+    """
     try:
-        payload = PayloadName(name)
+        payload = names(name)
     except ValueError:
-        valid = ", ".join(repr(known) for known in SCHEMA_NAMES)
+        valid = ", ".join(repr(known.value) for known in names)
         raise ValueError(f"unknown payload schema {name!r}; expected one of {valid}") from None
-    body = class_schema(_PAYLOAD_TYPES[payload])
-    return copy.deepcopy({"$schema": DRAFT, "title": payload.value, **body})
+    body = class_schema(types[payload])
+    return copy.deepcopy({"$schema": DRAFT, "title": payload.value, **body, **(extra or {})})

@@ -58,6 +58,7 @@ from .._replay import (
     load_run_config,
     scenario_error,
 )
+from .._tables import text_cell, trace_table_lines
 from ._config import AiOpsConfig
 from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
 from ._enums import AiOpsAgent
@@ -199,10 +200,6 @@ def replay_aiops(scenario: Mapping[str, Any]) -> dict[str, JsonValue]:
 # --- the readable form (command line) ---------------------------------------------
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None else str(getattr(value, "value", value))
-
-
 def format_aiops_result(
     result: AiOpsResult, evaluation: AiOpsRuleEvaluation | None, config: AiOpsConfig
 ) -> str:
@@ -212,7 +209,7 @@ def format_aiops_result(
     lines = [body.rstrip(), "", "-" * 72]
     lines.append(
         f"workflow: aiops   mode: {result.mode.value}   outcome: {result.outcome.value}   "
-        f"reason: {_cell(result.reason_code)}"
+        f"reason: {text_cell(result.reason_code)}"
     )
     lines.append(
         f"supervisor steps: {result.supervisor_steps}   "
@@ -231,20 +228,5 @@ def format_aiops_result(
             f"  {violation.rule_id}: {violation.message}" for violation in evaluation.violations
         ]
     lines.append("")
-    header = ("seq", "node", "step", "attempt", "status", "reason")
-    rows = [header] + [
-        (
-            str(event.seq),
-            event.node.value,
-            str(event.step),
-            str(event.attempt),
-            event.status.value,
-            _cell(event.reason_code),
-        )
-        for event in result.trace
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    for row in rows:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        lines.append("  ".join(cells).rstrip())
+    lines += trace_table_lines(result.trace, "step")
     return "\n".join(lines) + "\n"

@@ -9,12 +9,11 @@ reported tool invocations, the alert reference given in full or not at all).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from .._json import JsonValue
-from .._schema import DRAFT, class_schema
+from .._schema import named_schema
 from ._parsing import AiOpsPayloadName
 from ._payloads import AiOpsExecutorOutput, AiOpsPlan, AiOpsReport, SupervisorDecision
 
@@ -45,10 +44,4 @@ def aiops_json_schema(name: str) -> dict[str, JsonValue]:
     Raises:
         ValueError: for an unknown name; the message lists the valid ones.
     """
-    try:
-        payload = AiOpsPayloadName(name)
-    except ValueError:
-        valid = ", ".join(repr(known) for known in AIOPS_SCHEMA_NAMES)
-        raise ValueError(f"unknown payload schema {name!r}; expected one of {valid}") from None
-    body = class_schema(_PAYLOAD_TYPES[payload])
-    return copy.deepcopy({"$schema": DRAFT, "title": payload.value, **body, **_AUTHORITY})
+    return named_schema(name, AiOpsPayloadName, _PAYLOAD_TYPES, _AUTHORITY)
