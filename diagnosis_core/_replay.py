@@ -51,6 +51,7 @@ E = TypeVar("E", bound=enum.StrEnum)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 ERROR_KINDS = ("retryable", "non_retryable", "tool_blocked", "unknown")
+"""The ``error.kind`` values a scripted response may raise (spec §9)."""
 _TOP_KEYS = frozenset(
     {"question", "run", "history", "skills", "config", "responses", "gatekeeper", "tool_ledger"}
 )

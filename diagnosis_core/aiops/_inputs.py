@@ -83,6 +83,7 @@ class AlertDiscoveryTask:
 
 
 AiOpsTask = AlertPayloadTask | AlertDiscoveryTask
+"""The task an AIOps agent is given: the alerts of the payload, or discovery."""
 
 
 def aiops_task(alerts: Sequence[Alert] | None) -> AiOpsTask:
@@ -138,6 +139,7 @@ class ReporterInput:
 
 
 AiOpsInput = SupervisorInput | AiOpsPlannerInput | AiOpsExecutorInput | ReporterInput
+"""Any AIOps agent input, as :func:`encode_aiops_input` writes it."""
 
 
 def encode_aiops_input(value: AiOpsInput) -> str:

@@ -144,6 +144,7 @@ class AiOpsFinished:
 
 
 AiOpsAction = InvokeAiOpsAgent | AiOpsFinished
+"""What :func:`next_aiops_action` asks for: an agent call, or nothing more."""
 
 
 @attrs.frozen

@@ -157,6 +157,7 @@ AIOPS_ROUTING_TABLE: tuple[AiOpsRoute, ...] = (
     AiOpsRoute(_N.REPORTER, _C.OTHERWISE, _N.FALLBACK, _R.REPORTER_FAILED),
     AiOpsRoute(_N.FALLBACK, _C.ALWAYS, None),
 )
+"""The AIOps routing rows, read in order: the first row whose condition holds wins."""
 
 
 _ROWS_BY_NODE = index_rows(AIOPS_ROUTING_TABLE)
