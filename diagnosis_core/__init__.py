@@ -19,6 +19,9 @@ does not load. The underscore modules are private.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ._classify import (
     FailureClassifier,
     classify_failure,
@@ -121,25 +124,6 @@ from ._payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from ._reference_gatekeeper import (
-    ReferenceGatekeeper,
-    ToolInvocation,
-    ToolLedger,
-)
-from ._replay import (
-    Scenario,
-    ScriptedAgent,
-    ScriptedGatekeeper,
-    load_scenario,
-    replay,
-    replay_scenario,
-    scenario_effects,
-    scenario_request,
-)
-from ._schema import (
-    SCHEMA_NAMES,
-    json_schema,
-)
 from ._trace import (
     CallCounts,
     EventDetails,
@@ -148,6 +132,27 @@ from ._trace import (
     TraceEvent,
     TraceReport,
 )
+
+if TYPE_CHECKING:
+    from ._reference_gatekeeper import (
+        ReferenceGatekeeper,
+        ToolInvocation,
+        ToolLedger,
+    )
+    from ._replay import (
+        Scenario,
+        ScriptedAgent,
+        ScriptedGatekeeper,
+        load_scenario,
+        replay,
+        replay_scenario,
+        scenario_effects,
+        scenario_request,
+    )
+    from ._schema import (
+        SCHEMA_NAMES,
+        json_schema,
+    )
 
 __version__ = "0.1.0"
 """The package version (the distribution's, as ``diagnosis-core --version`` prints it)."""
@@ -252,3 +257,36 @@ __all__ = [
     "to_json",
     "to_wire",
 ]
+
+# Rarely used at start-up (replay, the reference gatekeeper, schemas): loaded on
+# first access, which keeps ``import diagnosis_core`` cheap. The names are typed
+# through the TYPE_CHECKING imports above; ``__getattr__`` is hidden from type
+# checkers so that a misspelt name stays an error.
+_LAZY: dict[str, str] = {
+    "ReferenceGatekeeper": "._reference_gatekeeper",
+    "ToolInvocation": "._reference_gatekeeper",
+    "ToolLedger": "._reference_gatekeeper",
+    "Scenario": "._replay",
+    "ScriptedAgent": "._replay",
+    "ScriptedGatekeeper": "._replay",
+    "load_scenario": "._replay",
+    "replay": "._replay",
+    "replay_scenario": "._replay",
+    "scenario_effects": "._replay",
+    "scenario_request": "._replay",
+    "SCHEMA_NAMES": "._schema",
+    "json_schema": "._schema",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
