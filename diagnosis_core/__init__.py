@@ -5,117 +5,23 @@ projection that decides what an agent may see, the verdict ceiling, the retry
 context, the fallback renderers and the trace of the chat diagnosis workflow
 specified in ``PROTOCOL.md``. It performs no I/O: the LLM agents and the
 gatekeeper are effects passed in as :class:`AgentInvoker` and
-:class:`Gatekeeper` callables. Import everything from here; the underscore
-modules are private.
+:class:`Gatekeeper` callables.
+
+This namespace holds what a host embedding the chat workflow uses: the request
+and configuration, the effects, the drivers, the machine, the results and trace,
+the parsers and payloads, the schemas, replay, the errors, the reference
+gatekeeper and the failure classifier. The building blocks the machine composes
+(projections, routing table, agent inputs, retry context, verdict ceiling,
+fallback renderers, the strict JSON reader) are in :mod:`diagnosis_core.blocks`;
+the AIOps workflow is :mod:`diagnosis_core.aiops`, which ``import diagnosis_core``
+does not load. The underscore modules are private.
 """
 
 from __future__ import annotations
 
-from ._aiops_config import (
-    NO_PROGRESS_REPEATS,
-    AiOpsConfig,
-)
-from ._aiops_drivers import (
-    AiOpsEffects,
-    AsyncAiOpsEffects,
-    arun_aiops,
-    evaluate_aiops_run,
-    perform_aiops_effect,
-    perform_aiops_effect_async,
-    run_aiops,
-)
-from ._aiops_enums import (
-    AiOpsAgent,
-    AiOpsMode,
-    AiOpsNode,
-    AiOpsOutcome,
-    AiOpsReasonCode,
-    SupervisorChoice,
-)
-from ._aiops_inputs import (
-    DISCOVERY_INSTRUCTION,
-    AiOpsExecutorInput,
-    AiOpsInput,
-    AiOpsPlannerInput,
-    AiOpsTask,
-    AlertDiscoveryTask,
-    AlertPayloadTask,
-    ReporterInput,
-    SupervisorInput,
-    aiops_task,
-    build_aiops_executor_input,
-    build_aiops_planner_input,
-    build_reporter_input,
-    build_supervisor_input,
-    encode_aiops_input,
-    select_aiops_mode,
-)
-from ._aiops_machine import (
-    AiOpsAction,
-    AiOpsFinished,
-    AiOpsPendingCall,
-    AiOpsRequest,
-    AiOpsResult,
-    AiOpsState,
-    InvokeAiOpsAgent,
-    advance_aiops,
-    next_aiops_action,
-    start_aiops,
-)
-from ._aiops_parsing import (
-    AiOpsPayloadName,
-    parse_aiops_executor_output,
-    parse_aiops_plan,
-    parse_aiops_report,
-    parse_supervisor_decision,
-    validate_aiops_report,
-)
-from ._aiops_payloads import (
-    AiOpsEvidence,
-    AiOpsExecutorFinding,
-    AiOpsExecutorOutput,
-    AiOpsFinding,
-    AiOpsPlan,
-    AiOpsRecommendedAction,
-    AiOpsReport,
-    Alert,
-    SupervisorDecision,
-)
-from ._aiops_rendering import (
-    render_aiops_fallback,
-    render_aiops_report,
-)
-from ._aiops_replay import (
-    AiOpsScenario,
-    aiops_replay_output,
-    aiops_scenario_effects,
-    aiops_scenario_request,
-    load_aiops_scenario,
-    replay_aiops,
-    replay_aiops_scenario,
-)
-from ._aiops_routing import (
-    AIOPS_ROUTING_TABLE,
-    AiOpsCondition,
-    AiOpsRoute,
-    AiOpsRoutingFacts,
-    aiops_routing_mermaid,
-    choose_aiops_route,
-)
-from ._aiops_rules import (
-    AIOPS_RULES,
-    AiOpsRule,
-    AiOpsRuleContext,
-    AiOpsRuleEvaluation,
-    AiOpsRuleViolation,
-    evaluate_aiops_report,
-)
-from ._aiops_trace import (
-    AiOpsCallCounts,
-    AiOpsEventDetails,
-    AiOpsInvocationRecord,
-    AiOpsTraceEvent,
-)
+import importlib
+from typing import TYPE_CHECKING
+
 from ._classify import (
     FailureClassifier,
     classify_failure,
@@ -134,7 +40,6 @@ from ._converter import (
 )
 from ._drivers import (
     arun_diagnosis,
-    describe_error,
     perform_effect,
     perform_effect_async,
     run_diagnosis,
@@ -172,40 +77,11 @@ from ._errors import (
     ScenarioError,
     ToolBlockedError,
 )
-from ._gaps import (
-    EvidenceGap,
-    QueryRef,
-    RetryConstraint,
-    RetryContext,
-    build_retry_context,
-    extract_evidence_gaps,
-)
 from ._gatekeeper import (
-    NormalizedGatekeeperResult,
-    gatekeeper_unavailable,
-    normalize_gatekeeper_result,
     parse_gatekeeper_result,
-)
-from ._inputs import (
-    ComposerInput,
-    ExecutorInput,
-    ExecutorRetryInput,
-    GatekeeperSummary,
-    PlannerInput,
-    VerifierInput,
-    build_composer_input,
-    build_executor_input,
-    build_planner_input,
-    build_verifier_input,
-    encode_agent_input,
 )
 from ._json import (
     JsonValue,
-    canonical_json,
-    extract_json_text,
-    loads_stored,
-    loads_strict,
-    parse_json_object,
 )
 from ._machine import (
     Action,
@@ -234,7 +110,6 @@ from ._parsing import (
     parse_verifier_output,
 )
 from ._payloads import (
-    EXECUTOR_SCHEMA_VERSION,
     CheckedBinding,
     Claim,
     ComposerOutput,
@@ -250,150 +125,56 @@ from ._payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from ._projection import (
-    AllowedClaim,
-    VerifiedBinding,
-    VerifiedClaim,
-    VerifiedEvidence,
-    VerifiedInput,
-    count_trusted_bindings,
-    project_verified_input,
-    select_allowed_claims,
-)
-from ._reference_gatekeeper import (
-    BindingFailure,
-    ReferenceGatekeeper,
-    ToolInvocation,
-    ToolLedger,
-    check_binding,
-    check_bindings,
-    ledger_from_records,
-    match_excerpt,
-    parse_raw_path,
-    resolve_raw_path,
-)
-from ._rendering import (
-    ToolUsage,
-    is_valid_tool_name,
-    render_post_verification_fallback,
-    render_pre_verification_fallback,
-    sanitize_item,
-    summarize_tool_usage,
-)
-from ._replay import (
-    ERROR_KINDS,
-    Scenario,
-    ScriptedAgent,
-    ScriptedError,
-    ScriptedGatekeeper,
-    ScriptedGatekeeperEntry,
-    ScriptedResponse,
-    UnknownScriptedError,
-    load_scenario,
-    replay,
-    replay_scenario,
-    scenario_effects,
-    scenario_request,
-)
-from ._routing import (
-    ROUTING_TABLE,
-    Condition,
-    Route,
-    RoutingFacts,
-    choose_route,
-    routing_mermaid,
-)
-from ._schema import (
-    SCHEMA_NAMES,
-    json_schema,
-)
 from ._trace import (
     CallCounts,
     EventDetails,
-    GatekeeperAudit,
     InvocationRecord,
     RawResult,
     TraceEvent,
     TraceReport,
-    VerifierEvaluation,
 )
-from ._verdict import (
-    answer_mode_for,
-    apply_verdict_ceiling,
-    verdict_ceiling,
-)
+
+if TYPE_CHECKING:
+    from ._reference_gatekeeper import (
+        ReferenceGatekeeper,
+        ToolInvocation,
+        ToolLedger,
+    )
+    from ._replay import (
+        Scenario,
+        ScriptedAgent,
+        ScriptedGatekeeper,
+        load_scenario,
+        replay,
+        replay_scenario,
+        scenario_effects,
+        scenario_request,
+    )
+    from ._schema import (
+        SCHEMA_NAMES,
+        json_schema,
+    )
 
 __version__ = "0.1.0"
+"""The package version (the distribution's, as ``diagnosis-core --version`` prints it)."""
 
 __all__ = [
-    "AIOPS_ROUTING_TABLE",
-    "AIOPS_RULES",
-    "DISCOVERY_INSTRUCTION",
-    "ERROR_KINDS",
-    "EXECUTOR_SCHEMA_VERSION",
-    "NO_PROGRESS_REPEATS",
-    "ROUTING_TABLE",
     "SCHEMA_NAMES",
     "Action",
     "AgentFailed",
     "AgentInvoker",
     "AgentName",
     "AgentReplied",
-    "AiOpsAction",
-    "AiOpsAgent",
-    "AiOpsCallCounts",
-    "AiOpsCondition",
-    "AiOpsConfig",
-    "AiOpsEffects",
-    "AiOpsEventDetails",
-    "AiOpsEvidence",
-    "AiOpsExecutorFinding",
-    "AiOpsExecutorInput",
-    "AiOpsExecutorOutput",
-    "AiOpsFinding",
-    "AiOpsFinished",
-    "AiOpsInput",
-    "AiOpsInvocationRecord",
-    "AiOpsMode",
-    "AiOpsNode",
-    "AiOpsOutcome",
-    "AiOpsPayloadName",
-    "AiOpsPendingCall",
-    "AiOpsPlan",
-    "AiOpsPlannerInput",
-    "AiOpsReasonCode",
-    "AiOpsRecommendedAction",
-    "AiOpsReport",
-    "AiOpsRequest",
-    "AiOpsResult",
-    "AiOpsRoute",
-    "AiOpsRoutingFacts",
-    "AiOpsRule",
-    "AiOpsRuleContext",
-    "AiOpsRuleEvaluation",
-    "AiOpsRuleViolation",
-    "AiOpsScenario",
-    "AiOpsState",
-    "AiOpsTask",
-    "AiOpsTraceEvent",
-    "Alert",
-    "AlertDiscoveryTask",
-    "AlertPayloadTask",
-    "AllowedClaim",
     "AnswerMode",
     "AsyncAgentInvoker",
-    "AsyncAiOpsEffects",
     "AsyncEffects",
     "AsyncGatekeeper",
     "BindingCheckStatus",
-    "BindingFailure",
     "CallCounts",
     "CallGatekeeper",
     "CheckedBinding",
     "Claim",
-    "ComposerInput",
     "ComposerOutput",
-    "Condition",
     "ConfigError",
     "DiagnosisConfig",
     "DiagnosisError",
@@ -404,27 +185,21 @@ __all__ = [
     "Effects",
     "EventDetails",
     "EvidenceBinding",
-    "EvidenceGap",
     "EvidenceStatus",
     "ExecutorEvidence",
-    "ExecutorInput",
-    "ExecutorRetryInput",
     "FactCheck",
     "FailureClassifier",
     "FailureKind",
     "Finished",
     "Gatekeeper",
-    "GatekeeperAudit",
     "GatekeeperFailed",
     "GatekeeperResult",
     "GatekeeperReturned",
     "GatekeeperStatus",
-    "GatekeeperSummary",
     "HistoryMessage",
     "Hypothesis",
     "InvocationRecord",
     "InvokeAgent",
-    "InvokeAiOpsAgent",
     "JsonValue",
     "LedgerError",
     "Locale",
@@ -432,142 +207,88 @@ __all__ = [
     "NodeName",
     "NodeStatus",
     "NonRetryableError",
-    "NormalizedGatekeeperResult",
     "Outcome",
     "PayloadError",
     "PayloadName",
     "PendingCall",
     "PlanStep",
-    "PlannerInput",
     "PlannerPlan",
-    "QueryRef",
     "RawResult",
     "ReasonCode",
     "ReferenceGatekeeper",
-    "ReporterInput",
-    "RetryConstraint",
-    "RetryContext",
-    "Route",
-    "RoutingFacts",
     "RunConfig",
     "Scenario",
     "ScenarioError",
     "ScriptedAgent",
-    "ScriptedError",
     "ScriptedGatekeeper",
-    "ScriptedGatekeeperEntry",
-    "ScriptedResponse",
     "Skill",
-    "SupervisorChoice",
-    "SupervisorDecision",
-    "SupervisorInput",
     "ToolBlockedError",
     "ToolInvocation",
     "ToolLedger",
     "ToolTraceEntry",
-    "ToolUsage",
     "TraceEvent",
     "TraceReport",
-    "UnknownScriptedError",
     "Verdict",
     "Verification",
-    "VerifiedBinding",
-    "VerifiedClaim",
-    "VerifiedEvidence",
-    "VerifiedInput",
-    "VerifierEvaluation",
-    "VerifierInput",
     "VerifierOutput",
     "__version__",
     "advance",
-    "advance_aiops",
-    "aiops_replay_output",
-    "aiops_routing_mermaid",
-    "aiops_scenario_effects",
-    "aiops_scenario_request",
-    "aiops_task",
-    "answer_mode_for",
-    "apply_verdict_ceiling",
-    "arun_aiops",
     "arun_diagnosis",
-    "build_aiops_executor_input",
-    "build_aiops_planner_input",
-    "build_composer_input",
-    "build_executor_input",
-    "build_planner_input",
-    "build_reporter_input",
-    "build_retry_context",
-    "build_supervisor_input",
     "build_trace_report",
-    "build_verifier_input",
-    "canonical_json",
-    "check_binding",
-    "check_bindings",
-    "choose_aiops_route",
-    "choose_route",
     "classify_failure",
-    "count_trusted_bindings",
     "default_failure_classifier",
-    "describe_error",
-    "encode_agent_input",
-    "encode_aiops_input",
-    "evaluate_aiops_report",
-    "evaluate_aiops_run",
-    "extract_evidence_gaps",
-    "extract_json_text",
     "from_json",
     "from_wire",
-    "gatekeeper_unavailable",
-    "is_valid_tool_name",
     "json_schema",
-    "ledger_from_records",
-    "load_aiops_scenario",
     "load_scenario",
-    "loads_stored",
-    "loads_strict",
     "make_converter",
-    "match_excerpt",
     "next_action",
-    "next_aiops_action",
-    "normalize_gatekeeper_result",
-    "parse_aiops_executor_output",
-    "parse_aiops_plan",
-    "parse_aiops_report",
     "parse_composer_output",
     "parse_executor_evidence",
     "parse_gatekeeper_result",
-    "parse_json_object",
     "parse_planner_plan",
-    "parse_raw_path",
-    "parse_supervisor_decision",
     "parse_verifier_output",
-    "perform_aiops_effect",
-    "perform_aiops_effect_async",
     "perform_effect",
     "perform_effect_async",
-    "project_verified_input",
-    "render_aiops_fallback",
-    "render_aiops_report",
-    "render_post_verification_fallback",
-    "render_pre_verification_fallback",
     "replay",
-    "replay_aiops",
-    "replay_aiops_scenario",
     "replay_scenario",
-    "resolve_raw_path",
-    "routing_mermaid",
-    "run_aiops",
     "run_diagnosis",
-    "sanitize_item",
     "scenario_effects",
     "scenario_request",
-    "select_aiops_mode",
-    "select_allowed_claims",
-    "start_aiops",
     "start_diagnosis",
-    "summarize_tool_usage",
     "to_json",
     "to_wire",
-    "validate_aiops_report",
-    "verdict_ceiling",
 ]
+
+# Rarely used at start-up (replay, the reference gatekeeper, schemas): loaded on
+# first access, which keeps ``import diagnosis_core`` cheap. The names are typed
+# through the TYPE_CHECKING imports above; ``__getattr__`` is hidden from type
+# checkers so that a misspelt name stays an error.
+_LAZY: dict[str, str] = {
+    "ReferenceGatekeeper": "._reference_gatekeeper",
+    "ToolInvocation": "._reference_gatekeeper",
+    "ToolLedger": "._reference_gatekeeper",
+    "Scenario": "._replay",
+    "ScriptedAgent": "._replay",
+    "ScriptedGatekeeper": "._replay",
+    "load_scenario": "._replay",
+    "replay": "._replay",
+    "replay_scenario": "._replay",
+    "scenario_effects": "._replay",
+    "scenario_request": "._replay",
+    "SCHEMA_NAMES": "._schema",
+    "json_schema": "._schema",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})

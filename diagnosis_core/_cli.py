@@ -1,41 +1,58 @@
 """The ``diagnosis-core`` command line.
 
 ``run [--json] SCENARIO.json`` replays a scenario (spec §9; a scenario with
-``"workflow": "aiops"`` is an AIOps scenario, spec §11); ``schema NAME``
-prints the JSON Schema of an agent payload; ``graph`` prints the Mermaid
-diagram drawn from the routing table. A malformed scenario prints a message
-naming the path and exits with status 2, never a traceback.
+``"workflow": "aiops"`` is an AIOps scenario, spec §11); ``validate NAME
+REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
+value as canonical JSON, or the path-named error; ``schema NAME`` prints the
+JSON Schema of an agent payload; ``graph`` prints the Mermaid diagram drawn
+from the routing table (``--workflow aiops`` for the AIOps workflow's). ``-``
+reads standard input wherever a file is read.
+
+Exit status: 0 on success; 2 for bad input (a malformed scenario, a reply the
+parser rejects, a usage error), with a message naming the path; 1 when the
+output cannot be written (a closed pipe such as ``| head -1``, a full disk),
+with a one-line message on standard error. Never a traceback. The AIOps
+package is imported only when an AIOps scenario or ``--workflow aiops`` is used.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
-from ._aiops_drivers import evaluate_aiops_run
-from ._aiops_replay import (
-    AiOpsScenario,
-    aiops_replay_output,
-    format_aiops_result,
-    load_aiops_scenario,
-    replay_aiops_scenario,
-)
-from ._converter import to_wire
+from ._converter import from_wire, to_wire
 from ._errors import PayloadError, ScenarioError
 from ._json import canonical_json, int_from_literal
 from ._machine import DiagnosisResult
+from ._parsing import (
+    PayloadName,
+    parse_composer_output,
+    parse_executor_evidence,
+    parse_planner_plan,
+    parse_verifier_output,
+)
+from ._payloads import Skill
 from ._replay import load_scenario, replay_scenario
 from ._routing import routing_mermaid
 from ._schema import SCHEMA_NAMES, json_schema
+from ._tables import text_cell, trace_table_lines
 from ._terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from .aiops import AiOpsScenario
 
 __all__ = ["main"]
 
 EXIT_OK = 0
+EXIT_OUTPUT = 1
 EXIT_USAGE = 2
+
+_STDIN = "-"
+_WORKFLOWS = ("chat", "aiops")
 
 
 def _write(text: str) -> None:
@@ -75,17 +92,28 @@ def _scenario_int(literal: str) -> int:
         raise ScenarioError(f"$: {error.problem}") from None
 
 
-def read_scenario_file(path: str) -> object:
-    """Read a scenario file as JSON; every problem is a :class:`ScenarioError`."""
+def _read_text(path: str) -> str:
+    """The UTF-8 text of ``path`` (``-``: standard input); problems are :class:`ScenarioError`."""
+    name = "<stdin>" if path == _STDIN else path
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        if path == _STDIN:
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
     except OSError as error:
-        raise ScenarioError(f"{path}: cannot read ({error.strerror or error})") from None
+        raise ScenarioError(f"{name}: cannot read ({error.strerror or error})") from None
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ScenarioError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
+        raise ScenarioError(f"{name}: not UTF-8 ({error.reason} at byte {error.start})") from None
+
+
+def read_scenario_file(path: str) -> object:
+    """Read a scenario file (``-``: standard input) as JSON; problems are :class:`ScenarioError`."""
+    text = _read_text(path)
+    if path == _STDIN:
+        path = "<stdin>"
     try:
         return json.loads(
             text,
@@ -103,21 +131,17 @@ def read_scenario_file(path: str) -> object:
         raise ScenarioError(f"{path}: {error}") from None
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None else str(getattr(value, "value", value))
-
-
 def format_result(result: DiagnosisResult) -> str:
     """The readable report: answer, outcome, verdicts and a compact trace table."""
     lines = [result.answer.rstrip(), "", "-" * 72]
     lines.append(
-        f"outcome: {result.outcome.value}   reason: {_cell(result.reason_code)}   "
+        f"outcome: {result.outcome.value}   reason: {text_cell(result.reason_code)}   "
         f"rounds: {result.rounds}   evidence retries: {result.evidence_retries}"
     )
     lines.append(
-        f"gatekeeper: {_cell(result.gatekeeper_status)}   "
-        f"model verdict: {_cell(result.model_verdict)}   "
-        f"effective verdict: {_cell(result.effective_verdict)}"
+        f"gatekeeper: {text_cell(result.gatekeeper_status)}   "
+        f"model verdict: {text_cell(result.model_verdict)}   "
+        f"effective verdict: {text_cell(result.effective_verdict)}"
     )
     calls = result.calls
     lines.append(
@@ -125,22 +149,7 @@ def format_result(result: DiagnosisResult) -> str:
         f"gatekeeper={calls.gatekeeper} verifier={calls.verifier} composer={calls.composer}"
     )
     lines.append("")
-    header = ("seq", "node", "round", "attempt", "status", "reason")
-    rows = [header] + [
-        (
-            str(event.seq),
-            event.node.value,
-            str(event.round),
-            str(event.attempt),
-            event.status.value,
-            _cell(event.reason_code),
-        )
-        for event in result.trace
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    for row in rows:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        lines.append("  ".join(cells).rstrip())
+    lines += trace_table_lines(result.trace, "round")
     return "\n".join(lines) + "\n"
 
 
@@ -149,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         data = read_scenario_file(args.scenario)
         # The chat loader rejects unknown keys, so the AIOps branch comes first.
         if isinstance(data, dict) and "workflow" in data:
-            return _run_aiops(args, load_aiops_scenario(data))
+            return _run_aiops(args, data)
         scenario = load_scenario(data)
     except ScenarioError as error:
         sys.stderr.write(terminal_safe(f"diagnosis-core: invalid scenario: {error}\n"))
@@ -162,8 +171,17 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_aiops(args: argparse.Namespace, scenario: AiOpsScenario) -> int:
+def _run_aiops(args: argparse.Namespace, data: object) -> int:
     """Replay an AIOps scenario (``"workflow": "aiops"``, spec §11)."""
+    from .aiops._drivers import evaluate_aiops_run
+    from .aiops._replay import (
+        aiops_replay_output,
+        format_aiops_result,
+        load_aiops_scenario,
+        replay_aiops_scenario,
+    )
+
+    scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
     if args.json:
         _write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
@@ -174,13 +192,122 @@ def _run_aiops(args: argparse.Namespace, scenario: AiOpsScenario) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    _write(json.dumps(json_schema(args.name), indent=2, ensure_ascii=False) + "\n")
+    if args.workflow == "aiops":
+        from .aiops._schema import aiops_json_schema as schema_of
+    else:
+        schema_of = json_schema
+    try:
+        schema = schema_of(args.name)
+    except ValueError as error:
+        sys.stderr.write(f"diagnosis-core: {error}\n")
+        return EXIT_USAGE
+    _write(json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 
 def _graph(args: argparse.Namespace) -> int:
-    _write(routing_mermaid())
+    if args.workflow == "aiops":
+        from .aiops._routing import aiops_routing_mermaid
+
+        _write(aiops_routing_mermaid())
+    else:
+        _write(routing_mermaid())
     return EXIT_OK
+
+
+def _id_list(text: str | None) -> tuple[str, ...]:
+    """``a,b,c`` as ids; none given means none (fail closed)."""
+    return tuple(item for item in (text or "").split(",") if item)
+
+
+def _skill_catalog(path: str | None) -> tuple[str, ...]:
+    """The skill names of a catalog file (a JSON array of ``{"name", "description"}``)."""
+    if path is None:
+        return ()
+    data = read_scenario_file(path)
+    try:
+        skills = from_wire(tuple[Skill, ...], data)
+    except PayloadError as error:
+        raise ScenarioError(f"{path}: not a skill catalog: {error}") from None
+    return tuple(skill.name for skill in skills)
+
+
+def _reply_parser(args: argparse.Namespace) -> Callable[[str], object] | None:
+    """The parser of payload ``args.name`` with its context, or None for an unknown name."""
+    name: str = args.name
+    if name == PayloadName.PLANNER_PLAN:
+        skills = _skill_catalog(args.skills)
+        return lambda text: parse_planner_plan(text, skills)
+    if name == PayloadName.EXECUTOR_EVIDENCE_V2:
+        return parse_executor_evidence
+    if name == PayloadName.VERIFIER_OUTPUT:
+        return parse_verifier_output
+    if name == PayloadName.COMPOSER_OUTPUT:
+        allowed = _id_list(args.allowed_claims)
+        return lambda text: parse_composer_output(text, allowed)
+    from .aiops._schema import AIOPS_SCHEMA_NAMES
+
+    if name not in AIOPS_SCHEMA_NAMES:
+        return None
+    from .aiops import _parsing as aiops_parsing
+
+    if name == aiops_parsing.AiOpsPayloadName.AIOPS_EXECUTOR_OUTPUT:
+        known = _id_list(args.known_invocations)
+        return lambda text: aiops_parsing.parse_aiops_executor_output(text, known)
+    parsers: dict[str, Callable[[str], object]] = {
+        aiops_parsing.AiOpsPayloadName.SUPERVISOR_DECISION: (
+            aiops_parsing.parse_supervisor_decision
+        ),
+        aiops_parsing.AiOpsPayloadName.AIOPS_PLAN: aiops_parsing.parse_aiops_plan,
+        aiops_parsing.AiOpsPayloadName.AIOPS_REPORT: aiops_parsing.parse_aiops_report,
+    }
+    return parsers[name]
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        parser = _reply_parser(args)
+        if parser is None:
+            from .aiops._schema import AIOPS_SCHEMA_NAMES
+
+            valid = ", ".join(repr(known) for known in (*SCHEMA_NAMES, *AIOPS_SCHEMA_NAMES))
+            sys.stderr.write(
+                f"diagnosis-core: unknown payload {args.name!r}; expected one of {valid}\n"
+            )
+            return EXIT_USAGE
+        text = _read_text(args.reply)
+    except ScenarioError as error:
+        sys.stderr.write(f"diagnosis-core: {error}\n")
+        return EXIT_USAGE
+    try:
+        value = parser(text)
+    except PayloadError as error:
+        sys.stderr.write(f"diagnosis-core: invalid {args.name}: {error}\n")
+        return EXIT_USAGE
+    _write(canonical_json(to_wire(value)) + "\n")
+    return EXIT_OK
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("diagnosis-core")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        from . import __version__
+
+        return __version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, reading the distribution's metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        _write(f"diagnosis-core {_version()}\n")
+        parser.exit(EXIT_OK)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,24 +316,78 @@ def build_parser() -> argparse.ArgumentParser:
         prog="diagnosis-core",
         description="Replay diagnosis scenarios, print payload schemas and the routing graph.",
     )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the installed version and exit"
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
     run = commands.add_parser("run", help="replay a scenario JSON file")
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    run.add_argument("scenario", help="path of the scenario JSON file")
+    run.add_argument("scenario", help="path of the scenario JSON file, or - for standard input")
     run.set_defaults(handler=_run)
+    validate = commands.add_parser(
+        "validate",
+        help="parse one agent reply with a payload parser",
+        description="Parse one agent reply; print the value as canonical JSON (exit 0) "
+        "or the path-named error (exit 2). Context the parser needs is given by options; "
+        "without it, nothing is allowed: a planner's selected_skill is not in the (empty) "
+        "catalog, a composer may cite no claim, an AIOps executor finding may cite only "
+        "the invocations of its own step.",
+    )
+    validate.add_argument(
+        "name", help=f"payload name: {', '.join(SCHEMA_NAMES)}, or an AIOps payload name"
+    )
+    validate.add_argument("reply", help="file holding the reply text, or - for standard input")
+    validate.add_argument(
+        "--skills", metavar="FILE", help="planner_plan: the skill catalog (a JSON array of skills)"
+    )
+    validate.add_argument(
+        "--allowed-claims", metavar="IDS", help="composer_output: allowed claim ids, a,b,c"
+    )
+    validate.add_argument(
+        "--known-invocations",
+        metavar="IDS",
+        help="aiops_executor_output: invocation ids of earlier steps, a,b,c",
+    )
+    validate.set_defaults(handler=_validate)
     schema = commands.add_parser("schema", help="print the JSON Schema of an agent payload")
-    schema.add_argument("name", choices=SCHEMA_NAMES)
+    schema.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
+    schema.add_argument("name", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})")
     schema.set_defaults(handler=_schema)
     graph = commands.add_parser("graph", help="print the routing table as a Mermaid diagram")
+    graph.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
     graph.set_defaults(handler=_graph)
     return parser
 
 
+def _output_failed(error: OSError) -> int:
+    """End quietly after the output broke: one line on stderr, status 1, no traceback.
+
+    Standard output is pointed at ``os.devnull`` so that the interpreter's own
+    flush at exit does not fail a second time.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a descriptor
+        pass
+    reason = "output closed" if isinstance(error, BrokenPipeError) else "cannot write output"
+    try:
+        sys.stderr.write(f"diagnosis-core: {reason} ({error.strerror or error})\n")
+        sys.stderr.flush()
+    except OSError:  # pragma: no cover - stderr gone as well
+        pass
+    return EXIT_OUTPUT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``diagnosis-core`` console script."""
-    args = build_parser().parse_args(argv)
-    handler = args.handler
-    code: int = handler(args)
+    try:
+        args = build_parser().parse_args(argv)
+        code: int = args.handler(args)
+        sys.stdout.flush()
+    except OSError as error:  # input errors are ScenarioError: this is the output
+        return _output_failed(error)
     return code
 
 

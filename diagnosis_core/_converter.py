@@ -44,7 +44,6 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, override
 
-from ._aiops_trace import AiOpsEventDetails
 from ._errors import ConfigError, PayloadError
 from ._json import (
     JsonValue,
@@ -636,12 +635,13 @@ def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
 def _install_trace_hooks(conv: cattrs.Converter) -> None:
     """Wire forms of the trace: sparse event details, raw results as JSON values.
 
-    Event details (``EventDetails``, ``AiOpsEventDetails``) omit absent (None)
+    Event details (``EventDetails`` and every class a workflow passes to
+    :func:`register_sparse_details`) omit absent (None)
     fields so that each node shows only its own details (spec §8); a missing
     field reads back as None. ``RawResult`` keeps an audit copy as canonical
     JSON text in Python and is the JSON value itself on the wire.
     """
-    for details_class in (EventDetails, AiOpsEventDetails):
+    for details_class in _SPARSE_DETAILS:
         conv.register_unstructure_hook(details_class, _sparse_unstructure(conv, details_class))
 
     def structure_raw(value: object, _: object) -> RawResult:
@@ -652,6 +652,28 @@ def _install_trace_hooks(conv: cattrs.Converter) -> None:
 
     conv.register_unstructure_hook(RawResult, lambda raw: json.loads(raw.json_text))
     conv.register_structure_hook(RawResult, structure_raw)
+
+
+_SPARSE_DETAILS: list[type[Any]] = [EventDetails]
+"""The event-details classes written sparsely; workflows add theirs at import."""
+
+
+def register_sparse_details(cls: type[Any]) -> None:
+    """Write ``cls`` (an ``attrs`` event-details class) without its None fields.
+
+    The shared kernel knows no workflow: a workflow package (``diagnosis_core.aiops``)
+    calls this at import for its own details class, so that the kernel never imports
+    it. Idempotent; applies to every converter of the package, built or still to be
+    built.
+    """
+    if cls in _SPARSE_DETAILS:
+        return
+    _SPARSE_DETAILS.append(cls)
+    for conv in (_fast_converter, _detailed_converter):
+        conv.register_unstructure_hook(cls, _sparse_unstructure(conv, cls))
+    if _instance_accepting_converter.cache_info().currsize:
+        accepting = _instance_accepting_converter()
+        accepting.register_unstructure_hook(cls, _sparse_unstructure(accepting, cls))
 
 
 def _sparse_unstructure(conv: cattrs.Converter, cls: type[Any]) -> Callable[[Any], dict[str, Any]]:

@@ -9,11 +9,11 @@ cancellation, ``KeyboardInterrupt``) propagate untouched.
 
 from __future__ import annotations
 
-from ._classify import classify_failure
+import functools
+
 from ._effects import AsyncEffects, Effects
+from ._loop import adrive, ainvoke_agent, describe_error, drive, invoke_agent
 from ._machine import (
-    AgentFailed,
-    AgentReplied,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisState,
@@ -36,25 +36,12 @@ __all__ = [
 ]
 
 
-def describe_error(error: BaseException) -> str:
-    """``TypeName: message`` for the trace; never raises (``__str__`` may)."""
-    name = type(error).__name__
-    try:
-        message = str(error)
-    except Exception:
-        message = "<unprintable>"
-    return f"{name}: {message}" if message else name
-
-
 def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> EffectResult:
     """Perform one effect synchronously and package its outcome as a result."""
     if isinstance(action, InvokeAgent):
-        try:
-            text = effects.agent(action.agent)(action.input, action.config)
-        except Exception as error:
-            kind = classify_failure(effects.classifier, error)
-            return AgentFailed(kind, describe_error(error))
-        return AgentReplied(text)
+        return invoke_agent(
+            effects.agent(action.agent), action.input, action.config, effects.classifier
+        )
     try:
         raw = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
@@ -67,12 +54,9 @@ async def perform_effect_async(
 ) -> EffectResult:
     """Perform one effect on the event loop and package its outcome as a result."""
     if isinstance(action, InvokeAgent):
-        try:
-            text = await effects.agent(action.agent)(action.input, action.config)
-        except Exception as error:
-            kind = classify_failure(effects.classifier, error)
-            return AgentFailed(kind, describe_error(error))
-        return AgentReplied(text)
+        return await ainvoke_agent(
+            effects.agent(action.agent), action.input, action.config, effects.classifier
+        )
     try:
         raw = await effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
@@ -89,11 +73,8 @@ def run_diagnosis(
     outcome, :func:`build_trace_report` the audit.
     """
     current = start_diagnosis(request) if state is None else state
-    while True:
-        action = next_action(current)
-        if isinstance(action, Finished):
-            return current
-        current = advance(current, perform_effect(action, effects))
+    perform = functools.partial(perform_effect, effects=effects)
+    return drive(current, next_action, Finished, perform, advance)
 
 
 async def arun_diagnosis(
@@ -101,8 +82,5 @@ async def arun_diagnosis(
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state."""
     current = start_diagnosis(request) if state is None else state
-    while True:
-        action = next_action(current)
-        if isinstance(action, Finished):
-            return current
-        current = advance(current, await perform_effect_async(action, effects))
+    perform = functools.partial(perform_effect_async, effects=effects)
+    return await adrive(current, next_action, Finished, perform, advance)

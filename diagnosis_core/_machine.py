@@ -190,6 +190,7 @@ class GatekeeperFailed:
 
 
 EffectResult = AgentReplied | AgentFailed | GatekeeperReturned | GatekeeperFailed
+"""The outcome of one performed effect, fed back to :func:`advance`."""
 
 
 @attrs.frozen
@@ -217,6 +218,7 @@ class Finished:
 
 
 Action = InvokeAgent | CallGatekeeper | Finished
+"""What :func:`next_action` asks for: an agent call, a gatekeeper call, or nothing more."""
 
 
 @attrs.frozen

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 EXECUTOR_SCHEMA_VERSION: Literal["executor_evidence_v2"] = "executor_evidence_v2"
+"""The only ``schema_version`` the executor payload may carry."""
 
 
 # --- request material -------------------------------------------------------

@@ -9,13 +9,15 @@ classifier knows (or, for ``unknown``, one it has never heard of).
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
+from attrs import AttrsInstance
 
 from ._config import DiagnosisConfig, RunConfig
 from ._converter import to_wire
@@ -44,14 +46,16 @@ __all__ = [
     "scenario_request",
 ]
 
+C = TypeVar("C", bound=AttrsInstance)
+E = TypeVar("E", bound=enum.StrEnum)
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 ERROR_KINDS = ("retryable", "non_retryable", "tool_blocked", "unknown")
+"""The ``error.kind`` values a scripted response may raise (spec §9)."""
 _TOP_KEYS = frozenset(
     {"question", "run", "history", "skills", "config", "responses", "gatekeeper", "tool_ledger"}
 )
 _RUN_KEYS = frozenset({"run_id", "session_id", "metadata"})
-_CONFIG_KEYS = frozenset(attrs.fields_dict(DiagnosisConfig))
-_AGENT_KEYS = frozenset(agent.value for agent in AgentName)
 
 
 class ScriptedError(Exception):
@@ -280,15 +284,20 @@ def _load_skills(data: Mapping[str, object]) -> tuple[Skill, ...]:
     return tuple(items)
 
 
-def _load_config(data: Mapping[str, object]) -> DiagnosisConfig:
+def load_config_section(data: Mapping[str, object], config_class: type[C]) -> C:
+    """The ``config`` object of a scenario as ``config_class`` (an ``attrs`` class).
+
+    Shared by both workflows' loaders: absent or null means the defaults, unknown
+    keys and values the class rejects are :class:`ScenarioError` naming the path.
+    """
     raw = data.get("config")
     if raw is None:
-        return DiagnosisConfig()
+        return config_class()
     config = expect_object(raw, "config")
-    check_known_keys(config, _CONFIG_KEYS, "config")
+    check_known_keys(config, frozenset(attrs.fields_dict(config_class)), "config")
     values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
     try:
-        return DiagnosisConfig(**values)
+        return config_class(**values)
     except ConfigError as error:
         raise scenario_error("config", str(error)) from None
 
@@ -314,12 +323,19 @@ def load_scripted_response(item: object, path: str) -> ScriptedResponse:
     return ScriptedResponse(error_kind=str(kind), error_message=text)
 
 
-def _load_responses(data: Mapping[str, object]) -> dict[AgentName, tuple[ScriptedResponse, ...]]:
+def load_responses_section(
+    data: Mapping[str, object], agents: type[E]
+) -> dict[E, tuple[ScriptedResponse, ...]]:
+    """The scripted ``responses`` of a scenario, one tuple per agent of ``agents``.
+
+    Shared by both workflows' loaders; keys other than the agents' wire names
+    are a :class:`ScenarioError` naming the path.
+    """
     raw = data.get("responses")
     responses = expect_object(raw, "responses") if raw is not None else {}
-    check_known_keys(responses, _AGENT_KEYS, "responses")
-    loaded: dict[AgentName, tuple[ScriptedResponse, ...]] = {}
-    for agent in AgentName:
+    check_known_keys(responses, frozenset(agent.value for agent in agents), "responses")
+    loaded: dict[E, tuple[ScriptedResponse, ...]] = {}
+    for agent in agents:
         items = responses.get(agent.value)
         path = f"responses.{agent.value}"
         entries = expect_array(items, path) if items is not None else ()
@@ -372,8 +388,8 @@ def load_scenario(data: object) -> Scenario:
         run=load_run_config(top),
         history=_load_history(top),
         skills=_load_skills(top),
-        config=_load_config(top),
-        responses=_load_responses(top),
+        config=load_config_section(top, DiagnosisConfig),
+        responses=load_responses_section(top, AgentName),
         gatekeeper=gatekeeper,
         tool_ledger=ledger,
     )

@@ -157,6 +157,7 @@ ROUTING_TABLE: tuple[Route, ...] = (
     Route(_PRE, _C.ALWAYS, None),
     Route(_N.POST_VERIFICATION_FALLBACK, _C.ALWAYS, None),
 )
+"""The chat routing rows, read in order: the first row whose condition holds wins."""
 
 
 _ROWS_BY_NODE = index_rows(ROUTING_TABLE)

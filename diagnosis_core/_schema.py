@@ -43,7 +43,8 @@ from ._payloads import (
 
 __all__ = ["NOT_ONLY_WHITESPACE_PATTERN", "SCHEMA_NAMES", "json_schema"]
 
-_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+"""The JSON Schema dialect of every generated schema."""
 
 _PAYLOAD_TYPES: Mapping[PayloadName, type[Any]] = {
     PayloadName.PLANNER_PLAN: PlannerPlan,
@@ -210,11 +211,12 @@ def _type_schema(cl: Any) -> dict[str, JsonValue]:
         if len(rest) == 1:
             return _nullable(_type_schema(rest[0]))
     if attrs.has(cl):
-        return _class_schema(cl)
+        return class_schema(cl)
     raise TypeError(f"no JSON Schema for {cl!r}")
 
 
-def _class_schema(cl: type[Any]) -> dict[str, JsonValue]:
+def class_schema(cl: type[Any]) -> dict[str, JsonValue]:
+    """The schema of one ``attrs`` payload class (fields, defaults, the rules above)."""
     hints = typing.get_type_hints(cl)
     also_required = _ALSO_REQUIRED.get(cl, ())
     properties: dict[str, JsonValue] = {}
@@ -249,10 +251,27 @@ def json_schema(name: str) -> dict[str, JsonValue]:
     Raises:
         ValueError: for an unknown name; the message lists the valid ones.
     """
+    return named_schema(name, PayloadName, _PAYLOAD_TYPES)
+
+
+def named_schema(
+    name: str,
+    names: type[enum.StrEnum],
+    types: Mapping[Any, type[Any]],
+    extra: Mapping[str, JsonValue] | None = None,
+) -> dict[str, JsonValue]:
+    """The schema of payload ``name`` of a workflow (``names``: its payload names).
+
+    Shared by both workflows' ``*json_schema`` functions; ``extra`` is merged at
+    the top. A fresh dict on every call.
+
+    Raises:
+        ValueError: for an unknown name; the message lists the valid ones.
+    """
     try:
-        payload = PayloadName(name)
+        payload = names(name)
     except ValueError:
-        valid = ", ".join(repr(known) for known in SCHEMA_NAMES)
+        valid = ", ".join(repr(known.value) for known in names)
         raise ValueError(f"unknown payload schema {name!r}; expected one of {valid}") from None
-    body = _class_schema(_PAYLOAD_TYPES[payload])
-    return copy.deepcopy({"$schema": _DRAFT, "title": payload.value, **body})
+    body = class_schema(types[payload])
+    return copy.deepcopy({"$schema": DRAFT, "title": payload.value, **body, **(extra or {})})

@@ -1,8 +1,9 @@
-"""What every routing table shares: row lookup and the Mermaid drawing.
+"""What every routing table shares: row lookup, the Mermaid drawing, the trace table.
 
 The chat workflow (:mod:`._routing`) and the AIOps workflow
-(:mod:`._aiops_routing`) keep their own rows and conditions; reading rows in
-order and drawing them is the same for both, so it lives here once.
+(:mod:`.aiops._routing`) keep their own rows and conditions; reading rows in
+order and drawing them is the same for both, so it lives here once, and so
+does the text table of a trace that both command-line reports print.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["TableRow", "first_matching_row", "index_rows", "mermaid_flowchart"]
+__all__ = [
+    "TableRow",
+    "first_matching_row",
+    "index_rows",
+    "mermaid_flowchart",
+    "text_cell",
+    "trace_table_lines",
+]
 
 
 class TableRow(Protocol):
@@ -82,3 +90,33 @@ def mermaid_flowchart(table: Sequence[TableRow]) -> str:
         target = _node_id(row.next, end=True)
         lines.append(f'    {source} -->|"{label}"| {target}')
     return "\n".join(lines) + "\n"
+
+
+def text_cell(value: object) -> str:
+    """One report cell: ``-`` for None, an enum's value, else ``str``."""
+    return "-" if value is None else str(getattr(value, "value", value))
+
+
+def trace_table_lines(events: Sequence[Any], counter: str) -> list[str]:
+    """The trace as aligned text rows: seq, node, ``counter``, attempt, status, reason.
+
+    ``counter`` names the event's loop counter (``round`` in the chat trace,
+    ``step`` in the AIOps trace).
+    """
+    header = ("seq", "node", counter, "attempt", "status", "reason")
+    rows = [header] + [
+        (
+            str(event.seq),
+            event.node.value,
+            str(getattr(event, counter)),
+            str(event.attempt),
+            event.status.value,
+            text_cell(event.reason_code),
+        )
+        for event in events
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CATALOG = ["payment-timeout", "redis-latency", "db-pool-exhaustion"]
@@ -111,7 +112,7 @@ def build_corpus() -> dict[str, list[Any]]:
             corpus["ledger"].append(scenario["tool_ledger"])
     evidence = parsed_evidence(corpus["executor"])
     for ledger in corpus["ledger"]:
-        gatekeeper = dc.ReferenceGatekeeper(dc.ledger_from_records(ledger))
+        gatekeeper = dc.ReferenceGatekeeper(dcb.ledger_from_records(ledger))
         corpus["gatekeeper"] += [gatekeeper(RUN_ID, item) for item in evidence]
     corpus["gatekeeper_text"] = [json.dumps(value) for value in corpus["gatekeeper"]]
     corpus["scenario_text"] = [json.dumps(value, ensure_ascii=False) for value in scenarios]
@@ -339,7 +340,7 @@ class Fuzzer:
         raw = value_input(self.rng, self.corpus["gatekeeper"], self.corpus["gatekeeper_text"])
         self.expect("parse_gatekeeper_result", lambda: dc.parse_gatekeeper_result(raw),
                     (dc.PayloadError,), raw)
-        self.expect("normalize_gatekeeper_result", lambda: dc.normalize_gatekeeper_result(raw),
+        self.expect("normalize_gatekeeper_result", lambda: dcb.normalize_gatekeeper_result(raw),
                     (), raw)
 
     def scenario(self) -> None:
@@ -352,10 +353,10 @@ class Fuzzer:
 
     def reference_gatekeeper(self) -> None:
         records = value_input(self.rng, self.corpus["ledger"], self.corpus["ledger_text"])
-        ledger = self.expect("ledger_from_records", lambda: dc.ledger_from_records(records),
+        ledger = self.expect("ledger_from_records", lambda: dcb.ledger_from_records(records),
                              (dc.LedgerError,), records)
         if not isinstance(ledger, dc.ToolLedger):
-            ledger = dc.ledger_from_records(self.rng.choice(self.corpus["ledger"]))
+            ledger = dcb.ledger_from_records(self.rng.choice(self.corpus["ledger"]))
         evidence = self.rng.choice(self.evidence)
         text = self._text("executor")
         with contextlib.suppress(dc.PayloadError):
@@ -368,8 +369,8 @@ class Fuzzer:
                            ["$", ".", "[", "]", "'", "0", "a"])
         output = self.rng.choice(self.corpus["ledger"])[0]["output"]
         excerpt = self._text("composer")[:40]
-        self.expect("resolve_raw_path", lambda: dc.resolve_raw_path(output, path), (), path)
-        self.expect("match_excerpt", lambda: dc.match_excerpt(path + excerpt, excerpt), (),
+        self.expect("resolve_raw_path", lambda: dcb.resolve_raw_path(output, path), (), path)
+        self.expect("match_excerpt", lambda: dcb.match_excerpt(path + excerpt, excerpt), (),
                     excerpt)
 
     def run(self, inputs: int) -> tuple[Counter[str], list[str]]:

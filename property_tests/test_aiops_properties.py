@@ -17,6 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagnosis_core import (
+    Locale,
+    RunConfig,
+    ScriptedAgent,
+    ToolInvocation,
+    ToolLedger,
+    from_wire,
+    to_wire,
+)
+from diagnosis_core.aiops import (
     AIOPS_RULES,
     NO_PROGRESS_REPEATS,
     AiOpsAgent,
@@ -33,19 +42,11 @@ from diagnosis_core import (
     AiOpsRuleEvaluation,
     AiOpsState,
     Alert,
-    Locale,
-    RunConfig,
-    ScriptedAgent,
-    ScriptedResponse,
-    ToolInvocation,
-    ToolLedger,
-    canonical_json,
     evaluate_aiops_report,
-    from_wire,
     replay_aiops,
     run_aiops,
-    to_wire,
 )
+from diagnosis_core.blocks import ScriptedResponse, canonical_json
 
 IDS = ("inv-1", "inv-2", "inv-3", "inv-4")
 NAMES = ("HighLatency", "PodRestarts", "DiskFull")

@@ -39,7 +39,6 @@ from diagnosis_core import (
     advance,
     arun_diagnosis,
     build_trace_report,
-    canonical_json,
     classify_failure,
     default_failure_classifier,
     from_json,
@@ -55,6 +54,7 @@ from diagnosis_core import (
     to_json,
     to_wire,
 )
+from diagnosis_core.blocks import canonical_json
 from diagnosis_core.testing import (
     EffectsRecorder,
     composer_outputs,

@@ -39,12 +39,12 @@ from diagnosis_core import (
     NodeName,
     Verdict,
     advance,
-    canonical_json,
     from_wire,
     next_action,
     start_diagnosis,
     to_wire,
 )
+from diagnosis_core.blocks import canonical_json
 from diagnosis_core.testing import (
     composer_output_texts,
     diagnosis_requests,

@@ -20,20 +20,17 @@ import pytest
 
 import diagnosis_core._machine as machine_module
 from diagnosis_core import (
-    ROUTING_TABLE,
-    Condition,
     DiagnosisConfig,
     DiagnosisRequest,
     Effects,
     NodeName,
     ReasonCode,
-    Route,
-    RoutingFacts,
     RunConfig,
     Skill,
     ToolBlockedError,
     run_diagnosis,
 )
+from diagnosis_core.blocks import ROUTING_TABLE, Condition, Route, RoutingFacts
 from diagnosis_core.testing import FakeGatekeeper, Reply, ScriptedInvoker, passing_gatekeeper
 
 N, C, PRE = NodeName, Condition, NodeName.PRE_VERIFICATION_FALLBACK

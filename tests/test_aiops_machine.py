@@ -11,11 +11,24 @@ from typing import Any
 import pytest
 
 from diagnosis_core import (
+    AgentFailed,
+    AgentReplied,
+    ConfigError,
+    FailureKind,
+    MachineError,
+    NodeStatus,
+    NonRetryableError,
+    RunConfig,
+    ToolBlockedError,
+    ToolInvocation,
+    ToolLedger,
+    from_wire,
+    to_wire,
+)
+from diagnosis_core.aiops import (
     AIOPS_ROUTING_TABLE,
     DISCOVERY_INSTRUCTION,
     NO_PROGRESS_REPEATS,
-    AgentFailed,
-    AgentReplied,
     AiOpsAgent,
     AiOpsConfig,
     AiOpsEffects,
@@ -29,30 +42,19 @@ from diagnosis_core import (
     AiOpsState,
     Alert,
     AsyncAiOpsEffects,
-    ConfigError,
-    FailureKind,
     InvokeAiOpsAgent,
-    MachineError,
-    NodeStatus,
-    NonRetryableError,
-    RunConfig,
     SupervisorChoice,
-    ToolBlockedError,
-    ToolInvocation,
-    ToolLedger,
     advance_aiops,
     aiops_routing_mermaid,
     arun_aiops,
-    canonical_json,
     choose_aiops_route,
     evaluate_aiops_run,
-    from_wire,
     next_aiops_action,
     run_aiops,
     select_aiops_mode,
     start_aiops,
-    to_wire,
 )
+from diagnosis_core.blocks import canonical_json
 
 RUN = RunConfig("aiops-1", "ops-7")
 ALERTS = (

@@ -7,20 +7,18 @@ from typing import Any
 
 import pytest
 
-from diagnosis_core import (
+from diagnosis_core import PayloadError, from_wire, to_wire
+from diagnosis_core.aiops import (
     AiOpsExecutorFinding,
     AiOpsRecommendedAction,
     AiOpsReport,
     Alert,
-    PayloadError,
     SupervisorChoice,
     SupervisorDecision,
-    from_wire,
     parse_aiops_executor_output,
     parse_aiops_plan,
     parse_aiops_report,
     parse_supervisor_decision,
-    to_wire,
 )
 
 

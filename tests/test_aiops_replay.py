@@ -9,14 +9,10 @@ from typing import Any
 
 import pytest
 
-from diagnosis_core import (
-    AiOpsAgent,
-    ScenarioError,
-    canonical_json,
-    load_aiops_scenario,
-    replay_aiops,
-)
+from diagnosis_core import ScenarioError
 from diagnosis_core._cli import main
+from diagnosis_core.aiops import AiOpsAgent, load_aiops_scenario, replay_aiops
+from diagnosis_core.blocks import canonical_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 AIOPS_EXAMPLES = sorted(EXAMPLES.glob("aiops_*.json"))

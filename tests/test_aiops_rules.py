@@ -8,22 +8,19 @@ from typing import Any
 
 import pytest
 
-from diagnosis_core import (
+from diagnosis_core import ToolInvocation, ToolLedger, from_wire, to_wire
+from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsMode,
+    AiOpsReport,
     AiOpsRule,
     AiOpsRuleContext,
     AiOpsRuleEvaluation,
     AiOpsRuleViolation,
     Alert,
-    ToolInvocation,
-    ToolLedger,
     evaluate_aiops_report,
-    from_wire,
     parse_aiops_report,
-    to_wire,
 )
-from diagnosis_core._aiops_payloads import AiOpsReport
 
 ALERTS = (
     Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z", {"env": "prod"}),

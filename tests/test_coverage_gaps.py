@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 from diagnosis_core import (
     BindingCheckStatus,
     Claim,
@@ -78,7 +79,7 @@ class _Nameless(Exception, metaclass=_NamelessMeta):
 
 
 def test_an_unavailable_gatekeeper_is_described_even_when_its_exception_has_no_name() -> None:
-    normalized = dc.gatekeeper_unavailable(_Nameless("socket closed"))
+    normalized = dcb.gatekeeper_unavailable(_Nameless("socket closed"))
     assert normalized.reason_code is dc.ReasonCode.GATEKEEPER_UNAVAILABLE
     assert normalized.problem == "BaseException: socket closed"
 
@@ -108,24 +109,24 @@ def test_a_repeated_claim_id_is_projected_once_with_its_first_text() -> None:
         (Claim("c1", "first text", (BINDING,)), Claim("c1", "second text", (BINDING,))),
     )
     checked = dc.CheckedBinding("c1", "inv-1", "query_logs", "$.a", BindingCheckStatus.PASS, "m")
-    verified = dc.project_verified_input(evidence, [checked])
+    verified = dcb.project_verified_input(evidence, [checked])
     assert [claim.text for claim in verified.verified_executor_output] == ["first text"]
     assert len(verified.verified_evidence) == 1
 
 
 def test_a_custom_routing_table_without_a_catch_all_row_raises_lookup_error() -> None:
-    table = (dc.Route(dc.NodeName.PLANNER, dc.Condition.COMPLETED, dc.NodeName.EXECUTOR),)
-    facts = dc.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
+    table = (dcb.Route(dc.NodeName.PLANNER, dcb.Condition.COMPLETED, dc.NodeName.EXECUTOR),)
+    facts = dcb.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
     with pytest.raises(LookupError, match="no route after"):
-        dc.choose_route(dc.NodeName.PLANNER, facts, table)
-    assert dc.choose_route(dc.NodeName.PLANNER, dc.RoutingFacts(dc.NodeStatus.COMPLETED), table)
+        dcb.choose_route(dc.NodeName.PLANNER, facts, table)
+    assert dcb.choose_route(dc.NodeName.PLANNER, dcb.RoutingFacts(dc.NodeStatus.COMPLETED), table)
 
 
 # --- reference gatekeeper --------------------------------------------------------
 
 
 def test_unresolved_shows_as_its_name() -> None:
-    assert dc.resolve_raw_path({"a": 1}, "$.b") is UNRESOLVED
+    assert dcb.resolve_raw_path({"a": 1}, "$.b") is UNRESOLVED
     assert repr(UNRESOLVED) == "UNRESOLVED"
 
 
@@ -149,19 +150,19 @@ def test_an_unreadable_tool_output_or_record_is_a_ledger_error_not_a_crash() -> 
     with pytest.raises(LedgerError, match=r"output: unreadable \(RuntimeError\)"):
         ToolInvocation("inv-1", "query_logs", True, _Unreadable())
     with pytest.raises(LedgerError, match=r"tool_ledger\[0\]: unreadable \(RuntimeError\)"):
-        dc.ledger_from_records([_Unreadable()])
+        dcb.ledger_from_records([_Unreadable()])
 
 
 def test_resolving_a_path_in_an_output_that_raises_is_unresolved() -> None:
-    assert dc.resolve_raw_path({"a": _Unreadable()}, "$.a.b") is UNRESOLVED
+    assert dcb.resolve_raw_path({"a": _Unreadable()}, "$.a.b") is UNRESOLVED
 
 
 def test_a_number_too_long_to_print_never_matches_an_excerpt() -> None:
-    ledger = dc.ledger_from_records(
+    ledger = dcb.ledger_from_records(
         [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
           "output": {"a": 10**5000}}]
     )
-    checked = dc.check_binding(ledger, "c1", BINDING)
+    checked = dcb.check_binding(ledger, "c1", BINDING)
     assert (checked.status, checked.reason) == (BindingCheckStatus.FAIL, "RAW_PATH_UNRESOLVED")
 
 
@@ -171,18 +172,18 @@ class _BrokenLedger(dc.ToolLedger):
 
 
 def test_checking_a_binding_never_raises_it_fails_the_binding() -> None:
-    checked = dc.check_binding(_BrokenLedger(), "c1", BINDING)
+    checked = dcb.check_binding(_BrokenLedger(), "c1", BINDING)
     assert (checked.status, checked.reason) == (BindingCheckStatus.FAIL, "INVOCATION_NOT_FOUND")
 
 
 def test_a_repeated_binding_key_passes_only_if_every_copy_passes() -> None:
-    ledger = dc.ledger_from_records(
+    ledger = dcb.ledger_from_records(
         [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
           "output": {"a": "upstream timeout"}}]
     )
     wrong = attrs.evolve(BINDING, evidence_excerpt="no such text")
     claim = Claim("c1", "times out", (wrong, BINDING, wrong))
-    entries = dc.check_bindings(ledger, ExecutorEvidence(EvidenceStatus.EVIDENCE_FOUND, (claim,)))
+    entries = dcb.check_bindings(ledger, ExecutorEvidence(EvidenceStatus.EVIDENCE_FOUND, (claim,)))
     assert [(entry.status, entry.reason) for entry in entries] == [
         (BindingCheckStatus.FAIL, "EXCERPT_MISMATCH")
     ]
@@ -301,16 +302,16 @@ def test_a_default_computed_from_the_instance_is_used_but_null_stays_an_error() 
 
 
 def test_an_audit_raw_result_must_be_a_json_value() -> None:
-    wire: Any = dc.to_wire(dc.GatekeeperAudit(
+    wire: Any = dc.to_wire(dcb.GatekeeperAudit(
         1, dc.RawResult("{}"), None, dc.GatekeeperStatus.PASS, None, None, 0, 0, 0, 0))
     wire["raw_result"] = {"score": float("nan")}
     with pytest.raises(dc.PayloadError, match="raw_result: expected a JSON value"):
-        dc.from_wire(dc.GatekeeperAudit, wire)
+        dc.from_wire(dcb.GatekeeperAudit, wire)
 
 
 def test_json_text_helpers_refuse_values_that_are_not_text() -> None:
     with pytest.raises(dc.PayloadError, match="expected text, got int"):
-        dc.extract_json_text(5)  # type: ignore[arg-type]
+        dcb.extract_json_text(5)  # type: ignore[arg-type]
     from diagnosis_core._json import loads_strict_with_objects
 
     assert loads_strict_with_objects(5, dict) == (False, None)  # type: ignore[arg-type]
@@ -321,11 +322,13 @@ def test_json_text_helpers_refuse_values_that_are_not_text() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("[NaN, 1" + "0" * 5000 + "]", "invalid JSON: a number has too many digits"),
+        # The first problem in document order is reported (spec §5 digit limit).
+        ("[NaN, 1" + "0" * 5000 + "]", "NaN is not a JSON number"),
+        ("[1" + "0" * 5000 + ", NaN]", "integer literal of 5001 digits (at most 4300)"),
         ('[{"a": 1, "a": 2}, ' + "[" * 100_000 + "]" * 100_000 + "]", "nesting too deep"),
     ],
 )
 def test_the_diagnostic_pass_reports_what_stops_it(text: str, problem: str) -> None:
     with pytest.raises(dc.PayloadError) as error:
-        dc.loads_strict(text)
+        dcb.loads_strict(text)
     assert error.value.problem == problem

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 from diagnosis_core import (
     AgentFailed,
     AgentReplied,
@@ -83,24 +84,24 @@ MERMAID = """flowchart TD
 
 
 def test_the_mermaid_graph_of_the_table_is_exactly_the_specified_flowchart() -> None:
-    assert dc.routing_mermaid() == MERMAID
+    assert dcb.routing_mermaid() == MERMAID
 
 
 def test_a_custom_table_is_drawn_and_routed_from_its_own_rows() -> None:
     table = (
-        dc.Route(None, dc.Condition.ALWAYS, NodeName.PLANNER),
-        dc.Route(NodeName.PLANNER, dc.Condition.RETRY_LEFT, NodeName.PLANNER, same_input=True),
-        dc.Route(NodeName.PLANNER, dc.Condition.OTHERWISE, None),
+        dcb.Route(None, dcb.Condition.ALWAYS, NodeName.PLANNER),
+        dcb.Route(NodeName.PLANNER, dcb.Condition.RETRY_LEFT, NodeName.PLANNER, same_input=True),
+        dcb.Route(NodeName.PLANNER, dcb.Condition.OTHERWISE, None),
     )
-    assert dc.routing_mermaid(table).splitlines()[3:] == [
+    assert dcb.routing_mermaid(table).splitlines()[3:] == [
         '    START -->|"always"| planner',
         '    planner -->|"retryable failure, retries left / same input"| planner',
         '    planner -->|"otherwise"| END',
     ]
-    retry = dc.RoutingFacts(status=dc.NodeStatus.RETRYABLE_FAILED, retries_left=True)
-    assert dc.choose_route(NodeName.PLANNER, retry, table) is table[1]
-    assert dc.choose_route(NodeName.PLANNER, dc.RoutingFacts(), table) is table[2]
-    assert dc.choose_route(None, dc.RoutingFacts(), table) is table[0]
+    retry = dcb.RoutingFacts(status=dc.NodeStatus.RETRYABLE_FAILED, retries_left=True)
+    assert dcb.choose_route(NodeName.PLANNER, retry, table) is table[1]
+    assert dcb.choose_route(NodeName.PLANNER, dcb.RoutingFacts(), table) is table[2]
+    assert dcb.choose_route(None, dcb.RoutingFacts(), table) is table[0]
 
 
 POST_FALLBACK = """## Diagnosis summary (fallback)
@@ -125,10 +126,10 @@ Inspect the trace of run run-7 for details."""  # noqa: E501
 
 
 def test_the_post_verification_fallback_has_exactly_the_specified_layout() -> None:
-    text = dc.render_post_verification_fallback(
+    text = dcb.render_post_verification_fallback(
         run_id="run-7",
         answer_mode=dc.AnswerMode.LOW_CONFIDENCE,
-        allowed_claims=(dc.AllowedClaim("c1", "Gateway <times> out"),),
+        allowed_claims=(dcb.AllowedClaim("c1", "Gateway <times> out"),),
         missing_info=("pool metrics",),
         recommended_actions=(),
         config=dc.DiagnosisConfig(),
@@ -172,7 +173,7 @@ def test_an_unserializable_raw_result_is_audited_by_its_capped_repr() -> None:
     long = {"values": {"x" * 3000}}  # a set: not JSON
     state = dc.advance(at_gatekeeper(), GatekeeperReturned(long))
     audit = state.gatekeeper_audits[-1]
-    assert audit.raw_result == RawResult(dc.canonical_json({"unserializable": repr(long)[:2000]}))
+    assert audit.raw_result == RawResult(dcb.canonical_json({"unserializable": repr(long)[:2000]}))
     state = dc.advance(at_gatekeeper(), GatekeeperReturned({"x": _NoRepr()}))
     raw = state.gatekeeper_audits[-1].raw_result
     assert raw is not None and json.loads(raw.json_text) == {
@@ -181,12 +182,12 @@ def test_an_unserializable_raw_result_is_audited_by_its_capped_repr() -> None:
 
 
 def test_an_unreadable_result_names_the_type_it_got() -> None:
-    assert dc.normalize_gatekeeper_result([PASSED]).problem == "$: expected an object, got list"
+    assert dcb.normalize_gatekeeper_result([PASSED]).problem == "$: expected an object, got list"
 
 
 def test_an_exception_without_message_is_described_by_its_type_alone() -> None:
-    assert dc.gatekeeper_unavailable(TimeoutError()).problem == "TimeoutError"
-    assert dc.gatekeeper_unavailable(TimeoutError("5 s")).problem == "TimeoutError: 5 s"
+    assert dcb.gatekeeper_unavailable(TimeoutError()).problem == "TimeoutError"
+    assert dcb.gatekeeper_unavailable(TimeoutError("5 s")).problem == "TimeoutError: 5 s"
 
 
 # --- verifier and composer ------------------------------------------------------------------
@@ -312,7 +313,7 @@ def test_an_unreadable_gatekeeper_result_shows_no_binding_counts() -> None:
     ],
 )
 def test_an_invalid_result_names_its_path_and_what_it_got(raw: object, problem: str) -> None:
-    assert dc.normalize_gatekeeper_result(raw).problem == problem
+    assert dcb.normalize_gatekeeper_result(raw).problem == problem
 
 
 class _Exploding(dict):  # type: ignore[type-arg]
@@ -327,8 +328,8 @@ def test_a_result_whose_methods_raise_is_an_unreadable_result_at_the_top() -> No
 
 
 def test_problem_texts_are_capped_at_a_thousand_characters() -> None:
-    assert dc.gatekeeper_unavailable("x" * 1000).problem == "x" * 1000
-    assert dc.gatekeeper_unavailable("x" * 1001).problem == "x" * 999 + "…"
+    assert dcb.gatekeeper_unavailable("x" * 1000).problem == "x" * 1000
+    assert dcb.gatekeeper_unavailable("x" * 1001).problem == "x" * 999 + "…"
 
 
 # --- inputs, attempts and the state ------------------------------------------------------------
@@ -461,16 +462,16 @@ def test_the_projector_skips_a_repeated_claim_and_keeps_the_ones_after_it() -> N
         dc.CheckedBinding(claim, "inv-1", "q", "$.a", dc.BindingCheckStatus.PASS, "m")
         for claim in ("c1", "c2")
     ]
-    verified = dc.project_verified_input(evidence, checked)
+    verified = dcb.project_verified_input(evidence, checked)
     assert [c.claim_id for c in verified.verified_executor_output] == ["c1", "c2"]
     assert [len(c.bindings) for c in verified.verified_executor_output] == [1, 1]
     assert len(verified.verified_evidence) == 2
 
 
 def test_a_custom_table_without_rows_for_a_node_cannot_route_it() -> None:
-    table = (dc.Route(None, dc.Condition.ALWAYS, NodeName.PLANNER),)
+    table = (dcb.Route(None, dcb.Condition.ALWAYS, NodeName.PLANNER),)
     with pytest.raises(LookupError, match="no route after"):
-        dc.choose_route(NodeName.COMPOSER, dc.RoutingFacts(), table)
+        dcb.choose_route(NodeName.COMPOSER, dcb.RoutingFacts(), table)
 
 
 @pytest.mark.parametrize(
@@ -486,4 +487,4 @@ def test_a_custom_table_without_rows_for_a_node_cannot_route_it() -> None:
 def test_sanitizing_counts_crlf_as_one_break_and_strips_before_capping(
     text: str, cap: int, rendered: str
 ) -> None:
-    assert dc.sanitize_item(text, cap) == rendered
+    assert dcb.sanitize_item(text, cap) == rendered

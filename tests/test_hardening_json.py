@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 from diagnosis_core import _converter
 from diagnosis_core._json import canonical_json, int_from_literal, int_to_text, int_too_long
 from diagnosis_core._schema import NOT_ONLY_WHITESPACE_PATTERN
@@ -33,15 +34,16 @@ def test_the_digit_limit_does_not_depend_on_the_interpreter_setting() -> None:
     code = """
         import json, sys
         import diagnosis_core as dc
+        import diagnosis_core.blocks as dcb
         print(sys.get_int_max_str_digits(), file=sys.stderr)
         ok = dc.parse_composer_output('{"answer": "a", "x": ' + "7" * 1000 + '}', ())
         print(ok.answer)
-        print(dc.loads_strict("[" + "9" * 4300 + "]")[0] == 10**4300 - 1)
+        print(dcb.loads_strict("[" + "9" * 4300 + "]")[0] == 10**4300 - 1)
         try:
-            dc.loads_strict("[" + "9" * 4301 + "]")
+            dcb.loads_strict("[" + "9" * 4301 + "]")
         except dc.PayloadError as error:
             print(error.path, error.problem)
-        print(dc.canonical_json([-(10**999)]) == "[-1" + "0" * 999 + "]")
+        print(dcb.canonical_json([-(10**999)]) == "[-1" + "0" * 999 + "]")
     """
     for digits in ("640", "0"):
         completed = _run_python(code, digits)
@@ -123,7 +125,7 @@ def test_agent_payloads_still_reject_escaped_lone_surrogates() -> None:
     with pytest.raises(dc.PayloadError, match="surrogate"):
         dc.parse_composer_output('{"answer": "\\ud800"}', ())
     with pytest.raises(dc.PayloadError, match="surrogate"):
-        dc.loads_strict('["\\udc80"]')
+        dcb.loads_strict('["\\udc80"]')
 
 
 def test_stored_text_keeps_its_other_rules() -> None:

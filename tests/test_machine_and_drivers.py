@@ -12,6 +12,7 @@ import pytest
 from _builders import error, scenario, text
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 
 EXAMPLES = sorted(glob.glob(str(Path(__file__).parent.parent / "examples" / "*.json")))
 CHAT_EXAMPLES = [p for p in EXAMPLES if not Path(p).name.startswith("aiops")]
@@ -104,8 +105,8 @@ def test_worst_case_run_stays_within_the_bound() -> None:
 @pytest.mark.parametrize("path", CHAT_EXAMPLES, ids=lambda p: Path(p).stem)
 def test_same_scenario_replayed_twice_gives_byte_identical_json(path: str) -> None:
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    first = dc.canonical_json(dc.replay(doc))
-    second = dc.canonical_json(dc.replay(json.loads(Path(path).read_text(encoding="utf-8"))))
+    first = dcb.canonical_json(dc.replay(doc))
+    second = dcb.canonical_json(dc.replay(json.loads(Path(path).read_text(encoding="utf-8"))))
     assert first == second
 
 

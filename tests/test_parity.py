@@ -34,6 +34,7 @@ from adapters.adapter_support import (
 )
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 
 SEED = 20240611
 GENERATED = 300
@@ -94,7 +95,7 @@ def _checked(claim: dict[str, Any], binding: dict[str, Any], passed: bool) -> di
 
 def _gatekeeper_results_for(executor_text: str) -> list[dict[str, Any]]:
     """pass (all bindings), low_confid (only the first passes) and reject, for one payload."""
-    payload = json.loads(dc.extract_json_text(executor_text))
+    payload = json.loads(dcb.extract_json_text(executor_text))
     pairs = [(c, b) for c in payload.get("claims", []) for b in c["bindings"]]
     every = [_checked(c, b, True) for c, b in pairs]
     first_only = [_checked(c, b, index == 0) for index, (c, b) in enumerate(pairs)]
@@ -137,7 +138,7 @@ def _response(
         return {"text": text}
     if roll < 0.85:
         return {"text": rng.choice(INVALID_TEXTS)}
-    kind = rng.choice(dc.ERROR_KINDS)
+    kind = rng.choice(dcb.ERROR_KINDS)
     return {"error": {"kind": kind, "message": f"scripted {kind} failure"}}
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 from diagnosis_core import FailureKind, GatekeeperReturned, PayloadError, RawResult
 
 
@@ -44,7 +45,7 @@ def test_a_gatekeeper_that_returned_json_null_round_trips_in_the_state() -> None
     state = dc.advance(state, GatekeeperReturned(None))
     assert state.gatekeeper_audits[0].raw_result == RawResult("null")
     assert dc.from_wire(dc.DiagnosisState, json.loads(dc.to_json(state))) == state
-    failed = dc.GatekeeperAudit(1, None, "down", dc.GatekeeperStatus.REJECT,
+    failed = dcb.GatekeeperAudit(1, None, "down", dc.GatekeeperStatus.REJECT,
                                 dc.ReasonCode.GATEKEEPER_UNAVAILABLE, "down", 0, 0, 0, 0)
     assert failed.raw_result is None  # a raising gatekeeper keeps "no raw result"
 
@@ -61,6 +62,6 @@ def test_a_gatekeeper_that_returned_json_null_round_trips_in_the_state() -> None
 def test_a_problem_followed_by_a_syntax_error_is_a_payload_error(text: str) -> None:
     # Found by fuzz/run_fuzz.py: the diagnostic second pass leaked JSONDecodeError.
     with pytest.raises(PayloadError, match="invalid JSON"):
-        dc.loads_strict(text)
+        dcb.loads_strict(text)
     with pytest.raises(PayloadError):
         dc.parse_planner_plan(text, [])

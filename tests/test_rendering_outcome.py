@@ -30,17 +30,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from diagnosis_core._aiops_config import AiOpsConfig
-from diagnosis_core._aiops_enums import AiOpsMode, AiOpsReasonCode
-from diagnosis_core._aiops_payloads import (
-    AiOpsEvidence,
-    AiOpsFinding,
-    AiOpsRecommendedAction,
-    AiOpsReport,
-    Alert,
-)
-from diagnosis_core._aiops_rendering import render_aiops_fallback, render_aiops_report
-from diagnosis_core._aiops_trace import AiOpsCallCounts
 from diagnosis_core._config import DiagnosisConfig
 from diagnosis_core._enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
 from diagnosis_core._payloads import ToolTraceEntry
@@ -49,6 +38,19 @@ from diagnosis_core._rendering import (
     render_post_verification_fallback,
     render_pre_verification_fallback,
     sanitize_item,
+)
+from diagnosis_core.aiops import (
+    AiOpsCallCounts,
+    AiOpsConfig,
+    AiOpsEvidence,
+    AiOpsFinding,
+    AiOpsMode,
+    AiOpsReasonCode,
+    AiOpsRecommendedAction,
+    AiOpsReport,
+    Alert,
+    render_aiops_fallback,
+    render_aiops_report,
 )
 
 NEUTRAL = "Neutral0item"

@@ -19,6 +19,7 @@ from _builders import (
 )
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 from diagnosis_core import NodeName, ReasonCode
 
 
@@ -336,7 +337,7 @@ def test_retry_limit_three_allows_four_attempts() -> None:
 
 def test_routing_table_rows_are_the_specified_ones() -> None:
     rows = {(r.after, r.condition.name, r.next, r.reason, r.reason_from_node, r.same_input)
-            for r in dc.ROUTING_TABLE}
+            for r in dcb.ROUTING_TABLE}
     n, pre = NodeName, NodeName.PRE_VERIFICATION_FALLBACK
     expected = {
         (None, "ALWAYS", n.PLANNER, None, False, False),
@@ -363,21 +364,21 @@ def test_routing_table_rows_are_the_specified_ones() -> None:
         (n.POST_VERIFICATION_FALLBACK, "ALWAYS", None, None, False, False),
     }
     assert rows == expected
-    assert len(dc.ROUTING_TABLE) == len(expected)
+    assert len(dcb.ROUTING_TABLE) == len(expected)
 
 
 def test_mermaid_graph_is_drawn_from_the_table() -> None:
-    graph = dc.routing_mermaid()
+    graph = dcb.routing_mermaid()
     assert graph.startswith("flowchart TD\n")
     edges = [line for line in graph.splitlines() if "-->" in line]
-    assert len(edges) == len(dc.ROUTING_TABLE)
+    assert len(edges) == len(dcb.ROUTING_TABLE)
     assert 'verifier -->|"effective LOW_CONFID, critical gap, retry left"| evidence_retry' in graph
 
 
 def test_a_custom_table_without_a_matching_row_raises_lookup_error() -> None:
-    table = (dc.Route(NodeName.PLANNER, dc.Condition.COMPLETED, NodeName.EXECUTOR),)
-    facts = dc.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
+    table = (dcb.Route(NodeName.PLANNER, dcb.Condition.COMPLETED, NodeName.EXECUTOR),)
+    facts = dcb.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
     with pytest.raises(LookupError, match="no route after"):
-        dc.choose_route(NodeName.PLANNER, facts, table)
-    completed = dc.RoutingFacts(status=dc.NodeStatus.COMPLETED)
-    assert dc.choose_route(NodeName.PLANNER, completed, table).next is NodeName.EXECUTOR
+        dcb.choose_route(NodeName.PLANNER, facts, table)
+    completed = dcb.RoutingFacts(status=dc.NodeStatus.COMPLETED)
+    assert dcb.choose_route(NodeName.PLANNER, completed, table).next is NodeName.EXECUTOR

@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 import diagnosis_core.testing as dt
 from diagnosis_core import (
     AgentName,
@@ -122,7 +123,7 @@ def test_mutated_documents_stay_json_and_are_judged_by_the_parser(data: st.DataO
     document = data.draw(dt.payload_documents(evidence))
     mutated = data.draw(dt.mutated_documents(document))
     text = data.draw(dt.json_document_texts(mutated))
-    assert json.loads(dc.extract_json_text(text)) == mutated
+    assert json.loads(dcb.extract_json_text(text)) == mutated
     only_payload_errors(text)
 
 
@@ -137,7 +138,7 @@ def test_consistent_gatekeeper_results_normalize_as_their_entries_say(
     raw = data.draw(dt.gatekeeper_results(evidence))
     entries: list[Any] = raw.get("checked_bindings") or []  # type: ignore[assignment]
     passes = len([entry for entry in entries if entry["status"].strip().lower() == "pass"])
-    normalized = dc.normalize_gatekeeper_result(raw)
+    normalized = dcb.normalize_gatekeeper_result(raw)
     expected = (
         GatekeeperStatus.PASS
         if passes == len(entries)
@@ -157,8 +158,8 @@ def test_fixed_passes_are_exactly_the_trusted_bindings(data: st.DataObject) -> N
     keys = [key for key, _ in dt.binding_keys(evidence)]
     passed = data.draw(st.sets(st.sampled_from(keys))) if keys else set()
     raw = data.draw(dt.gatekeeper_results(evidence, passed=passed))
-    normalized = dc.normalize_gatekeeper_result(raw)
-    trusted = dc.count_trusted_bindings(evidence, normalized.checked_bindings)
+    normalized = dcb.normalize_gatekeeper_result(raw)
+    trusted = dcb.count_trusted_bindings(evidence, normalized.checked_bindings)
     assert trusted == len(passed)
 
 
@@ -168,7 +169,7 @@ def test_contradictory_and_malformed_results_are_invalid(data: st.DataObject) ->
     raw = data.draw(
         dt.contradictory_gatekeeper_results(evidence) | dt.malformed_gatekeeper_results(evidence)
     )
-    normalized = dc.normalize_gatekeeper_result(raw)
+    normalized = dcb.normalize_gatekeeper_result(raw)
     assert normalized.status is GatekeeperStatus.REJECT
     assert normalized.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT
 
@@ -177,7 +178,7 @@ def test_contradictory_and_malformed_results_are_invalid(data: st.DataObject) ->
 def test_any_raw_result_or_hostile_value_normalizes_without_raising(data: st.DataObject) -> None:
     evidence = data.draw(dt.executor_evidences())
     raw = data.draw(dt.gatekeeper_raw_results(evidence) | dt.hostile_gatekeeper_values())
-    normalized = dc.normalize_gatekeeper_result(raw)
+    normalized = dcb.normalize_gatekeeper_result(raw)
     assert (normalized.status is GatekeeperStatus.REJECT) == (normalized.reason_code is not None)
     with contextlib.suppress(PayloadError):
         dc.parse_gatekeeper_result(raw)
@@ -206,9 +207,9 @@ def test_ledger_cases_are_checked_as_they_expect(case: dt.LedgerCase) -> None:
 def test_tool_ledger_records_always_form_a_ledger(data: st.DataObject) -> None:
     outputs = [data.draw(dt.executor_evidences()) for _ in range(2)]
     records = data.draw(dt.tool_ledger_records(*outputs))
-    ledger = dc.ledger_from_records(records)
+    ledger = dcb.ledger_from_records(records)
     for output in outputs:
-        normalized = dc.normalize_gatekeeper_result(dc.ReferenceGatekeeper(ledger)("r", output))
+        normalized = dcb.normalize_gatekeeper_result(dc.ReferenceGatekeeper(ledger)("r", output))
         assert normalized.reason_code is not ReasonCode.GATEKEEPER_INVALID_RESULT
 
 
@@ -229,7 +230,7 @@ def test_scenarios_can_be_restricted_to_ledgers_and_valid_replies(document: dict
     for entries in document["responses"].values():
         for entry in entries:
             if "text" in entry:
-                dc.extract_json_text(entry["text"])  # a valid encoding, never garbage
+                dcb.extract_json_text(entry["text"])  # a valid encoding, never garbage
 
 
 @given(script=dt.effect_scripts())
@@ -326,9 +327,9 @@ def test_fake_gatekeeper_plays_results_and_errors_then_responds() -> None:
     assert gatekeeper("run-1", evidence) is None
     with pytest.raises(ConnectionError):
         gatekeeper("run-1", evidence)
-    normalized = dc.normalize_gatekeeper_result(gatekeeper("run-1", evidence))
+    normalized = dcb.normalize_gatekeeper_result(gatekeeper("run-1", evidence))
     assert normalized.status is GatekeeperStatus.PASS
-    assert dc.count_trusted_bindings(evidence, normalized.checked_bindings) == 1
+    assert dcb.count_trusted_bindings(evidence, normalized.checked_bindings) == 1
     assert [call[0] for call in gatekeeper.calls] == ["run-1"] * 3
     with pytest.raises(NonRetryableError):
         dt.FakeGatekeeper()("run-1", evidence)
@@ -405,8 +406,8 @@ def test_async_effects_recorder_records_an_asyncio_run() -> None:
 def test_core_doubles_are_re_exported_unchanged() -> None:
     assert dt.ScriptedAgent is dc.ScriptedAgent
     assert dt.ScriptedGatekeeper is dc.ScriptedGatekeeper
-    assert dt.ScriptedResponse is dc.ScriptedResponse
-    assert dt.ScriptedGatekeeperEntry is dc.ScriptedGatekeeperEntry
+    assert dt.ScriptedResponse is dcb.ScriptedResponse
+    assert dt.ScriptedGatekeeperEntry is dcb.ScriptedGatekeeperEntry
     assert dt.scenario_effects is dc.scenario_effects
 
 

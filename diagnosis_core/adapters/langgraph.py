@@ -65,8 +65,11 @@ __all__ = [
 ]
 
 START_NODE = "start"
+"""The graph node that starts (or resumes) a run."""
 AGENT_NODE = "agent"
+"""The graph node that performs one agent call."""
 GATEKEEPER_NODE = "gatekeeper"
+"""The graph node that performs one gatekeeper call."""
 
 # LangGraph counts supersteps; a run has at most ``max_node_executions`` effect
 # nodes, plus ``start``. The margin keeps a correct run far from the limit while
@@ -84,6 +87,7 @@ class DiagnosisGraphState(TypedDict, total=False):
 DiagnosisGraph: TypeAlias = CompiledStateGraph[
     DiagnosisGraphState, None, DiagnosisGraphState, DiagnosisGraphState
 ]
+"""The compiled LangGraph graph of a diagnosis run."""
 
 
 # --- encoding ----------------------------------------------------------------------

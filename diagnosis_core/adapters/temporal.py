@@ -75,11 +75,14 @@ __all__ = [
 ]
 
 INVOKE_AGENT_ACTIVITY = "diagnosis_core.invoke_agent"
+"""The activity name of an agent call."""
 CALL_GATEKEEPER_ACTIVITY = "diagnosis_core.call_gatekeeper"
+"""The activity name of a gatekeeper call."""
 
 # The core is pure and deterministic; passing it through the sandbox keeps one
 # copy of its classes (and of cattrs' generated hooks) for every workflow run.
 PASSTHROUGH_MODULES = ("diagnosis_core", "attrs", "cattrs")
+"""Modules the workflow sandbox passes through: the core is pure and deterministic."""
 
 _NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
 

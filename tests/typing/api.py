@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import assert_type
 
 import cattrs
@@ -17,11 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
+import diagnosis_core.aiops as dca
+import diagnosis_core.blocks as dcb
 import diagnosis_core.testing as dt
 from diagnosis_core import (
     Action,
     AgentName,
-    AllowedClaim,
     AnswerMode,
     AsyncEffects,
     CallGatekeeper,
@@ -33,7 +34,6 @@ from diagnosis_core import (
     DiagnosisResult,
     DiagnosisState,
     Effects,
-    EvidenceGap,
     ExecutorEvidence,
     FailureKind,
     Finished,
@@ -42,12 +42,10 @@ from diagnosis_core import (
     InvokeAgent,
     JsonValue,
     Locale,
-    NormalizedGatekeeperResult,
     Outcome,
     PayloadError,
     PlannerPlan,
     ReasonCode,
-    RetryContext,
     RunConfig,
     Scenario,
     ScenarioError,
@@ -55,8 +53,14 @@ from diagnosis_core import (
     ToolBlockedError,
     TraceReport,
     Verdict,
-    VerifiedInput,
     VerifierOutput,
+)
+from diagnosis_core.blocks import (
+    AllowedClaim,
+    EvidenceGap,
+    NormalizedGatekeeperResult,
+    RetryContext,
+    VerifiedInput,
 )
 
 # --- a request ---------------------------------------------------------------------
@@ -167,7 +171,7 @@ def drive_by_hand() -> str:
 
 def save_and_restore(state: DiagnosisState) -> DiagnosisState:
     wire: JsonValue = dc.to_wire(state)
-    text = dc.canonical_json(wire)
+    text = dcb.canonical_json(wire)
     return dc.from_json(DiagnosisState, text)
 
 
@@ -186,21 +190,21 @@ def parse_everything(text: str) -> None:
     except PayloadError as error:
         assert_type(error.path, str)
         return
-    normalized = dc.normalize_gatekeeper_result(json.loads(text))
+    normalized = dcb.normalize_gatekeeper_result(json.loads(text))
     assert_type(normalized, NormalizedGatekeeperResult)
     assert_type(normalized.status, GatekeeperStatus)
     checked: tuple[CheckedBinding, ...] = normalized.checked_bindings
-    verified = dc.project_verified_input(evidence, checked)
+    verified = dcb.project_verified_input(evidence, checked)
     assert_type(verified, VerifiedInput)
-    ceiling = dc.verdict_ceiling(normalized.status)
-    effective = dc.apply_verdict_ceiling(verdicts.verdict, ceiling)
-    assert_type(dc.answer_mode_for(effective), AnswerMode)
-    gaps = dc.extract_evidence_gaps(verdicts.facts_checked)
+    ceiling = dcb.verdict_ceiling(normalized.status)
+    effective = dcb.apply_verdict_ceiling(verdicts.verdict, ceiling)
+    assert_type(dcb.answer_mode_for(effective), AnswerMode)
+    gaps = dcb.extract_evidence_gaps(verdicts.facts_checked)
     assert_type(gaps, tuple[EvidenceGap, ...])
-    assert_type(dc.build_retry_context(verified, gaps), RetryContext)
-    allowed = dc.select_allowed_claims(verified, verdicts.allowed_claim_ids)
+    assert_type(dcb.build_retry_context(verified, gaps), RetryContext)
+    allowed = dcb.select_allowed_claims(verified, verdicts.allowed_claim_ids)
     assert_type(allowed, tuple[AllowedClaim, ...])
-    fallback = dc.render_pre_verification_fallback(
+    fallback = dcb.render_pre_verification_fallback(
         reason_code=ReasonCode.NO_TRUSTED_EVIDENCE,
         run_id=run.run_id,
         gatekeeper_status=normalized.status,
@@ -229,12 +233,12 @@ def replay_a_file(path: str) -> dict[str, JsonValue]:
 
 
 def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
-    ledger = dc.ledger_from_records(
+    ledger = dcb.ledger_from_records(
         [{"invocation_id": "inv-7", "tool_name": "query_logs", "success": True,
           "output": {"items": [{"message": "upstream timeout after 3000ms"}]}}]
     )
-    assert_type(dc.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
-    assert_type(dc.match_excerpt("a  b", "a b"), str | None)
+    assert_type(dcb.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
+    assert_type(dcb.match_excerpt("a  b", "a b"), str | None)
     gatekeeper = dc.ReferenceGatekeeper(ledger)
     return gatekeeper("run-1", evidence)
 
@@ -242,9 +246,9 @@ def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
 # --- the routing table ----------------------------------------------------------
 
 
-def first_route() -> dc.Route:
-    assert_type(dc.routing_mermaid(), str)
-    return dc.choose_route(None, dc.RoutingFacts())
+def first_route() -> dcb.Route:
+    assert_type(dcb.routing_mermaid(), str)
+    return dcb.choose_route(None, dcb.RoutingFacts())
 
 
 # --- diagnosis_core.testing -----------------------------------------------------
@@ -278,6 +282,7 @@ def test_my_orchestrator(script: dt.EffectScript, planted: dt.PlantedScenario) -
 def test_my_parser_wrapper(data: st.DataObject) -> None:
     evidence = data.draw(dt.executor_evidences())
     assert_type(evidence, ExecutorEvidence)
+    assert_type(data.draw(dt.fact_texts()), str)
     text = data.draw(dt.payload_texts(evidence))
     assert dc.parse_executor_evidence(text) == evidence
     raw = data.draw(dt.gatekeeper_raw_results(evidence))
@@ -286,3 +291,261 @@ def test_my_parser_wrapper(data: st.DataObject) -> None:
     assert_type(case.expected_status, tuple[str, str | None])
     document: dict[str, object] = data.draw(dt.scenarios())
     assert document
+
+
+# --- diagnosis_core.aiops ---------------------------------------------------------
+
+
+def aiops_host(document: Mapping[str, object], reply: str) -> str:
+    scenario: dca.AiOpsScenario = dca.load_aiops_scenario(document)
+    request: dca.AiOpsRequest = dca.aiops_scenario_request(scenario)
+    effects: dca.AiOpsEffects = dca.aiops_scenario_effects(scenario)
+    state: dca.AiOpsState = dca.run_aiops(request, effects)
+    result: dca.AiOpsResult = state.result
+    assert_type(result.outcome, dca.AiOpsOutcome)
+    assert_type(result.report, dca.AiOpsReport | None)
+    evaluation = dca.evaluate_aiops_run(state, scenario.tool_ledger)
+    assert_type(evaluation, dca.AiOpsRuleEvaluation | None)
+    async_state = asyncio.run(
+        dca.arun_aiops(request, dca.AsyncAiOpsEffects.from_sync(effects))
+    )
+    assert_type(async_state, dca.AiOpsState)
+    action = dca.next_aiops_action(dca.start_aiops(request))
+    if isinstance(action, dca.InvokeAiOpsAgent):
+        assert_type(action.agent, dca.AiOpsAgent)
+        result_of_call = dca.perform_aiops_effect(action, effects)
+        state = dca.advance_aiops(state, result_of_call)
+    output: dict[str, JsonValue] = dca.aiops_replay_output(scenario, state)
+    assert_type(dca.replay_aiops_scenario(scenario), dca.AiOpsState)
+    assert_type(dca.replay_aiops(document), dict[str, JsonValue])
+    decision: dca.SupervisorDecision = dca.parse_supervisor_decision(reply)
+    assert_type(decision.next, dca.SupervisorChoice)
+    plan: dca.AiOpsPlan = dca.parse_aiops_plan(reply)
+    step: dca.AiOpsExecutorOutput = dca.parse_aiops_executor_output(reply, ["call-1"])
+    report: dca.AiOpsReport = dca.parse_aiops_report(reply)
+    dca.validate_aiops_report(report)
+    schema: dict[str, JsonValue] = dca.aiops_json_schema(dca.AIOPS_SCHEMA_NAMES[0])
+    names: tuple[str, ...] = dca.AIOPS_SCHEMA_NAMES
+    graph: str = dca.aiops_routing_mermaid()
+    fallback: str = dca.render_aiops_report(report, state.request.config)
+    rules: tuple[dca.AiOpsRule, ...] = dca.AIOPS_RULES
+    table: tuple[dca.AiOpsRoute, ...] = dca.AIOPS_ROUTING_TABLE
+    mode: dca.AiOpsMode = dca.select_aiops_mode(state.request.alerts)
+    del plan, step, output, schema, names, rules, table, mode
+    return graph + fallback
+
+
+# --- the rest of the public surface, by kind ---------------------------------------
+# Every public name not used above, bound to the kind of value it is, so that a
+# renamed or removed export, or one that changes kind, fails the type check.
+
+PUBLIC_CLASSES: tuple[type, ...] = (
+    dc.AgentFailed,
+    dc.AgentInvoker,
+    dc.AgentReplied,
+    dc.AsyncAgentInvoker,
+    dc.AsyncGatekeeper,
+    dc.BindingCheckStatus,
+    dc.CallCounts,
+    dc.Claim,
+    dc.DiagnosisError,
+    dc.EventDetails,
+    dc.EvidenceBinding,
+    dc.EvidenceStatus,
+    dc.FactCheck,
+    dc.FailureClassifier,
+    dc.Gatekeeper,
+    dc.GatekeeperFailed,
+    dc.GatekeeperResult,
+    dc.GatekeeperReturned,
+    dc.Hypothesis,
+    dc.InvocationRecord,
+    dc.LedgerError,
+    dc.MachineError,
+    dc.NodeName,
+    dc.NodeStatus,
+    dc.NonRetryableError,
+    dc.PayloadName,
+    dc.PendingCall,
+    dc.PlanStep,
+    dc.RawResult,
+    dc.ScriptedAgent,
+    dc.ScriptedGatekeeper,
+    dc.ToolInvocation,
+    dc.ToolLedger,
+    dc.ToolTraceEntry,
+    dc.TraceEvent,
+    dc.Verification,
+    dca.AiOpsCallCounts,
+    dca.AiOpsCondition,
+    dca.AiOpsConfig,
+    dca.AiOpsEventDetails,
+    dca.AiOpsEvidence,
+    dca.AiOpsExecutorFinding,
+    dca.AiOpsExecutorInput,
+    dca.AiOpsFinding,
+    dca.AiOpsFinished,
+    dca.AiOpsInvocationRecord,
+    dca.AiOpsNode,
+    dca.AiOpsPayloadName,
+    dca.AiOpsPendingCall,
+    dca.AiOpsPlannerInput,
+    dca.AiOpsReasonCode,
+    dca.AiOpsRecommendedAction,
+    dca.AiOpsRoutingFacts,
+    dca.AiOpsRuleContext,
+    dca.AiOpsRuleViolation,
+    dca.AiOpsTraceEvent,
+    dca.Alert,
+    dca.AlertDiscoveryTask,
+    dca.AlertPayloadTask,
+    dca.ReporterInput,
+    dca.SupervisorInput,
+    dcb.BindingFailure,
+    dcb.ComposerInput,
+    dcb.Condition,
+    dcb.ExecutorInput,
+    dcb.ExecutorRetryInput,
+    dcb.GatekeeperAudit,
+    dcb.GatekeeperSummary,
+    dcb.PlannerInput,
+    dcb.QueryRef,
+    dcb.RetryConstraint,
+    dcb.ScriptedError,
+    dcb.ScriptedGatekeeperEntry,
+    dcb.ScriptedResponse,
+    dcb.ToolUsage,
+    dcb.UnknownScriptedError,
+    dcb.VerifiedBinding,
+    dcb.VerifiedClaim,
+    dcb.VerifiedEvidence,
+    dcb.VerifierEvaluation,
+    dcb.VerifierInput,
+    dt.AsyncFakeGatekeeper,
+    dt.AsyncRecordingGatekeeper,
+    dt.AsyncRecordingInvoker,
+    dt.AsyncScriptedInvoker,
+    dt.LedgerCase,
+    dt.Plant,
+    dt.RecordingGatekeeper,
+    dt.RecordingInvoker,
+    dt.Sink,
+)
+PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
+    dc.classify_failure,
+    dc.from_wire,
+    dc.parse_gatekeeper_result,
+    dc.perform_effect_async,
+    dc.scenario_effects,
+    dc.scenario_request,
+    dca.aiops_task,
+    dca.build_aiops_executor_input,
+    dca.build_aiops_planner_input,
+    dca.build_reporter_input,
+    dca.build_supervisor_input,
+    dca.choose_aiops_route,
+    dca.encode_aiops_input,
+    dca.evaluate_aiops_report,
+    dca.perform_aiops_effect_async,
+    dca.render_aiops_fallback,
+    dcb.build_composer_input,
+    dcb.build_executor_input,
+    dcb.build_planner_input,
+    dcb.build_verifier_input,
+    dcb.check_binding,
+    dcb.check_bindings,
+    dcb.count_trusted_bindings,
+    dcb.describe_error,
+    dcb.encode_agent_input,
+    dcb.extract_json_text,
+    dcb.gatekeeper_unavailable,
+    dcb.is_valid_tool_name,
+    dcb.loads_strict,
+    dcb.loads_stored,
+    dcb.parse_json_object,
+    dcb.parse_raw_path,
+    dcb.render_post_verification_fallback,
+    dcb.sanitize_item,
+    dcb.summarize_tool_usage,
+    dt.adversarial_composer_texts,
+    dt.adversarial_executor_texts,
+    dt.adversarial_planner_texts,
+    dt.adversarial_texts,
+    dt.adversarial_verifier_texts,
+    dt.agent_exceptions,
+    dt.binding_keys,
+    dt.claims,
+    dt.composer_output_texts,
+    dt.composer_outputs,
+    dt.contradictory_gatekeeper_results,
+    dt.diagnosis_configs,
+    dt.diagnosis_requests,
+    dt.evidence_bindings,
+    dt.executor_evidence_texts,
+    dt.fact_checks,
+    dt.gatekeeper_result_values,
+    dt.gatekeeper_results,
+    dt.history_messages,
+    dt.hostile_gatekeeper_values,
+    dt.identifiers,
+    dt.json_document_texts,
+    dt.json_values,
+    dt.malformed_gatekeeper_results,
+    dt.mutated_documents,
+    dt.payload_documents,
+    dt.planner_plan_texts,
+    dt.planner_plans,
+    dt.random_garbage_texts,
+    dt.raw_paths,
+    dt.run_configs,
+    dt.scripted_effects,
+    dt.skill_catalogs,
+    dt.texts,
+    dt.tool_ledger_records,
+    dt.tool_names,
+    dt.tool_trace_entries,
+    dt.unknown_exceptions,
+    dt.verifier_output_texts,
+    dt.verifier_outputs,
+)
+PUBLIC_CONSTANTS: tuple[object, ...] = (
+    dc.__version__,
+    dca.DISCOVERY_INSTRUCTION,
+    dca.NO_PROGRESS_REPEATS,
+    dcb.ERROR_KINDS,
+    dcb.EXECUTOR_SCHEMA_VERSION,
+    dcb.ROUTING_TABLE,
+    dt.PLANT_SINKS,
+)
+
+
+def public_unions(
+    union_0: dc.EffectResult,
+    union_1: dca.AiOpsAction,
+    union_2: dca.AiOpsInput,
+    union_3: dca.AiOpsTask,
+    union_4: dt.Reply,
+    binding_key: dt.BindingKey,
+) -> tuple[object, ...]:
+    """The public union aliases, usable as annotations."""
+    return (union_0, union_1, union_2, union_3, union_4, binding_key)
+
+
+def public_constants() -> None:
+    """The public constants have the types their docs state."""
+    dc_version: str = dc.__version__
+    dca_discovery_instruction: str = dca.DISCOVERY_INSTRUCTION
+    dca_no_progress_repeats: int = dca.NO_PROGRESS_REPEATS
+    dcb_error_kinds: tuple[str, ...] = dcb.ERROR_KINDS
+    dcb_executor_schema_version: str = dcb.EXECUTOR_SCHEMA_VERSION
+    dcb_routing_table: tuple[dcb.Route, ...] = dcb.ROUTING_TABLE
+    dt_plant_sinks: Mapping[dt.Plant, frozenset[dt.Sink]] = dt.PLANT_SINKS
+    del (
+        dc_version,
+        dca_discovery_instruction,
+        dca_no_progress_repeats,
+        dcb_error_kinds,
+        dcb_executor_schema_version,
+        dcb_routing_table,
+        dt_plant_sinks,
+    )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import attrs
 
-from ._aiops_enums import AiOpsAgent, AiOpsNode, AiOpsReasonCode, SupervisorChoice
-from ._enums import NodeStatus
+from .._converter import register_sparse_details
+from .._enums import NodeStatus
+from ._enums import AiOpsAgent, AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
 __all__ = [
     "AiOpsCallCounts",
@@ -78,3 +79,7 @@ class AiOpsCallCounts:
     def incremented(self, agent: AiOpsAgent) -> AiOpsCallCounts:
         """A copy with one more call of ``agent``."""
         return attrs.evolve(self, **{agent.value: getattr(self, agent.value) + 1})
+
+
+# The kernel's converter knows no workflow: the AIOps details register themselves.
+register_sparse_details(AiOpsEventDetails)

@@ -1,6 +1,6 @@
 """Frozen value types of the AIOps flow: the alert payload and every agent payload.
 
-Wire shapes (the parsers in :mod:`diagnosis_core._aiops_parsing` enforce the
+Wire shapes (the parsers in :mod:`diagnosis_core.aiops._parsing` enforce the
 rules; Python attribute names equal the wire names):
 
 * ``supervisor_decision``: ``{"next": "planner_agent" | "executor_agent" |
@@ -25,9 +25,9 @@ from types import MappingProxyType
 
 import attrs
 
-from ._aiops_enums import SupervisorChoice
-from ._errors import ConfigError
-from ._payloads import PlanStep
+from .._errors import ConfigError
+from .._payloads import PlanStep
+from ._enums import SupervisorChoice
 
 __all__ = [
     "AiOpsEvidence",

@@ -14,15 +14,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Sequence
 
-from ._aiops_payloads import (
+from .._converter import from_wire
+from .._errors import PayloadError
+from .._json import describe_value, parse_json_object
+from ._payloads import (
     AiOpsExecutorOutput,
     AiOpsPlan,
     AiOpsReport,
     SupervisorDecision,
 )
-from ._converter import from_wire
-from ._errors import PayloadError
-from ._json import describe_value, parse_json_object
 
 __all__ = [
     "AiOpsPayloadName",

@@ -28,10 +28,10 @@ from collections.abc import Sequence
 
 import attrs
 
-from ._aiops_enums import AiOpsMode, SupervisorChoice
-from ._aiops_payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
-from ._converter import to_wire
-from ._json import canonical_json
+from .._converter import to_wire
+from .._json import canonical_json
+from ._enums import AiOpsMode, SupervisorChoice
+from ._payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
 
 __all__ = [
     "DISCOVERY_INSTRUCTION",
@@ -83,6 +83,7 @@ class AlertDiscoveryTask:
 
 
 AiOpsTask = AlertPayloadTask | AlertDiscoveryTask
+"""The task an AIOps agent is given: the alerts of the payload, or discovery."""
 
 
 def aiops_task(alerts: Sequence[Alert] | None) -> AiOpsTask:
@@ -138,6 +139,7 @@ class ReporterInput:
 
 
 AiOpsInput = SupervisorInput | AiOpsPlannerInput | AiOpsExecutorInput | ReporterInput
+"""Any AIOps agent input, as :func:`encode_aiops_input` writes it."""
 
 
 def encode_aiops_input(value: AiOpsInput) -> str:

@@ -33,19 +33,19 @@ from typing import TypeVar
 
 import attrs
 
-from ._aiops_enums import AiOpsMode
-from ._aiops_parsing import validate_aiops_report
-from ._aiops_payloads import (
+from .._converter import from_wire, to_wire
+from .._errors import PayloadError
+from .._json import describe_value
+from .._reference_gatekeeper import ToolLedger
+from ._enums import AiOpsMode
+from ._parsing import validate_aiops_report
+from ._payloads import (
     AiOpsEvidence,
     AiOpsFinding,
     AiOpsRecommendedAction,
     AiOpsReport,
     Alert,
 )
-from ._converter import from_wire, to_wire
-from ._errors import PayloadError
-from ._json import describe_value
-from ._reference_gatekeeper import ToolLedger
 
 __all__ = [
     "AIOPS_RULES",

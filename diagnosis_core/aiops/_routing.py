@@ -1,7 +1,7 @@
 """The routing table of the AIOps flow, as data (spec §11, in the style of §7).
 
 Everything that decides where an AIOps run goes next lives here: a frozen
-tuple of rows, read by :mod:`diagnosis_core._aiops_machine` and drawn by
+tuple of rows, read by :mod:`diagnosis_core.aiops._machine` and drawn by
 :func:`aiops_routing_mermaid`. For each node the rows are tried in order and
 the first whose condition holds wins. ``L = technical_retry_limit``.
 
@@ -36,10 +36,10 @@ from types import MappingProxyType
 
 import attrs
 
-from ._aiops_config import NO_PROGRESS_REPEATS
-from ._aiops_enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
-from ._enums import NodeStatus
-from ._tables import first_matching_row, index_rows, mermaid_flowchart
+from .._enums import NodeStatus
+from .._tables import first_matching_row, index_rows, mermaid_flowchart
+from ._config import NO_PROGRESS_REPEATS
+from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
 __all__ = [
     "AIOPS_ROUTING_TABLE",
@@ -157,6 +157,7 @@ AIOPS_ROUTING_TABLE: tuple[AiOpsRoute, ...] = (
     AiOpsRoute(_N.REPORTER, _C.OTHERWISE, _N.FALLBACK, _R.REPORTER_FAILED),
     AiOpsRoute(_N.FALLBACK, _C.ALWAYS, None),
 )
+"""The AIOps routing rows, read in order: the first row whose condition holds wins."""
 
 
 _ROWS_BY_NODE = index_rows(AIOPS_ROUTING_TABLE)

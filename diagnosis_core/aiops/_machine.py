@@ -26,8 +26,12 @@ from collections.abc import Iterable
 
 import attrs
 
-from ._aiops_config import AiOpsConfig
-from ._aiops_enums import (
+from .._config import RunConfig
+from .._enums import FailureKind, NodeStatus
+from .._errors import MachineError, PayloadError
+from .._machine import AgentFailed, AgentReplied, items_of, to_tuple
+from ._config import AiOpsConfig
+from ._enums import (
     AiOpsAgent,
     AiOpsMode,
     AiOpsNode,
@@ -35,32 +39,28 @@ from ._aiops_enums import (
     AiOpsReasonCode,
     SupervisorChoice,
 )
-from ._aiops_inputs import (
+from ._inputs import (
     build_aiops_executor_input,
     build_aiops_planner_input,
     build_reporter_input,
     build_supervisor_input,
     select_aiops_mode,
 )
-from ._aiops_parsing import (
+from ._parsing import (
     parse_aiops_executor_output,
     parse_aiops_plan,
     parse_aiops_report,
     parse_supervisor_decision,
 )
-from ._aiops_payloads import AiOpsExecutorFinding, AiOpsPlan, AiOpsReport, Alert
-from ._aiops_rendering import render_aiops_fallback
-from ._aiops_routing import AiOpsRoute, AiOpsRoutingFacts, choose_aiops_route
-from ._aiops_trace import (
+from ._payloads import AiOpsExecutorFinding, AiOpsPlan, AiOpsReport, Alert
+from ._rendering import render_aiops_fallback
+from ._routing import AiOpsRoute, AiOpsRoutingFacts, choose_aiops_route
+from ._trace import (
     AiOpsCallCounts,
     AiOpsEventDetails,
     AiOpsInvocationRecord,
     AiOpsTraceEvent,
 )
-from ._config import RunConfig
-from ._enums import FailureKind, NodeStatus
-from ._errors import MachineError, PayloadError
-from ._machine import AgentFailed, AgentReplied, items_of, to_tuple
 
 __all__ = [
     "AiOpsAction",
@@ -144,6 +144,7 @@ class AiOpsFinished:
 
 
 AiOpsAction = InvokeAiOpsAgent | AiOpsFinished
+"""What :func:`next_aiops_action` asks for: an agent call, or nothing more."""
 
 
 @attrs.frozen

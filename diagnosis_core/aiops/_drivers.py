@@ -14,12 +14,18 @@ the tool ledger the host recorded.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import attrs
 
-from ._aiops_enums import AiOpsAgent
-from ._aiops_machine import (
+from .._classify import FailureClassifier, default_failure_classifier
+from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
+from .._loop import adrive, ainvoke_agent, drive, invoke_agent
+from .._machine import AgentFailed, AgentReplied
+from .._reference_gatekeeper import ToolLedger
+from ._enums import AiOpsAgent
+from ._machine import (
     AiOpsFinished,
     AiOpsRequest,
     AiOpsState,
@@ -28,12 +34,7 @@ from ._aiops_machine import (
     next_aiops_action,
     start_aiops,
 )
-from ._aiops_rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
-from ._classify import FailureClassifier, classify_failure, default_failure_classifier
-from ._drivers import describe_error
-from ._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
-from ._machine import AgentFailed, AgentReplied
-from ._reference_gatekeeper import ToolLedger
+from ._rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
 
 __all__ = [
     "AiOpsEffects",
@@ -93,22 +94,17 @@ def perform_aiops_effect(
     action: InvokeAiOpsAgent, effects: AiOpsEffects
 ) -> AgentReplied | AgentFailed:
     """Invoke one agent synchronously and package its outcome as a result."""
-    try:
-        text = effects.agent(action.agent)(action.input, action.config)
-    except Exception as error:
-        return AgentFailed(classify_failure(effects.classifier, error), describe_error(error))
-    return AgentReplied(text)
+    invoker = effects.agent(action.agent)
+    return invoke_agent(invoker, action.input, action.config, effects.classifier)
 
 
 async def perform_aiops_effect_async(
     action: InvokeAiOpsAgent, effects: AsyncAiOpsEffects
 ) -> AgentReplied | AgentFailed:
     """Invoke one agent on the event loop and package its outcome as a result."""
-    try:
-        text = await effects.agent(action.agent)(action.input, action.config)
-    except Exception as error:
-        return AgentFailed(classify_failure(effects.classifier, error), describe_error(error))
-    return AgentReplied(text)
+    return await ainvoke_agent(
+        effects.agent(action.agent), action.input, action.config, effects.classifier
+    )
 
 
 def run_aiops(
@@ -120,11 +116,13 @@ def run_aiops(
     outcome; judge its report with :func:`evaluate_aiops_report`.
     """
     current = start_aiops(request) if state is None else state
-    while True:
-        action = next_aiops_action(current)
-        if isinstance(action, AiOpsFinished):
-            return current
-        current = advance_aiops(current, perform_aiops_effect(action, effects))
+    return drive(
+        current,
+        next_aiops_action,
+        AiOpsFinished,
+        functools.partial(perform_aiops_effect, effects=effects),
+        advance_aiops,
+    )
 
 
 async def arun_aiops(
@@ -132,11 +130,13 @@ async def arun_aiops(
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state."""
     current = start_aiops(request) if state is None else state
-    while True:
-        action = next_aiops_action(current)
-        if isinstance(action, AiOpsFinished):
-            return current
-        current = advance_aiops(current, await perform_aiops_effect_async(action, effects))
+    return await adrive(
+        current,
+        next_aiops_action,
+        AiOpsFinished,
+        functools.partial(perform_aiops_effect_async, effects=effects),
+        advance_aiops,
+    )
 
 
 def evaluate_aiops_run(

@@ -41,29 +41,31 @@ from typing import Any
 
 import attrs
 
-from ._aiops_config import AiOpsConfig
-from ._aiops_drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
-from ._aiops_enums import AiOpsAgent
-from ._aiops_machine import AiOpsRequest, AiOpsResult, AiOpsState
-from ._aiops_payloads import Alert
-from ._aiops_rendering import render_aiops_report
-from ._aiops_rules import AiOpsRuleEvaluation
-from ._config import RunConfig
-from ._converter import to_wire
-from ._errors import ConfigError, LedgerError, ScenarioError
-from ._json import JsonValue, describe_value
-from ._reference_gatekeeper import ToolLedger, ledger_from_records
-from ._replay import (
+from .._config import RunConfig
+from .._converter import to_wire
+from .._errors import LedgerError, ScenarioError
+from .._json import JsonValue, describe_value
+from .._reference_gatekeeper import ToolLedger, ledger_from_records
+from .._replay import (
     ScriptedAgent,
     ScriptedResponse,
     check_known_keys,
     expect_array,
     expect_object,
     expect_string,
+    load_config_section,
+    load_responses_section,
     load_run_config,
-    load_scripted_response,
     scenario_error,
 )
+from .._tables import text_cell, trace_table_lines
+from ._config import AiOpsConfig
+from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
+from ._enums import AiOpsAgent
+from ._machine import AiOpsRequest, AiOpsResult, AiOpsState
+from ._payloads import Alert
+from ._rendering import render_aiops_report
+from ._rules import AiOpsRuleEvaluation
 
 __all__ = [
     "AiOpsScenario",
@@ -77,8 +79,6 @@ __all__ = [
 
 WORKFLOW = "aiops"
 _TOP_KEYS = frozenset({"workflow", "run", "alerts", "config", "responses", "tool_ledger"})
-_CONFIG_KEYS = frozenset(attrs.fields_dict(AiOpsConfig))
-_AGENT_KEYS = frozenset(agent.value for agent in AiOpsAgent)
 _ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels"})
 
 
@@ -125,34 +125,6 @@ def _load_alerts(data: Mapping[str, object]) -> tuple[Alert, ...]:
     )
 
 
-def _load_config(data: Mapping[str, object]) -> AiOpsConfig:
-    raw = data.get("config")
-    if raw is None:
-        return AiOpsConfig()
-    config = expect_object(raw, "config")
-    check_known_keys(config, _CONFIG_KEYS, "config")
-    values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
-    try:
-        return AiOpsConfig(**values)
-    except ConfigError as error:
-        raise scenario_error("config", str(error)) from None
-
-
-def _load_responses(data: Mapping[str, object]) -> dict[AiOpsAgent, tuple[ScriptedResponse, ...]]:
-    raw = data.get("responses")
-    responses = expect_object(raw, "responses") if raw is not None else {}
-    check_known_keys(responses, _AGENT_KEYS, "responses")
-    loaded: dict[AiOpsAgent, tuple[ScriptedResponse, ...]] = {}
-    for agent in AiOpsAgent:
-        items = responses.get(agent.value)
-        path = f"responses.{agent.value}"
-        entries = expect_array(items, path) if items is not None else ()
-        loaded[agent] = tuple(
-            load_scripted_response(item, f"{path}[{index}]") for index, item in enumerate(entries)
-        )
-    return loaded
-
-
 def load_aiops_scenario(data: object) -> AiOpsScenario:
     """Validate an AIOps scenario document strictly; every problem names its path."""
     top = expect_object(data, "$")
@@ -173,8 +145,8 @@ def load_aiops_scenario(data: object) -> AiOpsScenario:
     return AiOpsScenario(
         run=load_run_config(top),
         alerts=_load_alerts(top),
-        config=_load_config(top),
-        responses=_load_responses(top),
+        config=load_config_section(top, AiOpsConfig),
+        responses=load_responses_section(top, AiOpsAgent),
         tool_ledger=ledger,
     )
 
@@ -228,10 +200,6 @@ def replay_aiops(scenario: Mapping[str, Any]) -> dict[str, JsonValue]:
 # --- the readable form (command line) ---------------------------------------------
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None else str(getattr(value, "value", value))
-
-
 def format_aiops_result(
     result: AiOpsResult, evaluation: AiOpsRuleEvaluation | None, config: AiOpsConfig
 ) -> str:
@@ -241,7 +209,7 @@ def format_aiops_result(
     lines = [body.rstrip(), "", "-" * 72]
     lines.append(
         f"workflow: aiops   mode: {result.mode.value}   outcome: {result.outcome.value}   "
-        f"reason: {_cell(result.reason_code)}"
+        f"reason: {text_cell(result.reason_code)}"
     )
     lines.append(
         f"supervisor steps: {result.supervisor_steps}   "
@@ -260,20 +228,5 @@ def format_aiops_result(
             f"  {violation.rule_id}: {violation.message}" for violation in evaluation.violations
         ]
     lines.append("")
-    header = ("seq", "node", "step", "attempt", "status", "reason")
-    rows = [header] + [
-        (
-            str(event.seq),
-            event.node.value,
-            str(event.step),
-            str(event.attempt),
-            event.status.value,
-            _cell(event.reason_code),
-        )
-        for event in result.trace
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    for row in rows:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        lines.append("  ".join(cells).rstrip())
+    lines += trace_table_lines(result.trace, "step")
     return "\n".join(lines) + "\n"

@@ -19,12 +19,12 @@ from types import MappingProxyType
 
 import attrs
 
-from ._aiops_config import AiOpsConfig
-from ._aiops_enums import AiOpsMode, AiOpsReasonCode
-from ._aiops_payloads import AiOpsReport, Alert
-from ._aiops_trace import AiOpsCallCounts
-from ._enums import Locale
-from ._rendering import sanitize_item
+from .._enums import Locale
+from .._rendering import sanitize_item
+from ._config import AiOpsConfig
+from ._enums import AiOpsMode, AiOpsReasonCode
+from ._payloads import AiOpsReport, Alert
+from ._trace import AiOpsCallCounts
 
 __all__ = ["render_aiops_fallback", "render_aiops_report"]
 
