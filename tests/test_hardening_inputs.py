@@ -65,3 +65,68 @@ def test_an_alert_subclass_sends_the_alert_fields_only() -> None:
     plain = dc.next_aiops_action(dc.start_aiops(plain_request))
     assert isinstance(plain, dc.InvokeAiOpsAgent)
     assert action.input == plain.input
+
+
+# --- malformed agent results (§15) --------------------------------------------------
+
+
+def _chat_start() -> dc.DiagnosisState:
+    return dc.start_diagnosis(dc.DiagnosisRequest("q", dc.RunConfig("r", "s")))
+
+
+def _aiops_start() -> dc.AiOpsState:
+    return dc.start_aiops(dc.AiOpsRequest(dc.RunConfig("r", "s")))
+
+
+@pytest.mark.parametrize("message", ["", "boom"])
+def test_agent_failed_with_a_string_kind_is_a_clear_type_error(message: str) -> None:
+    problem = r"AgentFailed\.kind: expected a FailureKind, got 'RETRYABLE'"
+    with pytest.raises(TypeError, match=problem):
+        dc.AgentFailed(kind="RETRYABLE", message=message)  # type: ignore[arg-type]
+
+
+def test_agent_failed_with_a_non_string_message_is_a_clear_type_error() -> None:
+    with pytest.raises(TypeError, match=r"AgentFailed\.message: expected a str, got int"):
+        dc.AgentFailed(dc.FailureKind.RETRYABLE, 3)  # type: ignore[arg-type]
+
+
+def _forged_failure(kind: object, message: object = "") -> dc.AgentFailed:
+    failed = dc.AgentFailed(dc.FailureKind.NON_RETRYABLE)
+    object.__setattr__(failed, "kind", kind)
+    object.__setattr__(failed, "message", message)
+    return failed
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "problem"),
+    [
+        ("RETRYABLE", "", r"AgentFailed\.kind: expected a FailureKind"),
+        ("RETRYABLE", "timeout", r"AgentFailed\.kind: expected a FailureKind"),
+        (None, "", r"AgentFailed\.kind"),
+        (dc.FailureKind.RETRYABLE, b"x", r"AgentFailed\.message: expected a str, got bytes"),
+    ],
+)
+def test_advance_rejects_a_forged_agent_failure(
+    kind: object, message: object, problem: str
+) -> None:
+    with pytest.raises(dc.MachineError, match=problem):
+        dc.advance(_chat_start(), _forged_failure(kind, message))
+    with pytest.raises(dc.MachineError, match=problem):
+        dc.advance_aiops(_aiops_start(), _forged_failure(kind, message))
+
+
+@pytest.mark.parametrize("text", [None, 7, b"{}", ["{}"]])
+def test_advance_rejects_a_reply_that_is_not_a_str(text: object) -> None:
+    with pytest.raises(dc.MachineError, match=r"AgentReplied\.text"):
+        dc.advance(_chat_start(), dc.AgentReplied(text))  # type: ignore[arg-type]
+    with pytest.raises(dc.MachineError, match=r"AgentReplied\.text"):
+        dc.advance_aiops(_aiops_start(), dc.AgentReplied(text))  # type: ignore[arg-type]
+
+
+def test_a_str_subclass_reply_is_read_as_its_plain_string() -> None:
+    class Hostile(str):
+        def strip(self, chars: str | None = None) -> str:
+            raise RuntimeError("hostile")
+
+    state = dc.advance(_chat_start(), dc.AgentReplied(Hostile("not json")))
+    assert state.events[-1].status is dc.NodeStatus.INVALID_OUTPUT
