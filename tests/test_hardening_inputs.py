@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import attrs
 import pytest
@@ -130,3 +132,101 @@ def test_a_str_subclass_reply_is_read_as_its_plain_string() -> None:
 
     state = dc.advance(_chat_start(), dc.AgentReplied(Hostile("not json")))
     assert state.events[-1].status is dc.NodeStatus.INVALID_OUTPUT
+
+
+# --- wrong-kind effects are the host's mistake (§15) --------------------------------
+
+
+def _sync_agent(input: str, config: dc.RunConfig, /) -> str:
+    raise AssertionError("never called")
+
+
+async def _async_agent(input: str, config: dc.RunConfig, /) -> str:
+    raise AssertionError("never called")
+
+
+def _sync_gatekeeper(run_id: str, output: dc.ExecutorEvidence, /) -> object:
+    raise AssertionError("never called")
+
+
+async def _async_gatekeeper(run_id: str, output: dc.ExecutorEvidence, /) -> object:
+    raise AssertionError("never called")
+
+
+class _AsyncCallable:
+    async def __call__(self, input: str, config: dc.RunConfig, /) -> str:
+        raise AssertionError("never called")
+
+
+def _request() -> dc.DiagnosisRequest:
+    return dc.DiagnosisRequest("q", dc.RunConfig("r", "s"))
+
+
+def test_run_diagnosis_with_async_effects_is_a_type_error() -> None:
+    effects = dc.AsyncEffects(*[_async_agent] * 4, _async_gatekeeper)
+    with pytest.raises(TypeError, match="run_diagnosis needs Effects, got AsyncEffects"):
+        dc.run_diagnosis(_request(), effects)  # type: ignore[arg-type]
+
+
+def test_arun_diagnosis_with_sync_effects_is_a_type_error() -> None:
+    effects = dc.Effects(*[_sync_agent] * 4, _sync_gatekeeper)
+    with pytest.raises(TypeError, match="arun_diagnosis needs AsyncEffects, got Effects"):
+        asyncio.run(dc.arun_diagnosis(_request(), effects))  # type: ignore[arg-type]
+
+
+def test_a_sync_gatekeeper_inside_async_effects_is_a_type_error() -> None:
+    effects = dc.AsyncEffects(*[_async_agent] * 4, _sync_gatekeeper)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"AsyncEffects\.gatekeeper is a synchronous callable"):
+        asyncio.run(dc.arun_diagnosis(_request(), effects))
+
+
+def test_an_async_callable_object_inside_sync_effects_is_a_type_error() -> None:
+    effects = dc.Effects(_sync_agent, _AsyncCallable(), _sync_agent, _sync_agent, _sync_gatekeeper)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Effects\.executor is an async callable"):
+        dc.run_diagnosis(_request(), effects)
+
+
+def test_a_sync_effect_returning_an_awaitable_is_a_type_error_not_a_fallback() -> None:
+    def sneaky(input: str, config: dc.RunConfig, /) -> Any:
+        return _async_agent(input, config)
+
+    effects = dc.Effects(sneaky, _sync_agent, _sync_agent, _sync_agent, _sync_gatekeeper)
+    with pytest.raises(TypeError, match=r"Effects\.planner returned an awaitable"):
+        dc.run_diagnosis(_request(), effects)
+
+
+def test_an_async_effect_returning_a_plain_value_is_a_type_error() -> None:
+    action = dc.next_action(dc.start_diagnosis(_request()))
+    assert isinstance(action, dc.InvokeAgent)
+    effects = dc.AsyncEffects(
+        lambda i, c: "{}",
+        _async_agent,
+        _async_agent,
+        _async_agent,  # type: ignore[arg-type, return-value]
+        _async_gatekeeper,
+    )
+    with pytest.raises(TypeError, match=r"AsyncEffects\.planner returned str, not an awaitable"):
+        asyncio.run(dc.perform_effect_async(action, effects))
+
+
+def test_aiops_drivers_reject_the_wrong_kind_of_effects() -> None:
+    request = dc.AiOpsRequest(dc.RunConfig("r", "s"))
+    async_effects = dc.AsyncAiOpsEffects(*[_async_agent] * 4)
+    sync_effects = dc.AiOpsEffects(*[_sync_agent] * 4)
+    with pytest.raises(TypeError, match="run_aiops needs AiOpsEffects"):
+        dc.run_aiops(request, async_effects)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="arun_aiops needs AsyncAiOpsEffects"):
+        asyncio.run(dc.arun_aiops(request, sync_effects))  # type: ignore[arg-type]
+    mixed = dc.AsyncAiOpsEffects(_async_agent, _sync_agent, _async_agent, _async_agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"AsyncAiOpsEffects\.planner is a synchronous"):
+        asyncio.run(dc.arun_aiops(request, mixed))
+    mixed_sync = dc.AiOpsEffects(_sync_agent, _sync_agent, _AsyncCallable(), _sync_agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"AiOpsEffects\.executor is an async callable"):
+        dc.run_aiops(request, mixed_sync)
+
+
+def test_from_sync_effects_still_run_on_the_asyncio_driver() -> None:
+    result = dc.replay_scenario(dc.load_scenario({"question": "q"}))
+    effects = dc.scenario_effects(dc.load_scenario({"question": "q"}))
+    state = asyncio.run(dc.arun_diagnosis(_request(), dc.AsyncEffects.from_sync(effects)))
+    assert state.result.outcome is result.result.outcome
