@@ -260,6 +260,7 @@ from ._projection import (
     select_allowed_claims,
 )
 from ._reference_gatekeeper import (
+    UNRESOLVED,
     BindingFailure,
     ReferenceGatekeeper,
     ToolInvocation,
@@ -333,6 +334,7 @@ __all__ = [
     "NO_PROGRESS_REPEATS",
     "ROUTING_TABLE",
     "SCHEMA_NAMES",
+    "UNRESOLVED",
     "Action",
     "AgentFailed",
     "AgentInvoker",

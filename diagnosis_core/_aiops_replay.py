@@ -50,18 +50,20 @@ from ._aiops_rendering import render_aiops_report
 from ._aiops_rules import AiOpsRuleEvaluation
 from ._config import RunConfig
 from ._converter import to_wire
-from ._errors import ConfigError, LedgerError, ScenarioError
 from ._json import JsonValue, describe_value
-from ._reference_gatekeeper import ToolLedger, ledger_from_records
+from ._reference_gatekeeper import ToolLedger
 from ._replay import (
     ScriptedAgent,
     ScriptedResponse,
     check_known_keys,
+    config_from_scenario,
     expect_array,
     expect_object,
     expect_string,
+    frozen_responses,
     load_run_config,
     load_scripted_response,
+    load_tool_ledger,
     scenario_error,
 )
 
@@ -84,12 +86,14 @@ _ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels"})
 
 @attrs.frozen
 class AiOpsScenario:
-    """A validated AIOps replay scenario."""
+    """A validated AIOps replay scenario; ``responses`` is a read-only mapping."""
 
     run: RunConfig
     alerts: tuple[Alert, ...]
     config: AiOpsConfig
-    responses: Mapping[AiOpsAgent, tuple[ScriptedResponse, ...]]
+    responses: Mapping[AiOpsAgent, tuple[ScriptedResponse, ...]] = attrs.field(
+        converter=frozen_responses
+    )
     tool_ledger: ToolLedger = attrs.field(factory=ToolLedger)
 
 
@@ -131,11 +135,7 @@ def _load_config(data: Mapping[str, object]) -> AiOpsConfig:
         return AiOpsConfig()
     config = expect_object(raw, "config")
     check_known_keys(config, _CONFIG_KEYS, "config")
-    values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
-    try:
-        return AiOpsConfig(**values)
-    except ConfigError as error:
-        raise scenario_error("config", str(error)) from None
+    return config_from_scenario(AiOpsConfig, config)
 
 
 def _load_responses(data: Mapping[str, object]) -> dict[AiOpsAgent, tuple[ScriptedResponse, ...]]:
@@ -165,11 +165,7 @@ def load_aiops_scenario(data: object) -> AiOpsScenario:
     check_known_keys(top, _TOP_KEYS, "")
     ledger = ToolLedger()
     if top.get("tool_ledger") is not None:
-        records = expect_array(top["tool_ledger"], "tool_ledger")
-        try:
-            ledger = ledger_from_records(records)
-        except LedgerError as error:
-            raise ScenarioError(str(error)) from None
+        ledger = load_tool_ledger(top["tool_ledger"])
     return AiOpsScenario(
         run=load_run_config(top),
         alerts=_load_alerts(top),

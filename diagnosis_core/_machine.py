@@ -35,6 +35,7 @@ from ._errors import MachineError, PayloadError
 from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
 from ._gatekeeper import (
     NormalizedGatekeeperResult,
+    capped_trace_text,
     gatekeeper_unavailable,
     normalize_gatekeeper_result,
 )
@@ -687,8 +688,8 @@ def _gatekeeper_done(
         trusted_bindings=trusted,
     )
     details = EventDetails(
-        raw_status=raw_status,
-        raw_level=raw_level,
+        raw_status=capped_trace_text(raw_status),
+        raw_level=capped_trace_text(raw_level),
         status=normalized.status,
         checked=normalized.checked,
         passed=normalized.passed,

@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _builders import scenario
 
 import diagnosis_core as dc
 from diagnosis_core._inputs import build_planner_input
@@ -230,3 +231,140 @@ def test_from_sync_effects_still_run_on_the_asyncio_driver() -> None:
     effects = dc.scenario_effects(dc.load_scenario({"question": "q"}))
     state = asyncio.run(dc.arun_diagnosis(_request(), dc.AsyncEffects.from_sync(effects)))
     assert state.result.outcome is result.result.outcome
+
+
+# --- scenario details (§9 v1.1) -----------------------------------------------------
+
+LEDGER = [{"invocation_id": "inv-1", "tool_name": "t", "success": True, "output": "x"}]
+
+
+def test_null_gatekeeper_beside_a_tool_ledger_means_absent() -> None:
+    scenario = dc.load_scenario({"question": "q", "gatekeeper": None, "tool_ledger": LEDGER})
+    assert scenario.tool_ledger is not None and scenario.gatekeeper == ()
+    aiops = {"workflow": "aiops", "tool_ledger": LEDGER}
+    assert dc.load_aiops_scenario(aiops).tool_ledger.get("inv-1") is not None
+
+
+def test_null_error_beside_text_means_absent() -> None:
+    scenario = dc.load_scenario(
+        {"question": "q", "responses": {"planner": [{"text": "{}", "error": None}]}}
+    )
+    assert scenario.responses[dc.AgentName.PLANNER][0].text == "{}"
+    gatekeeper = dc.load_scenario(
+        {"question": "q", "gatekeeper": [{"result": {"status": "pass"}, "error": None}]}
+    )
+    assert gatekeeper.gatekeeper[0].result_json == '{"status":"pass"}'
+
+
+@pytest.mark.parametrize(
+    ("load", "document"),
+    [
+        (dc.load_scenario, {"question": "q", "config": {"locale": "fr"}}),
+        (dc.load_aiops_scenario, {"workflow": "aiops", "config": {"locale": "fr"}}),
+    ],
+)
+def test_a_config_scenario_error_names_the_field_and_chains_the_config_error(
+    load: Any, document: dict[str, Any]
+) -> None:
+    with pytest.raises(dc.ScenarioError, match=r"^config\.locale: expected one of") as caught:
+        load(document)
+    assert isinstance(caught.value.__cause__, dc.ConfigError)
+
+
+AUDITED = {
+    **LEDGER[0],
+    "input": {"query": "timeout", "limit": [1, None]},
+    "error": {"type": "TimeoutError", "message": "slow"},
+    "duration_ms": 12.5,
+}
+
+
+@pytest.mark.parametrize("load", [dc.load_scenario, dc.load_aiops_scenario])
+def test_ledger_entries_accept_the_audit_fields(load: Any) -> None:
+    base: dict[str, Any] = {"question": "q"} if load is dc.load_scenario else {"workflow": "aiops"}
+    scenario = load({**base, "tool_ledger": [AUDITED]})
+    assert scenario.tool_ledger.get("inv-1").output == "x"
+
+
+@pytest.mark.parametrize(
+    "key", ["input_params", "output_preview", "output_length", "trace_id", "extra"]
+)
+@pytest.mark.parametrize("load", [dc.load_scenario, dc.load_aiops_scenario])
+def test_ledger_entries_reject_any_other_key(load: Any, key: str) -> None:
+    base: dict[str, Any] = {"question": "q"} if load is dc.load_scenario else {"workflow": "aiops"}
+    with pytest.raises(dc.ScenarioError, match=rf"^tool_ledger\[0\]\.{key}: unknown key"):
+        load({**base, "tool_ledger": [{**LEDGER[0], key: "v"}]})
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("error", "timeout", r"tool_ledger\[0\]\.error: expected an object"),
+        ("error", {"type": "E"}, r"tool_ledger\[0\]\.error\.message: missing"),
+        ("error", {"type": "E", "message": 1}, r"tool_ledger\[0\]\.error\.message: expected a str"),
+        ("error", {"type": "E", "message": "m", "x": 1}, r"\.error\.x: unknown key"),
+        ("duration_ms", -1, r"tool_ledger\[0\]\.duration_ms: expected a number >= 0"),
+        ("duration_ms", True, r"duration_ms: expected a number >= 0, got boolean"),
+        ("duration_ms", "5", r"duration_ms: expected a number >= 0, got string"),
+        ("duration_ms", float("inf"), r"duration_ms: expected a number >= 0"),
+        ("input", {"a": {1, 2}}, r"tool_ledger\[0\]\.input: not a JSON value"),
+    ],
+)
+def test_malformed_ledger_audit_fields_are_scenario_errors(
+    field: str, value: object, problem: str
+) -> None:
+    with pytest.raises(dc.ScenarioError, match=problem):
+        dc.load_scenario({"question": "q", "tool_ledger": [{**LEDGER[0], field: value}]})
+
+
+def test_ledger_errors_are_chained() -> None:
+    with pytest.raises(dc.ScenarioError, match="duplicate") as caught:
+        dc.load_scenario({"question": "q", "tool_ledger": [LEDGER[0], LEDGER[0]]})
+    assert isinstance(caught.value.__cause__, dc.LedgerError)
+
+
+def test_a_non_json_gatekeeper_result_error_is_chained() -> None:
+    with pytest.raises(dc.ScenarioError, match="not a JSON value") as caught:
+        dc.load_scenario({"question": "q", "gatekeeper": [{"result": float("nan")}]})
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_the_excerpt_is_folded_not_stripped() -> None:
+    from diagnosis_core._reference_gatekeeper import match_excerpt
+
+    assert match_excerpt("timeout after", " timeout") is None
+    assert match_excerpt("timeout after", "after ") is None
+    assert match_excerpt("upstream  timeout after", " timeout") == "  timeout"
+    assert match_excerpt("timeout\tafter", "timeout ") == "timeout\t"
+    assert match_excerpt("a b", "   ") is None
+
+
+# --- small API gaps ---------------------------------------------------------------
+
+
+def test_unresolved_is_exported_and_is_what_resolve_raw_path_returns() -> None:
+    assert "UNRESOLVED" in dc.__all__
+    assert dc.resolve_raw_path({"a": 1}, "$.b") is dc.UNRESOLVED
+    assert dc.resolve_raw_path({"a": 1}, "not a path") is dc.UNRESOLVED
+
+
+@pytest.mark.parametrize("load", [dc.load_scenario, dc.load_aiops_scenario])
+def test_scenario_responses_are_read_only(load: Any) -> None:
+    base: dict[str, Any] = {"question": "q"} if load is dc.load_scenario else {"workflow": "aiops"}
+    scenario = load(base)
+    agent = next(iter(scenario.responses))
+    with pytest.raises(TypeError):
+        scenario.responses[agent] = ()
+    assert all(isinstance(items, tuple) for items in scenario.responses.values())
+
+
+def test_raw_status_and_level_are_capped_in_the_trace_like_problem() -> None:
+    huge = "p" * 100_000
+    gatekeeper = [{"result": {"status": huge, "level": huge + "\ud800"}}]
+    result = dc.replay(scenario(gatekeeper=gatekeeper))
+    (event,) = [e for e in result["trace"] if e["node"] == "gatekeeper"]
+    details = event["details"]
+    for key in ("raw_status", "raw_level"):
+        assert len(details[key]) <= 1000, key
+    assert details["raw_status"].startswith("ppp") and details["raw_status"].endswith("…")
+    assert "\ud800" not in details["raw_level"]

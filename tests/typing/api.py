@@ -232,6 +232,7 @@ def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
           "output": {"items": [{"message": "upstream timeout after 3000ms"}]}}]
     )
     assert_type(dc.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
+    assert dc.resolve_raw_path({}, "$.missing") is dc.UNRESOLVED
     assert_type(dc.match_excerpt("a  b", "a b"), str | None)
     gatekeeper = dc.ReferenceGatekeeper(ledger)
     return gatekeeper("run-1", evidence)
