@@ -577,19 +577,23 @@ def _unstructure_scalar(value: Any) -> Any:
 def _tuple_unstructure_factory(cl: Any, conv: cattrs.Converter) -> Callable[[Any], Any]:
     """Unstructure ``tuple[X, ...]`` / ``Sequence[X]`` to a list.
 
-    Items of exactly ``X`` use ``X``'s hook, looked up once; any other item
-    is dispatched on its own class, as ``conv.unstructure`` does.
+    Every item that is an ``X`` — a subclass instance included — uses the hook
+    of the *declared* ``X``, looked up once: a host subclass of ``Skill``,
+    ``HistoryMessage`` or ``Alert`` with extra fields contributes exactly
+    ``X``'s fields, so nothing outside a whitelist reaches an agent (spec
+    §15). Only items that are not an ``X`` at all (and items of
+    ``tuple[object, ...]``) are dispatched on their own class.
     """
     args = typing.get_args(cl)
     homogeneous = typing.get_origin(cl) is collections.abc.Sequence or (
         len(args) == 2 and args[1] is Ellipsis
     )
     item_type = args[0] if homogeneous and args else None
-    if not isinstance(item_type, type):
+    if not isinstance(item_type, type) or item_type is object:
         return lambda value: [conv.unstructure(item) for item in value]
     handler = conv.get_unstructure_hook(item_type)
     return lambda value: [
-        handler(item) if item.__class__ is item_type else conv.unstructure(item)
+        handler(item) if isinstance(item, item_type) else conv.unstructure(item)
         for item in value
     ]
 

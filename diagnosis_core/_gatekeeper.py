@@ -46,6 +46,7 @@ from ._payloads import CheckedBinding, GatekeeperResult
 
 __all__ = [
     "NormalizedGatekeeperResult",
+    "capped_trace_text",
     "gatekeeper_unavailable",
     "normalize_gatekeeper_result",
     "parse_gatekeeper_result",
@@ -250,6 +251,15 @@ def normalize_gatekeeper_result(raw: object) -> NormalizedGatekeeperResult:
         passed=passed,
         failed=len(bindings) - passed,
     )
+
+
+def capped_trace_text(text: str | None) -> str | None:
+    """A host-supplied text for the trace, capped and encodable like ``problem``.
+
+    The gatekeeper's raw ``status``/``level`` strings are copied into the trace
+    details; a 10 MB status must not make every event that large.
+    """
+    return None if text is None else _safe_text(text)
 
 
 def _safe_text(text: str) -> str:

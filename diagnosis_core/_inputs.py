@@ -10,6 +10,7 @@ sent so that a technical retry re-sends exactly the same bytes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -33,7 +34,10 @@ __all__ = [
     "build_planner_input",
     "build_verifier_input",
     "encode_agent_input",
+    "last_items",
 ]
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -104,6 +108,17 @@ class ComposerInput:
 AgentInput = PlannerInput | ExecutorInput | ExecutorRetryInput | VerifierInput | ComposerInput
 
 
+def last_items(items: Sequence[T], count: int) -> tuple[T, ...]:
+    """The last ``min(len(items), count)`` items, in order (none for ``count`` ≤ 0).
+
+    Spelled out because the slice ``items[len(items) - count:]`` turns negative
+    (and keeps too few items) when ``items`` is shorter than ``count``, and
+    ``items[-count:]`` keeps everything when ``count`` is 0.
+    """
+    start = max(len(items) - max(count, 0), 0)
+    return tuple(items[start:])
+
+
 def encode_agent_input(value: AgentInput) -> str:
     """Canonical JSON of an input object: the exact string an agent receives."""
     return canonical_json(to_wire(value))
@@ -116,8 +131,7 @@ def build_planner_input(
     config: DiagnosisConfig,
 ) -> str:
     """The planner's input: the last ``history_limit`` messages, skill name/description."""
-    limit = config.history_limit
-    recent = tuple(history[len(history) - limit :]) if limit else ()
+    recent = last_items(history, config.history_limit)
     return encode_agent_input(PlannerInput(question, recent, tuple(skills)))
 
 

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from ._classify import FailureClassifier, classify_failure
 from ._config import RunConfig
-from ._effects import AgentInvoker, AsyncAgentInvoker
+from ._effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
 from ._machine import AgentFailed, AgentReplied
 
 __all__ = ["adrive", "ainvoke_agent", "describe_error", "drive", "invoke_agent"]
@@ -37,22 +37,46 @@ def describe_error(error: BaseException) -> str:
 
 
 def invoke_agent(
-    invoker: AgentInvoker, input: str, config: RunConfig, classifier: FailureClassifier
+    invoker: AgentInvoker,
+    input: str,
+    config: RunConfig,
+    classifier: FailureClassifier,
+    *,
+    what: str,
 ) -> AgentReplied | AgentFailed:
-    """Call one agent synchronously; its exception becomes a classified failure."""
+    """Call one agent synchronously; its exception becomes a classified failure.
+
+    An agent that returns an awaitable is an async effect given to the sync
+    driver: ``TypeError`` naming ``what``, never a result (spec §15).
+    """
     try:
         text = invoker(input, config)
     except Exception as error:
         return AgentFailed(classify_failure(classifier, error), describe_error(error))
+    reject_awaitable(text, what, "the sync driver")
     return AgentReplied(text)
 
 
 async def ainvoke_agent(
-    invoker: AsyncAgentInvoker, input: str, config: RunConfig, classifier: FailureClassifier
+    invoker: AsyncAgentInvoker,
+    input: str,
+    config: RunConfig,
+    classifier: FailureClassifier,
+    *,
+    what: str,
 ) -> AgentReplied | AgentFailed:
-    """Await one agent on the event loop; its exception becomes a classified failure."""
+    """Await one agent on the event loop; its exception becomes a classified failure.
+
+    An agent that returns something not awaitable is a sync effect given to
+    the asyncio driver: ``TypeError`` naming ``what``, never a result (spec §15).
+    """
     try:
-        text = await invoker(input, config)
+        pending = invoker(input, config)
+    except Exception as error:
+        return AgentFailed(classify_failure(classifier, error), describe_error(error))
+    reply = require_awaitable(pending, what, "the asyncio driver")
+    try:
+        text = await reply
     except Exception as error:
         return AgentFailed(classify_failure(classifier, error), describe_error(error))
     return AgentReplied(text)

@@ -35,6 +35,7 @@ from ._errors import MachineError, PayloadError
 from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
 from ._gatekeeper import (
     NormalizedGatekeeperResult,
+    capped_trace_text,
     gatekeeper_unavailable,
     normalize_gatekeeper_result,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "PendingCall",
     "advance",
     "build_trace_report",
+    "check_agent_result",
     "next_action",
     "start_diagnosis",
 ]
@@ -162,17 +164,69 @@ class CallGatekeeper:
 
 @attrs.frozen
 class AgentReplied:
-    """Result: the agent returned its message text."""
+    """Result: the agent returned its message text.
+
+    Not validated here, so that a driver can package whatever an invoker
+    returned; :func:`advance` raises :class:`MachineError` for a ``text``
+    that is not a ``str`` (an invoker breaking its contract is the host's bug).
+    """
 
     text: str
 
 
+def _failure_kind(instance: object, attribute: Any, value: Any) -> None:
+    if not isinstance(value, FailureKind):
+        raise TypeError(
+            f"AgentFailed.{attribute.name}: expected a FailureKind, got {value!r:.80}"
+            " (classify the exception, e.g. with classify_failure)"
+        )
+
+
+def _failure_message(instance: object, attribute: Any, value: Any) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"AgentFailed.{attribute.name}: expected a str, got {type(value).__name__}")
+
+
 @attrs.frozen
 class AgentFailed:
-    """Result: the agent raised; ``kind`` comes from the failure classifier."""
+    """Result: the agent raised; ``kind`` comes from the failure classifier.
 
-    kind: FailureKind
-    message: str = ""
+    ``kind`` must be a :class:`FailureKind` and ``message`` a ``str``
+    (``TypeError`` otherwise): the string ``"RETRYABLE"`` is not a kind, and
+    guessing one for it could repeat side effects.
+    """
+
+    kind: FailureKind = attrs.field(validator=_failure_kind)
+    message: str = attrs.field(default="", validator=_failure_message)
+
+
+def check_agent_result(result: AgentReplied | AgentFailed) -> None:
+    """Raise :class:`MachineError` for an agent result that breaks its own type.
+
+    Construction validates :class:`AgentFailed`, but a value can still get
+    past it (``object.__setattr__`` on the frozen instance, a subclass); a
+    reply whose text is not a ``str`` is an invoker breaking its contract.
+    Either way it is the host's bug, reported as such, never a crash deeper in
+    the machine (spec §15). Shared by the chat and AIOps machines.
+    """
+    if isinstance(result, AgentFailed):
+        failure_kind: object = result.kind
+        message: object = result.message
+        if not isinstance(failure_kind, FailureKind):
+            raise MachineError(
+                f"AgentFailed.kind: expected a FailureKind, got {failure_kind!r:.80}"
+            )
+        if not isinstance(message, str):
+            raise MachineError(
+                f"AgentFailed.message: expected a str, got {type(message).__name__}"
+            )
+        return
+    text: object = result.text
+    if not isinstance(text, str):
+        raise MachineError(
+            f"AgentReplied.text: expected the agent's message text (a str), "
+            f"got {type(text).__name__}"
+        )
 
 
 @attrs.frozen
@@ -331,6 +385,7 @@ def advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
             f"the pending action is a {pending.agent.value} invocation; "
             f"got {type(result).__name__}"
         )
+    check_agent_result(result)
     state = attrs.evolve(
         state,
         calls=state.calls.incremented(pending.agent.value),
@@ -402,10 +457,8 @@ def _retries_left(state: DiagnosisState, pending: PendingCall) -> bool:
 
 
 def _reply_text(result: AgentReplied) -> str:
-    text: object = result.text
-    if not isinstance(text, str):
-        raise PayloadError("", f"expected the agent's message text, got {type(text).__name__}")
-    return text
+    # advance() checked the type; a ``str`` subclass is read as the plain string.
+    return str.__str__(result.text)
 
 
 def _follow(
@@ -637,8 +690,8 @@ def _gatekeeper_done(
         trusted_bindings=trusted,
     )
     details = EventDetails(
-        raw_status=raw_status,
-        raw_level=raw_level,
+        raw_status=capped_trace_text(raw_status),
+        raw_level=capped_trace_text(raw_level),
         status=normalized.status,
         checked=normalized.checked,
         passed=normalized.passed,

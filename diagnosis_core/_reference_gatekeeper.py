@@ -29,13 +29,13 @@ Decisions where the spec is silent:
   ``RAW_PATH_UNRESOLVED`` (the spec asks for a string, number or boolean).
   Numbers and booleans are compared through ``json.dumps`` text.
 * **Excerpts.** Runs of whitespace (``str.isspace``, which is exactly what
-  ``\\s`` and ``str.split()`` use) are folded to one space on both sides and
-  the excerpt is then stripped: leading/trailing whitespace of the excerpt is
-  not significant, and ``matched_text`` starts and ends on non-whitespace. A
-  whitespace-only excerpt never matches. Matching is case-sensitive, without
-  Unicode normalization, and runs in linear time (no backtracking regex). A
-  span containing a lone surrogate is never reported (``EXCERPT_MISMATCH``):
-  it could not be encoded in the verifier's input.
+  ``\\s`` and ``str.split()`` use) are folded to one space on both sides; the
+  excerpt is folded, not stripped, so its leading/trailing whitespace must
+  occur too (spec §9 v1.1). A whitespace-only excerpt never matches.
+  Matching is case-sensitive, without Unicode normalization, and runs in
+  linear time (no backtracking regex). A span containing a lone surrogate is
+  never reported (``EXCERPT_MISMATCH``): it could not be encoded in the
+  verifier's input.
 * **Duplicates.** Bindings with the same 4-tuple key are reported once, in
   first-occurrence order; the key passes only if every such binding passes
   (the first failure's reason is kept).
@@ -594,18 +594,21 @@ def _original_index(text: str, folded: str, position: int) -> int:
 def match_excerpt(text: str, excerpt: str) -> str | None:
     """The first span of ``text`` that equals ``excerpt`` up to whitespace runs, or None.
 
-    Both sides have whitespace runs folded to one space; the excerpt is also
-    stripped, so the span starts and ends on non-whitespace and keeps the
-    original whitespace inside. A whitespace-only excerpt never matches.
+    Both sides have whitespace runs folded to one space; the excerpt is folded,
+    not stripped (spec §9 v1.1): ``" timeout"`` must occur as ``" timeout"``
+    and does not match ``"timeout after"``. The span keeps the original
+    whitespace inside; a leading or trailing folded space stands for a whole
+    run at the start and the first character of a run at the end. A
+    whitespace-only excerpt never matches.
     """
-    needle = _fold(excerpt).strip()
-    if not needle:
+    needle = _fold(excerpt)
+    if not needle.strip():
         return None
     folded = _fold(text)
     start = folded.find(needle)
     if start < 0:
         return None
-    end = start + len(needle) - 1  # last character, never a space
+    end = start + len(needle) - 1  # last character; a space maps to its run's start
     return text[_original_index(text, folded, start) : _original_index(text, folded, end) + 1]
 
 

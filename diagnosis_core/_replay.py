@@ -12,8 +12,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import attrs
@@ -39,7 +41,10 @@ __all__ = [
     "ScriptedGatekeeperEntry",
     "ScriptedResponse",
     "UnknownScriptedError",
+    "config_from_scenario",
+    "frozen_responses",
     "load_scenario",
+    "load_tool_ledger",
     "replay",
     "replay_scenario",
     "scenario_effects",
@@ -98,16 +103,28 @@ class ScriptedGatekeeperEntry:
     error_message: str | None = None
 
 
+def frozen_responses(
+    responses: Mapping[Any, Sequence[ScriptedResponse]],
+) -> Mapping[Any, tuple[ScriptedResponse, ...]]:
+    """A read-only copy of scripted responses per agent (tuples in a ``MappingProxyType``).
+
+    A frozen scenario must not be changed through its ``responses`` mapping.
+    """
+    return MappingProxyType({agent: tuple(items) for agent, items in responses.items()})
+
+
 @attrs.frozen
 class Scenario:
-    """A validated replay scenario (spec §9)."""
+    """A validated replay scenario (spec §9); ``responses`` is a read-only mapping."""
 
     question: str
     run: RunConfig
     history: tuple[HistoryMessage, ...]
     skills: tuple[Skill, ...]
     config: DiagnosisConfig
-    responses: Mapping[AgentName, tuple[ScriptedResponse, ...]]
+    responses: Mapping[AgentName, tuple[ScriptedResponse, ...]] = attrs.field(
+        converter=frozen_responses
+    )
     gatekeeper: tuple[ScriptedGatekeeperEntry, ...] = ()
     tool_ledger: ToolLedger | None = None
 
@@ -210,7 +227,7 @@ def _json_text(value: object, path: str) -> str:
     try:
         return canonical_json(value)
     except (TypeError, ValueError, RecursionError) as error:
-        raise scenario_error(path, f"not a JSON value ({error})") from None
+        raise scenario_error(path, f"not a JSON value ({error})") from error
 
 
 def _scenario_run_id(data: Mapping[str, object]) -> str:
@@ -241,7 +258,8 @@ def load_run_config(data: Mapping[str, object]) -> RunConfig:
     try:
         return RunConfig(run_id, session_id, dict(metadata))
     except ConfigError as error:
-        raise scenario_error("run", str(error)) from None
+        field, _, problem = str(error).partition(": ")
+        raise scenario_error(f"run.{field}", problem or str(error)) from error
 
 
 def _load_history(data: Mapping[str, object]) -> tuple[HistoryMessage, ...]:
@@ -295,16 +313,85 @@ def load_config_section(data: Mapping[str, object], config_class: type[C]) -> C:
         return config_class()
     config = expect_object(raw, "config")
     check_known_keys(config, frozenset(attrs.fields_dict(config_class)), "config")
+    return config_from_scenario(config_class, config)
+
+
+def config_from_scenario(cls: type[C], config: Mapping[str, object]) -> C:
+    """Build the config class ``cls`` from a scenario's (key-checked) ``config`` object.
+
+    ``null`` means absent. A :class:`ConfigError` becomes a :class:`ScenarioError`
+    whose path names the field (``config.locale: expected one of …``) and
+    whose ``__cause__`` is the ``ConfigError``.
+    """
     values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
     try:
-        return config_class(**values)
+        return cls(**values)
     except ConfigError as error:
-        raise scenario_error("config", str(error)) from None
+        field, _, problem = str(error).partition(": ")
+        raise scenario_error(f"config.{field}", problem or str(error)) from error
+
+
+def _present(entry: Mapping[str, object]) -> Mapping[str, object]:
+    """``entry`` without its ``null`` values: null means absent (spec §9 v1.1)."""
+    return {key: value for key, value in entry.items() if value is not None}
+
+
+_LEDGER_KEYS = frozenset({"invocation_id", "tool_name", "success", "output"})
+_LEDGER_AUDIT_KEYS = frozenset({"input", "error", "duration_ms"})
+
+
+def _check_ledger_audit(entry: Mapping[str, object], path: str) -> None:
+    """The §9 v1.1 audit fields a recorder writes (§13); they are checked, then dropped."""
+    if "input" in entry:
+        _json_text(entry["input"], f"{path}.input")
+    error = entry.get("error")
+    if error is not None:
+        fields = expect_object(error, f"{path}.error")
+        check_known_keys(fields, frozenset({"type", "message"}), f"{path}.error")
+        for key in ("type", "message"):
+            if key not in fields:
+                raise scenario_error(f"{path}.error.{key}", "missing")
+            expect_string(fields[key], f"{path}.error.{key}", text=False)
+    duration = entry.get("duration_ms")
+    # An int is compared as is (math.isfinite would overflow on a huge one).
+    number = not isinstance(duration, bool) and (
+        (isinstance(duration, int) and duration >= 0)
+        or (isinstance(duration, float) and math.isfinite(duration) and duration >= 0)
+    )
+    if duration is not None and not number:
+        raise scenario_error(
+            f"{path}.duration_ms", f"expected a number >= 0, got {_type_name(duration)}"
+        )
+
+
+def load_tool_ledger(raw: object) -> ToolLedger:
+    """A scenario's ``tool_ledger`` (spec §9 v1.1), for the chat and AIOps replays.
+
+    Each entry has exactly ``invocation_id``, ``tool_name``, ``success`` and
+    ``output``, plus optionally the audit fields ``input`` (any JSON),
+    ``error`` (``{type, message}`` strings) and ``duration_ms`` (a number
+    ≥ 0); ``null`` means absent. Any other key is a :class:`ScenarioError`;
+    a :class:`LedgerError` (missing field, duplicate id) becomes one with the
+    ``LedgerError`` as its ``__cause__``.
+    """
+    records = expect_array(raw, "tool_ledger")
+    core_records: list[object] = []
+    for index, record in enumerate(records):
+        path = f"tool_ledger[{index}]"
+        entry = expect_object(record, path)
+        check_known_keys(entry, _LEDGER_KEYS | _LEDGER_AUDIT_KEYS, path)
+        _check_ledger_audit(entry, path)
+        core_records.append({key: value for key, value in entry.items() if key in _LEDGER_KEYS})
+    try:
+        return ledger_from_records(core_records)
+    except LedgerError as error:
+        raise ScenarioError(str(error)) from error
 
 
 def load_scripted_response(item: object, path: str) -> ScriptedResponse:
     entry = expect_object(item, path)
     check_known_keys(entry, frozenset({"text", "error"}), path)
+    entry = _present(entry)
     if ("text" in entry) == ("error" in entry):
         raise scenario_error(path, 'expected "text" or "error"')
     if "text" in entry:
@@ -351,6 +438,10 @@ def _load_gatekeeper(items: object) -> tuple[ScriptedGatekeeperEntry, ...]:
         path = f"gatekeeper[{index}]"
         entry = expect_object(item, path)
         check_known_keys(entry, frozenset({"result", "error"}), path)
+        if entry.get("error") is None:
+            # ``"result": null`` is a result (the gatekeeper returned null);
+            # ``"error": null`` is absent.
+            entry = {key: value for key, value in entry.items() if key != "error"}
         if ("result" in entry) == ("error" in entry):
             raise scenario_error(path, 'expected "result" or "error"')
         if "result" in entry:
@@ -371,16 +462,12 @@ def load_scenario(data: object) -> Scenario:
     if "question" not in top:
         raise scenario_error("question", "missing")
     question = expect_string(top["question"], "question", non_empty=True)
-    if "gatekeeper" in top and "tool_ledger" in top:
+    if top.get("gatekeeper") is not None and top.get("tool_ledger") is not None:
         raise scenario_error("$", 'give "gatekeeper" or "tool_ledger", not both')
     ledger: ToolLedger | None = None
     gatekeeper: tuple[ScriptedGatekeeperEntry, ...] = ()
     if top.get("tool_ledger") is not None:
-        records = expect_array(top["tool_ledger"], "tool_ledger")
-        try:
-            ledger = ledger_from_records(records)
-        except LedgerError as error:
-            raise ScenarioError(str(error)) from None
+        ledger = load_tool_ledger(top["tool_ledger"])
     elif top.get("gatekeeper") is not None:
         gatekeeper = _load_gatekeeper(top["gatekeeper"])
     return Scenario(

@@ -64,6 +64,7 @@ from ._projection import (
     select_allowed_claims,
 )
 from ._reference_gatekeeper import (
+    UNRESOLVED,
     BindingFailure,
     check_binding,
     check_bindings,
@@ -109,6 +110,7 @@ __all__ = [
     "ERROR_KINDS",
     "EXECUTOR_SCHEMA_VERSION",
     "ROUTING_TABLE",
+    "UNRESOLVED",
     "AllowedClaim",
     "BindingFailure",
     "ComposerInput",

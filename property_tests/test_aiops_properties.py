@@ -5,7 +5,9 @@
   executor is never retried and a technical retry re-sends identical input;
 * determinism: the same scenario gives byte-identical JSON;
 * the rule evaluator never raises, whatever the report (typed, raw, junk);
-* round trip: a finished state survives unstructure → JSON → structure.
+* round trip: a finished state survives unstructure → JSON → structure;
+* whitelist by field (spec §15): host subclasses of ``Alert`` with extra
+  fields send exactly the inputs the plain alerts send.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +50,7 @@ from diagnosis_core.aiops import (
     run_aiops,
 )
 from diagnosis_core.blocks import ScriptedResponse, canonical_json
+from diagnosis_core.testing import host_subclassed
 
 IDS = ("inv-1", "inv-2", "inv-3", "inv-4")
 NAMES = ("HighLatency", "PodRestarts", "DiskFull")
@@ -362,3 +366,39 @@ def test_typed_and_wire_reports_are_judged_alike(
     typed = evaluate_aiops_report(report, mode=mode, alerts=alert_payload, ledger=ledger)
     raw = evaluate_aiops_report(to_wire(report), mode=mode, alerts=alert_payload, ledger=ledger)
     assert typed == raw
+
+
+# --- spec §15: host subclasses of Alert contribute their whitelisted fields only -----
+
+ALERT_SECRET = "ALERT-SUBCLASS-SECRET-\u2af7"
+
+
+def _run_with_subclassed_alerts(scenario: dict[str, Any]) -> tuple[AiOpsState, AiOpsState]:
+    """The run of ``scenario`` with plain alerts, and again with host-subclassed alerts."""
+    plain = _run(scenario)
+    subclassed = attrs.evolve(
+        plain.request,
+        alerts=tuple(host_subclassed(alert, ALERT_SECRET) for alert in plain.request.alerts),
+    )
+    agents = {agent: _scripted(scenario["responses"][agent.value]) for agent in AiOpsAgent}
+    state = run_aiops(
+        subclassed,
+        AiOpsEffects(
+            supervisor=agents[AiOpsAgent.SUPERVISOR],
+            planner=agents[AiOpsAgent.PLANNER],
+            executor=agents[AiOpsAgent.EXECUTOR],
+            reporter=agents[AiOpsAgent.REPORTER],
+        ),
+    )
+    return plain, state
+
+
+@SETTINGS
+@given(scenarios())
+def test_subclassed_alerts_send_exactly_the_plain_alerts_inputs(scenario: dict[str, Any]) -> None:
+    plain, subclassed = _run_with_subclassed_alerts(scenario)
+    for record in subclassed.invocations:
+        assert ALERT_SECRET not in record.input, record.agent
+        assert "private_notes" not in record.input and '"body"' not in record.input
+    # Whitelisted by field: the inputs are those of the same alerts as plain values.
+    assert [r.input for r in subclassed.invocations] == [r.input for r in plain.invocations]

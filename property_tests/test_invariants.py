@@ -17,6 +17,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
+import attrs
 from hypothesis import given, target
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ from diagnosis_core.testing import (
     effect_scripts,
     executor_evidences,
     gatekeeper_result_values,
+    host_subclassed,
     planner_plans,
     planted_scenarios,
     scenarios,
@@ -124,6 +126,38 @@ def test_planted_canaries_never_reach_an_input_or_fallback_that_must_not_see_the
     assert not leaks, "\n".join(f"{leak.plant} -> {leak.sink} ({leak.where})" for leak in leaks)
     # The same check on the JSON a host would get from ``replay``.
     assert not planted.leaks(replay(planted.document))
+
+
+SUBCLASS_SECRET = "HOST-SUBCLASS-SECRET-\u2af7"
+
+
+@given(script=effect_scripts(), data=st.data())
+def test_host_subclasses_of_inputs_contribute_only_their_whitelisted_fields(
+    script: Any, data: st.DataObject
+) -> None:
+    # Spec §15: whitelisted by field, not by class. Any item of the history or
+    # the catalog may be a host subclass whose extra fields hold a secret.
+    def maybe_subclassed(item: Any) -> Any:
+        return host_subclassed(item, SUBCLASS_SECRET) if data.draw(st.booleans()) else item
+
+    request = script.request
+    hostile = attrs.evolve(
+        request,
+        history=tuple(maybe_subclassed(item) for item in request.history),
+        skills=tuple(maybe_subclassed(item) for item in request.skills),
+    )
+    plain = run_diagnosis(request, script.effects())
+    state = run_diagnosis(hostile, script.effects())
+    for record in state.invocations:
+        assert SUBCLASS_SECRET not in record.input, record.agent
+    # The planner input holds exactly {role, content} and {name, description},
+    # read from the items themselves (not from the package's own encoding).
+    planner = json.loads(state.invocations[0].input)
+    assert planner["skills"] == [
+        {"name": skill.name, "description": skill.description} for skill in request.skills
+    ]
+    assert all(set(message) == {"role", "content"} for message in planner["history"])
+    assert [r.input for r in state.invocations] == [r.input for r in plain.invocations]
 
 
 # --- 3 ----------------------------------------------------------------------------

@@ -607,11 +607,10 @@ def test_machine_is_driven_step_by_step() -> None:
         _ = AiOpsState(AiOpsRequest(RUN)).result
 
 
-def test_non_text_reply_is_invalid_output() -> None:
+def test_non_text_reply_is_a_machine_error() -> None:
     state = start_aiops(AiOpsRequest(RUN, config=AiOpsConfig(technical_retry_limit=0)))
-    state = advance_aiops(state, AgentReplied(None))  # type: ignore[arg-type]
-    assert state.events[0].status is NodeStatus.INVALID_OUTPUT
-    assert state.reason_code is AiOpsReasonCode.SUPERVISOR_FAILED
+    with pytest.raises(MachineError, match=r"AgentReplied\.text"):
+        advance_aiops(state, AgentReplied(None))  # type: ignore[arg-type]
 
 
 def test_request_validates_its_alerts() -> None:

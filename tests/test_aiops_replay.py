@@ -176,9 +176,9 @@ def _alert(**changes: Any) -> list[dict[str, Any]]:
         ({"alerts": _alert(labels={"env": 1})}, "alerts[0].labels.env: expected a string"),
         ({"alerts": _alert(labels=[])}, "alerts[0].labels: expected an object, got array"),
         ({"alerts": _alert(id="a-1")}, "alerts[0].id: unknown key"),
-        ({"config": {"max_supervisor_steps": 0}}, "config: max_supervisor_steps: 0 is outside"),
+        ({"config": {"max_supervisor_steps": 0}}, "config.max_supervisor_steps: 0 is outside"),
         ({"config": {"history_limit": 3}}, "config.history_limit: unknown key"),
-        ({"config": {"locale": "fr"}}, "config: locale: expected one of"),
+        ({"config": {"locale": "fr"}}, "config.locale: expected one of"),
         ({"responses": {"verifier": []}}, "responses.verifier: unknown key"),
         ({"responses": {"planner": [{}]}}, 'responses.planner[0]: expected "text" or "error"'),
         (

@@ -389,11 +389,11 @@ def test_an_executor_that_raises_is_traced_with_its_error() -> None:
     assert state.reason_code is dc.ReasonCode.EXECUTOR_TOOL_BLOCKED
 
 
-def test_a_reply_that_is_not_text_is_invalid_output_naming_its_type() -> None:
+def test_a_reply_that_is_not_text_is_a_machine_error_naming_its_type() -> None:
     state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
-    state = dc.advance(state, AgentReplied(None))  # type: ignore[arg-type]
-    assert state.events[-1].status is dc.NodeStatus.INVALID_OUTPUT
-    assert state.events[-1].details.error == "$: expected the agent's message text, got NoneType"
+    problem = r"expected the agent's message text \(a str\), got int"
+    with pytest.raises(dc.MachineError, match=problem):
+        dc.advance(state, AgentReplied(7))  # type: ignore[arg-type]
 
 
 def test_inputs_of_a_question_with_a_lone_surrogate_are_hashed_as_sent() -> None:

@@ -9,7 +9,7 @@ as a user would, against whatever install the test environment has.
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
 import subprocess
 import sys
 import sysconfig
@@ -41,7 +41,9 @@ assert_type(diagnosis_core.__version__, str)
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.skipif(shutil.which("mypy") is None, reason="needs mypy (the dev extra)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mypy") is None, reason="needs mypy (the dev extra)"
+)
 def test_mypy_resolves_the_installed_package_from_outside_the_repository(tmp_path: Path) -> None:
     user = tmp_path / "user_project"
     user.mkdir()

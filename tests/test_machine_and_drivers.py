@@ -61,10 +61,10 @@ def test_a_state_that_awaits_nothing_is_rejected() -> None:
         dc.advance(dc.DiagnosisState(request=request()), dc.AgentReplied("x"))
 
 
-def test_a_non_string_reply_is_invalid_output_not_a_crash() -> None:
+def test_a_non_string_reply_is_a_machine_error_not_a_crash() -> None:
     state = dc.start_diagnosis(request())
-    state = dc.advance(state, dc.AgentReplied(None))  # type: ignore[arg-type]
-    assert state.events[-1].status is dc.NodeStatus.INVALID_OUTPUT
+    with pytest.raises(dc.MachineError, match=r"AgentReplied\.text: .* got NoneType"):
+        dc.advance(state, dc.AgentReplied(None))  # type: ignore[arg-type]
 
 
 def test_the_action_carries_the_run_config() -> None:

@@ -267,7 +267,8 @@ def test_backslash_s_is_exactly_str_isspace() -> None:
     [
         ("a  b\tc\n\n d e", "b c d", "b\tc\n\n d"),
         ("x upstream\u00a0\u2003timeout y", "upstream timeout", "upstream\u00a0\u2003timeout"),
-        ("timeout after", "  timeout\t\tafter\n", "timeout after"),
+        ("timeout after", "timeout\t\tafter", "timeout after"),
+        ("up  timeout after", " timeout ", "  timeout "),
         ("alpha   beta", "alpha beta", "alpha   beta"),
         ("alpha beta", "alpha\r\n\tbeta", "alpha beta"),
         ("  lead and trail  ", "lead and trail", "lead and trail"),
@@ -728,16 +729,31 @@ def test_reference_gatekeeper_never_raises_and_always_normalizes(
         assert raw["reason_codes"] == [entry.reason]
 
 
+def _fold_by_hand(text: str) -> str:
+    """Each run of ``str.isspace`` characters becomes one space; nothing is stripped."""
+    folded: list[str] = []
+    for char in text:
+        if not char.isspace():
+            folded.append(char)
+        elif not folded or folded[-1] != " ":  # a " " in ``folded`` is always a run
+            folded.append(" ")
+    return "".join(folded)
+
+
 def first_span_by_brute_force(text: str, excerpt: str) -> str | None:
-    needle = " ".join(excerpt.split())
-    if not needle:
+    """The earliest-starting, then shortest span whose folding equals the folded excerpt.
+
+    Folding is not stripping (spec §9 v1.1): an edge space of the excerpt must
+    meet whitespace in the span. A span starting with whitespace must take the
+    whole run (it starts where the run starts).
+    """
+    needle = _fold_by_hand(excerpt)
+    if all(char == " " for char in needle):
         return None
     for i in range(len(text)):
         for j in range(i + 1, len(text) + 1):
-            span = text[i:j]
-            edges_ok = not span[0].isspace() and not span[-1].isspace()
-            if edges_ok and " ".join(span.split()) == needle:
-                return span
+            if _fold_by_hand(text[i:j]) == needle:
+                return text[i:j]
     return None
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import attrs
 
 from .._classify import FailureClassifier, default_failure_classifier
-from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
+from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
 from .._loop import adrive, ainvoke_agent, drive, invoke_agent
 from .._machine import AgentFailed, AgentReplied
 from .._reference_gatekeeper import ToolLedger
@@ -90,20 +90,41 @@ class AsyncAiOpsEffects:
         )
 
 
+_AGENT_NAMES = tuple(agent.value for agent in AiOpsAgent)
+
+
 def perform_aiops_effect(
     action: InvokeAiOpsAgent, effects: AiOpsEffects
 ) -> AgentReplied | AgentFailed:
-    """Invoke one agent synchronously and package its outcome as a result."""
+    """Invoke one agent synchronously and package its outcome as a result.
+
+    An agent that returns an awaitable is an async effect given to the sync
+    driver: ``TypeError``, never a result (spec §15).
+    """
     invoker = effects.agent(action.agent)
-    return invoke_agent(invoker, action.input, action.config, effects.classifier)
+    return invoke_agent(
+        invoker,
+        action.input,
+        action.config,
+        effects.classifier,
+        what=f"AiOpsEffects.{action.agent.value}",
+    )
 
 
 async def perform_aiops_effect_async(
     action: InvokeAiOpsAgent, effects: AsyncAiOpsEffects
 ) -> AgentReplied | AgentFailed:
-    """Invoke one agent on the event loop and package its outcome as a result."""
+    """Invoke one agent on the event loop and package its outcome as a result.
+
+    An agent that returns something not awaitable is a sync effect given to
+    the asyncio driver: ``TypeError``, never a result (spec §15).
+    """
     return await ainvoke_agent(
-        effects.agent(action.agent), action.input, action.config, effects.classifier
+        effects.agent(action.agent),
+        action.input,
+        action.config,
+        effects.classifier,
+        what=f"AsyncAiOpsEffects.{action.agent.value}",
     )
 
 
@@ -113,8 +134,18 @@ def run_aiops(
     """Run an AIOps request to END synchronously; returns the finished state.
 
     Pass ``state`` to resume a run saved earlier. ``state.result`` is the
-    outcome; judge its report with :func:`evaluate_aiops_report`.
+    outcome; judge its report with :func:`evaluate_aiops_report`. Raises
+    ``TypeError`` before the run starts when ``effects`` are not sync
+    :class:`AiOpsEffects` of sync callables (spec §15).
     """
+    check_effects_kind(
+        effects,
+        AiOpsEffects,
+        _AGENT_NAMES,
+        asynchronous=False,
+        driver="run_aiops",
+        other_driver="arun_aiops",
+    )
     current = start_aiops(request) if state is None else state
     return drive(
         current,
@@ -128,7 +159,19 @@ def run_aiops(
 async def arun_aiops(
     request: AiOpsRequest, effects: AsyncAiOpsEffects, *, state: AiOpsState | None = None
 ) -> AiOpsState:
-    """Run an AIOps request to END on the asyncio event loop; returns the finished state."""
+    """Run an AIOps request to END on the asyncio event loop; returns the finished state.
+
+    Raises ``TypeError`` before the run starts when ``effects`` are not
+    :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15).
+    """
+    check_effects_kind(
+        effects,
+        AsyncAiOpsEffects,
+        _AGENT_NAMES,
+        asynchronous=True,
+        driver="arun_aiops",
+        other_driver="run_aiops",
+    )
     current = start_aiops(request) if state is None else state
     return await adrive(
         current,

@@ -29,7 +29,7 @@ import attrs
 from .._config import RunConfig
 from .._enums import FailureKind, NodeStatus
 from .._errors import MachineError, PayloadError
-from .._machine import AgentFailed, AgentReplied, items_of, to_tuple
+from .._machine import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -243,6 +243,7 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
         raise MachineError(
             f"the pending action is a {pending.agent.value} invocation; got {type(result).__name__}"
         )
+    check_agent_result(result)
     state = attrs.evolve(
         state,
         calls=state.calls.incremented(pending.agent),
@@ -265,10 +266,8 @@ def _sha256(text: str) -> str:
 
 
 def _reply_text(result: AgentReplied) -> str:
-    text: object = result.text
-    if not isinstance(text, str):
-        raise PayloadError("", f"expected the agent's message text, got {type(text).__name__}")
-    return text
+    # advance_aiops() checked the type; a ``str`` subclass is read as the plain string.
+    return str.__str__(result.text)
 
 
 def _event(

@@ -43,9 +43,8 @@ import attrs
 
 from .._config import RunConfig
 from .._converter import to_wire
-from .._errors import LedgerError, ScenarioError
 from .._json import JsonValue, describe_value
-from .._reference_gatekeeper import ToolLedger, ledger_from_records
+from .._reference_gatekeeper import ToolLedger
 from .._replay import (
     ScriptedAgent,
     ScriptedResponse,
@@ -53,9 +52,11 @@ from .._replay import (
     expect_array,
     expect_object,
     expect_string,
+    frozen_responses,
     load_config_section,
     load_responses_section,
     load_run_config,
+    load_tool_ledger,
     scenario_error,
 )
 from .._tables import text_cell, trace_table_lines
@@ -84,12 +85,14 @@ _ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels"})
 
 @attrs.frozen
 class AiOpsScenario:
-    """A validated AIOps replay scenario."""
+    """A validated AIOps replay scenario; ``responses`` is a read-only mapping."""
 
     run: RunConfig
     alerts: tuple[Alert, ...]
     config: AiOpsConfig
-    responses: Mapping[AiOpsAgent, tuple[ScriptedResponse, ...]]
+    responses: Mapping[AiOpsAgent, tuple[ScriptedResponse, ...]] = attrs.field(
+        converter=frozen_responses
+    )
     tool_ledger: ToolLedger = attrs.field(factory=ToolLedger)
 
 
@@ -137,11 +140,7 @@ def load_aiops_scenario(data: object) -> AiOpsScenario:
     check_known_keys(top, _TOP_KEYS, "")
     ledger = ToolLedger()
     if top.get("tool_ledger") is not None:
-        records = expect_array(top["tool_ledger"], "tool_ledger")
-        try:
-            ledger = ledger_from_records(records)
-        except LedgerError as error:
-            raise ScenarioError(str(error)) from None
+        ledger = load_tool_ledger(top["tool_ledger"])
     return AiOpsScenario(
         run=load_run_config(top),
         alerts=_load_alerts(top),

@@ -431,7 +431,9 @@ def _ledger_binding(
     segments: list[str | int] = draw(st.lists(_SEGMENT, max_size=3))
     path = _path_text(segments)
     words = draw(_WORDS)
-    excerpt = draw(st.text(" \t", max_size=1)) + " ".join(words) + draw(st.text(" \n", max_size=1))
+    # The excerpt is folded, not stripped (spec §9 v1.1): edge whitespace must occur too.
+    lead, trail = draw(st.text(" \t", max_size=1)), draw(st.text(" \n", max_size=1))
+    excerpt = lead + " ".join(words) + trail
     matched: str | None = None
     value: JsonValue
     if outcome is None and draw(st.integers(0, 4)) == 0:
@@ -442,9 +444,11 @@ def _ledger_binding(
         if outcome is BindingFailure.EXCERPT_MISMATCH:
             value = draw(_DIGITS) + draw(st.text(" ", max_size=2)) + draw(_DIGITS)
         else:
-            value = draw(_DIGITS) + draw(st.text(" \t", max_size=2)) + variant
-            value += draw(st.text(" \n", max_size=2)) + draw(_DIGITS)
-            matched = variant
+            before = draw(st.text(" \t", min_size=1 if lead else 0, max_size=2))
+            after = draw(st.text(" \n", min_size=1 if trail else 0, max_size=2))
+            value = draw(_DIGITS) + before + variant + after + draw(_DIGITS)
+            # A leading folded space spans the whole run, a trailing one its first character.
+            matched = (before if lead else "") + variant + after[:1 if trail else 0]
     output = _nest(segments, value)
     if outcome is BindingFailure.RAW_PATH_UNRESOLVED:
         way = draw(st.sampled_from(("bad_path", "missing", "not_scalar")))
@@ -464,18 +468,10 @@ def _ledger_binding(
         "success": outcome is not BindingFailure.INVOCATION_FAILED,
         "output": output,
     }
+    # The one audit field both record forms share: ``ledger_from_records``
+    # (seed 003 §3 fields) and a scenario's ``tool_ledger`` (spec §9 v1.1).
     optional = draw(
-        st.fixed_dictionaries(
-            {},
-            optional={
-                "input_params": json_values(max_leaves=3),
-                "output_preview": texts(max_size=10),
-                "output_length": st.integers(0, 100),
-                "error": texts(max_size=10),
-                "duration_ms": st.integers(0, 10_000),
-                "trace_id": identifiers(),
-            },
-        )
+        st.fixed_dictionaries({}, optional={"duration_ms": st.integers(0, 10_000)})
     )
     record.update(optional)
     return binding, record, matched

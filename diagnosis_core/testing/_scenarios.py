@@ -393,7 +393,17 @@ def scenarios(
         ]
     mode = gatekeeper if gatekeeper != "any" else draw(st.sampled_from(("scripted", "ledger")))
     if mode == "ledger":
-        document["tool_ledger"] = draw(tool_ledger_records(*plan.executor_outputs))
+        records = draw(tool_ledger_records(*plan.executor_outputs))
+        # The audit fields a recorder writes (spec §9 v1.1, §13); null means absent.
+        audit = st.fixed_dictionaries(
+            {},
+            optional={
+                "input": json_values(max_leaves=3),
+                "error": st.none()
+                | st.fixed_dictionaries({"type": texts(max_size=8), "message": texts(max_size=8)}),
+            },
+        )
+        document["tool_ledger"] = [{**record, **draw(audit)} for record in records]
     else:
         document["gatekeeper"] = list(plan.gatekeeper)
     return document

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
+import attrs
 from hypothesis import strategies as st
 
 from .._config import DiagnosisConfig, RunConfig
@@ -50,6 +52,7 @@ __all__ = [
     "fact_checks",
     "gatekeeper_result_values",
     "history_messages",
+    "host_subclassed",
     "identifiers",
     "json_values",
     "planner_plans",
@@ -234,6 +237,36 @@ def diagnosis_requests() -> st.SearchStrategy[DiagnosisRequest]:
         skills=skill_catalogs(),
         config=diagnosis_configs(),
     )
+
+
+# --- host subclasses (spec §15) ---------------------------------------------------
+
+V = TypeVar("V")
+
+
+@functools.cache
+def _host_subclass(base: type[Any]) -> type[Any]:
+    """An ``attrs`` subclass of ``base`` with two extra fields, as a host might write."""
+    extra = {
+        "body": attrs.field(default=""),
+        "private_notes": attrs.field(factory=dict),
+    }
+    return attrs.make_class(f"Host{base.__name__}", extra, bases=(base,), frozen=True)
+
+
+def host_subclassed(value: V, secret: str) -> V:
+    """``value`` as an instance of a host subclass whose extra fields hold ``secret``.
+
+    The subclass of an ``attrs`` input value (``Skill``, ``HistoryMessage``,
+    ``Alert``, ...) adds a ``body`` string and a ``private_notes`` mapping,
+    both carrying ``secret``. Spec §15: values are whitelisted by field, not by
+    class, so ``secret`` must never reach an agent.
+    """
+    base: Any = type(value)
+    fields = {field.name: getattr(value, field.name) for field in attrs.fields(base)}
+    subclass = _host_subclass(base)
+    made: V = subclass(**fields, body=secret, private_notes={"notes": [secret]})
+    return made
 
 
 # --- §5.1 planner_plan -------------------------------------------------------------

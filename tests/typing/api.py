@@ -238,6 +238,7 @@ def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
           "output": {"items": [{"message": "upstream timeout after 3000ms"}]}}]
     )
     assert_type(dcb.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
+    assert dcb.resolve_raw_path({}, "$.missing") is dcb.UNRESOLVED
     assert_type(dcb.match_excerpt("a  b", "a b"), str | None)
     gatekeeper = dc.ReferenceGatekeeper(ledger)
     return gatekeeper("run-1", evidence)
@@ -283,6 +284,7 @@ def test_my_parser_wrapper(data: st.DataObject) -> None:
     evidence = data.draw(dt.executor_evidences())
     assert_type(evidence, ExecutorEvidence)
     assert_type(data.draw(dt.fact_texts()), str)
+    assert_type(dt.host_subclassed(Skill("s", "d"), "secret"), Skill)
     text = data.draw(dt.payload_texts(evidence))
     assert dc.parse_executor_evidence(text) == evidence
     raw = data.draw(dt.gatekeeper_raw_results(evidence))
