@@ -324,6 +324,15 @@ from ._verdict import (
 
 __version__ = "0.1.0"
 
+from ._tools import (
+    RecorderGatekeeper,
+    RecorderMark,
+    ToolCallError,
+    ToolCallRecord,
+    ToolEnvelope,
+    ToolRecorder,
+)
+
 __all__ = [
     "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
@@ -442,6 +451,8 @@ __all__ = [
     "QueryRef",
     "RawResult",
     "ReasonCode",
+    "RecorderGatekeeper",
+    "RecorderMark",
     "ReferenceGatekeeper",
     "ReporterInput",
     "RetryConstraint",
@@ -461,8 +472,12 @@ __all__ = [
     "SupervisorDecision",
     "SupervisorInput",
     "ToolBlockedError",
+    "ToolCallError",
+    "ToolCallRecord",
+    "ToolEnvelope",
     "ToolInvocation",
     "ToolLedger",
+    "ToolRecorder",
     "ToolTraceEntry",
     "ToolUsage",
     "TraceEvent",

@@ -284,3 +284,33 @@ def test_my_parser_wrapper(data: st.DataObject) -> None:
     assert_type(case.expected_status, tuple[str, str | None])
     document: dict[str, object] = data.draw(dt.scenarios())
     assert document
+
+
+# --- tool recorder (spec §13) ---------------------------------------------------
+
+
+def query_logs(service: str, *, limit: int = 10) -> dict[str, object]:
+    return {"items": [service], "limit": limit}
+
+
+async def query_metrics(name: str) -> list[float]:
+    return [1.0]
+
+
+def tools() -> dc.ToolLedger:
+    recorder = dc.ToolRecorder(clock=lambda: 0.0)
+    logs = recorder.wrap("query_logs", query_logs)
+    envelope = logs("pay-svc", limit=3)
+    assert_type(envelope, dc.ToolEnvelope)
+    assert_type(envelope["invocation_id"], str)
+    metrics = recorder.wrap_async("query_metrics", query_metrics)
+    assert_type(asyncio.run(metrics("latency")), dc.ToolEnvelope)
+    mark: dc.RecorderMark = recorder.mark()
+    later: tuple[dc.ToolCallRecord, ...] = recorder.since(mark)
+    error: dc.ToolCallError | None = later[0].error if later else None
+    assert error is None or isinstance(error.type, str)
+    gatekeeper: dc.RecorderGatekeeper = recorder.gatekeeper()
+    effects_gatekeeper: dc.Gatekeeper = gatekeeper
+    assert effects_gatekeeper
+    resumed = dc.ToolRecorder.from_records(recorder.to_records())
+    return resumed.ledger()
