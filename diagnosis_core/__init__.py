@@ -117,7 +117,9 @@ from ._aiops_trace import (
     AiOpsTraceEvent,
 )
 from ._classify import (
+    HTTP_CLIENT_ERRORS,
     FailureClassifier,
+    HttpClientRule,
     classify_failure,
     default_failure_classifier,
 )
@@ -339,6 +341,7 @@ __all__ = [
     "DISCOVERY_INSTRUCTION",
     "ERROR_KINDS",
     "EXECUTOR_SCHEMA_VERSION",
+    "HTTP_CLIENT_ERRORS",
     "NO_PROGRESS_REPEATS",
     "ROUTING_TABLE",
     "SCHEMA_NAMES",
@@ -429,6 +432,7 @@ __all__ = [
     "GatekeeperStatus",
     "GatekeeperSummary",
     "HistoryMessage",
+    "HttpClientRule",
     "Hypothesis",
     "InvocationRecord",
     "InvokeAgent",

@@ -314,3 +314,9 @@ def tools() -> dc.ToolLedger:
     assert effects_gatekeeper
     resumed = dc.ToolRecorder.from_records(recorder.to_records())
     return resumed.ledger()
+
+
+def classify_http(error: BaseException) -> FailureKind:
+    rule: dc.HttpClientRule | None = dc.HTTP_CLIENT_ERRORS.get("httpx.TimeoutException")
+    assert rule is dc.HttpClientRule.RETRYABLE
+    return dc.default_failure_classifier(error)
