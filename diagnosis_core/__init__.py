@@ -306,6 +306,9 @@ from ._routing import (
 )
 from ._schema import (
     SCHEMA_NAMES,
+    SCHEMA_PROFILES,
+    SchemaProfile,
+    class_json_schema,
     json_schema,
 )
 from ._trace import (
@@ -345,6 +348,7 @@ __all__ = [
     "NO_PROGRESS_REPEATS",
     "ROUTING_TABLE",
     "SCHEMA_NAMES",
+    "SCHEMA_PROFILES",
     "Action",
     "AgentFailed",
     "AgentInvoker",
@@ -466,6 +470,7 @@ __all__ = [
     "RunConfig",
     "Scenario",
     "ScenarioError",
+    "SchemaProfile",
     "ScriptedAgent",
     "ScriptedError",
     "ScriptedGatekeeper",
@@ -523,6 +528,7 @@ __all__ = [
     "check_bindings",
     "choose_aiops_route",
     "choose_route",
+    "class_json_schema",
     "classify_failure",
     "converter",
     "count_trusted_bindings",

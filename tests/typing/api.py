@@ -320,3 +320,11 @@ def classify_http(error: BaseException) -> FailureKind:
     rule: dc.HttpClientRule | None = dc.HTTP_CLIENT_ERRORS.get("httpx.TimeoutException")
     assert rule is dc.HttpClientRule.RETRYABLE
     return dc.default_failure_classifier(error)
+
+
+def provider_schemas() -> list[dict[str, JsonValue]]:
+    profile: dc.SchemaProfile = dc.SchemaProfile.OPENAI_STRICT
+    names: tuple[str, ...] = dc.SCHEMA_PROFILES
+    strict = dc.json_schema("executor_evidence_v2", profile="anthropic-strict")
+    generic = dc.class_json_schema(ComposerOutput, profile, title="composer_output")
+    return [strict, generic, *(dc.json_schema("composer_output", name) for name in names)]
