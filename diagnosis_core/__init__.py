@@ -13,8 +13,9 @@ the parsers and payloads, the schemas, replay, the errors, the reference
 gatekeeper and the failure classifier. The building blocks the machine composes
 (projections, routing table, agent inputs, retry context, verdict ceiling,
 fallback renderers, the strict JSON reader) are in :mod:`diagnosis_core.blocks`;
-the AIOps workflow is :mod:`diagnosis_core.aiops`, which ``import diagnosis_core``
-does not load. The underscore modules are private.
+the tool recorder is :mod:`diagnosis_core.tools`; the AIOps workflow is
+:mod:`diagnosis_core.aiops`. ``import diagnosis_core`` loads neither. The
+underscore modules are private.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ if TYPE_CHECKING:
     )
     from ._schema import (
         SCHEMA_NAMES,
+        SCHEMA_PROFILES,
         json_schema,
     )
 
@@ -160,6 +162,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SCHEMA_NAMES",
+    "SCHEMA_PROFILES",
     "Action",
     "AgentFailed",
     "AgentInvoker",
@@ -277,6 +280,7 @@ _LAZY: dict[str, str] = {
     "scenario_effects": "._replay",
     "scenario_request": "._replay",
     "SCHEMA_NAMES": "._schema",
+    "SCHEMA_PROFILES": "._schema",
     "json_schema": "._schema",
 }
 

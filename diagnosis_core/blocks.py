@@ -14,6 +14,10 @@ host reaches for first, so they stay out of the curated top level.
 
 from __future__ import annotations
 
+from ._classify import (
+    HTTP_CLIENT_ERRORS,
+    HttpClientRule,
+)
 from ._drivers import (
     describe_error,
 )
@@ -96,6 +100,10 @@ from ._routing import (
     choose_route,
     routing_mermaid,
 )
+from ._schema import (
+    SchemaProfile,
+    class_json_schema,
+)
 from ._trace import (
     GatekeeperAudit,
     VerifierEvaluation,
@@ -109,6 +117,7 @@ from ._verdict import (
 __all__ = [
     "ERROR_KINDS",
     "EXECUTOR_SCHEMA_VERSION",
+    "HTTP_CLIENT_ERRORS",
     "ROUTING_TABLE",
     "UNRESOLVED",
     "AllowedClaim",
@@ -120,6 +129,7 @@ __all__ = [
     "ExecutorRetryInput",
     "GatekeeperAudit",
     "GatekeeperSummary",
+    "HttpClientRule",
     "NormalizedGatekeeperResult",
     "PlannerInput",
     "QueryRef",
@@ -127,6 +137,7 @@ __all__ = [
     "RetryContext",
     "Route",
     "RoutingFacts",
+    "SchemaProfile",
     "ScriptedError",
     "ScriptedGatekeeperEntry",
     "ScriptedResponse",
@@ -149,6 +160,7 @@ __all__ = [
     "check_binding",
     "check_bindings",
     "choose_route",
+    "class_json_schema",
     "count_trusted_bindings",
     "describe_error",
     "encode_agent_input",

@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from diagnosis_core import PayloadError, from_wire, to_wire
+from diagnosis_core import (
+    PayloadError,
+    from_wire,
+    to_wire,
+)
 from diagnosis_core.aiops import (
     AiOpsExecutorFinding,
     AiOpsRecommendedAction,

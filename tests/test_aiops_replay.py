@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from diagnosis_core import ScenarioError
+from diagnosis_core import (
+    ScenarioError,
+)
 from diagnosis_core._cli import main
 from diagnosis_core.aiops import AiOpsAgent, load_aiops_scenario, replay_aiops
 from diagnosis_core.blocks import canonical_json

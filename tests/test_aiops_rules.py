@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from diagnosis_core import ToolInvocation, ToolLedger, from_wire, to_wire
+from diagnosis_core import (
+    ToolInvocation,
+    ToolLedger,
+    from_wire,
+    to_wire,
+)
 from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsMode,

@@ -15,7 +15,9 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
-from diagnosis_core import _converter
+from diagnosis_core import (
+    _converter,
+)
 from diagnosis_core._json import canonical_json, int_from_literal, int_to_text, int_too_long
 from diagnosis_core._schema import NOT_ONLY_WHITESPACE_PATTERN
 

@@ -24,7 +24,12 @@ PACKAGE = pathlib.Path(diagnosis_core.__file__).parent
 API_FILE = pathlib.Path(__file__).parent / "typing" / "api.py"
 
 # The public modules whose names a host imports; api.py exercises all of them.
-TYPED_PUBLIC = ("diagnosis_core", "diagnosis_core.aiops", "diagnosis_core.blocks")
+TYPED_PUBLIC = (
+    "diagnosis_core",
+    "diagnosis_core.aiops",
+    "diagnosis_core.blocks",
+    "diagnosis_core.tools",
+)
 OPTIONAL_PUBLIC = (
     "diagnosis_core.testing",
     "diagnosis_core.adapters",

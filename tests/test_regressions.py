@@ -8,7 +8,12 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
-from diagnosis_core import FailureKind, GatekeeperReturned, PayloadError, RawResult
+from diagnosis_core import (
+    FailureKind,
+    GatekeeperReturned,
+    PayloadError,
+    RawResult,
+)
 
 
 def test_scenario_without_run_id_whose_agent_text_has_a_lone_surrogate_loads() -> None:

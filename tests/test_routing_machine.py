@@ -20,7 +20,10 @@ from _builders import (
 
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
-from diagnosis_core import NodeName, ReasonCode
+from diagnosis_core import (
+    NodeName,
+    ReasonCode,
+)
 
 
 def nodes(result: dict[str, Any]) -> list[tuple[str, int, int, str, str | None]]:

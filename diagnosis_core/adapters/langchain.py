@@ -9,10 +9,11 @@ config, so callbacks and tracers see the run: ``metadata`` is the run's
 metadata plus ``run_id`` and ``session_id`` (LangSmith groups a chat's traces
 by ``session_id``), ``tags`` are ``["diagnosis_core", <agent>]``.
 
-The reply is the message text. Content that is not text (a tool call only, an
-image, an unknown shape) raises :class:`ChatModelOutputError`, so the run
-records a failure instead of parsing something the model did not write as
-its answer.
+The reply is the message text. A reply without text — empty, whitespace
+only, or only tool calls (``AIMessage(content="", tool_calls=[…])``, or list
+content with tool-use blocks only) — and content that is not text (an image,
+an unknown shape) raise :class:`ChatModelOutputError`, so the run records a
+failure instead of parsing something the model did not write as its answer.
 """
 
 from __future__ import annotations
@@ -58,9 +59,23 @@ def message_text(message: object) -> str:
 
     Parts of a list content that are strings or ``{"type": "text", "text": str}``
     are joined without separator (as LangChain's ``.text`` does); other typed
-    blocks (reasoning, tool calls, images) are skipped. Anything else raises
-    :class:`ChatModelOutputError`.
+    blocks (reasoning, tool calls, images) are skipped. A reply whose text is
+    empty or whitespace only (a tool-call-only reply included) and anything
+    else raise :class:`ChatModelOutputError`.
     """
+    text = _joined_text(message)
+    if not text.strip():
+        tool_calls = getattr(message, "tool_calls", None)
+        if isinstance(tool_calls, list) and tool_calls:
+            names = ", ".join(
+                repr(call.get("name")) if isinstance(call, dict) else "?" for call in tool_calls
+            )
+            raise ChatModelOutputError(f"the reply has no text, only tool calls: {names}")
+        raise ChatModelOutputError("the reply has no text")
+    return text
+
+
+def _joined_text(message: object) -> str:
     if not isinstance(message, BaseMessage):
         raise ChatModelOutputError(f"expected a chat message, got {type(message).__name__}")
     content: object = message.content

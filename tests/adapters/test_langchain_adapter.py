@@ -152,7 +152,6 @@ def test_one_model_can_serve_every_agent_and_an_invoker_needs_no_agent_name() ->
         ("plain", "plain"),
         (["{\"a\": ", {"type": "text", "text": "1}"}], '{"a": 1}'),
         ([{"type": "reasoning", "reasoning": "hmm"}, {"type": "text", "text": "{}"}], "{}"),
-        ([{"type": "tool_use", "id": "t1", "name": "query_logs", "input": {}}], ""),
     ],
 )
 def test_message_text_joins_the_text_parts(content: Any, text: str) -> None:
@@ -166,6 +165,11 @@ def test_message_text_joins_the_text_parts(content: Any, text: str) -> None:
         AIMessage(content=[{"type": "text", "text": 42}]),
         AIMessage.model_construct(content=[42]),
         AIMessage.model_construct(content={"text": "x"}),
+        AIMessage(content=""),
+        AIMessage(content=" \n"),
+        AIMessage(content=[]),
+        AIMessage(content=[{"type": "tool_use", "id": "t1", "name": "query_logs", "input": {}}]),
+        AIMessage(content="", tool_calls=[{"name": "query_logs", "args": {}, "id": "t1"}]),
     ],
 )
 def test_a_reply_without_usable_text_raises_a_typed_error(message: object) -> None:
@@ -185,6 +189,23 @@ def test_a_reply_without_usable_text_fails_the_agent_non_retryably() -> None:
     assert state.result.reason_code is dc.ReasonCode.PLANNER_FAILED
     assert state.events[0].status is dc.NodeStatus.NON_RETRYABLE_FAILED
     assert dc.default_failure_classifier(ChatModelOutputError("x")) is dc.FailureKind.NON_RETRYABLE
+
+
+def test_a_tool_call_only_reply_is_a_chat_model_output_error_not_an_empty_output() -> None:
+    doc = load_doc(PAYMENT)
+    models = _models(doc)
+    tool_call = {"name": "query_logs", "args": {"service": "pay-svc"}, "id": "call-1"}
+    models[dc.AgentName.PLANNER] = GenericFakeChatModel(
+        messages=iter([AIMessage(content="", tool_calls=[tool_call])])
+    )
+    _, scripted = scenario_of(doc)
+    request = dc.scenario_request(dc.load_scenario(doc))
+    state = dc.run_diagnosis(request, chat_model_effects(models, scripted.gatekeeper))
+    assert state.result.reason_code is dc.ReasonCode.PLANNER_FAILED
+    first = state.events[0]
+    assert first.status is dc.NodeStatus.NON_RETRYABLE_FAILED  # not INVALID_OUTPUT "$: empty"
+    with pytest.raises(ChatModelOutputError, match="only tool calls: 'query_logs'"):
+        message_text(AIMessage(content="", tool_calls=[tool_call]))
 
 
 def test_an_example_runs_end_to_end_through_fake_chat_models() -> None:

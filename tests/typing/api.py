@@ -20,6 +20,7 @@ import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
 import diagnosis_core.testing as dt
+import diagnosis_core.tools as dct
 from diagnosis_core import (
     Action,
     AgentName,
@@ -293,6 +294,50 @@ def test_my_parser_wrapper(data: st.DataObject) -> None:
     assert_type(case.expected_status, tuple[str, str | None])
     document: dict[str, object] = data.draw(dt.scenarios())
     assert document
+
+
+# --- tool recorder (spec §13) ---------------------------------------------------
+
+
+def query_logs(service: str, *, limit: int = 10) -> dict[str, object]:
+    return {"items": [service], "limit": limit}
+
+
+async def query_metrics(name: str) -> list[float]:
+    return [1.0]
+
+
+def tools() -> dc.ToolLedger:
+    recorder = dct.ToolRecorder(clock=lambda: 0.0)
+    logs = recorder.wrap("query_logs", query_logs)
+    envelope = logs("pay-svc", limit=3)
+    assert_type(envelope, dct.ToolEnvelope)
+    assert_type(envelope["invocation_id"], str)
+    metrics = recorder.wrap_async("query_metrics", query_metrics)
+    assert_type(asyncio.run(metrics("latency")), dct.ToolEnvelope)
+    mark: dct.RecorderMark = recorder.mark()
+    later: tuple[dct.ToolCallRecord, ...] = recorder.since(mark)
+    error: dct.ToolCallError | None = later[0].error if later else None
+    assert error is None or isinstance(error.type, str)
+    gatekeeper: dct.RecorderGatekeeper = recorder.gatekeeper()
+    effects_gatekeeper: dc.Gatekeeper = gatekeeper
+    assert effects_gatekeeper
+    resumed = dct.ToolRecorder.from_records(recorder.to_records())
+    return resumed.ledger()
+
+
+def classify_http(error: BaseException) -> FailureKind:
+    rule: dcb.HttpClientRule | None = dcb.HTTP_CLIENT_ERRORS.get("httpx.TimeoutException")
+    assert rule is dcb.HttpClientRule.RETRYABLE
+    return dc.default_failure_classifier(error)
+
+
+def provider_schemas() -> list[dict[str, JsonValue]]:
+    profile: dcb.SchemaProfile = dcb.SchemaProfile.OPENAI_STRICT
+    names: tuple[str, ...] = dc.SCHEMA_PROFILES
+    strict = dc.json_schema("executor_evidence_v2", profile="anthropic-strict")
+    generic = dcb.class_json_schema(ComposerOutput, profile, title="composer_output")
+    return [strict, generic, *(dc.json_schema("composer_output", name) for name in names)]
 
 
 # --- diagnosis_core.aiops ---------------------------------------------------------

@@ -1,0 +1,520 @@
+"""The tool recorder: the one place the executor's tool calls go through (spec §13).
+
+The executor's tools are the evidence. A claim "the logs say X" is only
+trusted when the gatekeeper finds X in what a recorded tool really returned,
+so every tool call must be recorded, under an id the executor model can cite.
+:class:`ToolRecorder` wraps tool callables (sync with :meth:`ToolRecorder.wrap`,
+async with :meth:`ToolRecorder.wrap_async`); a wrapped tool keeps its
+signature (``ParamSpec``) and returns the envelope
+``{"invocation_id", "tool_name", "output"}`` instead of the bare output.
+
+This module is host-facing plumbing, not part of the pure decision core: it
+holds mutable state (one recorder per run) and a lock. It never reads a clock
+itself; ``duration_ms`` is recorded only when the host passes one
+(``ToolRecorder(clock=time.monotonic)``, seconds as a float).
+
+Guarantees and the decisions behind them:
+
+* **Ids.** ``inv-1``, ``inv-2``, … assigned in call *start* order, under a
+  :class:`threading.Lock` and before the tool runs (for an async tool:
+  synchronously, before the first ``await``), so parallel calls of one
+  executor turn — ``asyncio.gather`` or threads — get distinct, dense ids in
+  the order they were started.
+* **Input.** Recorded as ``{"args": [...], "kwargs": {...}}`` — always that
+  shape, so positional and keyword calls are never confused. An argument
+  that is not a JSON value (bytes, a set, a non-string key, NaN, a cycle, an
+  integer of more than 4300 digits) fails closed: the call is *refused* with
+  a :class:`LedgerError` before an id is assigned and before the tool runs
+  (a call we cannot record faithfully must not happen). Tuples are recorded
+  as arrays; ``str``/``int``/``float`` subclasses as the plain value.
+* **Output.** A JSON value, recorded deep-copied; the envelope carries the
+  recorded copy, so the model sees exactly what the gatekeeper will check. A
+  tool output that is not JSON fails closed: the tool already ran, so the
+  call *is* recorded — as failed (``success`` false, ``output`` null,
+  ``error`` ``{"type": "LedgerError", "message": …}``) — and the caller gets
+  a :class:`LedgerError`; the output never reaches the model uncited.
+* **Errors.** A tool that raises (any ``BaseException``, cancellation
+  included: the tool may have had side effects) is recorded as failed with
+  ``error`` ``{"type": <module-qualified class name, builtins bare>,
+  "message": str(error)}`` and the exception is re-raised unchanged (a
+  :class:`ToolBlockedError` still means ``EXECUTOR_TOOL_BLOCKED``).
+* **Ledger.** :meth:`ToolRecorder.ledger` is a :class:`ToolLedger` snapshot
+  of the calls *finished* so far, in id order (deterministic whatever the
+  completion order); :meth:`ToolRecorder.gatekeeper` is a reference
+  gatekeeper that takes that snapshot *at call time*, so one built at
+  start-up sees tools called later.
+* **Marks.** :meth:`ToolRecorder.mark` / :meth:`ToolRecorder.since` give the
+  calls started after a point and finished by now (what an executor journal
+  entry carries, spec §12). :meth:`ToolRecorder.from_records` rebuilds a
+  recorder from §13 entries (a resumed run) and numbering continues after
+  the highest id.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, ParamSpec, TypedDict
+
+import attrs
+
+from ._errors import LedgerError
+from ._json import JsonValue
+from ._payloads import ExecutorEvidence
+from ._reference_gatekeeper import FrozenJson, ReferenceGatekeeper, ToolInvocation, ToolLedger
+
+__all__ = [
+    "RecorderGatekeeper",
+    "RecorderMark",
+    "ToolCallError",
+    "ToolCallRecord",
+    "ToolEnvelope",
+    "ToolRecorder",
+]
+
+P = ParamSpec("P")
+
+_ID = re.compile(r"inv-([1-9][0-9]{0,17})")
+_RECORD_KEYS = frozenset(
+    ("invocation_id", "tool_name", "success", "output", "input", "error", "duration_ms")
+)
+_MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
+
+
+class ToolEnvelope(TypedDict):
+    """What a wrapped tool returns to the executor model (spec §13)."""
+
+    invocation_id: str
+    tool_name: str
+    output: JsonValue
+
+
+@attrs.frozen
+class ToolCallError:
+    """Why a recorded tool call failed: ``{"type", "message"}`` on the wire."""
+
+    type: str
+    message: str
+
+
+def _check_digits(value: FrozenJson, field: str) -> None:
+    """Refuse integers beyond 4300 digits, as everywhere else (spec §5)."""
+    work: list[object] = [value]
+    while work:
+        node = work.pop()
+        if isinstance(node, Mapping):
+            work.extend(node.values())
+        elif isinstance(node, tuple):
+            work.extend(node)
+        elif type(node) is int and not -_MAX_INT < node < _MAX_INT:
+            raise LedgerError(f"{field}: an integer of more than 4300 digits")
+
+
+def _plain_json(value: object, field: str) -> JsonValue:
+    """A validated plain (dict/list) copy of a JSON value, or LedgerError naming ``field``.
+
+    Validation and deep-freezing are the ledger's own (:class:`ToolInvocation`),
+    so a recorder never accepts what a ledger would refuse.
+    """
+    try:
+        frozen = ToolInvocation("inv-0", "", True, output=value)
+    except LedgerError as error:
+        message = str(error).removeprefix("output: ")
+        raise LedgerError(f"{field}: {message}") from None
+    _check_digits(frozen.output, field)
+    plain: JsonValue = frozen.to_record()["output"]  # type: ignore[assignment]
+    return plain
+
+
+def _error_type(error: BaseException) -> str:
+    cls = type(error)
+    module = getattr(cls, "__module__", "")
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module in ("builtins", "", None) else f"{module}.{name}"
+
+
+def _error_message(error: BaseException) -> str:
+    try:
+        message = str(error)
+    except Exception:
+        return f"<unprintable {type(error).__name__}>"
+    return message if type(message) is str else str.__str__(message)
+
+
+def _unchecked(value: object) -> FrozenJson:
+    """Accept any value here; ``__attrs_post_init__`` validates and freezes it."""
+    return value  # type: ignore[return-value]
+
+
+@attrs.frozen
+class ToolCallRecord:
+    """One recorded tool call, a §13 ledger entry.
+
+    ``output`` and ``input`` accept any JSON value and are deep-frozen on
+    construction (read-only mappings, tuples; the caller's objects are never
+    kept); equality compares them by canonical JSON. ``error`` is set exactly
+    when ``success`` is false. Construction raises :class:`LedgerError`
+    naming the field for anything malformed.
+    """
+
+    invocation_id: str
+    tool_name: str
+    success: bool
+    output: FrozenJson = attrs.field(converter=_unchecked, eq=False, repr=False)
+    input: FrozenJson = attrs.field(converter=_unchecked, eq=False, repr=False)
+    error: ToolCallError | None = None
+    duration_ms: int | None = None
+    _invocation: ToolInvocation = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.error is not None and not isinstance(self.error, ToolCallError):
+            raise LedgerError(f"error: expected a ToolCallError, got {type(self.error).__name__}")
+        if isinstance(self.success, bool) and self.success is (self.error is not None):
+            raise LedgerError(
+                "error: present on a successful call" if self.success
+                else "error: missing on a failed call"
+            )
+        invocation = ToolInvocation(
+            invocation_id=self.invocation_id,
+            tool_name=self.tool_name,
+            success=self.success,
+            output=self.output,
+            input_params=self.input,
+            error=None if self.error is None else f"{self.error.type}: {self.error.message}",
+            duration_ms=self.duration_ms,
+        )
+        _check_digits(invocation.output, "output")
+        _check_digits(invocation.input_params, "input")
+        object.__setattr__(self, "_invocation", invocation)
+        object.__setattr__(self, "output", invocation.output)
+        object.__setattr__(self, "input", invocation.input_params)
+
+    @property
+    def invocation(self) -> ToolInvocation:
+        """The entry as the reference gatekeeper's :class:`ToolInvocation`.
+
+        ``input`` becomes ``input_params`` and ``error`` the text ``"type: message"``.
+        """
+        return self._invocation
+
+    def to_record(self) -> dict[str, JsonValue]:
+        """The §13 wire entry; ``error`` and ``duration_ms`` only when present."""
+        thawed = self._invocation.to_record()
+        record: dict[str, JsonValue] = {
+            "invocation_id": self.invocation_id,
+            "tool_name": self.tool_name,
+            "success": self.success,
+            "output": thawed["output"],  # type: ignore[dict-item]
+            "input": thawed.get("input_params"),  # type: ignore[dict-item]
+        }
+        if self.error is not None:
+            record["error"] = {"type": self.error.type, "message": self.error.message}
+        if self.duration_ms is not None:
+            record["duration_ms"] = self.duration_ms
+        return record
+
+
+@attrs.frozen
+class RecorderMark:
+    """A point in a recorder's call sequence (the number of ids assigned so far)."""
+
+    position: int
+    recorder_id: int = attrs.field(repr=False)
+
+
+def _sequence_number(invocation_id: object, where: str) -> int:
+    match = _ID.fullmatch(invocation_id) if isinstance(invocation_id, str) else None
+    if match is None:
+        raise LedgerError(f"{where}.invocation_id: expected 'inv-<n>' with n >= 1")
+    return int(match.group(1))
+
+
+def _record_from_wire(record: object, where: str) -> ToolCallRecord:
+    if not isinstance(record, Mapping):
+        raise LedgerError(f"{where}: expected an object, got {type(record).__name__}")
+    for key in record:
+        if key not in _RECORD_KEYS:
+            raise LedgerError(f"{where}: unknown key {key!r}")
+    for key in ("invocation_id", "tool_name", "success", "output", "input"):
+        if key not in record:
+            raise LedgerError(f"{where}.{key}: missing")
+    tool_name = record["tool_name"]
+    if not isinstance(tool_name, str) or not tool_name:
+        raise LedgerError(f"{where}.tool_name: expected a non-empty string")
+    success = record["success"]
+    if not isinstance(success, bool):
+        raise LedgerError(f"{where}.success: expected a boolean")
+    raw_error = record.get("error")
+    error: ToolCallError | None = None
+    if raw_error is not None:
+        if (
+            not isinstance(raw_error, Mapping)
+            or set(raw_error) != {"type", "message"}
+            or not all(isinstance(raw_error[key], str) for key in ("type", "message"))
+        ):
+            raise LedgerError(f'{where}.error: expected {{"type": str, "message": str}}')
+        error = ToolCallError(str.__str__(raw_error["type"]), str.__str__(raw_error["message"]))
+    if success and error is not None:
+        raise LedgerError(f"{where}.error: present on a successful call")
+    if not success and error is None:
+        raise LedgerError(f"{where}.error: missing on a failed call")
+    duration = record.get("duration_ms")
+    if duration is not None and (type(duration) is not int or duration < 0):
+        raise LedgerError(f"{where}.duration_ms: expected an integer >= 0")
+    return ToolCallRecord(
+        invocation_id=record["invocation_id"],
+        tool_name=str.__str__(tool_name),
+        success=success,
+        output=_plain_json(record["output"], f"{where}.output"),
+        input=_plain_json(record["input"], f"{where}.input"),
+        error=error,
+        duration_ms=duration,
+    )
+
+
+class ToolRecorder:
+    """Records every tool call of one run and numbers it (spec §13).
+
+    Create one per run (``ToolRecorder()``, or ``ToolRecorder(clock=time.monotonic)``
+    to record durations), wrap the executor's tools with it, and give
+    :meth:`gatekeeper` to the driver. Thread-safe and asyncio-safe; the
+    guarantees are in the module docstring.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] | None = None,
+        records: Iterable[ToolCallRecord] = (),
+    ) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._finished: dict[int, ToolCallRecord] = {}
+        self._next = 1
+        self._ledger: ToolLedger | None = None
+        for position, record in enumerate(records):
+            if not isinstance(record, ToolCallRecord):
+                raise LedgerError(
+                    f"records[{position}]: expected a ToolCallRecord, got {type(record).__name__}"
+                )
+            number = _sequence_number(record.invocation_id, f"records[{position}]")
+            if number in self._finished:
+                raise LedgerError(
+                    f"records[{position}].invocation_id: duplicate {record.invocation_id!r}"
+                )
+            self._finished[number] = record
+            self._next = max(self._next, number + 1)
+
+    @classmethod
+    def from_records(
+        cls, records: Sequence[object], *, clock: Callable[[], float] | None = None
+    ) -> ToolRecorder:
+        """A recorder holding existing §13 entries (e.g. from a run journal).
+
+        Strict like a scenario: unknown keys, a missing field, an id not of
+        the form ``inv-<n>``, a duplicate id, ``error`` absent on a failed or
+        present on a successful call are :class:`LedgerError`\\ s naming the
+        entry. Numbering continues after the highest id (gaps are allowed:
+        a call still running when an entry was written is not in it).
+        """
+        if not isinstance(records, list | tuple):
+            raise LedgerError(f"records: expected an array, got {type(records).__name__}")
+        parsed = [_record_from_wire(record, f"records[{i}]") for i, record in enumerate(records)]
+        return cls(clock=clock, records=parsed)
+
+    # --- recording -------------------------------------------------------------
+
+    def _start(self, tool_name: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[
+        int, JsonValue, float | None
+    ]:
+        recorded_input = _plain_json({"args": list(args), "kwargs": kwargs}, "input")
+        started = self._clock() if self._clock is not None else None
+        with self._lock:
+            number = self._next
+            self._next += 1
+        return number, recorded_input, started
+
+    def _elapsed_ms(self, started: float | None) -> int | None:
+        if started is None or self._clock is None:
+            return None
+        try:
+            elapsed = (self._clock() - started) * 1000
+            return max(0, round(elapsed))
+        except Exception:  # a broken host clock costs the duration, never the record
+            return None
+
+    def _finish(
+        self,
+        number: int,
+        tool_name: str,
+        recorded_input: JsonValue,
+        started: float | None,
+        *,
+        output: object = None,
+        error: ToolCallError | None = None,
+    ) -> ToolCallRecord:
+        record = ToolCallRecord(
+            invocation_id=f"inv-{number}",
+            tool_name=tool_name,
+            success=error is None,
+            output=output,
+            input=recorded_input,
+            error=error,
+            duration_ms=self._elapsed_ms(started),
+        )
+        with self._lock:
+            self._finished[number] = record
+            self._ledger = None
+        return record
+
+    def _complete(
+        self, number: int, tool_name: str, recorded_input: JsonValue, started: float | None,
+        result: object,
+    ) -> ToolEnvelope:
+        try:
+            record = self._finish(number, tool_name, recorded_input, started, output=result)
+        except LedgerError as error:
+            message = str(error)
+            self._finish(
+                number, tool_name, recorded_input, started,
+                error=ToolCallError("LedgerError", message),
+            )
+            raise LedgerError(
+                f"inv-{number} ({tool_name}): the tool's {message}; recorded as failed"
+            ) from None
+        return {
+            "invocation_id": record.invocation_id,
+            "tool_name": tool_name,
+            "output": record.to_record()["output"],
+        }
+
+    def _failed(
+        self, number: int, tool_name: str, recorded_input: JsonValue, started: float | None,
+        error: BaseException,
+    ) -> None:
+        self._finish(
+            number, tool_name, recorded_input, started,
+            error=ToolCallError(_error_type(error), _error_message(error)),
+        )
+
+    def wrap(self, tool_name: str, fn: Callable[P, object]) -> Callable[P, ToolEnvelope]:
+        """Wrap a synchronous tool so each call is recorded and returns its envelope.
+
+        Raises:
+            LedgerError: at wrap time for an empty or non-string ``tool_name``.
+            TypeError: at wrap time for a coroutine function (use :meth:`wrap_async`).
+        """
+        _check_tool_name(tool_name)
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError(f"tool {tool_name!r} is a coroutine function; use wrap_async")
+
+        @functools.wraps(fn)
+        def recorded(*args: P.args, **kwargs: P.kwargs) -> ToolEnvelope:
+            number, recorded_input, started = self._start(tool_name, args, kwargs)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as error:
+                self._failed(number, tool_name, recorded_input, started, error)
+                raise
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: recorded as a non-JSON output below
+            return self._complete(number, tool_name, recorded_input, started, result)
+
+        return recorded
+
+    def wrap_async(
+        self, tool_name: str, fn: Callable[P, Awaitable[object]]
+    ) -> Callable[P, Coroutine[Any, Any, ToolEnvelope]]:
+        """Wrap an async tool; the id is assigned when the call starts, before any await.
+
+        The returned coroutine function assigns the id synchronously when
+        its coroutine is first run — so coroutines started by one
+        ``asyncio.gather`` get ids in the order they were passed — and the
+        call to ``fn`` happens in the same step.
+
+        Raises:
+            LedgerError: at wrap time for an empty or non-string ``tool_name``.
+        """
+        _check_tool_name(tool_name)
+
+        @functools.wraps(fn)
+        async def recorded(*args: P.args, **kwargs: P.kwargs) -> ToolEnvelope:
+            number, recorded_input, started = self._start(tool_name, args, kwargs)
+            try:
+                awaitable = fn(*args, **kwargs)
+                if not inspect.isawaitable(awaitable):
+                    raise TypeError(
+                        f"tool {tool_name!r} returned {type(awaitable).__name__}, not an awaitable"
+                    )
+                result = await awaitable
+            except BaseException as error:
+                self._failed(number, tool_name, recorded_input, started, error)
+                raise
+            return self._complete(number, tool_name, recorded_input, started, result)
+
+        return recorded
+
+    # --- reading ------------------------------------------------------------------
+
+    def records(self) -> tuple[ToolCallRecord, ...]:
+        """The finished calls so far, in id (call-start) order."""
+        with self._lock:
+            return tuple(self._finished[number] for number in sorted(self._finished))
+
+    def to_records(self) -> list[dict[str, JsonValue]]:
+        """The finished calls as §13 wire entries, in id order."""
+        return [record.to_record() for record in self.records()]
+
+    def ledger(self) -> ToolLedger:
+        """A :class:`ToolLedger` snapshot of the calls finished so far, in id order."""
+        with self._lock:
+            if self._ledger is None:
+                ordered = sorted(self._finished)
+                self._ledger = ToolLedger(
+                    tuple(self._finished[number].invocation for number in ordered)
+                )
+            return self._ledger
+
+    def gatekeeper(self) -> RecorderGatekeeper:
+        """A reference gatekeeper over this recorder's ledger as it is *at call time*."""
+        return RecorderGatekeeper(self)
+
+    def mark(self) -> RecorderMark:
+        """The current point of the call sequence, for :meth:`since`."""
+        with self._lock:
+            return RecorderMark(self._next - 1, id(self))
+
+    def since(self, mark: RecorderMark) -> tuple[ToolCallRecord, ...]:
+        """The calls started after ``mark`` and finished by now, in id order.
+
+        Raises:
+            LedgerError: for a mark taken on another recorder.
+        """
+        if not isinstance(mark, RecorderMark) or mark.recorder_id != id(self):
+            raise LedgerError("since: the mark was not taken on this recorder")
+        with self._lock:
+            numbers = sorted(number for number in self._finished if number > mark.position)
+            return tuple(self._finished[number] for number in numbers)
+
+
+def _check_tool_name(tool_name: object) -> None:
+    if not isinstance(tool_name, str) or not tool_name:
+        raise LedgerError("tool_name: expected a non-empty string")
+
+
+@attrs.frozen
+class RecorderGatekeeper:
+    """A :class:`Gatekeeper` reading a :class:`ToolRecorder`'s ledger at call time (spec §13).
+
+    Each call checks the bindings with :class:`ReferenceGatekeeper` against
+    :meth:`ToolRecorder.ledger` taken at that moment, never a copy taken
+    when the gatekeeper was built.
+    """
+
+    recorder: ToolRecorder
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> dict[str, object]:
+        return ReferenceGatekeeper(self.recorder.ledger())(run_id, executor_output)
