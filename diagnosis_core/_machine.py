@@ -35,8 +35,10 @@ from ._errors import MachineError, PayloadError
 from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
 from ._gatekeeper import (
     NormalizedGatekeeperResult,
+    RawSnapshot,
     gatekeeper_unavailable,
-    normalize_gatekeeper_result,
+    normalize_snapshot,
+    snapshot_raw_result,
 )
 from ._inputs import (
     GatekeeperSummary,
@@ -571,19 +573,28 @@ def _executor_done(
 # --- gatekeeper ------------------------------------------------------------------
 
 
-def _raw_result_copy(raw: object) -> RawResult:
-    """The raw result as canonical JSON for audit; never raises."""
+def _raw_result_copy(snapshot: RawSnapshot) -> RawResult:
+    """The raw result as canonical JSON for audit, read from the snapshot; never raises.
+
+    The snapshot holds only plain built-ins and opaque stand-ins, so
+    serializing it runs no host code; only the last-resort ``repr`` of an
+    opaque value does, and it is guarded.
+    """
+    if snapshot.problem is not None:
+        return RawResult(canonical_json({"unserializable": f"<{snapshot.problem}>"}))
+    raw = snapshot.value
     try:
         return RawResult(canonical_json(raw))
     except (TypeError, ValueError, RecursionError):
         try:
             description = repr(raw)[:2000]
-        except Exception:  # a broken __repr__ must not break the audit
+        except Exception:  # a broken __repr__ of a host value must not break the audit
             description = f"<unrepresentable {type(raw).__name__}>"
         return RawResult(canonical_json({"unserializable": description}))
 
 
-def _raw_field(raw: object, key: str) -> str | None:
+def _raw_field(snapshot: RawSnapshot, key: str) -> str | None:
+    raw = snapshot.value
     if isinstance(raw, dict):
         value = raw.get(key)
         if isinstance(value, str):
@@ -601,10 +612,11 @@ def _gatekeeper_done(
     raw_copy: RawResult | None = None
     error: str | None = None
     if isinstance(result, GatekeeperReturned):
-        normalized = normalize_gatekeeper_result(result.raw)
-        raw_copy = _raw_result_copy(result.raw)
+        snapshot = snapshot_raw_result(result.raw)  # the only read of the host object
+        normalized = normalize_snapshot(snapshot)
+        raw_copy = _raw_result_copy(snapshot)
         status = NodeStatus.COMPLETED
-        raw_status, raw_level = _raw_field(result.raw, "status"), _raw_field(result.raw, "level")
+        raw_status, raw_level = _raw_field(snapshot, "status"), _raw_field(snapshot, "level")
     else:
         error = result.message
         normalized = gatekeeper_unavailable(result.message)
