@@ -878,9 +878,36 @@ def _binding_counts(gatekeeper: NormalizedGatekeeperResult | None) -> tuple[int,
     return (gatekeeper.checked, gatekeeper.passed, gatekeeper.failed)
 
 
+def _executor_completed_in(state: DiagnosisState, round: int) -> bool:
+    """Whether the executor output in the state is this round's (its node COMPLETED)."""
+    return any(
+        event.node is NodeName.EXECUTOR
+        and event.round == round
+        and event.status is NodeStatus.COMPLETED
+        for event in state.events
+    )
+
+
 def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> DiagnosisState:
+    """The freshest facts win (spec §15): only the failing round's own facts are shown.
+
+    ``state.gatekeeper`` and ``state.executor_output`` may still hold round 1
+    when round 2 fails before its gatekeeper (or executor) completed; then the
+    fallback shows no gatekeeper status/counts (or no tool overview) rather
+    than round 1's, and says that an earlier round verified findings when one
+    did, instead of "nothing was verified".
+    """
+    round = state.round
     gatekeeper = state.gatekeeper
+    audits = state.gatekeeper_audits
+    if gatekeeper is not None and (not audits or audits[-1].round != round):
+        gatekeeper = None
     executor_output = state.executor_output
+    if executor_output is not None and not _executor_completed_in(state, round):
+        executor_output = None
+    earlier_verified = any(
+        audit.round < round and audit.trusted_bindings > 0 for audit in audits
+    )
     answer = render_pre_verification_fallback(
         reason_code=reason,
         run_id=state.request.run.run_id,
@@ -888,6 +915,7 @@ def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> Dia
         binding_counts=_binding_counts(gatekeeper),
         tool_trace=executor_output.tool_trace_summary if executor_output else (),
         config=state.request.config,
+        earlier_round_verified=earlier_verified,
     )
     return _finish_fallback(
         state,
