@@ -9,12 +9,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import diagnosis_core as dc
 from diagnosis_core import GatekeeperReturned, GatekeeperStatus, NodeName, ReasonCode
+from diagnosis_core import _reference_gatekeeper as reference
+from diagnosis_core._rendering import _TEMPLATES
+from diagnosis_core.testing import gatekeeper_raw_results, hostile_gatekeeper_values
 from tests.test_decision_details import CHECKED, at_gatekeeper
 
 # --- hostile raw results -------------------------------------------------------------
@@ -118,3 +124,216 @@ def test_a_host_mapping_is_read_once_per_protocol() -> None:
     state = dc.advance(at_gatekeeper(), GatekeeperReturned(Counting(status="pass")))
     assert calls == ["items"]
     assert state.gatekeeper is not None and state.gatekeeper.status is GatekeeperStatus.PASS
+
+
+# --- the freshest facts win ----------------------------------------------------------
+
+EVIDENCE_WITH_TOOLS = json.dumps(
+    {
+        "schema_version": "executor_evidence_v2",
+        "evidence_status": "evidence_found",
+        "claims": [
+            {"claim_id": "c1", "text": "CANARY claim text", "is_critical": True,
+             "bindings": [{"source_invocation_id": "inv-1", "tool_name": "query_logs",
+                           "raw_path": "$.items[0].message", "evidence_excerpt": "timeout"}]}
+        ],
+        "tool_trace_summary": [{"tool_name": "query_logs", "success": True}],
+    }
+)
+GAP = {"verdict": "PASS", "groundedness_score": 0.5, "allowed_claim_ids": ["c1"],
+       "facts_checked": [{"claim_id": "c1", "fact": "f", "is_critical": True,
+                          "verification": "no_evidence"}]}
+
+
+def _at_round_two(locale: str = "en") -> dc.DiagnosisState:
+    config = dc.DiagnosisConfig(locale=dc.Locale(locale))
+    request = dc.DiagnosisRequest("Why?", dc.RunConfig("run-1", "chat-1"), config=config)
+    state = dc.start_diagnosis(request)
+    state = dc.advance(state, dc.AgentReplied('{"steps": [{"step_id": "s1", "goal": "g"}]}'))
+    state = dc.advance(state, dc.AgentReplied(EVIDENCE_WITH_TOOLS))
+    low = {"status": "fail", "level": "low_confid", "checked_bindings": [CHECKED]}
+    state = dc.advance(state, GatekeeperReturned(low))
+    state = dc.advance(state, dc.AgentReplied(json.dumps(GAP)))
+    action = dc.next_action(state)
+    assert isinstance(action, dc.InvokeAgent) and action.round == 2
+    return state
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_a_round_two_executor_failure_shows_no_round_one_facts(locale: str) -> None:
+    state = dc.advance(_at_round_two(locale), dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "boom"))
+    assert state.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
+    answer = state.answer
+    assert answer is not None
+    for round_one_fact in ("LOW_CONFID", "query_logs", "1"):  # status, tool overview, counts
+        assert round_one_fact not in answer.replace("run-1", "")
+    assert "CANARY" not in answer
+    if locale == "en":
+        assert "No finding was verified" not in answer
+        assert "An earlier round verified findings, but the evidence retry failed" in answer
+        assert "No tool calls were reported." in answer
+    else:
+        assert "没有任何结论通过验证" not in answer
+        assert "较早的一轮已验证了部分结论，但证据重试失败" in answer
+
+
+def test_a_round_two_gatekeeper_rejection_shows_round_two_facts() -> None:
+    state = dc.advance(_at_round_two(), dc.AgentReplied(EVIDENCE_WITH_TOOLS.replace(
+        '"query_logs", "success": true', '"search_metrics", "success": false')))
+    rejected = {"status": "fail", "level": "reject",
+                "checked_bindings": [{**CHECKED, "status": "fail", "matched_text": None}]}
+    state = dc.advance(state, GatekeeperReturned(rejected))
+    answer = state.answer
+    assert answer is not None and state.reason_code is ReasonCode.GATEKEEPER_REJECTED
+    assert "- Evidence check status: REJECT" in answer
+    assert "- Evidence bindings: 1 checked, 0 passed, 1 failed" in answer
+    assert "- search_metrics: calls 1, failed 1" in answer and "query_logs" not in answer
+    assert "An earlier round verified findings" in answer
+
+
+def test_a_round_one_fallback_still_says_nothing_was_verified() -> None:
+    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": "fail", "level": "reject"}))
+    assert state.answer is not None and "No finding was verified" in state.answer
+
+
+_TOOLS = st.lists(
+    st.fixed_dictionaries({"tool_name": st.sampled_from(["query_logs", "search_metrics", "x y"]),
+                           "success": st.booleans()}),
+    max_size=3,
+)
+_ROUND_TWO_GATEKEEPER = st.one_of(
+    st.builds(GatekeeperReturned, gatekeeper_raw_results(dc.parse_executor_evidence(
+        EVIDENCE_WITH_TOOLS))),
+    st.builds(GatekeeperReturned, hostile_gatekeeper_values()),
+    st.builds(dc.GatekeeperFailed, st.text(max_size=10)),
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(
+    locale=st.sampled_from(["en", "zh-CN"]),
+    executor_fails=st.sampled_from(list(dc.FailureKind)) | st.none(),
+    tools=_TOOLS,
+    gatekeeper=_ROUND_TWO_GATEKEEPER,
+    verifier_fails=st.booleans(),
+)
+def test_every_round_two_pre_verification_fallback_shows_round_two_facts(
+    locale: str,
+    executor_fails: dc.FailureKind | None,
+    tools: list[dict[str, object]],
+    gatekeeper: GatekeeperReturned | dc.GatekeeperFailed,
+    verifier_fails: bool,
+) -> None:
+    state = _at_round_two(locale)
+    document = {**json.loads(EVIDENCE_WITH_TOOLS), "tool_trace_summary": tools}
+    replies: list[object] = [
+        dc.AgentFailed(executor_fails, "boom") if executor_fails else dc.AgentReplied(
+            json.dumps(document)),
+        gatekeeper,
+    ]
+    while not state.finished:
+        action = dc.next_action(state)
+        if replies:
+            reply = replies.pop(0)
+        elif isinstance(action, dc.InvokeAgent) and not verifier_fails:
+            reply = dc.AgentReplied(json.dumps(GAP))
+        else:
+            reply = dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "late")
+        agent_reply = isinstance(reply, dc.AgentReplied | dc.AgentFailed)
+        if isinstance(action, dc.InvokeAgent) and not agent_reply:
+            reply = dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "retry")
+        state = dc.advance(state, reply)  # type: ignore[arg-type]
+    assume(state.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK and state.round == 2)
+    events = state.events
+    templates = _TEMPLATES[dc.Locale(locale)]
+    answer = state.answer
+    assert answer is not None and "CANARY" not in answer
+    lines = answer.split("\n")
+    status_prefix = templates.gatekeeper_line.split("{")[0]
+    round_two_gatekeeper = [e for e in events if e.node is NodeName.GATEKEEPER and e.round == 2]
+    shown = [line for line in lines if line.startswith(status_prefix)]
+    if round_two_gatekeeper:
+        status = round_two_gatekeeper[-1].details.status
+        assert status is not None
+        assert shown == [templates.gatekeeper_line.format(status=status.value)]
+    else:
+        assert shown == []
+        assert not any(line.startswith(templates.bindings_line.split("{")[0]) for line in lines)
+    executor_completed = any(
+        e.node is NodeName.EXECUTOR and e.round == 2 and e.status is dc.NodeStatus.COMPLETED
+        for e in events
+    )
+    named = sorted({str(tool["tool_name"]) for tool in tools if tool["tool_name"] != "x y"})
+    if not executor_completed or not tools:
+        assert templates.no_tools in lines
+    else:
+        for name in named:
+            assert any(line.startswith(f"- {name}") for line in lines)
+    assert "query_logs" not in answer or "query_logs" in named
+    # Round 1 verified a claim (its trusted binding reached the verifier): never "nothing".
+    assert templates.pre_note_earlier_round in lines
+    assert templates.pre_note not in lines
+
+
+# --- reference gatekeeper cost -------------------------------------------------------
+
+
+
+def _oracle_match(text: str, excerpt: str) -> str | None:
+    """First span of ``text`` matching the excerpt's words separated by any whitespace run."""
+    words = excerpt.split()
+    if not words:
+        return None
+    found = re.search(r"\s+".join(re.escape(word) for word in words), text)
+    return None if found is None else found.group()
+
+
+def _large_case(bindings: int, size: int) -> tuple[dc.ToolLedger, dc.ExecutorEvidence, str]:
+    lines = [f"line {index}:   upstream\t timeout  after {index} ms" for index in range(size)]
+    text = "\n".join(lines)
+    ledger = dc.ledger_from_records(
+        [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
+          "output": {"log": text}}]
+    )
+    claims = [
+        {"claim_id": f"c{index}", "text": "t", "bindings": [
+            {"source_invocation_id": "inv-1", "tool_name": "query_logs", "raw_path": "$.log",
+             "evidence_excerpt": f"line {index * size // bindings}: upstream timeout"}]}
+        for index in range(bindings)
+    ]
+    document = {"schema_version": "executor_evidence_v2", "evidence_status": "evidence_found",
+                "claims": claims}
+    return ledger, dc.parse_executor_evidence(json.dumps(document)), text
+
+
+def test_many_bindings_on_one_large_output_fold_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger, evidence, text = _large_case(bindings=100, size=2_000)
+    folded: list[int] = []
+    real_fold = reference._fold
+
+    def counting_fold(value: str) -> str:
+        folded.append(len(value))
+        return real_fold(value)
+
+    monkeypatch.setattr(reference, "_fold", counting_fold)
+    raw = dc.ReferenceGatekeeper(ledger)("run-1", evidence)
+    assert folded.count(len(text)) == 1  # the output, once; the rest are the short excerpts
+    assert sum(folded) <= len(text) + 100 * 40
+    entries = raw["checked_bindings"]
+    assert isinstance(entries, list) and len(entries) == 100
+    for entry, claim in zip(entries, evidence.claims, strict=True):
+        assert entry["status"] == "pass"
+        assert entry["matched_text"] == _oracle_match(text, claim.bindings[0].evidence_excerpt)
+
+
+_SPACED = st.text("ab \t\n\u3000\xa0", max_size=40)
+
+
+@given(text=_SPACED, excerpt=_SPACED)
+def test_the_reused_fold_matches_like_the_whitespace_regex(text: str, excerpt: str) -> None:
+    expected = _oracle_match(text, excerpt)
+    assert dc.match_excerpt(text, excerpt) == expected
+    cache = reference._CheckCache()
+    assert cache.match(text, excerpt) == expected
+    assert cache.match(text, excerpt + "a") == _oracle_match(text, excerpt + "a")
+    assert len(cache.folded) == 1
