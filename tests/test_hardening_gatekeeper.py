@@ -337,3 +337,41 @@ def test_the_reused_fold_matches_like_the_whitespace_regex(text: str, excerpt: s
     assert cache.match(text, excerpt) == expected
     assert cache.match(text, excerpt + "a") == _oracle_match(text, excerpt + "a")
     assert len(cache.folded) == 1
+
+
+# --- narrow excepts: a bug of the package surfaces ------------------------------------
+
+
+def test_a_bug_in_the_binding_check_is_not_a_failed_binding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ledger, evidence, _ = _large_case(bindings=1, size=2)
+
+    def broken(value: object) -> str | None:
+        raise AssertionError("bug")
+
+    monkeypatch.setattr(reference, "_scalar_text", broken)
+    with pytest.raises(AssertionError):
+        dc.check_binding(ledger, "c0", evidence.claims[0].bindings[0])
+
+
+def test_a_bug_in_the_result_parser_is_not_an_unreadable_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from diagnosis_core import _gatekeeper
+
+    def broken(value: object) -> object:
+        raise AssertionError("bug")
+
+    monkeypatch.setattr(_gatekeeper, "_parse_checked_bindings", broken)
+    with pytest.raises(AssertionError):
+        dc.parse_gatekeeper_result({"status": "pass"})
+
+
+def test_a_hostile_host_mapping_still_does_not_resolve() -> None:
+    class Raising(dict[str, object]):
+        def get(self, key: str, default: object = None) -> object:
+            raise RuntimeError("no get")
+
+    assert dc.resolve_raw_path(Raising(a="x"), "$.a") is reference.UNRESOLVED
+    assert dc.resolve_raw_path(_RaisingIterList(["x"]), "$[0]") == "x"
