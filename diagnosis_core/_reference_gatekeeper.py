@@ -711,6 +711,19 @@ def _exact_text(value: object) -> str | None:
     return str.__str__(value) if isinstance(value, str) else None
 
 
+def _lookup(ledger: ToolLedger, invocation_id: str | None) -> ToolInvocation | None:
+    """The invocation, or None; a host ledger subclass whose lookup raises finds nothing."""
+    if invocation_id is None:
+        return None
+    if type(ledger) is ToolLedger:
+        return ledger.get(invocation_id)
+    try:
+        found: object = ledger.get(invocation_id)
+    except Exception:  # a hostile host ledger: only its own lookup is guarded
+        return None
+    return found if type(found) is ToolInvocation else None
+
+
 def check_binding(ledger: ToolLedger, claim_id: str, binding: EvidenceBinding) -> CheckedBinding:
     """Check one executor binding against the ledger (spec §9); never raises.
 
@@ -726,12 +739,12 @@ def _check_binding(
 ) -> CheckedBinding:
     """:func:`check_binding` with the work shared across one check.
 
-    Nothing here runs host code: the ledger is deep-frozen plain JSON and
-    the binding's fields are read as exact strings, so no exception is
+    The only host code that can run is a ``ToolLedger`` subclass's ``get``,
+    which is guarded; the invocation is deep-frozen plain JSON and the
+    binding's fields are read as exact strings, so no other exception is
     expected and none is swallowed (a bug surfaces as a bug).
     """
-    invocation_id = _exact_text(binding.source_invocation_id)
-    invocation = ledger.get(invocation_id) if invocation_id is not None else None
+    invocation = _lookup(ledger, _exact_text(binding.source_invocation_id))
     if invocation is None:
         return _failed(claim_id, binding, BindingFailure.INVOCATION_NOT_FOUND)
     if invocation.success is not True:
