@@ -7,7 +7,8 @@ Four comparisons, each measured side by side in this one process (see
    ``json.loads`` of the same text (the floor) and a strict pydantic v2 model
    (``pydantic_peer.py``, the peer);
 2. scaling of the projector, the reference gatekeeper and a full replay at
-   100, 1 000 and 10 000 claims (two bindings each);
+   100, 1 000 and 10 000 claims (two bindings each), and the reference
+   gatekeeper on one large output (2 MB × 100, 10 MB × 300 bindings);
 3. one typical run (20 claims, one evidence retry, scripted effects) through
    the built-in sync driver and through the LangGraph adapter;
 4. ``import diagnosis_core`` against ``import cattrs`` in fresh interpreters;
@@ -17,7 +18,8 @@ Four comparisons, each measured side by side in this one process (see
 
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
-``--quick`` (few rounds, a smoke run) and ``--only parse,scaling,drivers,import,reject``.
+``--quick`` (few rounds, a smoke run) and
+``--only parse,scaling,large-output,drivers,import,reject``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import functools
 import gc
 import json
+import math
 import os
 import platform
 import re
@@ -44,7 +47,7 @@ from timing import calibrate_loops, interleave, ratio
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
 
-SECTIONS = ("parse", "scaling", "drivers", "import", "reject")
+SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -268,6 +271,47 @@ def _reference_inputs(claims: int) -> dict[str, Callable[[], object]]:
     right: list[Key] = [tuple(_copy(part) for part in key) for key in left]
     assert _dict_join(left, right) == 2 * claims
     return {"diagnostic: bare dict join of the same keys": lambda: _dict_join(left, right)}
+
+
+def _one_large_output_case(megabytes: int, bindings: int) -> tuple[Any, Any, str]:
+    """One ``megabytes`` MB ledger output cited by ``bindings`` bindings (spec §9 v1.1)."""
+    line = "ts=2024-01-01T10:00:00Z   level=error\t upstream timeout  after {} ms\n"
+    lines = [line.format(index) for index in range(megabytes * 1_000_000 // len(line))]
+    text = "".join(lines)
+    ledger = dcb.ledger_from_records([{"invocation_id": "inv-1", "tool_name": "query_logs",
+                                      "success": True, "output": {"log": text}}])
+    step = len(lines) // bindings
+    claims = [{"claim_id": f"c{index}", "text": "t", "bindings": [
+        {"source_invocation_id": "inv-1", "tool_name": "query_logs", "raw_path": "$.log",
+         "evidence_excerpt": f"upstream timeout after {index * step} ms"}]}
+        for index in range(bindings)]
+    document = {"schema_version": "executor_evidence_v2", "evidence_status": "evidence_found",
+                "claims": claims}
+    executor_text = json.dumps(document)
+    return dc.ReferenceGatekeeper(ledger), dc.parse_executor_evidence(executor_text), executor_text
+
+
+def bench_one_large_output(quick: bool) -> None:
+    """Many bindings on one large output: linear in output + bindings, not their product."""
+    import time
+
+    print("## 2b. Reference gatekeeper: many bindings on one large output\n")
+    cases = ((2, 100), (10, 300)) if not quick else ((2, 100),)
+    rows = []
+    for megabytes, bindings in cases:
+        gatekeeper, evidence, executor_text = _one_large_output_case(megabytes, bindings)
+        verdict = gatekeeper("run-bench", evidence)
+        assert verdict["status"] == "pass", verdict["reason_codes"]
+        best = math.inf
+        for _ in range(1 if quick else 3):
+            start = time.perf_counter()
+            gatekeeper("run-bench", evidence)
+            best = min(best, time.perf_counter() - start)
+        rows.append([f"{megabytes} MB", str(bindings), f"{len(executor_text) / 1e3:.0f} KB",
+                     _ms(best)])
+        del gatekeeper, evidence
+        gc.collect()
+    print(_table(["output", "bindings", "executor text", "best (ms)"], rows) + "\n")
 
 
 def bench_scaling(quick: bool) -> None:
@@ -524,7 +568,8 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     describe_machine()
-    runners = {"parse": bench_parse, "scaling": bench_scaling, "drivers": bench_drivers,
+    runners = {"parse": bench_parse, "scaling": bench_scaling,
+               "large-output": bench_one_large_output, "drivers": bench_drivers,
                "import": bench_import, "reject": bench_reject}
     for name in SECTIONS:
         if name in chosen:

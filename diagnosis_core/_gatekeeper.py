@@ -46,10 +46,13 @@ from ._payloads import CheckedBinding, GatekeeperResult
 
 __all__ = [
     "NormalizedGatekeeperResult",
+    "RawSnapshot",
     "capped_trace_text",
     "gatekeeper_unavailable",
     "normalize_gatekeeper_result",
+    "normalize_snapshot",
     "parse_gatekeeper_result",
+    "snapshot_raw_result",
 ]
 
 _MISSING = object()
@@ -59,6 +62,228 @@ _PROBLEM_LIMIT = 1000
 _STATUSES = ("pass", "fail")
 _LEVELS = ("pass", "low_confid", "reject")
 _ID_FIELDS = ("claim_id", "source_invocation_id", "tool_name", "raw_path")
+
+
+# --- the one defensive snapshot of a raw result ----------------------------------
+
+
+class _Opaque:
+    """Stands in a snapshot for a value that is neither a JSON scalar nor a container.
+
+    Normalization sees only its type name; the audit's last-resort ``repr``
+    still shows the original value (its ``repr`` is host code, and the audit
+    guards it).
+    """
+
+    __slots__ = ("type_name", "value")
+
+    def __init__(self, value: object, type_name: str) -> None:
+        self.value = value
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class _Unreadable(Exception):
+    """Internal: the host value cannot be read; ``problem`` says why (no value echoed)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+@attrs.frozen
+class RawSnapshot:
+    """A plain copy of a raw gatekeeper result, taken once at the boundary (spec §15).
+
+    ``value`` is built only of exact ``dict``/``list``/``str``/``int``/
+    ``float``/``bool``/``None`` (anything else is an opaque stand-in that
+    exposes only its type name), so reading it can run no host code: the
+    normalization, the audit copy and the trace fields all read this copy and
+    never the host object. ``problem`` is set (and ``value`` is None) when the
+    host object could not be read: one of its methods raised (the exception
+    type is named) or its read protocols disagreed.
+    """
+
+    value: object = attrs.field(eq=False)
+    problem: str | None = None
+
+
+_PROBE = object()
+_EXACT_SCALARS = (str, int, float, bool, type(None))
+
+
+def _is_exact_scalar(kind: type) -> bool:
+    """Identity tests only: a host metaclass's ``__eq__`` is never consulted."""
+    return any(kind is scalar for scalar in _EXACT_SCALARS)
+
+
+def _host_type_name(value: object) -> str:
+    try:
+        name = type(value).__name__
+    except Exception:  # a metaclass with a hostile __name__
+        return "object"
+    return str.__str__(name) if isinstance(name, str) else "object"
+
+
+def _raised(error: Exception) -> _Unreadable:
+    return _Unreadable(_host_type_name(error))
+
+
+def _same(left: object, right: object) -> bool:
+    """Identity, or equality of two exact scalars (never calls host ``__eq__``)."""
+    if left is right:
+        return True
+    kind = type(left)
+    return kind is type(right) and _is_exact_scalar(kind) and left == right
+
+
+def _plain_scalar(value: object) -> object:
+    """An exact built-in copy of a scalar, or ``_PROBE`` when ``value`` is not one.
+
+    Subclasses are converted through the base type's own method, so an
+    overridden ``__str__``/``__eq__``/``__hash__`` is never called.
+    """
+    if _is_exact_scalar(type(value)):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):  # bool cannot be subclassed
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return _PROBE
+
+
+def _mapping_pairs(node: object) -> list[tuple[object, object]]:
+    """The pairs of a host mapping; every read protocol must work and agree."""
+    if type(node) is dict:
+        return list(dict.items(node))
+    try:
+        assert isinstance(node, Mapping)
+        size = len(node)
+        pairs = [(key, value) for key, value in node.items()]
+        keys = list(node.keys())
+        values = list(node.values())
+        iterated = list(iter(node))
+        consistent = (
+            len(pairs) == size == len(keys) == len(values) == len(iterated)
+            and node.get(_PROBE, _MISSING) is _MISSING
+        )
+        for index, (key, value) in enumerate(pairs):
+            if not consistent:
+                break
+            consistent = (
+                _same(keys[index], key)
+                and _same(iterated[index], key)
+                and _same(values[index], value)
+                and _same(node[key], value)
+                and _same(node.get(key, _MISSING), value)
+            )
+    except Exception as error:  # hostile host object: its type is recorded
+        raise _raised(error) from None
+    if not consistent:
+        raise _Unreadable(f"inconsistent {_host_type_name(node)}")
+    return pairs
+
+
+def _array_items(node: object) -> list[object]:
+    """The items of a list/tuple; a subclass must iterate, index and count alike."""
+    if type(node) is list or type(node) is tuple:
+        return list(node)
+    try:
+        assert isinstance(node, list | tuple)
+        size = len(node)
+        items = list(iter(node))
+        consistent = len(items) == size and all(
+            _same(node[index], item) for index, item in enumerate(items)
+        )
+    except Exception as error:  # hostile host object: its type is recorded
+        raise _raised(error) from None
+    if not consistent:
+        raise _Unreadable(f"inconsistent {_host_type_name(node)}")
+    return items
+
+
+def _kind(node: object) -> str:
+    """``scalar``, ``mapping``, ``array`` or ``other``; an ``isinstance`` may run host code."""
+    if _is_exact_scalar(type(node)):
+        return "scalar"
+    if type(node) is dict:
+        return "mapping"
+    if type(node) is list or type(node) is tuple:
+        return "array"
+    try:
+        if isinstance(node, str | int | float):
+            return "scalar"
+        if isinstance(node, Mapping):
+            return "mapping"
+        if isinstance(node, list | tuple):
+            return "array"
+    except Exception as error:  # hostile host object: its type is recorded
+        raise _raised(error) from None
+    return "other"
+
+
+def _copy_node(node: object, copies: dict[int, tuple[object, object]]) -> tuple[object, bool]:
+    """The copy of one node and whether its children still have to be filled in."""
+    kind = _kind(node)
+    if kind == "scalar":
+        return _plain_scalar(node), False
+    if kind == "other":
+        return _Opaque(node, _host_type_name(node)), False
+    known = copies.get(id(node))
+    if known is not None:  # shared or circular: the copy has the same shape
+        return known[1], False
+    copy: object = {} if kind == "mapping" else []
+    copies[id(node)] = (node, copy)  # the node is kept alive, so its id stays unique
+    return copy, True
+
+
+def _snapshot_value(raw: object) -> object:
+    """The plain copy of ``raw`` (iterative, any depth, linear in its distinct objects)."""
+    copies: dict[int, tuple[object, object]] = {}
+    root, pending = _copy_node(raw, copies)
+    work = [(raw, root)] if pending else []
+    while work:
+        node, copy = work.pop()
+        if isinstance(copy, dict):
+            for key, value in _mapping_pairs(node):
+                plain_key = _plain_scalar(key)
+                if plain_key is _PROBE:
+                    plain_key = _Opaque(key, _host_type_name(key))
+                if plain_key in copy:
+                    raise _Unreadable(f"two keys of a {_host_type_name(node)} read as one")
+                child, child_pending = _copy_node(value, copies)
+                copy[plain_key] = child
+                if child_pending:
+                    work.append((value, child))
+        else:
+            assert isinstance(copy, list)
+            for value in _array_items(node):
+                child, child_pending = _copy_node(value, copies)
+                copy.append(child)
+                if child_pending:
+                    work.append((value, child))
+    return root
+
+
+def snapshot_raw_result(raw: object) -> RawSnapshot:
+    """Take the one defensive copy of a raw result (spec §15); never raises.
+
+    Exact built-ins are copied without running any host code; a ``Mapping``
+    or ``list``/``tuple`` subclass (or another ``Mapping``) is read through
+    ``len``, ``items``, ``keys``, ``values``, iteration, ``[]`` and ``get``,
+    which must all work and agree, else the snapshot names the problem — the
+    exception type when a method raised. String, int and float subclasses
+    become the plain value through the base type's own method. Shared and
+    circular sub-values keep their shape (normalization reads fixed depths).
+    """
+    try:
+        return RawSnapshot(_snapshot_value(raw))
+    except _Unreadable as error:
+        return RawSnapshot(None, _safe_text(f"unreadable result ({error.problem})"))
 
 
 @attrs.frozen
@@ -82,6 +307,8 @@ class NormalizedGatekeeperResult:
 
 
 def _type_name(value: object) -> str:
+    if isinstance(value, _Opaque):
+        return value.type_name
     return type(value).__name__
 
 
@@ -186,15 +413,18 @@ def parse_gatekeeper_result(raw: object) -> GatekeeperResult:
 
     ``status``/``level`` come back stripped and lower-cased; extra keys are
     ignored. It checks shape only: a self-contradictory result parses, and
-    :func:`normalize_gatekeeper_result` rejects it. A ``Mapping`` whose methods
-    raise is reported as a PayloadError too, so callers catch one type.
+    :func:`normalize_gatekeeper_result` rejects it. The result is read through
+    one defensive snapshot (:func:`snapshot_raw_result`): a host object whose
+    methods raise or disagree is a PayloadError naming the exception type, so
+    callers catch one type; any other exception is a bug of this package.
     """
-    try:
-        return _parse(raw)
-    except PayloadError:
-        raise
-    except Exception as error:
-        raise PayloadError("", f"unreadable result ({_type_name(error)})") from None
+    return _parse_snapshot(snapshot_raw_result(raw))
+
+
+def _parse_snapshot(snapshot: RawSnapshot) -> GatekeeperResult:
+    if snapshot.problem is not None:
+        raise PayloadError("", snapshot.problem)
+    return _parse(snapshot.value)
 
 
 def _invalid(problem: str) -> NormalizedGatekeeperResult:
@@ -228,8 +458,13 @@ def normalize_gatekeeper_result(raw: object) -> NormalizedGatekeeperResult:
     ``REJECT``/``GATEKEEPER_REJECTED``; anything unreadable or
     self-contradictory → ``REJECT``/``GATEKEEPER_INVALID_RESULT``.
     """
+    return normalize_snapshot(snapshot_raw_result(raw))
+
+
+def normalize_snapshot(snapshot: RawSnapshot) -> NormalizedGatekeeperResult:
+    """:func:`normalize_gatekeeper_result` of an already taken snapshot; never raises."""
     try:
-        result = parse_gatekeeper_result(raw)
+        result = _parse_snapshot(snapshot)
     except PayloadError as error:
         return _invalid(_safe_text(error.reason))
     problem = _contradiction(result)

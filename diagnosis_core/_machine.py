@@ -35,9 +35,11 @@ from ._errors import MachineError, PayloadError
 from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
 from ._gatekeeper import (
     NormalizedGatekeeperResult,
+    RawSnapshot,
     capped_trace_text,
     gatekeeper_unavailable,
-    normalize_gatekeeper_result,
+    normalize_snapshot,
+    snapshot_raw_result,
 )
 from ._inputs import (
     GatekeeperSummary,
@@ -626,19 +628,28 @@ def _executor_done(
 # --- gatekeeper ------------------------------------------------------------------
 
 
-def _raw_result_copy(raw: object) -> RawResult:
-    """The raw result as canonical JSON for audit; never raises."""
+def _raw_result_copy(snapshot: RawSnapshot) -> RawResult:
+    """The raw result as canonical JSON for audit, read from the snapshot; never raises.
+
+    The snapshot holds only plain built-ins and opaque stand-ins, so
+    serializing it runs no host code; only the last-resort ``repr`` of an
+    opaque value does, and it is guarded.
+    """
+    if snapshot.problem is not None:
+        return RawResult(canonical_json({"unserializable": f"<{snapshot.problem}>"}))
+    raw = snapshot.value
     try:
         return RawResult(canonical_json(raw))
     except (TypeError, ValueError, RecursionError):
         try:
             description = repr(raw)[:2000]
-        except Exception:  # a broken __repr__ must not break the audit
+        except Exception:  # a broken __repr__ of a host value must not break the audit
             description = f"<unrepresentable {type(raw).__name__}>"
         return RawResult(canonical_json({"unserializable": description}))
 
 
-def _raw_field(raw: object, key: str) -> str | None:
+def _raw_field(snapshot: RawSnapshot, key: str) -> str | None:
+    raw = snapshot.value
     if isinstance(raw, dict):
         value = raw.get(key)
         if isinstance(value, str):
@@ -656,10 +667,11 @@ def _gatekeeper_done(
     raw_copy: RawResult | None = None
     error: str | None = None
     if isinstance(result, GatekeeperReturned):
-        normalized = normalize_gatekeeper_result(result.raw)
-        raw_copy = _raw_result_copy(result.raw)
+        snapshot = snapshot_raw_result(result.raw)  # the only read of the host object
+        normalized = normalize_snapshot(snapshot)
+        raw_copy = _raw_result_copy(snapshot)
         status = NodeStatus.COMPLETED
-        raw_status, raw_level = _raw_field(result.raw, "status"), _raw_field(result.raw, "level")
+        raw_status, raw_level = _raw_field(snapshot, "status"), _raw_field(snapshot, "level")
     else:
         error = result.message
         normalized = gatekeeper_unavailable(result.message)
@@ -921,9 +933,36 @@ def _binding_counts(gatekeeper: NormalizedGatekeeperResult | None) -> tuple[int,
     return (gatekeeper.checked, gatekeeper.passed, gatekeeper.failed)
 
 
+def _executor_completed_in(state: DiagnosisState, round: int) -> bool:
+    """Whether the executor output in the state is this round's (its node COMPLETED)."""
+    return any(
+        event.node is NodeName.EXECUTOR
+        and event.round == round
+        and event.status is NodeStatus.COMPLETED
+        for event in state.events
+    )
+
+
 def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> DiagnosisState:
+    """The freshest facts win (spec §15): only the failing round's own facts are shown.
+
+    ``state.gatekeeper`` and ``state.executor_output`` may still hold round 1
+    when round 2 fails before its gatekeeper (or executor) completed; then the
+    fallback shows no gatekeeper status/counts (or no tool overview) rather
+    than round 1's, and says that an earlier round verified findings when one
+    did, instead of "nothing was verified".
+    """
+    round = state.round
     gatekeeper = state.gatekeeper
+    audits = state.gatekeeper_audits
+    if gatekeeper is not None and (not audits or audits[-1].round != round):
+        gatekeeper = None
     executor_output = state.executor_output
+    if executor_output is not None and not _executor_completed_in(state, round):
+        executor_output = None
+    earlier_verified = any(
+        audit.round < round and audit.trusted_bindings > 0 for audit in audits
+    )
     answer = render_pre_verification_fallback(
         reason_code=reason,
         run_id=state.request.run.run_id,
@@ -931,6 +970,7 @@ def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> Dia
         binding_counts=_binding_counts(gatekeeper),
         tool_trace=executor_output.tool_trace_summary if executor_output else (),
         config=state.request.config,
+        earlier_round_verified=earlier_verified,
     )
     return _finish_fallback(
         state,

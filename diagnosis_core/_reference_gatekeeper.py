@@ -45,10 +45,14 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
+import bisect
 import enum
+import itertools
 import json
 import math
+import operator
 import re
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, TypeAlias
@@ -535,26 +539,44 @@ def resolve_raw_path(output: object, path: str) -> object:
 
     Object keys match only name segments, arrays only index segments (a
     ``['0']`` on an array does not resolve). Iterative, so any depth is fine;
-    never raises.
+    never raises. Plain containers (``dict``, ``list``, ``tuple``) are read
+    directly; any other
+    host ``Mapping`` or sequence is read through its own methods, and an
+    exception from those (a hostile host object) means the path does not
+    resolve.
     """
     segments = parse_raw_path(path)
     if segments is None:
         return UNRESOLVED
+    return _resolve(output, segments, frozen=False)
+
+
+def _resolve(output: object, segments: tuple[PathSegment, ...], *, frozen: bool) -> object:
+    """Follow ``segments``; ``frozen`` says ``output`` came from :func:`_freeze_json`."""
     node = output
-    try:
-        for segment in segments:
-            if isinstance(segment, str):
-                if not isinstance(node, Mapping):
-                    return UNRESOLVED
+    for segment in segments:
+        if isinstance(segment, str):
+            if not isinstance(node, Mapping):
+                return UNRESOLVED
+            if type(node) is dict or (frozen and type(node) is MappingProxyType):
                 node = node.get(segment, UNRESOLVED)
-                if node is UNRESOLVED:
+            else:
+                try:
+                    node = node.get(segment, UNRESOLVED)
+                except Exception:  # a hostile host mapping: only its own methods are guarded
+                    return UNRESOLVED
+        else:
+            if not isinstance(node, list | tuple):
+                return UNRESOLVED
+            if type(node) is not list and type(node) is not tuple:
+                try:
+                    node = node[segment] if segment < len(node) else UNRESOLVED
+                except Exception:  # a hostile host sequence: only its own methods are guarded
                     return UNRESOLVED
             else:
-                if not isinstance(node, list | tuple) or segment >= len(node):
-                    return UNRESOLVED
-                node = node[segment]
-    except Exception:
-        return UNRESOLVED
+                node = node[segment] if segment < len(node) else UNRESOLVED
+        if node is UNRESOLVED:
+            return UNRESOLVED
     return node
 
 
@@ -577,18 +599,68 @@ def _fold(text: str) -> str:
     return _WHITESPACE_RUN.sub(" ", text)
 
 
-def _original_index(text: str, folded: str, position: int) -> int:
-    """Map a folded index that falls on a non-space character back to ``text``.
+_SPLIT_SHRINKING_RUN = re.compile(r"(\s{2,})")  # the runs that folding makes shorter
 
-    Folding the first ``runs`` whitespace runs (those before ``position``)
-    shortens the text by exactly the offset we need; ``re.sub`` with a count
-    does that in C, in linear time.
+
+class _FoldedText:
+    """One tool-output string folded once, reused by every binding that cites it.
+
+    ``folded`` is :func:`_fold` of ``text``. The map back to ``text`` is built
+    on the first match only, in one pass: for each whitespace run that folding
+    shortens, its position in ``folded`` and the total shrink up to its end.
+    Mapping an index is then a binary search, so no binding re-scans ``text``.
     """
-    runs = folded.count(" ", 0, position)
-    if runs == 0:
-        return position
-    partly_folded = _WHITESPACE_RUN.sub(" ", text, count=runs)
-    return position + len(text) - len(partly_folded)
+
+    __slots__ = ("_shrink", "_starts", "folded", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.folded = _fold(text)
+        self._starts: array[int] | None = None
+        self._shrink = array("q")
+
+    def _build(self) -> array[int]:
+        # Pieces and shrinking runs alternate in the split; the sums run in C
+        # (no Python-level step per run): run k starts in ``folded`` after
+        # pieces 0..k and k one-space runs, and has shrunk ``text`` by the
+        # lengths of runs 0..k less one each.
+        parts = _SPLIT_SHRINKING_RUN.split(self.text)
+        pieces = itertools.accumulate(map(len, itertools.islice(parts, 0, None, 2)))
+        runs = itertools.accumulate(map(len, itertools.islice(parts, 1, None, 2)))
+        self._shrink = array("q", map(operator.sub, runs, itertools.count(1)))
+        starts = array("q", map(operator.add, pieces, itertools.count()))
+        del starts[len(self._shrink) :]  # the last piece is followed by no run
+        self._starts = starts
+        return starts
+
+    def first_index(self, position: int) -> int:
+        """The first character of ``text`` that folded ``position`` stands for."""
+        starts = self._starts if self._starts is not None else self._build()
+        run = bisect.bisect_left(starts, position) - 1  # runs starting strictly before
+        return position + (self._shrink[run] if run >= 0 else 0)
+
+    def last_index(self, position: int) -> int:
+        """The last character of ``text`` that folded ``position`` stands for."""
+        starts = self._starts if self._starts is not None else self._build()
+        run = bisect.bisect_right(starts, position) - 1  # runs starting at or before
+        return position + (self._shrink[run] if run >= 0 else 0)
+
+    def match(self, excerpt: str) -> str | None:
+        """:func:`match_excerpt` of ``text`` and ``excerpt``, reusing the fold.
+
+        The excerpt is folded, not stripped (spec §9 v1.1). A folded space at
+        the start of the match stands for its whole run; at the end, for the
+        run's first character (``first_index`` of the last position).
+        """
+        needle = _fold(excerpt)
+        if not needle.strip():
+            return None
+        start = self.folded.find(needle)
+        if start < 0:
+            return None
+        end = start + len(needle) - 1
+        last = self.first_index(end) if needle[-1] == " " else self.last_index(end)
+        return self.text[self.first_index(start) : last + 1]
 
 
 def match_excerpt(text: str, excerpt: str) -> str | None:
@@ -601,15 +673,32 @@ def match_excerpt(text: str, excerpt: str) -> str | None:
     run at the start and the first character of a run at the end. A
     whitespace-only excerpt never matches.
     """
-    needle = _fold(excerpt)
-    if not needle.strip():
-        return None
-    folded = _fold(text)
-    start = folded.find(needle)
-    if start < 0:
-        return None
-    end = start + len(needle) - 1  # last character; a space maps to its run's start
-    return text[_original_index(text, folded, start) : _original_index(text, folded, end) + 1]
+    return _FoldedText(text).match(excerpt)
+
+
+class _CheckCache:
+    """Work shared by the bindings of one check (never global, dropped afterwards).
+
+    Folded outputs are keyed by the string itself (its hash is computed once
+    and cached by ``str``), matches by ``(string, excerpt)``: many bindings on
+    one large output fold it once, and identical bindings search it once.
+    """
+
+    __slots__ = ("folded", "matches")
+
+    def __init__(self) -> None:
+        self.folded: dict[str, _FoldedText] = {}
+        self.matches: dict[tuple[str, str], str | None] = {}
+
+    def match(self, text: str, excerpt: str) -> str | None:
+        key = (text, excerpt)
+        if key in self.matches:
+            return self.matches[key]
+        folded = self.folded.get(text)
+        if folded is None:
+            folded = self.folded[text] = _FoldedText(text)
+        matched = self.matches[key] = folded.match(excerpt)
+        return matched
 
 
 # --- checking ---------------------------------------------------------------------
@@ -626,6 +715,24 @@ def _failed(claim_id: str, binding: EvidenceBinding, reason: BindingFailure) -> 
     )
 
 
+def _exact_text(value: object) -> str | None:
+    """A binding field as an exact ``str`` (a subclass cannot hash or compare falsely)."""
+    return str.__str__(value) if isinstance(value, str) else None
+
+
+def _lookup(ledger: ToolLedger, invocation_id: str | None) -> ToolInvocation | None:
+    """The invocation, or None; a host ledger subclass whose lookup raises finds nothing."""
+    if invocation_id is None:
+        return None
+    if type(ledger) is ToolLedger:
+        return ledger.get(invocation_id)
+    try:
+        found: object = ledger.get(invocation_id)
+    except Exception:  # a hostile host ledger: only its own lookup is guarded
+        return None
+    return found if type(found) is ToolInvocation else None
+
+
 def check_binding(ledger: ToolLedger, claim_id: str, binding: EvidenceBinding) -> CheckedBinding:
     """Check one executor binding against the ledger (spec §9); never raises.
 
@@ -633,36 +740,44 @@ def check_binding(ledger: ToolLedger, claim_id: str, binding: EvidenceBinding) -
     check is the reason. A passed binding carries ``matched_text``, the
     recorded tool output's span (never the executor's excerpt).
     """
-    stage = BindingFailure.INVOCATION_NOT_FOUND
-    try:
-        invocation = ledger.get(binding.source_invocation_id)
-        if invocation is None:
-            return _failed(claim_id, binding, stage)
-        stage = BindingFailure.INVOCATION_FAILED
-        if invocation.success is not True:
-            return _failed(claim_id, binding, stage)
-        stage = BindingFailure.TOOL_MISMATCH
-        if not isinstance(binding.tool_name, str) or binding.tool_name != invocation.tool_name:
-            return _failed(claim_id, binding, stage)
-        stage = BindingFailure.RAW_PATH_UNRESOLVED
-        text = _scalar_text(resolve_raw_path(invocation.output, binding.raw_path))
-        if text is None:
-            return _failed(claim_id, binding, stage)
-        stage = BindingFailure.EXCERPT_MISMATCH
-        excerpt = binding.evidence_excerpt
-        matched = match_excerpt(text, excerpt) if isinstance(excerpt, str) else None
-        if matched is None or _SURROGATE.search(matched):
-            return _failed(claim_id, binding, stage)
-        return CheckedBinding(
-            claim_id=claim_id,
-            source_invocation_id=binding.source_invocation_id,
-            tool_name=binding.tool_name,
-            raw_path=binding.raw_path,
-            status=BindingCheckStatus.PASS,
-            matched_text=matched,
-        )
-    except Exception:
-        return _failed(claim_id, binding, stage)
+    return _check_binding(ledger, claim_id, binding, _CheckCache())
+
+
+def _check_binding(
+    ledger: ToolLedger, claim_id: str, binding: EvidenceBinding, cache: _CheckCache
+) -> CheckedBinding:
+    """:func:`check_binding` with the work shared across one check.
+
+    The only host code that can run is a ``ToolLedger`` subclass's ``get``,
+    which is guarded; the invocation is deep-frozen plain JSON and the
+    binding's fields are read as exact strings, so no other exception is
+    expected and none is swallowed (a bug surfaces as a bug).
+    """
+    invocation = _lookup(ledger, _exact_text(binding.source_invocation_id))
+    if invocation is None:
+        return _failed(claim_id, binding, BindingFailure.INVOCATION_NOT_FOUND)
+    if invocation.success is not True:
+        return _failed(claim_id, binding, BindingFailure.INVOCATION_FAILED)
+    if _exact_text(binding.tool_name) != invocation.tool_name:
+        return _failed(claim_id, binding, BindingFailure.TOOL_MISMATCH)
+    segments = parse_raw_path(binding.raw_path)
+    output = invocation.output
+    resolved = UNRESOLVED if segments is None else _resolve(output, segments, frozen=True)
+    text = _scalar_text(resolved)
+    if text is None:
+        return _failed(claim_id, binding, BindingFailure.RAW_PATH_UNRESOLVED)
+    excerpt = _exact_text(binding.evidence_excerpt)
+    matched = cache.match(text, excerpt) if excerpt is not None else None
+    if matched is None or _SURROGATE.search(matched):
+        return _failed(claim_id, binding, BindingFailure.EXCERPT_MISMATCH)
+    return CheckedBinding(
+        claim_id=claim_id,
+        source_invocation_id=binding.source_invocation_id,
+        tool_name=binding.tool_name,
+        raw_path=binding.raw_path,
+        status=BindingCheckStatus.PASS,
+        matched_text=matched,
+    )
 
 
 def _checked_entry(entry: CheckedBinding) -> dict[str, object]:
@@ -682,9 +797,10 @@ def check_bindings(
 ) -> tuple[CheckedBinding, ...]:
     """Check every binding, in claim then binding order, one entry per 4-tuple key."""
     merged: dict[tuple[str, str, str, str], CheckedBinding] = {}
+    cache = _CheckCache()  # one per check: each cited output is folded once
     for claim in executor_output.claims:
         for binding in claim.bindings:
-            entry = check_binding(ledger, claim.claim_id, binding)
+            entry = _check_binding(ledger, claim.claim_id, binding, cache)
             earlier = merged.get(entry.key)
             if earlier is None or (earlier.passed and not entry.passed):
                 merged[entry.key] = entry

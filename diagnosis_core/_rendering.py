@@ -255,6 +255,7 @@ class _Templates:
     no_tools: str
     unnamed_tool: str
     pre_note: str
+    pre_note_earlier_round: str
     reasons: Mapping[ReasonCode, str]
     post_title: str
     post_intro: str
@@ -278,6 +279,10 @@ _EN = _Templates(
     no_tools="- No tool calls were reported.",
     unnamed_tool="(unnamed tool)",
     pre_note="No finding was verified, so this answer contains no diagnosis.",
+    pre_note_earlier_round=(
+        "An earlier round verified findings, but the evidence retry failed,"
+        " so this answer contains no diagnosis."
+    ),
     reasons=MappingProxyType(
         {
             ReasonCode.PLANNER_FAILED: "The planner could not produce a valid investigation plan.",
@@ -331,6 +336,7 @@ _ZH_CN = _Templates(
     no_tools="- 未报告任何工具调用。",
     unnamed_tool="（未命名工具）",
     pre_note="没有任何结论通过验证，因此本回答不包含诊断结论。",
+    pre_note_earlier_round="较早的一轮已验证了部分结论，但证据重试失败，因此本回答不包含诊断结论。",
     reasons=MappingProxyType(
         {
             ReasonCode.PLANNER_FAILED: "规划步骤未能生成有效的排查计划。",
@@ -389,6 +395,7 @@ def render_pre_verification_fallback(
     binding_counts: tuple[int, int, int] | None,
     tool_trace: Sequence[ToolTraceEntry],
     config: DiagnosisConfig,
+    earlier_round_verified: bool = False,
 ) -> str:
     """The answer when nothing was verified (spec §6.8, §10 invariant 2).
 
@@ -396,6 +403,9 @@ def render_pre_verification_fallback(
     leak them; from the tool trace only valid tool names and counts are shown
     (never invocation ids). ``binding_counts`` is ``(checked, passed,
     failed)``. The gatekeeper and binding lines are omitted when ``None``.
+    ``earlier_round_verified`` (an evidence retry failed after an earlier
+    round verified findings) replaces the "nothing was verified" note by one
+    saying so (spec §15); it still shows no claim text.
     The result is non-empty Markdown; an error while rendering propagates.
     """
     templates = _TEMPLATES[config.locale]
@@ -430,7 +440,8 @@ def render_pre_verification_fallback(
         )
         for tool in usage
     ] or [templates.no_tools]
-    lines += ["", templates.pre_note, "", _trace_line(templates, run_id, cap)]
+    note = templates.pre_note_earlier_round if earlier_round_verified else templates.pre_note
+    lines += ["", note, "", _trace_line(templates, run_id, cap)]
     return "\n".join(lines)
 
 

@@ -366,6 +366,7 @@ def test_pre_fallback_signature_cannot_carry_executor_claims() -> None:
         "binding_counts",
         "tool_trace",
         "config",
+        "earlier_round_verified",
     }
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in signature.parameters.values())
     # Exact types: the only free text is the run id, the rest is enums, ints and
@@ -377,6 +378,7 @@ def test_pre_fallback_signature_cannot_carry_executor_claims() -> None:
         "binding_counts": tuple[int, int, int] | None,
         "tool_trace": Sequence[ToolTraceEntry],
         "config": DiagnosisConfig,
+        "earlier_round_verified": bool,
         "return": str,
     }
 

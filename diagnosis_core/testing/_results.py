@@ -322,6 +322,86 @@ class _WeirdStr(str):
         return "pass"
 
 
+def _raising(name: str, error: type[Exception]) -> Any:
+    def method(self: object, *args: object, **kwargs: object) -> object:
+        raise error(f"no {name}")
+
+    return method
+
+
+_DICT_METHODS = ("get", "items", "__iter__", "__getitem__", "keys", "values", "__len__")
+
+# One dict subclass per method, each raising from that method only (the rest works).
+_RAISING_DICTS: tuple[type[dict[str, object]], ...] = tuple(
+    type(f"_RaisingDict_{name.strip('_')}", (dict,), {name: _raising(name, error)})
+    for name, error in zip(
+        _DICT_METHODS,
+        (RuntimeError, KeyError, ValueError, LookupError, TypeError, AttributeError, OSError),
+        strict=True,
+    )
+)
+
+
+class _RaisingIterList(list[object]):
+    """A list subclass whose iteration raises (indexing and ``len`` work)."""
+
+    def __iter__(self) -> Iterator[object]:
+        raise RuntimeError("no iteration")
+
+
+class _HostileEquality:
+    """An object whose ``__eq__`` and ``__hash__`` raise (as a key or a value)."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no equality")
+
+    def __hash__(self) -> int:
+        raise RuntimeError("no hash")
+
+
+class _HostileStr(str):
+    """A string subclass whose hash, equality and case methods lie or raise."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        raise RuntimeError("no hash")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no equality")
+
+    def strip(self, chars: str | None = None) -> str:
+        raise RuntimeError("no strip")
+
+
+class _FlipFlopMapping(Mapping[str, object]):
+    """Says ``pass`` to the first reader and ``fail``/``reject`` to every later one."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __getitem__(self, key: str) -> object:
+        if key != "status":
+            raise KeyError(key)
+        self.reads += 1
+        return "pass" if self.reads == 1 else "fail"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["status"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def _passing_entry() -> dict[str, object]:
+    return {"claim_id": "c1", "source_invocation_id": "inv-1", "tool_name": "t",
+            "raw_path": "$.a", "status": "pass", "matched_text": "x"}
+
+
+def _nested_raising(kind: type[dict[str, object]]) -> Any:
+    return lambda: {"status": "pass", "checked_bindings": [kind(_passing_entry())]}
+
+
 def _cycle() -> dict[str, object]:
     looped: dict[str, object] = {"status": "pass"}
     looped["checked_bindings"] = [looped]
@@ -345,6 +425,14 @@ _HOSTILE: tuple[Any, ...] = (
     lambda: {"status": "fail", "level": "low_confid", "checked_bindings": "not a list"},
     lambda: {"status": "pass", "reason_codes": [1, None, "OK", "\ud800"]},
     lambda: [{"status": "pass"}] * 3,
+    *(lambda kind=kind: kind(status="pass") for kind in _RAISING_DICTS),
+    *(_nested_raising(kind) for kind in _RAISING_DICTS),
+    lambda: {"status": "pass", "checked_bindings": _RaisingIterList([_passing_entry()])},
+    lambda: {"status": "pass", "extra": _HostileEquality(), "more": [_HostileEquality()]},
+    lambda: {"status": _HostileStr("pass"), "level": _HostileStr("pass")},
+    lambda: {"status": "pass", "checked_bindings": [{**_passing_entry(),
+                                                      "claim_id": _HostileStr("c1")}]},
+    _FlipFlopMapping,
 )
 
 
