@@ -71,7 +71,8 @@ def _journal_outcome(scenario_entry: dict[str, Any], gatekeeper: bool) -> dict[s
     error = scenario_entry["error"]
     message = error.get("message") or ""
     if gatekeeper:
-        return {"error": {"message": f"NonRetryableError: {message or 'scripted gatekeeper error'}"}}
+        shown = message or "scripted gatekeeper error"
+        return {"error": {"message": f"NonRetryableError: {shown}"}}
     kind, name = _SCRIPTED_CLASS[error["kind"]]
     return {"error": {"kind": kind, "message": f"{name}: {message}" if message else name}}
 

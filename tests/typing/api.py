@@ -284,3 +284,51 @@ def test_my_parser_wrapper(data: st.DataObject) -> None:
     assert_type(case.expected_status, tuple[str, str | None])
     document: dict[str, object] = data.draw(dt.scenarios())
     assert document
+
+
+def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> str:
+    """A host loop that persists a signed journal, resumes it, and replays it."""
+    sink = dc.ListJournalSink()
+    sink_protocol: dc.JournalSink = sink
+    recorder = dc.JournalRecorder(dc.Journal(request), sink=sink_protocol, key=key)
+    state = dc.start_diagnosis(request)
+    while not isinstance(action := dc.next_action(state), dc.Finished):
+        started: dc.JournalEntry = recorder.begin(action)
+        assert started.state is dc.EntryState.STARTED
+        assert_type(dc.expected_call(action), dc.ExpectedCall)
+        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+    journal: dc.Journal = recorder.journal
+    text = dc.journal_to_json(journal)
+    loaded = dc.journal_from_json(text)
+    assert_type(dc.load_journal(dc.journal_to_wire(loaded)), dc.Journal)
+    status: dc.JournalStatus = dc.journal_status(loaded, key=key)
+    pending: dc.ExpectedCall | None = status.pending
+    assert pending is None and status.complete
+    resumed, resumed_state = dc.resume_journal(loaded, key=key, resend_gatekeeper=False)
+    assert_type(resumed_state, DiagnosisState)
+    assert dc.fold_journal(resumed, key=key) == state
+    signed = dc.sign_journal(resumed, key)
+    assert dc.sign_entry(signed, signed.entries[-1], key).mac == signed.entries[-1].mac
+    assert dc.entry_mac(signed.entries[0], dc.request_mac(request, key), key)
+    scenario: dict[str, JsonValue] = dc.journal_to_scenario(loaded, key=key, exact=True)
+    output: dict[str, JsonValue] = dc.replay_journal(loaded, key=key)
+    assert dc.replay(scenario) == output
+    outcome: dc.JournalOutcome = dc.outcome_of(dc.AgentReplied("text"))
+    assert isinstance(outcome, dc.RecordedReply | dc.RecordedAgentError)
+    entry = dc.finish_entry(
+        dc.append_entry(journal, dc.start_entry(journal, dc.InvokeAgent(
+            AgentName.PLANNER, "{}", request.run, 1, 1))),
+        dc.AgentFailed(FailureKind.RETRYABLE, "timeout"),
+        tool_invocations=[dc.RecordedToolInvocation("inv-1", "query_logs", True)],
+    )
+    assert_type(dc.entry_result(entry), dc.EffectResult)
+    call: dc.JournalCall = entry.call
+    for kind in (dc.RecordedGatekeeperResult.of({"status": "pass"}),
+                 dc.RecordedGatekeeperError("down"), dc.RecordedToolError("E", "m")):
+        assert kind
+    assert loaded.format == dc.JOURNAL_FORMAT and dc.INTERRUPTED_MESSAGE
+    try:
+        dc.journal_from_json("{}")
+    except dc.JournalError as error:
+        assert isinstance(error, ValueError)
+    return call.value + text
