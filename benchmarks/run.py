@@ -14,12 +14,13 @@ Four comparisons, each measured side by side in this one process (see
 4. ``import diagnosis_core`` against ``import cattrs`` in fresh interpreters;
 5. rejecting a 10 MB executor text (a ``NaN``, a duplicate key, a lone
    surrogate at the end, a ``NaN`` after 900 open arrays) against accepting
-   one: CPU time and peak allocation (``rejection.py``, fresh interpreters).
+   one: CPU time and peak allocation (``rejection.py``, fresh interpreters);
+6. folding a complete run journal (spec §12) against the live run it recorded.
 
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
 ``--quick`` (few rounds, a smoke run) and
-``--only parse,scaling,large-output,drivers,import,reject``.
+``--only parse,scaling,large-output,drivers,import,reject,journal``.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from timing import calibrate_loops, interleave, ratio
 
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
+import diagnosis_core.journal as dcj
 
-SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject")
+SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -554,6 +556,61 @@ def bench_reject(quick: bool) -> None:
                 shown=f"{multiple:.1f}×")
 
 
+# --- 6. journal fold vs live run ---------------------------------------------------------
+
+
+def _journal_of(request: dc.DiagnosisRequest, effects: dc.Effects) -> dcj.Journal:
+    recorder = dcj.JournalRecorder(dcj.Journal(request))
+    state = dc.start_diagnosis(request)
+    while not isinstance(action := dc.next_action(state), dc.Finished):
+        recorder.begin(action)
+        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+    return recorder.journal
+
+
+def bench_journal(quick: bool) -> None:
+    print("## 5. Folding a complete journal vs the live run\n")
+    rows = []
+    for claims in (20, 1000):
+        scenario = dc.load_scenario(payloads.replay_scenario_document(claims, evidence_retry=True))
+        request = dc.scenario_request(scenario)
+        journal = _journal_of(request, dc.scenario_effects(scenario))
+        text = dcj.journal_to_json(journal)
+        key = b"benchmark-key"
+        signed = dcj.sign_journal(journal, key)
+
+        def live() -> dc.DiagnosisState:
+            return dc.run_diagnosis(request, dc.scenario_effects(scenario))  # noqa: B023
+
+        def fold() -> dc.DiagnosisState:
+            return dcj.fold_journal(journal)  # noqa: B023
+
+        def fold_signed() -> dc.DiagnosisState:
+            return dcj.fold_journal(signed, key=key)  # noqa: B023
+
+        def load_and_fold() -> dc.DiagnosisState:
+            return dcj.fold_journal(dcj.journal_from_json(text))  # noqa: B023
+
+        expected = live()
+        for function in (fold, fold_signed, load_and_fold):
+            assert function() == expected
+        contenders = {"live run `run_diagnosis`": live, "`fold_journal`": fold,
+                      "`fold_journal(key=…)`": fold_signed,
+                      "`journal_from_json` + `fold_journal`": load_and_fold}
+        loops = {name: calibrate_loops(function, 0.05) for name, function in contenders.items()}
+        samples = interleave(contenders, rounds=3 if quick else 21, loops=loops)
+        base = samples["live run `run_diagnosis`"]
+        for name, sample in samples.items():
+            times, median_ratio = ratio(sample, base)
+            rows.append([f"{claims} claims: {name}", _ms(sample.best), _ms(sample.median),
+                         f"{times:.2f}× ({median_ratio:.2f}×)"])
+        if claims == 20:
+            _target("fold of a complete journal ÷ live run ≤ 1.2× (20 claims)",
+                    ratio(samples["`fold_journal`"], base)[0], 1.2)
+    print(_table(["", "ms best", "ms median", "÷ live run best (median of ratios)"], rows))
+    print("\nSame scenario (one evidence retry); the folded state equals the live one.\n")
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -570,7 +627,7 @@ def main() -> None:
     describe_machine()
     runners = {"parse": bench_parse, "scaling": bench_scaling,
                "large-output": bench_one_large_output, "drivers": bench_drivers,
-               "import": bench_import, "reject": bench_reject}
+               "import": bench_import, "reject": bench_reject, "journal": bench_journal}
     for name in SECTIONS:
         if name in chosen:
             runners[name](args.quick)

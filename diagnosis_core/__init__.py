@@ -13,7 +13,8 @@ the parsers and payloads, the schemas, replay, the errors, the reference
 gatekeeper and the failure classifier. The building blocks the machine composes
 (projections, routing table, agent inputs, retry context, verdict ceiling,
 fallback renderers, the strict JSON reader) are in :mod:`diagnosis_core.blocks`;
-the tool recorder is :mod:`diagnosis_core.tools`; the AIOps workflow is
+the tool recorder is :mod:`diagnosis_core.tools`, the run journal
+:mod:`diagnosis_core.journal`; the AIOps workflow is
 :mod:`diagnosis_core.aiops`. ``import diagnosis_core`` loads neither. The
 underscore modules are private.
 """
@@ -35,7 +36,6 @@ from ._config import (
 from ._converter import (
     from_json,
     from_wire,
-    make_converter,
     to_json,
     to_wire,
 )
@@ -71,6 +71,7 @@ from ._enums import (
 from ._errors import (
     ConfigError,
     DiagnosisError,
+    JournalError,
     LedgerError,
     MachineError,
     NonRetryableError,
@@ -203,6 +204,7 @@ __all__ = [
     "Hypothesis",
     "InvocationRecord",
     "InvokeAgent",
+    "JournalError",
     "JsonValue",
     "LedgerError",
     "Locale",
@@ -244,7 +246,6 @@ __all__ = [
     "from_wire",
     "json_schema",
     "load_scenario",
-    "make_converter",
     "next_action",
     "parse_composer_output",
     "parse_executor_evidence",

@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DiagnosisError",
+    "JournalError",
     "LedgerError",
     "MachineError",
     "NonRetryableError",
@@ -54,6 +55,15 @@ class PayloadError(DiagnosisError, ValueError):
 
 class ScenarioError(DiagnosisError, ValueError):
     """A replay scenario (spec §9) is malformed; the message names the path."""
+
+
+class JournalError(DiagnosisError, ValueError):
+    """A run journal (spec §12) is malformed, tampered with, or diverges from the run.
+
+    The message names the first bad place (``entries[3].outcome: expected
+    "text" or "error"``, ``entries[3]: the run expects verifier round 1
+    attempt 2, the journal has composer``).
+    """
 
 
 class MachineError(DiagnosisError, RuntimeError):

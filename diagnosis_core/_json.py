@@ -42,6 +42,7 @@ __all__ = [
     "int_too_long",
     "loads_stored",
     "loads_strict",
+    "loads_strict_stored",
     "loads_strict_with_objects",
     "parse_json_object",
 ]
@@ -594,6 +595,47 @@ def _loads(text: str, *, stored: bool) -> JsonValue:
             )
     elif _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
         raise _diagnose(text)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def loads_strict_stored(text: str) -> JsonValue:
+    """:func:`loads_strict` for *stored facts* (a run journal, spec §12): lone surrogates kept.
+
+    A journal records what an effect really returned, and an exception
+    message may hold a lone surrogate; it is stored as a ``\\uXXXX`` escape
+    and must come back unchanged. Every other rule of :func:`loads_strict`
+    holds: invalid JSON, duplicate keys, ``NaN``/``Infinity``, overflowing
+    numbers, integers too long to convert and nesting deeper than the parser
+    allows are each a :class:`PayloadError` with a path where one is known.
+    """
+    if not isinstance(text, str):
+        raise PayloadError("$", f"expected text, got {type(text).__name__}")
+    try:
+        value: JsonValue = json.loads(
+            text,
+            object_pairs_hook=_strict_pairs,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
+    except json.JSONDecodeError as exc:
+        raise PayloadError(
+            "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except _Problem:
+        # Surrogates are allowed here: hide them from the diagnostic pass, which
+        # would otherwise report one before the real problem.
+        blanked = _SURROGATE_CHAR.sub("?", text)
+        if "\\" in blanked:
+            blanked = _ESCAPED_BACKSLASH.sub("__", blanked)
+            blanked = _SURROGATE_ESCAPE.sub("?", blanked)
+        raise _diagnose(blanked) from None
+    except RecursionError:
+        raise PayloadError("$", "nesting too deep") from None
+    except ValueError:
+        raise PayloadError("$", "invalid JSON: a number has too many digits") from None
     return value
 
 

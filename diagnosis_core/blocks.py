@@ -18,6 +18,9 @@ from ._classify import (
     HTTP_CLIENT_ERRORS,
     HttpClientRule,
 )
+from ._converter import (
+    make_converter,
+)
 from ._drivers import (
     describe_error,
 )
@@ -171,6 +174,7 @@ __all__ = [
     "ledger_from_records",
     "loads_stored",
     "loads_strict",
+    "make_converter",
     "match_excerpt",
     "normalize_gatekeeper_result",
     "parse_json_object",

@@ -170,15 +170,15 @@ def test_the_parsers_are_not_reachable_through_a_public_converter() -> None:
     assert "converter" not in dc.__all__
     assert not hasattr(dc, "converter")
     assert not hasattr(_converter, "converter")
-    host = dc.make_converter()
-    assert host is not dc.make_converter()
+    host = dcb.make_converter()
+    assert host is not dcb.make_converter()
     host.register_structure_hook(float, lambda value, _: float(value))
     text = ('{"verdict": "PASS", "groundedness_score": "0.9", "facts_checked": [],'
             ' "allowed_claim_ids": []}')
     with pytest.raises(dc.PayloadError, match="groundedness_score"):
         dc.parse_verifier_output(text)
     assert host.structure("0.9", float) == 0.9  # the host's copy does change
-    assert dc.make_converter().structure(1, float) == 1.0
+    assert dcb.make_converter().structure(1, float) == 1.0
 
 
 # --- §5.4 schema pattern, engine-independent ------------------------------------------------

@@ -28,6 +28,7 @@ TYPED_PUBLIC = (
     "diagnosis_core",
     "diagnosis_core.aiops",
     "diagnosis_core.blocks",
+    "diagnosis_core.journal",
     "diagnosis_core.tools",
 )
 OPTIONAL_PUBLIC = (

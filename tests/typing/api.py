@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
+import diagnosis_core.journal as dcj
 import diagnosis_core.testing as dt
 import diagnosis_core.tools as dct
 from diagnosis_core import (
@@ -145,7 +146,7 @@ def run_sync() -> DiagnosisResult:
     report = dc.build_trace_report(state)
     assert_type(report, TraceReport)
     assert_type(dc.to_json(report), str)
-    assert_type(dc.make_converter(), cattrs.Converter)
+    assert_type(dcb.make_converter(), cattrs.Converter)
     return result
 
 
@@ -596,3 +597,51 @@ def public_constants() -> None:
         dcb_routing_table,
         dt_plant_sinks,
     )
+
+
+def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> str:
+    """A host loop that persists a signed journal, resumes it, and replays it."""
+    sink = dcj.ListJournalSink()
+    sink_protocol: dcj.JournalSink = sink
+    recorder = dcj.JournalRecorder(dcj.Journal(request), sink=sink_protocol, key=key)
+    state = dc.start_diagnosis(request)
+    while not isinstance(action := dc.next_action(state), dc.Finished):
+        started: dcj.JournalEntry = recorder.begin(action)
+        assert started.state is dcj.EntryState.STARTED
+        assert_type(dcj.expected_call(action), dcj.ExpectedCall)
+        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+    journal: dcj.Journal = recorder.journal
+    text = dcj.journal_to_json(journal)
+    loaded = dcj.journal_from_json(text)
+    assert_type(dcj.load_journal(dcj.journal_to_wire(loaded)), dcj.Journal)
+    status: dcj.JournalStatus = dcj.journal_status(loaded, key=key)
+    pending: dcj.ExpectedCall | None = status.pending
+    assert pending is None and status.complete
+    resumed, resumed_state = dcj.resume_journal(loaded, key=key, resend_gatekeeper=False)
+    assert_type(resumed_state, DiagnosisState)
+    assert dcj.fold_journal(resumed, key=key) == state
+    signed = dcj.sign_journal(resumed, key)
+    assert dcj.sign_entry(signed, signed.entries[-1], key).mac == signed.entries[-1].mac
+    assert dcj.entry_mac(signed.entries[0], dcj.request_mac(request, key), key)
+    scenario: dict[str, JsonValue] = dcj.journal_to_scenario(loaded, key=key, exact=True)
+    output: dict[str, JsonValue] = dcj.replay_journal(loaded, key=key)
+    assert dc.replay(scenario) == output
+    outcome: dcj.JournalOutcome = dcj.outcome_of(dc.AgentReplied("text"))
+    assert isinstance(outcome, dcj.RecordedReply | dcj.RecordedAgentError)
+    entry = dcj.finish_entry(
+        dcj.append_entry(journal, dcj.start_entry(journal, dc.InvokeAgent(
+            AgentName.PLANNER, "{}", request.run, 1, 1))),
+        dc.AgentFailed(FailureKind.RETRYABLE, "timeout"),
+        tool_invocations=[dcj.RecordedToolInvocation("inv-1", "query_logs", True)],
+    )
+    assert_type(dcj.entry_result(entry), dc.EffectResult)
+    call: dcj.JournalCall = entry.call
+    for kind in (dcj.RecordedGatekeeperResult.of({"status": "pass"}),
+                 dcj.RecordedGatekeeperError("down"), dcj.RecordedToolError("E", "m")):
+        assert kind
+    assert loaded.format == dcj.JOURNAL_FORMAT and dcj.INTERRUPTED_MESSAGE
+    try:
+        dcj.journal_from_json("{}")
+    except dc.JournalError as error:
+        assert isinstance(error, ValueError)
+    return call.value + text

@@ -1,0 +1,587 @@
+"""The run journal's values and its wire form ``diagnosis_journal_v1`` (spec §12).
+
+A journal holds *facts* only: the request, and for every effect the call the
+machine asked for and what came back (an agent's text or error, the
+gatekeeper's raw result or error, the tools the executor ran). It never holds
+a conclusion — no verdict, no trusted binding, no counter — so whatever a
+stored journal says goes through the same parsers and projections as a live
+reply when it is folded (``_journal.py``).
+
+Loading is strict, like a scenario's (spec §9): unknown keys, wrong types, a
+``started`` entry with an outcome, an outcome that does not fit the call are
+each a :class:`JournalError` naming the path (``entries[3].outcome: expected
+"text" or "error"``). JSON text is read with the package's strict JSON layer
+(duplicate keys, ``NaN``, over-long integers refused) and written as
+canonical JSON (§6.6) in which a lone surrogate — an exception message may
+carry one — is written as a ``\\uXXXX`` escape, so the text is always valid
+UTF-8 and the fact comes back unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+import attrs
+
+from ._converter import to_wire
+from ._enums import FailureKind
+from ._errors import JournalError, PayloadError, ScenarioError
+from ._json import (
+    JsonValue,
+    canonical_json,
+    describe_value,
+    json_type_name,
+    loads_strict_stored,
+)
+from ._machine import DiagnosisRequest
+from ._replay import load_scenario, scenario_request
+
+__all__ = [
+    "JOURNAL_FORMAT",
+    "EntryState",
+    "Journal",
+    "JournalCall",
+    "JournalEntry",
+    "JournalOutcome",
+    "RecordedAgentError",
+    "RecordedGatekeeperError",
+    "RecordedGatekeeperResult",
+    "RecordedReply",
+    "RecordedToolError",
+    "RecordedToolInvocation",
+    "entry_to_wire",
+    "journal_from_json",
+    "journal_to_json",
+    "journal_to_wire",
+    "load_journal",
+    "request_to_wire",
+    "stored_json",
+]
+
+JOURNAL_FORMAT = "diagnosis_journal_v1"
+"""The ``format`` of a chat diagnosis journal."""
+
+
+class JournalCall(enum.StrEnum):
+    """The effect an entry records: one of the four agents, or the gatekeeper."""
+
+    PLANNER = "planner"
+    EXECUTOR = "executor"
+    VERIFIER = "verifier"
+    COMPOSER = "composer"
+    GATEKEEPER = "gatekeeper"
+
+
+class EntryState(enum.StrEnum):
+    """``started``: written before the effect ran; ``finished``: it returned."""
+
+    STARTED = "started"
+    FINISHED = "finished"
+
+
+_KIND_WIRE = {
+    FailureKind.RETRYABLE: "retryable",
+    FailureKind.NON_RETRYABLE: "non_retryable",
+    FailureKind.TOOL_BLOCKED: "tool_blocked",
+}
+_KIND_FROM_WIRE = {wire: kind for kind, wire in _KIND_WIRE.items()}
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def stored_json(value: object) -> str:
+    """Canonical JSON (§6.6) in which every surrogate code point is a ``\\uXXXX`` escape.
+
+    Identical to :func:`canonical_json` for text without surrogates; with
+    them, still valid JSON and encodable as UTF-8. This is the text a journal
+    is written as, and the text its MACs are computed over.
+    """
+    text = canonical_json(value)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return text
+
+
+def _str(value: object) -> str:
+    """The exact ``str`` of a string (a subclass's overrides cannot change it)."""
+    if not isinstance(value, str):
+        raise JournalError(f"expected a string, got {type(value).__name__}")
+    return value if type(value) is str else str.__str__(value)
+
+
+@attrs.frozen
+class RecordedReply:
+    """An agent returned this message text."""
+
+    text: str = attrs.field(converter=_str)
+
+
+@attrs.frozen
+class RecordedAgentError:
+    """An agent raised; ``kind`` is what the failure classifier said, ``message`` the error."""
+
+    kind: FailureKind = attrs.field(validator=attrs.validators.instance_of(FailureKind))
+    message: str = attrs.field(default="", converter=_str)
+
+
+@attrs.frozen
+class RecordedGatekeeperResult:
+    """The gatekeeper returned this raw result, kept as its canonical JSON text.
+
+    Stored as text so the value stays immutable; :attr:`result` gives a fresh
+    copy. Build one from a value with :meth:`of`.
+    """
+
+    result_json: str
+
+    @classmethod
+    def of(cls, value: object) -> RecordedGatekeeperResult:
+        """Record a JSON value; :class:`JournalError` if it is not one."""
+        try:
+            return cls(canonical_json(value))
+        except (TypeError, ValueError, RecursionError) as error:
+            raise JournalError(f"result: not a JSON value ({error})") from None
+
+    @property
+    def result(self) -> JsonValue:
+        """A fresh copy of the recorded raw result."""
+        value: JsonValue = json.loads(self.result_json)
+        return value
+
+
+@attrs.frozen
+class RecordedGatekeeperError:
+    """The gatekeeper callable raised with this message."""
+
+    message: str = attrs.field(default="", converter=_str)
+
+
+JournalOutcome: TypeAlias = (
+    RecordedReply | RecordedAgentError | RecordedGatekeeperResult | RecordedGatekeeperError
+)
+"""What a finished entry says came back."""
+
+_AGENT_OUTCOMES = (RecordedReply, RecordedAgentError)
+_GATEKEEPER_OUTCOMES = (RecordedGatekeeperResult, RecordedGatekeeperError)
+
+
+@attrs.frozen
+class RecordedToolError:
+    """A tool's exception: its type name and message (spec §13)."""
+
+    type: str = attrs.field(converter=_str)
+    message: str = attrs.field(converter=_str)
+
+
+def _duration(value: object) -> int | float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise JournalError(f"duration_ms: expected a number, got {type(value).__name__}")
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        raise JournalError("duration_ms: expected a number >= 0")
+    return value
+
+
+@attrs.frozen
+class RecordedToolInvocation:
+    """One tool call the executor made during its call: a §13 ledger entry.
+
+    ``output`` and ``input`` are kept as canonical JSON text (immutable);
+    ``input_json`` is None when the recorder gave no input.
+    """
+
+    invocation_id: str = attrs.field(converter=_str)
+    tool_name: str = attrs.field(converter=_str)
+    success: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    output_json: str = "null"
+    input_json: str | None = None
+    error: RecordedToolError | None = None
+    duration_ms: int | float | None = attrs.field(default=None, converter=_duration)
+
+    def to_record(self) -> dict[str, JsonValue]:
+        """The §13 ledger record (plain JSON)."""
+        record: dict[str, JsonValue] = {
+            "invocation_id": self.invocation_id,
+            "tool_name": self.tool_name,
+            "success": self.success,
+            "output": json.loads(self.output_json),
+        }
+        if self.input_json is not None:
+            record["input"] = json.loads(self.input_json)
+        if self.error is not None:
+            record["error"] = {"type": self.error.type, "message": self.error.message}
+        if self.duration_ms is not None:
+            record["duration_ms"] = self.duration_ms
+        return record
+
+
+def _optional_invocations(
+    value: Sequence[RecordedToolInvocation] | None,
+) -> tuple[RecordedToolInvocation, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class JournalEntry:
+    """One effect of the run: the call the machine asked for and, once finished, its outcome.
+
+    ``input_sha256`` is the SHA-256 hex of the exact agent input string, or
+    for the gatekeeper of the canonical JSON of ``{"run_id",
+    "executor_output"}``. A ``started`` entry has no outcome; a ``finished``
+    one has an outcome that fits the call. ``tool_invocations`` only ever
+    appear on finished executor entries. ``mac`` is the optional HMAC chain
+    link (see ``_journal_mac.py``). Construction raises :class:`JournalError`.
+    """
+
+    seq: int
+    call: JournalCall
+    round: int
+    attempt: int
+    input_sha256: str
+    state: EntryState
+    outcome: JournalOutcome | None = None
+    tool_invocations: tuple[RecordedToolInvocation, ...] | None = attrs.field(
+        default=None, converter=_optional_invocations
+    )
+    mac: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("seq", "round", "attempt"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise JournalError(f"{name}: expected an integer >= 1, got {describe_value(value)}")
+        if not isinstance(self.call, JournalCall):
+            raise JournalError(f"call: expected a JournalCall, got {self.call!r}")
+        if not isinstance(self.state, EntryState):
+            raise JournalError(f"state: expected an EntryState, got {self.state!r}")
+        if not isinstance(self.input_sha256, str) or not _HEX64.match(self.input_sha256):
+            raise JournalError("input_sha256: expected 64 lowercase hex digits")
+        if self.mac is not None and (not isinstance(self.mac, str) or not _HEX64.match(self.mac)):
+            raise JournalError("mac: expected 64 lowercase hex digits")
+        if self.state is EntryState.STARTED:
+            if self.outcome is not None:
+                raise JournalError("outcome: a started entry has no outcome")
+            if self.tool_invocations is not None:
+                raise JournalError("tool_invocations: a started entry has none")
+            return
+        fits = _GATEKEEPER_OUTCOMES if self.call is JournalCall.GATEKEEPER else _AGENT_OUTCOMES
+        if self.outcome is None:
+            raise JournalError("outcome: missing (a finished entry has one)")
+        if not isinstance(self.outcome, fits):
+            expected = '"result" or "error"' if self.call is JournalCall.GATEKEEPER else (
+                '"text" or "error"'
+            )
+            raise JournalError(f"outcome: expected {expected} for a {self.call.value} call")
+        if self.tool_invocations is not None:
+            if self.call is not JournalCall.EXECUTOR:
+                raise JournalError("tool_invocations: only executor entries carry them")
+            for index, item in enumerate(self.tool_invocations):
+                if not isinstance(item, RecordedToolInvocation):
+                    raise JournalError(
+                        f"tool_invocations[{index}]: expected a RecordedToolInvocation"
+                    )
+
+
+def _entries(value: Sequence[JournalEntry]) -> tuple[JournalEntry, ...]:
+    entries = tuple(value)
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, JournalEntry):
+            raise JournalError(f"entries[{index}]: expected a JournalEntry")
+    return entries
+
+
+@attrs.frozen
+class Journal:
+    """The durable record of one run: the request and its entries in call order (spec §12)."""
+
+    request: DiagnosisRequest = attrs.field(
+        validator=attrs.validators.instance_of(DiagnosisRequest)
+    )
+    entries: tuple[JournalEntry, ...] = attrs.field(default=(), converter=_entries)
+
+    @property
+    def format(self) -> str:
+        """Always :data:`JOURNAL_FORMAT`."""
+        return JOURNAL_FORMAT
+
+
+# --- to the wire --------------------------------------------------------------------
+
+
+def request_to_wire(request: DiagnosisRequest) -> dict[str, JsonValue]:
+    """The request as §12 shows it; history and skills reduced to their whitelisted fields."""
+    return {
+        "question": request.question,
+        "run": to_wire(request.run),
+        "history": [{"role": item.role, "content": item.content} for item in request.history],
+        "skills": [{"name": item.name, "description": item.description} for item in request.skills],
+        "config": to_wire(request.config),
+    }
+
+
+def _outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
+    if isinstance(outcome, RecordedReply):
+        return {"text": outcome.text}
+    if isinstance(outcome, RecordedAgentError):
+        return {"error": {"kind": _KIND_WIRE[outcome.kind], "message": outcome.message}}
+    if isinstance(outcome, RecordedGatekeeperResult):
+        return {"result": outcome.result}
+    return {"error": {"message": outcome.message}}
+
+
+def entry_to_wire(entry: JournalEntry, *, with_mac: bool = True) -> dict[str, JsonValue]:
+    """One entry's wire object; ``with_mac=False`` gives the object its MAC is computed over."""
+    wire: dict[str, JsonValue] = {
+        "seq": entry.seq,
+        "call": entry.call.value,
+        "round": entry.round,
+        "attempt": entry.attempt,
+        "input_sha256": entry.input_sha256,
+        "state": entry.state.value,
+    }
+    if entry.outcome is not None:
+        wire["outcome"] = _outcome_to_wire(entry.outcome)
+    if entry.tool_invocations is not None:
+        wire["tool_invocations"] = [item.to_record() for item in entry.tool_invocations]
+    if with_mac and entry.mac is not None:
+        wire["mac"] = entry.mac
+    return wire
+
+
+def journal_to_wire(journal: Journal) -> dict[str, JsonValue]:
+    """The whole journal as plain JSON data (``format``, ``request``, ``entries``)."""
+    return {
+        "format": JOURNAL_FORMAT,
+        "request": request_to_wire(journal.request),
+        "entries": [entry_to_wire(entry) for entry in journal.entries],
+    }
+
+
+def journal_to_json(journal: Journal) -> str:
+    """The journal as canonical JSON text (surrogates escaped, see :func:`stored_json`)."""
+    return stored_json(journal_to_wire(journal))
+
+
+# --- from the wire ------------------------------------------------------------------
+
+
+def _fail(path: str, problem: str) -> JournalError:
+    return JournalError(f"{path}: {problem}")
+
+
+def _object(value: object, path: str, keys: frozenset[str]) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        raise _fail(path, f"expected an object, got {_type(value)}")
+    for key in value:
+        if key not in keys:
+            raise _fail(path, f"unknown key {describe_value(key)}")
+    return value
+
+
+def _type(value: object) -> str:
+    return json_type_name(value)
+
+
+def _field_str(data: Mapping[str, object], key: str, path: str) -> str:
+    if key not in data:
+        raise _fail(f"{path}.{key}", "missing")
+    value = data[key]
+    if not isinstance(value, str):
+        raise _fail(f"{path}.{key}", f"expected a string, got {_type(value)}")
+    return value
+
+
+def _field_int(data: Mapping[str, object], key: str, path: str) -> int:
+    if key not in data:
+        raise _fail(f"{path}.{key}", "missing")
+    value = data[key]
+    if type(value) is not int:
+        raise _fail(f"{path}.{key}", f"expected an integer, got {_type(value)}")
+    if value < 1:
+        raise _fail(f"{path}.{key}", f"expected an integer >= 1, got {describe_value(value)}")
+    return value
+
+
+def _field_enum(data: Mapping[str, object], key: str, path: str, cls: type[enum.StrEnum]) -> str:
+    value = _field_str(data, key, path)
+    allowed = [member.value for member in cls]
+    if value not in allowed:
+        shown = ", ".join(repr(item) for item in allowed)
+        raise _fail(f"{path}.{key}", f"expected one of {shown}, got {describe_value(value)}")
+    return value
+
+
+_REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
+_RUN_KEYS = ("run_id", "session_id")
+
+
+def _load_request(value: object) -> DiagnosisRequest:
+    data = _object(value, "request", _REQUEST_KEYS)
+    for key in ("question", "run", "config"):
+        if data.get(key) is None:
+            raise _fail(f"request.{key}", "missing")
+    run = data["run"]
+    if isinstance(run, dict):
+        for key in _RUN_KEYS:
+            if run.get(key) is None:
+                raise _fail(f"request.run.{key}", "missing")
+    try:
+        return scenario_request(load_scenario(dict(data)))
+    except ScenarioError as error:
+        message = str(error)
+        return _raise_request_error(message[3:] if message.startswith("$: ") else message)
+
+
+def _raise_request_error(message: str) -> DiagnosisRequest:
+    separator = "" if message.startswith((".", "[", ":")) else "."
+    raise JournalError(f"request{separator}{message}") from None
+
+
+def _load_outcome(value: object, path: str, call: JournalCall) -> JournalOutcome:
+    gatekeeper = call is JournalCall.GATEKEEPER
+    first = "result" if gatekeeper else "text"
+    data = _object(value, path, frozenset({first, "error"}))
+    if (first in data) == ("error" in data):
+        raise _fail(path, f'expected "{first}" or "error"')
+    if gatekeeper and "result" in data:
+        return RecordedGatekeeperResult(canonical_json(data["result"]))
+    if "text" in data:
+        return RecordedReply(_field_str(data, "text", path))
+    error_path = f"{path}.error"
+    keys = frozenset({"message"}) if gatekeeper else frozenset({"kind", "message"})
+    error = _object(data["error"], error_path, keys)
+    message = _field_str(error, "message", error_path)
+    if gatekeeper:
+        return RecordedGatekeeperError(message)
+    kind = _field_str(error, "kind", error_path)
+    if kind not in _KIND_FROM_WIRE:
+        shown = ", ".join(repr(item) for item in _KIND_FROM_WIRE)
+        raise _fail(f"{error_path}.kind", f"expected one of {shown}, got {describe_value(kind)}")
+    return RecordedAgentError(_KIND_FROM_WIRE[kind], message)
+
+
+_TOOL_KEYS = frozenset(
+    {"invocation_id", "tool_name", "success", "output", "input", "error", "duration_ms"}
+)
+
+
+def _load_tool_invocation(value: object, path: str) -> RecordedToolInvocation:
+    data = _object(value, path, _TOOL_KEYS)
+    invocation_id = _field_str(data, "invocation_id", path)
+    tool_name = _field_str(data, "tool_name", path)
+    if "success" not in data:
+        raise _fail(f"{path}.success", "missing")
+    success = data["success"]
+    if not isinstance(success, bool):
+        raise _fail(f"{path}.success", f"expected a boolean, got {_type(success)}")
+    if "output" not in data:
+        raise _fail(f"{path}.output", "missing")
+    error = None
+    if data.get("error") is not None:
+        error_data = _object(data["error"], f"{path}.error", frozenset({"type", "message"}))
+        error = RecordedToolError(
+            _field_str(error_data, "type", f"{path}.error"),
+            _field_str(error_data, "message", f"{path}.error"),
+        )
+    try:
+        duration = _duration(data.get("duration_ms"))
+    except JournalError as problem:
+        raise _fail(path, str(problem)) from None
+    return RecordedToolInvocation(
+        invocation_id=invocation_id,
+        tool_name=tool_name,
+        success=success,
+        output_json=canonical_json(data["output"]),
+        input_json=canonical_json(data["input"]) if data.get("input") is not None else None,
+        error=error,
+        duration_ms=duration,
+    )
+
+
+_ENTRY_KEYS = frozenset(
+    {"seq", "call", "round", "attempt", "input_sha256", "state", "outcome", "tool_invocations",
+     "mac"}
+)
+
+
+def _load_entry(value: object, path: str) -> JournalEntry:
+    data = _object(value, path, _ENTRY_KEYS)
+    seq = _field_int(data, "seq", path)
+    call = JournalCall(_field_enum(data, "call", path, JournalCall))
+    round = _field_int(data, "round", path)
+    attempt = _field_int(data, "attempt", path)
+    digest = _field_str(data, "input_sha256", path)
+    if not _HEX64.match(digest):
+        raise _fail(f"{path}.input_sha256", "expected 64 lowercase hex digits")
+    state = EntryState(_field_enum(data, "state", path, EntryState))
+    mac = None
+    if "mac" in data:
+        mac = _field_str(data, "mac", path)
+        if not _HEX64.match(mac):
+            raise _fail(f"{path}.mac", "expected 64 lowercase hex digits")
+    outcome = None
+    if state is EntryState.STARTED:
+        for key in ("outcome", "tool_invocations"):
+            if key in data:
+                raise _fail(f"{path}.{key}", "a started entry has none")
+    else:
+        if "outcome" not in data:
+            raise _fail(f"{path}.outcome", "missing (a finished entry has one)")
+        outcome = _load_outcome(data["outcome"], f"{path}.outcome", call)
+    invocations = None
+    if "tool_invocations" in data:
+        if call is not JournalCall.EXECUTOR:
+            raise _fail(f"{path}.tool_invocations", "only executor entries carry them")
+        items = data["tool_invocations"]
+        if not isinstance(items, list):
+            raise _fail(f"{path}.tool_invocations", f"expected an array, got {_type(items)}")
+        invocations = tuple(
+            _load_tool_invocation(item, f"{path}.tool_invocations[{index}]")
+            for index, item in enumerate(items)
+        )
+    try:
+        return JournalEntry(seq, call, round, attempt, digest, state, outcome, invocations, mac)
+    except JournalError as error:  # pragma: no cover - every rule is checked above
+        raise _fail(path, str(error)) from None
+
+
+def load_journal(data: object) -> Journal:
+    """Validate a journal document (plain JSON data) strictly; every problem names its path.
+
+    This checks the *form* only; :func:`fold_journal` checks that the entries
+    are the calls the run makes.
+    """
+    top = _object(data, "$", frozenset({"format", "request", "entries"}))
+    if "format" not in top:
+        raise _fail("format", "missing")
+    if top["format"] != JOURNAL_FORMAT:
+        raise _fail("format", f"expected {JOURNAL_FORMAT!r}, got {describe_value(top['format'])}")
+    if "request" not in top:
+        raise _fail("request", "missing")
+    request = _load_request(top["request"])
+    if "entries" not in top:
+        raise _fail("entries", "missing")
+    items = top["entries"]
+    if not isinstance(items, list):
+        raise _fail("entries", f"expected an array, got {_type(items)}")
+    entries = tuple(_load_entry(item, f"entries[{index}]") for index, item in enumerate(items))
+    return Journal(request, entries)
+
+
+def journal_from_json(text: str) -> Journal:
+    """Parse journal text strictly (:func:`loads_strict_stored`) and :func:`load_journal` it."""
+    try:
+        data = loads_strict_stored(text)
+    except PayloadError as error:
+        raise JournalError(f"{error.path}: {error.problem}") from None
+    return load_journal(data)

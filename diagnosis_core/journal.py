@@ -1,0 +1,103 @@
+"""The run journal (protocol §12): persist facts, derive conclusions.
+
+A run's durable record is its journal: the request and every effect outcome,
+in call order — what the agents, the gatekeeper and the tools returned, never
+a conclusion. :func:`fold_journal` rebuilds the state by walking the machine
+over those facts, so whatever a journal holds goes through the same parsers,
+normalization and projections as a live reply, and a stored "verdict" cannot
+exist. Folding also verifies: every entry must be the call the machine asks
+for at that point (same call, round, attempt and input hash), so tampering,
+corruption and a core that would route a recorded run differently are
+:class:`JournalError`\\ s naming the entry. With a host key, entries are chained
+with HMAC-SHA256 (:func:`sign_journal`) and every edit is refused.
+
+``import diagnosis_core`` does not load this module.
+"""
+
+from __future__ import annotations
+
+from ._errors import JournalError
+from ._journal import (
+    INTERRUPTED_MESSAGE,
+    ExpectedCall,
+    JournalRecorder,
+    JournalSink,
+    JournalStatus,
+    ListJournalSink,
+    append_entry,
+    entry_result,
+    expected_call,
+    finish_entry,
+    fold_journal,
+    journal_status,
+    journal_to_scenario,
+    outcome_of,
+    replay_journal,
+    resume_journal,
+    start_entry,
+)
+from ._journal_mac import (
+    entry_mac,
+    request_mac,
+    sign_entry,
+    sign_journal,
+)
+from ._journal_wire import (
+    JOURNAL_FORMAT,
+    EntryState,
+    Journal,
+    JournalCall,
+    JournalEntry,
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    RecordedReply,
+    RecordedToolError,
+    RecordedToolInvocation,
+    journal_from_json,
+    journal_to_json,
+    journal_to_wire,
+    load_journal,
+)
+
+__all__ = [
+    "INTERRUPTED_MESSAGE",
+    "JOURNAL_FORMAT",
+    "EntryState",
+    "ExpectedCall",
+    "Journal",
+    "JournalCall",
+    "JournalEntry",
+    "JournalError",
+    "JournalOutcome",
+    "JournalRecorder",
+    "JournalSink",
+    "JournalStatus",
+    "ListJournalSink",
+    "RecordedAgentError",
+    "RecordedGatekeeperError",
+    "RecordedGatekeeperResult",
+    "RecordedReply",
+    "RecordedToolError",
+    "RecordedToolInvocation",
+    "append_entry",
+    "entry_mac",
+    "entry_result",
+    "expected_call",
+    "finish_entry",
+    "fold_journal",
+    "journal_from_json",
+    "journal_status",
+    "journal_to_json",
+    "journal_to_scenario",
+    "journal_to_wire",
+    "load_journal",
+    "outcome_of",
+    "replay_journal",
+    "request_mac",
+    "resume_journal",
+    "sign_entry",
+    "sign_journal",
+    "start_entry",
+]
