@@ -98,11 +98,15 @@ from ._machine import (
     GatekeeperFailed,
     GatekeeperReturned,
     InvokeAgent,
-    PendingCall,
     advance,
     build_trace_report,
     next_action,
     start_diagnosis,
+)
+from ._observe import (
+    DiagnosisObserver,
+    Observer,
+    ObserverWarning,
 )
 from ._parsing import (
     PayloadName,
@@ -130,8 +134,6 @@ from ._payloads import (
 from ._trace import (
     CallCounts,
     EventDetails,
-    InvocationRecord,
-    RawResult,
     TraceEvent,
     TraceReport,
 )
@@ -182,6 +184,7 @@ __all__ = [
     "ConfigError",
     "DiagnosisConfig",
     "DiagnosisError",
+    "DiagnosisObserver",
     "DiagnosisRequest",
     "DiagnosisResult",
     "DiagnosisState",
@@ -202,7 +205,6 @@ __all__ = [
     "GatekeeperStatus",
     "HistoryMessage",
     "Hypothesis",
-    "InvocationRecord",
     "InvokeAgent",
     "JournalError",
     "JsonValue",
@@ -212,13 +214,13 @@ __all__ = [
     "NodeName",
     "NodeStatus",
     "NonRetryableError",
+    "Observer",
+    "ObserverWarning",
     "Outcome",
     "PayloadError",
     "PayloadName",
-    "PendingCall",
     "PlanStep",
     "PlannerPlan",
-    "RawResult",
     "ReasonCode",
     "ReferenceGatekeeper",
     "RunConfig",

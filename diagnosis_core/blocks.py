@@ -57,6 +57,13 @@ from ._json import (
     loads_strict,
     parse_json_object,
 )
+from ._machine import (
+    PendingCall,
+)
+from ._observe import (
+    new_events,
+    notify,
+)
 from ._payloads import (
     EXECUTOR_SCHEMA_VERSION,
 )
@@ -109,6 +116,8 @@ from ._schema import (
 )
 from ._trace import (
     GatekeeperAudit,
+    InvocationRecord,
+    RawResult,
     VerifierEvaluation,
 )
 from ._verdict import (
@@ -133,9 +142,12 @@ __all__ = [
     "GatekeeperAudit",
     "GatekeeperSummary",
     "HttpClientRule",
+    "InvocationRecord",
     "NormalizedGatekeeperResult",
+    "PendingCall",
     "PlannerInput",
     "QueryRef",
+    "RawResult",
     "RetryConstraint",
     "RetryContext",
     "Route",
@@ -176,7 +188,9 @@ __all__ = [
     "loads_strict",
     "make_converter",
     "match_excerpt",
+    "new_events",
     "normalize_gatekeeper_result",
+    "notify",
     "parse_json_object",
     "parse_raw_path",
     "project_verified_input",

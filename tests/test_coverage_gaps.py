@@ -303,7 +303,7 @@ def test_a_default_computed_from_the_instance_is_used_but_null_stays_an_error() 
 
 def test_an_audit_raw_result_must_be_a_json_value() -> None:
     wire: Any = dc.to_wire(dcb.GatekeeperAudit(
-        1, dc.RawResult("{}"), None, dc.GatekeeperStatus.PASS, None, None, 0, 0, 0, 0))
+        1, dcb.RawResult("{}"), None, dc.GatekeeperStatus.PASS, None, None, 0, 0, 0, 0))
     wire["raw_result"] = {"score": float("nan")}
     with pytest.raises(dc.PayloadError, match="raw_result: expected a JSON value"):
         dc.from_wire(dcb.GatekeeperAudit, wire)

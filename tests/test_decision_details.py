@@ -22,8 +22,10 @@ from diagnosis_core import (
     GatekeeperFailed,
     GatekeeperReturned,
     NodeName,
-    RawResult,
     RunConfig,
+)
+from diagnosis_core.blocks import (
+    RawResult,
 )
 
 PLAN = '{"steps": [{"step_id": "s1", "goal": "read the gateway logs"}]}'

@@ -12,6 +12,8 @@ from diagnosis_core import (
     FailureKind,
     GatekeeperReturned,
     PayloadError,
+)
+from diagnosis_core.blocks import (
     RawResult,
 )
 

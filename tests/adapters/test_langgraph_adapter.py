@@ -118,7 +118,8 @@ def test_checkpoints_keep_unpaired_surrogates_and_huge_integers_exactly(tmp_path
     database = tmp_path / "checkpoints.sqlite"
     with SqliteSaver.from_conn_string(str(database)) as saver:
         finished = run_diagnosis_graph(build_diagnosis_graph(effects, checkpointer=saver), request)
-    assert "\ud800" in dc.to_json(finished)
+    assert r"\ud800" in dc.to_json(finished)  # escaped: the JSON text stays valid UTF-8
+    assert dc.from_json(dc.DiagnosisState, dc.to_json(finished)) == finished
     assert finished.evaluation is not None
     assert finished.evaluation.output.critical_fact_count == 2**70
 

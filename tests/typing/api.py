@@ -407,16 +407,16 @@ PUBLIC_CLASSES: tuple[type, ...] = (
     dc.GatekeeperResult,
     dc.GatekeeperReturned,
     dc.Hypothesis,
-    dc.InvocationRecord,
+    dcb.InvocationRecord,
     dc.LedgerError,
     dc.MachineError,
     dc.NodeName,
     dc.NodeStatus,
     dc.NonRetryableError,
     dc.PayloadName,
-    dc.PendingCall,
+    dcb.PendingCall,
     dc.PlanStep,
-    dc.RawResult,
+    dcb.RawResult,
     dc.ScriptedAgent,
     dc.ScriptedGatekeeper,
     dc.ToolInvocation,
@@ -645,3 +645,32 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
     except dc.JournalError as error:
         assert isinstance(error, ValueError)
     return call.value + text
+
+
+# --- observers (spec §14) ---------------------------------------------------------
+
+
+class CountingObserver:
+    def __init__(self) -> None:
+        self.events: list[dc.TraceEvent] = []
+
+    def effect_started(self, action: dc.InvokeAgent | dc.CallGatekeeper, /) -> None:
+        del action
+
+    def effect_finished(
+        self, action: dc.InvokeAgent | dc.CallGatekeeper, result: dc.EffectResult, /
+    ) -> None:
+        del action, result
+
+    def event_appended(self, event: dc.TraceEvent, /) -> None:
+        self.events.append(event)
+
+
+def observe(state: DiagnosisState) -> int:
+    observer: dc.DiagnosisObserver = CountingObserver()
+    generic: dc.Observer[dc.InvokeAgent | dc.CallGatekeeper, dc.EffectResult, dc.TraceEvent]
+    generic = observer
+    for event in dcb.new_events((), state.events):
+        dcb.notify(generic, "event_appended", event)
+    assert issubclass(dc.ObserverWarning, RuntimeWarning)
+    return len(state.events)

@@ -1,0 +1,55 @@
+"""The observer protocol's one calling point: a hook that raises is reported, never raised."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def event_appended(self, *args: object) -> None:
+        self.calls.append(("event_appended", args))
+
+
+class Raising:
+    def event_appended(self, *args: object) -> None:
+        raise RuntimeError("exporter down")
+
+
+def test_notify_calls_the_hook_with_the_arguments() -> None:
+    observer = Recording()
+    dcb.notify(observer, "event_appended", 1, "two")
+    assert observer.calls == [("event_appended", (1, "two"))]
+
+
+def test_notify_skips_none_and_missing_hooks() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dcb.notify(None, "event_appended", 1)
+        dcb.notify(Recording(), "effect_started", 1)
+
+
+def test_a_raising_hook_is_reported_as_a_warning_naming_it() -> None:
+    with pytest.warns(dc.ObserverWarning, match=r"event_appended raised RuntimeError: exporter down"):
+        dcb.notify(Raising(), "event_appended", 1)
+
+
+def test_cancellation_still_propagates() -> None:
+    class Cancelling:
+        def effect_started(self, *args: object) -> None:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        dcb.notify(Cancelling(), "effect_started")
+
+
+def test_new_events_are_the_appended_tail() -> None:
+    assert list(dcb.new_events([1, 2], [1, 2, 3, 4])) == [3, 4]
+    assert list(dcb.new_events([], [])) == []
