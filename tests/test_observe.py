@@ -37,7 +37,8 @@ def test_notify_skips_none_and_missing_hooks() -> None:
 
 
 def test_a_raising_hook_is_reported_as_a_warning_naming_it() -> None:
-    with pytest.warns(dc.ObserverWarning, match=r"event_appended raised RuntimeError: exporter down"):
+    expected = r"event_appended raised RuntimeError: exporter down"
+    with pytest.warns(dc.ObserverWarning, match=expected):
         dcb.notify(Raising(), "event_appended", 1)
 
 
