@@ -216,7 +216,7 @@ def test_a_journal_that_ends_early_names_the_pending_call() -> None:
         (lambda w: w["request"].pop("question"), "request.question: missing"),
         (lambda w: w["request"]["run"].pop("session_id"), "request.run.session_id: missing"),
         (lambda w: w["request"]["config"].update(technical_retry_limit=99),
-         "request.config: technical_retry_limit"),
+         "request.config.technical_retry_limit: 99 is outside"),
         (lambda w: w["entries"][0].update(x=1), "entries[0]: unknown key 'x'"),
         (lambda w: w["entries"][0].update(seq=True), "entries[0].seq: expected an integer"),
         (lambda w: w["entries"][0].update(round=0), "entries[0].round: expected an integer >= 1"),
