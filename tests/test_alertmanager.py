@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -592,3 +593,13 @@ def test_the_bundled_example_runs_and_passes_the_rules(
     assert output["aiops_rule_evaluation"] == {"passed": True, "score": 1.0, "violations": []}
     assert main(["run", str(path)]) == 0
     assert "outcome: REPORTED" in capsys.readouterr().out
+
+
+def test_the_snippet_of_the_docs_page_runs() -> None:
+    page = (ROOT / "docs" / "alertmanager.md").read_text(encoding="utf-8")
+    match = re.search(r"^```python\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert match is not None
+    namespace: dict[str, Any] = {}
+    exec(compile(match.group(1), "docs/alertmanager.md", "exec"), namespace)
+    assert namespace["mapped"].resolved_count == 1
+    assert isinstance(namespace["request"], dca.AiOpsRequest)
