@@ -69,6 +69,9 @@ alerts = st.builds(
     severity=st.sampled_from(("critical", "warning", " Critical ", "")),
     started_at=st.just("2024-05-01T10:00:00Z"),
     labels=st.dictionaries(st.sampled_from(("env", "region")), small_text, max_size=2),
+    annotations=st.dictionaries(
+        st.sampled_from(("summary", "description", "runbook_url")), small_text, max_size=2
+    ),
 )
 alert_lists = st.lists(alerts, max_size=3).map(tuple)
 

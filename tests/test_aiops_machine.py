@@ -237,6 +237,31 @@ def test_agent_inputs_are_exact_canonical_whitelists() -> None:
             assert canonical_json(json.loads(text)) == text
 
 
+def test_each_alert_of_the_task_is_exactly_the_alert_whitelist() -> None:
+    # Spec §11: the whitelist of an alert grows by exactly ``annotations``.
+    annotated = (
+        Alert(
+            "HighLatency", "pay-svc", "critical", "t0", {"env": "prod"},
+            {"summary": "p99 above 1 s", "runbook_url": "https://runbooks/latency"},
+        ),
+        ALERTS[1],
+    )  # fmt: skip
+    fx = happy()
+    run(fx, alerts=annotated)
+    for agent in AiOpsAgent:
+        inputs = script(fx, agent).inputs
+        assert inputs
+        for text in inputs:
+            task_alerts = json.loads(text)["task"]["alerts"]
+            assert [set(alert) for alert in task_alerts] == [
+                {"name", "service", "severity", "started_at", "labels", "annotations"}
+            ] * 2
+            assert task_alerts[0]["annotations"] == {
+                "runbook_url": "https://runbooks/latency", "summary": "p99 above 1 s",
+            }  # fmt: skip
+            assert task_alerts[1]["annotations"] == {}
+
+
 def test_supervisor_sees_its_progress_and_reporter_sees_every_finding() -> None:
     fx = happy()
     run(fx)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from diagnosis_core import (
+    ConfigError,
     PayloadError,
     from_wire,
     to_wire,
@@ -256,6 +257,36 @@ def test_alert_labels_are_read_only_sorted_and_compared_by_content() -> None:
     same = Alert("A", "svc", "Critical ", "t0", {"a": "1", "b": "2"})
     assert alert == same and hash(alert) == hash(same)
     assert alert.is_critical and alert.key == ("A", "svc")
+
+
+def test_alert_annotations_are_read_only_sorted_strings_compared_by_content() -> None:
+    alert = Alert("A", "svc", "warning", "t0", annotations={"summary": "s", "description": "d"})
+    assert list(alert.annotations) == ["description", "summary"] and dict(alert.labels) == {}
+    with pytest.raises(TypeError):
+        alert.annotations["x"] = "y"  # type: ignore[index]
+    same = Alert("A", "svc", "warning", "t0", {}, {"description": "d", "summary": "s"})
+    assert alert == same and hash(alert) == hash(same)
+    assert alert != Alert("A", "svc", "warning", "t0")
+    assert dict(Alert("A", "svc", "warning", "t0").annotations) == {}
+    with pytest.raises(ConfigError, match=r"^annotations: keys and values must be strings"):
+        Alert("A", "svc", "warning", "t0", annotations={"summary": 1})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match=r"^annotations: expected a mapping"):
+        Alert("A", "svc", "warning", "t0", annotations=["summary"])  # type: ignore[arg-type]
+
+
+def test_alert_annotations_round_trip_through_the_wire() -> None:
+    alert = Alert("A", "svc", "warning", "t0", {"env": "prod"}, {"summary": "s"})
+    wire = to_wire(alert)
+    assert wire == {
+        "name": "A", "service": "svc", "severity": "warning", "started_at": "t0",
+        "labels": {"env": "prod"}, "annotations": {"summary": "s"},
+    }  # fmt: skip
+    assert from_wire(Alert, json.loads(json.dumps(wire))) == alert
+    assert from_wire(Alert, {**to_wire(Alert("A", "svc", "w", "t0")), "annotations": None}) == (
+        Alert("A", "svc", "w", "t0")
+    )
+    with pytest.raises(PayloadError, match=r"annotations\.summary: expected a string"):
+        from_wire(Alert, {**wire, "annotations": {"summary": 1}})  # type: ignore[dict-item]
 
 
 def test_alert_round_trips_through_the_wire() -> None:

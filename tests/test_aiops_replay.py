@@ -47,8 +47,9 @@ def _with(**changes: Any) -> dict[str, Any]:
 # --- the examples -----------------------------------------------------------------
 
 
-def test_the_three_examples_exist() -> None:
+def test_the_four_examples_exist() -> None:
     assert [path.name for path in AIOPS_EXAMPLES] == [
+        "aiops_alertmanager.json",
         "aiops_auto_discovery.json",
         "aiops_payload_targeted.json",
         "aiops_rule_violation.json",

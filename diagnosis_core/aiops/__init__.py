@@ -9,6 +9,12 @@ this package; import it explicitly (``from diagnosis_core.aiops import run_aiops
 
 from __future__ import annotations
 
+from ._alertmanager import (
+    ALERTMANAGER_WEBHOOK_VERSION,
+    AlertmanagerAlerts,
+    AlertmanagerPayloadError,
+    alerts_from_alertmanager,
+)
 from ._config import (
     NO_PROGRESS_REPEATS,
     AiOpsConfig,
@@ -123,6 +129,7 @@ __all__ = [
     "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
     "AIOPS_SCHEMA_NAMES",
+    "ALERTMANAGER_WEBHOOK_VERSION",
     "DISCOVERY_INSTRUCTION",
     "NO_PROGRESS_REPEATS",
     "AiOpsAction",
@@ -165,6 +172,8 @@ __all__ = [
     "Alert",
     "AlertDiscoveryTask",
     "AlertPayloadTask",
+    "AlertmanagerAlerts",
+    "AlertmanagerPayloadError",
     "AsyncAiOpsEffects",
     "InvokeAiOpsAgent",
     "ReporterInput",
@@ -178,6 +187,7 @@ __all__ = [
     "aiops_scenario_effects",
     "aiops_scenario_request",
     "aiops_task",
+    "alerts_from_alertmanager",
     "arun_aiops",
     "build_aiops_executor_input",
     "build_aiops_planner_input",

@@ -18,8 +18,10 @@ executor    ``mode``, ``task``, ``plan``, ``known_invocation_ids``
 reporter    ``mode``, ``task``, ``plan``, ``findings``, ``tool_invocation_ids``
 =========== ===========================================================================
 
-``task`` is ``{"alerts": [...]}`` or ``{"instruction": "..."}``. The
-supervisor's own ``reason`` texts are never forwarded.
+``task`` is ``{"alerts": [...]}`` or ``{"instruction": "..."}``; each alert
+is exactly ``name``, ``service``, ``severity``, ``started_at``, ``labels``
+and ``annotations`` (the fields of :class:`Alert`, whatever class the host
+passes). The supervisor's own ``reason`` texts are never forwarded.
 """
 
 from __future__ import annotations

@@ -42,13 +42,21 @@ __all__ = [
 ]
 
 
-def _freeze_labels(value: object) -> Mapping[str, str]:
+def _freeze_strings(field: str, value: object) -> Mapping[str, str]:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"labels: expected a mapping of strings, got {type(value).__name__}")
+        raise ConfigError(f"{field}: expected a mapping of strings, got {type(value).__name__}")
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
-            raise ConfigError(f"labels: keys and values must be strings, got {key!r}: {item!r}")
+            raise ConfigError(f"{field}: keys and values must be strings, got {key!r}: {item!r}")
     return MappingProxyType(dict(sorted(value.items())))
+
+
+def _freeze_labels(value: object) -> Mapping[str, str]:
+    return _freeze_strings("labels", value)
+
+
+def _freeze_annotations(value: object) -> Mapping[str, str]:
+    return _freeze_strings("annotations", value)
 
 
 def _labels_key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -62,7 +70,10 @@ def _labels_key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 class Alert:
     """One alert of a structured payload, kept as given (every field a string).
 
-    ``labels`` is a read-only mapping, sorted by key. :attr:`key` is the
+    ``labels`` and ``annotations`` are read-only mappings of strings, sorted by
+    key. ``labels`` identify the alert (Prometheus style); ``annotations`` carry
+    the human context (``summary``, ``description``, ``runbook_url`` …) that
+    every agent's input shows with the alert (spec §11). :attr:`key` is the
     alert's identity for the rules; :attr:`is_critical` compares ``severity``
     to ``critical`` ignoring case and surrounding whitespace.
     """
@@ -73,6 +84,9 @@ class Alert:
     started_at: str
     labels: Mapping[str, str] = attrs.field(
         factory=lambda: MappingProxyType({}), converter=_freeze_labels, eq=_labels_key
+    )
+    annotations: Mapping[str, str] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_freeze_annotations, eq=_labels_key
     )
 
     @property

@@ -17,7 +17,13 @@ workflow at the top level::
 * ``workflow`` is required and must be ``"aiops"``; ``alerts`` is optional
   (absent, null or empty: ``AUTO_DISCOVERY``); each alert needs non-empty
   string ``name`` and ``service``, string ``severity`` and ``started_at``,
-  and optional ``labels`` (an object of strings).
+  and optional ``labels`` and ``annotations`` (objects of strings).
+* Instead of ``alerts``, a scenario may give ``alertmanager``: an
+  Alertmanager webhook payload (version ``"4"``), whose firing entries become
+  the alerts (:func:`alerts_from_alertmanager`). Both given is a
+  :class:`ScenarioError`; so is every problem of the payload, its path
+  prefixed ``alertmanager.`` and the :class:`AlertmanagerPayloadError` as
+  its ``__cause__``.
 * ``responses.<agent>`` entries are the chat scenario's: ``{"text": …}`` or
   ``{"error": {"kind", "message"?}}``, consumed in call order; a call with
   nothing left behaves as a ``non_retryable`` error.
@@ -60,6 +66,7 @@ from .._replay import (
     scenario_error,
 )
 from .._tables import text_cell, trace_table_lines
+from ._alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
 from ._config import AiOpsConfig
 from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
 from ._enums import AiOpsAgent
@@ -79,8 +86,10 @@ __all__ = [
 ]
 
 WORKFLOW = "aiops"
-_TOP_KEYS = frozenset({"workflow", "run", "alerts", "config", "responses", "tool_ledger"})
-_ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels"})
+_TOP_KEYS = frozenset(
+    {"workflow", "run", "alerts", "alertmanager", "config", "responses", "tool_ledger"}
+)
+_ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels", "annotations"})
 
 
 @attrs.frozen
@@ -105,21 +114,38 @@ def _load_alert(item: object, path: str) -> Alert:
     for key in ("name", "service", "severity", "started_at"):
         if entry.get(key) is None:
             raise scenario_error(f"{path}.{key}", "missing")
-    labels_raw = entry.get("labels")
-    labels = expect_object(labels_raw, f"{path}.labels") if labels_raw is not None else {}
-    for key, value in labels.items():
-        expect_string(value, f"{path}.labels.{key}")
     return Alert(
         name=expect_string(entry["name"], f"{path}.name", non_empty=True),
         service=expect_string(entry["service"], f"{path}.service", non_empty=True),
         severity=expect_string(entry["severity"], f"{path}.severity"),
         started_at=expect_string(entry["started_at"], f"{path}.started_at"),
-        labels=dict(labels),
+        labels=_load_strings(entry.get("labels"), f"{path}.labels"),
+        annotations=_load_strings(entry.get("annotations"), f"{path}.annotations"),
     )
+
+
+def _load_strings(raw: object, path: str) -> dict[str, str]:
+    """An optional object of strings (absent or null: empty)."""
+    if raw is None:
+        return {}
+    value = expect_object(raw, path)
+    return {key: expect_string(item, f"{path}.{key}") for key, item in value.items()}
+
+
+def _load_alertmanager(raw: object) -> tuple[Alert, ...]:
+    try:
+        return alerts_from_alertmanager(raw).alerts
+    except AlertmanagerPayloadError as error:
+        path = f"alertmanager.{error.path}" if error.path else "alertmanager"
+        raise scenario_error(path, error.problem) from error
 
 
 def _load_alerts(data: Mapping[str, object]) -> tuple[Alert, ...]:
     raw = data.get("alerts")
+    if data.get("alertmanager") is not None:
+        if raw is not None:
+            raise scenario_error("alertmanager", 'give either "alerts" or "alertmanager", not both')
+        return _load_alertmanager(data["alertmanager"])
     if raw is None:
         return ()
     return tuple(

@@ -383,6 +383,22 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
     return graph + fallback
 
 
+def alertmanager_host(webhook: object) -> tuple[dca.Alert, ...]:
+    assert_type(dca.ALERTMANAGER_WEBHOOK_VERSION, str)
+    try:
+        mapped: dca.AlertmanagerAlerts = dca.alerts_from_alertmanager(webhook)
+    except dca.AlertmanagerPayloadError as error:
+        where: str = error.path
+        problem: str = error.problem
+        del where, problem
+        return ()
+    resolved: int = mapped.resolved_count
+    truncated: int = mapped.truncated_count
+    summaries: list[str | None] = [a.annotations.get("summary") for a in mapped.alerts]
+    del resolved, truncated, summaries
+    return mapped.alerts
+
+
 # --- the rest of the public surface, by kind ---------------------------------------
 # Every public name not used above, bound to the kind of value it is, so that a
 # renamed or removed export, or one that changes kind, fails the type check.
