@@ -8,7 +8,9 @@ take ``observer=``, each of them becomes one call of the driver.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import subprocess
 import sys
@@ -610,3 +612,17 @@ def test_a_host_span_current_at_the_start_is_linked(exported: Exported) -> None:
     assert run.context is not None
     assert run.context.trace_id == trace_id_for_run(request.run.run_id)
     assert trace.get_current_span(run_trace_context("x")).get_span_context().is_remote
+
+
+# --- the docs page's snippet runs and prints what the page says ------------------------
+
+
+def test_the_docs_snippet_prints_what_the_page_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (EXAMPLES_DIR.parent / "docs" / "opentelemetry.md").read_text(encoding="utf-8")
+    python = page.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = page.split("```text\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(EXAMPLES_DIR.parent)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(python, "docs/opentelemetry.md", "exec"), {})
+    assert printed.getvalue() == shown
