@@ -59,7 +59,9 @@ link.
 
 While an effect runs, its span is the current span (unless
 ``activate=False``), so the host's own instrumentation — an LLM client's or
-an HTTP library's spans — nests under the agent's span.
+an HTTP library's spans — nests under the agent's span. A host that calls
+``effect_started`` and ``effect_finished`` from different threads or tasks
+passes ``activate=False`` (a context is detached where it was attached).
 
 An observer only watches (spec §14): the drivers call its hooks through the
 one calling point that reports and swallows a hook's exception, and the SDK's

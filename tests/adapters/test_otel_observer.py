@@ -21,6 +21,9 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+
+import diagnosis_core.testing as dt
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -371,6 +374,28 @@ def test_one_observer_follows_consecutive_runs(exported: Exported) -> None:
         check_one_to_one(children, state.events, AGENTS, "round")
 
 
+@settings(
+    max_examples=min(30, settings.default.max_examples),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(document=dt.scenarios())
+def test_every_generated_run_is_its_span_tree_and_is_unchanged(document: dict[str, Any]) -> None:
+    """Generated scenarios (failures, retries, hostile gatekeepers): the tree is the trace."""
+    scenario = dc.load_scenario(document)
+    reference = dc.replay_scenario(scenario)
+    sink = Exported()
+    observer = OpenTelemetryObserver(sink.tracer, record_text=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        state = run_observed(
+            dc.scenario_request(scenario), dc.scenario_effects(scenario), observer
+        )
+    assert result_json(state) == result_json(reference)
+    _, children = split_tree(sink.spans, "diagnosis")
+    check_one_to_one(children, state.events, AGENTS, "round")
+    assert sink.spans[-1].name == "invoke_workflow diagnosis"
+
+
 # --- no agent text unless the host opts in ------------------------------------------
 
 
@@ -583,6 +608,28 @@ def test_finish_ends_an_open_effect_as_error_and_the_run_unfinished(exported: Ex
     assert dict(run.attributes or {})["diagnosis.finished"] is False
     observer.finish()  # nothing open: a no-op
     assert len(exported.spans) == 2
+
+
+def test_leaving_the_context_by_an_exception_marks_the_run_span(exported: Exported) -> None:
+    request, effects = chat_run(EXAMPLES_DIR / "payment_timeout.json")
+    state = _first_effects(request, effects, None, 1)
+    with pytest.raises(KeyError), OpenTelemetryObserver(exported.tracer) as observer:
+        run_observed(request, effects, observer, state=state)  # a run on its way...
+        raise KeyError("host crashed")  # ...that then crashed: nothing left open
+    run = exported.spans[-1]
+    assert run.name == "invoke_workflow diagnosis"
+    assert dict(run.attributes or {})["diagnosis.finished"] is True
+    assert run.status.status_code is StatusCode.UNSET, "the run had ended before the crash"
+
+    exported.memory.clear()
+    request, effects = chat_run(EXAMPLES_DIR / "payment_timeout.json")
+    with pytest.raises(KeyError), OpenTelemetryObserver(exported.tracer) as observer:
+        _first_effects(request, effects, observer, 1)
+        raise KeyError("host crashed")
+    run = exported.spans[-1]
+    assert run.status.status_code is StatusCode.ERROR
+    assert run.status.description == "KeyError"
+    assert dict(run.attributes or {})["diagnosis.finished"] is False
 
 
 def test_the_effect_span_is_current_while_the_effect_runs(exported: Exported) -> None:
