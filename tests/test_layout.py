@@ -37,6 +37,7 @@ OPTIONAL_PUBLIC = (
     "diagnosis_core.adapters.langgraph",
     "diagnosis_core.adapters.temporal",
     "diagnosis_core.adapters.langchain",
+    "diagnosis_core.adapters.otel",
 )
 
 

@@ -1,10 +1,12 @@
 """Orchestrator adapters: the same core, driven by LangGraph, Temporal or LangChain models.
 
-Each submodule needs its extra (``langgraph``, ``temporal``, ``langchain``) and
-is imported explicitly, e.g. ``from diagnosis_core.adapters.langgraph import
-build_diagnosis_graph``; importing this package pulls in no optional
-dependency. Adapters only perform effects and persist state: every routing
-decision stays in :func:`diagnosis_core.next_action` / :func:`diagnosis_core.advance`.
+``otel`` is an observer rather than a driver: it turns a run into OpenTelemetry
+spans. Each submodule needs its extra (``langgraph``, ``temporal``,
+``langchain``, ``otel``) and is imported explicitly, e.g. ``from
+diagnosis_core.adapters.langgraph import build_diagnosis_graph``; importing
+this package pulls in no optional dependency. Adapters only perform effects
+and persist state: every routing decision stays in
+:func:`diagnosis_core.next_action` / :func:`diagnosis_core.advance`.
 """
 
 from __future__ import annotations
