@@ -52,6 +52,7 @@ from temporalio.worker import Worker
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 from diagnosis_core.adapters.temporal import (
+    INTERRUPTED_RESENDS,
     INVOKE_AGENT_ACTIVITY,
     PASSTHROUGH_MODULES,
     DiagnosisActivities,
@@ -347,8 +348,9 @@ async def test_a_sigkilled_worker_is_noticed_within_the_heartbeat_timeout(
     verifier_run = states[f"kill-verifier-{tag}"]
     reference = dc.run_diagnosis(*scenario_of(_doc_with_run_id(PAYMENT, f"kill-verifier-{tag}")))
     assert dc.to_json(verifier_run.result) == dc.to_json(reference.result)
-    verifier_calls = [who for who, run, name in calls if run == f"kill-verifier-{tag}"
-                      and name == "verifier"]
+    verifier_calls = [
+        who for who, run, name in calls if run == f"kill-verifier-{tag}" and name == "verifier"
+    ]
     assert verifier_calls == ["doomed", "survivor"]
     assert verifier_run.calls.verifier == 1  # re-sent as the same attempt
 
@@ -365,7 +367,7 @@ async def _workflow_exists(client: Client, workflow_id: str) -> bool:
     return True
 
 
-def _bad_requests() -> list[tuple[object, str]]:
+def _bad_requests() -> list[tuple[dc.DiagnosisRequest | dict[str, Any], str]]:
     request, _ = scenario_of(load_doc(PAYMENT))
     wire = dc.to_wire(request)
     assert isinstance(wire, dict)
@@ -392,7 +394,7 @@ async def test_a_request_that_is_not_valid_is_refused_and_nothing_is_started(
         for start in (start_diagnosis_workflow, execute_diagnosis):
             workflow_id = f"{queue}-{index}-{start.__name__}"
             with pytest.raises(dc.PayloadError) as caught:
-                await start(client, request, task_queue=queue, workflow_id=workflow_id)  # type: ignore[operator]
+                await start(client, request, task_queue=queue, workflow_id=workflow_id)
             assert problem in str(caught.value)
             assert not await _workflow_exists(client, workflow_id)
     request, _ = scenario_of(load_doc(PAYMENT))
@@ -409,8 +411,11 @@ async def test_a_wire_request_runs_like_the_request_itself(temporal_address: str
     request, effects = scenario_of(load_doc(PAYMENT))
     queue = _queue()
     async with create_diagnosis_worker(client, effects, task_queue=queue):
-        state = await execute_diagnosis(client, dc.to_wire(request), task_queue=queue,  # type: ignore[arg-type]
-                                        workflow_id=f"{queue}-wire")
+        wire = dc.to_wire(request)
+        assert isinstance(wire, dict)
+        state = await execute_diagnosis(
+            client, wire, task_queue=queue, workflow_id=f"{queue}-wire"
+        )
     expected = dc.run_diagnosis(*scenario_of(load_doc(PAYMENT)))
     assert dc.to_json(state.result) == dc.to_json(expected.result)
 
@@ -466,13 +471,54 @@ async def test_a_malformed_activity_result_fails_the_workflow(temporal_address: 
         activities=[impostor],
         workflow_runner=diagnosis_workflow_runner(),
     ):
-        handle = await start_diagnosis_workflow(client, request, task_queue=queue,
-                                                workflow_id=f"{queue}-impostor")
+        handle = await start_diagnosis_workflow(
+            client, request, task_queue=queue, workflow_id=f"{queue}-impostor"
+        )
         with pytest.raises(WorkflowFailureError) as caught:
             await asyncio.wait_for(handle.result(), 15)
     cause = caught.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "JournalError"
     assert "planner round 1 attempt 1" in str(cause)
+
+
+async def test_an_llm_call_lost_again_and_again_is_resent_then_fails_closed(
+    temporal_address: str,
+) -> None:
+    """A planner whose activity never heartbeats: re-sent identically, then a failure."""
+    sent: list[dict[str, Any]] = []
+
+    @activity.defn(name=INVOKE_AGENT_ACTIVITY)
+    async def silent(action: dict[str, Any]) -> dict[str, Any]:
+        sent.append(action)
+        await asyncio.sleep(3600)  # no heartbeat: the server counts this worker as lost
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    client = await Client.connect(temporal_address)
+    request, _ = scenario_of(load_doc(PAYMENT))
+    queue = _queue()
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[DiagnosisWorkflow],
+        activities=[silent],
+        workflow_runner=diagnosis_workflow_runner(),
+    ):
+        handle = await start_diagnosis_workflow(
+            client,
+            request,
+            task_queue=queue,
+            workflow_id=f"{queue}-silent",
+            heartbeat_timeout=timedelta(seconds=1),
+        )
+        state = dc.from_wire(dc.DiagnosisState, await asyncio.wait_for(handle.result(), 60))
+        journal = await _journal(handle)
+    assert len(sent) == 1 + INTERRUPTED_RESENDS
+    assert all(action == sent[0] for action in sent)  # the identical input every time
+    assert journal.entries[0].outcome == dcj.RecordedAgentError(
+        dc.FailureKind.NON_RETRYABLE, dcj.INTERRUPTED_MESSAGE
+    )
+    assert state.calls.planner == 1 and len(journal.entries) == 1
+    assert dc.to_json(dcj.fold_journal(journal)) == dc.to_json(state)
 
 
 # --- activities without a server ---------------------------------------------------------
@@ -495,7 +541,8 @@ def _effects(**changes: Any) -> dc.Effects:
 
 
 async def _outcome(
-    activities: DiagnosisActivities, action: dc.InvokeAgent | dc.CallGatekeeper,
+    activities: DiagnosisActivities,
+    action: dc.InvokeAgent | dc.CallGatekeeper,
     environment: ActivityEnvironment | None = None,
 ) -> dcj.JournalOutcome:
     """Run the activity of ``action`` as a worker would; the outcome its result records."""
@@ -503,7 +550,7 @@ async def _outcome(
     run = activities.invoke_agent if isinstance(action, dc.InvokeAgent) else (
         activities.call_gatekeeper
     )
-    data = await environment.run(run, dc.to_wire(action))
+    data = await environment.run(run, dc.to_wire(action))  # type: ignore[arg-type]
     return _decode_outcome(data, dcj.expected_call(action))
 
 
@@ -563,7 +610,9 @@ async def test_sync_and_async_effects_give_the_same_activity_results() -> None:
     ],
 )
 async def test_an_activity_heartbeats_while_its_effect_runs(
-    asynchronous: bool, interval: timedelta | None, heartbeat_timeout: timedelta | None,
+    asynchronous: bool,
+    interval: timedelta | None,
+    heartbeat_timeout: timedelta | None,
     least: int,
 ) -> None:
     def slow_planner(input: str, config: dc.RunConfig, /) -> str:
@@ -601,7 +650,7 @@ async def test_a_cancelled_activity_cancels_its_async_effect() -> None:
     environment = ActivityEnvironment()
     agent, _ = _pending_actions(load_doc(PAYMENT))
     running = asyncio.ensure_future(
-        environment.run(DiagnosisActivities(effects).invoke_agent, dc.to_wire(agent))
+        environment.run(DiagnosisActivities(effects).invoke_agent, dc.to_wire(agent))  # type: ignore[arg-type]
     )
     await asyncio.sleep(0.05)
     environment.cancel()
@@ -633,6 +682,41 @@ def test_a_malformed_activity_result_fails_loudly(data: object) -> None:
         data = {**data, "input_sha256": expected.input_sha256}
     with pytest.raises(dc.JournalError):
         _decode_outcome(data, expected)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda wire: wire["config"].update(x=1), "config.x: unknown key"),
+        (lambda wire: wire["history"][1].update(extra=1), "history[1].extra: unknown key"),
+        (lambda wire: wire["run"].update(runid="r"), "run.runid: unknown key"),
+    ],
+)
+def test_a_wire_request_with_an_unknown_key_is_refused(change: Any, problem: str) -> None:
+    request, _ = scenario_of(load_doc(PAYMENT))
+    wire = json.loads(json.dumps(dc.to_wire(request)))
+    change(wire)
+    with pytest.raises(dc.PayloadError) as caught:
+        DiagnosisWorkflowInput.of(wire)
+    assert str(caught.value) == problem
+
+
+@pytest.mark.parametrize(
+    "timeouts",
+    [
+        {"agent_timeout_seconds": True},
+        {"gatekeeper_timeout_seconds": "60"},
+        {"heartbeat_timeout_seconds": math.nan},
+        {"heartbeat_timeout_seconds": 0},
+    ],
+)
+def test_a_workflow_with_bad_timeouts_refuses_every_query(timeouts: dict[str, Any]) -> None:
+    request, _ = scenario_of(load_doc(PAYMENT))
+    good = DiagnosisWorkflowInput.of(request)
+    run = DiagnosisWorkflow(dataclasses.replace(good, **timeouts))
+    for query in (run.diagnosis_state, run.diagnosis_journal):
+        with pytest.raises(ApplicationError, match=next(iter(timeouts))):
+            query()
 
 
 def test_the_core_passes_through_the_workflow_sandbox() -> None:
