@@ -7,11 +7,13 @@ below, which recombines the examples' agent payloads with invalid text and
 every error kind, and varies the gatekeeper among pass / low_confid / reject /
 malformed / raising (and the reference gatekeeper of a tool ledger).
 
-Engines: the sync driver (the reference), the asyncio driver and LangGraph get
-every scenario. Temporal gets every example and the first
-``TEMPORAL_GENERATED`` generated ones: each Temporal run is a real workflow on
-a local dev server (~0.1 s), so the full batch would dominate the suite's run
-time without exercising anything the smaller batch does not.
+Engines: the sync driver (the reference), the asyncio driver, LangGraph and
+Temporal get every scenario. Each Temporal run is a real workflow on a local
+dev server; all of them run at once on one worker (about a minute for the
+examples and the 300 generated scenarios on two cores).
+``TEMPORAL_GENERATED`` is the knob should that grow too slow. Through
+Temporal the run's journal (the workflow's query) must also fold to the same
+state.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import diagnosis_core.blocks as dcb
 
 SEED = 20240611
 GENERATED = 300
-TEMPORAL_GENERATED = 30
+TEMPORAL_GENERATED = GENERATED
 
 EXAMPLES = [load_doc(path) for path in chat_example_paths()]
 EXAMPLE_IDS = [path.stem for path in chat_example_paths()]
@@ -287,7 +289,7 @@ def test_langgraph_with_a_checkpointer_matches_the_sync_driver(index: int) -> No
     assert dc.to_json(state.result) == _reference(index)
 
 
-# --- Temporal: every example and a smaller generated batch ---------------------------
+# --- Temporal: every example and every generated scenario ----------------------------
 
 
 @pytest.fixture(scope="session")
@@ -304,25 +306,33 @@ def temporal_address() -> Iterator[str]:
 async def test_temporal_matches_the_sync_driver(temporal_address: str) -> None:
     from temporalio.client import Client
 
-    from diagnosis_core.adapters.temporal import create_diagnosis_worker, execute_diagnosis
+    import diagnosis_core.journal as dcj
+    from diagnosis_core.adapters.temporal import (
+        DiagnosisWorkflow,
+        create_diagnosis_worker,
+        start_diagnosis_workflow,
+    )
 
     indexes = list(range(len(EXAMPLES) + TEMPORAL_GENERATED))
     routed = RoutedEffects()
     requests = [routed.add(ALL_DOCS[index]) for index in indexes]
     client = await Client.connect(temporal_address)
     queue = f"parity-{uuid.uuid4()}"
-    async with create_diagnosis_worker(client, routed.effects(), task_queue=queue):
-        states = await asyncio.gather(
-            *(
-                execute_diagnosis(
-                    client, request, task_queue=queue, workflow_id=f"{queue}-{request.run.run_id}"
-                )
-                for request in requests
-            )
+
+    async def run(request: dc.DiagnosisRequest) -> tuple[dc.DiagnosisState, dcj.Journal]:
+        handle = await start_diagnosis_workflow(
+            client, request, task_queue=queue, workflow_id=f"{queue}-{request.run.run_id}"
         )
+        state = dc.from_wire(dc.DiagnosisState, await handle.result())
+        journal = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+        return state, journal
+
+    async with create_diagnosis_worker(client, routed.effects(), task_queue=queue):
+        runs = await asyncio.gather(*(run(request) for request in requests))
     mismatched = [
         ALL_IDS[index]
-        for index, state in zip(indexes, states, strict=True)
+        for index, (state, journal) in zip(indexes, runs, strict=True)
         if dc.to_json(state.result) != _reference(index)
+        or dc.to_json(dcj.fold_journal(journal)) != dc.to_json(state)
     ]
     assert mismatched == []

@@ -1,60 +1,96 @@
 """Temporal adapter: the pure machine in a workflow, one activity per effect (extra ``temporal``).
 
-:class:`DiagnosisWorkflow` runs :func:`start_diagnosis`, :func:`next_action`
-and :func:`advance` inside the workflow: they are pure, so Temporal's replay
-rebuilds the run from history on any worker. Each effect is one activity of
-:class:`DiagnosisActivities`, which holds the host's :class:`Effects` (or
-:class:`AsyncEffects`) on the worker.
+:class:`DiagnosisWorkflow` keeps the request and the run journal (spec §12) —
+nothing else. Each effect is one activity of :class:`DiagnosisActivities`,
+which holds the host's :class:`Effects` (or :class:`AsyncEffects`) on the
+worker and returns the *finished entry's facts*: the input hash and the
+outcome the journal builder records (:func:`outcome_of` of what
+:func:`perform_effect` returns — the agent's text or classified error, the
+gatekeeper's raw result or error). The state is always the fold of the
+request and those entries (:func:`fold_journal`); Temporal's own replay
+re-runs the workflow code over the recorded activity results, and the fold is
+pure, so every worker rebuilds the same state. The ``diagnosis_journal``
+query returns the journal in its wire form, and it folds like any journal.
 
 Retries belong to the core (spec §6.7, §10.4): it retries an LLM node with the
 identical input, never the executor, never the gatekeeper. So every activity
-runs with ``RetryPolicy(maximum_attempts=1)`` and never raises for an effect's
-failure: it returns the classified :class:`AgentFailed` /
-:class:`GatekeeperFailed` as wire data, exactly as :func:`perform_effect`
-builds it. An activity that Temporal itself reports failed (a timeout, a
-worker that died mid-call) is handed to the core as a failure too — an agent
-failure of kind ``NON_RETRYABLE`` (nobody knows whether the call happened, so
-it fails closed), or a gatekeeper failure — and never re-run behind its back.
+runs with ``RetryPolicy(maximum_attempts=1)`` and never raises for an
+effect's failure. What Temporal itself reports follows the resume rule of
+§12:
 
-Actions, results, the request and the final state cross the Temporal
-boundary as the package's wire JSON (:func:`to_wire` / :func:`from_wire`).
-An effect result that is not JSON data (a reply that is not a string, a
-gatekeeper result holding a set, NaN or a non-dict mapping) cannot cross
-unchanged; it is reported as if the effect had raised, so it fails closed.
+* **a lost worker** — the activity missed its heartbeat timeout (the worker
+  died or hung during the effect): a planner, verifier or composer call is
+  sent again with the identical input *as the same attempt* (its entry stays
+  ``started``; at most :data:`INTERRUPTED_RESENDS` times, then it is a
+  ``non_retryable`` failure); an executor call is never sent again — it is a
+  ``non_retryable`` failure ``interrupted: outcome unknown``
+  (→ ``EXECUTOR_FAILED``), its tools may have run; a gatekeeper call is a
+  gatekeeper error with the same message (→ ``GATEKEEPER_UNAVAILABLE``);
+* **any other activity failure** (its start-to-close timeout, a cancelled
+  activity): a ``non_retryable`` agent failure or a gatekeeper error,
+  ``activity failed: …`` — nobody knows whether the call happened, so it
+  fails closed.
+
+Activities heartbeat while the effect runs (every ``heartbeat_interval``,
+by default a third of the heartbeat timeout), so a SIGKILLed worker is
+noticed within the heartbeat timeout (default 30 s), not at the
+start-to-close timeout (default 10 minutes for agents).
+
+A request is validated before anything is started
+(:func:`start_diagnosis_workflow` raises :class:`PayloadError` /
+:class:`ConfigError`), and a workflow whose input cannot be decoded fails
+(a non-retryable ``ApplicationError``) instead of retrying its workflow task
+forever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+import attrs
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._classify import classify_failure
 from .._converter import from_wire, to_wire
 from .._drivers import describe_error, perform_effect, perform_effect_async
 from .._effects import AsyncEffects, Effects
 from .._enums import FailureKind
-from .._errors import MachineError
-from .._json import canonical_json
+from .._errors import ConfigError, JournalError, PayloadError
+from .._journal import (
+    INTERRUPTED_MESSAGE,
+    ExpectedCall,
+    append_entry,
+    entry_result,
+    expected_call,
+    outcome_of,
+    start_entry,
+)
+from .._journal_wire import (
+    EntryState,
+    Journal,
+    JournalCall,
+    JournalEntry,
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedGatekeeperError,
+    _load_outcome,
+    _outcome_to_wire,
+    journal_to_wire,
+)
 from .._machine import (
-    AgentFailed,
-    AgentReplied,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisState,
-    EffectResult,
     Finished,
-    GatekeeperFailed,
-    GatekeeperReturned,
     InvokeAgent,
     advance,
     next_action,
@@ -63,6 +99,7 @@ from .._machine import (
 
 __all__ = [
     "CALL_GATEKEEPER_ACTIVITY",
+    "INTERRUPTED_RESENDS",
     "INVOKE_AGENT_ACTIVITY",
     "PASSTHROUGH_MODULES",
     "DiagnosisActivities",
@@ -78,6 +115,8 @@ INVOKE_AGENT_ACTIVITY = "diagnosis_core.invoke_agent"
 """The activity name of an agent call."""
 CALL_GATEKEEPER_ACTIVITY = "diagnosis_core.call_gatekeeper"
 """The activity name of a gatekeeper call."""
+INTERRUPTED_RESENDS = 3
+"""How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
 
 # The core is pure and deterministic; passing it through the sandbox keeps one
 # copy of its classes (and of cattrs' generated hooks) for every workflow run.
@@ -85,27 +124,40 @@ PASSTHROUGH_MODULES = ("diagnosis_core", "attrs", "cattrs")
 """Modules the workflow sandbox passes through: the core is pure and deterministic."""
 
 _NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
-
-# Effect results cross the activity boundary as {"result": tag, "wire": to_wire(result)}.
-_RESULT_TAGS: dict[type[Any], str] = {
-    AgentReplied: "agent_replied",
-    AgentFailed: "agent_failed",
-    GatekeeperReturned: "gatekeeper_returned",
-    GatekeeperFailed: "gatekeeper_failed",
-}
-_RESULT_TYPES = {tag: cls for cls, tag in _RESULT_TAGS.items()}
+_RESENT_CALLS = frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER})
+_DEFAULT_AGENT_TIMEOUT = timedelta(minutes=10)
+_DEFAULT_GATEKEEPER_TIMEOUT = timedelta(minutes=2)
+_DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+# Heartbeat interval when the activity has no heartbeat timeout (heartbeats
+# still deliver cancellation to the activity).
+_FALLBACK_HEARTBEAT_SECONDS = 10.0
 
 
-def _encode_result(result: EffectResult) -> dict[str, Any]:
-    return {"result": _RESULT_TAGS[type(result)], "wire": to_wire(result)}
+# --- the activity result: the finished entry's facts ---------------------------------
 
 
-def _decode_result(data: object) -> EffectResult:
-    """An activity's result; a malformed one is a deployment bug and fails the workflow task."""
-    if not isinstance(data, dict) or data.get("result") not in _RESULT_TYPES:
-        raise MachineError(f"not a diagnosis activity result: {data!r:.200}")
-    decoded: EffectResult = from_wire(_RESULT_TYPES[data["result"]], data.get("wire"))
-    return decoded
+def _activity_result(
+    action: InvokeAgent | CallGatekeeper, outcome: JournalOutcome
+) -> dict[str, Any]:
+    digest = expected_call(action).input_sha256
+    return {"input_sha256": digest, "outcome": _outcome_to_wire(outcome)}
+
+
+def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
+    """The outcome an activity result records; :class:`JournalError` if it is not one.
+
+    The result must name the input hash of the call the workflow started: a
+    worker whose core builds another input (a version skew) is refused like a
+    journal entry that does not match its call.
+    """
+    if not isinstance(data, dict) or set(data) != {"input_sha256", "outcome"}:
+        raise JournalError(f"not a diagnosis activity result: {data!r:.200}")
+    if data["input_sha256"] != expected.input_sha256:
+        raise JournalError(
+            f"the activity result of {expected.describe()} is for an input hashing to "
+            f"{data['input_sha256']!r:.80}, the run's input hashes to {expected.input_sha256}"
+        )
+    return _load_outcome(data["outcome"], "outcome", expected.call)
 
 
 # --- activities (worker side) -------------------------------------------------------
@@ -116,53 +168,60 @@ class DiagnosisActivities:
 
     Register :attr:`activities` with the worker (or use
     :func:`create_diagnosis_worker`). Sync :class:`Effects` run in a thread so
-    they never block the worker's event loop.
+    they never block the worker's event loop. While an effect runs, the
+    activity heartbeats every ``heartbeat_interval`` — by default a third of
+    the activity's heartbeat timeout, and never more than half of it — so a
+    dead worker is noticed within the heartbeat timeout.
     """
 
-    def __init__(self, effects: Effects | AsyncEffects) -> None:
+    def __init__(
+        self, effects: Effects | AsyncEffects, *, heartbeat_interval: timedelta | None = None
+    ) -> None:
+        if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
+            raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
         self.effects = effects
+        self.heartbeat_interval = heartbeat_interval
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
         return (self.invoke_agent, self.call_gatekeeper)
 
-    async def _perform(self, action: InvokeAgent | CallGatekeeper) -> EffectResult:
+    def _interval(self) -> float:
+        timeout = activity.info().heartbeat_timeout
+        limit = timeout.total_seconds() / 2 if timeout else None
+        if self.heartbeat_interval is not None:
+            chosen = self.heartbeat_interval.total_seconds()
+            return min(chosen, limit) if limit else chosen
+        return limit * 2 / 3 if limit else _FALLBACK_HEARTBEAT_SECONDS
+
+    async def _perform(self, action: InvokeAgent | CallGatekeeper) -> dict[str, Any]:
+        """Run the effect in a task, heartbeating until it returns; the entry's facts."""
+        effect: asyncio.Future[Any]
         if isinstance(self.effects, AsyncEffects):
-            return await perform_effect_async(action, self.effects)
-        return await asyncio.to_thread(perform_effect, action, self.effects)
-
-    def _deliverable(self, result: EffectResult) -> dict[str, Any]:
-        """The wire form of ``result``, or — if it cannot cross the boundary — a failure.
-
-        A reply that is not text, or a gatekeeper result that is not JSON,
-        cannot be sent to the workflow unchanged; it is reported as if the
-        effect had raised (classified by the worker's classifier), so the
-        run fails closed instead of the activity failing.
-        """
-        encoded = _encode_result(result)
+            effect = asyncio.ensure_future(perform_effect_async(action, self.effects))
+        else:
+            effect = asyncio.ensure_future(asyncio.to_thread(perform_effect, action, self.effects))
+        interval = self._interval()
         try:
-            canonical_json(encoded)
-            from_wire(type(result), encoded["wire"])
-        except Exception:
-            problem = TypeError(
-                f"the {type(result).__name__} value cannot be sent as JSON to the workflow"
-            )
-            if isinstance(result, AgentReplied | AgentFailed):
-                kind = classify_failure(self.effects.classifier, problem)
-                return _encode_result(AgentFailed(kind, describe_error(problem)))
-            return _encode_result(GatekeeperFailed(describe_error(problem)))
-        return encoded
+            while not (await asyncio.wait({effect}, timeout=interval))[0]:
+                activity.heartbeat()
+        except BaseException:  # cancelled: the effect goes with the activity
+            effect.cancel()
+            raise
+        # outcome_of never raises: a reply that is not text, a gatekeeper result
+        # that is not JSON are recorded as the journal records them (see _journal).
+        return _activity_result(action, outcome_of(effect.result()))
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
     async def invoke_agent(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Invoke one agent; returns ``AgentReplied`` or the classified ``AgentFailed``."""
-        return self._deliverable(await self._perform(from_wire(InvokeAgent, action)))
+        """Invoke one agent; the reply text or the classified error, as journal facts."""
+        return await self._perform(from_wire(InvokeAgent, action))
 
     @activity.defn(name=CALL_GATEKEEPER_ACTIVITY)
     async def call_gatekeeper(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Call the gatekeeper once; returns ``GatekeeperReturned`` or ``GatekeeperFailed``."""
-        return self._deliverable(await self._perform(from_wire(CallGatekeeper, action)))
+        """Call the gatekeeper once; its raw result or its error, as journal facts."""
+        return await self._perform(from_wire(CallGatekeeper, action))
 
 
 # --- workflow ------------------------------------------------------------------------
@@ -170,73 +229,227 @@ class DiagnosisActivities:
 
 @dataclasses.dataclass(frozen=True)
 class DiagnosisWorkflowInput:
-    """What :class:`DiagnosisWorkflow` runs: a request (wire form) and activity timeouts."""
+    """What :class:`DiagnosisWorkflow` runs: a request (wire form) and activity timeouts.
+
+    ``agent_timeout_seconds`` / ``gatekeeper_timeout_seconds`` are the
+    start-to-close timeouts of one agent / gatekeeper activity;
+    ``heartbeat_timeout_seconds`` is how long an activity may go without a
+    heartbeat before its worker counts as lost.
+    """
 
     request: dict[str, Any]
-    agent_timeout_seconds: float = 600.0
-    gatekeeper_timeout_seconds: float = 120.0
+    agent_timeout_seconds: float = _DEFAULT_AGENT_TIMEOUT.total_seconds()
+    gatekeeper_timeout_seconds: float = _DEFAULT_GATEKEEPER_TIMEOUT.total_seconds()
+    heartbeat_timeout_seconds: float = _DEFAULT_HEARTBEAT_TIMEOUT.total_seconds()
 
     @classmethod
     def of(
         cls,
-        request: DiagnosisRequest,
+        request: DiagnosisRequest | Mapping[str, Any],
         *,
-        agent_timeout: timedelta = timedelta(minutes=10),
-        gatekeeper_timeout: timedelta = timedelta(minutes=2),
+        agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
+        gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
+        heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
     ) -> DiagnosisWorkflowInput:
-        """The input for ``request``; the timeouts bound one activity attempt each."""
-        wire = to_wire(request)
-        assert isinstance(wire, dict)
-        return cls(wire, agent_timeout.total_seconds(), gatekeeper_timeout.total_seconds())
+        """The input for ``request``, validated exactly as the workflow will decode it.
+
+        ``request`` is a :class:`DiagnosisRequest` or its wire form
+        (:func:`to_wire`). Raises :class:`PayloadError` for a request that
+        does not decode (``config.technical_retry_limit: 99 is outside the
+        range 0..3``, ``question: missing``, an unknown key) and
+        :class:`ConfigError` for a timeout that is not a positive duration.
+        """
+        timeouts = {
+            "agent_timeout": agent_timeout,
+            "gatekeeper_timeout": gatekeeper_timeout,
+            "heartbeat_timeout": heartbeat_timeout,
+        }
+        seconds = []
+        for name, value in timeouts.items():
+            if not isinstance(value, timedelta) or not value > timedelta(0):
+                raise ConfigError(f"{name}: expected a positive timedelta, got {value!r:.80}")
+            seconds.append(value.total_seconds())
+        wire = to_wire(request) if isinstance(request, DiagnosisRequest) else request
+        _decode_request(wire)
+        assert isinstance(wire, Mapping)
+        return cls(dict(wire), *seconds)
 
 
-@workflow.defn(name="DiagnosisWorkflow")
+def _decode_request(data: object) -> DiagnosisRequest:
+    """The request a workflow input's wire form stands for; strict.
+
+    :func:`from_wire` ignores keys it does not know, so a misspelt
+    ``confg`` would silently run with the default configuration; here every
+    key of ``data`` must survive the round trip. Raises :class:`PayloadError`.
+    """
+    request: DiagnosisRequest = from_wire(DiagnosisRequest, data)
+    unknown = _unknown_key(data, to_wire(request), "")
+    if unknown is not None:
+        raise PayloadError(unknown, "unknown key")
+    return request
+
+
+def _unknown_key(data: object, known: object, path: str) -> str | None:
+    """The path of the first key of ``data`` that ``known`` (its re-encoding) lacks."""
+    if isinstance(data, Mapping) and isinstance(known, Mapping):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in known:
+                return where
+            found = _unknown_key(value, known[key], where)
+            if found is not None:
+                return found
+    elif isinstance(data, list | tuple) and isinstance(known, list | tuple):
+        for index, (item, known_item) in enumerate(zip(data, known, strict=False)):
+            found = _unknown_key(item, known_item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _timeouts_of(input: DiagnosisWorkflowInput) -> tuple[float, float, float]:
+    values = (
+        input.agent_timeout_seconds,
+        input.gatekeeper_timeout_seconds,
+        input.heartbeat_timeout_seconds,
+    )
+    for name, value in zip(
+        ("agent_timeout_seconds", "gatekeeper_timeout_seconds", "heartbeat_timeout_seconds"),
+        values,
+        strict=True,
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{name}: expected a number, got {type(value).__name__}")
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"{name}: expected a positive number, got {value!r}")
+    return values
+
+
+def _lost(error: ActivityError) -> bool:
+    """True when the activity missed its heartbeat timeout: its worker is gone or hung."""
+    cause = error.cause
+    return isinstance(cause, TimeoutError) and cause.type is TimeoutType.HEARTBEAT
+
+
+def _failed_outcome(call: JournalCall, message: str) -> JournalOutcome:
+    if call is JournalCall.GATEKEEPER:
+        return RecordedGatekeeperError(message)
+    return RecordedAgentError(FailureKind.NON_RETRYABLE, message)
+
+
+# TypeError is what Temporal's converter raises for an input it cannot decode
+# into DiagnosisWorkflowInput (not an object, a missing request, a timeout that
+# is not a number): retrying the workflow task could only repeat it, so it
+# fails the workflow. The rest of the input is checked by the workflow itself.
+_FAILURE_TYPES: Sequence[type[BaseException]] = (TypeError,)
+
+
+@workflow.defn(name="DiagnosisWorkflow", failure_exception_types=_FAILURE_TYPES)
 class DiagnosisWorkflow:
-    """One diagnosis run; returns the finished :class:`DiagnosisState` in wire form."""
+    """One diagnosis run; returns the finished :class:`DiagnosisState` in wire form.
+
+    The workflow holds the request and the journal entries only; the state
+    is their fold. An input that does not decode fails the workflow with a
+    non-retryable ``ApplicationError`` of type ``DiagnosisInputError``.
+    """
 
     @workflow.init
     def __init__(self, input: DiagnosisWorkflowInput) -> None:
-        self._state = start_diagnosis(from_wire(DiagnosisRequest, input.request))
+        self._problem: str | None = None
+        self._journal: Journal | None = None
+        self._state: DiagnosisState | None = None
+        try:
+            self._timeouts = _timeouts_of(input)
+            request = _decode_request(input.request)
+        except Exception as error:  # whatever the input is, the run is refused, never retried
+            self._problem = f"{type(error).__name__}: {error}"
+            return
+        self._journal = Journal(request)
+        self._state = start_diagnosis(request)
+
+    def _refuse(self) -> ApplicationError:
+        return ApplicationError(
+            f"the workflow input is not a valid diagnosis input: {self._problem}",
+            type="DiagnosisInputError",
+            non_retryable=True,
+        )
 
     @workflow.run
     async def run(self, input: DiagnosisWorkflowInput) -> dict[str, Any]:
         """Perform what the core asks for until it says :class:`Finished`."""
-        state = self._state
+        journal, state = self._journal, self._state
+        if journal is None or state is None:
+            raise self._refuse()
         while not isinstance(action := next_action(state), Finished):
-            state = advance(state, await self._perform(action, input))
-            self._state = state
+            started = start_entry(journal, action)
+            self._journal = journal = append_entry(journal, started)
+            finished = await self._perform(action, started)
+            # The fold of the journal, one entry at a time: advance is fed the
+            # recorded fact (entry_result), never a raw value.
+            state = advance(state, entry_result(finished))
+            self._journal, self._state = append_entry(journal, finished), state
+            journal = self._journal
         wire = to_wire(state)
         assert isinstance(wire, dict)
         return wire
 
+    @workflow.query(name="diagnosis_journal")
+    def diagnosis_journal(self) -> dict[str, Any]:
+        """The run's journal in wire form (:func:`journal_to_wire`); it folds to the state."""
+        if self._journal is None:
+            raise self._refuse()
+        return dict(journal_to_wire(self._journal))
+
     @workflow.query(name="diagnosis_state")
     def diagnosis_state(self) -> dict[str, Any]:
-        """The run's current state in wire form, for dashboards and debugging."""
+        """The run's current state (the journal's fold) in wire form, for dashboards."""
+        if self._state is None:
+            raise self._refuse()
         wire = to_wire(self._state)
         assert isinstance(wire, dict)
         return wire
 
     async def _perform(
-        self, action: InvokeAgent | CallGatekeeper, input: DiagnosisWorkflowInput
-    ) -> EffectResult:
+        self, action: InvokeAgent | CallGatekeeper, started: JournalEntry
+    ) -> JournalEntry:
+        """The finished entry of ``started``: the activity's facts, or the §12 resume rule."""
+        agent_seconds, gatekeeper_seconds, heartbeat_seconds = self._timeouts
         if isinstance(action, InvokeAgent):
-            name, seconds = INVOKE_AGENT_ACTIVITY, input.agent_timeout_seconds
+            name, seconds = INVOKE_AGENT_ACTIVITY, agent_seconds
         else:
-            name, seconds = CALL_GATEKEEPER_ACTIVITY, input.gatekeeper_timeout_seconds
-        try:
-            data = await workflow.execute_activity(
-                name,
-                to_wire(action),
-                start_to_close_timeout=timedelta(seconds=seconds),
-                retry_policy=_NO_TEMPORAL_RETRY,
-                result_type=dict,
-            )
-        except ActivityError as error:
-            message = f"activity failed: {describe_error(error.cause or error)}"
-            if isinstance(action, InvokeAgent):
-                return AgentFailed(FailureKind.NON_RETRYABLE, message)
-            return GatekeeperFailed(message)
-        return _decode_result(data)
+            name, seconds = CALL_GATEKEEPER_ACTIVITY, gatekeeper_seconds
+        expected = expected_call(action)
+        resends = 0
+        while True:
+            try:
+                data = await workflow.execute_activity(
+                    name,
+                    to_wire(action),
+                    start_to_close_timeout=timedelta(seconds=seconds),
+                    heartbeat_timeout=timedelta(seconds=heartbeat_seconds),
+                    retry_policy=_NO_TEMPORAL_RETRY,
+                    result_type=dict,
+                )
+            except ActivityError as error:
+                if not _lost(error):
+                    message = f"activity failed: {describe_error(error.cause or error)}"
+                    outcome = _failed_outcome(started.call, message)
+                elif started.call in _RESENT_CALLS and resends < INTERRUPTED_RESENDS:
+                    resends += 1  # the same attempt, the identical input
+                    continue
+                else:
+                    outcome = _failed_outcome(started.call, INTERRUPTED_MESSAGE)
+            else:
+                try:
+                    outcome = _decode_outcome(data, expected)
+                except JournalError as error:
+                    raise ApplicationError(
+                        f"a diagnosis activity returned what no worker of this core returns: "
+                        f"{error}",
+                        type="JournalError",
+                        non_retryable=True,
+                    ) from None
+            return attrs.evolve(started, state=EntryState.FINISHED, outcome=outcome)
 
 
 # --- worker and client helpers -------------------------------------------------------
@@ -253,18 +466,21 @@ def create_diagnosis_worker(
     effects: Effects | AsyncEffects,
     *,
     task_queue: str,
+    heartbeat_interval: timedelta | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker running :class:`DiagnosisWorkflow` and the activities of ``effects``.
 
-    ``worker_options`` go to :class:`temporalio.worker.Worker` unchanged
-    (``identity``, ``graceful_shutdown_timeout``, ``max_concurrent_activities`` …).
+    ``heartbeat_interval`` is how often a running effect heartbeats (see
+    :class:`DiagnosisActivities`). ``worker_options`` go to
+    :class:`temporalio.worker.Worker` unchanged (``identity``,
+    ``graceful_shutdown_timeout``, ``max_concurrent_activities`` …).
     """
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[DiagnosisWorkflow],
-        activities=DiagnosisActivities(effects).activities,
+        activities=DiagnosisActivities(effects, heartbeat_interval=heartbeat_interval).activities,
         workflow_runner=diagnosis_workflow_runner(),
         **worker_options,
     )
@@ -272,35 +488,53 @@ def create_diagnosis_worker(
 
 async def start_diagnosis_workflow(
     client: Client,
-    request: DiagnosisRequest,
+    request: DiagnosisRequest | Mapping[str, Any],
     *,
     task_queue: str,
     workflow_id: str | None = None,
-    agent_timeout: timedelta = timedelta(minutes=10),
-    gatekeeper_timeout: timedelta = timedelta(minutes=2),
+    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
+    gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
+    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
 ) -> WorkflowHandle[DiagnosisWorkflow, dict[str, Any]]:
-    """Start a run; ``workflow_id`` defaults to ``diagnosis-<run id>``."""
+    """Start a run; ``workflow_id`` defaults to ``diagnosis-<run id>``.
+
+    ``request`` is a :class:`DiagnosisRequest` or its wire form. It is
+    validated before anything reaches the server: :class:`PayloadError` for
+    a request that does not decode, :class:`ConfigError` for a timeout that
+    is not positive — and then no workflow is started. The timeouts are the
+    start-to-close timeouts of one agent / gatekeeper activity and the
+    heartbeat timeout of every activity.
+    """
     workflow_input = DiagnosisWorkflowInput.of(
-        request, agent_timeout=agent_timeout, gatekeeper_timeout=gatekeeper_timeout
+        request,
+        agent_timeout=agent_timeout,
+        gatekeeper_timeout=gatekeeper_timeout,
+        heartbeat_timeout=heartbeat_timeout,
     )
+    run_id = _decode_request(workflow_input.request).run.run_id
     return await client.start_workflow(
         DiagnosisWorkflow.run,
         workflow_input,
-        id=workflow_id if workflow_id is not None else f"diagnosis-{request.run.run_id}",
+        id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
         task_queue=task_queue,
     )
 
 
 async def execute_diagnosis(
     client: Client,
-    request: DiagnosisRequest,
+    request: DiagnosisRequest | Mapping[str, Any],
     *,
     task_queue: str,
     workflow_id: str | None = None,
-    agent_timeout: timedelta = timedelta(minutes=10),
-    gatekeeper_timeout: timedelta = timedelta(minutes=2),
+    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
+    gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
+    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
 ) -> DiagnosisState:
-    """Run ``request`` as a workflow and wait; the finished :class:`DiagnosisState`."""
+    """Run ``request`` as a workflow and wait; the finished :class:`DiagnosisState`.
+
+    Validates like :func:`start_diagnosis_workflow` (nothing is started for
+    a request that is not valid).
+    """
     handle = await start_diagnosis_workflow(
         client,
         request,
@@ -308,5 +542,6 @@ async def execute_diagnosis(
         workflow_id=workflow_id,
         agent_timeout=agent_timeout,
         gatekeeper_timeout=gatekeeper_timeout,
+        heartbeat_timeout=heartbeat_timeout,
     )
     return from_wire(DiagnosisState, await handle.result())

@@ -61,10 +61,11 @@ class RoutedEffects:
     def __init__(self) -> None:
         self.runs: dict[str, dc.Effects] = {}
 
-    def add(self, doc: dict[str, Any]) -> dc.DiagnosisRequest:
-        request, effects = scenario_of(doc)
+    def add(self, doc: dict[str, Any], effects: dc.Effects | None = None) -> dc.DiagnosisRequest:
+        """Route the calls of ``doc``'s run to ``effects`` (default: its scripted effects)."""
+        request, scripted = scenario_of(doc)
         assert request.run.run_id not in self.runs, request.run.run_id
-        self.runs[request.run.run_id] = effects
+        self.runs[request.run.run_id] = scripted if effects is None else effects
         return request
 
     def _agent(self, agent: dc.AgentName) -> dc.AgentInvoker:
@@ -84,6 +85,51 @@ class RoutedEffects:
             composer=self._agent(dc.AgentName.COMPOSER),
             gatekeeper=self._gatekeeper,
         )
+
+
+def logged_effects(
+    effects: dc.Effects, side_file: Path, who: str, *, hang: str | None = None
+) -> dc.Effects:
+    """``effects`` that append ``<who> <run id> <effect>`` to ``side_file`` before each call.
+
+    The line is written (and the file closed) before the effect runs, so it
+    survives a SIGKILL of the process. The effect named ``hang`` never
+    returns: the process is meant to be killed during it.
+    """
+
+    def note(run_id: str, name: str) -> None:
+        with side_file.open("a", encoding="utf-8") as file:
+            file.write(f"{who} {run_id} {name}\n")
+        if name == hang:
+            time.sleep(3600)
+
+    def agent(name: str, call: dc.AgentInvoker) -> dc.AgentInvoker:
+        def logged(input: str, config: dc.RunConfig, /) -> str:
+            note(config.run_id, name)
+            return call(input, config)
+
+        return logged
+
+    def gatekeeper(run_id: str, executor_output: dc.ExecutorEvidence, /) -> object:
+        note(run_id, "gatekeeper")
+        return effects.gatekeeper(run_id, executor_output)
+
+    return dc.Effects(
+        planner=agent("planner", effects.planner),
+        executor=agent("executor", effects.executor),
+        verifier=agent("verifier", effects.verifier),
+        composer=agent("composer", effects.composer),
+        gatekeeper=gatekeeper,
+        classifier=effects.classifier,
+    )
+
+
+def side_lines(side_file: Path) -> list[tuple[str, str, str]]:
+    """The ``(who, run id, effect)`` lines :func:`logged_effects` wrote."""
+    if not side_file.exists():
+        return []
+    lines = side_file.read_text(encoding="utf-8").splitlines()
+    return [(who, run_id, name) for who, run_id, name in (line.split() for line in lines)]
 
 
 # --- the Temporal dev server ---------------------------------------------------------
