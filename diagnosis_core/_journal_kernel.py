@@ -90,14 +90,20 @@ def sha256_text(text: str) -> str:
 class ExpectedCallBase(Generic[C]):
     """The call the machine asks for: what a journal entry must say."""
 
+    _round_name: ClassVar[str] = "round"
+
     call: C
     round: int
     attempt: int
     input_sha256: str
 
     def describe(self) -> str:
-        """``verifier round 1 attempt 2``."""
-        return f"{getattr(self.call, 'value', self.call)} round {self.round} attempt {self.attempt}"
+        """``verifier round 1 attempt 2`` (the AIOps journal says ``step``)."""
+        return self.header(getattr(self.call, "value", self.call), self.round, self.attempt)
+
+    def header(self, call: object, round: int, attempt: int) -> str:
+        """A call in this workflow's words: ``executor step 2 attempt 1``."""
+        return f"{call} {self._round_name} {round} attempt {attempt}"
 
 
 @attrs.frozen
@@ -114,6 +120,12 @@ class JournalSpec(Generic[J, S, A, R, X]):
     outcome_of: Callable[[R], JournalOutcome]
     resent: frozenset[Any]
     optionally_resent: frozenset[Any] = frozenset()
+
+    round_name: str = "round"
+
+    def describe_entry(self, entry: JournalEntryBase[Any]) -> str:
+        """An entry's call in this workflow's words: ``composer round 1 attempt 2``."""
+        return f"{entry.call.value} {self.round_name} {entry.round} attempt {entry.attempt}"
 
     def entry_type(self) -> type[JournalEntryBase[Any]]:
         """The journal's entry class."""
@@ -204,7 +216,7 @@ def _mismatch(index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBa
     if entry.round != expected.round or entry.attempt != expected.attempt:
         return JournalError(
             f"{where}: the run expects {expected.describe()}, the journal has "
-            f"{entry.call.value} round {entry.round} attempt {entry.attempt}"
+            f"{expected.header(entry.call.value, entry.round, entry.attempt)}"
         )
     return JournalError(
         f"{where}.input_sha256: the input of {expected.describe()} hashes to "
@@ -239,8 +251,8 @@ def fold(
         action = spec.next_action(state)
         if isinstance(action, spec.finished_type):
             raise JournalError(
-                f"entries[{index}]: the run has ended, the journal has {entry.call.value} "
-                f"round {entry.round} attempt {entry.attempt}"
+                f"entries[{index}]: the run has ended, the journal has "
+                f"{spec.describe_entry(entry)}"
             )
         expected = spec.expected_call(action)  # type: ignore[arg-type]
         if (
@@ -311,8 +323,8 @@ def start_entry(
         header = (last.call, last.round, last.attempt, last.input_sha256)
         if header != (expected.call, expected.round, expected.attempt, expected.input_sha256):
             raise JournalError(
-                f"entries[{len(journal.entries) - 1}]: started for {last.call.value} round "
-                f"{last.round} attempt {last.attempt}, not for {expected.describe()}"
+                f"entries[{len(journal.entries) - 1}]: started for "
+                f"{spec.describe_entry(last)}, not for {expected.describe()}"
             )
         seq = last.seq
     entry = spec.entry_type()(

@@ -74,8 +74,10 @@ __all__ = [
     "load_journal",
     "load_journal_document",
     "request_error",
+    "request_object",
     "request_to_wire",
     "stored_json",
+    "tool_invocation_from_record",
 ]
 
 JOURNAL_FORMAT = "diagnosis_journal_v1"
@@ -337,6 +339,10 @@ class JournalEntryBase(Generic[C]):
                     )
 
 
+def _entry_tuple(value: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class JournalBase(Generic[Q, E]):
     """The durable record of one run: the request and its entries in call order (spec §12).
@@ -349,7 +355,7 @@ class JournalBase(Generic[Q, E]):
     _entry_type: ClassVar[type[JournalEntryBase[Any]]]
 
     request: Q
-    entries: tuple[E, ...] = attrs.field(default=(), converter=tuple)
+    entries: tuple[E, ...] = attrs.field(default=(), converter=_entry_tuple)
 
     def __attrs_post_init__(self) -> None:
         entry_type = type(self)._entry_type
@@ -387,16 +393,33 @@ _REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
 _RUN_KEYS = ("run_id", "session_id")
 
 
-def _load_request(value: object) -> DiagnosisRequest:
-    data = _object(value, "request", _REQUEST_KEYS)
-    for key in ("question", "run", "config"):
+def request_object(
+    value: object, keys: frozenset[str], required: Sequence[str]
+) -> Mapping[str, object]:
+    """A journal's ``request`` object: only ``keys``, ``required`` ones and ``run``'s ids present.
+
+    The written request always has them; the scenario loaders that build the
+    request would otherwise fill them with defaults.
+    """
+    data = _object(value, "request", keys)
+    for key in required:
         if data.get(key) is None:
             raise _fail(f"request.{key}", "missing")
-    run = data["run"]
+    run = data.get("run")
     if isinstance(run, dict):
         for key in _RUN_KEYS:
             if run.get(key) is None:
                 raise _fail(f"request.run.{key}", "missing")
+    return data
+
+
+def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvocation:
+    """A §13 ledger record (plain JSON) as a :class:`RecordedToolInvocation`, strictly."""
+    return _load_tool_invocation(record, path)
+
+
+def _load_request(value: object) -> DiagnosisRequest:
+    data = request_object(value, _REQUEST_KEYS, ("question", "run", "config"))
     try:
         return scenario_request(load_scenario(dict(data)))
     except ScenarioError as error:
@@ -540,9 +563,6 @@ def _field_enum(data: Mapping[str, object], key: str, path: str, cls: type[enum.
         shown = ", ".join(repr(item) for item in allowed)
         raise _fail(f"{path}.{key}", f"expected one of {shown}, got {describe_value(value)}")
     return value
-
-
-_REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
 
 
 def _load_outcome(value: object, path: str, gatekeeper: bool) -> JournalOutcome:
