@@ -53,6 +53,7 @@ EXIT_USAGE = 2
 
 _STDIN = "-"
 _WORKFLOWS = ("chat", "aiops")
+_AIOPS_JOURNAL = "aiops_journal_v1"  # the AIOps journal's format (spec §12)
 
 
 def _write(text: str) -> None:
@@ -157,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         data = read_scenario_file(args.scenario)
         # The chat loader rejects unknown keys, so the AIOps branch comes first.
-        if isinstance(data, dict) and "workflow" in data:
+        if isinstance(data, dict) and ("workflow" in data or data.get("format") == _AIOPS_JOURNAL):
             return _run_aiops(args, data)
         scenario = load_scenario(data)
     except ScenarioError as error:
@@ -181,6 +182,8 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
         replay_aiops_scenario,
     )
 
+    if isinstance(data, dict) and data.get("format") == _AIOPS_JOURNAL:
+        return _run_aiops_journal(args, data)
     scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
     if args.json:
@@ -188,6 +191,36 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
     else:
         evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
         _write_readable(format_aiops_result(state.result, evaluation, scenario.config))
+    return EXIT_OK
+
+
+def _run_aiops_journal(args: argparse.Namespace, data: object) -> int:
+    """Replay an AIOps journal (``"format": "aiops_journal_v1"``, spec §12).
+
+    Refused with exit 2 naming the entry when it does not verify, and when it
+    is incomplete (its process died) saying at which call.
+    """
+    from ._errors import JournalError
+    from .aiops._drivers import evaluate_aiops_run
+    from .aiops._journal import aiops_journal_status, load_aiops_journal
+    from .aiops._journal_replay import aiops_journal_ledger
+    from .aiops._replay import aiops_output, format_aiops_result
+
+    try:
+        journal = load_aiops_journal(data)
+        status = aiops_journal_status(journal)
+        if not status.complete:
+            raise JournalError(f"the journal is {status.describe()}")
+        ledger = aiops_journal_ledger(journal)
+    except JournalError as error:
+        sys.stderr.write(terminal_safe(f"diagnosis-core: invalid journal: {error}\n"))
+        return EXIT_USAGE
+    if args.json:
+        _write(canonical_json(aiops_output(status.state, ledger)) + "\n")
+    else:
+        evaluation = evaluate_aiops_run(status.state, ledger)
+        config = journal.request.config
+        _write_readable(format_aiops_result(status.state.result, evaluation, config))
     return EXIT_OK
 
 

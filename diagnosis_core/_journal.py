@@ -14,6 +14,10 @@ runs and :func:`finish_entry` when it returned, hand both to a
 finished entry — the recorded fact, never the raw object — so the live state
 and the fold of the journal are equal by construction.
 
+The walk, the resume rule, the builder and the sinks are the workflow-free
+kernel of ``_journal_kernel.py``; this module is the chat diagnosis
+workflow's :class:`JournalSpec` and its typed public functions.
+
 Decisions where the spec is silent:
 
 * An agent that returns something other than text is recorded as a
@@ -28,18 +32,40 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
 from ._converter import to_wire
-from ._enums import AgentName, FailureKind
-from ._errors import JournalError
-from ._journal_mac import request_mac, sign_entry, verify_entry_mac
+from ._enums import AgentName
+from ._journal_kernel import (
+    INTERRUPTED_MESSAGE,
+    ExpectedCallBase,
+    JournalRecorderBase,
+    JournalSpec,
+    JournalStatusBase,
+    ListSinkBase,
+    agent_outcome,
+    agent_result,
+    fold,
+    inexact,
+    require_complete,
+    resume,
+    scenario_response,
+    scripted_message,
+    sha256_text,
+)
+from ._journal_kernel import (
+    append_entry as _append_entry,
+)
+from ._journal_kernel import (
+    finish_entry as _finish_entry,
+)
+from ._journal_kernel import (
+    start_entry as _start_entry,
+)
 from ._journal_wire import (
-    EntryState,
     Journal,
     JournalCall,
     JournalEntry,
@@ -87,37 +113,22 @@ __all__ = [
     "start_entry",
 ]
 
-INTERRUPTED_MESSAGE = "interrupted: outcome unknown"
-"""The recorded message of an executor (or gatekeeper) call whose process died."""
-
-
-def _sha256(text: str) -> str:
-    # The same encoding as the trace's input_sha256 (spec §8).
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
 
 @attrs.frozen
-class ExpectedCall:
+class ExpectedCall(ExpectedCallBase[JournalCall]):
     """The call the machine asks for: what a journal entry must say."""
-
-    call: JournalCall
-    round: int
-    attempt: int
-    input_sha256: str
-
-    def describe(self) -> str:
-        """``verifier round 1 attempt 2``."""
-        return f"{self.call.value} round {self.round} attempt {self.attempt}"
 
 
 def expected_call(action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
     """The entry header an action must be recorded under (hash included)."""
     if isinstance(action, InvokeAgent):
         return ExpectedCall(
-            JournalCall(action.agent.value), action.round, action.attempt, _sha256(action.input)
+            JournalCall(action.agent.value), action.round, action.attempt, sha256_text(action.input)
         )
     document = {"run_id": action.run_id, "executor_output": to_wire(action.executor_output)}
-    return ExpectedCall(JournalCall.GATEKEEPER, action.round, 1, _sha256(canonical_json(document)))
+    return ExpectedCall(
+        JournalCall.GATEKEEPER, action.round, 1, sha256_text(canonical_json(document))
+    )
 
 
 # --- outcomes <-> machine results --------------------------------------------------
@@ -125,15 +136,8 @@ def expected_call(action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
 
 def outcome_of(result: EffectResult) -> JournalOutcome:
     """The fact to record for an effect result (see the module's decisions)."""
-    if isinstance(result, AgentReplied):
-        text: object = result.text
-        if not isinstance(text, str):
-            message = f"TypeError: the agent returned {type(text).__name__}, not message text"
-            return RecordedAgentError(FailureKind.NON_RETRYABLE, message)
-        return RecordedReply(text)
-    if isinstance(result, AgentFailed):
-        message = result.message if isinstance(result.message, str) else ""
-        return RecordedAgentError(result.kind, message)
+    if isinstance(result, AgentReplied | AgentFailed):
+        return agent_outcome(result)
     if isinstance(result, GatekeeperReturned):
         try:
             return RecordedGatekeeperResult(canonical_json(result.raw))
@@ -150,22 +154,35 @@ def outcome_of(result: EffectResult) -> JournalOutcome:
 def entry_result(entry: JournalEntry) -> EffectResult:
     """The machine result a finished entry stands for: what :func:`advance` is fed."""
     outcome = entry.outcome
-    if outcome is None:
-        raise JournalError(f"entry {entry.seq} is started; it has no outcome yet")
-    if isinstance(outcome, RecordedReply):
-        return AgentReplied(outcome.text)
-    if isinstance(outcome, RecordedAgentError):
-        return AgentFailed(outcome.kind, outcome.message)
     if isinstance(outcome, RecordedGatekeeperResult):
         return GatekeeperReturned(outcome.result)
-    return GatekeeperFailed(outcome.message)
+    if isinstance(outcome, RecordedGatekeeperError):
+        return GatekeeperFailed(outcome.message)
+    return agent_result(entry)
+
+
+_SPEC: JournalSpec[Journal, DiagnosisState, InvokeAgent | CallGatekeeper, EffectResult,
+                   ExpectedCall] = JournalSpec(
+    journal_type=Journal,
+    start=start_diagnosis,
+    next_action=next_action,
+    advance=advance,
+    finished_type=Finished,
+    expected_call=expected_call,
+    entry_result=entry_result,
+    outcome_of=outcome_of,
+    resent=frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER}),
+    optionally_resent=frozenset({JournalCall.GATEKEEPER}),
+)
 
 
 # --- fold and verify ---------------------------------------------------------------
 
 
 @attrs.frozen
-class JournalStatus:
+class JournalStatus(
+    JournalStatusBase[DiagnosisState, InvokeAgent | CallGatekeeper | Finished, ExpectedCall]
+):
     """What folding a journal found: the state, and whether the run is done.
 
     ``interrupted`` is the last entry when it is ``started`` (its process
@@ -173,47 +190,9 @@ class JournalStatus:
     ``action`` is what the machine asks for next from ``state``.
     """
 
-    state: DiagnosisState
-    action: InvokeAgent | CallGatekeeper | Finished
+    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+
     interrupted: JournalEntry | None = None
-
-    @property
-    def complete(self) -> bool:
-        """True when the journal records the whole run (it reached END)."""
-        return self.state.finished
-
-    @property
-    def pending(self) -> ExpectedCall | None:
-        """The call the run needs next (None once complete)."""
-        if isinstance(self.action, Finished):
-            return None
-        return expected_call(self.action)
-
-    def describe(self) -> str:
-        """``complete``, or which call is missing or was interrupted."""
-        pending = self.pending
-        if pending is None:
-            return "complete"
-        if self.interrupted is not None:
-            return f"incomplete: interrupted during {pending.describe()}"
-        return f"incomplete: ends before {pending.describe()}"
-
-
-def _mismatch(index: int, expected: ExpectedCall, entry: JournalEntry) -> JournalError:
-    where = f"entries[{index}]"
-    if entry.call is not expected.call:
-        return JournalError(
-            f"{where}: the run expects {expected.describe()}, the journal has {entry.call.value}"
-        )
-    if entry.round != expected.round or entry.attempt != expected.attempt:
-        return JournalError(
-            f"{where}: the run expects {expected.describe()}, the journal has "
-            f"{entry.call.value} round {entry.round} attempt {entry.attempt}"
-        )
-    return JournalError(
-        f"{where}.input_sha256: the input of {expected.describe()} hashes to "
-        f"{expected.input_sha256}, the journal has {entry.input_sha256}"
-    )
 
 
 def journal_status(journal: Journal, *, key: bytes | None = None) -> JournalStatus:
@@ -224,39 +203,9 @@ def journal_status(journal: Journal, *, key: bytes | None = None) -> JournalStat
     entry must be the call the machine asks for, ``seq`` must count from 1,
     nothing may follow END, and only the last entry may be ``started``.
     """
-    if not isinstance(journal, Journal):
-        raise JournalError(f"expected a Journal, got {type(journal).__name__}")
-    link = request_mac(journal.request, key) if key is not None else ""
-    state = start_diagnosis(journal.request)
-    entries = journal.entries
-    last = len(entries) - 1
-    for index, entry in enumerate(entries):
-        if key is not None:
-            link = verify_entry_mac(entry, link, key, index)
-        if entry.seq != index + 1:
-            raise JournalError(f"entries[{index}].seq: expected {index + 1}, got {entry.seq}")
-        action = next_action(state)
-        if isinstance(action, Finished):
-            raise JournalError(
-                f"entries[{index}]: the run has ended, the journal has {entry.call.value} "
-                f"round {entry.round} attempt {entry.attempt}"
-            )
-        expected = expected_call(action)
-        if (
-            entry.call is not expected.call
-            or entry.round != expected.round
-            or entry.attempt != expected.attempt
-            or entry.input_sha256 != expected.input_sha256
-        ):
-            raise _mismatch(index, expected, entry)
-        if entry.state is EntryState.STARTED:
-            if index != last:
-                raise JournalError(
-                    f"entries[{index}].state: only the last entry may be started"
-                )
-            return JournalStatus(state, action, entry)
-        state = advance(state, entry_result(entry))
-    return JournalStatus(state, next_action(state))
+    state, action, interrupted = fold(_SPEC, journal, key)
+    assert isinstance(action, InvokeAgent | CallGatekeeper | Finished)
+    return JournalStatus(state, action, interrupted)
 
 
 def fold_journal(journal: Journal, *, key: bytes | None = None) -> DiagnosisState:
@@ -266,7 +215,7 @@ def fold_journal(journal: Journal, *, key: bytes | None = None) -> DiagnosisStat
     ``started``, folds to the state before the missing effect; use
     :func:`journal_status` to learn which call that is.
     """
-    return journal_status(journal, key=key).state
+    return fold(_SPEC, journal, key)[0]
 
 
 # --- resume ------------------------------------------------------------------------
@@ -294,26 +243,8 @@ def resume_journal(
     persists the journal's last entry (it replaces the started one). A later
     :func:`fold_journal` of the returned journal gives the returned state.
     """
-    status = journal_status(journal, key=key)
-    entry = status.interrupted
-    if entry is None or entry.call in (
-        JournalCall.PLANNER,
-        JournalCall.VERIFIER,
-        JournalCall.COMPOSER,
-    ):
-        return journal, status.state
-    if entry.call is JournalCall.GATEKEEPER and resend_gatekeeper:
-        return journal, status.state
-    outcome: JournalOutcome = (
-        RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
-        if entry.call is JournalCall.EXECUTOR
-        else RecordedGatekeeperError(INTERRUPTED_MESSAGE)
-    )
-    finished = attrs.evolve(entry, state=EntryState.FINISHED, outcome=outcome, mac=None)
-    if key is not None:
-        finished = sign_entry(journal, finished, key)
-    resumed = append_entry(journal, finished)
-    return resumed, advance(status.state, entry_result(finished))
+    resend = _SPEC.optionally_resent if resend_gatekeeper else frozenset()
+    return resume(_SPEC, journal, key, resend)
 
 
 # --- the builder -------------------------------------------------------------------
@@ -328,26 +259,8 @@ def start_entry(
     one is a ``started`` entry for the same call (a resumed LLM call re-sent
     as the same attempt). Signed when ``key`` is given.
     """
-    expected = expected_call(action)
-    seq = len(journal.entries) + 1
-    if journal.entries and journal.entries[-1].state is EntryState.STARTED:
-        last = journal.entries[-1]
-        header = (last.call, last.round, last.attempt, last.input_sha256)
-        if header != (expected.call, expected.round, expected.attempt, expected.input_sha256):
-            raise JournalError(
-                f"entries[{len(journal.entries) - 1}]: started for {last.call.value} round "
-                f"{last.round} attempt {last.attempt}, not for {expected.describe()}"
-            )
-        seq = last.seq
-    entry = JournalEntry(
-        seq=seq,
-        call=expected.call,
-        round=expected.round,
-        attempt=expected.attempt,
-        input_sha256=expected.input_sha256,
-        state=EntryState.STARTED,
-    )
-    return sign_entry(journal, entry, key) if key is not None else entry
+    entry: JournalEntry = _start_entry(_SPEC, journal, action, key)
+    return entry
 
 
 def finish_entry(
@@ -363,20 +276,8 @@ def finish_entry(
     recorded during the call. Feed the machine :func:`entry_result` of the
     returned entry, not ``result`` itself.
     """
-    if not journal.entries or journal.entries[-1].state is not EntryState.STARTED:
-        raise JournalError("the journal's last entry is not started; nothing to finish")
-    started = journal.entries[-1]
-    entry = JournalEntry(
-        seq=started.seq,
-        call=started.call,
-        round=started.round,
-        attempt=started.attempt,
-        input_sha256=started.input_sha256,
-        state=EntryState.FINISHED,
-        outcome=outcome_of(result),
-        tool_invocations=tool_invocations,
-    )
-    return sign_entry(journal, entry, key) if key is not None else entry
+    entry: JournalEntry = _finish_entry(_SPEC, journal, result, tool_invocations, key)
+    return entry
 
 
 def append_entry(journal: Journal, entry: JournalEntry) -> Journal:
@@ -385,14 +286,7 @@ def append_entry(journal: Journal, entry: JournalEntry) -> Journal:
     Only a ``started`` last entry can be replaced (by its finished entry or,
     on a resumed re-send, by itself).
     """
-    entries = journal.entries
-    if entries and entries[-1].seq == entry.seq:
-        if entries[-1].state is not EntryState.STARTED:
-            raise JournalError(f"entries[{len(entries) - 1}]: finished; it cannot be replaced")
-        return Journal(journal.request, (*entries[:-1], entry))
-    if entry.seq != len(entries) + 1:
-        raise JournalError(f"seq: expected {len(entries) + 1}, got {entry.seq}")
-    return Journal(journal.request, (*entries, entry))
+    return _append_entry(journal, entry)
 
 
 class JournalSink(Protocol):
@@ -407,20 +301,13 @@ class JournalSink(Protocol):
     def write(self, entry: JournalEntry, /) -> None: ...
 
 
-class ListJournalSink:
+class ListJournalSink(ListSinkBase[JournalEntry]):
     """An in-memory :class:`JournalSink`: :attr:`entries` holds the persisted entries."""
 
-    def __init__(self) -> None:
-        self.entries: list[JournalEntry] = []
 
-    def write(self, entry: JournalEntry, /) -> None:
-        if self.entries and self.entries[-1].seq == entry.seq:
-            self.entries[-1] = entry
-        else:
-            self.entries.append(entry)
-
-
-class JournalRecorder:
+class JournalRecorder(
+    JournalRecorderBase[Journal, InvokeAgent | CallGatekeeper, EffectResult, JournalEntry]
+):
     """The journal side of a driver loop: start, perform, finish, in that order.
 
     ``begin(action)`` writes the started entry to the sink and keeps it;
@@ -429,102 +316,21 @@ class JournalRecorder:
     from the sink calls; the effect itself is the caller's.
     """
 
-    def __init__(
-        self, journal: Journal, *, sink: JournalSink | None = None, key: bytes | None = None
-    ) -> None:
-        self.journal = journal
-        self._sink = sink
-        self._key = key
-
-    def begin(self, action: InvokeAgent | CallGatekeeper) -> JournalEntry:
-        """Record that ``action`` is about to be performed."""
-        entry = start_entry(self.journal, action, key=self._key)
-        if self._sink is not None:
-            self._sink.write(entry)
-        self.journal = append_entry(self.journal, entry)
-        return entry
-
-    def end(
-        self,
-        result: EffectResult,
-        *,
-        tool_invocations: Sequence[RecordedToolInvocation] | None = None,
-    ) -> EffectResult:
-        """Record the effect's result; returns what to feed :func:`advance`."""
-        entry = finish_entry(
-            self.journal, result, tool_invocations=tool_invocations, key=self._key
-        )
-        if self._sink is not None:
-            self._sink.write(entry)
-        self.journal = append_entry(self.journal, entry)
-        return entry_result(entry)
+    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
 
 
 # --- a journal is a replay ---------------------------------------------------------
-
-# The exception class each §9 scripted double raises, per recorded kind; the
-# trace shows ``describe_error`` of it: ``Class: message`` (``Class`` alone when empty).
-_SCRIPTED_PREFIXES: dict[FailureKind, tuple[tuple[str, str], ...]] = {
-    FailureKind.RETRYABLE: (("ScriptedError", "retryable"),),
-    FailureKind.NON_RETRYABLE: (
-        ("NonRetryableError", "non_retryable"),
-        ("UnknownScriptedError", "unknown"),
-    ),
-    FailureKind.TOOL_BLOCKED: (("ToolBlockedError", "tool_blocked"),),
-}
-_KIND_NAMES = {
-    FailureKind.RETRYABLE: "retryable",
-    FailureKind.NON_RETRYABLE: "non_retryable",
-    FailureKind.TOOL_BLOCKED: "tool_blocked",
-}
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _scripted_message(message: str, class_name: str) -> str | None:
-    """The scenario message whose scripted exception reproduces ``message``, or None."""
-    if message == class_name:
-        return ""
-    prefix = class_name + ": "
-    if message.startswith(prefix) and not _has_surrogate(message):
-        return message[len(prefix) :]
-    return None
-
-
-def _agent_error_entry(outcome: RecordedAgentError, exact: bool, where: str) -> JsonValue:
-    for class_name, kind in _SCRIPTED_PREFIXES[outcome.kind]:
-        message = _scripted_message(outcome.message, class_name)
-        if message is not None:
-            return {"error": {"kind": kind, "message": message}}
-    if exact:
-        raise JournalError(
-            f"{where}.outcome.error.message: a §9 scenario cannot reproduce this message "
-            "exactly (pass exact=False for an approximate scenario)"
-        )
-    text = outcome.message.encode("utf-8", "replace").decode("utf-8")
-    return {"error": {"kind": _KIND_NAMES[outcome.kind], "message": text}}
 
 
 def _gatekeeper_error_entry(
     outcome: RecordedGatekeeperError, exact: bool, where: str
 ) -> JsonValue:
-    message = _scripted_message(outcome.message, "NonRetryableError")
+    message = scripted_message(outcome.message, "NonRetryableError")
     if message == "":
         message = None  # the scripted gatekeeper never raises with an empty message
     if message is not None:
         return {"error": {"message": message}}
-    if exact:
-        raise JournalError(
-            f"{where}.outcome.error.message: a §9 scenario cannot reproduce this message "
-            "exactly (pass exact=False for an approximate scenario)"
-        )
-    return {"error": {"message": outcome.message.encode("utf-8", "replace").decode("utf-8")}}
+    return {"error": {"message": inexact(outcome.message, exact, where)}}
 
 
 def journal_to_scenario(
@@ -552,16 +358,13 @@ def journal_to_scenario(
     complete.
     """
     status = journal_status(journal, key=key)
-    if not status.complete:
-        raise JournalError(f"the journal is {status.describe()}")
+    require_complete(status)
     responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AgentName}
     gatekeeper: list[JsonValue] = []
     for index, entry in enumerate(journal.entries):
         outcome, where = entry.outcome, f"entries[{index}]"
-        if isinstance(outcome, RecordedReply):
-            responses[entry.call.value].append({"text": outcome.text})
-        elif isinstance(outcome, RecordedAgentError):
-            responses[entry.call.value].append(_agent_error_entry(outcome, exact, where))
+        if isinstance(outcome, RecordedReply | RecordedAgentError):
+            responses[entry.call.value].append(scenario_response(outcome, exact, where))
         elif isinstance(outcome, RecordedGatekeeperResult):
             gatekeeper.append({"result": outcome.result})
         else:
@@ -579,8 +382,7 @@ def journal_to_scenario(
 def replay_journal(journal: Journal, *, key: bytes | None = None) -> dict[str, JsonValue]:
     """The §9 output of the run a complete journal records (the same shape as ``replay``)."""
     status = journal_status(journal, key=key)
-    if not status.complete:
-        raise JournalError(f"the journal is {status.describe()}")
+    require_complete(status)
     wire = to_wire(status.state.result)
     assert isinstance(wire, dict)
     return wire

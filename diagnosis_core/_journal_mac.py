@@ -13,21 +13,40 @@ So every entry commits to the request and to every entry before it: an edit,
 a removed or inserted entry, or a swapped request breaks the chain at the
 first changed place. A ``started`` entry is signed as well, and its finished
 replacement (same ``seq``) is signed again over the same previous link.
-Digests are compared with :func:`hmac.compare_digest`.
+Digests are compared with :func:`hmac.compare_digest`. The chain is the
+same for every workflow's journal (the seed is over that workflow's request
+wire form).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any, TypeVar
 
 import attrs
 
 from ._errors import JournalError
-from ._journal_wire import Journal, JournalEntry, entry_to_wire, request_to_wire, stored_json
+from ._journal_wire import (
+    JournalBase,
+    JournalEntryBase,
+    entry_to_wire,
+    request_to_wire,
+    stored_json,
+)
 from ._machine import DiagnosisRequest
 
-__all__ = ["entry_mac", "request_mac", "sign_entry", "sign_journal", "verify_entry_mac"]
+__all__ = [
+    "entry_mac",
+    "journal_seed",
+    "request_mac",
+    "sign_entry",
+    "sign_journal",
+    "verify_entry_mac",
+]
+
+J = TypeVar("J", bound=JournalBase[Any, Any])
+E = TypeVar("E", bound=JournalEntryBase[Any])
 
 
 def _check_key(key: object) -> bytes:
@@ -36,30 +55,39 @@ def _check_key(key: object) -> bytes:
     return bytes(key)
 
 
-def request_mac(request: DiagnosisRequest, key: bytes) -> str:
-    """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
-    data = stored_json(request_to_wire(request)).encode("utf-8")
+def _seed(request_wire: dict[str, Any], key: bytes) -> str:
+    data = stored_json(request_wire).encode("utf-8")
     return hmac.new(_check_key(key), data, hashlib.sha256).hexdigest()
 
 
-def entry_mac(entry: JournalEntry, previous: str, key: bytes) -> str:
+def request_mac(request: DiagnosisRequest, key: bytes) -> str:
+    """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
+    return _seed(request_to_wire(request), key)
+
+
+def journal_seed(journal: JournalBase[Any, Any], key: bytes) -> str:
+    """The chain's seed of ``journal`` (any workflow's): the HMAC of its request's wire form."""
+    return _seed(type(journal)._form.request_to_wire(journal.request), key)
+
+
+def entry_mac(entry: JournalEntryBase[Any], previous: str, key: bytes) -> str:
     """HMAC-SHA256 of ``previous`` (hex) followed by the entry's canonical JSON without ``mac``."""
     text = previous + stored_json(entry_to_wire(entry, with_mac=False))
     return hmac.new(_check_key(key), text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def _previous_link(journal: Journal, seq: int, key: bytes) -> str:
+def _previous_link(journal: JournalBase[Any, Any], seq: int, key: bytes) -> str:
     if seq == 1:
-        return request_mac(journal.request, key)
+        return journal_seed(journal, key)
     if seq - 2 >= len(journal.entries):
         raise JournalError(f"entries[{seq - 1}]: entry {seq - 1} is missing; cannot sign")
-    previous = journal.entries[seq - 2].mac
+    previous: str | None = journal.entries[seq - 2].mac
     if previous is None:
         raise JournalError(f"entries[{seq - 2}].mac: missing; cannot sign the entry after it")
     return previous
 
 
-def sign_entry(journal: Journal, entry: JournalEntry, key: bytes) -> JournalEntry:
+def sign_entry(journal: JournalBase[Any, Any], entry: E, key: bytes) -> E:
     """``entry`` with its ``mac``, chained to the entry before it in ``journal``.
 
     ``entry`` is the entry with ``seq`` ``n``: it may be new (``n`` is one
@@ -71,18 +99,18 @@ def sign_entry(journal: Journal, entry: JournalEntry, key: bytes) -> JournalEntr
     return attrs.evolve(entry, mac=entry_mac(unsigned, previous, key))
 
 
-def sign_journal(journal: Journal, key: bytes) -> Journal:
-    """Every entry signed in order (existing MACs are replaced)."""
-    link = request_mac(journal.request, key)
+def sign_journal(journal: J, key: bytes) -> J:
+    """Every entry signed in order (existing MACs are replaced); any workflow's journal."""
+    link = journal_seed(journal, key)
     signed = []
     for entry in journal.entries:
         mac = entry_mac(entry, link, key)
         signed.append(attrs.evolve(entry, mac=mac))
         link = mac
-    return Journal(journal.request, tuple(signed))
+    return type(journal)(journal.request, tuple(signed))
 
 
-def verify_entry_mac(entry: JournalEntry, previous: str, key: bytes, index: int) -> str:
+def verify_entry_mac(entry: JournalEntryBase[Any], previous: str, key: bytes, index: int) -> str:
     """Check one link of the chain; returns the entry's ``mac``, or raises :class:`JournalError`."""
     if entry.mac is None:
         raise JournalError(f"entries[{index}].mac: missing (the journal is verified with a key)")

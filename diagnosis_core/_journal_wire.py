@@ -15,6 +15,15 @@ each a :class:`JournalError` naming the path (``entries[3].outcome: expected
 canonical JSON (§6.6) in which a lone surrogate — an exception message may
 carry one — is written as a ``\\uXXXX`` escape, so the text is always valid
 UTF-8 and the fact comes back unchanged.
+
+Both workflows share this form (spec §12): the entry and journal classes here
+are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
+workflow narrows with a :class:`JournalForm` — its ``format``, its call
+names, which call is the executor (the one that may carry
+``tool_invocations``), which calls are gatekeeper calls (``result`` outcomes)
+and how its request goes to and from the wire. The chat diagnosis journal
+(:class:`Journal`, ``diagnosis_journal_v1``) is defined here; the AIOps one
+lives in ``aiops/_journal.py``.
 """
 
 from __future__ import annotations
@@ -23,8 +32,8 @@ import enum
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 import attrs
 
@@ -45,8 +54,11 @@ __all__ = [
     "JOURNAL_FORMAT",
     "EntryState",
     "Journal",
+    "JournalBase",
     "JournalCall",
     "JournalEntry",
+    "JournalEntryBase",
+    "JournalForm",
     "JournalOutcome",
     "RecordedAgentError",
     "RecordedGatekeeperError",
@@ -55,12 +67,17 @@ __all__ = [
     "RecordedToolError",
     "RecordedToolInvocation",
     "entry_to_wire",
+    "journal_document_from_json",
     "journal_from_json",
     "journal_to_json",
     "journal_to_wire",
     "load_journal",
+    "load_journal_document",
+    "request_error",
+    "request_object",
     "request_to_wire",
     "stored_json",
+    "tool_invocation_from_record",
 ]
 
 JOURNAL_FORMAT = "diagnosis_journal_v1"
@@ -231,20 +248,50 @@ def _optional_invocations(
     return None if value is None else tuple(value)
 
 
-@attrs.frozen
-class JournalEntry:
-    """One effect of the run: the call the machine asked for and, once finished, its outcome.
+C = TypeVar("C", bound=enum.StrEnum)
+Q = TypeVar("Q")
+E = TypeVar("E", bound="JournalEntryBase[Any]")
 
-    ``input_sha256`` is the SHA-256 hex of the exact agent input string, or
-    for the gatekeeper of the canonical JSON of ``{"run_id",
-    "executor_output"}``. A ``started`` entry has no outcome; a ``finished``
-    one has an outcome that fits the call. ``tool_invocations`` only ever
-    appear on finished executor entries. ``mac`` is the optional HMAC chain
-    link (see ``_journal_mac.py``). Construction raises :class:`JournalError`.
+
+@attrs.frozen
+class JournalForm:
+    """What makes one workflow's journal its own; everything else is shared.
+
+    ``calls`` is the enumeration of call names, ``executor`` the one call
+    whose finished entries may carry ``tool_invocations`` (it runs tools),
+    ``gatekeeper`` the calls whose outcome is ``{"result"}`` /
+    ``{"error": {"message"}}`` instead of an agent's ``{"text"}`` /
+    ``{"error": {"kind", "message"}}``. ``request_to_wire`` and
+    ``load_request`` convert the request (``load_request`` raises
+    :class:`JournalError` with a path under ``request``).
     """
 
+    format: str
+    calls: type[enum.StrEnum]
+    executor: enum.StrEnum
+    gatekeeper: frozenset[enum.StrEnum]
+    request_type: type
+    request_to_wire: Callable[[Any], dict[str, JsonValue]]
+    load_request: Callable[[object], Any]
+
+
+@attrs.frozen
+class JournalEntryBase(Generic[C]):
+    """One effect of a run: the call the machine asked for and, once finished, its outcome.
+
+    The fields and checks every workflow's entry shares; a workflow's entry
+    class narrows ``C`` (its call names) and sets ``_form``.
+    ``input_sha256`` is the SHA-256 hex of the exact input the call was
+    made with. A ``started`` entry has no outcome; a ``finished`` one has an
+    outcome that fits the call. ``tool_invocations`` only ever appear on
+    finished executor entries. ``mac`` is the optional HMAC chain link (see
+    ``_journal_mac.py``). Construction raises :class:`JournalError`.
+    """
+
+    _form: ClassVar[JournalForm]
+
     seq: int
-    call: JournalCall
+    call: C
     round: int
     attempt: int
     input_sha256: str
@@ -256,12 +303,13 @@ class JournalEntry:
     mac: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        form = type(self)._form
         for name in ("seq", "round", "attempt"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise JournalError(f"{name}: expected an integer >= 1, got {describe_value(value)}")
-        if not isinstance(self.call, JournalCall):
-            raise JournalError(f"call: expected a JournalCall, got {self.call!r}")
+        if not isinstance(self.call, form.calls):
+            raise JournalError(f"call: expected a {form.calls.__name__}, got {self.call!r}")
         if not isinstance(self.state, EntryState):
             raise JournalError(f"state: expected an EntryState, got {self.state!r}")
         if not isinstance(self.input_sha256, str) or not _HEX64.match(self.input_sha256):
@@ -274,16 +322,15 @@ class JournalEntry:
             if self.tool_invocations is not None:
                 raise JournalError("tool_invocations: a started entry has none")
             return
-        fits = _GATEKEEPER_OUTCOMES if self.call is JournalCall.GATEKEEPER else _AGENT_OUTCOMES
+        gatekeeper = self.call in form.gatekeeper
+        fits = _GATEKEEPER_OUTCOMES if gatekeeper else _AGENT_OUTCOMES
         if self.outcome is None:
             raise JournalError("outcome: missing (a finished entry has one)")
         if not isinstance(self.outcome, fits):
-            expected = '"result" or "error"' if self.call is JournalCall.GATEKEEPER else (
-                '"text" or "error"'
-            )
+            expected = '"result" or "error"' if gatekeeper else '"text" or "error"'
             raise JournalError(f"outcome: expected {expected} for a {self.call.value} call")
         if self.tool_invocations is not None:
-            if self.call is not JournalCall.EXECUTOR:
+            if self.call is not form.executor:
                 raise JournalError("tool_invocations: only executor entries carry them")
             for index, item in enumerate(self.tool_invocations):
                 if not isinstance(item, RecordedToolInvocation):
@@ -292,30 +339,43 @@ class JournalEntry:
                     )
 
 
-def _entries(value: Sequence[JournalEntry]) -> tuple[JournalEntry, ...]:
-    entries = tuple(value)
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, JournalEntry):
-            raise JournalError(f"entries[{index}]: expected a JournalEntry")
-    return entries
+def _entry_tuple(value: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(value)
 
 
 @attrs.frozen
-class Journal:
-    """The durable record of one run: the request and its entries in call order (spec §12)."""
+class JournalBase(Generic[Q, E]):
+    """The durable record of one run: the request and its entries in call order (spec §12).
 
-    request: DiagnosisRequest = attrs.field(
-        validator=attrs.validators.instance_of(DiagnosisRequest)
-    )
-    entries: tuple[JournalEntry, ...] = attrs.field(default=(), converter=_entries)
+    Shared by both workflows; a workflow's journal class narrows the request
+    and entry types and sets ``_form`` and ``_entry_type``.
+    """
+
+    _form: ClassVar[JournalForm]
+    _entry_type: ClassVar[type[JournalEntryBase[Any]]]
+
+    request: Q
+    entries: tuple[E, ...] = attrs.field(default=(), converter=_entry_tuple)
+
+    def __attrs_post_init__(self) -> None:
+        entry_type = type(self)._entry_type
+        for index, entry in enumerate(self.entries):
+            if not isinstance(entry, entry_type):
+                raise JournalError(f"entries[{index}]: expected a {entry_type.__name__}")
+        request_type = type(self)._form.request_type
+        if not isinstance(self.request, request_type):
+            raise TypeError(
+                f"'request' must be {request_type!r} (got {self.request!r} that is a "
+                f"{type(self.request)!r})."
+            )
 
     @property
     def format(self) -> str:
-        """Always :data:`JOURNAL_FORMAT`."""
-        return JOURNAL_FORMAT
+        """The journal's wire ``format`` (:data:`JOURNAL_FORMAT` for the chat journal)."""
+        return type(self)._form.format
 
 
-# --- to the wire --------------------------------------------------------------------
+# --- the chat diagnosis journal -----------------------------------------------------
 
 
 def request_to_wire(request: DiagnosisRequest) -> dict[str, JsonValue]:
@@ -329,6 +389,88 @@ def request_to_wire(request: DiagnosisRequest) -> dict[str, JsonValue]:
     }
 
 
+_REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
+_RUN_KEYS = ("run_id", "session_id")
+
+
+def request_object(
+    value: object, keys: frozenset[str], required: Sequence[str]
+) -> Mapping[str, object]:
+    """A journal's ``request`` object: only ``keys``, ``required`` ones and ``run``'s ids present.
+
+    The written request always has them; the scenario loaders that build the
+    request would otherwise fill them with defaults.
+    """
+    data = _object(value, "request", keys)
+    for key in required:
+        if data.get(key) is None:
+            raise _fail(f"request.{key}", "missing")
+    run = data.get("run")
+    if isinstance(run, dict):
+        for key in _RUN_KEYS:
+            if run.get(key) is None:
+                raise _fail(f"request.run.{key}", "missing")
+    return data
+
+
+def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvocation:
+    """A §13 ledger record (plain JSON) as a :class:`RecordedToolInvocation`, strictly."""
+    return _load_tool_invocation(record, path)
+
+
+def _load_request(value: object) -> DiagnosisRequest:
+    data = request_object(value, _REQUEST_KEYS, ("question", "run", "config"))
+    try:
+        return scenario_request(load_scenario(dict(data)))
+    except ScenarioError as error:
+        raise request_error(error) from None
+
+
+def request_error(error: ScenarioError) -> JournalError:
+    """A scenario loader's error about a journal's request, as a path under ``request``."""
+    message = str(error)
+    message = message[3:] if message.startswith("$: ") else message
+    separator = "" if message.startswith((".", "[", ":")) else "."
+    return JournalError(f"request{separator}{message}")
+
+
+_CHAT_FORM = JournalForm(
+    format=JOURNAL_FORMAT,
+    calls=JournalCall,
+    executor=JournalCall.EXECUTOR,
+    gatekeeper=frozenset({JournalCall.GATEKEEPER}),
+    request_type=DiagnosisRequest,
+    request_to_wire=request_to_wire,
+    load_request=_load_request,
+)
+
+
+@attrs.frozen
+class JournalEntry(JournalEntryBase[JournalCall]):
+    """One effect of a chat run: the call the machine asked for and, once finished, its outcome.
+
+    ``input_sha256`` is the SHA-256 hex of the exact agent input string, or
+    for the gatekeeper of the canonical JSON of ``{"run_id",
+    "executor_output"}``. A ``started`` entry has no outcome; a ``finished``
+    one has an outcome that fits the call. ``tool_invocations`` only ever
+    appear on finished executor entries. ``mac`` is the optional HMAC chain
+    link (see ``_journal_mac.py``). Construction raises :class:`JournalError`.
+    """
+
+    _form: ClassVar[JournalForm] = _CHAT_FORM
+
+
+@attrs.frozen
+class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
+    """The durable record of one run: the request and its entries in call order (spec §12)."""
+
+    _form: ClassVar[JournalForm] = _CHAT_FORM
+    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
+
+
+# --- to the wire --------------------------------------------------------------------
+
+
 def _outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
     if isinstance(outcome, RecordedReply):
         return {"text": outcome.text}
@@ -339,7 +481,7 @@ def _outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
     return {"error": {"message": outcome.message}}
 
 
-def entry_to_wire(entry: JournalEntry, *, with_mac: bool = True) -> dict[str, JsonValue]:
+def entry_to_wire(entry: JournalEntryBase[Any], *, with_mac: bool = True) -> dict[str, JsonValue]:
     """One entry's wire object; ``with_mac=False`` gives the object its MAC is computed over."""
     wire: dict[str, JsonValue] = {
         "seq": entry.seq,
@@ -358,16 +500,18 @@ def entry_to_wire(entry: JournalEntry, *, with_mac: bool = True) -> dict[str, Js
     return wire
 
 
-def journal_to_wire(journal: Journal) -> dict[str, JsonValue]:
+
+def journal_to_wire(journal: JournalBase[Any, Any]) -> dict[str, JsonValue]:
     """The whole journal as plain JSON data (``format``, ``request``, ``entries``)."""
+    form = type(journal)._form
     return {
-        "format": JOURNAL_FORMAT,
-        "request": request_to_wire(journal.request),
+        "format": form.format,
+        "request": form.request_to_wire(journal.request),
         "entries": [entry_to_wire(entry) for entry in journal.entries],
     }
 
 
-def journal_to_json(journal: Journal) -> str:
+def journal_to_json(journal: JournalBase[Any, Any]) -> str:
     """The journal as canonical JSON text (surrogates escaped, see :func:`stored_json`)."""
     return stored_json(journal_to_wire(journal))
 
@@ -421,34 +565,7 @@ def _field_enum(data: Mapping[str, object], key: str, path: str, cls: type[enum.
     return value
 
 
-_REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
-_RUN_KEYS = ("run_id", "session_id")
-
-
-def _load_request(value: object) -> DiagnosisRequest:
-    data = _object(value, "request", _REQUEST_KEYS)
-    for key in ("question", "run", "config"):
-        if data.get(key) is None:
-            raise _fail(f"request.{key}", "missing")
-    run = data["run"]
-    if isinstance(run, dict):
-        for key in _RUN_KEYS:
-            if run.get(key) is None:
-                raise _fail(f"request.run.{key}", "missing")
-    try:
-        return scenario_request(load_scenario(dict(data)))
-    except ScenarioError as error:
-        message = str(error)
-        return _raise_request_error(message[3:] if message.startswith("$: ") else message)
-
-
-def _raise_request_error(message: str) -> DiagnosisRequest:
-    separator = "" if message.startswith((".", "[", ":")) else "."
-    raise JournalError(f"request{separator}{message}") from None
-
-
-def _load_outcome(value: object, path: str, call: JournalCall) -> JournalOutcome:
-    gatekeeper = call is JournalCall.GATEKEEPER
+def _load_outcome(value: object, path: str, gatekeeper: bool) -> JournalOutcome:
     first = "result" if gatekeeper else "text"
     data = _object(value, path, frozenset({first, "error"}))
     if (first in data) == ("error" in data):
@@ -514,10 +631,11 @@ _ENTRY_KEYS = frozenset(
 )
 
 
-def _load_entry(value: object, path: str) -> JournalEntry:
+def _load_entry(value: object, path: str, entry_type: type[E]) -> E:
+    form = entry_type._form
     data = _object(value, path, _ENTRY_KEYS)
     seq = _field_int(data, "seq", path)
-    call = JournalCall(_field_enum(data, "call", path, JournalCall))
+    call = form.calls(_field_enum(data, "call", path, form.calls))
     round = _field_int(data, "round", path)
     attempt = _field_int(data, "attempt", path)
     digest = _field_str(data, "input_sha256", path)
@@ -537,10 +655,10 @@ def _load_entry(value: object, path: str) -> JournalEntry:
     else:
         if "outcome" not in data:
             raise _fail(f"{path}.outcome", "missing (a finished entry has one)")
-        outcome = _load_outcome(data["outcome"], f"{path}.outcome", call)
+        outcome = _load_outcome(data["outcome"], f"{path}.outcome", call in form.gatekeeper)
     invocations = None
     if "tool_invocations" in data:
-        if call is not JournalCall.EXECUTOR:
+        if call is not form.executor:
             raise _fail(f"{path}.tool_invocations", "only executor entries carry them")
         items = data["tool_invocations"]
         if not isinstance(items, list):
@@ -550,9 +668,49 @@ def _load_entry(value: object, path: str) -> JournalEntry:
             for index, item in enumerate(items)
         )
     try:
-        return JournalEntry(seq, call, round, attempt, digest, state, outcome, invocations, mac)
+        return entry_type(seq, call, round, attempt, digest, state, outcome, invocations, mac)
     except JournalError as error:  # pragma: no cover - every rule is checked above
         raise _fail(path, str(error)) from None
+
+
+J = TypeVar("J", bound="JournalBase[Any, Any]")
+
+
+def load_journal_document(journal_type: type[J], data: object) -> J:
+    """Validate a journal document of ``journal_type`` strictly; every problem names its path.
+
+    The shared loader behind :func:`load_journal` and the AIOps journal's.
+    This checks the *form* only; folding checks that the entries are the
+    calls the run makes.
+    """
+    form = journal_type._form
+    top = _object(data, "$", frozenset({"format", "request", "entries"}))
+    if "format" not in top:
+        raise _fail("format", "missing")
+    if top["format"] != form.format:
+        raise _fail("format", f"expected {form.format!r}, got {describe_value(top['format'])}")
+    if "request" not in top:
+        raise _fail("request", "missing")
+    request = form.load_request(top["request"])
+    if "entries" not in top:
+        raise _fail("entries", "missing")
+    items = top["entries"]
+    if not isinstance(items, list):
+        raise _fail("entries", f"expected an array, got {_type(items)}")
+    entry_type = journal_type._entry_type
+    entries = tuple(
+        _load_entry(item, f"entries[{index}]", entry_type) for index, item in enumerate(items)
+    )
+    return journal_type(request, entries)
+
+
+def journal_document_from_json(journal_type: type[J], text: str) -> J:
+    """Parse journal text strictly (:func:`loads_strict_stored`) as a ``journal_type``."""
+    try:
+        data = loads_strict_stored(text)
+    except PayloadError as error:
+        raise JournalError(f"{error.path}: {error.problem}") from None
+    return load_journal_document(journal_type, data)
 
 
 def load_journal(data: object) -> Journal:
@@ -561,27 +719,9 @@ def load_journal(data: object) -> Journal:
     This checks the *form* only; :func:`fold_journal` checks that the entries
     are the calls the run makes.
     """
-    top = _object(data, "$", frozenset({"format", "request", "entries"}))
-    if "format" not in top:
-        raise _fail("format", "missing")
-    if top["format"] != JOURNAL_FORMAT:
-        raise _fail("format", f"expected {JOURNAL_FORMAT!r}, got {describe_value(top['format'])}")
-    if "request" not in top:
-        raise _fail("request", "missing")
-    request = _load_request(top["request"])
-    if "entries" not in top:
-        raise _fail("entries", "missing")
-    items = top["entries"]
-    if not isinstance(items, list):
-        raise _fail("entries", f"expected an array, got {_type(items)}")
-    entries = tuple(_load_entry(item, f"entries[{index}]") for index, item in enumerate(items))
-    return Journal(request, entries)
+    return load_journal_document(Journal, data)
 
 
 def journal_from_json(text: str) -> Journal:
     """Parse journal text strictly (:func:`loads_strict_stored`) and :func:`load_journal` it."""
-    try:
-        data = loads_strict_stored(text)
-    except PayloadError as error:
-        raise JournalError(f"{error.path}: {error.problem}") from None
-    return load_journal(data)
+    return journal_document_from_json(Journal, text)

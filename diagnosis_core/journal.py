@@ -11,6 +11,11 @@ corruption and a core that would route a recorded run differently are
 :class:`JournalError`\\ s naming the entry. With a host key, entries are chained
 with HMAC-SHA256 (:func:`sign_journal`) and every edit is refused.
 
+The AIOps flow's journal (``aiops_journal_v1``, in :mod:`diagnosis_core.aiops`) is
+the same kernel with its own call names; :func:`journal_to_json`,
+:func:`journal_to_wire`, :func:`sign_journal`, :func:`sign_entry` and
+:func:`entry_mac` accept either workflow's journal.
+
 ``import diagnosis_core`` does not load this module.
 """
 

@@ -3,7 +3,9 @@
 A second workflow on the same kernel as the chat diagnosis workflow: the strict JSON
 reader, the converter, the errors, the routing-table drawing, the failure classifier
 and the driver loop are shared; the machine, its payloads, routing table, rules,
-renderers and replay format are its own. ``import diagnosis_core`` does not import
+renderers and replay format are its own. Its run journal (``aiops_journal_v1``) is
+the chat journal's kernel with its own call names (``AiOpsJournal``,
+``fold_aiops_journal``, ``run_aiops(..., sink=...)``). ``import diagnosis_core`` does not import
 this package; import it explicitly (``from diagnosis_core.aiops import run_aiops``).
 """
 
@@ -53,6 +55,29 @@ from ._inputs import (
     build_supervisor_input,
     encode_aiops_input,
     select_aiops_mode,
+)
+from ._journal import (
+    AIOPS_JOURNAL_FORMAT,
+    AiOpsExpectedCall,
+    AiOpsJournal,
+    AiOpsJournalEntry,
+    AiOpsJournalRecorder,
+    AiOpsJournalSink,
+    AiOpsJournalStatus,
+    ListAiOpsJournalSink,
+    aiops_expected_call,
+    aiops_journal_from_json,
+    aiops_journal_status,
+    aiops_request_to_wire,
+    fold_aiops_journal,
+    load_aiops_journal,
+    resume_aiops_journal,
+)
+from ._journal_replay import (
+    aiops_journal_ledger,
+    aiops_journal_to_scenario,
+    record_aiops_scenario,
+    replay_aiops_journal,
 )
 from ._machine import (
     AiOpsAction,
@@ -126,6 +151,7 @@ from ._trace import (
 )
 
 __all__ = [
+    "AIOPS_JOURNAL_FORMAT",
     "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
     "AIOPS_SCHEMA_NAMES",
@@ -143,10 +169,16 @@ __all__ = [
     "AiOpsExecutorFinding",
     "AiOpsExecutorInput",
     "AiOpsExecutorOutput",
+    "AiOpsExpectedCall",
     "AiOpsFinding",
     "AiOpsFinished",
     "AiOpsInput",
     "AiOpsInvocationRecord",
+    "AiOpsJournal",
+    "AiOpsJournalEntry",
+    "AiOpsJournalRecorder",
+    "AiOpsJournalSink",
+    "AiOpsJournalStatus",
     "AiOpsMode",
     "AiOpsNode",
     "AiOpsOutcome",
@@ -176,13 +208,20 @@ __all__ = [
     "AlertmanagerPayloadError",
     "AsyncAiOpsEffects",
     "InvokeAiOpsAgent",
+    "ListAiOpsJournalSink",
     "ReporterInput",
     "SupervisorChoice",
     "SupervisorDecision",
     "SupervisorInput",
     "advance_aiops",
+    "aiops_expected_call",
+    "aiops_journal_from_json",
+    "aiops_journal_ledger",
+    "aiops_journal_status",
+    "aiops_journal_to_scenario",
     "aiops_json_schema",
     "aiops_replay_output",
+    "aiops_request_to_wire",
     "aiops_routing_mermaid",
     "aiops_scenario_effects",
     "aiops_scenario_request",
@@ -197,6 +236,8 @@ __all__ = [
     "encode_aiops_input",
     "evaluate_aiops_report",
     "evaluate_aiops_run",
+    "fold_aiops_journal",
+    "load_aiops_journal",
     "load_aiops_scenario",
     "next_aiops_action",
     "parse_aiops_executor_output",
@@ -205,10 +246,13 @@ __all__ = [
     "parse_supervisor_decision",
     "perform_aiops_effect",
     "perform_aiops_effect_async",
+    "record_aiops_scenario",
     "render_aiops_fallback",
     "render_aiops_report",
     "replay_aiops",
+    "replay_aiops_journal",
     "replay_aiops_scenario",
+    "resume_aiops_journal",
     "run_aiops",
     "select_aiops_mode",
     "start_aiops",

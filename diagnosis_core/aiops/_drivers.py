@@ -8,6 +8,13 @@ result back; it decides nothing. An exception of an agent becomes
 (failing closed, spec §6.7). ``BaseException``s that are not ``Exception``
 propagate untouched.
 
+With ``journal=`` or ``sink=`` a driver also writes the run's journal
+(spec §12): each ``started`` entry goes to the sink before the agent runs,
+the ``finished`` one when it returned, and the machine is fed the recorded
+fact (what the finished entry folds to), so the live state and the fold of
+the journal are equal by construction. ``journal=`` resumes from a journal
+under the resume rule (``resume_aiops_journal``).
+
 :func:`evaluate_aiops_run` applies the rule evaluator to a finished run with
 the tool ledger the host recorded.
 """
@@ -15,16 +22,25 @@ the tool ledger the host recorded.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 
 from .._classify import FailureClassifier, default_failure_classifier
 from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
+from .._errors import JournalError
+from .._journal_wire import RecordedToolInvocation, tool_invocation_from_record
 from .._loop import adrive, ainvoke_agent, drive, invoke_agent
 from .._machine import AgentFailed, AgentReplied
 from .._reference_gatekeeper import ToolLedger
+from .._tools import RecorderMark, ToolRecorder
 from ._enums import AiOpsAgent
+from ._journal import (
+    AiOpsJournal,
+    AiOpsJournalRecorder,
+    AiOpsJournalSink,
+    resume_aiops_journal,
+)
 from ._machine import (
     AiOpsFinished,
     AiOpsRequest,
@@ -128,8 +144,77 @@ async def perform_aiops_effect_async(
     )
 
 
+class _Journaling:
+    """The journal side of one driven run: what to record around each agent call."""
+
+    def __init__(
+        self,
+        recorder: AiOpsJournalRecorder,
+        tools: ToolRecorder | None,
+    ) -> None:
+        self._recorder = recorder
+        self._tools = tools
+        self._mark: RecorderMark | None = None
+
+    def before(self, action: InvokeAiOpsAgent) -> None:
+        self._recorder.begin(action)
+        if self._tools is not None and action.agent is AiOpsAgent.EXECUTOR:
+            self._mark = self._tools.mark()
+
+    def after(self, result: AgentReplied | AgentFailed) -> AgentReplied | AgentFailed:
+        invocations: tuple[RecordedToolInvocation, ...] | None = None
+        if self._mark is not None and self._tools is not None:
+            invocations = tuple(
+                tool_invocation_from_record(record.to_record(), f"tool_invocations[{index}]")
+                for index, record in enumerate(self._tools.since(self._mark))
+            )
+            self._mark = None
+        return self._recorder.end(result, tool_invocations=invocations)
+
+
+def _start(
+    request: AiOpsRequest,
+    state: AiOpsState | None,
+    journal: AiOpsJournal | None,
+    sink: AiOpsJournalSink | None,
+    key: bytes | None,
+    tools: ToolRecorder | None,
+    driver: str,
+) -> tuple[AiOpsState, _Journaling | None]:
+    """The state to drive from and, when journaling, the journal side of the run."""
+    if journal is None and sink is None:
+        if key is not None or tools is not None:
+            raise TypeError(f"{driver}: key= and tools= record a journal; pass journal= or sink=")
+        return (start_aiops(request) if state is None else state), None
+    if state is not None:
+        raise TypeError(f"{driver}: pass state= or journal=, not both (the journal is the state)")
+    if tools is not None and not isinstance(tools, ToolRecorder):
+        raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
+    if journal is None:
+        journal = AiOpsJournal(request)
+        current = start_aiops(request)
+    else:
+        if not isinstance(journal, AiOpsJournal):
+            raise JournalError(f"expected an AiOpsJournal, got {type(journal).__name__}")
+        if journal.request != request:
+            raise JournalError("request: the journal records a different request")
+        before = journal
+        journal, current = resume_aiops_journal(journal, key=key)
+        if sink is not None and journal is not before:
+            sink.write(journal.entries[-1])  # the interrupted executor call, now finished
+    recorder = AiOpsJournalRecorder(journal, sink=sink, key=key)
+    return current, _Journaling(recorder, tools)
+
+
 def run_aiops(
-    request: AiOpsRequest, effects: AiOpsEffects, *, state: AiOpsState | None = None
+    request: AiOpsRequest,
+    effects: AiOpsEffects,
+    *,
+    state: AiOpsState | None = None,
+    journal: AiOpsJournal | None = None,
+    sink: AiOpsJournalSink | None = None,
+    key: bytes | None = None,
+    tools: ToolRecorder | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -137,6 +222,15 @@ def run_aiops(
     outcome; judge its report with :func:`evaluate_aiops_report`. Raises
     ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`AiOpsEffects` of sync callables (spec §15).
+
+    Journaling (spec §12): with ``sink`` every entry is written to it as the
+    run goes (``started`` before the agent runs); with ``journal`` the run
+    resumes from that journal (of the same ``request``, verified with
+    ``key``) by the resume rule, and goes on recording. ``key`` signs the
+    entries; ``tools`` — the run's :class:`ToolRecorder` — puts the tool
+    calls each executor call made on its entry (``tool_invocations``).
+    A journal that does not verify is a :class:`JournalError` before any
+    agent runs.
     """
     check_effects_kind(
         effects,
@@ -146,23 +240,50 @@ def run_aiops(
         driver="run_aiops",
         other_driver="arun_aiops",
     )
-    current = start_aiops(request) if state is None else state
-    return drive(
-        current,
-        next_aiops_action,
-        AiOpsFinished,
-        functools.partial(perform_aiops_effect, effects=effects),
-        advance_aiops,
+    current, journaling = _start(request, state, journal, sink, key, tools, "run_aiops")
+    perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed] = functools.partial(
+        perform_aiops_effect, effects=effects
     )
+    if journaling is not None:
+        perform = functools.partial(_journaled, perform=perform, journaling=journaling)
+    return drive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+
+
+def _journaled(
+    action: InvokeAiOpsAgent,
+    *,
+    perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed],
+    journaling: _Journaling,
+) -> AgentReplied | AgentFailed:
+    journaling.before(action)
+    return journaling.after(perform(action))
+
+
+async def _ajournaled(
+    action: InvokeAiOpsAgent,
+    *,
+    perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]],
+    journaling: _Journaling,
+) -> AgentReplied | AgentFailed:
+    journaling.before(action)
+    return journaling.after(await perform(action))
 
 
 async def arun_aiops(
-    request: AiOpsRequest, effects: AsyncAiOpsEffects, *, state: AiOpsState | None = None
+    request: AiOpsRequest,
+    effects: AsyncAiOpsEffects,
+    *,
+    state: AiOpsState | None = None,
+    journal: AiOpsJournal | None = None,
+    sink: AiOpsJournalSink | None = None,
+    key: bytes | None = None,
+    tools: ToolRecorder | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
     Raises ``TypeError`` before the run starts when ``effects`` are not
     :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15).
+    ``journal``, ``sink``, ``key`` and ``tools`` are :func:`run_aiops`'s.
     """
     check_effects_kind(
         effects,
@@ -172,14 +293,13 @@ async def arun_aiops(
         driver="arun_aiops",
         other_driver="run_aiops",
     )
-    current = start_aiops(request) if state is None else state
-    return await adrive(
-        current,
-        next_aiops_action,
-        AiOpsFinished,
-        functools.partial(perform_aiops_effect_async, effects=effects),
-        advance_aiops,
+    current, journaling = _start(request, state, journal, sink, key, tools, "arun_aiops")
+    perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]] = (
+        functools.partial(perform_aiops_effect_async, effects=effects)
     )
+    if journaling is not None:
+        perform = functools.partial(_ajournaled, perform=perform, journaling=journaling)
+    return await adrive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
 
 
 def evaluate_aiops_run(

@@ -202,9 +202,14 @@ def replay_aiops_scenario(scenario: AiOpsScenario) -> AiOpsState:
 
 def aiops_replay_output(scenario: AiOpsScenario, state: AiOpsState) -> dict[str, JsonValue]:
     """The replay output object of a finished run, with its rule evaluation."""
+    return aiops_output(state, scenario.tool_ledger)
+
+
+def aiops_output(state: AiOpsState, ledger: ToolLedger) -> dict[str, JsonValue]:
+    """The replay output of a finished run whose tools recorded ``ledger``."""
     wire = to_wire(state.result)
     assert isinstance(wire, dict)
-    evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
+    evaluation = evaluate_aiops_run(state, ledger)
     return {
         "workflow": WORKFLOW,
         **wire,

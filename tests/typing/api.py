@@ -690,3 +690,41 @@ def observe(state: DiagnosisState) -> int:
         dcb.notify(generic, "event_appended", event)
     assert issubclass(dc.ObserverWarning, RuntimeWarning)
     return len(state.events)
+
+
+# --- the AIOps journal (spec §12) ---------------------------------------------------
+
+
+def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, key: bytes) -> str:
+    """The AIOps journal: the journaling driver, fold, resume, conversion and replay."""
+    sink = dca.ListAiOpsJournalSink()
+    sink_protocol: dca.AiOpsJournalSink = sink
+    state = dca.run_aiops(request, effects, sink=sink_protocol, key=key, tools=dct.ToolRecorder())
+    journal = dca.AiOpsJournal(request, tuple(sink.entries))
+    entry: dca.AiOpsJournalEntry = journal.entries[0]
+    assert entry.call in dca.AiOpsAgent and journal.format == dca.AIOPS_JOURNAL_FORMAT
+    assert dca.fold_aiops_journal(journal, key=key) == state
+    status: dca.AiOpsJournalStatus = dca.aiops_journal_status(journal, key=key)
+    pending: dca.AiOpsExpectedCall | None = status.pending
+    assert pending is None and status.complete
+    resumed, resumed_state = dca.resume_aiops_journal(journal, key=key)
+    assert_type(resumed, dca.AiOpsJournal)
+    assert_type(resumed_state, dca.AiOpsState)
+    assert_type(dcj.sign_journal(journal, key), dca.AiOpsJournal)
+    text = dcj.journal_to_json(journal)
+    assert_type(dca.aiops_journal_from_json(text), dca.AiOpsJournal)
+    assert_type(dca.load_aiops_journal(json.loads(text)), dca.AiOpsJournal)
+    scenario: dict[str, JsonValue] = dca.aiops_journal_to_scenario(journal, key=key, exact=True)
+    output: dict[str, JsonValue] = dca.replay_aiops_journal(journal, key=key)
+    assert dca.replay_aiops(scenario) == output
+    ledger: dc.ToolLedger = dca.aiops_journal_ledger(journal)
+    recorder = dca.AiOpsJournalRecorder(dca.AiOpsJournal(request), sink=sink, key=key)
+    action = dca.next_aiops_action(dca.start_aiops(request))
+    assert isinstance(action, dca.InvokeAiOpsAgent)
+    assert_type(dca.aiops_expected_call(action), dca.AiOpsExpectedCall)
+    started: dca.AiOpsJournalEntry = recorder.begin(action)
+    fed: dc.AgentReplied | dc.AgentFailed = recorder.end(dc.AgentReplied("{}"))
+    wire: dict[str, JsonValue] = dca.aiops_request_to_wire(request)
+    recorded: dca.AiOpsJournal = dca.record_aiops_scenario(scenario, key=key)
+    del ledger, started, fed, wire, recorded
+    return text

@@ -1,0 +1,262 @@
+"""The AIOps run journal ``aiops_journal_v1`` (spec §12, last bullet; spec §11).
+
+The same journal as the chat diagnosis's — the same entries, fold-and-verify
+walk, resume rule, builder, sinks and HMAC chain, all from the shared kernel
+(``_journal_kernel.py``) — with this workflow's own parts:
+
+* ``format`` is ``aiops_journal_v1``; ``request`` is the :class:`AiOpsRequest`
+  wire form ``{"run", "alerts", "config"}``;
+* ``call`` is one of the four agents, ``supervisor|planner|executor|reporter``
+  (there is no gatekeeper in this flow), and every outcome is an agent's:
+  ``{"text"}`` or ``{"error": {"kind", "message"}}``;
+* ``round`` is the supervisor step the call belongs to, ``attempt`` its
+  attempt, ``input_sha256`` the SHA-256 of the exact agent input (the trace's);
+* executor entries may carry ``tool_invocations`` (§13 ledger entries); the
+  run's tool ledger — what the rule evaluator checks citations against — is
+  their concatenation in entry order.
+
+Resume: supervisor, planner and reporter calls are re-sent with the identical
+input as the same attempt; an interrupted executor call (its tools may have
+run) is never re-sent: it is folded as a ``non_retryable`` failure
+``interrupted: outcome unknown`` (→ ``EXECUTOR_FAILED``).
+
+Serialising and signing use the shared functions of
+:mod:`diagnosis_core.journal` (``journal_to_json``, ``journal_to_wire``,
+``sign_journal``, ``sign_entry``), which accept an :class:`AiOpsJournal`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol
+
+import attrs
+
+from .._converter import to_wire
+from .._errors import ScenarioError
+from .._journal_kernel import (
+    ExpectedCallBase,
+    JournalRecorderBase,
+    JournalSpec,
+    JournalStatusBase,
+    ListSinkBase,
+    agent_outcome,
+    agent_result,
+    fold,
+    resume,
+    sha256_text,
+)
+from .._journal_wire import (
+    JournalBase,
+    JournalEntryBase,
+    JournalForm,
+    journal_document_from_json,
+    load_journal_document,
+    request_error,
+    request_object,
+)
+from .._json import JsonValue
+from .._machine import AgentFailed, AgentReplied
+from ._enums import AiOpsAgent
+from ._machine import (
+    AiOpsFinished,
+    AiOpsRequest,
+    AiOpsState,
+    InvokeAiOpsAgent,
+    advance_aiops,
+    next_aiops_action,
+    start_aiops,
+)
+
+__all__ = [
+    "AIOPS_JOURNAL_FORMAT",
+    "AiOpsExpectedCall",
+    "AiOpsJournal",
+    "AiOpsJournalEntry",
+    "AiOpsJournalRecorder",
+    "AiOpsJournalSink",
+    "AiOpsJournalStatus",
+    "ListAiOpsJournalSink",
+    "aiops_expected_call",
+    "aiops_journal_from_json",
+    "aiops_journal_status",
+    "aiops_request_to_wire",
+    "fold_aiops_journal",
+    "load_aiops_journal",
+    "resume_aiops_journal",
+]
+
+AIOPS_JOURNAL_FORMAT = "aiops_journal_v1"
+"""The ``format`` of an AIOps journal."""
+
+
+def aiops_request_to_wire(request: AiOpsRequest) -> dict[str, JsonValue]:
+    """The request as an AIOps journal holds it: ``{"run", "alerts", "config"}``."""
+    return {
+        "run": to_wire(request.run),
+        "alerts": [to_wire(alert) for alert in request.alerts],
+        "config": to_wire(request.config),
+    }
+
+
+_REQUEST_KEYS = frozenset({"run", "alerts", "config"})
+
+
+def _load_request(value: object) -> AiOpsRequest:
+    from ._replay import aiops_scenario_request, load_aiops_scenario
+
+    data = request_object(value, _REQUEST_KEYS, ("run", "alerts", "config"))
+    try:
+        return aiops_scenario_request(load_aiops_scenario({"workflow": "aiops", **data}))
+    except ScenarioError as error:
+        raise request_error(error) from None
+
+
+_FORM = JournalForm(
+    format=AIOPS_JOURNAL_FORMAT,
+    calls=AiOpsAgent,
+    executor=AiOpsAgent.EXECUTOR,
+    gatekeeper=frozenset(),
+    request_type=AiOpsRequest,
+    request_to_wire=aiops_request_to_wire,
+    load_request=_load_request,
+)
+
+
+@attrs.frozen
+class AiOpsJournalEntry(JournalEntryBase[AiOpsAgent]):
+    """One agent call of an AIOps run and, once finished, what came back.
+
+    ``round`` is the supervisor step, ``input_sha256`` the SHA-256 hex of the
+    exact agent input. Only executor entries carry ``tool_invocations``.
+    Construction raises :class:`JournalError`.
+    """
+
+    _form: ClassVar[JournalForm] = _FORM
+
+
+@attrs.frozen
+class AiOpsJournal(JournalBase[AiOpsRequest, AiOpsJournalEntry]):
+    """The durable record of one AIOps run: the request and its entries in call order."""
+
+    _form: ClassVar[JournalForm] = _FORM
+    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = AiOpsJournalEntry
+
+
+@attrs.frozen
+class AiOpsExpectedCall(ExpectedCallBase[AiOpsAgent]):
+    """The agent call the AIOps machine asks for: what a journal entry must say.
+
+    ``round`` is the supervisor step; :meth:`describe` says ``executor step 2 attempt 1``.
+    """
+
+    _round_name: ClassVar[str] = "step"
+
+
+def aiops_expected_call(action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
+    """The entry header an action must be recorded under: agent, step, attempt, input hash."""
+    return AiOpsExpectedCall(action.agent, action.step, action.attempt, sha256_text(action.input))
+
+
+_SPEC: JournalSpec[
+    AiOpsJournal, AiOpsState, InvokeAiOpsAgent, AgentReplied | AgentFailed, AiOpsExpectedCall
+] = JournalSpec(
+    journal_type=AiOpsJournal,
+    start=start_aiops,
+    next_action=next_aiops_action,
+    advance=advance_aiops,
+    finished_type=AiOpsFinished,
+    expected_call=aiops_expected_call,
+    entry_result=agent_result,
+    outcome_of=agent_outcome,
+    resent=frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER}),
+    round_name="step",
+)
+
+
+@attrs.frozen
+class AiOpsJournalStatus(
+    JournalStatusBase[AiOpsState, InvokeAiOpsAgent | AiOpsFinished, AiOpsExpectedCall]
+):
+    """What folding an AIOps journal found: the state, and whether the run is done.
+
+    ``interrupted`` is the last entry when it is ``started``; ``state`` is
+    then the state *before* it. ``action`` is what the machine asks for next.
+    """
+
+    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+
+    interrupted: AiOpsJournalEntry | None = None
+
+
+def aiops_journal_status(journal: AiOpsJournal, *, key: bytes | None = None) -> AiOpsJournalStatus:
+    """Fold and verify an AIOps journal; the first problem is a :class:`JournalError`.
+
+    Exactly the chat journal's checks (``journal_status``): with ``key`` every
+    ``mac`` first, then each entry must be the call the machine asks for
+    (agent, step, attempt, input hash), ``seq`` counts from 1, nothing
+    follows END, and only the last entry may be ``started``.
+    """
+    state, action, interrupted = fold(_SPEC, journal, key)
+    assert isinstance(action, InvokeAiOpsAgent | AiOpsFinished)
+    return AiOpsJournalStatus(state, action, interrupted)
+
+
+def fold_aiops_journal(journal: AiOpsJournal, *, key: bytes | None = None) -> AiOpsState:
+    """The state an AIOps journal folds to (see :func:`aiops_journal_status`)."""
+    return fold(_SPEC, journal, key)[0]
+
+
+def resume_aiops_journal(
+    journal: AiOpsJournal, *, key: bytes | None = None
+) -> tuple[AiOpsJournal, AiOpsState]:
+    """Apply the resume rule; returns the journal and the state to continue from.
+
+    An interrupted supervisor, planner or reporter call is left as it is: the
+    state's next action is that same call with the identical input as the
+    same attempt, and the recorder reuses the started entry's ``seq``. An
+    interrupted executor call is finished (signed with ``key`` when given) as
+    a ``non_retryable`` failure ``interrupted: outcome unknown`` — never
+    re-sent, its tools may have run — so the run goes on to
+    ``EXECUTOR_FAILED``. The host persists the returned journal's last entry.
+    """
+    return resume(_SPEC, journal, key, frozenset())
+
+
+class AiOpsJournalSink(Protocol):
+    """Where a host persists an AIOps journal as the run goes.
+
+    ``write`` receives each ``started`` entry *before* its agent runs, then
+    the ``finished`` entry with the same ``seq``, which replaces it. A sink
+    that raises stops the run before the effect.
+    """
+
+    def write(self, entry: AiOpsJournalEntry, /) -> None: ...
+
+
+class ListAiOpsJournalSink(ListSinkBase[AiOpsJournalEntry]):
+    """An in-memory :class:`AiOpsJournalSink`: :attr:`entries` holds the persisted entries."""
+
+
+class AiOpsJournalRecorder(
+    JournalRecorderBase[
+        AiOpsJournal, InvokeAiOpsAgent, AgentReplied | AgentFailed, AiOpsJournalEntry
+    ]
+):
+    """The journal side of an AIOps driver loop (the shared builder, for this workflow).
+
+    ``begin(action)`` writes the started entry to the sink; ``end(result,
+    tool_invocations=…)`` writes the finished entry and returns the result
+    the machine must be fed (:func:`advance_aiops`).
+    """
+
+    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+
+
+def load_aiops_journal(data: object) -> AiOpsJournal:
+    """Validate an AIOps journal document (plain JSON data) strictly; problems name the path."""
+    return load_journal_document(AiOpsJournal, data)
+
+
+def aiops_journal_from_json(text: str) -> AiOpsJournal:
+    """Parse AIOps journal text strictly and :func:`load_aiops_journal` it."""
+    return journal_document_from_json(AiOpsJournal, text)
