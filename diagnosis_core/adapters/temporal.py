@@ -157,7 +157,7 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
             f"the activity result of {expected.describe()} is for an input hashing to "
             f"{data['input_sha256']!r:.80}, the run's input hashes to {expected.input_sha256}"
         )
-    return _load_outcome(data["outcome"], "outcome", expected.call)
+    return _load_outcome(data["outcome"], "outcome", expected.call is JournalCall.GATEKEEPER)
 
 
 # --- activities (worker side) -------------------------------------------------------
