@@ -147,9 +147,8 @@ def test_schema_prints_the_chosen_profile(
     capsys: pytest.CaptureFixture[str], workflow: str, name: str, profile: str
 ) -> None:
     assert main(["schema", "--workflow", workflow, "--profile", profile, name]) == 0
-    expected = (
-        dca.aiops_json_schema(name, profile) if workflow == "aiops" else dc.json_schema(name, profile)
-    )
+    schema_of = dca.aiops_json_schema if workflow == "aiops" else dc.json_schema
+    expected = schema_of(name, profile)
     assert json.loads(capsys.readouterr().out) == expected
 
 
