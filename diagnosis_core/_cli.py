@@ -6,8 +6,8 @@ REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
 value as canonical JSON, or the path-named error; ``schema [--profile P]
 NAME`` prints the JSON Schema of an agent payload (profile ``validation`` by
 default, or a provider's structured-output subset, spec §5.5); ``graph``
-prints the Mermaid diagram drawn from the routing table (``--workflow aiops`` for the AIOps workflow's). ``-``
-reads standard input wherever a file is read.
+prints the Mermaid diagram drawn from the routing table (``--workflow aiops``
+for the AIOps workflow's). ``-`` reads standard input wherever a file is read.
 
 Exit status: 0 on success; 2 for bad input (a malformed scenario, a reply the
 parser rejects, a usage error), with a message naming the path; 1 when the
