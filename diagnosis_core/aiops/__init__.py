@@ -106,6 +106,7 @@ from ._rules import (
     AiOpsRuleContext,
     AiOpsRuleEvaluation,
     AiOpsRuleViolation,
+    LedgerSource,
     evaluate_aiops_report,
 )
 from ._schema import (
@@ -167,6 +168,7 @@ __all__ = [
     "AlertPayloadTask",
     "AsyncAiOpsEffects",
     "InvokeAiOpsAgent",
+    "LedgerSource",
     "ReporterInput",
     "SupervisorChoice",
     "SupervisorDecision",
