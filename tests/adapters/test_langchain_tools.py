@@ -65,7 +65,9 @@ def flaky(service: str) -> str:
 class ToolCallingFake(FakeMessagesListChatModel):
     """The fake chat model, able to have tools bound (as a provider model is)."""
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
+    def bind_tools(  # type: ignore[override]
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> Runnable[Any, BaseMessage]:
         return self.bind(tools=[convert_to_openai_tool(item) for item in tools], **kwargs)
 
 
@@ -148,7 +150,8 @@ def test_a_tool_calling_loop_records_every_call_and_its_citations_pass_the_gatek
 
     raw = gatekeeper("run-1", dc.parse_executor_evidence(text))
     assert raw["status"] == "pass", raw
-    assert [entry["matched_text"] for entry in raw["checked_bindings"]] == [  # type: ignore[union-attr]
+    checked: list[dict[str, Any]] = raw["checked_bindings"]  # type: ignore[assignment]
+    assert [entry["matched_text"] for entry in checked] == [
         "upstream pay-svc timeout after 3000ms", "3012",
     ]
 
@@ -231,8 +234,8 @@ def test_the_full_chat_workflow_with_a_langchain_tool_calling_executor() -> None
                            "cited_claim_ids": ["c1"]}),
         gatekeeper=recorder.gatekeeper(),
     )
-    state = dc.run_diagnosis(dc.DiagnosisRequest("Why does pay time out?", dc.RunConfig("r1", "s1")),
-                             effects)
+    request = dc.DiagnosisRequest("Why does pay time out?", dc.RunConfig("r1", "s1"))
+    state = dc.run_diagnosis(request, effects)
     result = state.result
     assert (result.outcome, result.gatekeeper_status) == (
         dc.Outcome.ANSWERED, dc.GatekeeperStatus.PASS
