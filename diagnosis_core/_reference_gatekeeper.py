@@ -123,6 +123,7 @@ class BindingFailure(enum.StrEnum):
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE_RUN = re.compile(r"\s+")  # \s on str patterns == str.isspace (tested)
+_MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -179,7 +180,10 @@ def _scalar(value: object) -> FrozenJson | _NotScalar:
     if isinstance(value, bool):  # before int; bool cannot be subclassed
         return value
     if isinstance(value, int):
-        return value if type(value) is int else int.__int__(value)
+        number = value if type(value) is int else int.__int__(value)
+        if not -_MAX_INT < number < _MAX_INT:  # spec §5, checked here: no second walk
+            raise ValueError("an integer of more than 4300 digits")
+        return number
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError("non-finite number")
@@ -331,9 +335,6 @@ def _thaw_json(value: FrozenJson) -> object:
 
 # --- ledger -----------------------------------------------------------------
 
-_MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
-
-
 def _json_type(value: object) -> str:
     """The JSON name of a value's type, for messages (``boolean``, not ``bool``)."""
     if value is None:
@@ -351,19 +352,6 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _check_digits(value: FrozenJson, name: str) -> None:
-    """Refuse integers beyond 4300 digits, as everywhere else (spec §5)."""
-    work: list[object] = [value]
-    while work:
-        node = work.pop()
-        if isinstance(node, Mapping):
-            work.extend(node.values())
-        elif isinstance(node, tuple):
-            work.extend(node)
-        elif type(node) is int and not -_MAX_INT < node < _MAX_INT:
-            raise LedgerError(f"{name}: an integer of more than 4300 digits")
-
-
 def freeze_json_field(name: str, value: object) -> FrozenJson:
     """Deep-freeze a JSON field, or raise LedgerError naming it (and the location inside)."""
     try:
@@ -372,7 +360,6 @@ def freeze_json_field(name: str, value: object) -> FrozenJson:
         raise LedgerError(f"{name}: not a JSON value at {error}") from None
     except Exception as error:
         raise LedgerError(f"{name}: unreadable ({type(error).__name__})") from None
-    _check_digits(frozen, name)
     return frozen
 
 
