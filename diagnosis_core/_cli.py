@@ -3,10 +3,11 @@
 ``run [--json] SCENARIO.json`` replays a scenario (spec §9; a scenario with
 ``"workflow": "aiops"`` is an AIOps scenario, spec §11); ``validate NAME
 REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
-value as canonical JSON, or the path-named error; ``schema NAME`` prints the
-JSON Schema of an agent payload; ``graph`` prints the Mermaid diagram drawn
-from the routing table (``--workflow aiops`` for the AIOps workflow's). ``-``
-reads standard input wherever a file is read.
+value as canonical JSON, or the path-named error; ``schema [--profile P]
+NAME`` prints the JSON Schema of an agent payload (profile ``validation`` by
+default, or a provider's structured-output subset, spec §5.5); ``graph``
+prints the Mermaid diagram drawn from the routing table (``--workflow aiops``
+for the AIOps workflow's). ``-`` reads standard input wherever a file is read.
 
 Exit status: 0 on success; 2 for bad input (a malformed scenario, a reply the
 parser rejects, a usage error), with a message naming the path; 1 when the
@@ -38,7 +39,7 @@ from ._parsing import (
 from ._payloads import Skill
 from ._replay import load_scenario, replay_scenario
 from ._routing import routing_mermaid
-from ._schema import SCHEMA_NAMES, json_schema
+from ._schema import SCHEMA_NAMES, SCHEMA_PROFILES, json_schema
 from ._tables import text_cell, trace_table_lines
 from ._terminal import terminal_safe
 
@@ -230,7 +231,7 @@ def _schema(args: argparse.Namespace) -> int:
     else:
         schema_of = json_schema
     try:
-        schema = schema_of(args.name)
+        schema = schema_of(args.name, args.profile)
     except ValueError as error:
         sys.stderr.write(f"diagnosis-core: {error}\n")
         return EXIT_USAGE
@@ -384,6 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=_validate)
     schema = commands.add_parser("schema", help="print the JSON Schema of an agent payload")
     schema.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
+    schema.add_argument(
+        "--profile",
+        choices=SCHEMA_PROFILES,
+        default="validation",
+        help="validation (what the parser accepts, the default) or a provider's "
+        "structured-output subset",
+    )
     schema.add_argument("name", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})")
     schema.set_defaults(handler=_schema)
     graph = commands.add_parser("graph", help="print the routing table as a Mermaid diagram")

@@ -10,17 +10,21 @@ never an exception and never a pass.
 Decisions where the spec is silent:
 
 * **Immutability.** :class:`ToolInvocation` deep-freezes ``output`` and
-  ``input_params`` (objects become read-only ``MappingProxyType`` views,
+  ``input`` (objects become read-only ``MappingProxyType`` views,
   arrays become tuples, key order is kept) and compares/hashes them by their
   canonical JSON text, so invocations and ledgers are hashable values.
   Freezing is iterative (any nesting depth); cycles, non-string keys,
   non-finite floats and non-JSON types are a :class:`LedgerError`; string,
   int and float subclasses are stored as the plain built-in value.
   :meth:`ToolInvocation.to_record` gives back a plain, mutable JSON record.
-* **Records.** :func:`ledger_from_records` is strict like a scenario: unknown
-  keys in a record are an error; ``null`` for an optional field means absent;
-  ``output`` is required (``null`` allowed); ``output_length`` and
-  ``duration_ms`` are integers ≥ 0.
+* **Records.** One record type, :class:`ToolInvocation`, with exactly the
+  fields of spec §13 (what a tool recorder writes, what a scenario's
+  ``tool_ledger`` holds). :func:`ledger_from_records` is strict like a
+  scenario: any other key in a record is an error naming it (the pre-§13
+  names ``input_params``, ``output_preview``, ``output_length``,
+  ``trace_id`` and a string ``error`` are not read as aliases: fail
+  closed); ``null`` for an optional field means absent; ``output`` is
+  required (``null`` allowed); ``duration_ms`` is a number ≥ 0.
 * **Paths.** ``$`` then ``.name`` / ``['name']`` / ``[index]``. Whitespace is
   allowed only inside ``['…']`` (it is part of the key); ``['']`` names the
   empty key; an index with a leading zero (``[01]``) is rejected. Object keys
@@ -61,21 +65,27 @@ import attrs
 
 from ._enums import BindingCheckStatus
 from ._errors import LedgerError
+from ._json import JsonValue
 from ._payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
 
 __all__ = [
+    "LEDGER_RECORD_KEYS",
     "UNRESOLVED",
     "BindingFailure",
     "FrozenJson",
     "ReferenceGatekeeper",
+    "ToolCallError",
     "ToolInvocation",
     "ToolLedger",
     "check_binding",
     "check_bindings",
+    "freeze_json_field",
+    "invocation_from_record",
     "ledger_from_records",
     "match_excerpt",
     "parse_raw_path",
     "resolve_raw_path",
+    "thaw_json",
 ]
 
 FrozenJson: TypeAlias = (
@@ -113,6 +123,7 @@ class BindingFailure(enum.StrEnum):
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE_RUN = re.compile(r"\s+")  # \s on str patterns == str.isspace (tested)
+_MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -169,7 +180,10 @@ def _scalar(value: object) -> FrozenJson | _NotScalar:
     if isinstance(value, bool):  # before int; bool cannot be subclassed
         return value
     if isinstance(value, int):
-        return value if type(value) is int else int.__int__(value)
+        number = value if type(value) is int else int.__int__(value)
+        if not -_MAX_INT < number < _MAX_INT:  # spec §5, checked here: no second walk
+            raise ValueError("an integer of more than 4300 digits")
+        return number
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError("non-finite number")
@@ -321,95 +335,165 @@ def _thaw_json(value: FrozenJson) -> object:
 
 # --- ledger -----------------------------------------------------------------
 
-
-def _check_optional(value: object, name: str, kind: type) -> None:
+def _json_type(value: object) -> str:
+    """The JSON name of a value's type, for messages (``boolean``, not ``bool``)."""
     if value is None:
-        return
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        expected = "an integer" if kind is int else "a string"
-        raise LedgerError(f"{name}: expected {expected} or null, got {type(value).__name__}")
-    if isinstance(value, int) and value < 0:
-        raise LedgerError(f"{name}: expected an integer >= 0")
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
 
 
-def _frozen_field(name: str, value: object) -> FrozenJson:
-    """Deep-freeze a JSON field, or raise LedgerError naming it."""
+def freeze_json_field(name: str, value: object) -> FrozenJson:
+    """Deep-freeze a JSON field, or raise LedgerError naming it (and the location inside)."""
     try:
-        return _freeze_json(value)
+        frozen = _freeze_json(value)
     except ValueError as error:  # raised by _freeze_json with a location
         raise LedgerError(f"{name}: not a JSON value at {error}") from None
     except Exception as error:
         raise LedgerError(f"{name}: unreadable ({type(error).__name__})") from None
+    return frozen
+
+
+def thaw_json(value: FrozenJson) -> object:
+    """A plain, mutable copy (dicts and lists) of a frozen JSON value."""
+    return _thaw_json(value)
 
 
 def _freeze_output(value: object) -> FrozenJson:
-    return _frozen_field("output", value)
+    return freeze_json_field("output", value)
 
 
-def _freeze_input_params(value: object) -> FrozenJson:
-    return _frozen_field("input_params", value)
+def _freeze_input(value: object) -> FrozenJson:
+    return freeze_json_field("input", value)
+
+
+def _exact_str(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise LedgerError(f"{name}: expected a string, got {_json_type(value)}")
+    return str.__str__(value)
+
+
+@attrs.frozen
+class ToolCallError:
+    """Why a recorded tool call failed: ``{"type", "message"}`` on the wire (spec §13).
+
+    ``type`` is the exception's class (module-qualified, builtins bare) and
+    ``message`` its text, both exact strings. Construction raises
+    :class:`LedgerError` for anything else.
+    """
+
+    type: str
+    message: str
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "type", _exact_str(self.type, "error.type"))
+        object.__setattr__(self, "message", _exact_str(self.message, "error.message"))
+
+
+def _check_duration(value: object) -> None:
+    """``duration_ms`` is a number >= 0 (spec §9 v1.1): an int, or a finite float."""
+    if value is None:
+        return
+    # An int is compared as is (math.isfinite would overflow on a huge one).
+    number = not isinstance(value, bool) and (
+        (isinstance(value, int) and 0 <= value < _MAX_INT)
+        or (isinstance(value, float) and math.isfinite(value) and value >= 0)
+    )
+    if not number:
+        shown = repr(value) if isinstance(value, int | float) else _json_type(value)
+        shown = _json_type(value) if isinstance(value, bool) else shown
+        raise LedgerError(f"duration_ms: expected a number >= 0, got {shown}")
 
 
 @attrs.frozen
 class ToolInvocation:
-    """One recorded tool call (seed ``003`` §3, the tool invocation recorder).
+    """One recorded tool call: a §13 ledger entry, the one record type of every ledger.
 
-    ``output`` and ``input_params`` accept any JSON value and are deep-frozen
-    on construction (the caller's objects are copied, never kept); they are
+    The fields are exactly those of spec §13 (= the ``tool_ledger`` entries of
+    §9 v1.1): ``invocation_id``, ``tool_name``, ``success``, ``output``, and
+    the audit fields a recorder writes, ``input`` (any JSON value; ``None``
+    means absent), ``error`` (a :class:`ToolCallError`) and ``duration_ms``
+    (a number ≥ 0, only when the host gave a clock). The reference
+    gatekeeper reads ``invocation_id``, ``tool_name``, ``success`` and
+    ``output`` only; the audit fields are kept so that a ledger, a scenario
+    and a journal carry the same facts.
+
+    ``output`` and ``input`` accept any JSON value and are deep-frozen on
+    construction (the caller's objects are copied, never kept); they are
     compared and hashed by their canonical JSON text, so the value is
-    immutable and hashable. Construction raises :class:`LedgerError` naming
-    the field for anything malformed.
+    immutable and hashable. ``error`` on a successful call is a
+    contradiction and refused; a failed call may omit it (a hand-written
+    scenario may not know why a tool failed; a recorder always writes it).
+    Construction raises :class:`LedgerError` naming the field for anything
+    malformed, an integer of more than 4300 digits included (spec §5).
     """
 
     invocation_id: str
     tool_name: str
     success: bool
     output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_json, repr=False)
-    input_params: FrozenJson = attrs.field(
-        default=None, converter=_freeze_input_params, eq=_canonical_json, repr=False
+    input: FrozenJson = attrs.field(
+        default=None, converter=_freeze_input, eq=_canonical_json, repr=False
     )
-    output_preview: str | None = None
-    output_length: int | None = None
-    error: str | None = None
-    duration_ms: int | None = None
-    trace_id: str | None = None
+    error: ToolCallError | None = None
+    duration_ms: int | float | None = None
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.invocation_id, str) or not self.invocation_id:
-            raise LedgerError("invocation_id: expected a non-empty string")
-        if not isinstance(self.tool_name, str):
-            raise LedgerError(f"tool_name: expected a string, got {type(self.tool_name).__name__}")
+            raise LedgerError(
+                f"invocation_id: expected a non-empty string, got {_json_type(self.invocation_id)}"
+            )
+        if not isinstance(self.tool_name, str) or not self.tool_name:
+            raise LedgerError(
+                f"tool_name: expected a non-empty string, got {_json_type(self.tool_name)}"
+            )
         if not isinstance(self.success, bool):
-            raise LedgerError(f"success: expected a boolean, got {type(self.success).__name__}")
-        for name in ("output_preview", "error", "trace_id"):
-            _check_optional(getattr(self, name), name, str)
-        for name in ("output_length", "duration_ms"):
-            _check_optional(getattr(self, name), name, int)
+            raise LedgerError(f"success: expected a boolean, got {_json_type(self.success)}")
+        object.__setattr__(self, "invocation_id", str.__str__(self.invocation_id))
+        object.__setattr__(self, "tool_name", str.__str__(self.tool_name))
+        if self.error is not None:
+            if type(self.error) is not ToolCallError:
+                raise LedgerError(
+                    f"error: expected a ToolCallError, got {type(self.error).__name__}"
+                )
+            if self.success:
+                raise LedgerError("error: present on a successful call")
+        _check_duration(self.duration_ms)
 
-    def to_record(self) -> dict[str, object]:
-        """A plain JSON record, the inverse of one :func:`ledger_from_records` entry.
+    def to_record(self) -> dict[str, JsonValue]:
+        """The §13 wire entry, the inverse of one :func:`ledger_from_records` entry.
 
-        Optional fields that are ``None`` are left out; ``output`` is always present.
+        ``input``, ``error`` and ``duration_ms`` appear only when present;
+        ``output`` always (``null`` included). A fresh, plain JSON value.
         """
-        record: dict[str, object] = {
+        record: dict[str, JsonValue] = {
             "invocation_id": self.invocation_id,
             "tool_name": self.tool_name,
             "success": self.success,
-            "output": _thaw_json(self.output),
+            "output": _thaw_json(self.output),  # type: ignore[dict-item]
         }
-        if self.input_params is not None:
-            record["input_params"] = _thaw_json(self.input_params)
-        for name in _OPTIONAL_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                record[name] = value
+        if self.input is not None:
+            record["input"] = _thaw_json(self.input)  # type: ignore[assignment]
+        if self.error is not None:
+            record["error"] = {"type": self.error.type, "message": self.error.message}
+        if self.duration_ms is not None:
+            record["duration_ms"] = self.duration_ms
         return record
 
 
-_OPTIONAL_FIELDS = ("output_preview", "output_length", "error", "duration_ms", "trace_id")
-_RECORD_FIELDS = frozenset(
-    ("invocation_id", "tool_name", "success", "output", "input_params", *_OPTIONAL_FIELDS)
+LEDGER_RECORD_KEYS: Final = frozenset(
+    ("invocation_id", "tool_name", "success", "output", "input", "error", "duration_ms")
 )
+"""Exactly the keys of a §13 ledger entry; any other key is refused."""
 
 
 def _invocations(value: Iterable[ToolInvocation]) -> tuple[ToolInvocation, ...]:
@@ -450,36 +534,65 @@ class ToolLedger:
         return self._index.get(invocation_id)
 
 
-def _invocation_from_record(record: object) -> ToolInvocation:
+def _error_from_record(value: object) -> ToolCallError:
+    if not isinstance(value, Mapping):
+        raise LedgerError(f".error: expected an object, got {_json_type(value)}")
+    for key in value:
+        if key not in ("type", "message"):
+            shown = key if isinstance(key, str) else type(key).__name__
+            raise LedgerError(f".error.{shown}: unknown key")
+    for key in ("type", "message"):
+        if value.get(key) is None:
+            raise LedgerError(f".error.{key}: missing")
+    try:
+        return ToolCallError(value["type"], value["message"])
+    except LedgerError as problem:
+        raise LedgerError(f".{problem}") from None
+
+
+def invocation_from_record(record: object) -> ToolInvocation:
+    """One §13 wire entry as a :class:`ToolInvocation`; errors start with the path suffix.
+
+    Exactly the keys of :data:`LEDGER_RECORD_KEYS` (any other key, the
+    pre-§13 ``input_params``, ``output_preview``, ``output_length``,
+    ``trace_id`` and a string ``error`` included, is refused: fail closed);
+    ``null`` for an optional field means absent; ``output`` is required
+    (``null`` allowed). Messages start with ``.field`` or ``:`` so the caller
+    prefixes the entry's path.
+    """
     if not isinstance(record, Mapping):
-        raise LedgerError(f": expected an object, got {type(record).__name__}")
+        raise LedgerError(f": expected an object, got {_json_type(record)}")
     for key in record:
-        if key not in _RECORD_FIELDS:
-            shown = _short(key) if isinstance(key, str) else type(key).__name__
-            raise LedgerError(f": unknown key {shown}")
+        if key not in LEDGER_RECORD_KEYS:
+            shown = key if isinstance(key, str) else type(key).__name__
+            raise LedgerError(f".{shown}: unknown key")
     for name in ("invocation_id", "tool_name", "success"):
         if record.get(name) is None:
             raise LedgerError(f".{name}: missing")
     if "output" not in record:
         raise LedgerError(".output: missing")
-    return ToolInvocation(
-        invocation_id=record["invocation_id"],
-        tool_name=record["tool_name"],
-        success=record["success"],
-        output=record["output"],
-        input_params=record.get("input_params"),
-        output_preview=record.get("output_preview"),
-        output_length=record.get("output_length"),
-        error=record.get("error"),
-        duration_ms=record.get("duration_ms"),
-        trace_id=record.get("trace_id"),
-    )
+    raw_error = record.get("error")
+    error = None if raw_error is None else _error_from_record(raw_error)
+    try:
+        return ToolInvocation(
+            invocation_id=record["invocation_id"],
+            tool_name=record["tool_name"],
+            success=record["success"],
+            output=record["output"],
+            input=record.get("input"),
+            error=error,
+            duration_ms=record.get("duration_ms"),
+        )
+    except LedgerError as problem:
+        raise LedgerError(f".{problem}") from None
 
 
 def ledger_from_records(records: Sequence[object]) -> ToolLedger:
-    """Build a ledger from JSON records (a scenario's ``tool_ledger``, spec §9).
+    """Build a ledger from §13 wire entries (a scenario's ``tool_ledger``, spec §9 v1.1).
 
-    Raises :class:`LedgerError` with a path, e.g.
+    Each record has exactly the keys of :data:`LEDGER_RECORD_KEYS`, so what
+    :meth:`ToolRecorder.to_records` writes loads unchanged, audit fields
+    included. Raises :class:`LedgerError` with a path, e.g.
     ``tool_ledger[2].invocation_id: missing`` or
     ``tool_ledger[3].invocation_id: duplicate 'inv-1'``.
     """
@@ -490,11 +603,9 @@ def ledger_from_records(records: Sequence[object]) -> ToolLedger:
     for position, record in enumerate(records):
         where = f"tool_ledger[{position}]"
         try:
-            invocation = _invocation_from_record(record)
+            invocation = invocation_from_record(record)
         except LedgerError as error:
-            message = str(error)
-            separator = "" if message.startswith((":", ".")) else "."
-            raise LedgerError(f"{where}{separator}{message}") from None
+            raise LedgerError(f"{where}{error}") from None
         except Exception as error:
             raise LedgerError(f"{where}: unreadable ({type(error).__name__})") from None
         if invocation.invocation_id in seen:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -336,54 +335,24 @@ def _present(entry: Mapping[str, object]) -> Mapping[str, object]:
     return {key: value for key, value in entry.items() if value is not None}
 
 
-_LEDGER_KEYS = frozenset({"invocation_id", "tool_name", "success", "output"})
-_LEDGER_AUDIT_KEYS = frozenset({"input", "error", "duration_ms"})
-
-
-def _check_ledger_audit(entry: Mapping[str, object], path: str) -> None:
-    """The §9 v1.1 audit fields a recorder writes (§13); they are checked, then dropped."""
-    if "input" in entry:
-        _json_text(entry["input"], f"{path}.input")
-    error = entry.get("error")
-    if error is not None:
-        fields = expect_object(error, f"{path}.error")
-        check_known_keys(fields, frozenset({"type", "message"}), f"{path}.error")
-        for key in ("type", "message"):
-            if key not in fields:
-                raise scenario_error(f"{path}.error.{key}", "missing")
-            expect_string(fields[key], f"{path}.error.{key}", text=False)
-    duration = entry.get("duration_ms")
-    # An int is compared as is (math.isfinite would overflow on a huge one).
-    number = not isinstance(duration, bool) and (
-        (isinstance(duration, int) and duration >= 0)
-        or (isinstance(duration, float) and math.isfinite(duration) and duration >= 0)
-    )
-    if duration is not None and not number:
-        raise scenario_error(
-            f"{path}.duration_ms", f"expected a number >= 0, got {_type_name(duration)}"
-        )
-
-
 def load_tool_ledger(raw: object) -> ToolLedger:
     """A scenario's ``tool_ledger`` (spec §9 v1.1), for the chat and AIOps replays.
 
-    Each entry has exactly ``invocation_id``, ``tool_name``, ``success`` and
-    ``output``, plus optionally the audit fields ``input`` (any JSON),
-    ``error`` (``{type, message}`` strings) and ``duration_ms`` (a number
-    ≥ 0); ``null`` means absent. Any other key is a :class:`ScenarioError`;
-    a :class:`LedgerError` (missing field, duplicate id) becomes one with the
+    Each entry is a §13 ledger entry: ``invocation_id``, ``tool_name``,
+    ``success`` and ``output``, plus optionally the audit fields ``input``
+    (any JSON), ``error`` (``{type, message}`` strings) and ``duration_ms``
+    (a number ≥ 0), which are *kept* in the ledger; ``null`` means absent.
+    The rules are the ledger's own (:func:`ledger_from_records`), so a
+    scenario, a recorder and a journal read entries alike. Any other key is
+    a :class:`ScenarioError`; every :class:`LedgerError` (missing field,
+    duplicate id, wrong type) becomes one naming the path, with the
     ``LedgerError`` as its ``__cause__``.
     """
     records = expect_array(raw, "tool_ledger")
-    core_records: list[object] = []
     for index, record in enumerate(records):
-        path = f"tool_ledger[{index}]"
-        entry = expect_object(record, path)
-        check_known_keys(entry, _LEDGER_KEYS | _LEDGER_AUDIT_KEYS, path)
-        _check_ledger_audit(entry, path)
-        core_records.append({key: value for key, value in entry.items() if key in _LEDGER_KEYS})
+        expect_object(record, f"tool_ledger[{index}]")
     try:
-        return ledger_from_records(core_records)
+        return ledger_from_records(list(records))
     except LedgerError as error:
         raise ScenarioError(str(error)) from error
 

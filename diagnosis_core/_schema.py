@@ -198,6 +198,30 @@ _CLASS_RULES: Mapping[type[Any], dict[str, JsonValue]] = {
 _SCALARS: Mapping[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
+@attrs.frozen
+class _Rules:
+    """The rule tables one schema is generated with: the chat tables, plus a workflow's overlay.
+
+    A workflow whose payloads reuse a chat class (the AIOps plan reuses
+    :class:`PlanStep`) may state a stricter rule for the same field; its
+    entries replace the chat ones for that schema only.
+    """
+
+    fields: Mapping[tuple[type[Any], str], Mapping[str, JsonValue]] = _FIELD_RULES
+    notes: Mapping[type[Any], str] = attrs.field(factory=dict)
+
+    def field(self, cl: type[Any], name: str) -> Mapping[str, JsonValue]:
+        return self.fields.get((cl, name), {})
+
+    def note(self, cl: type[Any]) -> str | None:
+        comment = _CLASS_RULES.get(cl, {}).get("$comment")
+        own = self.notes.get(cl)
+        return own if own is not None else comment if isinstance(comment, str) else None
+
+
+_CHAT_RULES = _Rules()
+
+
 def _nullable(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Also accept ``null``."""
     kind = schema.get("type")
@@ -230,7 +254,7 @@ def _union_args(cl: object) -> tuple[Any, ...] | None:
     return None
 
 
-def _type_schema(cl: Any) -> dict[str, JsonValue]:
+def _type_schema(cl: Any, rules: _Rules = _CHAT_RULES) -> dict[str, JsonValue]:
     """The schema of one Python type as the converter reads it."""
     if cl in _SCALARS:
         return {"type": _SCALARS[cl]}
@@ -248,8 +272,8 @@ def _type_schema(cl: Any) -> dict[str, JsonValue]:
         return {"const": choices[0]} if len(choices) == 1 else {"enum": choices}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": _type_schema(args[0])}
-        items: list[JsonValue] = [_type_schema(arg) for arg in args]
+            return {"type": "array", "items": _type_schema(args[0], rules)}
+        items: list[JsonValue] = [_type_schema(arg, rules) for arg in args]
         return {
             "type": "array",
             "prefixItems": items,
@@ -257,19 +281,23 @@ def _type_schema(cl: Any) -> dict[str, JsonValue]:
             "minItems": len(items),
         }
     if origin in (Mapping, dict):
-        return {"type": "object", "additionalProperties": _type_schema(args[1])}
+        return {"type": "object", "additionalProperties": _type_schema(args[1], rules)}
     members = _union_args(cl)
     if members is not None and type(None) in members:
         rest = [member for member in members if member is not type(None)]
         if len(rest) == 1:
-            return _nullable(_type_schema(rest[0]))
+            return _nullable(_type_schema(rest[0], rules))
     if attrs.has(cl):
-        return class_schema(cl)
+        return _class_schema(cl, rules)
     raise TypeError(f"no JSON Schema for {cl!r}")
 
 
 def class_schema(cl: type[Any]) -> dict[str, JsonValue]:
     """The schema of one ``attrs`` payload class (fields, defaults, the rules above)."""
+    return _class_schema(cl, _CHAT_RULES)
+
+
+def _class_schema(cl: type[Any], rules: _Rules) -> dict[str, JsonValue]:
     hints = typing.get_type_hints(cl)
     also_required = _ALSO_REQUIRED.get(cl, ())
     properties: dict[str, JsonValue] = {}
@@ -277,12 +305,12 @@ def class_schema(cl: type[Any]) -> dict[str, JsonValue]:
     for field in attrs.fields(cl):
         if not field.init:
             continue
-        schema = _type_schema(hints[field.name])
+        schema = _type_schema(hints[field.name], rules)
         if field.default is attrs.NOTHING or field.name in also_required:
             required.append(field.name)
         elif _union_args(hints[field.name]) is None:
             schema = _nullable(schema)  # null for an optional field means absent
-        properties[field.name] = _merge(schema, _FIELD_RULES.get((cl, field.name), {}))
+        properties[field.name] = _merge(schema, rules.field(cl, field.name))
     schema_: dict[str, JsonValue] = {
         "type": "object",
         "properties": properties,
@@ -292,7 +320,11 @@ def class_schema(cl: type[Any]) -> dict[str, JsonValue]:
     description = (cl.__doc__ or "").strip().split("\n", 1)[0]
     if description:
         schema_ = {"description": description, **schema_}
-    return _merge(schema_, _CLASS_RULES.get(cl, {}))
+    schema_ = _merge(schema_, _CLASS_RULES.get(cl, {}))
+    note = rules.notes.get(cl)
+    if note is not None:
+        schema_["$comment"] = note
+    return schema_
 
 
 def json_schema(name: str, profile: str = "validation") -> dict[str, JsonValue]:
@@ -318,12 +350,19 @@ def named_schema(
     extra: Mapping[str, JsonValue] | None = None,
     *,
     profile: SchemaProfile | str = "validation",
+    field_rules: Mapping[tuple[type[Any], str], Mapping[str, JsonValue]] | None = None,
+    class_notes: Mapping[type[Any], str] | None = None,
 ) -> dict[str, JsonValue]:
     """The schema of payload ``name`` of a workflow (``names``: its payload names).
 
     Shared by both workflows' ``*json_schema`` functions; ``extra`` is merged at
     the top of the ``validation`` profile only (the provider profiles forbid
-    annotation keywords such as ``$comment``). A fresh dict on every call.
+    annotation keywords such as ``$comment``). ``field_rules`` (keyword rules
+    per ``(class, field)``, in the vocabulary of the chat table: ``minLength``,
+    ``pattern``, ``minimum``, ``maximum``, ``minItems``, ``items``) overlay the
+    chat rules, and ``class_notes`` give a class the words of its rules
+    between fields (``$comment`` in ``validation``, the ``description`` in a
+    provider profile). A fresh dict on every call.
 
     Raises:
         ValueError: for an unknown name or profile; the message lists the valid ones.
@@ -334,7 +373,8 @@ def named_schema(
         valid = ", ".join(repr(known.value) for known in names)
         raise ValueError(f"unknown payload schema {name!r}; expected one of {valid}") from None
     chosen = _profile(profile)
-    schema = class_json_schema(types[payload], chosen, title=payload.value)
+    rules = _Rules({**_FIELD_RULES, **(field_rules or {})}, dict(class_notes or {}))
+    schema = _class_json_schema(types[payload], chosen, payload.value, rules)
     if chosen is SchemaProfile.VALIDATION and extra:
         schema.update(copy.deepcopy(dict(extra)))
     return schema
@@ -468,19 +508,20 @@ def _describe(schema: dict[str, JsonValue], notes: Sequence[str]) -> dict[str, J
     return {"description": described, **{k: v for k, v in schema.items() if k != "description"}}
 
 
-def _profile_type(cl: Any, profile: SchemaProfile) -> dict[str, JsonValue]:
+def _profile_type(cl: Any, profile: SchemaProfile, rules: _Rules) -> dict[str, JsonValue]:
     """The non-null schema of one type in a provider profile."""
     if attrs.has(cl):
-        return _profile_class(cl, profile)
+        return _profile_class(cl, profile, rules)
     origin = typing.get_origin(cl)
     args = typing.get_args(cl)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return _gemini_types({"type": "array", "items": _profile_type(args[0], profile)}, profile)
+        items = _profile_type(args[0], profile, rules)
+        return _gemini_types({"type": "array", "items": items}, profile)
     members = _union_args(cl)
     if members is not None:
         rest = [member for member in members if member is not type(None)]
         if len(rest) == 1:
-            return _profile_type(rest[0], profile)
+            return _profile_type(rest[0], profile, rules)
     schema = _type_schema(cl)
     if "const" in schema:
         value = schema["const"]
@@ -511,7 +552,7 @@ def _ordered_fields(cl: type[Any]) -> list[attrs.Attribute[Any]]:
     return [by_name[name] for name in order]
 
 
-def _profile_class(cl: type[Any], profile: SchemaProfile) -> dict[str, JsonValue]:
+def _profile_class(cl: type[Any], profile: SchemaProfile, rules: _Rules) -> dict[str, JsonValue]:
     hints = typing.get_type_hints(cl)
     also_required = _ALSO_REQUIRED.get(cl, ())
     properties: dict[str, JsonValue] = {}
@@ -519,7 +560,7 @@ def _profile_class(cl: type[Any], profile: SchemaProfile) -> dict[str, JsonValue
     for field in _ordered_fields(cl):
         hint = hints[field.name]
         schema, notes = _apply_rules(
-            _profile_type(hint, profile), _FIELD_RULES.get((cl, field.name), {}), profile
+            _profile_type(hint, profile, rules), rules.field(cl, field.name), profile
         )
         schema = _describe(schema, notes)
         is_required = field.default is attrs.NOTHING or field.name in also_required
@@ -531,8 +572,8 @@ def _profile_class(cl: type[Any], profile: SchemaProfile) -> dict[str, JsonValue
     if profile is SchemaProfile.OPENAI_STRICT:
         required = list(properties)
     notes = [text for text in ((cl.__doc__ or "").strip().split("\n", 1)[0],) if text]
-    comment = _CLASS_RULES.get(cl, {}).get("$comment")
-    if isinstance(comment, str):
+    comment = rules.note(cl)
+    if comment is not None:
         notes.append(comment)
     if cl in _CROSS_FIELD_TEXT:
         notes.append(_CROSS_FIELD_TEXT[cl])
@@ -566,10 +607,15 @@ def class_json_schema(
         TypeError: for a type the profile cannot express (for example an
             arbitrary JSON value in a closed-object profile).
     """
-    chosen = _profile(profile)
-    if chosen is SchemaProfile.VALIDATION:
+    return _class_json_schema(cl, _profile(profile), title, _CHAT_RULES)
+
+
+def _class_json_schema(
+    cl: type[Any], profile: SchemaProfile, title: str | None, rules: _Rules
+) -> dict[str, JsonValue]:
+    if profile is SchemaProfile.VALIDATION:
         head: dict[str, JsonValue] = {"$schema": DRAFT}
         if title is not None:
             head["title"] = title
-        return copy.deepcopy({**head, **class_schema(cl)})
-    return copy.deepcopy(_profile_class(cl, chosen))
+        return copy.deepcopy({**head, **_class_schema(cl, rules)})
+    return copy.deepcopy(_profile_class(cl, profile, rules))

@@ -38,6 +38,10 @@ Guarantees and the decisions behind them:
   ``error`` ``{"type": <module-qualified class name, builtins bare>,
   "message": str(error)}`` and the exception is re-raised unchanged (a
   :class:`ToolBlockedError` still means ``EXECUTOR_TOOL_BLOCKED``).
+* **One format.** A recorded call *is* a ledger entry: a
+  :class:`ToolInvocation` (``ToolCallRecord`` is the same type), so
+  :meth:`ToolRecorder.to_records` loads with ``ledger_from_records``
+  unchanged and a scenario's ``tool_ledger`` keeps the audit fields.
 * **Ledger.** :meth:`ToolRecorder.ledger` is a :class:`ToolLedger` snapshot
   of the calls *finished* so far, in id order (deterministic whatever the
   completion order); :meth:`ToolRecorder.gatekeeper` is a reference
@@ -56,7 +60,7 @@ import functools
 import inspect
 import re
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, ParamSpec, TypedDict
 
 import attrs
@@ -64,7 +68,15 @@ import attrs
 from ._errors import LedgerError
 from ._json import JsonValue
 from ._payloads import ExecutorEvidence
-from ._reference_gatekeeper import FrozenJson, ReferenceGatekeeper, ToolInvocation, ToolLedger
+from ._reference_gatekeeper import (
+    ReferenceGatekeeper,
+    ToolCallError,
+    ToolInvocation,
+    ToolLedger,
+    freeze_json_field,
+    invocation_from_record,
+    thaw_json,
+)
 
 __all__ = [
     "RecorderGatekeeper",
@@ -78,10 +90,7 @@ __all__ = [
 P = ParamSpec("P")
 
 _ID = re.compile(r"inv-([1-9][0-9]{0,17})")
-_RECORD_KEYS = frozenset(
-    ("invocation_id", "tool_name", "success", "output", "input", "error", "duration_ms")
-)
-_MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
+
 
 
 class ToolEnvelope(TypedDict):
@@ -92,40 +101,17 @@ class ToolEnvelope(TypedDict):
     output: JsonValue
 
 
-@attrs.frozen
-class ToolCallError:
-    """Why a recorded tool call failed: ``{"type", "message"}`` on the wire."""
-
-    type: str
-    message: str
-
-
-def _check_digits(value: FrozenJson, field: str) -> None:
-    """Refuse integers beyond 4300 digits, as everywhere else (spec §5)."""
-    work: list[object] = [value]
-    while work:
-        node = work.pop()
-        if isinstance(node, Mapping):
-            work.extend(node.values())
-        elif isinstance(node, tuple):
-            work.extend(node)
-        elif type(node) is int and not -_MAX_INT < node < _MAX_INT:
-            raise LedgerError(f"{field}: an integer of more than 4300 digits")
+ToolCallRecord = ToolInvocation
+"""The recorder's name for a ledger entry: the same type as :class:`ToolInvocation` (spec §13)."""
 
 
 def _plain_json(value: object, field: str) -> JsonValue:
     """A validated plain (dict/list) copy of a JSON value, or LedgerError naming ``field``.
 
-    Validation and deep-freezing are the ledger's own (:class:`ToolInvocation`),
-    so a recorder never accepts what a ledger would refuse.
+    Validation is the ledger's own (:func:`freeze_json_field`), so a recorder
+    never accepts what a ledger would refuse.
     """
-    try:
-        frozen = ToolInvocation("inv-0", "", True, output=value)
-    except LedgerError as error:
-        message = str(error).removeprefix("output: ")
-        raise LedgerError(f"{field}: {message}") from None
-    _check_digits(frozen.output, field)
-    plain: JsonValue = frozen.to_record()["output"]  # type: ignore[assignment]
+    plain: JsonValue = thaw_json(freeze_json_field(field, value))  # type: ignore[assignment]
     return plain
 
 
@@ -144,79 +130,6 @@ def _error_message(error: BaseException) -> str:
     return message if type(message) is str else str.__str__(message)
 
 
-def _unchecked(value: object) -> FrozenJson:
-    """Accept any value here; ``__attrs_post_init__`` validates and freezes it."""
-    return value  # type: ignore[return-value]
-
-
-@attrs.frozen
-class ToolCallRecord:
-    """One recorded tool call, a §13 ledger entry.
-
-    ``output`` and ``input`` accept any JSON value and are deep-frozen on
-    construction (read-only mappings, tuples; the caller's objects are never
-    kept); equality compares them by canonical JSON. ``error`` is set exactly
-    when ``success`` is false. Construction raises :class:`LedgerError`
-    naming the field for anything malformed.
-    """
-
-    invocation_id: str
-    tool_name: str
-    success: bool
-    output: FrozenJson = attrs.field(converter=_unchecked, eq=False, repr=False)
-    input: FrozenJson = attrs.field(converter=_unchecked, eq=False, repr=False)
-    error: ToolCallError | None = None
-    duration_ms: int | None = None
-    _invocation: ToolInvocation = attrs.field(init=False, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        if self.error is not None and not isinstance(self.error, ToolCallError):
-            raise LedgerError(f"error: expected a ToolCallError, got {type(self.error).__name__}")
-        if isinstance(self.success, bool) and self.success is (self.error is not None):
-            raise LedgerError(
-                "error: present on a successful call" if self.success
-                else "error: missing on a failed call"
-            )
-        invocation = ToolInvocation(
-            invocation_id=self.invocation_id,
-            tool_name=self.tool_name,
-            success=self.success,
-            output=self.output,
-            input_params=self.input,
-            error=None if self.error is None else f"{self.error.type}: {self.error.message}",
-            duration_ms=self.duration_ms,
-        )
-        _check_digits(invocation.output, "output")
-        _check_digits(invocation.input_params, "input")
-        object.__setattr__(self, "_invocation", invocation)
-        object.__setattr__(self, "output", invocation.output)
-        object.__setattr__(self, "input", invocation.input_params)
-
-    @property
-    def invocation(self) -> ToolInvocation:
-        """The entry as the reference gatekeeper's :class:`ToolInvocation`.
-
-        ``input`` becomes ``input_params`` and ``error`` the text ``"type: message"``.
-        """
-        return self._invocation
-
-    def to_record(self) -> dict[str, JsonValue]:
-        """The §13 wire entry; ``error`` and ``duration_ms`` only when present."""
-        thawed = self._invocation.to_record()
-        record: dict[str, JsonValue] = {
-            "invocation_id": self.invocation_id,
-            "tool_name": self.tool_name,
-            "success": self.success,
-            "output": thawed["output"],  # type: ignore[dict-item]
-            "input": thawed.get("input_params"),  # type: ignore[dict-item]
-        }
-        if self.error is not None:
-            record["error"] = {"type": self.error.type, "message": self.error.message}
-        if self.duration_ms is not None:
-            record["duration_ms"] = self.duration_ms
-        return record
-
-
 @attrs.frozen
 class RecorderMark:
     """A point in a recorder's call sequence (the number of ids assigned so far)."""
@@ -232,47 +145,11 @@ def _sequence_number(invocation_id: object, where: str) -> int:
     return int(match.group(1))
 
 
-def _record_from_wire(record: object, where: str) -> ToolCallRecord:
-    if not isinstance(record, Mapping):
-        raise LedgerError(f"{where}: expected an object, got {type(record).__name__}")
-    for key in record:
-        if key not in _RECORD_KEYS:
-            raise LedgerError(f"{where}: unknown key {key!r}")
-    for key in ("invocation_id", "tool_name", "success", "output", "input"):
-        if key not in record:
-            raise LedgerError(f"{where}.{key}: missing")
-    tool_name = record["tool_name"]
-    if not isinstance(tool_name, str) or not tool_name:
-        raise LedgerError(f"{where}.tool_name: expected a non-empty string")
-    success = record["success"]
-    if not isinstance(success, bool):
-        raise LedgerError(f"{where}.success: expected a boolean")
-    raw_error = record.get("error")
-    error: ToolCallError | None = None
-    if raw_error is not None:
-        if (
-            not isinstance(raw_error, Mapping)
-            or set(raw_error) != {"type", "message"}
-            or not all(isinstance(raw_error[key], str) for key in ("type", "message"))
-        ):
-            raise LedgerError(f'{where}.error: expected {{"type": str, "message": str}}')
-        error = ToolCallError(str.__str__(raw_error["type"]), str.__str__(raw_error["message"]))
-    if success and error is not None:
-        raise LedgerError(f"{where}.error: present on a successful call")
-    if not success and error is None:
-        raise LedgerError(f"{where}.error: missing on a failed call")
-    duration = record.get("duration_ms")
-    if duration is not None and (type(duration) is not int or duration < 0):
-        raise LedgerError(f"{where}.duration_ms: expected an integer >= 0")
-    return ToolCallRecord(
-        invocation_id=record["invocation_id"],
-        tool_name=str.__str__(tool_name),
-        success=success,
-        output=_plain_json(record["output"], f"{where}.output"),
-        input=_plain_json(record["input"], f"{where}.input"),
-        error=error,
-        duration_ms=duration,
-    )
+def _record_from_wire(record: object, where: str) -> ToolInvocation:
+    try:
+        return invocation_from_record(record)
+    except LedgerError as error:
+        raise LedgerError(f"{where}{error}") from None
 
 
 class ToolRecorder:
@@ -288,17 +165,17 @@ class ToolRecorder:
         self,
         *,
         clock: Callable[[], float] | None = None,
-        records: Iterable[ToolCallRecord] = (),
+        records: Iterable[ToolInvocation] = (),
     ) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._finished: dict[int, ToolCallRecord] = {}
+        self._finished: dict[int, ToolInvocation] = {}
         self._next = 1
         self._ledger: ToolLedger | None = None
         for position, record in enumerate(records):
-            if not isinstance(record, ToolCallRecord):
+            if not isinstance(record, ToolInvocation):
                 raise LedgerError(
-                    f"records[{position}]: expected a ToolCallRecord, got {type(record).__name__}"
+                    f"records[{position}]: expected a ToolInvocation, got {type(record).__name__}"
                 )
             number = _sequence_number(record.invocation_id, f"records[{position}]")
             if number in self._finished:
@@ -314,11 +191,12 @@ class ToolRecorder:
     ) -> ToolRecorder:
         """A recorder holding existing §13 entries (e.g. from a run journal).
 
-        Strict like a scenario: unknown keys, a missing field, an id not of
-        the form ``inv-<n>``, a duplicate id, ``error`` absent on a failed or
-        present on a successful call are :class:`LedgerError`\\ s naming the
-        entry. Numbering continues after the highest id (gaps are allowed:
-        a call still running when an entry was written is not in it).
+        Strict like a scenario (the rules of ``ledger_from_records``): unknown
+        keys, a missing field, ``error`` on a successful call are
+        :class:`LedgerError`\\ s naming the entry; and, for the numbering, an
+        id not of the form ``inv-<n>`` or a duplicate id. Numbering continues
+        after the highest id (gaps are allowed: a call still running when an
+        entry was written is not in it).
         """
         if not isinstance(records, list | tuple):
             raise LedgerError(f"records: expected an array, got {type(records).__name__}")
@@ -355,8 +233,8 @@ class ToolRecorder:
         *,
         output: object = None,
         error: ToolCallError | None = None,
-    ) -> ToolCallRecord:
-        record = ToolCallRecord(
+    ) -> ToolInvocation:
+        record = ToolInvocation(
             invocation_id=f"inv-{number}",
             tool_name=tool_name,
             success=error is None,
@@ -388,7 +266,7 @@ class ToolRecorder:
         return {
             "invocation_id": record.invocation_id,
             "tool_name": tool_name,
-            "output": record.to_record()["output"],
+            "output": thaw_json(record.output),  # type: ignore[typeddict-item]
         }
 
     def _failed(
@@ -459,7 +337,7 @@ class ToolRecorder:
 
     # --- reading ------------------------------------------------------------------
 
-    def records(self) -> tuple[ToolCallRecord, ...]:
+    def records(self) -> tuple[ToolInvocation, ...]:
         """The finished calls so far, in id (call-start) order."""
         with self._lock:
             return tuple(self._finished[number] for number in sorted(self._finished))
@@ -473,9 +351,7 @@ class ToolRecorder:
         with self._lock:
             if self._ledger is None:
                 ordered = sorted(self._finished)
-                self._ledger = ToolLedger(
-                    tuple(self._finished[number].invocation for number in ordered)
-                )
+                self._ledger = ToolLedger(tuple(self._finished[number] for number in ordered))
             return self._ledger
 
     def gatekeeper(self) -> RecorderGatekeeper:
@@ -487,7 +363,7 @@ class ToolRecorder:
         with self._lock:
             return RecorderMark(self._next - 1, id(self))
 
-    def since(self, mark: RecorderMark) -> tuple[ToolCallRecord, ...]:
+    def since(self, mark: RecorderMark) -> tuple[ToolInvocation, ...]:
         """The calls started after ``mark`` and finished by now, in id order.
 
         Raises:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
 from diagnosis_core._cli import main
@@ -136,6 +137,30 @@ def test_schema_and_graph_for_the_aiops_workflow(capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().out == dca.aiops_routing_mermaid()
     assert main(["graph"]) == 0
     assert capsys.readouterr().out == dcb.routing_mermaid()
+
+
+@pytest.mark.parametrize("profile", ["validation", "openai-strict", "anthropic-strict", "gemini"])
+@pytest.mark.parametrize(
+    ("workflow", "name"), [("chat", "executor_evidence_v2"), ("aiops", "aiops_report")]
+)
+def test_schema_prints_the_chosen_profile(
+    capsys: pytest.CaptureFixture[str], workflow: str, name: str, profile: str
+) -> None:
+    assert main(["schema", "--workflow", workflow, "--profile", profile, name]) == 0
+    schema_of = dca.aiops_json_schema if workflow == "aiops" else dc.json_schema
+    expected = schema_of(name, profile)
+    assert json.loads(capsys.readouterr().out) == expected
+
+
+def test_schema_default_profile_is_validation_and_unknown_ones_are_usage_errors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["schema", "composer_output"]) == 0
+    assert json.loads(capsys.readouterr().out) == dc.json_schema("composer_output", "validation")
+    with pytest.raises(SystemExit) as caught:
+        main(["schema", "--profile", "openai", "composer_output"])
+    assert caught.value.code == 2
+    assert "invalid choice: 'openai'" in capsys.readouterr().err
 
 
 def test_schema_rejects_a_name_of_the_other_workflow(capsys: pytest.CaptureFixture[str]) -> None:

@@ -157,13 +157,14 @@ def test_resolving_a_path_in_an_output_that_raises_is_unresolved() -> None:
     assert dcb.resolve_raw_path({"a": _Unreadable()}, "$.a.b") is UNRESOLVED
 
 
-def test_a_number_too_long_to_print_never_matches_an_excerpt() -> None:
-    ledger = dcb.ledger_from_records(
-        [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
-          "output": {"a": 10**5000}}]
-    )
-    checked = dcb.check_binding(ledger, "c1", BINDING)
-    assert (checked.status, checked.reason) == (BindingCheckStatus.FAIL, "RAW_PATH_UNRESOLVED")
+def test_a_number_too_long_to_print_is_refused_by_the_ledger() -> None:
+    # Spec §5: an integer of more than 4300 digits is invalid everywhere, ledgers included.
+    problem = r"^tool_ledger\[0\]\.output: not a JSON value at \$\.a: an integer of more"
+    with pytest.raises(LedgerError, match=problem):
+        dcb.ledger_from_records(
+            [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
+              "output": {"a": 10**5000}}]
+        )
 
 
 class _BrokenLedger(dc.ToolLedger):

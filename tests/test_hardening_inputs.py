@@ -13,6 +13,7 @@ from _builders import scenario
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
+import diagnosis_core.tools as dct
 from diagnosis_core._inputs import build_planner_input
 
 # --- the planner's history window (§6.6) ------------------------------------------
@@ -275,6 +276,7 @@ def test_a_config_scenario_error_names_the_field_and_chains_the_config_error(
 
 AUDITED = {
     **LEDGER[0],
+    "success": False,
     "input": {"query": "timeout", "limit": [1, None]},
     "error": {"type": "TimeoutError", "message": "slow"},
     "duration_ms": 12.5,
@@ -285,7 +287,19 @@ AUDITED = {
 def test_ledger_entries_accept_the_audit_fields(load: Any) -> None:
     base: dict[str, Any] = {"question": "q"} if load is dc.load_scenario else {"workflow": "aiops"}
     scenario = load({**base, "tool_ledger": [AUDITED]})
-    assert scenario.tool_ledger.get("inv-1").output == "x"
+    recorded = scenario.tool_ledger.get("inv-1")
+    assert recorded.output == "x"
+    # The audit fields are kept in the ledger (one format with the recorder, spec §13).
+    assert recorded.to_record() == AUDITED
+    assert recorded.error == dct.ToolCallError("TimeoutError", "slow")
+
+
+@pytest.mark.parametrize("load", [dc.load_scenario, dca.load_aiops_scenario])
+def test_a_ledger_error_on_a_successful_call_is_a_scenario_error(load: Any) -> None:
+    base: dict[str, Any] = {"question": "q"} if load is dc.load_scenario else {"workflow": "aiops"}
+    entry = {**LEDGER[0], "error": {"type": "E", "message": "m"}}
+    with pytest.raises(dc.ScenarioError, match=r"^tool_ledger\[0\]\.error: present on a succ"):
+        load({**base, "tool_ledger": [entry]})
 
 
 @pytest.mark.parametrize(

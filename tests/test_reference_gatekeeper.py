@@ -542,19 +542,25 @@ def test_to_record_round_trips() -> None:
             "tool_name": "query_logs",
             "success": True,
             "output": LOG_OUTPUT,
-            "input_params": {"query": "timeout", "limit": 10},
-            "output_preview": "upstream…",
-            "output_length": 120,
+            "input": {"query": "timeout", "limit": 10},
             "error": None,
             "duration_ms": 35,
-            "trace_id": "t-1",
         },
         {"invocation_id": "inv-2", "tool_name": "t", "success": False, "output": None},
+        {
+            "invocation_id": "inv-3",
+            "tool_name": "t",
+            "success": False,
+            "output": None,
+            "input": {"args": [], "kwargs": {}},
+            "error": {"type": "TimeoutError", "message": "slow"},
+            "duration_ms": 2.5,
+        },
     ]
     ledger = ledger_from_records(records)
     back = [entry.to_record() for entry in ledger.invocations]
     assert back[0] == {k: v for k, v in records[0].items() if v is not None}
-    assert back[1] == records[1]
+    assert back[1:] == records[1:]
     assert ledger_from_records(back) == ledger
 
 
@@ -604,7 +610,7 @@ def test_cyclic_output_is_a_ledger_error() -> None:
         ),
         (
             [{"invocation_id": "i", "tool_name": 1, "success": True, "output": 1}],
-            r"tool_name: expected a string",
+            r"tool_name: expected a non-empty string, got number",
         ),
         ([{"invocation_id": "i", "tool_name": "t", "output": 1}], r"\.success: missing"),
         (
@@ -617,7 +623,7 @@ def test_cyclic_output_is_a_ledger_error() -> None:
         ),
         (
             [{"invocation_id": "i", "tool_name": "t", "success": True, "output": 1, "extra": 1}],
-            r"^tool_ledger\[0\]: unknown key 'extra'",
+            r"^tool_ledger\[0\]\.extra: unknown key$",
         ),
         (
             [
@@ -626,10 +632,10 @@ def test_cyclic_output_is_a_ledger_error() -> None:
                     "tool_name": "t",
                     "success": True,
                     "output": 1,
-                    "duration_ms": 1.5,
+                    "duration_ms": "1.5",
                 }
             ],
-            r"duration_ms: expected an integer",
+            r"^tool_ledger\[0\]\.duration_ms: expected a number >= 0, got string$",
         ),
         (
             [
@@ -638,10 +644,10 @@ def test_cyclic_output_is_a_ledger_error() -> None:
                     "tool_name": "t",
                     "success": True,
                     "output": 1,
-                    "output_length": True,
+                    "duration_ms": True,
                 }
             ],
-            r"output_length: expected an integer",
+            r"duration_ms: expected a number >= 0, got boolean",
         ),
         (
             [
@@ -653,11 +659,34 @@ def test_cyclic_output_is_a_ledger_error() -> None:
                     "duration_ms": -1,
                 }
             ],
-            r"duration_ms: expected an integer >= 0",
+            r"duration_ms: expected a number >= 0, got -1",
         ),
         (
             [{"invocation_id": "i", "tool_name": "t", "success": True, "output": 1, "error": 3}],
-            r"error: expected a string",
+            r"^tool_ledger\[0\]\.error: expected an object, got number$",
+        ),
+        (
+            [{"invocation_id": "i", "tool_name": "t", "success": False, "output": 1,
+              "error": "timeout"}],
+            r"^tool_ledger\[0\]\.error: expected an object, got string$",
+        ),
+        (
+            [{"invocation_id": "i", "tool_name": "t", "success": True, "output": 1,
+              "error": {"type": "E", "message": "m"}}],
+            r"^tool_ledger\[0\]\.error: present on a successful call$",
+        ),
+        (
+            [{"invocation_id": "i", "tool_name": "t", "success": False, "output": 1,
+              "error": {"type": "E", "message": 2}}],
+            r"^tool_ledger\[0\]\.error\.message: expected a string, got number$",
+        ),
+        (
+            [{"invocation_id": "i", "tool_name": "", "success": True, "output": 1}],
+            r"^tool_ledger\[0\]\.tool_name: expected a non-empty string",
+        ),
+        (
+            [{"invocation_id": "i", "tool_name": "t", "success": True, "output": 10**4300}],
+            r"^tool_ledger\[0\]\.output: not a JSON value at \$: an integer of more than 4300",
         ),
         (
             [
@@ -666,10 +695,10 @@ def test_cyclic_output_is_a_ledger_error() -> None:
                     "tool_name": "t",
                     "success": True,
                     "output": 1,
-                    "input_params": {2: 1},
+                    "input": {2: 1},
                 }
             ],
-            r"input_params: not a JSON value",
+            r"^tool_ledger\[0\]\.input: not a JSON value",
         ),
     ],
 )
@@ -696,12 +725,25 @@ def test_null_optional_fields_mean_absent_and_null_output_is_kept() -> None:
                 "tool_name": "t",
                 "success": True,
                 "output": None,
-                "trace_id": None,
+                "input": None,
+                "error": None,
+                "duration_ms": None,
             }
         ]
     )
     recorded = ledger.get("i")
-    assert recorded is not None and recorded.output is None and recorded.trace_id is None
+    assert recorded is not None and recorded.output is None and recorded.input is None
+    assert recorded.error is None and recorded.duration_ms is None
+
+
+@pytest.mark.parametrize(
+    "key", ["input_params", "output_preview", "output_length", "trace_id", "extra"]
+)
+def test_pre_section_13_record_keys_are_refused_by_name(key: str) -> None:
+    # Fail closed: the older names are not read as aliases of the §13 fields.
+    record = {"invocation_id": "i", "tool_name": "t", "success": True, "output": 1, key: "v"}
+    with pytest.raises(LedgerError, match=rf"^tool_ledger\[0\]\.{key}: unknown key$"):
+        ledger_from_records([record])
 
 
 # --- never raises ---------------------------------------------------------------------

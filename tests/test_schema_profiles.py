@@ -38,10 +38,27 @@ from diagnosis_core import (
     parse_planner_plan,
     parse_verifier_output,
 )
+from diagnosis_core.aiops import (
+    AIOPS_SCHEMA_NAMES,
+    aiops_json_schema,
+    parse_aiops_executor_output,
+    parse_aiops_plan,
+    parse_aiops_report,
+    parse_supervisor_decision,
+)
 from diagnosis_core.blocks import (
     SchemaProfile,
     class_json_schema,
 )
+
+ALL_NAMES = [*SCHEMA_NAMES, *AIOPS_SCHEMA_NAMES]
+
+
+def schema_of(name: str, profile: str = "validation") -> dict[str, Any]:
+    """The schema of a chat or an AIOps payload (the names do not overlap)."""
+    if name in AIOPS_SCHEMA_NAMES:
+        return aiops_json_schema(name, profile)
+    return json_schema(name, profile)
 
 PROVIDER_PROFILES = ["openai-strict", "anthropic-strict", "gemini"]
 
@@ -63,7 +80,24 @@ WIRE_ORDER: dict[str, list[str]] = {
     ],
     "facts_checked": ["claim_id", "fact", "is_critical", "verification"],
     "composer_output": ["answer", "cited_claim_ids"],
+    # AIOps payloads (spec §11): the field order of the payload types.
+    "supervisor_decision": ["next", "reason"],
+    "aiops_plan": ["steps"],
+    "aiops_executor_output": ["tool_invocation_ids", "findings"],
+    "findings": ["text", "alert_name", "service", "cited_invocation_ids"],
+    "aiops_report": ["summary", "findings", "evidence", "recommended_actions"],
+    "evidence": ["text", "cited_invocation_ids"],
+    "recommended_actions": ["text", "alert_name", "service"],
 }
+# ``findings`` items differ between the executor output and the report.
+REPORT_FINDINGS = ["alert_name", "service", "text", "cited_invocation_ids"]
+
+
+def wire_order(name: str, path: str) -> list[str]:
+    key = name if path == "$" else path.rsplit(".", 1)[-1].split("|")[0].rstrip("[]")
+    if name == "aiops_report" and key == "findings":
+        return REPORT_FINDINGS
+    return WIRE_ORDER[key]
 
 
 def walk(schema: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -205,8 +239,7 @@ def gemini_violations(schema: dict[str, Any], wire_name: str) -> list[str]:
                 problems.append(f"{path}: propertyOrdering must list the properties in order")
             if not set(node.get("required", [])) <= set(names):
                 problems.append(f"{path}: required names an unknown property")
-            key = wire_name if path == "$" else path.rsplit(".", 1)[-1].rstrip("[]")
-            if names != WIRE_ORDER[key]:
+            if names != wire_order(wire_name, path):
                 problems.append(f"{path}: order {names} is not the wire order of spec §5")
     return problems
 
@@ -219,29 +252,28 @@ def violations(profile: str, name: str, schema: dict[str, Any]) -> list[str]:
     return gemini_violations(schema, name)
 
 
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 @pytest.mark.parametrize("profile", PROVIDER_PROFILES)
 def test_every_profile_schema_satisfies_its_provider_rules(profile: str, name: str) -> None:
-    assert violations(profile, name, json_schema(name, profile)) == []
+    assert violations(profile, name, schema_of(name, profile)) == []
 
 
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_the_validation_profile_breaks_every_provider_checker(name: str) -> None:
     # The checkers can fail: today's validation schema is what the issue saw rejected.
-    schema = json_schema(name)
+    schema = schema_of(name)
     for profile in PROVIDER_PROFILES:
         assert violations(profile, name, schema), profile
 
 
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 @pytest.mark.parametrize("profile", ["openai-strict", "anthropic-strict"])
 def test_strict_profiles_keep_the_wire_order_and_no_annotations(profile: str, name: str) -> None:
-    schema = json_schema(name, profile)
+    schema = schema_of(name, profile)
     for path, node in walk(schema):
         assert not {"$schema", "$comment", "title"} & set(node), path
         if "properties" in node:
-            key = name if path == "$" else path.rsplit(".", 1)[-1].split("|")[0].rstrip("[]")
-            assert list(node["properties"]) == WIRE_ORDER[key], path
+            assert list(node["properties"]) == wire_order(name, path), path
 
 
 def test_default_profile_is_validation_and_unknown_profiles_are_refused() -> None:
@@ -253,6 +285,28 @@ def test_default_profile_is_validation_and_unknown_profiles_are_refused() -> Non
         json_schema("composer_output", "openai")
     with pytest.raises(ValueError, match="unknown schema profile"):
         json_schema("composer_output", None)  # type: ignore[arg-type]
+    for name in AIOPS_SCHEMA_NAMES:
+        assert aiops_json_schema(name) == aiops_json_schema(name, "validation")
+    with pytest.raises(ValueError, match=r"unknown schema profile 'strict'"):
+        aiops_json_schema("aiops_report", "strict")
+
+
+def test_aiops_rules_beyond_the_types_are_stated_or_expressed() -> None:
+    report = aiops_json_schema("aiops_report", "gemini")
+    evidence = report["properties"]["evidence"]["items"]
+    assert evidence["properties"]["cited_invocation_ids"]["minItems"] == 1
+    text = evidence["properties"]["text"]["description"]
+    assert "Must match the regular expression" in text  # non-blank, as the parser says
+    executor = aiops_json_schema("aiops_executor_output", "openai-strict")
+    assert "tool_invocation_ids values are unique" in executor["description"]
+    action = aiops_json_schema("aiops_report", "anthropic-strict")["properties"][
+        "recommended_actions"]["items"]
+    assert "given together or not at all" in action["description"]
+    # The AIOps plan's goal is non-blank, stricter than the chat plan's non-empty goal.
+    goal = aiops_json_schema("aiops_plan", "openai-strict")["properties"]["steps"]["items"][
+        "properties"]["goal"]
+    assert goal["pattern"] != json_schema("planner_plan", "openai-strict")["properties"][
+        "steps"]["items"]["properties"]["goal"]["pattern"]
 
 
 def test_class_json_schema_is_the_generic_form() -> None:
@@ -331,7 +385,7 @@ def gemini_to_json_schema(node: Any) -> Any:
 
 
 def generation_schema(name: str, profile: str) -> dict[str, Any]:
-    schema = json_schema(name, profile)
+    schema = schema_of(name, profile)
     if profile == "gemini":
         schema = gemini_to_json_schema(schema)
     return enforce_described_rules(schema)
@@ -408,7 +462,30 @@ def cross_field_rules_hold(name: str, doc: dict[str, Any]) -> bool:
             for claim in claims
         ]
         return len(ids) == len(set(ids)) and all(len(k) == len(set(k)) for k in keys)
+    if name == "aiops_plan":
+        ids = [step["step_id"] for step in doc["steps"]]
+        return len(ids) == len(set(ids))
+    if name == "aiops_executor_output":
+        reported = doc["tool_invocation_ids"]
+        return len(reported) == len(set(reported)) and all(
+            both_or_neither(finding) for finding in doc.get("findings") or []
+        )
+    if name == "aiops_report":
+        return all(both_or_neither(action) for action in doc["recommended_actions"])
     return True
+
+
+def both_or_neither(item: dict[str, Any]) -> bool:
+    return (item.get("alert_name") is None) == (item.get("service") is None)
+
+
+def earlier_ids(doc: dict[str, Any]) -> list[str]:
+    """The ids an executor finding cites beyond this step's: reported by earlier steps."""
+    return [
+        value
+        for finding in doc.get("findings") or []
+        for value in finding.get("cited_invocation_ids") or []
+    ]
 
 
 def parse(name: str, doc: dict[str, Any]) -> object:
@@ -420,10 +497,18 @@ def parse(name: str, doc: dict[str, Any]) -> object:
         return parse_executor_evidence(text)
     if name == "verifier_output":
         return parse_verifier_output(text)
+    if name == "supervisor_decision":
+        return parse_supervisor_decision(text)
+    if name == "aiops_plan":
+        return parse_aiops_plan(text)
+    if name == "aiops_executor_output":
+        return parse_aiops_executor_output(text, earlier_ids(doc))
+    if name == "aiops_report":
+        return parse_aiops_report(text)
     return parse_composer_output(text, doc.get("cited_claim_ids") or [])
 
 
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 @pytest.mark.parametrize("profile", PROVIDER_PROFILES)
 @settings(max_examples=30, suppress_health_check=[HealthCheck.filter_too_much,
                                                   HealthCheck.too_slow])
@@ -438,13 +523,13 @@ def test_a_profile_instance_that_keeps_the_cross_field_rules_parses_to_the_same_
     assert parse(name, doc) == parse(name, without_nulls(doc))
 
 
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
+@pytest.mark.parametrize("name", ALL_NAMES)
 @pytest.mark.parametrize("profile", PROVIDER_PROFILES)
 def test_every_optional_field_accepts_null_and_every_profile_accepts_the_spec_example(
     profile: str, name: str
 ) -> None:
     schema = generation_schema(name, profile)
-    validation = json_schema(name)
+    validation = schema_of(name)
     for field in set(validation["properties"]) - set(validation["required"]):
         sub = schema["properties"][field]
         jsonschema.validate(None, sub)

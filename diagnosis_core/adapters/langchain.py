@@ -14,23 +14,36 @@ only, or only tool calls (``AIMessage(content="", tool_calls=[…])``, or list
 content with tool-use blocks only) — and content that is not text (an image,
 an unknown shape) raise :class:`ChatModelOutputError`, so the run records a
 failure instead of parsing something the model did not write as its answer.
+
+Tools (spec §13): :func:`recorded_tools` wraps LangChain ``BaseTool`` objects so
+that a LangChain tool-calling executor records every call through the run's
+:class:`~diagnosis_core.tools.ToolRecorder`: each wrapped tool keeps its
+name, description and argument schema (what the model is bound to), calls
+the original tool through ``recorder.wrap`` / ``recorder.wrap_async``, and
+returns the envelope ``{"invocation_id", "tool_name", "output"}`` as the
+tool message content (canonical JSON), so the model can cite
+``source_invocation_id`` and write ``raw_path`` relative to ``output``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic_core import to_jsonable_python
 
 from .._classify import FailureClassifier, default_failure_classifier
 from .._config import RunConfig
 from .._effects import AsyncEffects, AsyncGatekeeper, Effects, Gatekeeper
 from .._enums import AgentName
 from .._errors import NonRetryableError
+from .._json import canonical_json
+from .._tools import ToolRecorder
 
 __all__ = [
     "AsyncChatModelInvoker",
@@ -39,6 +52,8 @@ __all__ = [
     "async_chat_model_effects",
     "chat_model_effects",
     "message_text",
+    "recorded_tool",
+    "recorded_tools",
 ]
 
 TAG = "diagnosis_core"
@@ -216,3 +231,82 @@ def async_chat_model_effects(
         gatekeeper=gatekeeper,
         classifier=classifier,
     )
+
+
+# --- tools (spec §13) ----------------------------------------------------------------------------
+
+
+def _arguments(kwargs: Mapping[str, object]) -> dict[str, object]:
+    """The validated tool arguments as plain JSON (pydantic models become objects).
+
+    The original tool receives exactly this, so what is recorded as
+    ``input`` is what the tool was called with.
+    """
+    return {name: to_jsonable_python(value) for name, value in kwargs.items()}
+
+
+def recorded_tool(recorder: ToolRecorder, tool: BaseTool) -> BaseTool:
+    """``tool`` as a tool whose every call is recorded by ``recorder`` (spec §13).
+
+    The result is a ``StructuredTool`` with the same ``name``, ``description``
+    and argument schema (so ``model.bind_tools`` shows the model the same
+    tool). Invoking it calls ``tool.invoke`` (``tool.ainvoke`` when awaited)
+    with the validated arguments through ``recorder.wrap`` /
+    ``recorder.wrap_async`` under ``tool.name``: the call gets the next
+    invocation id, the ledger entry holds the arguments as ``input`` and the
+    tool's output, and the tool message content is the envelope
+    ``{"invocation_id", "tool_name", "output"}`` as canonical JSON. A tool
+    that raises is recorded as failed and the exception propagates unchanged
+    (``handle_tool_error`` of the original tool still applies inside it; its
+    handled text is then the recorded output). An output that is not JSON
+    is recorded as failed and raises :class:`LedgerError`.
+
+    Raises:
+        TypeError: for something that is not a ``BaseTool``.
+    """
+    if not isinstance(tool, BaseTool):
+        raise TypeError(f"expected a LangChain BaseTool, got {type(tool).__name__}")
+    inner = tool
+
+    def call(**kwargs: object) -> object:
+        return inner.invoke(kwargs)
+
+    async def acall(**kwargs: object) -> object:
+        return await inner.ainvoke(kwargs)
+
+    sync = recorder.wrap(inner.name, call)
+    asynchronous = recorder.wrap_async(inner.name, acall)
+
+    def run(**kwargs: object) -> str:
+        return canonical_json(sync(**_arguments(kwargs)))
+
+    async def arun(**kwargs: object) -> str:
+        return canonical_json(await asynchronous(**_arguments(kwargs)))
+
+    schema = inner.args_schema if inner.args_schema is not None else inner.tool_call_schema
+    return StructuredTool(
+        name=inner.name,
+        description=inner.description,
+        args_schema=schema,
+        func=run,
+        coroutine=arun,
+        return_direct=inner.return_direct,
+    )
+
+
+def recorded_tools(recorder: ToolRecorder, tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """:func:`recorded_tool` of each tool, in order: bind these to the executor model.
+
+    Raises:
+        TypeError: for an item that is not a ``BaseTool``.
+        ValueError: for two tools with the same name (a tool call names its
+            tool, so the ledger could not tell them apart).
+    """
+    names: set[str] = set()
+    for position, tool in enumerate(tools):
+        if not isinstance(tool, BaseTool):
+            raise TypeError(f"tools[{position}]: expected a BaseTool, got {type(tool).__name__}")
+        if tool.name in names:
+            raise ValueError(f"tools[{position}]: duplicate tool name {tool.name!r}")
+        names.add(tool.name)
+    return [recorded_tool(recorder, tool) for tool in tools]

@@ -137,6 +137,7 @@ from ._rules import (
     AiOpsRuleContext,
     AiOpsRuleEvaluation,
     AiOpsRuleViolation,
+    LedgerSource,
     evaluate_aiops_report,
 )
 from ._schema import (
@@ -208,6 +209,7 @@ __all__ = [
     "AlertmanagerPayloadError",
     "AsyncAiOpsEffects",
     "InvokeAiOpsAgent",
+    "LedgerSource",
     "ListAiOpsJournalSink",
     "ReporterInput",
     "SupervisorChoice",

@@ -50,7 +50,13 @@ from ._machine import (
     next_aiops_action,
     start_aiops,
 )
-from ._rules import AIOPS_RULES, AiOpsRule, AiOpsRuleEvaluation, evaluate_aiops_report
+from ._rules import (
+    AIOPS_RULES,
+    AiOpsRule,
+    AiOpsRuleEvaluation,
+    LedgerSource,
+    evaluate_aiops_report,
+)
 
 __all__ = [
     "AiOpsEffects",
@@ -303,9 +309,15 @@ async def arun_aiops(
 
 
 def evaluate_aiops_run(
-    state: AiOpsState, ledger: ToolLedger, *, rules: Sequence[AiOpsRule] = AIOPS_RULES
+    state: AiOpsState,
+    ledger: ToolLedger | LedgerSource,
+    *,
+    rules: Sequence[AiOpsRule] = AIOPS_RULES,
 ) -> AiOpsRuleEvaluation | None:
     """``aiops_rule_evaluation`` of a finished run's report; None for a fallback.
+
+    ``ledger`` may be the run's :class:`ToolRecorder` (its ledger is read
+    now, at evaluation time, spec §13) or a :class:`ToolLedger`.
 
     The fallback report is deterministic text built from facts only; there
     is no agent report to judge. Raises :class:`MachineError` before END.

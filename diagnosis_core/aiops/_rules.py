@@ -24,12 +24,19 @@ and failed, with a message naming the exception type (fail closed).
 Matching is exact: an alert is ``(name, service)``, compared with a finding's
 or action's ``(alert_name, service)`` without trimming or case folding, the
 way invocation ids are compared with the ledger.
+
+The ledger is the run's tool recorder's (spec §13): ``ledger=`` takes a
+:class:`ToolLedger` or any :class:`LedgerSource` — a
+:class:`diagnosis_core.tools.ToolRecorder`, whose ``ledger()`` is read *when
+the report is evaluated*, so citations of tools called during the run are
+checked against what was really recorded, never against a copy taken when
+the run started.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 import attrs
 
@@ -53,8 +60,40 @@ __all__ = [
     "AiOpsRuleContext",
     "AiOpsRuleEvaluation",
     "AiOpsRuleViolation",
+    "LedgerSource",
     "evaluate_aiops_report",
+    "ledger_now",
 ]
+
+
+@runtime_checkable
+class LedgerSource(Protocol):
+    """Anything that gives the run's ledger as it is now: a :class:`ToolRecorder`."""
+
+    def ledger(self) -> ToolLedger:
+        """A snapshot of the invocations recorded so far."""
+        ...
+
+
+def ledger_now(ledger: ToolLedger | LedgerSource) -> ToolLedger:
+    """The ledger to judge with: ``ledger`` itself, or a source's ``ledger()`` read now.
+
+    Raises:
+        TypeError: for anything else, or a source whose ``ledger()`` does not
+            return a :class:`ToolLedger` (a host mistake, never a silent pass).
+    """
+    if isinstance(ledger, ToolLedger):
+        return ledger
+    if not isinstance(ledger, LedgerSource):
+        kind = type(ledger).__name__
+        raise TypeError(f"ledger: expected a ToolLedger or a ToolRecorder, got {kind}")
+    snapshot = ledger.ledger()
+    if not isinstance(snapshot, ToolLedger):
+        raise TypeError(
+            f"ledger: {type(ledger).__name__}.ledger() returned {type(snapshot).__name__}, "
+            "not a ToolLedger"
+        )
+    return snapshot
 
 
 @attrs.frozen
@@ -353,10 +392,13 @@ def evaluate_aiops_report(
     *,
     mode: AiOpsMode,
     alerts: Sequence[Alert],
-    ledger: ToolLedger,
+    ledger: ToolLedger | LedgerSource,
     rules: Sequence[AiOpsRule] = AIOPS_RULES,
 ) -> AiOpsRuleEvaluation:
     """Judge a final AIOps report with ``rules`` (default :data:`AIOPS_RULES`).
+
+    ``ledger`` is a :class:`ToolLedger`, or the run's tool recorder (any
+    :class:`LedgerSource`), whose ledger is read once, now (spec §13).
 
     ``report`` may be an :class:`AiOpsReport`, a raw JSON object or any
     value; this function never raises because of it. Guarantees:
@@ -364,8 +406,9 @@ def evaluate_aiops_report(
     empty; violations follow the order of ``rules``, then each rule's
     messages.
     """
+    snapshot = ledger_now(ledger)
     typed, problem = _read_report(report)
-    context = AiOpsRuleContext(typed, mode, tuple(alerts), ledger, problem)
+    context = AiOpsRuleContext(typed, mode, tuple(alerts), snapshot, problem)
     applicable = passed = 0
     violations: list[AiOpsRuleViolation] = []
     for rule in rules:

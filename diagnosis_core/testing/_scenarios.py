@@ -394,16 +394,21 @@ def scenarios(
     mode = gatekeeper if gatekeeper != "any" else draw(st.sampled_from(("scripted", "ledger")))
     if mode == "ledger":
         records = draw(tool_ledger_records(*plan.executor_outputs))
-        # The audit fields a recorder writes (spec §9 v1.1, §13); null means absent.
-        audit = st.fixed_dictionaries(
-            {},
-            optional={
+        # The audit fields a recorder writes (spec §9 v1.1, §13); null means absent;
+        # an ``error`` only on a failed call (on a successful one it is refused).
+        failure = st.fixed_dictionaries({"type": texts(max_size=8), "message": texts(max_size=8)})
+
+        def audit(success: object) -> st.SearchStrategy[dict[str, Any]]:
+            optional: dict[str, st.SearchStrategy[Any]] = {
                 "input": json_values(max_leaves=3),
-                "error": st.none()
-                | st.fixed_dictionaries({"type": texts(max_size=8), "message": texts(max_size=8)}),
-            },
-        )
-        document["tool_ledger"] = [{**record, **draw(audit)} for record in records]
+                "duration_ms": st.none() | st.integers(0, 10**6) | st.floats(0, 1e6),
+                "error": st.none() | failure if success is False else st.none(),
+            }
+            return st.fixed_dictionaries({}, optional=optional)
+
+        document["tool_ledger"] = [
+            {**record, **draw(audit(record.get("success")))} for record in records
+        ]
     else:
         document["gatekeeper"] = list(plan.gatekeeper)
     return document

@@ -354,6 +354,8 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
     assert_type(result.report, dca.AiOpsReport | None)
     evaluation = dca.evaluate_aiops_run(state, scenario.tool_ledger)
     assert_type(evaluation, dca.AiOpsRuleEvaluation | None)
+    source: dca.LedgerSource = dct.ToolRecorder()  # the recorder is read at evaluation time
+    assert_type(dca.evaluate_aiops_run(state, source), dca.AiOpsRuleEvaluation | None)
     async_state = asyncio.run(
         dca.arun_aiops(request, dca.AsyncAiOpsEffects.from_sync(effects))
     )
