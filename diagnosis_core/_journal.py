@@ -29,8 +29,8 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -48,6 +48,7 @@ from ._journal_wire import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     RecordedReply,
+    RecordedToolError,
     RecordedToolInvocation,
     request_to_wire,
 )
@@ -56,6 +57,7 @@ from ._machine import (
     AgentFailed,
     AgentReplied,
     CallGatekeeper,
+    DiagnosisRequest,
     DiagnosisState,
     EffectResult,
     Finished,
@@ -66,6 +68,9 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
+
+if TYPE_CHECKING:
+    from ._tools import ToolCallRecord
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -81,7 +86,9 @@ __all__ = [
     "fold_journal",
     "journal_status",
     "journal_to_scenario",
+    "journal_tool_records",
     "outcome_of",
+    "recorded_tool_invocations",
     "replay_journal",
     "resume_journal",
     "start_entry",
@@ -408,10 +415,18 @@ class JournalSink(Protocol):
 
 
 class ListJournalSink:
-    """An in-memory :class:`JournalSink`: :attr:`entries` holds the persisted entries."""
+    """An in-memory :class:`JournalSink`: :attr:`entries` holds the persisted entries.
 
-    def __init__(self) -> None:
-        self.entries: list[JournalEntry] = []
+    Give it the entries of a journal being resumed (``ListJournalSink(journal.entries)``)
+    and :meth:`journal` is the whole journal as the resumed run goes on.
+    """
+
+    def __init__(self, entries: Iterable[JournalEntry] = ()) -> None:
+        self.entries: list[JournalEntry] = list(entries)
+
+    def journal(self, request: DiagnosisRequest) -> Journal:
+        """The persisted entries as the journal of ``request``."""
+        return Journal(request, tuple(self.entries))
 
     def write(self, entry: JournalEntry, /) -> None:
         if self.entries and self.entries[-1].seq == entry.seq:
@@ -458,6 +473,55 @@ class JournalRecorder:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)
         return entry_result(entry)
+
+
+# --- tool invocations (spec §13) ------------------------------------------------------
+
+
+def recorded_tool_invocations(
+    records: Iterable[ToolCallRecord],
+) -> tuple[RecordedToolInvocation, ...]:
+    """The journal form of a tool recorder's records (what an executor entry carries).
+
+    ``records`` are :class:`~diagnosis_core.tools.ToolCallRecord`\\ s, e.g.
+    ``ToolRecorder.since(mark)``; each becomes the same §13 ledger entry.
+    """
+    converted = []
+    for record in records:
+        wire = record.to_record()
+        error = wire.get("error")
+        duration = wire.get("duration_ms")
+        converted.append(
+            RecordedToolInvocation(
+                invocation_id=record.invocation_id,
+                tool_name=record.tool_name,
+                success=record.success,
+                output_json=canonical_json(wire["output"]),
+                input_json=None if wire.get("input") is None else canonical_json(wire["input"]),
+                error=None if not isinstance(error, dict) else RecordedToolError(
+                    str(error["type"]), str(error["message"])
+                ),
+                duration_ms=duration if isinstance(duration, int | float) else None,
+            )
+        )
+    return tuple(converted)
+
+
+def journal_tool_records(journal: Journal) -> list[dict[str, JsonValue]]:
+    """Every tool invocation the journal's executor entries carry, as §13 ledger entries.
+
+    ``ToolRecorder.from_records(journal_tool_records(journal))`` rebuilds the
+    recorder of a run being resumed in another process, so its gatekeeper
+    sees the ledger and numbering continues after the recorded ids. Every
+    entry has ``input`` (null when none was recorded).
+    """
+    records: list[dict[str, JsonValue]] = []
+    for entry in journal.entries:
+        for item in entry.tool_invocations or ():
+            record = item.to_record()
+            record.setdefault("input", None)
+            records.append(record)
+    return records
 
 
 # --- a journal is a replay ---------------------------------------------------------

@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 from diagnosis_core.adapters.temporal import (
     PASSTHROUGH_MODULES,
     DiagnosisActivities,
@@ -198,7 +199,7 @@ def _pending_actions(doc: dict[str, Any]) -> tuple[dc.InvokeAgent, dc.CallGateke
     assert isinstance(first, dc.InvokeAgent)
     while not isinstance(action := dc.next_action(state), dc.CallGatekeeper):
         assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dc.perform_effect(action, effects))
+        state = dc.advance(state, dcb.perform_effect(action, effects))
     return first, action
 
 
