@@ -203,7 +203,9 @@ def recorded(document: dict[str, Any], key: bytes | None = None) -> dcj.Journal:
     return sink.journal(request)
 
 
-def interrupted_at(journal: dcj.Journal, call: JournalCall, key: bytes | None = None) -> dcj.Journal:
+def interrupted_at(
+    journal: dcj.Journal, call: JournalCall, key: bytes | None = None
+) -> dcj.Journal:
     index = next(i for i, entry in enumerate(journal.entries) if entry.call is call)
     cut = dcj.Journal(journal.request, (*journal.entries[:index], started(journal.entries[index])))
     return dcj.sign_journal(cut, key) if key is not None else cut
@@ -365,7 +367,8 @@ def test_iterators_yield_the_trace_then_the_result() -> None:
 
     async def collect() -> list[dc.TraceEvent | dc.DiagnosisResult]:
         request, effects = setup(document)
-        return [item async for item in dc.aiter_diagnosis(request, dc.AsyncEffects.from_sync(effects))]
+        stream = dc.aiter_diagnosis(request, dc.AsyncEffects.from_sync(effects))
+        return [item async for item in stream]
 
     assert asyncio.run(collect()) == items
 
