@@ -420,3 +420,23 @@ def test_an_observer_that_raises_is_reported_and_changes_nothing() -> None:
         streamed = list(dc.iter_diagnosis(request, effects, observer=Raising()))
     assert streamed[-1] == state.result
     assert Outcome(state.result.outcome)
+
+
+# --- the documentation's snippets run -------------------------------------------------------
+
+
+def test_the_journal_and_streaming_snippets_of_the_embedding_page_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    page = (EXAMPLES.parent / "docs" / "embedding.md").read_text(encoding="utf-8")
+    section = page[page.index("## Journal and resume") : page.index("## Orchestrator adapters")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 2
+    monkeypatch.chdir(EXAMPLES.parent)
+    for block in blocks:
+        exec(compile(block, "embedding.md", "exec"), {})  # the page's own code
+    printed = capsys.readouterr().out
+    assert "incomplete: interrupted during verifier round 1 attempt 1" in printed
+    assert printed.count("ANSWERED") == 2
