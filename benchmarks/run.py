@@ -382,7 +382,7 @@ def _recorded_results(request: dc.DiagnosisRequest, effects: dc.Effects) -> list
     """The effect results of one run, in order, to replay into the machine alone."""
     state, results = dc.start_diagnosis(request), []
     while not isinstance(action := dc.next_action(state), dc.Finished):
-        result = dc.perform_effect(action, effects)
+        result = dcb.perform_effect(action, effects)
         results.append(result)
         state = dc.advance(state, result)
     return results
@@ -564,7 +564,7 @@ def _journal_of(request: dc.DiagnosisRequest, effects: dc.Effects) -> dcj.Journa
     state = dc.start_diagnosis(request)
     while not isinstance(action := dc.next_action(state), dc.Finished):
         recorder.begin(action)
-        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
     return recorder.journal
 
 

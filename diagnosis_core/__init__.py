@@ -40,9 +40,9 @@ from ._converter import (
     to_wire,
 )
 from ._drivers import (
+    aiter_diagnosis,
     arun_diagnosis,
-    perform_effect,
-    perform_effect_async,
+    iter_diagnosis,
     run_diagnosis,
 )
 from ._effects import (
@@ -240,12 +240,14 @@ __all__ = [
     "VerifierOutput",
     "__version__",
     "advance",
+    "aiter_diagnosis",
     "arun_diagnosis",
     "build_trace_report",
     "classify_failure",
     "default_failure_classifier",
     "from_json",
     "from_wire",
+    "iter_diagnosis",
     "json_schema",
     "load_scenario",
     "next_action",
@@ -254,8 +256,6 @@ __all__ = [
     "parse_gatekeeper_result",
     "parse_planner_plan",
     "parse_verifier_output",
-    "perform_effect",
-    "perform_effect_async",
     "replay",
     "replay_scenario",
     "run_diagnosis",

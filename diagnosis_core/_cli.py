@@ -1,7 +1,12 @@
 """The ``diagnosis-core`` command line.
 
 ``run [--json] SCENARIO.json`` replays a scenario (spec §9; a scenario with
-``"workflow": "aiops"`` is an AIOps scenario, spec §11); ``validate NAME
+``"workflow": "aiops"`` is an AIOps scenario, spec §11), ``--journal-out FILE``
+writing the run's journal (spec §12); ``run [--json] JOURNAL.json`` replays a
+journal (told apart by ``"format": "diagnosis_journal_v1"``) to the output of
+the run that recorded it; ``--journal-key-file FILE`` signs the journal
+written and verifies the journal read; ``journal to-scenario JOURNAL`` prints
+the equivalent §9 scenario; ``validate NAME
 REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
 value as canonical JSON, or the path-named error; ``schema [--profile P]
 NAME`` prints the JSON Schema of an agent payload (profile ``validation`` by
@@ -26,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from ._converter import from_wire, to_wire
-from ._errors import PayloadError, ScenarioError
+from ._errors import JournalError, PayloadError, ScenarioError
 from ._json import canonical_json, int_from_literal
 from ._machine import DiagnosisResult
 from ._parsing import (
@@ -37,13 +42,15 @@ from ._parsing import (
     parse_verifier_output,
 )
 from ._payloads import Skill
-from ._replay import load_scenario, replay_scenario
+from ._replay import Scenario, load_scenario, replay_scenario, scenario_effects, scenario_request
 from ._routing import routing_mermaid
 from ._schema import SCHEMA_NAMES, SCHEMA_PROFILES, json_schema
 from ._tables import text_cell, trace_table_lines
 from ._terminal import terminal_safe
 
 if TYPE_CHECKING:
+    from ._journal import JournalStatus
+    from ._journal_wire import Journal
     from .aiops import AiOpsScenario
 
 __all__ = ["main"]
@@ -113,7 +120,11 @@ def _read_text(path: str) -> str:
 
 def read_scenario_file(path: str) -> object:
     """Read a scenario file (``-``: standard input) as JSON; problems are :class:`ScenarioError`."""
-    text = _read_text(path)
+    return _parse_scenario_text(_read_text(path), path)
+
+
+def _parse_scenario_text(text: str, path: str) -> object:
+    """A scenario file's text as JSON (duplicate keys, NaN, huge integers refused)."""
     if path == _STDIN:
         path = "<stdin>"
     try:
@@ -155,21 +166,137 @@ def format_result(result: DiagnosisResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _usage_error(message: str) -> int:
+    sys.stderr.write(terminal_safe(f"diagnosis-core: {message}\n"))
+    return EXIT_USAGE
+
+
+def _journal_key(path: str | None) -> bytes | None:
+    """The host key: the bytes of ``path``; an empty or unreadable file is a ScenarioError."""
+    if path is None:
+        return None
+    if path == _STDIN:
+        raise ScenarioError("--journal-key-file: give a file (standard input is not a key)")
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read()
+    except OSError as error:
+        raise ScenarioError(
+            f"--journal-key-file {path}: cannot read ({error.strerror or error})"
+        ) from None
+    if not key:
+        raise ScenarioError(f"--journal-key-file {path}: the key file is empty")
+    return key
+
+
+def _write_result(args: argparse.Namespace, result: DiagnosisResult) -> None:
+    if args.json:
+        _write(canonical_json(to_wire(result)) + "\n")
+    else:
+        _write_readable(format_result(result))
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
-        data = read_scenario_file(args.scenario)
+        key = _journal_key(args.journal_key_file)
+    except ScenarioError as error:
+        return _usage_error(str(error))
+    try:
+        text = _read_text(args.scenario)
+        data = _parse_scenario_text(text, args.scenario)
+        # A journal names its format; a scenario has no "format" key (it would be refused).
+        if isinstance(data, dict) and "format" in data:
+            if args.journal_out is not None:
+                return _usage_error("--journal-out: a journal is replayed, not recorded again")
+            if data.get("format") == _AIOPS_JOURNAL:
+                return _run_aiops_journal(args, data, key)
+            return _replay_journal_text(args, text, key)
+        if args.journal_out == _STDIN:
+            return _usage_error("--journal-out: give a file (standard output has the result)")
+        if key is not None and args.journal_out is None:
+            return _usage_error("--journal-key-file: needs --journal-out or a journal to verify")
         # The chat loader rejects unknown keys, so the AIOps branch comes first.
-        if isinstance(data, dict) and ("workflow" in data or data.get("format") == _AIOPS_JOURNAL):
+        if isinstance(data, dict) and "workflow" in data:
+            if args.journal_out is not None:
+                return _usage_error("--journal-out: only a chat scenario writes a journal")
             return _run_aiops(args, data)
         scenario = load_scenario(data)
     except ScenarioError as error:
         sys.stderr.write(terminal_safe(f"diagnosis-core: invalid scenario: {error}\n"))
         return EXIT_USAGE
-    result = replay_scenario(scenario).result
-    if args.json:
-        _write(canonical_json(to_wire(result)) + "\n")
-    else:
-        _write_readable(format_result(result))
+    if args.journal_out is None:
+        _write_result(args, replay_scenario(scenario).result)
+        return EXIT_OK
+    return _record_journal(args, scenario, key)
+
+
+def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | None) -> int:
+    """Run ``scenario`` writing its journal to ``--journal-out``, then print the result."""
+    from ._drivers import run_diagnosis
+    from ._journal import ListJournalSink
+    from ._journal_wire import journal_to_json
+
+    request = scenario_request(scenario)
+    sink = ListJournalSink()
+    state = run_diagnosis(request, scenario_effects(scenario), sink=sink, key=key)
+    try:
+        with open(args.journal_out, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(journal_to_json(sink.journal(request)) + "\n")
+    except OSError as error:
+        sys.stderr.write(
+            terminal_safe(
+                f"diagnosis-core: cannot write journal {args.journal_out} "
+                f"({error.strerror or error})\n"
+            )
+        )
+        return EXIT_OUTPUT
+    _write_result(args, state.result)
+    return EXIT_OK
+
+
+def _load_journal_text(text: str, key: bytes | None) -> tuple[Journal, JournalStatus]:
+    """Parse, fold and verify a journal; :class:`JournalError` names the first bad entry."""
+    from ._journal import journal_status
+    from ._journal_wire import journal_from_json
+
+    journal = journal_from_json(text)
+    return journal, journal_status(journal, key=key)
+
+
+def _replay_journal_text(args: argparse.Namespace, text: str, key: bytes | None) -> int:
+    """Replay a complete journal: the output of the run that recorded it, byte for byte."""
+    try:
+        _, status = _load_journal_text(text, key)
+    except JournalError as error:
+        return _usage_error(f"invalid journal: {error}")
+    if not status.complete:
+        return _usage_error(
+            f"the journal is {status.describe()} (the run that wrote it did not finish)"
+        )
+    _write_result(args, status.state.result)
+    return EXIT_OK
+
+
+def _journal_to_scenario(args: argparse.Namespace) -> int:
+    """``journal to-scenario JOURNAL``: the equivalent §9 scenario as canonical JSON."""
+    from ._journal import journal_to_scenario
+    from ._journal_wire import stored_json
+
+    try:
+        key = _journal_key(args.journal_key_file)
+        text = _read_text(args.journal)
+    except ScenarioError as error:
+        return _usage_error(str(error))
+    try:
+        journal, status = _load_journal_text(text, key)
+        if not status.complete:
+            return _usage_error(
+                f"the journal is {status.describe()} (the run that wrote it did not finish)"
+            )
+        scenario = journal_to_scenario(journal, key=key, exact=not args.approximate)
+    except JournalError as error:
+        return _usage_error(f"invalid journal: {error}")
+    _write(stored_json(scenario) + "\n")
     return EXIT_OK
 
 
@@ -183,8 +310,6 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
         replay_aiops_scenario,
     )
 
-    if isinstance(data, dict) and data.get("format") == _AIOPS_JOURNAL:
-        return _run_aiops_journal(args, data)
     scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
     if args.json:
@@ -195,7 +320,7 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
     return EXIT_OK
 
 
-def _run_aiops_journal(args: argparse.Namespace, data: object) -> int:
+def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None) -> int:
     """Replay an AIOps journal (``"format": "aiops_journal_v1"``, spec §12).
 
     Refused with exit 2 naming the entry when it does not verify, and when it
@@ -209,7 +334,7 @@ def _run_aiops_journal(args: argparse.Namespace, data: object) -> int:
 
     try:
         journal = load_aiops_journal(data)
-        status = aiops_journal_status(journal)
+        status = aiops_journal_status(journal, key=key)
         if not status.complete:
             raise JournalError(f"the journal is {status.describe()}")
         ledger = aiops_journal_ledger(journal)
@@ -348,16 +473,51 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``diagnosis-core``."""
     parser = _ArgumentParser(
         prog="diagnosis-core",
-        description="Replay diagnosis scenarios, print payload schemas and the routing graph.",
+        description="Replay diagnosis scenarios and run journals, print payload schemas "
+        "and the routing graph.",
     )
     parser.add_argument(
         "--version", action=_VersionAction, help="print the installed version and exit"
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
-    run = commands.add_parser("run", help="replay a scenario JSON file")
+    run = commands.add_parser(
+        "run",
+        help="replay a scenario or a run journal JSON file",
+        description="Replay a scenario (spec §9), or a run journal (spec §12, told apart by "
+        '"format": "diagnosis_journal_v1") to the output of the run that recorded it.',
+    )
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    run.add_argument("scenario", help="path of the scenario JSON file, or - for standard input")
+    run.add_argument(
+        "--journal-out", metavar="FILE", help="write the run's journal (a chat scenario only)"
+    )
+    run.add_argument(
+        "--journal-key-file",
+        metavar="FILE",
+        help="host key (the file's bytes): sign the journal written, verify the journal read",
+    )
+    run.add_argument(
+        "scenario", help="path of the scenario or journal JSON file, or - for standard input"
+    )
     run.set_defaults(handler=_run)
+    journal = commands.add_parser("journal", help="work with a run journal")
+    journal_commands = journal.add_subparsers(
+        dest="journal_command", required=True, parser_class=_ArgumentParser
+    )
+    to_scenario = journal_commands.add_parser(
+        "to-scenario",
+        help="print the §9 scenario equivalent to a complete journal",
+        description="Print the §9 scenario that replays to the journal's result, as "
+        "canonical JSON. An error message a scripted scenario cannot reproduce exactly "
+        "is refused unless --approximate.",
+    )
+    to_scenario.add_argument("--journal-key-file", metavar="FILE", help="verify with this key")
+    to_scenario.add_argument(
+        "--approximate",
+        action="store_true",
+        help="keep error messages a scenario cannot reproduce exactly, as they are",
+    )
+    to_scenario.add_argument("journal", help="path of the journal JSON file, or - for stdin")
+    to_scenario.set_defaults(handler=_journal_to_scenario)
     validate = commands.add_parser(
         "validate",
         help="parse one agent reply with a payload parser",

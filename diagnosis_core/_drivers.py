@@ -1,15 +1,35 @@
-"""The two built-in drivers: a synchronous loop and an asyncio loop.
+"""The built-in drivers: a synchronous loop and an asyncio loop, blocking or iterated.
 
 A driver only performs the effect the machine asks for and feeds the result
 back; it decides nothing. Exceptions of an effect become results here (agents:
 classified by the run's :class:`FailureClassifier`; the gatekeeper: always
 ``GatekeeperFailed``). ``BaseException``s that are not ``Exception`` (task
 cancellation, ``KeyboardInterrupt``) propagate untouched.
+
+All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
+:func:`iter_diagnosis`, :func:`aiter_diagnosis`) are the one step loop of
+``_loop.py`` with the same options (spec §12, §14):
+
+* ``sink`` — the run writes its journal as it goes: each ``started`` entry is
+  handed to the sink *before* its effect runs, then the ``finished`` entry
+  (same ``seq``), and the machine is fed the recorded fact;
+* ``journal`` — resume: the journal is folded and verified, the resume rule
+  applied (:func:`resume_journal`), and the run continues from there; an
+  interrupted entry that the rule completes (executor, gatekeeper) is handed
+  to the sink first;
+* ``key`` — sign new entries and verify the resumed journal (HMAC-SHA256);
+* ``tools`` — the executor's finished entry carries the tool calls recorded
+  during that call;
+* ``observer`` — told of every effect and every trace event appended in this
+  process (a resumed run's earlier events were announced by the run that
+  appended them). A hook that raises is reported and never changes the run.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ._effects import (
     AsyncEffects,
@@ -18,10 +38,22 @@ from ._effects import (
     reject_awaitable,
     require_awaitable,
 )
-from ._loop import adrive, ainvoke_agent, describe_error, drive, invoke_agent
+from ._enums import AgentName
+from ._errors import JournalError
+from ._loop import (
+    Done,
+    adrive,
+    adrive_steps,
+    ainvoke_agent,
+    describe_error,
+    drive,
+    drive_steps,
+    invoke_agent,
+)
 from ._machine import (
     CallGatekeeper,
     DiagnosisRequest,
+    DiagnosisResult,
     DiagnosisState,
     EffectResult,
     Finished,
@@ -32,10 +64,19 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
+from ._observe import DiagnosisObserver
+from ._trace import TraceEvent
+
+if TYPE_CHECKING:
+    from ._journal import JournalRecorder, JournalSink
+    from ._journal_wire import Journal, JournalEntry
+    from ._tools import RecorderMark, ToolRecorder
 
 __all__ = [
+    "aiter_diagnosis",
     "arun_diagnosis",
     "describe_error",
+    "iter_diagnosis",
     "perform_effect",
     "perform_effect_async",
     "run_diagnosis",
@@ -97,45 +138,316 @@ async def perform_effect_async(
     return GatekeeperReturned(raw)
 
 
-def run_diagnosis(
-    request: DiagnosisRequest, effects: Effects, *, state: DiagnosisState | None = None
-) -> DiagnosisState:
-    """Run to END synchronously; returns the finished state.
+# --- journaling and observing --------------------------------------------------------
 
-    Pass ``state`` to resume a run saved earlier. ``state.result`` is the
-    outcome, :func:`build_trace_report` the audit. Raises ``TypeError`` before
-    the run starts when ``effects`` are not sync :class:`Effects` of sync
-    callables (spec §15).
-    """
+
+class _Journaling:
+    """The :class:`StepRecorder` of a journaling run: a journal recorder plus the tool marks."""
+
+    def __init__(self, recorder: JournalRecorder, tools: ToolRecorder | None) -> None:
+        self.recorder = recorder
+        self._tools = tools
+        self._mark: RecorderMark | None = None
+
+    def begin(self, action: InvokeAgent | CallGatekeeper, /) -> None:
+        self.recorder.begin(action)  # the sink has the started entry before the effect
+        executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
+        self._mark = self._tools.mark() if executor and self._tools is not None else None
+
+    def end(self, action: InvokeAgent | CallGatekeeper, result: EffectResult, /) -> EffectResult:
+        from ._journal import recorded_tool_invocations
+
+        invocations = None
+        if self._mark is not None and self._tools is not None:
+            invocations = recorded_tool_invocations(self._tools.since(self._mark))
+            self._mark = None
+        return self.recorder.end(result, tool_invocations=invocations)
+
+
+def _events(state: DiagnosisState) -> Sequence[TraceEvent]:
+    return state.events
+
+
+class _Run:
+    """A run ready to go: where it starts, its journaling, what this process must announce."""
+
+    def __init__(
+        self,
+        state: DiagnosisState,
+        journaling: _Journaling | None,
+        *,
+        announced: int,
+        resumed_entry: JournalEntry | None = None,
+        sink: JournalSink | None = None,
+        observer: DiagnosisObserver | None = None,
+    ) -> None:
+        self.state = state
+        self.journaling = journaling
+        self.announced = announced
+        self.resumed_entry = resumed_entry
+        self.sink = sink
+        self.observer = observer
+
+    def opening(self) -> Iterator[TraceEvent]:
+        """Before the first effect: persist a completed interrupted entry, announce its events."""
+        from ._observe import notify
+
+        if self.resumed_entry is not None and self.sink is not None:
+            self.sink.write(self.resumed_entry)
+        for event in self.state.events[self.announced :]:
+            notify(self.observer, "event_appended", event)
+            yield event
+
+    @property
+    def watched(self) -> bool:
+        return self.observer is not None
+
+
+def _prepare(
+    request: DiagnosisRequest,
+    state: DiagnosisState | None,
+    *,
+    journal: Journal | None,
+    sink: JournalSink | None,
+    key: bytes | None,
+    resend_gatekeeper: bool,
+    tools: ToolRecorder | None,
+    observer: DiagnosisObserver | None,
+) -> _Run:
+    """Validate the options and resume the journal; nothing is written yet."""
+    if journal is None and sink is None:
+        current = start_diagnosis(request) if state is None else state
+        return _Run(current, None, announced=len(current.events), observer=observer)
+    from ._journal import JournalRecorder, journal_status, resume_journal
+    from ._journal_wire import Journal
+
+    if state is not None:
+        raise ValueError(
+            "state: a journaling run starts from its request or its journal, not from a state"
+        )
+    if journal is None:
+        recorder = JournalRecorder(Journal(request), sink=sink, key=key)
+        return _Run(
+            start_diagnosis(request),
+            _Journaling(recorder, tools),
+            announced=0,
+            sink=sink,
+            observer=observer,
+        )
+    if not isinstance(journal, Journal):
+        raise JournalError(f"journal: expected a Journal, got {type(journal).__name__}")
+    if journal.request != request:
+        raise JournalError("request: differs from the journal's request")
+    before = journal_status(journal, key=key)
+    resumed, current = resume_journal(journal, key=key, resend_gatekeeper=resend_gatekeeper)
+    completed = resumed.entries[-1] if resumed is not journal else None
+    recorder = JournalRecorder(resumed, sink=sink, key=key)
+    return _Run(
+        current,
+        _Journaling(recorder, tools),
+        announced=len(before.state.events),
+        resumed_entry=completed,
+        sink=sink,
+        observer=observer,
+    )
+
+
+def _check_sync(effects: Effects, driver: str) -> None:
     check_effects_kind(
         effects,
         Effects,
         _EFFECT_NAMES,
         asynchronous=False,
-        driver="run_diagnosis",
-        other_driver="arun_diagnosis",
+        driver=driver,
+        other_driver=f"a{driver}",
     )
-    current = start_diagnosis(request) if state is None else state
-    perform = functools.partial(perform_effect, effects=effects)
-    return drive(current, next_action, Finished, perform, advance)
 
 
-async def arun_diagnosis(
-    request: DiagnosisRequest, effects: AsyncEffects, *, state: DiagnosisState | None = None
-) -> DiagnosisState:
-    """Run to END on the asyncio event loop; returns the finished state.
-
-    Raises ``TypeError`` before the run starts when ``effects`` are not
-    :class:`AsyncEffects` of ``async`` callables (spec §15).
-    """
+def _check_async(effects: AsyncEffects, driver: str) -> None:
     check_effects_kind(
         effects,
         AsyncEffects,
         _EFFECT_NAMES,
         asynchronous=True,
-        driver="arun_diagnosis",
-        other_driver="run_diagnosis",
+        driver=driver,
+        other_driver=driver[1:],
     )
-    current = start_diagnosis(request) if state is None else state
+
+
+def _steps(
+    run: _Run, effects: Effects, *, events: bool
+) -> Iterator[TraceEvent | Done[DiagnosisState]]:
+    yield from run.opening()
+    perform = functools.partial(perform_effect, effects=effects)
+    yield from drive_steps(
+        run.state,
+        next_action,
+        Finished,
+        perform,
+        advance,
+        recorder=run.journaling,
+        observer=run.observer,
+        events=_events if events or run.watched else None,
+    )
+
+
+async def _asteps(
+    run: _Run, effects: AsyncEffects, *, events: bool
+) -> AsyncIterator[TraceEvent | Done[DiagnosisState]]:
+    for event in run.opening():
+        yield event
     perform = functools.partial(perform_effect_async, effects=effects)
-    return await adrive(current, next_action, Finished, perform, advance)
+    async for item in adrive_steps(
+        run.state,
+        next_action,
+        Finished,
+        perform,
+        advance,
+        recorder=run.journaling,
+        observer=run.observer,
+        events=_events if events or run.watched else None,
+    ):
+        yield item
+
+
+# --- the drivers -----------------------------------------------------------------------
+
+
+def run_diagnosis(
+    request: DiagnosisRequest,
+    effects: Effects,
+    *,
+    state: DiagnosisState | None = None,
+    journal: Journal | None = None,
+    sink: JournalSink | None = None,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    tools: ToolRecorder | None = None,
+    observer: DiagnosisObserver | None = None,
+) -> DiagnosisState:
+    """Run to END synchronously; returns the finished state.
+
+    ``state.result`` is the outcome, :func:`build_trace_report` the audit.
+    Pass ``sink`` to write the run's journal as it goes, ``journal`` to resume
+    one (its request must equal ``request``; the resume rule of spec §12
+    applies, ``resend_gatekeeper`` opting in to re-sending an interrupted
+    gatekeeper call), ``key`` to sign and verify it, ``tools`` so the
+    executor's entries carry their tool calls, and ``observer`` to watch the
+    run (spec §14). ``state`` resumes a state saved earlier (not with a
+    journal or a sink: a journal starts from the request).
+
+    Raises ``TypeError`` before the run starts when ``effects`` are not sync
+    :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
+    the journal does not verify or belongs to another request.
+    """
+    _check_sync(effects, "run_diagnosis")
+    run = _prepare(
+        request, state, journal=journal, sink=sink, key=key,
+        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+    )
+    if run.journaling is None and not run.watched:
+        perform = functools.partial(perform_effect, effects=effects)
+        return drive(run.state, next_action, Finished, perform, advance)
+    last: object = None
+    for item in _steps(run, effects, events=False):
+        last = item
+    assert isinstance(last, Done)
+    return last.state  # type: ignore[no-any-return]
+
+
+async def arun_diagnosis(
+    request: DiagnosisRequest,
+    effects: AsyncEffects,
+    *,
+    state: DiagnosisState | None = None,
+    journal: Journal | None = None,
+    sink: JournalSink | None = None,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    tools: ToolRecorder | None = None,
+    observer: DiagnosisObserver | None = None,
+) -> DiagnosisState:
+    """Run to END on the asyncio event loop; returns the finished state.
+
+    The options are :func:`run_diagnosis`'s. Raises ``TypeError`` before the
+    run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
+    callables (spec §15).
+    """
+    _check_async(effects, "arun_diagnosis")
+    run = _prepare(
+        request, state, journal=journal, sink=sink, key=key,
+        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+    )
+    if run.journaling is None and not run.watched:
+        perform = functools.partial(perform_effect_async, effects=effects)
+        return await adrive(run.state, next_action, Finished, perform, advance)
+    last: object = None
+    async for item in _asteps(run, effects, events=False):
+        last = item
+    assert isinstance(last, Done)
+    return last.state  # type: ignore[no-any-return]
+
+
+def iter_diagnosis(
+    request: DiagnosisRequest,
+    effects: Effects,
+    *,
+    state: DiagnosisState | None = None,
+    journal: Journal | None = None,
+    sink: JournalSink | None = None,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    tools: ToolRecorder | None = None,
+    observer: DiagnosisObserver | None = None,
+) -> Iterator[TraceEvent | DiagnosisResult]:
+    """:func:`run_diagnosis` as an iterator: every trace event as it is appended, then the result.
+
+    The same loop as :func:`run_diagnosis` with the same options, so a
+    streaming host and a blocking one run the same pipeline (spec §14): the
+    events are exactly the finished state's trace (for a resumed run, those
+    appended in this process), the last item is its :class:`DiagnosisResult`.
+    Options are checked when this is called; effects run as it is iterated.
+    """
+    _check_sync(effects, "iter_diagnosis")
+    run = _prepare(
+        request, state, journal=journal, sink=sink, key=key,
+        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+    )
+    return _iterate(run, effects)
+
+
+def _iterate(run: _Run, effects: Effects) -> Iterator[TraceEvent | DiagnosisResult]:
+    for item in _steps(run, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item
+
+
+def aiter_diagnosis(
+    request: DiagnosisRequest,
+    effects: AsyncEffects,
+    *,
+    state: DiagnosisState | None = None,
+    journal: Journal | None = None,
+    sink: JournalSink | None = None,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    tools: ToolRecorder | None = None,
+    observer: DiagnosisObserver | None = None,
+) -> AsyncIterator[TraceEvent | DiagnosisResult]:
+    """:func:`arun_diagnosis` as an async iterator: the trace events as appended, then the result.
+
+    ``async for item in aiter_diagnosis(request, effects): ...``. Options are
+    checked when this is called; effects run as it is iterated.
+    """
+    _check_async(effects, "aiter_diagnosis")
+    run = _prepare(
+        request, state, journal=journal, sink=sink, key=key,
+        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+    )
+    return _aiterate(run, effects)
+
+
+async def _aiterate(
+    run: _Run, effects: AsyncEffects
+) -> AsyncIterator[TraceEvent | DiagnosisResult]:
+    async for item in _asteps(run, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item

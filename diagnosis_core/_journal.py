@@ -32,8 +32,8 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 
@@ -74,6 +74,7 @@ from ._journal_wire import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     RecordedReply,
+    RecordedToolError,
     RecordedToolInvocation,
     request_to_wire,
 )
@@ -82,6 +83,7 @@ from ._machine import (
     AgentFailed,
     AgentReplied,
     CallGatekeeper,
+    DiagnosisRequest,
     DiagnosisState,
     EffectResult,
     Finished,
@@ -92,6 +94,9 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
+
+if TYPE_CHECKING:
+    from ._tools import ToolCallRecord
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -107,7 +112,9 @@ __all__ = [
     "fold_journal",
     "journal_status",
     "journal_to_scenario",
+    "journal_tool_records",
     "outcome_of",
+    "recorded_tool_invocations",
     "replay_journal",
     "resume_journal",
     "start_entry",
@@ -302,8 +309,15 @@ class JournalSink(Protocol):
 
 
 class ListJournalSink(ListSinkBase[JournalEntry]):
-    """An in-memory :class:`JournalSink`: :attr:`entries` holds the persisted entries."""
+    """An in-memory :class:`JournalSink`: :attr:`entries` holds the persisted entries.
 
+    Give it the entries of a journal being resumed (``ListJournalSink(journal.entries)``)
+    and :meth:`journal` is the whole journal as the resumed run goes on.
+    """
+
+    def journal(self, request: DiagnosisRequest) -> Journal:
+        """The persisted entries as the journal of ``request``."""
+        return Journal(request, tuple(self.entries))
 
 class JournalRecorder(
     JournalRecorderBase[Journal, InvokeAgent | CallGatekeeper, EffectResult, JournalEntry]
@@ -317,6 +331,55 @@ class JournalRecorder(
     """
 
     _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+
+
+# --- tool invocations (spec §13) ------------------------------------------------------
+
+
+def recorded_tool_invocations(
+    records: Iterable[ToolCallRecord],
+) -> tuple[RecordedToolInvocation, ...]:
+    """The journal form of a tool recorder's records (what an executor entry carries).
+
+    ``records`` are :class:`~diagnosis_core.tools.ToolCallRecord`\\ s, e.g.
+    ``ToolRecorder.since(mark)``; each becomes the same §13 ledger entry.
+    """
+    converted = []
+    for record in records:
+        wire = record.to_record()
+        error = wire.get("error")
+        duration = wire.get("duration_ms")
+        converted.append(
+            RecordedToolInvocation(
+                invocation_id=record.invocation_id,
+                tool_name=record.tool_name,
+                success=record.success,
+                output_json=canonical_json(wire["output"]),
+                input_json=None if wire.get("input") is None else canonical_json(wire["input"]),
+                error=None if not isinstance(error, dict) else RecordedToolError(
+                    str(error["type"]), str(error["message"])
+                ),
+                duration_ms=duration if isinstance(duration, int | float) else None,
+            )
+        )
+    return tuple(converted)
+
+
+def journal_tool_records(journal: Journal) -> list[dict[str, JsonValue]]:
+    """Every tool invocation the journal's executor entries carry, as §13 ledger entries.
+
+    ``ToolRecorder.from_records(journal_tool_records(journal))`` rebuilds the
+    recorder of a run being resumed in another process, so its gatekeeper
+    sees the ledger and numbering continues after the recorded ids. Every
+    entry has ``input`` (null when none was recorded).
+    """
+    records: list[dict[str, JsonValue]] = []
+    for entry in journal.entries:
+        for item in entry.tool_invocations or ():
+            record = item.to_record()
+            record.setdefault("input", None)
+            records.append(record)
+    return records
 
 
 # --- a journal is a replay ---------------------------------------------------------

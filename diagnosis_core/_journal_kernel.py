@@ -25,7 +25,7 @@ gatekeeper error for a gatekeeper call.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
@@ -387,8 +387,8 @@ class EntrySink(Protocol[E_contra]):
 class ListSinkBase(Generic[E]):
     """An in-memory sink: :attr:`entries` holds the persisted entries."""
 
-    def __init__(self) -> None:
-        self.entries: list[E] = []
+    def __init__(self, entries: Iterable[E] = ()) -> None:
+        self.entries: list[E] = list(entries)
 
     def write(self, entry: E, /) -> None:
         """Append ``entry``, or replace the last entry when it has the same ``seq``."""

@@ -7,23 +7,68 @@ invoker; an ``Exception`` becomes :class:`AgentFailed` classified by the run's
 :class:`FailureClassifier`, described by :func:`describe_error`), live here
 once. ``BaseException``s that are not ``Exception`` (task cancellation,
 ``KeyboardInterrupt``) propagate untouched.
+
+One loop serves every host: :func:`drive_steps` / :func:`adrive_steps` yield
+each trace event as the machine appends it and then :class:`Done`; the
+blocking :func:`drive` / :func:`adrive` only consume them. Around each effect
+the loop calls an optional :class:`StepRecorder` (a journal: ``begin`` before
+the effect runs, ``end`` after, and the machine is fed what ``end`` returns —
+the recorded fact) and an optional observer (through :func:`notify`, so a
+raising hook never changes the run; spec §14).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Generic, Protocol, TypeVar
+
+import attrs
 
 from ._classify import FailureClassifier, classify_failure
 from ._config import RunConfig
 from ._effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
 from ._machine import AgentFailed, AgentReplied
+from ._observe import new_events, notify
 
-__all__ = ["adrive", "ainvoke_agent", "describe_error", "drive", "invoke_agent"]
+__all__ = [
+    "Done",
+    "StepRecorder",
+    "adrive",
+    "adrive_steps",
+    "ainvoke_agent",
+    "describe_error",
+    "drive",
+    "drive_steps",
+    "invoke_agent",
+]
 
 S = TypeVar("S")
 A = TypeVar("A")
 R = TypeVar("R")
+E = TypeVar("E")
+A_contra = TypeVar("A_contra", contravariant=True)
+
+
+class StepRecorder(Protocol[A_contra, R]):
+    """What the loop tells a journal around one effect.
+
+    ``begin(action)`` runs before the effect is performed (a journal hands its
+    ``started`` entry to the host's sink here; if it raises, the effect is not
+    performed); ``end(action, result)`` runs after, and returns the result the
+    machine is fed — the recorded fact, so that the live state and the fold of
+    the journal are equal by construction.
+    """
+
+    def begin(self, action: A_contra, /) -> None: ...
+
+    def end(self, action: A_contra, result: R, /) -> R: ...
+
+
+@attrs.frozen
+class Done(Generic[S]):
+    """The last item a step loop yields: the finished state."""
+
+    state: S
 
 
 def describe_error(error: BaseException) -> str:
@@ -82,23 +127,105 @@ async def ainvoke_agent(
     return AgentReplied(text)
 
 
+def _no_events(state: object) -> Sequence[object]:
+    return ()
+
+
+def drive_steps(
+    state: S,
+    next_action: Callable[[S], object],
+    finished: type,
+    perform: Callable[[A], R],
+    advance: Callable[[S, R], S],
+    *,
+    recorder: StepRecorder[A, R] | None = None,
+    observer: object = None,
+    events: Callable[[S], Sequence[E]] | None = None,
+) -> Iterator[E | Done[S]]:
+    """Advance ``state`` with performed effects until the machine says ``finished``.
+
+    Yields every trace event ``advance`` appends (``events`` reads a state's
+    trace; without it nothing is yielded but :class:`Done`), then
+    ``Done(state)``. Per effect, in this order: ``recorder.begin``, the
+    observer's ``effect_started``, ``perform``, ``recorder.end``,
+    ``effect_finished`` (with the recorded result), ``advance``, and
+    ``event_appended`` for each new event as it is yielded.
+
+    Every action of the machine that is not ``finished`` is an effect ``perform``
+    accepts: that is the machine's contract, which its own types state.
+    """
+    trace = _no_events if events is None else events
+    while True:
+        action = next_action(state)
+        if isinstance(action, finished):
+            yield Done(state)
+            return
+        if recorder is not None:
+            recorder.begin(action)  # type: ignore[arg-type]
+        notify(observer, "effect_started", action)
+        result = perform(action)  # type: ignore[arg-type]
+        if recorder is not None:
+            result = recorder.end(action, result)  # type: ignore[arg-type]
+        notify(observer, "effect_finished", action, result)
+        before = state
+        state = advance(state, result)
+        for event in new_events(trace(before), trace(state)):
+            notify(observer, "event_appended", event)
+            yield event  # type: ignore[misc]
+
+
+async def adrive_steps(
+    state: S,
+    next_action: Callable[[S], object],
+    finished: type,
+    perform: Callable[[A], Awaitable[R]],
+    advance: Callable[[S, R], S],
+    *,
+    recorder: StepRecorder[A, R] | None = None,
+    observer: object = None,
+    events: Callable[[S], Sequence[E]] | None = None,
+) -> AsyncIterator[E | Done[S]]:
+    """:func:`drive_steps` on the asyncio event loop: each effect is awaited in turn."""
+    trace = _no_events if events is None else events
+    while True:
+        action = next_action(state)
+        if isinstance(action, finished):
+            yield Done(state)
+            return
+        if recorder is not None:
+            recorder.begin(action)  # type: ignore[arg-type]
+        notify(observer, "effect_started", action)
+        result = await perform(action)  # type: ignore[arg-type]
+        if recorder is not None:
+            result = recorder.end(action, result)  # type: ignore[arg-type]
+        notify(observer, "effect_finished", action, result)
+        before = state
+        state = advance(state, result)
+        for event in new_events(trace(before), trace(state)):
+            notify(observer, "event_appended", event)
+            yield event  # type: ignore[misc]
+
+
 def drive(
     state: S,
     next_action: Callable[[S], object],
     finished: type,
     perform: Callable[[A], R],
     advance: Callable[[S, R], S],
+    *,
+    recorder: StepRecorder[A, R] | None = None,
+    observer: object = None,
+    events: Callable[[S], Sequence[E]] | None = None,
 ) -> S:
-    """Advance ``state`` with performed effects until the machine says ``finished``.
-
-    Every action of the machine that is not ``finished`` is an effect ``perform``
-    accepts: that is the machine's contract, which its own types state.
-    """
-    while True:
-        action = next_action(state)
-        if isinstance(action, finished):
-            return state
-        state = advance(state, perform(action))  # type: ignore[arg-type]
+    """:func:`drive_steps` to the end; returns the finished state."""
+    last: object = None
+    for item in drive_steps(
+        state, next_action, finished, perform, advance,
+        recorder=recorder, observer=observer, events=events,
+    ):
+        last = item  # consumed to the end, so the generator finishes cleanly
+    assert isinstance(last, Done)
+    return last.state  # type: ignore[no-any-return]
 
 
 async def adrive(
@@ -107,10 +234,17 @@ async def adrive(
     finished: type,
     perform: Callable[[A], Awaitable[R]],
     advance: Callable[[S, R], S],
+    *,
+    recorder: StepRecorder[A, R] | None = None,
+    observer: object = None,
+    events: Callable[[S], Sequence[E]] | None = None,
 ) -> S:
-    """:func:`drive` on the asyncio event loop: each effect is awaited in turn."""
-    while True:
-        action = next_action(state)
-        if isinstance(action, finished):
-            return state
-        state = advance(state, await perform(action))  # type: ignore[arg-type]
+    """:func:`adrive_steps` to the end; returns the finished state."""
+    last: object = None
+    async for item in adrive_steps(
+        state, next_action, finished, perform, advance,
+        recorder=recorder, observer=observer, events=events,
+    ):
+        last = item  # consumed to the end, so the generator finishes cleanly
+    assert isinstance(last, Done)
+    return last.state  # type: ignore[no-any-return]

@@ -6,8 +6,9 @@ a host needs them to test its prompts against the exact agent inputs
 table (:data:`ROUTING_TABLE`, :func:`routing_mermaid`), to reuse the projection
 and verdict rules (:func:`project_verified_input`, :func:`verdict_ceiling`), the
 fallback renderers, the reference gatekeeper's binding checks, the strict JSON
-reader (:func:`loads_strict`, :func:`canonical_json`), or to write replay
-documents (:class:`ScriptedResponse`, :data:`ERROR_KINDS`). One submodule rather
+reader (:func:`loads_strict`, :func:`canonical_json`), to write replay
+documents (:class:`ScriptedResponse`, :data:`ERROR_KINDS`), or to build a
+custom driver loop (:func:`perform_effect`, :func:`perform_effect_async`). One submodule rather
 than one per concern: these names are stable, but they are not what an embedding
 host reaches for first, so they stay out of the curated top level.
 """
@@ -23,6 +24,8 @@ from ._converter import (
 )
 from ._drivers import (
     describe_error,
+    perform_effect,
+    perform_effect_async,
 )
 from ._gaps import (
     EvidenceGap,
@@ -193,6 +196,8 @@ __all__ = [
     "notify",
     "parse_json_object",
     "parse_raw_path",
+    "perform_effect",
+    "perform_effect_async",
     "project_verified_input",
     "render_post_verification_fallback",
     "render_pre_verification_fallback",

@@ -46,7 +46,6 @@ from diagnosis_core import (
     load_scenario,
     next_action,
     parse_verifier_output,
-    perform_effect,
     replay,
     run_diagnosis,
     scenario_effects,
@@ -55,7 +54,7 @@ from diagnosis_core import (
     to_json,
     to_wire,
 )
-from diagnosis_core.blocks import canonical_json
+from diagnosis_core.blocks import canonical_json, perform_effect
 from diagnosis_core.testing import (
     EffectsRecorder,
     composer_outputs,

@@ -210,7 +210,7 @@ def test_an_async_effect_returning_a_plain_value_is_a_type_error() -> None:
         _async_gatekeeper,
     )
     with pytest.raises(TypeError, match=r"AsyncEffects\.planner returned str, not an awaitable"):
-        asyncio.run(dc.perform_effect_async(action, effects))
+        asyncio.run(dcb.perform_effect_async(action, effects))
 
 
 def test_aiops_drivers_reject_the_wrong_kind_of_effects() -> None:

@@ -52,7 +52,7 @@ def record(
     state = dc.start_diagnosis(request)
     while not isinstance(action := dc.next_action(state), dc.Finished):
         recorder.begin(action)
-        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
     return recorder.journal, state
 
 

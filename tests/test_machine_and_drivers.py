@@ -44,7 +44,7 @@ def test_an_agent_result_while_the_gatekeeper_is_pending_is_a_machine_error() ->
     while not isinstance(dc.next_action(state), dc.CallGatekeeper):
         action = dc.next_action(state)
         assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dc.perform_effect(action, effects))
+        state = dc.advance(state, dcb.perform_effect(action, effects))
     with pytest.raises(dc.MachineError, match="gatekeeper"):
         dc.advance(state, dc.AgentReplied("x"))
 
@@ -126,7 +126,7 @@ def test_drivers_resume_from_a_saved_state() -> None:
     state = dc.start_diagnosis(dc.scenario_request(sc))
     action = dc.next_action(state)
     assert isinstance(action, dc.InvokeAgent)
-    state = dc.advance(state, dc.perform_effect(action, effects))
+    state = dc.advance(state, dcb.perform_effect(action, effects))
     saved = dc.to_json(state)
     resumed = dc.run_diagnosis(
         dc.scenario_request(sc), effects, state=dc.from_json(dc.DiagnosisState, saved)
@@ -209,7 +209,7 @@ def test_unserializable_raw_gatekeeper_result_is_audited_by_its_repr() -> None:
     while not isinstance(dc.next_action(state), dc.CallGatekeeper):
         action = dc.next_action(state)
         assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dc.perform_effect(action, effects))
+        state = dc.advance(state, dcb.perform_effect(action, effects))
     cyclic: dict[str, Any] = {"status": "pass"}
     cyclic["self"] = cyclic
     state = dc.advance(state, dc.GatekeeperReturned(cyclic))

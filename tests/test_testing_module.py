@@ -286,7 +286,7 @@ def test_unknown_exceptions_are_really_unknown(error: BaseException) -> None:
 @given(error=dt.agent_exceptions())
 def test_agent_exceptions_are_exceptions_the_drivers_catch(error: Exception) -> None:
     assert issubclass(type(error), Exception)
-    result = dc.perform_effect(
+    result = dcb.perform_effect(
         dc.InvokeAgent(AgentName.PLANNER, "{}", RunConfig("r", "s"), 1, 1),
         dt.scripted_effects(planner=[error]),
     )

@@ -60,26 +60,6 @@ CANARY = "CANARY-7f3e9b2a"
 # --- driving a run with an observer (spec §14) ----------------------------------------
 
 
-def _drive_by_hand(
-    request: dc.DiagnosisRequest,
-    effects: dc.Effects,
-    observer: object,
-    state: dc.DiagnosisState | None,
-) -> dc.DiagnosisState:
-    current = dc.start_diagnosis(request) if state is None else state
-    while True:
-        action = dc.next_action(current)
-        if isinstance(action, dc.Finished):
-            return current
-        dcb.notify(observer, "effect_started", action)
-        result = dc.perform_effect(action, effects)
-        dcb.notify(observer, "effect_finished", action, result)
-        before = current.events
-        current = dc.advance(current, result)
-        for event in dcb.new_events(before, current.events):
-            dcb.notify(observer, "event_appended", event)
-
-
 def run_observed(
     request: dc.DiagnosisRequest,
     effects: dc.Effects,
@@ -87,26 +67,15 @@ def run_observed(
     *,
     state: dc.DiagnosisState | None = None,
 ) -> dc.DiagnosisState:
-    """The sync driver with an observer (``dc.run_diagnosis(..., observer=observer)``)."""
-    return _drive_by_hand(request, effects, observer, state)
+    """The sync driver with an observer."""
+    return dc.run_diagnosis(request, effects, state=state, observer=observer)  # type: ignore[arg-type]
 
 
 async def arun_observed(
     request: dc.DiagnosisRequest, effects: dc.AsyncEffects, observer: object
 ) -> dc.DiagnosisState:
-    """The asyncio driver with an observer (``dc.arun_diagnosis(..., observer=observer)``)."""
-    current = dc.start_diagnosis(request)
-    while True:
-        action = dc.next_action(current)
-        if isinstance(action, dc.Finished):
-            return current
-        dcb.notify(observer, "effect_started", action)
-        result = await dc.perform_effect_async(action, effects)
-        dcb.notify(observer, "effect_finished", action, result)
-        before = current.events
-        current = dc.advance(current, result)
-        for event in dcb.new_events(before, current.events):
-            dcb.notify(observer, "event_appended", event)
+    """The asyncio driver with an observer."""
+    return await dc.arun_diagnosis(request, effects, observer=observer)  # type: ignore[arg-type]
 
 
 def run_aiops_observed(
@@ -547,7 +516,7 @@ def _first_effects(
         action = dc.next_action(state)
         assert not isinstance(action, dc.Finished)
         dcb.notify(observer, "effect_started", action)
-        result = dc.perform_effect(action, effects)
+        result = dcb.perform_effect(action, effects)
         dcb.notify(observer, "effect_finished", action, result)
         before = state.events
         state = dc.advance(state, result)

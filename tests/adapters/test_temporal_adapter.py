@@ -50,6 +50,7 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
 import diagnosis_core as dc
+import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
 from diagnosis_core.adapters.temporal import (
     INTERRUPTED_RESENDS,
@@ -267,7 +268,7 @@ def _resumed_reference(doc: dict[str, Any], interrupted: dcj.JournalCall) -> dc.
         entry = recorder.begin(action)
         if entry.call is interrupted:
             break
-        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
     _, resumed = dcj.resume_journal(recorder.journal)
     return dc.run_diagnosis(request, effects, state=resumed)
 
@@ -531,7 +532,7 @@ def _pending_actions(doc: dict[str, Any]) -> tuple[dc.InvokeAgent, dc.CallGateke
     assert isinstance(first, dc.InvokeAgent)
     while not isinstance(action := dc.next_action(state), dc.CallGatekeeper):
         assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dc.perform_effect(action, effects))
+        state = dc.advance(state, dcb.perform_effect(action, effects))
     return first, action
 
 

@@ -168,7 +168,7 @@ def drive_by_hand() -> str:
             assert_type(action.input, str)
         else:
             assert_type(action, CallGatekeeper)
-        state = dc.advance(state, dc.perform_effect(action, effects))
+        state = dc.advance(state, dcb.perform_effect(action, effects))
 
 
 def save_and_restore(state: DiagnosisState) -> DiagnosisState:
@@ -501,7 +501,7 @@ PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dc.classify_failure,
     dc.from_wire,
     dc.parse_gatekeeper_result,
-    dc.perform_effect_async,
+    dcb.perform_effect_async,
     dc.scenario_effects,
     dc.scenario_request,
     dca.aiops_task,
@@ -627,7 +627,7 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
         started: dcj.JournalEntry = recorder.begin(action)
         assert started.state is dcj.EntryState.STARTED
         assert_type(dcj.expected_call(action), dcj.ExpectedCall)
-        state = dc.advance(state, recorder.end(dc.perform_effect(action, effects)))
+        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
     journal: dcj.Journal = recorder.journal
     text = dcj.journal_to_json(journal)
     loaded = dcj.journal_from_json(text)
@@ -730,3 +730,35 @@ def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, k
     recorded: dca.AiOpsJournal = dca.record_aiops_scenario(scenario, key=key)
     del ledger, started, fed, wire, recorded
     return text
+
+
+# --- journaling and streaming drivers (spec §12, §14) -------------------------------
+
+
+def journaling_drivers(key: bytes) -> str:
+    """The drivers write a journal to a sink, resume it, and stream the run."""
+    sink = dcj.ListJournalSink()
+    tools = dct.ToolRecorder()
+    observer: dc.DiagnosisObserver = CountingObserver()
+    state = dc.run_diagnosis(request, effects, sink=sink, key=key, tools=tools, observer=observer)
+    journal: dcj.Journal = sink.journal(request)
+    resumed_sink = dcj.ListJournalSink(journal.entries)
+    again = dc.run_diagnosis(
+        request, effects, journal=journal, sink=resumed_sink, key=key, resend_gatekeeper=True
+    )
+    assert again == state
+    records: list[dict[str, JsonValue]] = dcj.journal_tool_records(journal)
+    recorded: tuple[dcj.RecordedToolInvocation, ...] = dcj.recorded_tool_invocations(
+        dct.ToolRecorder.from_records(records).records()
+    )
+    items: list[dc.TraceEvent | DiagnosisResult] = list(dc.iter_diagnosis(request, effects))
+    last = items[-1]
+    assert isinstance(last, DiagnosisResult)
+    return last.answer + str(len(recorded))
+
+
+async def stream_async() -> list[dc.TraceEvent | DiagnosisResult]:
+    items = [item async for item in dc.aiter_diagnosis(request, async_effects)]
+    state = await dc.arun_diagnosis(request, async_effects, sink=dcj.ListJournalSink())
+    assert_type(state, DiagnosisState)
+    return items
