@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias, TypedDict
@@ -82,6 +83,8 @@ from .._journal_wire import (
     Journal,
     JournalCall,
     JournalEntry,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
     entry_to_wire,
     load_journal,
     request_to_wire,
@@ -209,8 +212,43 @@ def _text(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _ascii(json_text: str) -> str:
+    """``json_text`` with every non-ASCII character as a ``\\u`` escape (the same JSON value).
+
+    Outside strings JSON text is ASCII, so escaping every other character
+    changes nothing but the bytes.
+    """
+    return json_text if json_text.isascii() else _NON_ASCII.sub(_escape, json_text)
+
+
+# Stands for a gatekeeper result in the header's JSON text, then replaced by it.
+_RESULT_SLOT = "\x00result\x00"
+_RESULT_SLOT_TEXT = json.dumps(_RESULT_SLOT)
+
+
 def _entry_text(entry: JournalEntry) -> str:
-    return _text(entry_to_wire(entry))
+    """The entry's §12 wire object as ASCII JSON text, ``seq`` first (see ``_reduce_journal``).
+
+    A gatekeeper result is spliced in as its recorded canonical JSON rather
+    than decoded and encoded again: it can be large, and it is already exact.
+    """
+    outcome = entry.outcome
+    if not isinstance(outcome, RecordedGatekeeperResult):
+        return _text(entry_to_wire(entry))
+    wire = entry_to_wire(attrs.evolve(entry, outcome=RecordedGatekeeperError(_RESULT_SLOT)))
+    wire["outcome"] = {"result": _RESULT_SLOT}
+    return _text(wire).replace(_RESULT_SLOT_TEXT, _ascii(outcome.result_json), 1)
 
 
 def graph_input(request: DiagnosisRequest) -> DiagnosisGraphState:
@@ -357,7 +395,8 @@ def _interrupt_point(
     return None
 
 
-_Performed: TypeAlias = tuple[_Folded, tuple[str, ...], EffectResult | None]
+_Step: TypeAlias = Command[str]
+"""A node's return: its journal update, and the node that performs what the core asks next."""
 
 
 class _Node:
@@ -377,7 +416,7 @@ class _Node:
 
     def prepare(
         self, values: Mapping[str, Any], config: RunnableConfig | None
-    ) -> DiagnosisGraphState | tuple[tuple[str, ...], _Folded, InvokeAgent | CallGatekeeper, bool]:
+    ) -> _Step | tuple[tuple[str, ...], _Folded, InvokeAgent | CallGatekeeper, bool]:
         """Either the update of phase one, or what phase two needs (and whether to perform)."""
         content, folded = self.runs.fold(values)
         action = folded.status.action
@@ -400,7 +439,7 @@ class _Node:
                 ),
             )
             self.runs.started[_token(config, new_content)] += 1
-            return {"journal": [text]}
+            return Command(update={"journal": [text]}, goto=self.name)
         token = _token(config, content)
         ours = self.runs.started[token] > 0
         if ours:
@@ -417,7 +456,7 @@ class _Node:
 
     def finish(
         self, content: tuple[str, ...], folded: _Folded, result: EffectResult | None
-    ) -> DiagnosisGraphState:
+    ) -> _Step:
         """The update of phase two: the finished entry and the trace events it produced."""
         journal, before = folded.journal, folded.status.state
         if result is None:  # §12 Resume: an executor (or gatekeeper) whose outcome is unknown
@@ -430,17 +469,16 @@ class _Node:
             journal = Journal(journal.request, (*journal.entries[:-1], entry))
             state = advance(before, entry_result(entry))
         text = _entry_text(entry)
-        self.runs.remember(
-            _appended(content, text), _Folded(journal, JournalStatus(state, next_action(state)))
-        )
+        action = next_action(state)
+        self.runs.remember(_appended(content, text), _Folded(journal, JournalStatus(state, action)))
         events = [_text(to_wire(event)) for event in state.events[len(before.events) :]]
-        return {"journal": [text], "trace": events}
+        return Command(update={"journal": [text], "trace": events}, goto=_node_of(action))
 
 
-def _sync_node(node: _Node, effects: Effects) -> Callable[..., DiagnosisGraphState]:
-    def run(values: DiagnosisGraphState, config: RunnableConfig) -> DiagnosisGraphState:
+def _sync_node(node: _Node, effects: Effects) -> Callable[..., _Step]:
+    def run(values: DiagnosisGraphState, config: RunnableConfig) -> _Step:
         prepared = node.prepare(values, config)
-        if isinstance(prepared, dict):
+        if isinstance(prepared, Command):
             return prepared
         content, folded, action, perform = prepared
         result = perform_effect(action, effects) if perform else None
@@ -451,10 +489,10 @@ def _sync_node(node: _Node, effects: Effects) -> Callable[..., DiagnosisGraphSta
 
 def _async_node(
     node: _Node, effects: AsyncEffects
-) -> Callable[..., Awaitable[DiagnosisGraphState]]:
-    async def run(values: DiagnosisGraphState, config: RunnableConfig) -> DiagnosisGraphState:
+) -> Callable[..., Awaitable[_Step]]:
+    async def run(values: DiagnosisGraphState, config: RunnableConfig) -> _Step:
         prepared = node.prepare(values, config)
-        if isinstance(prepared, dict):
+        if isinstance(prepared, Command):
             return prepared
         content, folded, action, perform = prepared
         result = await perform_effect_async(action, effects) if perform else None
@@ -491,6 +529,7 @@ def _state_graph(
         """The one conditional edge: the node that performs what the core asks for next."""
         return _node_of(runs.fold(values)[1].status.action)
 
+    targets = (*EFFECT_NODES, END)
     for name in EFFECT_NODES:
         node = _Node(name, runs, before, after)
         # LangGraph's node protocols do not accept a TypedDict under mypy; the
@@ -500,11 +539,8 @@ def _state_graph(
             if isinstance(effects, AsyncEffects)
             else _sync_node(node, effects)
         )
-        graph.add_node(name, perform)
-    targets = [*EFFECT_NODES, END]
-    graph.add_conditional_edges(START, route, targets)
-    for name in EFFECT_NODES:
-        graph.add_conditional_edges(name, route, targets)
+        graph.add_node(name, perform, destinations=targets)
+    graph.add_conditional_edges(START, route, list(targets))
     return graph
 
 
@@ -663,8 +699,8 @@ def _resume_input(interrupts: Sequence[object]) -> Command[Any] | None:
 
 def _resume_plan(
     graph: DiagnosisGraph, snapshot: Any, thread_id: str, config: RunnableConfig | None
-) -> tuple[RunnableConfig, str | None]:
-    """The run config, and the node to re-route from when the stored next step is stale.
+) -> tuple[RunnableConfig, bool]:
+    """The run config, and whether the stored next step is stale (then route from START).
 
     Folding verifies the stored journal before anything runs. The step
     LangGraph stored as next was chosen from the journal as it was then; a
@@ -681,10 +717,7 @@ def _resume_plan(
     state = folded.status.state
     run_config = graph_run_config(state.request.config, thread_id=thread_id, base=config)
     wanted = _node_of(folded.status.action)
-    if tuple(snapshot.next) == (() if wanted == END else (wanted,)):
-        return run_config, None
-    entries = folded.journal.entries
-    return run_config, entries[-1].call.value if entries else START
+    return run_config, tuple(snapshot.next) != (() if wanted == END else (wanted,))
 
 
 def resume_diagnosis_graph(
@@ -706,8 +739,8 @@ def resume_diagnosis_graph(
     snapshot = graph.get_state(lookup)
     run_config, reroute = _resume_plan(graph, snapshot, thread_id, config)
     interrupts = snapshot.interrupts
-    if reroute is not None:
-        graph.update_state(lookup, {}, as_node=reroute)
+    if reroute:
+        graph.update_state(lookup, {}, as_node=START)
         interrupts = ()
     values = graph.invoke(
         _resume_input(interrupts), run_config, durability=_durability(graph, durability)
@@ -727,8 +760,8 @@ async def aresume_diagnosis_graph(
     snapshot = await graph.aget_state(lookup)
     run_config, reroute = _resume_plan(graph, snapshot, thread_id, config)
     interrupts = snapshot.interrupts
-    if reroute is not None:
-        await graph.aupdate_state(lookup, {}, as_node=reroute)
+    if reroute:
+        await graph.aupdate_state(lookup, {}, as_node=START)
         interrupts = ()
     values = await graph.ainvoke(
         _resume_input(interrupts), run_config, durability=_durability(graph, durability)

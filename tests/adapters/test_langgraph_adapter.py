@@ -26,6 +26,7 @@ from diagnosis_core.adapters.langgraph import (
     EXECUTOR_NODE,
     GATEKEEPER_NODE,
     PLANNER_NODE,
+    VERIFIER_NODE,
     aresume_diagnosis_graph,
     arun_diagnosis_graph,
     build_diagnosis_graph,
@@ -546,3 +547,18 @@ def test_with_a_key_an_edited_request_is_refused(tmp_path: Path) -> None:
         diagnosis_state_of(values)
     assert not diagnosis_state_of(saved.checkpoint["channel_values"], key=KEY).finished
     assert diagnosis_state_of(saved.checkpoint["channel_values"]).round == 1
+
+
+def test_a_checkpoint_whose_stored_next_step_is_stale_goes_where_its_facts_lead() -> None:
+    """Without a key a dropped last entry still verifies (a prefix of the run): the gatekeeper,
+    which is read-only, is called again, not the step LangGraph had stored as next."""
+    doc = load_doc(PAYMENT)
+    request, effects = scenario_of(doc)
+    saver = InMemorySaver()
+    graph = build_diagnosis_graph(effects, checkpointer=saver, interrupt_before=[VERIFIER_NODE])
+    run_diagnosis_graph(graph, request, thread_id="t")
+    assert graph.get_state(_config()).next == (VERIFIER_NODE,)
+    forge_checkpoint(saver, "t", lambda texts: texts[:-1])
+    _, fresh = scenario_of(doc)
+    state = resume_diagnosis_graph(build_diagnosis_graph(fresh, checkpointer=saver), thread_id="t")
+    assert dc.to_json(state) == dc.to_json(reference_state(doc))
