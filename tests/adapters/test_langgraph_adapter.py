@@ -562,3 +562,49 @@ def test_a_checkpoint_whose_stored_next_step_is_stale_goes_where_its_facts_lead(
     _, fresh = scenario_of(doc)
     state = resume_diagnosis_graph(build_diagnosis_graph(fresh, checkpointer=saver), thread_id="t")
     assert dc.to_json(state) == dc.to_json(reference_state(doc))
+
+
+async def test_an_async_resume_of_a_stale_checkpoint_goes_where_its_facts_lead() -> None:
+    doc = load_doc(PAYMENT)
+    request, effects = scenario_of(doc)
+    saver = InMemorySaver()
+    graph = build_diagnosis_graph(
+        dc.AsyncEffects.from_sync(effects), checkpointer=saver, interrupt_before=[VERIFIER_NODE]
+    )
+    await arun_diagnosis_graph(graph, request, thread_id="t")
+    forge_checkpoint(saver, "t", lambda texts: texts[:-1])
+    _, fresh = scenario_of(doc)
+    resumer = build_diagnosis_graph(dc.AsyncEffects.from_sync(fresh), checkpointer=saver)
+    state = await aresume_diagnosis_graph(resumer, thread_id="t")
+    assert dc.to_json(state) == dc.to_json(reference_state(doc))
+
+
+def test_non_ascii_gatekeeper_results_are_stored_as_ascii_text_and_come_back_exactly() -> None:
+    doc = load_doc(PAYMENT)
+    doc["gatekeeper"][0]["result"]["checked_bindings"][0]["matched_text"] += " é \U0001f600"
+    values = _values(doc)
+    assert all(text.isascii() for text in values["journal"])
+    result = diagnosis_journal_of(values).entries[2].outcome
+    assert isinstance(result, dcj.RecordedGatekeeperResult)
+    assert result.result == doc["gatekeeper"][0]["result"]
+    assert dc.to_json(diagnosis_state_of(values)) == dc.to_json(reference_state(doc))
+    with pytest.raises(dcj.JournalError, match="journal: expected a list"):
+        diagnosis_state_of({**values, "journal": "entries"})
+
+
+def test_a_graph_not_built_here_and_a_small_fold_cache_still_give_the_same_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import diagnosis_core.adapters.langgraph as adapter
+
+    monkeypatch.setattr(adapter, "_FOLD_CACHE_SIZE", 2)  # folds are evicted: folded again
+    doc = load_doc(REDIS)
+    request, effects = scenario_of(doc)
+    saver = InMemorySaver()
+    graph = diagnosis_state_graph(effects).compile(checkpointer=saver)  # not registered
+    state = run_diagnosis_graph(graph, request, thread_id="t")
+    assert dc.to_json(state) == dc.to_json(reference_state(doc))
+    assert dc.to_json(resume_diagnosis_graph(graph, thread_id="t")) == dc.to_json(state)
+    request, effects = scenario_of(doc)
+    plain = build_diagnosis_graph(effects)  # no checkpointer: durability is left out
+    assert run_diagnosis_graph(plain, request, durability="sync").finished
