@@ -329,7 +329,7 @@ class _Runs:
     ``folds`` maps the exact content of graph values to their verified fold,
     so a node of a live run does not fold the journal again; content loaded
     from a checkpoint that this process did not produce is folded (and
-    verified) whole. ``started`` counts the ``started`` entries this graph
+    verified) whole. ``started`` holds the ``started`` entries this graph
     committed and whose effect has not begun: a started entry that is not
     there was committed by a process that died (or a run that was aborted),
     and only the resume rule may settle it.
@@ -341,7 +341,7 @@ class _Runs:
         self.folds: collections.OrderedDict[tuple[str, ...], _Folded] = (
             collections.OrderedDict()
         )
-        self.started: collections.Counter[_Token] = collections.Counter()
+        self.started: set[_Token] = set()
 
     def fold(self, values: Mapping[str, Any]) -> tuple[tuple[str, ...], _Folded]:
         request = values.get("request")
@@ -438,14 +438,12 @@ class _Node:
                     JournalStatus(folded.status.state, action, entry),
                 ),
             )
-            self.runs.started[_token(config, new_content)] += 1
+            self.runs.started.add(_token(config, new_content))
             return Command(update={"journal": [text]}, goto=self.name)
+        # Taken before the effect begins: if it never returns, the entry is no longer ours.
         token = _token(config, content)
-        ours = self.runs.started[token] > 0
-        if ours:
-            self.runs.started[token] -= 1
-            if not self.runs.started[token]:
-                del self.runs.started[token]
+        ours = token in self.runs.started
+        self.runs.started.discard(token)
         interrupted = folded.status.interrupted
         perform = ours or interrupted.call in (
             JournalCall.PLANNER,
