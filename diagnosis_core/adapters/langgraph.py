@@ -1,60 +1,120 @@
-"""LangGraph adapter: the diagnosis workflow as a ``StateGraph`` (extra ``langgraph``).
+"""LangGraph adapter: the diagnosis workflow as a ``StateGraph`` on the run journal.
 
-The graph performs effects; the core decides. It has one node per effect
-kind — ``agent`` performs an :class:`InvokeAgent`, ``gatekeeper`` a
-:class:`CallGatekeeper` — plus ``start``, which builds the initial state.
-After every node one conditional edge asks :func:`next_action` where to go
-(``agent``, ``gatekeeper`` or ``END``); nodes feed the effect's result to
-:func:`advance`. No node or edge decides anything itself, so a LangGraph run
-is the same run as :func:`run_diagnosis` (the parity tests prove it).
+Needs the extra ``langgraph``.
 
-The LangGraph state (:class:`DiagnosisGraphState`) holds the request and the
-run as JSON *text* of their wire form (:func:`to_wire`), ASCII-escaped. Text
-rather than a dict because checkpoint serializers are lossy on plain data:
-LangGraph's msgpack serde silently turns an unpaired surrogate into ``?``
-and rejects integers beyond 64 bits, and both can reach the state through an
-agent's error message or payload. ASCII JSON text survives every checkpointer
-byte for byte, and decoding goes through :func:`from_wire`, so a damaged
-checkpoint fails loudly instead of coming back as something else.
+The graph performs effects; the core decides. The LangGraph state
+(:class:`DiagnosisGraphState`) holds the request and the run's journal
+entries (spec §12) — facts only, never the derived state: every node folds
+the journal (verifying it, and its HMAC chain when the graph has a host key)
+and asks :func:`next_action` what to do. No node or edge decides anything
+itself, so a LangGraph run is the same run as :func:`run_diagnosis` (the
+parity tests prove it), and a checkpoint cannot carry a conclusion: a stored
+"gatekeeper PASS" is not something the state can hold, and an edited outcome
+or input hash is a :class:`JournalError` when the run is resumed.
+
+One node per agent (``planner``, ``executor``, ``verifier``, ``composer``)
+and one for the gatekeeper, so ``stream(..., stream_mode="updates")`` names
+the agent and carries the new journal entry (and, when the effect finished,
+its trace events as JSON text) — never the whole state. Each effect takes two
+supersteps of its node: the first commits the ``started`` entry, the second
+performs the effect and appends the ``finished`` entry, which replaces it.
+With ``durability="sync"`` (the default) the checkpoint holding the started
+entry is written before the effect runs.
+
+**Resume.** A node that finds a ``started`` entry it did not commit itself in
+this process (the process that did died, or its run was aborted) applies the
+resume rule of §12 (:func:`resume_journal`): the planner, verifier and
+composer are re-sent with the identical input as the same attempt; an
+interrupted executor is recorded as failed with ``interrupted: outcome
+unknown`` (its tools may have run) → ``EXECUTOR_FAILED``; an interrupted
+gatekeeper as unavailable → ``GATEKEEPER_UNAVAILABLE``, unless the graph was
+built with ``resend_gatekeeper=True`` (it is read-only). So an executor is
+never called twice for one journal entry, whatever instant the process died.
+
+**Encoding.** The request and each entry are ASCII JSON *text* of their §12
+wire form. Text rather than a dict because checkpoint serializers are lossy
+on plain data: LangGraph's msgpack serde silently turns an unpaired surrogate
+into ``?`` and rejects integers beyond 64 bits, PostgreSQL's ``jsonb``
+refuses ``\\u0000``, and all of these can reach the journal through an
+agent's reply or error message. ASCII JSON text survives every checkpointer
+byte for byte; it is read back with the package's strict JSON layer and
+:func:`load_journal`, so a damaged checkpoint fails loudly.
+
+**Interrupts.** ``interrupt_before`` / ``interrupt_after`` name effect nodes
+and stop the run before that effect's ``started`` entry is committed (or
+before the next effect's, after it): a stop between the two supersteps of an
+effect would leave an entry that only the resume rule can settle. They are
+LangGraph dynamic interrupts; :func:`resume_diagnosis_graph` continues past
+them (plain ``invoke(None, ...)`` stops at the same place again).
 """
 
 from __future__ import annotations
 
+import collections
 import json
-from collections.abc import Mapping
-from typing import Any, TypeAlias, TypedDict
+import re
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict
 
+import attrs
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Checkpointer
+from langgraph.types import Checkpointer, Command, interrupt
 
 from .._config import DiagnosisConfig
-from .._converter import from_wire, to_wire
+from .._converter import to_wire
 from .._drivers import perform_effect, perform_effect_async
 from .._effects import AsyncEffects, Effects
-from .._errors import MachineError, PayloadError
+from .._errors import JournalError, MachineError, PayloadError
+from .._journal import (
+    JournalStatus,
+    entry_result,
+    expected_call,
+    finish_entry,
+    journal_status,
+    resume_journal,
+    start_entry,
+)
+from .._journal_wire import (
+    JOURNAL_FORMAT,
+    EntryState,
+    Journal,
+    JournalCall,
+    JournalEntry,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    entry_to_wire,
+    load_journal,
+    request_to_wire,
+)
+from .._json import JsonValue, loads_strict_stored
 from .._machine import (
-    Action,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisState,
+    EffectResult,
     Finished,
     InvokeAgent,
     advance,
     next_action,
-    start_diagnosis,
 )
 
 __all__ = [
-    "AGENT_NODE",
+    "COMPOSER_NODE",
+    "EFFECT_NODES",
+    "EXECUTOR_NODE",
     "GATEKEEPER_NODE",
-    "START_NODE",
+    "PLANNER_NODE",
+    "VERIFIER_NODE",
     "DiagnosisGraph",
     "DiagnosisGraphState",
+    "Durability",
     "aresume_diagnosis_graph",
     "arun_diagnosis_graph",
     "build_diagnosis_graph",
+    "diagnosis_journal_of",
     "diagnosis_state_graph",
     "diagnosis_state_of",
     "graph_input",
@@ -64,24 +124,78 @@ __all__ = [
     "run_diagnosis_graph",
 ]
 
-START_NODE = "start"
-"""The graph node that starts (or resumes) a run."""
-AGENT_NODE = "agent"
-"""The graph node that performs one agent call."""
+PLANNER_NODE = "planner"
+"""The graph node that performs the planner calls."""
+EXECUTOR_NODE = "executor"
+"""The graph node that performs the executor calls."""
+VERIFIER_NODE = "verifier"
+"""The graph node that performs the verifier calls."""
+COMPOSER_NODE = "composer"
+"""The graph node that performs the composer calls."""
 GATEKEEPER_NODE = "gatekeeper"
-"""The graph node that performs one gatekeeper call."""
+"""The graph node that performs the gatekeeper calls."""
+EFFECT_NODES = (PLANNER_NODE, EXECUTOR_NODE, VERIFIER_NODE, COMPOSER_NODE, GATEKEEPER_NODE)
+"""Every node of the graph, one per effect kind; each is named like its journal ``call``."""
 
-# LangGraph counts supersteps; a run has at most ``max_node_executions`` effect
-# nodes, plus ``start``. The margin keeps a correct run far from the limit while
-# a wiring mistake that loops still stops.
+Durability: TypeAlias = Literal["sync", "async", "exit"]
+"""LangGraph's checkpoint durability: ``sync`` writes each checkpoint before the next step."""
+
+# Each effect takes two supersteps (commit the started entry, perform); the
+# margin keeps a correct run far from the limit while a wiring mistake stops.
 _RECURSION_MARGIN = 5
+# Folded journals kept per graph (by exact content), so a live run folds each
+# entry once; a checkpoint loaded from storage is never in it and is verified whole.
+_FOLD_CACHE_SIZE = 256
+
+
+def _reduce_request(left: str | None, right: str | None) -> str:
+    """The request is written once: a thread that holds another run refuses a new request."""
+    if not left:
+        return right or ""
+    if right and right != left:
+        raise MachineError(
+            "the thread already holds another run's request; use a new thread_id for a new run"
+        )
+    return left
+
+
+def _seq_prefix(text: str) -> str:
+    """``{"seq":N,`` of an entry text (entries are written with ``seq`` first)."""
+    return text[: text.find(",") + 1]
+
+
+def _reduce_journal(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Append entries; an entry with the last one's ``seq`` replaces it (finished for started).
+
+    The reducer only merges: folding verifies whatever the list holds.
+    """
+    merged = list(left or ())
+    for text in right or ():
+        if merged and _seq_prefix(merged[-1]) == _seq_prefix(text):
+            merged[-1] = text
+        else:
+            merged.append(text)
+    return merged
+
+
+def _reduce_trace(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Trace events travel in stream updates only; the state never keeps them."""
+    return []
 
 
 class DiagnosisGraphState(TypedDict, total=False):
-    """The LangGraph state: ASCII JSON text of the request and of the run's wire form."""
+    """The LangGraph state: the request and the journal entries, as ASCII JSON text (spec §12).
 
-    request: str
-    state: str
+    ``request`` is the §12 ``request`` object, written once. ``journal`` is
+    the entries in call order (a ``finished`` entry replaces its ``started``
+    one). ``trace`` appears in a node's update only: the trace events of the
+    effect it finished (``to_wire`` of each :class:`TraceEvent`, as JSON
+    text); the state itself always holds an empty list there.
+    """
+
+    request: Annotated[str, _reduce_request]
+    journal: Annotated[list[str], _reduce_journal]
+    trace: Annotated[list[str], _reduce_trace]
 
 
 DiagnosisGraph: TypeAlias = CompiledStateGraph[
@@ -93,119 +207,357 @@ DiagnosisGraph: TypeAlias = CompiledStateGraph[
 # --- encoding ----------------------------------------------------------------------
 
 
-def _dumps(value: object) -> str:
-    """Wire JSON text that every checkpoint serializer keeps exactly (ASCII only)."""
-    return json.dumps(
-        to_wire(value), ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":")
-    )
+def _text(value: JsonValue) -> str:
+    """JSON text that every checkpoint serializer keeps exactly (ASCII only, key order kept)."""
+    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _ascii(json_text: str) -> str:
+    """``json_text`` with every non-ASCII character as a ``\\u`` escape (the same JSON value).
+
+    Outside strings JSON text is ASCII, so escaping every other character
+    changes nothing but the bytes.
+    """
+    return json_text if json_text.isascii() else _NON_ASCII.sub(_escape, json_text)
+
+
+# Stands for a gatekeeper result in the header's JSON text, then replaced by it.
+_RESULT_SLOT = "\x00result\x00"
+_RESULT_SLOT_TEXT = json.dumps(_RESULT_SLOT)
+
+
+def _entry_text(entry: JournalEntry) -> str:
+    """The entry's §12 wire object as ASCII JSON text, ``seq`` first (see ``_reduce_journal``).
+
+    A gatekeeper result is spliced in as its recorded canonical JSON rather
+    than decoded and encoded again: it can be large, and it is already exact.
+    """
+    outcome = entry.outcome
+    if not isinstance(outcome, RecordedGatekeeperResult):
+        return _text(entry_to_wire(entry))
+    wire = entry_to_wire(attrs.evolve(entry, outcome=RecordedGatekeeperError(_RESULT_SLOT)))
+    wire["outcome"] = {"result": _RESULT_SLOT}
+    return _text(wire).replace(_RESULT_SLOT_TEXT, _ascii(outcome.result_json), 1)
 
 
 def graph_input(request: DiagnosisRequest) -> DiagnosisGraphState:
     """The graph input that starts a run of ``request``."""
-    return {"request": _dumps(request)}
+    return {"request": _text(request_to_wire(request))}
 
 
-def diagnosis_state_of(values: Mapping[str, Any]) -> DiagnosisState:
-    """The :class:`DiagnosisState` held by graph values (an invoke result or a snapshot).
-
-    Raises :class:`MachineError` when the values hold no run yet, and
-    :class:`PayloadError` when the stored text is not a valid state.
-    """
-    text = values.get("state")
+def _decode(text: object, where: str) -> JsonValue:
     if not isinstance(text, str):
-        raise MachineError("the graph values hold no diagnosis state")
-    return from_wire(DiagnosisState, _loads(text))
-
-
-def _loads(text: str) -> object:
-    # Not ``loads_strict``: a state may legitimately hold an unpaired surrogate
-    # (from an agent's error message); the escaped text keeps it exactly.
+        raise JournalError(f"{where}: expected JSON text, got {type(text).__name__}")
     try:
-        return json.loads(text)
-    except ValueError as error:
-        raise PayloadError("$", f"not JSON ({error})") from None
+        return loads_strict_stored(text)
+    except PayloadError as error:
+        raise JournalError(f"{where}: not valid JSON ({error.problem})") from None
 
 
-def _request_of(values: Mapping[str, Any]) -> DiagnosisRequest:
-    text = values.get("request")
-    if not isinstance(text, str):
-        raise MachineError('the graph input needs "request" (use graph_input(request))')
-    return from_wire(DiagnosisRequest, _loads(text))
+def _load(values: Mapping[str, Any]) -> Journal:
+    """The journal the graph values hold, checked for form (not folded)."""
+    request = values.get("request")
+    if not isinstance(request, str) or not request:
+        raise MachineError('the graph values hold no run (start one with graph_input(request))')
+    texts = values.get("journal") or []
+    if not isinstance(texts, list):
+        raise JournalError(f"journal: expected a list of entries, got {type(texts).__name__}")
+    return load_journal(
+        {
+            "format": JOURNAL_FORMAT,
+            "request": _decode(request, "request"),
+            "entries": [_decode(text, f"entries[{i}]") for i, text in enumerate(texts)],
+        }
+    )
 
 
-# --- nodes and the edge --------------------------------------------------------------
+def diagnosis_journal_of(values: Mapping[str, Any]) -> Journal:
+    """The run :class:`Journal` held by graph values (an invoke result or a snapshot's values).
+
+    Checks the form only (:class:`JournalError` naming the entry); fold it
+    with :func:`fold_journal` / :func:`journal_status` to verify it.
+    :class:`MachineError` when the values hold no run.
+    """
+    return _load(values)
 
 
-def _start(values: DiagnosisGraphState) -> DiagnosisGraphState:
-    return {"state": _dumps(start_diagnosis(_request_of(values)))}
+def diagnosis_state_of(values: Mapping[str, Any], *, key: bytes | None = None) -> DiagnosisState:
+    """The :class:`DiagnosisState` graph values fold to (an invoke result or a snapshot's values).
+
+    The journal is folded and verified (with ``key``: its HMAC chain too),
+    so a damaged or edited checkpoint raises :class:`JournalError`. When the
+    last entry is ``started`` the state is the one before that effect.
+    Raises :class:`MachineError` when the values hold no run yet.
+    """
+    return journal_status(_load(values), key=key).state
 
 
-def _route(values: DiagnosisGraphState) -> str:
-    """The one conditional edge: the node that performs what the core asks for next."""
-    action = next_action(diagnosis_state_of(values))
+# --- the nodes -----------------------------------------------------------------------
+
+
+def _node_of(action: InvokeAgent | CallGatekeeper | Finished) -> str:
     if isinstance(action, InvokeAgent):
-        return AGENT_NODE
+        return action.agent.value
     if isinstance(action, CallGatekeeper):
         return GATEKEEPER_NODE
     return END
 
 
-_EffectKind: TypeAlias = type[InvokeAgent] | type[CallGatekeeper]
+@attrs.frozen
+class _Folded:
+    journal: Journal
+    status: JournalStatus
 
 
-def _pending(
-    values: DiagnosisGraphState, kind: _EffectKind
-) -> tuple[DiagnosisState, InvokeAgent | CallGatekeeper]:
-    """The run and its pending action, which must be what this node performs."""
-    state = diagnosis_state_of(values)
-    action: Action = next_action(state)
-    if not isinstance(action, kind) or isinstance(action, Finished):
-        raise MachineError(
-            f"the {kind.__name__} node ran while the run awaits {type(action).__name__}"
+_Token: TypeAlias = tuple[str, str, str, str]
+
+
+class _Runs:
+    """What one compiled graph knows in this process: folds it verified, entries it started.
+
+    ``folds`` maps the exact content of graph values to their verified fold,
+    so a node of a live run does not fold the journal again; content loaded
+    from a checkpoint that this process did not produce is folded (and
+    verified) whole. ``started`` holds the ``started`` entries this graph
+    committed and whose effect has not begun: a started entry that is not
+    there was committed by a process that died (or a run that was aborted),
+    and only the resume rule may settle it.
+    """
+
+    def __init__(self, key: bytes | None, resend_gatekeeper: bool) -> None:
+        self.key = key
+        self.resend_gatekeeper = resend_gatekeeper
+        self.folds: collections.OrderedDict[tuple[str, ...], _Folded] = (
+            collections.OrderedDict()
         )
-    return state, action
+        self.started: set[_Token] = set()
+
+    def fold(self, values: Mapping[str, Any]) -> tuple[tuple[str, ...], _Folded]:
+        request = values.get("request")
+        texts = values.get("journal") or []
+        content: tuple[str, ...] | None = None
+        if (
+            isinstance(request, str)
+            and isinstance(texts, list)
+            and all(isinstance(text, str) for text in texts)
+        ):
+            content = (request, *texts)
+            cached = self.folds.get(content)
+            if cached is not None:
+                self.folds.move_to_end(content)
+                return content, cached
+        journal = _load(values)
+        folded = _Folded(journal, journal_status(journal, key=self.key))
+        assert content is not None  # _load refused anything else
+        self.remember(content, folded)
+        return content, folded
+
+    def remember(self, content: tuple[str, ...], folded: _Folded) -> None:
+        self.folds[content] = folded
+        self.folds.move_to_end(content)
+        while len(self.folds) > _FOLD_CACHE_SIZE:
+            self.folds.popitem(last=False)
 
 
-def _sync_node(effects: Effects, kind: _EffectKind) -> Any:
-    def perform(values: DiagnosisGraphState) -> DiagnosisGraphState:
-        state, action = _pending(values, kind)
-        return {"state": _dumps(advance(state, perform_effect(action, effects)))}
+def _token(config: RunnableConfig | None, content: tuple[str, ...]) -> _Token:
+    configurable = (config or {}).get("configurable") or {}
+    thread = str(configurable.get("thread_id", ""))
+    # A task's namespace ends with its own ``node:task-id``; the graph's is what precedes it.
+    namespace = str(configurable.get("checkpoint_ns", "")).rpartition("|")[0]
+    return (thread, namespace, content[0], content[-1])
 
-    return perform
+
+def _appended(content: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The content the journal reducer makes of ``content`` and one new entry text."""
+    return (content[0], *_reduce_journal(list(content[1:]), [text]))
 
 
-def _async_node(effects: AsyncEffects, kind: _EffectKind) -> Any:
-    async def perform(values: DiagnosisGraphState) -> DiagnosisGraphState:
-        state, action = _pending(values, kind)
-        return {"state": _dumps(advance(state, await perform_effect_async(action, effects)))}
+def _interrupt_point(
+    node: str, journal: Journal, before: frozenset[str], after: frozenset[str]
+) -> dict[str, str] | None:
+    if node in before:
+        return {"before": node}
+    if journal.entries:
+        last = journal.entries[-1]
+        if last.state is EntryState.FINISHED and last.call.value in after:
+            return {"after": last.call.value}
+    return None
 
-    return perform
+
+_Step: TypeAlias = Command[str]
+"""A node's return: its journal update, and the node that performs what the core asks next."""
+
+
+class _Node:
+    """One effect node: phase one commits the started entry, phase two performs and finishes it."""
+
+    def __init__(
+        self,
+        name: str,
+        runs: _Runs,
+        before: frozenset[str],
+        after: frozenset[str],
+    ) -> None:
+        self.name = name
+        self.runs = runs
+        self.before = before
+        self.after = after
+
+    def prepare(
+        self, values: Mapping[str, Any], config: RunnableConfig | None
+    ) -> _Step | tuple[tuple[str, ...], _Folded, InvokeAgent | CallGatekeeper, bool]:
+        """Either the update of phase one, or what phase two needs (and whether to perform)."""
+        content, folded = self.runs.fold(values)
+        action = folded.status.action
+        if _node_of(action) != self.name or isinstance(action, Finished):
+            awaits = "END" if isinstance(action, Finished) else expected_call(action).describe()
+            raise MachineError(f"the {self.name} node ran while the run awaits {awaits}")
+        journal = folded.journal
+        if folded.status.interrupted is None:
+            point = _interrupt_point(self.name, journal, self.before, self.after)
+            if point is not None:
+                interrupt(point)
+            entry = start_entry(journal, action, key=self.runs.key)
+            text = _entry_text(entry)
+            new_content = _appended(content, text)
+            self.runs.remember(
+                new_content,
+                _Folded(
+                    Journal(journal.request, (*journal.entries, entry)),
+                    JournalStatus(folded.status.state, action, entry),
+                ),
+            )
+            self.runs.started.add(_token(config, new_content))
+            return Command(update={"journal": [text]}, goto=self.name)
+        # Taken before the effect begins: if it never returns, the entry is no longer ours.
+        token = _token(config, content)
+        ours = token in self.runs.started
+        self.runs.started.discard(token)
+        interrupted = folded.status.interrupted
+        perform = ours or interrupted.call in (
+            JournalCall.PLANNER,
+            JournalCall.VERIFIER,
+            JournalCall.COMPOSER,
+        ) or (interrupted.call is JournalCall.GATEKEEPER and self.runs.resend_gatekeeper)
+        return content, folded, action, perform
+
+    def finish(
+        self, content: tuple[str, ...], folded: _Folded, result: EffectResult | None
+    ) -> _Step:
+        """The update of phase two: the finished entry and the trace events it produced."""
+        journal, before = folded.journal, folded.status.state
+        if result is None:  # §12 Resume: an executor (or gatekeeper) whose outcome is unknown
+            journal, state = resume_journal(
+                journal, key=self.runs.key, resend_gatekeeper=self.runs.resend_gatekeeper
+            )
+            entry = journal.entries[-1]
+        else:
+            entry = finish_entry(journal, result, key=self.runs.key)
+            journal = Journal(journal.request, (*journal.entries[:-1], entry))
+            state = advance(before, entry_result(entry))
+        text = _entry_text(entry)
+        action = next_action(state)
+        self.runs.remember(_appended(content, text), _Folded(journal, JournalStatus(state, action)))
+        events = [_text(to_wire(event)) for event in state.events[len(before.events) :]]
+        return Command(update={"journal": [text], "trace": events}, goto=_node_of(action))
+
+
+def _sync_node(node: _Node, effects: Effects) -> Callable[..., _Step]:
+    def run(values: DiagnosisGraphState, config: RunnableConfig) -> _Step:
+        prepared = node.prepare(values, config)
+        if isinstance(prepared, Command):
+            return prepared
+        content, folded, action, perform = prepared
+        result = perform_effect(action, effects) if perform else None
+        return node.finish(content, folded, result)
+
+    return run
+
+
+def _async_node(
+    node: _Node, effects: AsyncEffects
+) -> Callable[..., Awaitable[_Step]]:
+    async def run(values: DiagnosisGraphState, config: RunnableConfig) -> _Step:
+        prepared = node.prepare(values, config)
+        if isinstance(prepared, Command):
+            return prepared
+        content, folded, action, perform = prepared
+        result = await perform_effect_async(action, effects) if perform else None
+        return node.finish(content, folded, result)
+
+    return run
+
+
+def _check_nodes(names: Sequence[str] | None, what: str) -> frozenset[str]:
+    chosen = frozenset(names or ())
+    unknown = sorted(chosen - set(EFFECT_NODES))
+    if unknown:
+        raise ValueError(f"{what}: unknown node(s) {unknown}; the nodes are {list(EFFECT_NODES)}")
+    return chosen
+
+
+# The compiled graphs of build_diagnosis_graph and what each knows (its key, its folds).
+_GRAPHS: weakref.WeakKeyDictionary[DiagnosisGraph, _Runs] = weakref.WeakKeyDictionary()
+# LangGraph reads a run's default durability from this configurable key when
+# ``invoke``/``stream`` get none; the run helpers below also pass it explicitly.
+_DURABILITY_KEY = "__pregel_durability"
+
+
+def _state_graph(
+    effects: Effects | AsyncEffects,
+    runs: _Runs,
+    before: frozenset[str],
+    after: frozenset[str],
+) -> StateGraph[DiagnosisGraphState, None, DiagnosisGraphState, DiagnosisGraphState]:
+    graph: StateGraph[DiagnosisGraphState, None, DiagnosisGraphState, DiagnosisGraphState]
+    graph = StateGraph(DiagnosisGraphState)
+
+    def route(values: DiagnosisGraphState) -> str:
+        """The one conditional edge: the node that performs what the core asks for next."""
+        return _node_of(runs.fold(values)[1].status.action)
+
+    targets = (*EFFECT_NODES, END)
+    for name in EFFECT_NODES:
+        node = _Node(name, runs, before, after)
+        # LangGraph's node protocols do not accept a TypedDict under mypy; the
+        # nodes are typed where they are defined.
+        perform: Any = (
+            _async_node(node, effects)
+            if isinstance(effects, AsyncEffects)
+            else _sync_node(node, effects)
+        )
+        graph.add_node(name, perform, destinations=targets)
+    graph.add_conditional_edges(START, route, list(targets))
+    return graph
 
 
 def diagnosis_state_graph(
     effects: Effects | AsyncEffects,
+    *,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
 ) -> StateGraph[DiagnosisGraphState, None, DiagnosisGraphState, DiagnosisGraphState]:
     """The uncompiled graph, for embedding as a subgraph or compiling with other options.
 
     With :class:`AsyncEffects` the nodes are coroutines: run the compiled
-    graph with ``ainvoke``.
+    graph with ``ainvoke``. ``key`` and ``resend_gatekeeper`` are those of
+    :func:`build_diagnosis_graph`. Compile it with no static
+    ``interrupt_before``/``interrupt_after`` on these nodes: a static
+    interrupt stops between an effect's two supersteps, after its started
+    entry, and the resume rule then settles that call as interrupted.
     """
-    graph: StateGraph[DiagnosisGraphState, None, DiagnosisGraphState, DiagnosisGraphState]
-    graph = StateGraph(DiagnosisGraphState)
-    # LangGraph's node protocols do not accept a TypedDict under mypy; the
-    # nodes are typed where they are defined.
-    start: Any = _start
-    graph.add_node(START_NODE, start)
-    if isinstance(effects, AsyncEffects):
-        agent, gatekeeper = _async_node(effects, InvokeAgent), _async_node(effects, CallGatekeeper)
-    else:
-        agent, gatekeeper = _sync_node(effects, InvokeAgent), _sync_node(effects, CallGatekeeper)
-    graph.add_node(AGENT_NODE, agent)
-    graph.add_node(GATEKEEPER_NODE, gatekeeper)
-    graph.add_edge(START, START_NODE)
-    for source in (START_NODE, AGENT_NODE, GATEKEEPER_NODE):
-        graph.add_conditional_edges(source, _route, [AGENT_NODE, GATEKEEPER_NODE, END])
-    return graph
+    return _state_graph(effects, _Runs(key, resend_gatekeeper), frozenset(), frozenset())
 
 
 def build_diagnosis_graph(
@@ -214,21 +566,54 @@ def build_diagnosis_graph(
     checkpointer: Checkpointer = None,
     interrupt_before: list[str] | None = None,
     interrupt_after: list[str] | None = None,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    durability: Durability = "sync",
 ) -> DiagnosisGraph:
-    """The compiled diagnosis graph; pass a checkpointer to make runs resumable."""
-    return diagnosis_state_graph(effects).compile(
-        checkpointer=checkpointer,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
+    """The compiled diagnosis graph; pass a checkpointer to make runs resumable.
+
+    ``interrupt_before`` / ``interrupt_after`` name effect nodes
+    (:data:`EFFECT_NODES`; ``ValueError`` for another name): the run stops
+    before that effect (or the one after it) and
+    :func:`resume_diagnosis_graph` continues it. ``key`` is the host's HMAC
+    key (spec §12 *Integrity*): every entry is signed, and a checkpoint with
+    any edit is a :class:`JournalError`. ``resend_gatekeeper`` re-sends an
+    interrupted gatekeeper call on resume instead of failing it closed.
+    ``durability`` is the default checkpoint durability of the graph's runs
+    (LangGraph's own default is ``async``, which may perform an effect
+    before the checkpoint holding its started entry is written).
+    """
+    before = _check_nodes(interrupt_before, "interrupt_before")
+    after = _check_nodes(interrupt_after, "interrupt_after")
+    runs = _Runs(key, resend_gatekeeper)
+    compiled = _state_graph(effects, runs, before, after).compile(checkpointer=checkpointer)
+    # Without a checkpointer there is nothing to make durable (and LangGraph
+    # cannot run a "sync" default there).
+    graph = (
+        compiled
+        if checkpointer is None or checkpointer is False
+        else compiled.with_config({"configurable": {_DURABILITY_KEY: durability}})
     )
+    _GRAPHS[graph] = runs
+    return graph
+
+
+def _runs_of(graph: DiagnosisGraph) -> _Runs | None:
+    try:
+        return _GRAPHS.get(graph)
+    except TypeError:  # pragma: no cover - a graph object that cannot be weakly referenced
+        return None
 
 
 # --- running -------------------------------------------------------------------------
 
 
 def recursion_limit_for(config: DiagnosisConfig) -> int:
-    """A LangGraph ``recursion_limit`` no correct run reaches (spec §7 step bound)."""
-    return config.max_node_executions + 1 + _RECURSION_MARGIN
+    """A LangGraph ``recursion_limit`` no correct run reaches (spec §7 step bound).
+
+    Every effect takes two supersteps (its started entry, then the effect).
+    """
+    return 2 * config.max_node_executions + _RECURSION_MARGIN
 
 
 def graph_run_config(
@@ -239,8 +624,8 @@ def graph_run_config(
 ) -> RunnableConfig:
     """``base`` with the recursion limit of ``config`` and, if given, the thread id.
 
-    LangGraph's default limit (25) is below the step bound when
-    ``technical_retry_limit`` is 3, so the limit always comes from the config.
+    LangGraph's default limit (25) is below the step bound, so the limit
+    always comes from the config.
     """
     run_config: RunnableConfig = {**(base or {})}
     run_config["recursion_limit"] = recursion_limit_for(config)
@@ -249,22 +634,43 @@ def graph_run_config(
     return run_config
 
 
+def _state(graph: DiagnosisGraph, values: Mapping[str, Any]) -> DiagnosisState:
+    runs = _runs_of(graph)
+    if runs is None:
+        return diagnosis_state_of(values)
+    return runs.fold(values)[1].status.state
+
+
+def _durability(graph: DiagnosisGraph, durability: Durability | None) -> Durability | None:
+    if graph.checkpointer in (None, False):
+        return None  # LangGraph warns that durability means nothing without a checkpointer
+    if durability is not None:
+        return durability
+    chosen: Durability = (graph.config or {}).get("configurable", {}).get(_DURABILITY_KEY, "sync")
+    return chosen
+
+
 def run_diagnosis_graph(
     graph: DiagnosisGraph,
     request: DiagnosisRequest,
     *,
     thread_id: str | None = None,
     config: RunnableConfig | None = None,
+    durability: Durability | None = None,
 ) -> DiagnosisState:
     """Run ``request`` through ``graph``; the state when the graph stops.
 
-    That is the finished state, unless the graph was compiled with interrupts
+    That is the finished state, unless the graph was built with interrupts
     (then check ``state.finished`` and call :func:`resume_diagnosis_graph`).
-    ``thread_id`` defaults to the run id, which is what a checkpointer keys on.
+    ``thread_id`` defaults to the run id, which is what a checkpointer keys
+    on. ``durability`` overrides the graph's (``sync`` unless built otherwise).
     """
     thread = request.run.run_id if thread_id is None else thread_id
     run_config = graph_run_config(request.config, thread_id=thread, base=config)
-    return diagnosis_state_of(graph.invoke(graph_input(request), run_config))
+    values = graph.invoke(
+        graph_input(request), run_config, durability=_durability(graph, durability)
+    )
+    return _state(graph, values)
 
 
 async def arun_diagnosis_graph(
@@ -273,38 +679,90 @@ async def arun_diagnosis_graph(
     *,
     thread_id: str | None = None,
     config: RunnableConfig | None = None,
+    durability: Durability | None = None,
 ) -> DiagnosisState:
     """The asyncio variant of :func:`run_diagnosis_graph` (required with :class:`AsyncEffects`)."""
     thread = request.run.run_id if thread_id is None else thread_id
     run_config = graph_run_config(request.config, thread_id=thread, base=config)
-    return diagnosis_state_of(await graph.ainvoke(graph_input(request), run_config))
+    values = await graph.ainvoke(
+        graph_input(request), run_config, durability=_durability(graph, durability)
+    )
+    return _state(graph, values)
 
 
-def _resume_config(
-    saved: Mapping[str, Any], thread_id: str, config: RunnableConfig | None
-) -> RunnableConfig:
-    state = diagnosis_state_of(saved)
-    return graph_run_config(state.request.config, thread_id=thread_id, base=config)
+def _resume_input(interrupts: Sequence[object]) -> Command[Any] | None:
+    """``Command(resume=...)`` past a dynamic interrupt of this graph, else None."""
+    return Command(resume=True) if interrupts else None
+
+
+def _resume_plan(
+    graph: DiagnosisGraph, snapshot: Any, thread_id: str, config: RunnableConfig | None
+) -> tuple[RunnableConfig, bool]:
+    """The run config, and whether the stored next step is stale (then route from START).
+
+    Folding verifies the stored journal before anything runs. The step
+    LangGraph stored as next was chosen from the journal as it was then; a
+    checkpoint whose journal was edited (without a key, to facts that still
+    verify) may imply another step, and the run goes where the facts lead.
+    """
+    values: Mapping[str, Any] = snapshot.values
+    runs = _runs_of(graph)
+    if runs is None:
+        journal = _load(values)
+        folded = _Folded(journal, journal_status(journal))
+    else:
+        folded = runs.fold(values)[1]
+    state = folded.status.state
+    run_config = graph_run_config(state.request.config, thread_id=thread_id, base=config)
+    wanted = _node_of(folded.status.action)
+    return run_config, tuple(snapshot.next) != (() if wanted == END else (wanted,))
 
 
 def resume_diagnosis_graph(
-    graph: DiagnosisGraph, *, thread_id: str, config: RunnableConfig | None = None
+    graph: DiagnosisGraph,
+    *,
+    thread_id: str,
+    config: RunnableConfig | None = None,
+    durability: Durability | None = None,
 ) -> DiagnosisState:
     """Continue the run checkpointed under ``thread_id``; the state when the graph stops.
 
-    ``graph`` may be a new instance (another process, a new saver connection):
-    everything the run needs is in the checkpoint.
+    ``graph`` may be a new instance (another process, a new saver
+    connection): everything the run needs is in the checkpoint. The stored
+    journal is verified first (:class:`JournalError` on any mismatch, with a
+    key on any edit); an effect interrupted by the death of its process is
+    settled by the resume rule of spec §12 (see the module docstring).
     """
     lookup = graph_run_config(DiagnosisConfig(), thread_id=thread_id, base=config)
-    run_config = _resume_config(graph.get_state(lookup).values, thread_id, config)
-    return diagnosis_state_of(graph.invoke(None, run_config))
+    snapshot = graph.get_state(lookup)
+    run_config, reroute = _resume_plan(graph, snapshot, thread_id, config)
+    interrupts = snapshot.interrupts
+    if reroute:
+        graph.update_state(lookup, {}, as_node=START)
+        interrupts = ()
+    values = graph.invoke(
+        _resume_input(interrupts), run_config, durability=_durability(graph, durability)
+    )
+    return _state(graph, values)
 
 
 async def aresume_diagnosis_graph(
-    graph: DiagnosisGraph, *, thread_id: str, config: RunnableConfig | None = None
+    graph: DiagnosisGraph,
+    *,
+    thread_id: str,
+    config: RunnableConfig | None = None,
+    durability: Durability | None = None,
 ) -> DiagnosisState:
     """The asyncio variant of :func:`resume_diagnosis_graph`."""
     lookup = graph_run_config(DiagnosisConfig(), thread_id=thread_id, base=config)
     snapshot = await graph.aget_state(lookup)
-    run_config = _resume_config(snapshot.values, thread_id, config)
-    return diagnosis_state_of(await graph.ainvoke(None, run_config))
+    run_config, reroute = _resume_plan(graph, snapshot, thread_id, config)
+    interrupts = snapshot.interrupts
+    if reroute:
+        await graph.aupdate_state(lookup, {}, as_node=START)
+        interrupts = ()
+    values = await graph.ainvoke(
+        _resume_input(interrupts), run_config, durability=_durability(graph, durability)
+    )
+    return _state(graph, values)
+

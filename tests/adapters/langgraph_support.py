@@ -1,0 +1,307 @@
+"""Helpers of the LangGraph journal tests: recording effects, forged checkpoints, a fork server,
+and a throwaway PostgreSQL server.
+
+Imports LangGraph only inside functions, so the kill child can import this
+module before it forks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import glob
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import diagnosis_core as dc
+
+KILL_POINTS = ("before", "during", "after")
+CHILD_SCRIPT = Path(__file__).resolve().parent / "langgraph_kill_child.py"
+
+
+def die() -> None:
+    """SIGKILL this process: no cleanup, no flush, no atexit (a power cut, for a process)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _append_fsync(path: str, record: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as side:
+        side.write(json.dumps(record) + "\n")
+        side.flush()
+        os.fsync(side.fileno())
+
+
+def side_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every effect call recorded in the side file, in call order."""
+    if not Path(path).exists():
+        return []
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line]
+
+
+def side_counts(path: str | Path) -> dict[str, int]:
+    counts = {name: 0 for name in ("planner", "executor", "gatekeeper", "verifier", "composer")}
+    for record in side_records(path):
+        counts[record["call"]] += 1
+    return counts
+
+
+def recording_effects(
+    doc: dict[str, Any], side: str, kill: tuple[str, int, str] | None = None
+) -> tuple[dc.DiagnosisRequest, dc.Effects]:
+    """Scripted effects of ``doc`` that append every call to ``side`` (append + fsync).
+
+    ``kill`` = ``(call, index, point)``: SIGKILL this process at the
+    ``index``-th call (0-based) of ``call``, ``before`` it is recorded or
+    ``during`` it (recorded, not yet returned). ``after`` is the saver's
+    business (:func:`kill_after_checkpoint`).
+    """
+    scenario = dc.load_scenario(doc)
+    request, effects = dc.scenario_request(scenario), dc.scenario_effects(scenario)
+    seen: dict[str, int] = {}
+
+    def enter(call: str, digest: str) -> None:
+        index = seen.get(call, 0)
+        seen[call] = index + 1
+        if kill is not None and kill[:2] == (call, index) and kill[2] == "before":
+            die()
+        _append_fsync(side, {"call": call, "input_sha256": digest, "pid": os.getpid()})
+        if kill is not None and kill[:2] == (call, index) and kill[2] == "during":
+            die()
+
+    def agent(name: dc.AgentName) -> dc.AgentInvoker:
+        inner = effects.agent(name)
+
+        def call(input: str, config: dc.RunConfig, /) -> str:
+            digest = hashlib.sha256(input.encode("utf-8", "surrogatepass")).hexdigest()
+            enter(name.value, digest)
+            return inner(input, config)
+
+        return call
+
+    def gatekeeper(run_id: str, output: dc.ExecutorEvidence, /) -> object:
+        enter("gatekeeper", hashlib.sha256(run_id.encode()).hexdigest())
+        return effects.gatekeeper(run_id, output)
+
+    wrapped = dc.Effects(
+        planner=agent(dc.AgentName.PLANNER),
+        executor=agent(dc.AgentName.EXECUTOR),
+        verifier=agent(dc.AgentName.VERIFIER),
+        composer=agent(dc.AgentName.COMPOSER),
+        gatekeeper=gatekeeper,
+    )
+    return request, wrapped
+
+
+def entry_calls(texts: list[str]) -> list[tuple[str, str]]:
+    """``(call, state)`` of each entry text of a graph's journal."""
+    return [(json.loads(text)["call"], json.loads(text)["state"]) for text in texts]
+
+
+def kill_after_checkpoint(saver: Any, call: str, index: int) -> None:
+    """Make ``saver`` SIGKILL the process right after writing the checkpoint that holds the
+    ``index``-th finished entry of ``call`` as the journal's last entry."""
+    put = saver.put
+
+    def put_then_die(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        result = put(config, checkpoint, metadata, new_versions)
+        texts = checkpoint.get("channel_values", {}).get("journal") or []
+        calls = entry_calls(list(texts))
+        finished = [c for c, state in calls if c == call and state == "finished"]
+        if calls and calls[-1] == (call, "finished") and len(finished) == index + 1:
+            die()
+        return result
+
+    saver.put = put_then_die
+
+
+# --- forged checkpoints ----------------------------------------------------------------
+
+
+def forge_checkpoint(saver: Any, thread_id: str, edit: Callable[[list[str]], list[str]]) -> None:
+    """Write a new latest checkpoint of ``thread_id`` whose journal is ``edit(journal)``.
+
+    Straight through the saver API (any saver), as an attacker with write
+    access to the checkpoint store would; nothing of the graph runs.
+    """
+    from langgraph.checkpoint.base.id import uuid6
+
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    saved = saver.get_tuple(config)
+    assert saved is not None, thread_id
+    checkpoint = copy.deepcopy(saved.checkpoint)
+    checkpoint["channel_values"]["journal"] = edit(list(checkpoint["channel_values"]["journal"]))
+    version = saver.get_next_version(checkpoint["channel_versions"]["journal"], None)
+    checkpoint["channel_versions"]["journal"] = version
+    checkpoint["id"] = str(uuid6())
+    saver.put(saved.config, checkpoint, saved.metadata, {"journal": version})
+
+
+def edit_entry(
+    index: int, change: Callable[[dict[str, Any]], None]
+) -> Callable[[list[str]], list[str]]:
+    """An edit of entry ``index`` (negative from the end) of a journal list, kept ASCII JSON."""
+
+    def edit(texts: list[str]) -> list[str]:
+        wire = json.loads(texts[index])
+        change(wire)
+        texts[index] = json.dumps(wire, ensure_ascii=True, separators=(",", ":"))
+        return texts
+
+    return edit
+
+
+# --- the fork server ---------------------------------------------------------------------
+
+
+class ForkServer:
+    """A child process that imports LangGraph once, then forks one process per job.
+
+    Starting Python and importing LangGraph costs seconds on a loaded machine;
+    a fork costs milliseconds, and every job is still its own process, killed
+    with SIGKILL at its chosen point.
+    """
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(CHILD_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        ready = self._read()
+        assert ready == {"ready": True}, ready
+
+    def _read(self) -> Any:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the fork server exited with {self.process.wait()}")
+        return json.loads(line)
+
+    def run(self, *jobs: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run the jobs in concurrent child processes; each one's exit ``code`` / ``signal``."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"jobs": list(jobs)}) + "\n")
+        self.process.stdin.flush()
+        outcomes: list[dict[str, Any]] = self._read()
+        return outcomes
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a stuck server
+            self.process.kill()
+            self.process.wait()
+
+
+# --- a throwaway PostgreSQL server ----------------------------------------------------------
+
+
+def postgres_binaries() -> Path | None:
+    """The directory of ``initdb`` and ``pg_ctl``: the newest Debian server, else PATH."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version_key)
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    version = Path(path).parent.parent.name
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _as_server_user(command: list[str]) -> list[str]:
+    """As root, initdb refuses to run: run the server as the ``postgres`` system user."""
+    if os.geteuid() != 0:
+        return command
+    runuser = shutil.which("runuser")
+    if runuser is not None:
+        return [runuser, "-u", "postgres", "--", *command]
+    return ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(command)]  # pragma: no cover
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A fresh PostgreSQL cluster on 127.0.0.1 and a free port; yields a conninfo string.
+
+    ``LookupError`` when no server binary exists, or (as root) no ``postgres``
+    user to run it as.
+    """
+    binaries = postgres_binaries()
+    if binaries is None:
+        raise LookupError("no PostgreSQL server binaries (initdb) found")
+    owner: pwd.struct_passwd | None = None
+    if os.geteuid() == 0:
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            raise LookupError("running as root and there is no postgres user") from None
+    root = Path(tempfile.mkdtemp(prefix="diagnosis-pg-"))
+    data, log = root / "data", root / "server.log"
+    if owner is not None:
+        os.chown(root, owner.pw_uid, owner.pw_gid)
+    os.chmod(root, 0o700)
+    port = _free_port()
+    pg_ctl = str(binaries / "pg_ctl")
+    try:
+        subprocess.run(
+            _as_server_user([str(binaries / "initdb"), "-D", str(data), "-A", "trust",
+                             "-U", "postgres", "-E", "UTF8", "--no-sync"]),
+            check=True, capture_output=True, timeout=120,
+        )
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        subprocess.run(
+            _as_server_user([pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w",
+                             "-t", "60", "start"]),
+            check=True, capture_output=True, timeout=90,
+        )
+        admin = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        database = f"diagnosis_{uuid.uuid4().hex[:8]}"
+        _create_database(admin, database)
+        yield f"host=127.0.0.1 port={port} user=postgres dbname={database}"
+    finally:
+        subprocess.run(
+            _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            check=False, capture_output=True, timeout=60,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _create_database(admin: str, name: str) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with psycopg.connect(admin, autocommit=True) as connection:
+                connection.execute(f'CREATE DATABASE "{name}"')
+                return
+        except psycopg.OperationalError:  # pragma: no cover - the server is still starting
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
