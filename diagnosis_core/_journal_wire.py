@@ -36,7 +36,7 @@ from ._json import (
     canonical_json,
     describe_value,
     json_type_name,
-    loads_strict_stored,
+    loads_stored,
 )
 from ._machine import DiagnosisRequest
 from ._replay import load_scenario, scenario_request
@@ -579,9 +579,9 @@ def load_journal(data: object) -> Journal:
 
 
 def journal_from_json(text: str) -> Journal:
-    """Parse journal text strictly (:func:`loads_strict_stored`) and :func:`load_journal` it."""
+    """Parse journal text strictly (:func:`loads_stored`) and :func:`load_journal` it."""
     try:
-        data = loads_strict_stored(text)
+        data = loads_stored(text)
     except PayloadError as error:
         raise JournalError(f"{error.path}: {error.problem}") from None
     return load_journal(data)
