@@ -2,6 +2,7 @@
 
     python fuzz/run_fuzz.py                      # 1 000 000 inputs on 2 processes
     python fuzz/run_fuzz.py --inputs 200000 --processes 4 --seed 7
+    python fuzz/run_fuzz.py --progress 50000       # a line per 50 000 inputs per worker
 
 Targets: the four agent parsers (``parse_planner_plan``,
 ``parse_executor_evidence``, ``parse_verifier_output``,
@@ -389,7 +390,9 @@ def large_ledger_case(
 class Fuzzer:
     """One worker: generates inputs, runs targets, counts, keeps unexpected failures."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, progress: int = 0) -> None:
+        self.seed = seed
+        self.progress = progress  # print a progress line every this many inputs (0: never)
         self.rng = random.Random(seed)
         self.corpus = build_corpus()
         self.all_texts = [
@@ -565,7 +568,12 @@ class Fuzzer:
     def run(self, inputs: int) -> tuple[Counter[str], list[str], float]:
         targets = self.targets
         large = (self.large_text, self.large_text, self.large_ledger)
+        started = time.perf_counter()
         for index in range(inputs):
+            if self.progress and index and index % self.progress == 0:
+                print(f"worker {self.seed}: {index:,} inputs, {sum(self.counts.values()):,} "
+                      f"target calls, {len(self.failures)} unexpected, "
+                      f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
             if index % LARGE_EVERY == LARGE_EVERY - 1:
                 large[(index // LARGE_EVERY) % len(large)]()
             else:
@@ -588,10 +596,10 @@ def _is_object_text(text: str) -> bool:
         return False
 
 
-def _worker(arguments: tuple[int, int]) -> tuple[Counter[str], list[str], float]:
-    seed, inputs = arguments
+def _worker(arguments: tuple[int, int, int]) -> tuple[Counter[str], list[str], float]:
+    seed, inputs, progress = arguments
     try:
-        return Fuzzer(seed).run(inputs)
+        return Fuzzer(seed, progress).run(inputs)
     except Exception:  # report, never hang the pool on an unpicklable exception
         return Counter(), [f"worker {seed} crashed:\n{traceback.format_exc()}"], 0.0
 
@@ -601,9 +609,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=1_000_000, help="generated inputs in all")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--progress", type=int, default=0, metavar="N",
+                        help="each worker prints a progress line every N inputs (to stderr)")
     options = parser.parse_args(argv)
     share, extra = divmod(options.inputs, options.processes)
-    jobs = [(options.seed + k, share + (1 if k < extra else 0)) for k in range(options.processes)]
+    jobs = [(options.seed + k, share + (1 if k < extra else 0), options.progress)
+            for k in range(options.processes)]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(options.processes) as pool:
         results = pool.map(_worker, jobs)
