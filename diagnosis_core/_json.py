@@ -492,18 +492,8 @@ def _scalar_problem(value: object, surrogates_allowed: bool) -> str | None:
     return None
 
 
-def _key_problem(
-    keys: list[str], surrogates_allowed: bool, unique: bool
-) -> str | None:
-    """The first problem among an object's keys, in document order (None: none).
-
-    The common case — ASCII keys, all distinct — is decided at C speed; the
-    loop that says which key is wrong runs only when one is.
-    """
-    if (surrogates_allowed or all(map(str.isascii, keys))) and (
-        unique or len(set(keys)) == len(keys)
-    ):
-        return None
+def _key_problem(keys: collections.abc.Iterable[str], surrogates_allowed: bool) -> str | None:
+    """The first problem among an object's keys, in document order (None: none)."""
     seen: set[str] = set()
     for key in keys:
         if not surrogates_allowed and not key.isascii() and _SURROGATE_CHAR.search(key):
@@ -542,7 +532,7 @@ def _diagnose(
             return PayloadError(
                 "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             )
-    frames: list[collections.abc.Iterator[tuple[str | int | None, object]]] = [
+    frames: list[collections.abc.Iterator[tuple[str | int | None, Any]]] = [
         iter(((None, document),))
     ]
     steps: list[str | int | None] = []  # steps[k] leads into the container of frames[k + 1]
@@ -555,28 +545,37 @@ def _diagnose(
     while frames:
         for step, value in frames[-1]:
             kind = type(value)
-            if kind is _Pairs or kind is dict:
-                if kind is dict:  # accepted by the fast path: its keys are distinct
-                    accepted = typing.cast("dict[str, object]", value)
-                    pairs: collections.abc.Iterable[tuple[str, object]] = accepted.items()
-                    problem = _key_problem(list(accepted), surrogates_allowed, True)
-                else:
-                    listed = typing.cast("_Pairs", value)
-                    pairs = listed
-                    problem = _key_problem(list(map(_first, listed)), surrogates_allowed, False)
-                if problem is not None:
-                    return PayloadError(_path_of([*steps, step]), problem)
+            if kind is list:
+                # A container whose values cannot be wrong (numbers, and strings when
+                # no surrogate is possible) gets no frame: the common case of a wide
+                # document of small containers.
+                if not any(map(may_hold, map(type, value))):
+                    continue
                 steps.append(step)
-                # Only the values that may hold a problem, found at C speed.
                 frames.append(itertools.compress(
-                    pairs, map(may_hold, map(type, map(_second, pairs)))
+                    enumerate(value), map(may_hold, map(type, value))
                 ))
                 break
-            if kind is list:
-                items = typing.cast("list[object]", value)
+            if kind is _Pairs or kind is dict:
+                # Keys first (a key problem is at the object itself), decided at C
+                # speed for ASCII keys without duplicates (a ``dict`` has none).
+                if kind is dict:
+                    pairs = value.items()
+                    clear = surrogates_allowed or all(map(str.isascii, value))
+                else:
+                    pairs = value
+                    clear = (
+                        surrogates_allowed or all(map(str.isascii, map(_first, value)))
+                    ) and len(dict(value)) == len(value)
+                if not clear:
+                    problem = _key_problem(map(_first, pairs), surrogates_allowed)
+                    if problem is not None:
+                        return PayloadError(_path_of([*steps, step]), problem)
+                if not any(map(may_hold, map(type, map(_second, pairs)))):
+                    continue
                 steps.append(step)
                 frames.append(itertools.compress(
-                    enumerate(items), map(may_hold, map(type, items))
+                    pairs, map(may_hold, map(type, map(_second, pairs)))
                 ))
                 break
             problem = _scalar_problem(value, surrogates_allowed)
