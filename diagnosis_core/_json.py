@@ -119,12 +119,14 @@ _LONG_INTEGER_TOKEN = re.compile(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "
 _LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
 # A run of more digits than every interpreter converts. Without one, no literal
 # can reach either limit and the C conversion is used (no Python hook per
-# number); the lookbehind makes the scan linear (one try per run of digits).
-_UNSAFE_DIGIT_RUN = re.compile(r"(?<![0-9])[0-9]{" + str(_SAFE_DIGITS + 1) + "}")
+# number); the lookbehind makes the scan linear (one try per run of digits), and
+# coming after the first digit it leaves the engine its fast scan for a digit.
+_UNSAFE_DIGIT_RUN = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
 
 
-def _int_hook(text: str, hook: Callable[[str], object]) -> Callable[[str], object] | None:
-    return hook if _UNSAFE_DIGIT_RUN.search(text) is not None else None
+def _has_long_digit_run(text: str) -> bool:
+    return _UNSAFE_DIGIT_RUN.search(text) is not None
+
 
 
 def int_too_long(value: int) -> bool:
@@ -505,7 +507,11 @@ def _key_problem(keys: collections.abc.Iterable[str], surrogates_allowed: bool) 
 
 
 def _diagnose(
-    text: str, *, surrogates_allowed: bool = False, document: object = _UNPARSED
+    text: str,
+    *,
+    surrogates_allowed: bool = False,
+    document: object = _UNPARSED,
+    long_digits: bool | None = None,
 ) -> PayloadError:
     """Find the first problem in document order and say where it is.
 
@@ -521,9 +527,12 @@ def _diagnose(
     document may nest as deep as the parser allows.
     """
     if document is _UNPARSED:
+        if long_digits is None:  # the caller's scan of the text, when it made one
+            long_digits = _has_long_digit_run(text)
         try:
             document = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_Constant,
-                                  parse_float=_diag_float, parse_int=_int_hook(text, _diag_int))
+                                  parse_float=_diag_float,
+                                  parse_int=_diag_int if long_digits else None)
         except RecursionError:
             return PayloadError("$", "nesting too deep")
         except json.JSONDecodeError as exc:
@@ -629,20 +638,21 @@ def loads_stored(text: str) -> JsonValue:
 def _loads(text: str, *, stored: bool) -> JsonValue:
     if not isinstance(text, str):
         raise PayloadError("$", f"expected text, got {type(text).__name__}")
+    long_digits = _has_long_digit_run(text)
     try:
         value: JsonValue = json.loads(
             text,
             object_pairs_hook=_strict_pairs,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
-            parse_int=_int_hook(text, _strict_int),
+            parse_int=_strict_int if long_digits else None,
         )
     except json.JSONDecodeError as exc:
         raise PayloadError(
             "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except _Problem:
-        raise _diagnose(text, surrogates_allowed=stored) from None
+        raise _diagnose(text, surrogates_allowed=stored, long_digits=long_digits) from None
     except RecursionError:
         raise PayloadError("$", "nesting too deep") from None
     if stored:
@@ -676,13 +686,14 @@ def loads_strict_with_objects(
     """
     if not isinstance(text, str):
         return False, None
+    long_digits = _has_long_digit_run(text)
     try:
         value = json.loads(
             text,
             object_pairs_hook=object_pairs_hook,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
-            parse_int=_int_hook(text, _strict_int),
+            parse_int=_strict_int if long_digits else None,
         )
     except MemoryError:
         raise
@@ -693,13 +704,13 @@ def loads_strict_with_objects(
         ) from None
     except _Problem:
         # A bad number or a duplicate key: the strict pass stops at the same event.
-        raise _diagnose(text) from None
+        raise _diagnose(text, long_digits=long_digits) from None
     except Exception:
         return False, None
     if _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
         # Every other rule held (the hook raises on a duplicate key), so the plain
         # parse builds the value the strict one would: walk it for the surrogate.
-        document = json.loads(text, parse_int=_int_hook(text, int_from_literal))
+        document = json.loads(text, parse_int=int_from_literal if long_digits else None)
         raise _diagnose(text, document=document)
     return True, value
 
