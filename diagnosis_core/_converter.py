@@ -46,6 +46,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from ._errors import ConfigError, PayloadError
 from ._json import (
+    DuplicateKey,
     JsonValue,
     canonical_json,
     describe_value,
@@ -872,11 +873,11 @@ def _object_builder(root: Any) -> _ObjectHook:
     :data:`_MAX_LAYOUT_KEYS` keys) and whose values pass the fast structure's
     exact checks become instances as they are parsed; nested values must
     already be instances. Everything else becomes a ``dict``, and a duplicate
-    key raises. A layout that two classes share is left to the dict path.
+    key raises :class:`DuplicateKey`. A layout that two classes share is left to the dict path.
     Skipping the intermediate dicts and the second walk over them roughly
     halves the structuring cost of a large payload.
     """
-    namespace: dict[str, Any] = {"_Reject": _Reject}
+    namespace: dict[str, Any] = {"_Duplicate": DuplicateKey}
     classes = [cl for cl in _reachable_classes(root) if _slot_setters(cl) is not None]
     eligible = set(classes)
     while True:  # a class whose nested class cannot be prebuilt cannot be prebuilt either
@@ -908,7 +909,7 @@ def _object_builder(root: Any) -> _ObjectHook:
         keyword = "elif"
     lines += [
         "    obj = dict(pairs)",
-        "    if len(obj) != n: raise _Reject",
+        "    if len(obj) != n: raise _Duplicate",
         "    return obj",
     ]
     source = "\n".join(lines) + "\n"
@@ -1035,10 +1036,12 @@ def from_json_object_text(
     """``from_wire(cls, loads_strict(json_text))`` in one pass, or None to say "not here".
 
     When it returns a value, that value is equal to what the two-step path
-    returns; it returns None whenever the two-step path would raise, for a
-    document that is not an object, for a top-level object lacking (or
-    holding null for) one of ``required_keys``, and for shapes it does not
-    handle, so the caller then runs the two-step path, which gives the exact
+    returns. When the JSON layer rejects the text it raises the two-step
+    path's :class:`PayloadError` (:func:`loads_strict_with_objects`), without
+    a second parse. It returns None whenever the two-step path would raise
+    for another reason — a document that is not an object, a top-level
+    object lacking (or holding null for) one of ``required_keys`` — and for
+    shapes it does not handle, so the caller then runs the two-step path, which gives the exact
     error. Every rule of :func:`loads_strict` (duplicate keys included)
     is applied; only the intermediate dicts and the second walk are skipped.
     """

@@ -45,7 +45,7 @@ from ._json import (
     canonical_json,
     describe_value,
     json_type_name,
-    loads_strict_stored,
+    loads_stored,
 )
 from ._machine import DiagnosisRequest
 from ._replay import load_scenario, scenario_request
@@ -705,9 +705,9 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
 
 
 def journal_document_from_json(journal_type: type[J], text: str) -> J:
-    """Parse journal text strictly (:func:`loads_strict_stored`) as a ``journal_type``."""
+    """Parse journal text strictly (:func:`loads_stored`) as a ``journal_type``."""
     try:
-        data = loads_strict_stored(text)
+        data = loads_stored(text)
     except PayloadError as error:
         raise JournalError(f"{error.path}: {error.problem}") from None
     return load_journal_document(journal_type, data)
@@ -723,5 +723,5 @@ def load_journal(data: object) -> Journal:
 
 
 def journal_from_json(text: str) -> Journal:
-    """Parse journal text strictly (:func:`loads_strict_stored`) and :func:`load_journal` it."""
+    """Parse journal text strictly (:func:`loads_stored`) and :func:`load_journal` it."""
     return journal_document_from_json(Journal, text)

@@ -34,6 +34,7 @@ from ._errors import PayloadError
 
 __all__ = [
     "MAX_INT_DIGITS",
+    "DuplicateKey",
     "JsonValue",
     "canonical_json",
     "extract_json_text",
@@ -42,7 +43,6 @@ __all__ = [
     "int_too_long",
     "loads_stored",
     "loads_strict",
-    "loads_strict_stored",
     "loads_strict_with_objects",
     "parse_json_object",
 ]
@@ -119,12 +119,14 @@ _LONG_INTEGER_TOKEN = re.compile(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "
 _LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
 # A run of more digits than every interpreter converts. Without one, no literal
 # can reach either limit and the C conversion is used (no Python hook per
-# number); the lookbehind makes the scan linear (one try per run of digits).
-_UNSAFE_DIGIT_RUN = re.compile(r"(?<![0-9])[0-9]{" + str(_SAFE_DIGITS + 1) + "}")
+# number); the lookbehind makes the scan linear (one try per run of digits), and
+# coming after the first digit it leaves the engine its fast scan for a digit.
+_UNSAFE_DIGIT_RUN = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
 
 
-def _int_hook(text: str, hook: Callable[[str], object]) -> Callable[[str], object] | None:
-    return hook if _UNSAFE_DIGIT_RUN.search(text) is not None else None
+def _has_long_digit_run(text: str) -> bool:
+    return _UNSAFE_DIGIT_RUN.search(text) is not None
+
 
 
 def int_too_long(value: int) -> bool:
@@ -346,6 +348,11 @@ class _Problem(Exception):
     """Raised by the fast-path hooks; the diagnostic pass then finds the path."""
 
 
+class DuplicateKey(_Problem):
+    """What an ``object_pairs_hook`` of :func:`loads_strict_with_objects` raises for
+    a duplicate key, so that the diagnostic pass locates it at once."""
+
+
 def _strict_pairs(pairs: list[tuple[str, JsonValue]]) -> dict[str, JsonValue]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
@@ -376,9 +383,12 @@ def _strict_int(literal: str) -> int:
 # which the exact check below tells apart.
 _SURROGATE_ESCAPE_HINT = re.compile(r"\\u[dD][89a-fA-F]")
 _ESCAPED_BACKSLASH = re.compile(r"\\\\")
+# A high escape not followed by a low one, or a low escape not preceded by a
+# high one. Both branches start with the literal ``\\u[dD]`` (the lookbehind
+# of the low branch covers it), so the engine scans for ``\\u`` at C speed.
 _LONE_SURROGATE_ESCAPE = re.compile(
-    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD])[c-fC-F][0-9a-fA-F]{2})"
 )
 _SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
 
@@ -404,10 +414,14 @@ def _has_lone_surrogate_escape(text: str) -> bool:
     a high escape immediately followed by a low escape, and keeps any other
     surrogate escape as a lone code point.
     """
-    if "\\" not in text or _SURROGATE_ESCAPE_HINT.search(text) is None:
+    if "\\" not in text:
         return False
-    blanked = _ESCAPED_BACKSLASH.sub("__", text)
-    return _LONE_SURROGATE_ESCAPE.search(blanked) is not None
+    hint = _SURROGATE_ESCAPE_HINT.search(text)
+    if hint is None:
+        return False
+    # Blanking keeps every offset, so no real escape starts before the first hint.
+    blanked = _ESCAPED_BACKSLASH.sub("__", text) if "\\\\" in text else text
+    return _LONE_SURROGATE_ESCAPE.search(blanked, hint.start()) is not None
 
 
 class _Pairs(list[tuple[str, object]]):
@@ -442,8 +456,15 @@ def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})  # never a problem by themselves
+# The types a parse can give that may hold a problem (mapped to True); the
+# others (int, float, bool, None) never do. ``dict`` is a value the fast path
+# already accepted, ``_Pairs`` one the diagnostic parse built.
+_MAY_HOLD_PROBLEM: dict[type, bool] = dict.fromkeys(
+    (list, dict, _Pairs, _Constant, _Overflow, _LongInteger), True
+)
+_first = operator.itemgetter(0)
 _second = operator.itemgetter(1)
+_UNPARSED = object()
 
 
 def _path_of(steps: list[str | int | None]) -> str:
@@ -463,31 +484,64 @@ def _scalar_problem(value: object, surrogates_allowed: bool) -> str | None:
         return f"number {_shorten(str(value))} is out of range"
     if isinstance(value, _LongInteger):
         return f"integer literal of {len(value.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
-    if isinstance(value, str) and not surrogates_allowed and _SURROGATE_CHAR.search(value):
+    if (
+        isinstance(value, str)
+        and not surrogates_allowed
+        and not value.isascii()
+        and _SURROGATE_CHAR.search(value)
+    ):
         return "string contains an unpaired surrogate"
     return None
 
 
-def _diagnose(text: str, *, surrogates_allowed: bool = False) -> PayloadError:
+def _key_problem(keys: collections.abc.Iterable[str], surrogates_allowed: bool) -> str | None:
+    """The first problem among an object's keys, in document order (None: none)."""
+    seen: set[str] = set()
+    for key in keys:
+        if not surrogates_allowed and not key.isascii() and _SURROGATE_CHAR.search(key):
+            return "object key contains an unpaired surrogate"
+        if key in seen:
+            return f"duplicate key {describe_value(key)}"
+        seen.add(key)
+    return None
+
+
+def _diagnose(
+    text: str,
+    *,
+    surrogates_allowed: bool = False,
+    document: object = _UNPARSED,
+    long_digits: bool | None = None,
+) -> PayloadError:
     """Find the first problem in document order and say where it is.
 
-    Only runs after the fast path rejected the text. It costs one more parse
-    and one walk, both linear in the text: the walk keeps one iterator per
-    open container and the steps that lead to it, and builds a path string
-    only for the problem it reports (a path per visited value would be
-    quadratic in a deep and wide document). It is iterative, because a
+    Only runs after the fast path rejected the text. When the fast path
+    could not build the value (a duplicate key, ``NaN`` …) it costs one more
+    parse; when it built it and only a surrogate check failed, the caller
+    passes that value as ``document`` and there is no second parse. Then one
+    walk, linear in the text: it keeps one iterator per open container and
+    the steps that lead to it, builds a path string only for the problem it
+    reports (a path per visited value would be quadratic in a deep and wide
+    document), and skips the values that cannot hold a problem — numbers,
+    and ASCII strings and keys — at C speed. It is iterative, because a
     document may nest as deep as the parser allows.
     """
-    try:
-        document = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_Constant,
-                              parse_float=_diag_float, parse_int=_int_hook(text, _diag_int))
-    except RecursionError:
-        return PayloadError("$", "nesting too deep")
-    except json.JSONDecodeError as exc:
-        # The fast path stopped at a problem (a duplicate key …) before reaching
-        # a syntax error further on; the document is not JSON at all.
-        return PayloadError("$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-    frames: list[collections.abc.Iterator[tuple[str | int | None, object]]] = [
+    if document is _UNPARSED:
+        if long_digits is None:  # the caller's scan of the text, when it made one
+            long_digits = _has_long_digit_run(text)
+        try:
+            document = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_Constant,
+                                  parse_float=_diag_float,
+                                  parse_int=_diag_int if long_digits else None)
+        except RecursionError:
+            return PayloadError("$", "nesting too deep")
+        except json.JSONDecodeError as exc:
+            # The fast path stopped at a problem (a duplicate key …) before reaching
+            # a syntax error further on; the document is not JSON at all.
+            return PayloadError(
+                "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            )
+    frames: list[collections.abc.Iterator[tuple[str | int | None, Any]]] = [
         iter(((None, document),))
     ]
     steps: list[str | int | None] = []  # steps[k] leads into the container of frames[k + 1]
@@ -495,32 +549,42 @@ def _diagnose(text: str, *, surrogates_allowed: bool = False) -> PayloadError:
         "\\" not in text or _SURROGATE_ESCAPE_HINT.search(text) is None
     ):
         surrogates_allowed = True  # no string can hold one: skip the per-string checks
-    plain = _PLAIN_SCALARS | {str} if surrogates_allowed else _PLAIN_SCALARS
-    is_plain = plain.__contains__
+    visit = _MAY_HOLD_PROBLEM if surrogates_allowed else {**_MAY_HOLD_PROBLEM, str: True}
+    may_hold = visit.get
     while frames:
         for step, value in frames[-1]:
-            if isinstance(value, _Pairs):
-                seen: set[str] = set()
-                for key, _ in value:
-                    if not surrogates_allowed and _SURROGATE_CHAR.search(key):
-                        return PayloadError(
-                            _path_of([*steps, step]), "object key contains an unpaired surrogate"
-                        )
-                    if key in seen:
-                        return PayloadError(
-                            _path_of([*steps, step]), f"duplicate key {describe_value(key)}"
-                        )
-                    seen.add(key)
+            kind = type(value)
+            if kind is list:
+                # A container whose values cannot be wrong (numbers, and strings when
+                # no surrogate is possible) gets no frame: the common case of a wide
+                # document of small containers.
+                if not any(map(may_hold, map(type, value))):
+                    continue
                 steps.append(step)
-                # Only the values that may hold a problem, found at C speed.
                 frames.append(itertools.compress(
-                    value, map(operator.not_, map(is_plain, map(type, map(_second, value))))
+                    enumerate(value), map(may_hold, map(type, value))
                 ))
                 break
-            if isinstance(value, list):
+            if kind is _Pairs or kind is dict:
+                # Keys first (a key problem is at the object itself), decided at C
+                # speed for ASCII keys without duplicates (a ``dict`` has none).
+                if kind is dict:
+                    pairs = value.items()
+                    clear = surrogates_allowed or all(map(str.isascii, value))
+                else:
+                    pairs = value
+                    clear = (
+                        surrogates_allowed or all(map(str.isascii, map(_first, value)))
+                    ) and len(dict(value)) == len(value)
+                if not clear:
+                    problem = _key_problem(map(_first, pairs), surrogates_allowed)
+                    if problem is not None:
+                        return PayloadError(_path_of([*steps, step]), problem)
+                if not any(map(may_hold, map(type, map(_second, pairs)))):
+                    continue
                 steps.append(step)
                 frames.append(itertools.compress(
-                    enumerate(value), map(operator.not_, map(is_plain, map(type, value)))
+                    pairs, map(may_hold, map(type, map(_second, pairs)))
                 ))
                 break
             problem = _scalar_problem(value, surrogates_allowed)
@@ -555,16 +619,18 @@ def loads_strict(text: str) -> JsonValue:
 
 
 def loads_stored(text: str) -> JsonValue:
-    """Parse JSON text that holds *stored facts*: what :func:`to_json` wrote.
+    """Parse JSON text of *stored facts*: what :func:`to_json` and the run journal write.
 
     Exactly :func:`loads_strict`, except that an escaped unpaired surrogate
     (``"\\ud800"``) is accepted and kept as that one code point. The core
     keeps such strings on purpose: an exception message or a gatekeeper
-    result may hold one, and a state or trace must record it exactly (spec
-    §15). Agent payloads never go through this function, so for them a lone
-    surrogate stays invalid (spec §5). A *raw* surrogate code point in the
-    text is still rejected: :func:`to_json` never writes one (its output
-    always encodes as UTF-8).
+    result may hold one, and a state, a trace or a journal must record it
+    exactly (spec §15). Every other rule holds, and a duplicate key, ``NaN``
+    or a bad number is reported at its path (a key or path holding a lone
+    surrogate is named as it is). Agent payloads never go through this
+    function, so for them a lone surrogate stays invalid (spec §5). A *raw*
+    surrogate code point in the text is still rejected: the package never
+    writes one (its stored text always encodes as UTF-8).
     """
     return _loads(text, stored=True)
 
@@ -572,20 +638,21 @@ def loads_stored(text: str) -> JsonValue:
 def _loads(text: str, *, stored: bool) -> JsonValue:
     if not isinstance(text, str):
         raise PayloadError("$", f"expected text, got {type(text).__name__}")
+    long_digits = _has_long_digit_run(text)
     try:
         value: JsonValue = json.loads(
             text,
             object_pairs_hook=_strict_pairs,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
-            parse_int=_int_hook(text, _strict_int),
+            parse_int=_strict_int if long_digits else None,
         )
     except json.JSONDecodeError as exc:
         raise PayloadError(
             "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except _Problem:
-        raise _diagnose(text, surrogates_allowed=stored) from None
+        raise _diagnose(text, surrogates_allowed=stored, long_digits=long_digits) from None
     except RecursionError:
         raise PayloadError("$", "nesting too deep") from None
     if stored:
@@ -594,48 +661,8 @@ def _loads(text: str, *, stored: bool) -> JsonValue:
                 "$", "text contains a raw surrogate code point (stored JSON escapes them)"
             )
     elif _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
-        raise _diagnose(text)
-    return value
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def loads_strict_stored(text: str) -> JsonValue:
-    """:func:`loads_strict` for *stored facts* (a run journal, spec §12): lone surrogates kept.
-
-    A journal records what an effect really returned, and an exception
-    message may hold a lone surrogate; it is stored as a ``\\uXXXX`` escape
-    and must come back unchanged. Every other rule of :func:`loads_strict`
-    holds: invalid JSON, duplicate keys, ``NaN``/``Infinity``, overflowing
-    numbers, integers too long to convert and nesting deeper than the parser
-    allows are each a :class:`PayloadError` with a path where one is known.
-    """
-    if not isinstance(text, str):
-        raise PayloadError("$", f"expected text, got {type(text).__name__}")
-    try:
-        value: JsonValue = json.loads(
-            text,
-            object_pairs_hook=_strict_pairs,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-        )
-    except json.JSONDecodeError as exc:
-        raise PayloadError(
-            "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except _Problem:
-        # Surrogates are allowed here: hide them from the diagnostic pass, which
-        # would otherwise report one before the real problem.
-        blanked = _SURROGATE_CHAR.sub("?", text)
-        if "\\" in blanked:
-            blanked = _ESCAPED_BACKSLASH.sub("__", blanked)
-            blanked = _SURROGATE_ESCAPE.sub("?", blanked)
-        raise _diagnose(blanked) from None
-    except RecursionError:
-        raise PayloadError("$", "nesting too deep") from None
-    except ValueError:
-        raise PayloadError("$", "invalid JSON: a number has too many digits") from None
+        # The value was built (no duplicate key, no bad number): walk it, no second parse.
+        raise _diagnose(text, document=value)
     return value
 
 
@@ -645,28 +672,46 @@ def loads_strict_with_objects(
     """:func:`loads_strict` with a custom object constructor, for one-pass parsing.
 
     Returns ``(True, value)`` when :func:`loads_strict` would accept ``text``
-    and the hook raised nothing, else ``(False, None)``: the caller then runs
-    :func:`loads_strict` for the error and its path. The hook receives each
-    object's key/value pairs, as ``object_pairs_hook`` of :func:`json.loads`,
-    and must raise on a duplicate key; every other rule (constants, overflow,
-    surrogates, depth) is applied here. :class:`MemoryError` is not caught.
+    and the hook raised nothing. When this pass already shows that
+    :func:`loads_strict` rejects ``text`` — invalid JSON, a bad number, a
+    lone surrogate, or a :class:`DuplicateKey` from the hook — it raises the
+    :class:`PayloadError` :func:`loads_strict` would raise (same path, same
+    message) without parsing the text again. Otherwise (the hook raised
+    something else, nesting too deep) it returns ``(False, None)``: the caller
+    then runs :func:`loads_strict` for the error and its path. The hook
+    receives each object's key/value pairs, as ``object_pairs_hook`` of
+    :func:`json.loads`, and must raise :class:`DuplicateKey` on a duplicate
+    key; every other rule (constants, overflow, surrogates, depth) is applied
+    here. :class:`MemoryError` is not caught.
     """
     if not isinstance(text, str):
         return False, None
+    long_digits = _has_long_digit_run(text)
     try:
         value = json.loads(
             text,
             object_pairs_hook=object_pairs_hook,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
-            parse_int=_int_hook(text, _strict_int),
+            parse_int=_strict_int if long_digits else None,
         )
     except MemoryError:
         raise
+    except json.JSONDecodeError as exc:
+        # No hook raised before the syntax error, so the strict hooks would not either.
+        raise PayloadError(
+            "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except _Problem:
+        # A bad number or a duplicate key: the strict pass stops at the same event.
+        raise _diagnose(text, long_digits=long_digits) from None
     except Exception:
         return False, None
     if _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
-        return False, None
+        # Every other rule held (the hook raises on a duplicate key), so the plain
+        # parse builds the value the strict one would: walk it for the surrogate.
+        document = json.loads(text, parse_int=int_from_literal if long_digits else None)
+        raise _diagnose(text, document=document)
     return True, value
 
 

@@ -2,6 +2,7 @@
 
     python fuzz/run_fuzz.py                      # 1 000 000 inputs on 2 processes
     python fuzz/run_fuzz.py --inputs 200000 --processes 4 --seed 7
+    python fuzz/run_fuzz.py --progress 50000       # a line per 50 000 inputs per worker
 
 Targets: the four agent parsers (``parse_planner_plan``,
 ``parse_executor_evidence``, ``parse_verifier_output``,
@@ -15,12 +16,26 @@ Inputs are generated fast and without Hypothesis: random edits and splices of
 valid payload texts (the spec's examples and ``examples/*.json``), random
 bytes decoded as UTF-8 (with replacement or surrogate escapes) or Latin-1,
 random JSON documents, and structural mutations of valid documents (a key
-removed, a value replaced by one of another type). The only exceptions
-allowed are the package's own: ``PayloadError`` from the parsers,
-``ScenarioError`` from ``load_scenario`` and ``LedgerError`` from
+removed, a value replaced by one of another type). Hostile shapes (spec §15):
+
+* gatekeeper values from ``diagnosis_core.testing.hostile_gatekeeper_factories``
+  (``dict`` subclasses whose ``get``/``items``/... raise, cycles, lying
+  strings …), given to the parsers and returned by the gatekeeper of a run;
+* requests whose history and skills are host subclasses with extra fields
+  holding a secret (``host_subclassed``): the secret must reach no agent input;
+* large texts (about 1 MB, one in every ``LARGE_EVERY`` inputs) for every agent
+  parser, valid up to a ``NaN``, a duplicate key or a lone surrogate (escaped
+  or raw) at the end, or a ``NaN`` after hundreds of open arrays: each must be
+  rejected with a ``PayloadError`` naming that problem;
+* many bindings citing one large ledger output (the reference gatekeeper):
+  each binding's verdict is known in advance.
+
+The only exceptions allowed are the package's own: ``PayloadError`` from the
+parsers, ``ScenarioError`` from ``load_scenario`` and ``LedgerError`` from
 ``ledger_from_records``; ``normalize_gatekeeper_result``, ``replay`` of a
-loaded scenario and the reference gatekeeper may raise nothing at all. Any
-other exception is printed with its input and the exit status is 1.
+loaded scenario, a run with a hostile gatekeeper and the reference gatekeeper
+may raise nothing at all. Any other exception, or a broken check above, is
+printed with its input and the exit status is 1.
 
 Runs are reproducible: worker ``k`` uses ``random.Random(seed + k)``.
 """
@@ -41,12 +56,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
+from diagnosis_core.testing import host_subclassed, hostile_gatekeeper_factories
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CATALOG = ["payment-timeout", "redis-latency", "db-pool-exhaustion"]
 RUN_ID = "run-fuzz"
+LEDGER_KEYS = ("invocation_id", "tool_name", "success", "output")
+LARGE_EVERY = 1000  # one large (~1 MB) text per this many inputs
+LARGE_SIZE = 1_000_000
+SECRET = "HOST-SUBCLASS-SECRET-\u2af7"
+HOSTILE = hostile_gatekeeper_factories()
 
 SPEC_PLANNER = (
     '{"steps": [{"step_id": "s1", "goal": "check gateway timeout logs", "tools": ["query_logs"]}],'
@@ -109,7 +132,11 @@ def build_corpus() -> dict[str, list[Any]]:
         scripted = scenario.get("gatekeeper", [])
         corpus["gatekeeper"] += [entry["result"] for entry in scripted if "result" in entry]
         if "tool_ledger" in scenario:
-            corpus["ledger"].append(scenario["tool_ledger"])
+            # The records of ``ledger_from_records``: a scenario's audit fields stripped.
+            corpus["ledger"].append([
+                {key: value for key, value in entry.items() if key in LEDGER_KEYS}
+                for entry in scenario["tool_ledger"]
+            ])
     evidence = parsed_evidence(corpus["executor"])
     for ledger in corpus["ledger"]:
         gatekeeper = dc.ReferenceGatekeeper(dcb.ledger_from_records(ledger))
@@ -276,13 +303,96 @@ def value_input(rng: random.Random, values: list[Any], texts: list[str]) -> Any:
     return random_bytes_text(rng)
 
 
+# --- large texts and large ledgers ---------------------------------------------------------
+
+# (tail appended inside the top-level object, words the PayloadError must hold)
+LARGE_PROBLEMS = (
+    (', "zz_extra": NaN', "is not a JSON number"),
+    (', "zz_extra": [1, 2, -Infinity]', "is not a JSON number"),
+    (', "zz_extra": "end \\ud800"', "unpaired surrogate"),
+    (', "zz_extra": "end \\udc00\\ud800"', "unpaired surrogate"),
+    (', "zz_extra": "end \udfff"', "unpaired surrogate"),
+    (', "zz_extra": {"k\\ud800": 1}', "unpaired surrogate"),
+    (', "zz_extra": {"k": 1, "k": 2}', "duplicate key"),
+    (', "zz_extra": 1e999', "out of range"),
+)
+
+
+def large_text(rng: random.Random, base: str, size: int) -> tuple[str, str]:
+    """``base`` (a valid payload object) grown to about ``size`` characters with a
+    padding key, and one problem at its very end; also the words its error must hold."""
+    document = json.loads(base)
+    element = rng.choice([
+        {"text": "ok \u00e9 \u6f22", "n": 1, "f": 0.5, "b": [True, None]},
+        "a plain ASCII string of some length",
+        [1, 2.5, "x", {"k": "v"}],
+        rng.randint(0, 10**9),
+    ])
+    unit = len(json.dumps(element, ensure_ascii=False)) + 1
+    document["pad"] = [element] * max(1, size // unit)
+    text = json.dumps(document, ensure_ascii=rng.random() < 0.5)
+    roll = rng.random()
+    if roll < 0.15:  # a NaN after many open arrays (and ASCII numbers only)
+        depth = rng.randint(100, 900)
+        body = "0," * max(1, (size - 2 * depth) // 2)
+        return "[" * depth + body + "NaN" + "]" * depth, "is not a JSON number"
+    if roll < 0.3:  # the document's first key again, at the end
+        first = next(iter(document))
+        return text[:-1] + f', "{first}": null}}', "duplicate key"
+    tail, words = rng.choice(LARGE_PROBLEMS)
+    return text[:-1] + tail + "}", words
+
+
+def large_ledger_case(
+    rng: random.Random,
+) -> tuple[dc.ToolLedger, dc.ExecutorEvidence, dict[str, str]]:
+    """One large ledger output cited by many bindings, and each binding's status.
+
+    The ledger output holds ``items[i].message`` for a few thousand ``i``
+    (about 1 MB in all); the bindings cite it by valid paths with the exact
+    message (``pass``), a wrong excerpt, a path that does not resolve, or an
+    invocation id the ledger does not hold (each ``fail``).
+    """
+    count = rng.randint(2_000, 8_000)
+    width = max(8, LARGE_SIZE // count - 30)
+    messages = [f"event {index} " + "x" * rng.randint(1, width) for index in range(count)]
+    output = {"items": [{"message": message} for message in messages]}
+    ledger = dcb.ledger_from_records([
+        {"invocation_id": "inv-big", "tool_name": "query_logs", "success": True,
+         "output": output},
+        {"invocation_id": "inv-small", "tool_name": "query_logs", "success": True,
+         "output": {"items": []}},
+    ])
+    claims = []
+    expected: dict[str, str] = {}
+    for number in range(rng.randint(50, 300)):
+        index = rng.randrange(count)
+        kind = rng.randrange(4)
+        invocation, path, excerpt, status = "inv-big", f"$.items[{index}].message", (
+            messages[index]), "pass"
+        if kind == 1:
+            excerpt, status = messages[index] + " not there", "fail"
+        elif kind == 2:
+            path, status = f"$.items[{count + index}].message", "fail"
+        elif kind == 3 and rng.random() < 0.3:
+            invocation, status = "inv-missing", "fail"
+        claim_id = f"c{number}"
+        expected[claim_id] = status
+        binding = dc.EvidenceBinding(invocation, "query_logs", path, excerpt)
+        claims.append(dc.Claim(claim_id, f"claim {number}", (binding,), rng.random() < 0.5))
+    evidence = dc.ExecutorEvidence(dc.EvidenceStatus.EVIDENCE_FOUND, tuple(claims))
+    return ledger, evidence, expected
+
+
 # --- targets ------------------------------------------------------------------------------
 
 
 class Fuzzer:
     """One worker: generates inputs, runs targets, counts, keeps unexpected failures."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, progress: int = 0) -> None:
+        self.seed = seed
+        self.progress = progress  # print a progress line every this many inputs (0: never)
         self.rng = random.Random(seed)
         self.corpus = build_corpus()
         self.all_texts = [
@@ -290,12 +400,26 @@ class Fuzzer:
             for text in self.corpus[key]
         ]
         self.evidence = parsed_evidence(self.corpus["executor"])
+        self.requests = [
+            (dc.scenario_request(scenario), dc.scenario_effects(scenario))
+            for scenario in map(_chat_scenario, self.corpus["scenario"]) if scenario is not None
+        ]
         self.counts: Counter[str] = Counter()
         self.failures: list[str] = []
+        self.large_seconds = 0.0  # the slowest large-text rejection
         self.targets: list[Callable[[], None]] = [
             self.planner, self.executor, self.verifier, self.composer,
             self.gatekeeper, self.scenario, self.reference_gatekeeper, self.raw_paths,
+            self.planner, self.executor, self.verifier, self.composer, self.gatekeeper,
+            self.hostile_run, self.subclassed_run,
         ]
+
+    def fail(self, name: str, message: str, shown: object) -> None:
+        """Record a broken check (not an exception)."""
+        if len(self.failures) < 20:
+            self.failures.append(f"{name}: {message}\ninput: {repr(shown)[:400]}")
+        else:
+            self.failures.append(name)
 
     def expect(self, name: str, call: Callable[[], object],
                allowed: tuple[type[Exception], ...],
@@ -306,10 +430,7 @@ class Fuzzer:
         except allowed:
             return None
         except Exception:
-            if len(self.failures) < 20:
-                self.failures.append(
-                    f"{name}: {traceback.format_exc(limit=3)}input: {repr(shown)[:400]}"
-                )
+            self.fail(name, traceback.format_exc(limit=3), shown)
             return None
 
     def _text(self, key: str) -> str:
@@ -342,6 +463,77 @@ class Fuzzer:
                     (dc.PayloadError,), raw)
         self.expect("normalize_gatekeeper_result", lambda: dcb.normalize_gatekeeper_result(raw),
                     (), raw)
+        if self.rng.random() < 0.2:
+            hostile = self.rng.choice(HOSTILE)()
+            self.expect("parse_gatekeeper_result", lambda: dc.parse_gatekeeper_result(hostile),
+                        (dc.PayloadError,), hostile)
+            self.expect("normalize_gatekeeper_result",
+                        lambda: dcb.normalize_gatekeeper_result(hostile), (), hostile)
+
+    def hostile_run(self) -> None:
+        """A whole run whose gatekeeper returns a hostile Python value (spec §15)."""
+        request, effects = self.rng.choice(self.requests)
+        factory = self.rng.choice(HOSTILE)
+        hostile = attrs.evolve(effects, gatekeeper=lambda run_id, evidence: factory())
+        self.expect("run_diagnosis_hostile_gatekeeper",
+                    lambda: dc.run_diagnosis(request, hostile).result, (), factory)
+
+    def subclassed_run(self) -> None:
+        """History and skills as host subclasses: their extra fields reach no agent."""
+        request, effects = self.rng.choice(self.requests)
+        rng = self.rng
+
+        def maybe(item: Any) -> Any:
+            return host_subclassed(item, SECRET) if rng.random() < 0.6 else item
+
+        hostile = attrs.evolve(request, history=tuple(map(maybe, request.history)),
+                               skills=tuple(map(maybe, request.skills)))
+        state = self.expect("run_diagnosis_subclassed_inputs",
+                            lambda: dc.run_diagnosis(hostile, effects), (), hostile)
+        if isinstance(state, dc.DiagnosisState):
+            for record in state.invocations:
+                if SECRET in record.input:
+                    self.fail("run_diagnosis_subclassed_inputs",
+                              f"a subclass field reached the {record.agent} input", hostile)
+
+    def large_text(self) -> None:
+        """A ~1 MB payload, valid up to one problem at its end, for every agent parser."""
+        key = self.rng.choice(["planner", "executor", "verifier", "composer"])
+        bases = [text for text in self.corpus[key] if _is_object_text(text)]
+        text, words = large_text(self.rng, self.rng.choice(bases), LARGE_SIZE)
+        parse: Callable[[], object] = {
+            "planner": lambda: dc.parse_planner_plan(text, CATALOG),
+            "executor": lambda: dc.parse_executor_evidence(text),
+            "verifier": lambda: dc.parse_verifier_output(text),
+            "composer": lambda: dc.parse_composer_output(text, ["c1"]),
+        }[key]
+        name = f"large_{key}_text"
+        self.counts[name] += 1
+        started = time.perf_counter()
+        try:
+            parse()
+        except dc.PayloadError as error:
+            if words not in error.problem:
+                self.fail(name, f"rejected for {error}, expected {words!r}", text[-200:])
+        except Exception:
+            self.fail(name, traceback.format_exc(limit=3), text[-200:])
+        else:
+            self.fail(name, f"accepted, expected {words!r}", text[-200:])
+        self.large_seconds = max(self.large_seconds, time.perf_counter() - started)
+
+    def large_ledger(self) -> None:
+        """Many bindings citing one large ledger output: each verdict as planted."""
+        ledger, evidence, expected = large_ledger_case(self.rng)
+        result = self.expect("ReferenceGatekeeper_large_output",
+                             lambda: dc.ReferenceGatekeeper(ledger)(RUN_ID, evidence), (),
+                             len(expected))
+        if isinstance(result, dict):
+            found = {entry["claim_id"]: entry["status"] for entry in result["checked_bindings"]}
+            if found != expected:
+                wrong = sorted(key for key in expected if found.get(key) != expected[key])
+                self.fail("ReferenceGatekeeper_large_output",
+                          f"{len(wrong)} binding verdicts differ, e.g. {wrong[:3]}",
+                          len(expected))
 
     def scenario(self) -> None:
         document = value_input(self.rng, self.corpus["scenario"], self.corpus["scenario_text"])
@@ -373,19 +565,43 @@ class Fuzzer:
         self.expect("match_excerpt", lambda: dcb.match_excerpt(path + excerpt, excerpt), (),
                     excerpt)
 
-    def run(self, inputs: int) -> tuple[Counter[str], list[str]]:
+    def run(self, inputs: int) -> tuple[Counter[str], list[str], float]:
         targets = self.targets
+        large = (self.large_text, self.large_text, self.large_ledger)
+        started = time.perf_counter()
         for index in range(inputs):
-            targets[index % len(targets)]()
-        return self.counts, self.failures
+            if self.progress and index and index % self.progress == 0:
+                print(f"worker {self.seed}: {index:,} inputs, {sum(self.counts.values()):,} "
+                      f"target calls, {len(self.failures)} unexpected, "
+                      f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+            if index % LARGE_EVERY == LARGE_EVERY - 1:
+                large[(index // LARGE_EVERY) % len(large)]()
+            else:
+                targets[index % len(targets)]()
+        return self.counts, self.failures, self.large_seconds
 
 
-def _worker(arguments: tuple[int, int]) -> tuple[Counter[str], list[str]]:
-    seed, inputs = arguments
+def _chat_scenario(document: object) -> dc.Scenario | None:
+    """The chat scenario of an example (None for an AIOps one)."""
     try:
-        return Fuzzer(seed).run(inputs)
+        return dc.load_scenario(document)
+    except dc.ScenarioError:
+        return None
+
+
+def _is_object_text(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _worker(arguments: tuple[int, int, int]) -> tuple[Counter[str], list[str], float]:
+    seed, inputs, progress = arguments
+    try:
+        return Fuzzer(seed, progress).run(inputs)
     except Exception:  # report, never hang the pool on an unpicklable exception
-        return Counter(), [f"worker {seed} crashed:\n{traceback.format_exc()}"]
+        return Counter(), [f"worker {seed} crashed:\n{traceback.format_exc()}"], 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,25 +609,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=1_000_000, help="generated inputs in all")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--progress", type=int, default=0, metavar="N",
+                        help="each worker prints a progress line every N inputs (to stderr)")
     options = parser.parse_args(argv)
     share, extra = divmod(options.inputs, options.processes)
-    jobs = [(options.seed + k, share + (1 if k < extra else 0)) for k in range(options.processes)]
+    jobs = [(options.seed + k, share + (1 if k < extra else 0), options.progress)
+            for k in range(options.processes)]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(options.processes) as pool:
         results = pool.map(_worker, jobs)
     elapsed = time.perf_counter() - started
     counts: Counter[str] = Counter()
     failures: list[str] = []
-    for worker_counts, worker_failures in results:
+    slowest = 0.0
+    for worker_counts, worker_failures, worker_slowest in results:
         counts.update(worker_counts)
         failures.extend(worker_failures)
+        slowest = max(slowest, worker_slowest)
     print(f"{'target':<30}{'calls':>12}")
     for name, count in sorted(counts.items()):
         print(f"{name:<30}{count:>12,}")
     print(f"{'generated inputs':<30}{options.inputs:>12,}")
     print(f"{'target calls':<30}{sum(counts.values()):>12,}")
     print(f"time {elapsed:.1f} s on {options.processes} processes "
-          f"({options.inputs / elapsed:,.0f} inputs/s); unexpected exceptions: {len(failures)}")
+          f"({options.inputs / elapsed:,.0f} inputs/s); slowest large-text rejection "
+          f"{slowest:.2f} s; unexpected exceptions or broken checks: {len(failures)}")
     for failure in failures[:10]:
         print("-" * 60)
         print(failure)

@@ -316,8 +316,47 @@ def test_json_text_helpers_refuse_values_that_are_not_text() -> None:
     from diagnosis_core._json import loads_strict_with_objects
 
     assert loads_strict_with_objects(5, dict) == (False, None)  # type: ignore[arg-type]
-    assert loads_strict_with_objects("{", dict) == (False, None)
     assert loads_strict_with_objects('{"a": 1}', dict) == (True, {"a": 1})
+
+    def refuse(pairs: object) -> object:
+        raise LookupError("a shape the hook does not build")
+
+    assert loads_strict_with_objects('{"a": 1}', refuse) == (False, None)
+    with pytest.raises(dc.PayloadError, match="invalid JSON"):
+        loads_strict_with_objects("{", dict)
+
+
+_EVIDENCE_HEAD = (
+    '{"schema_version": "executor_evidence_v2", "evidence_status": "evidence_found", '
+    '"claims": [{"claim_id": "c1", "text": "t", "is_critical": true, "bindings": '
+    '[{"source_invocation_id": "i", "tool_name": "q", "raw_path": "$", '
+    '"evidence_excerpt": "e"}]}]'
+)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        ', "extra": NaN}',
+        ', "claims": []}',
+        ', "extra": "\\ud800"}',
+        ', "extra": "\ud800"}',
+        ', "extra": [1e400]}',
+        ', "extra": [1' + "0" * 5000 + "]}",
+        ', "extra": {"a": 1, "a": 2}}',
+        ', "extra": "\\ud83d\\ude00 \\\\ud800 \\udc00"}',
+        ', "extra":',
+    ],
+)
+def test_the_one_pass_parse_rejects_as_the_strict_loader(tail: str) -> None:
+    # The executor parser's one-pass JSON layer raises the strict loader's own
+    # error when it finds one, without a second parse: same path, same words.
+    text = _EVIDENCE_HEAD + tail
+    with pytest.raises(dc.PayloadError) as strict:
+        dcb.loads_strict(text)
+    with pytest.raises(dc.PayloadError) as parsed:
+        dc.parse_executor_evidence(text)
+    assert (parsed.value.path, parsed.value.problem) == (strict.value.path, strict.value.problem)
 
 
 @pytest.mark.parametrize(

@@ -269,6 +269,30 @@ def test_a_duplicate_key_in_an_entry_is_located() -> None:
         dcj.journal_from_json(forged)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"k\\ud800": 1, "k\\ud800": 2}', "$: duplicate key 'k\\ud800'"),
+        ('{"\\udc80": {"a": NaN}}', "$['\\udc80'].a: NaN is not a JSON number"),
+        ('{"m": "\\ud800", "n": [1, 1e400]}', "n[1]: number 1e400 is out of range"),
+        ('{"m": "\\ud800", "m": 2}', "$: duplicate key 'm'"),
+    ],
+    ids=["surrogate-key-duplicated", "under-a-surrogate-key", "after-a-surrogate", "duplicate"],
+)
+def test_a_problem_in_journal_text_is_named_as_written(text: str, message: str) -> None:
+    # Escaped lone surrogates are facts a journal keeps: the error names the
+    # real key and path, never a placeholder for the surrogate.
+    with pytest.raises(JournalError) as caught:
+        dcj.journal_from_json(text)
+    assert str(caught.value) == message
+
+
+def test_journal_text_with_a_raw_surrogate_is_refused() -> None:
+    # The journal writer always escapes surrogates (its text is valid UTF-8).
+    with pytest.raises(JournalError, match="raw surrogate"):
+        dcj.journal_from_json('{"format": "\ud800"}')
+
+
 # --- lone surrogates in stored facts --------------------------------------------------------
 
 

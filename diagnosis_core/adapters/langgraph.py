@@ -89,7 +89,7 @@ from .._journal_wire import (
     load_journal,
     request_to_wire,
 )
-from .._json import JsonValue, loads_strict_stored
+from .._json import JsonValue, loads_stored
 from .._machine import (
     CallGatekeeper,
     DiagnosisRequest,
@@ -260,7 +260,7 @@ def _decode(text: object, where: str) -> JsonValue:
     if not isinstance(text, str):
         raise JournalError(f"{where}: expected JSON text, got {type(text).__name__}")
     try:
-        return loads_strict_stored(text)
+        return loads_stored(text)
     except PayloadError as error:
         raise JournalError(f"{where}: not valid JSON ({error.problem})") from None
 

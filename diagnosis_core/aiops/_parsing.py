@@ -17,6 +17,7 @@ from collections.abc import Collection, Sequence
 from .._converter import from_wire
 from .._errors import PayloadError
 from .._json import describe_value, parse_json_object
+from .._parsing import check_plan_steps
 from ._payloads import (
     AiOpsExecutorOutput,
     AiOpsPlan,
@@ -91,19 +92,7 @@ def parse_aiops_plan(text: str) -> AiOpsPlan:
     every ``goal`` non-blank; ``tools`` an array of strings (default empty).
     """
     plan = from_wire(AiOpsPlan, parse_json_object(text))
-    if not plan.steps:
-        raise PayloadError("steps", _EMPTY)
-    seen: set[str] = set()
-    for index, step in enumerate(plan.steps):
-        if not step.step_id:
-            raise PayloadError(f"steps[{index}].step_id", _EMPTY)
-        if step.step_id in seen:
-            raise PayloadError(
-                f"steps[{index}].step_id", f"duplicate {describe_value(step.step_id)}"
-            )
-        seen.add(step.step_id)
-        if not step.goal.strip():
-            raise PayloadError(f"steps[{index}].goal", _BLANK)
+    check_plan_steps(plan.steps, blank_goals=False)
     return plan
 
 

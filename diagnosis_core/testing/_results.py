@@ -17,7 +17,7 @@ import copy
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -41,6 +41,7 @@ __all__ = [
     "contradictory_gatekeeper_results",
     "gatekeeper_raw_results",
     "gatekeeper_results",
+    "hostile_gatekeeper_factories",
     "hostile_gatekeeper_values",
     "ledger_cases",
     "malformed_gatekeeper_results",
@@ -439,6 +440,15 @@ _HOSTILE: tuple[Any, ...] = (
 def hostile_gatekeeper_values() -> st.SearchStrategy[object]:
     """Fresh Python objects no JSON gatekeeper returns; the machine must survive each one."""
     return st.sampled_from(_HOSTILE).map(lambda factory: factory())
+
+
+def hostile_gatekeeper_factories() -> tuple[Callable[[], object], ...]:
+    """The makers of :func:`hostile_gatekeeper_values`, for a driver without Hypothesis.
+
+    Each call of a maker gives a fresh object (some count their reads), so a
+    fuzzer can draw them with its own random source.
+    """
+    return _HOSTILE
 
 
 # --- tool ledgers ------------------------------------------------------------------------

@@ -552,6 +552,7 @@ PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dt.gatekeeper_result_values,
     dt.gatekeeper_results,
     dt.history_messages,
+    dt.hostile_gatekeeper_factories,
     dt.hostile_gatekeeper_values,
     dt.identifiers,
     dt.json_document_texts,
