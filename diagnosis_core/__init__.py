@@ -3,8 +3,8 @@
 The package owns the state, the router, every agent-output parser, every
 projection that decides what an agent may see, the verdict ceiling, the retry
 context, the fallback renderers and the trace of the chat diagnosis workflow
-specified in ``PROTOCOL.md``. It performs no I/O: the LLM agents and the
-gatekeeper are effects passed in as :class:`AgentInvoker` and
+specified in the protocol (``docs/protocol.md``). It performs no I/O: the LLM
+agents and the gatekeeper are effects passed in as :class:`AgentInvoker` and
 :class:`Gatekeeper` callables.
 
 This namespace holds what a host embedding the chat workflow uses: the request
