@@ -319,12 +319,18 @@ async def test_temporal_matches_the_sync_driver(temporal_address: str) -> None:
     client = await Client.connect(temporal_address)
     queue = f"parity-{uuid.uuid4()}"
 
+    # A bounded number of runs at once: hundreds of concurrent workflows on a
+    # loaded two-core machine (coverage on) can starve the worker's heartbeats,
+    # and a lost heartbeat is, correctly, an interrupted effect.
+    at_once = asyncio.Semaphore(16)
+
     async def run(request: dc.DiagnosisRequest) -> tuple[dc.DiagnosisState, dcj.Journal]:
-        handle = await start_diagnosis_workflow(
-            client, request, task_queue=queue, workflow_id=f"{queue}-{request.run.run_id}"
-        )
-        state = dc.from_wire(dc.DiagnosisState, await handle.result())
-        journal = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+        async with at_once:
+            handle = await start_diagnosis_workflow(
+                client, request, task_queue=queue, workflow_id=f"{queue}-{request.run.run_id}"
+            )
+            state = dc.from_wire(dc.DiagnosisState, await handle.result())
+            journal = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
         return state, journal
 
     async with create_diagnosis_worker(client, routed.effects(), task_queue=queue):
