@@ -342,3 +342,53 @@ async def test_temporal_matches_the_sync_driver(temporal_address: str) -> None:
         or dc.to_json(dcj.fold_journal(journal)) != dc.to_json(state)
     ]
     assert mismatched == []
+
+
+# --- LangGraph with durable checkpointers: every example and generated scenario -------
+
+
+@pytest.fixture(scope="module")
+def postgres_conninfo() -> Iterator[str]:
+    """A PostgreSQL cluster of this module's own (skips only where no server binary exists)."""
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    pytest.importorskip("psycopg")
+    from adapters.langgraph_support import postgres_server
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    try:
+        with postgres_server() as info:
+            with PostgresSaver.from_conn_string(info) as saver:
+                saver.setup()
+            yield info
+    except LookupError as error:
+        pytest.skip(str(error))
+
+
+def _every_scenario_through(checkpointer: Any) -> list[str]:
+    from diagnosis_core.adapters import langgraph
+
+    mismatched = []
+    for index, doc in enumerate(ALL_DOCS):
+        request, effects = scenario_of(doc)
+        graph = langgraph.build_diagnosis_graph(effects, checkpointer=checkpointer)
+        state = langgraph.run_diagnosis_graph(graph, request, thread_id=f"parity-{index}")
+        if dc.to_json(state.result) != _reference(index):
+            mismatched.append(ALL_IDS[index])
+    return mismatched
+
+
+def test_langgraph_on_sqlite_matches_the_sync_driver_on_every_scenario(tmp_path: Any) -> None:
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "parity.sqlite")) as saver:
+        assert _every_scenario_through(saver) == []
+
+
+def test_langgraph_on_postgres_matches_the_sync_driver_on_every_scenario(
+    postgres_conninfo: str,
+) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(postgres_conninfo) as saver:
+        assert _every_scenario_through(saver) == []
