@@ -24,28 +24,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ._classify import (
-    FailureClassifier,
-    classify_failure,
-    default_failure_classifier,
-)
-from ._config import (
-    DiagnosisConfig,
-    RunConfig,
-)
-from ._converter import (
-    from_json,
-    from_wire,
-    to_json,
-    to_wire,
-)
-from ._drivers import (
+from ._chat.drivers import (
     aiter_diagnosis,
     arun_diagnosis,
     iter_diagnosis,
     run_diagnosis,
 )
-from ._effects import (
+from ._chat.effects import (
     AgentInvoker,
     AsyncAgentInvoker,
     AsyncEffects,
@@ -53,7 +38,7 @@ from ._effects import (
     Effects,
     Gatekeeper,
 )
-from ._enums import (
+from ._chat.enums import (
     AgentName,
     AnswerMode,
     BindingCheckStatus,
@@ -68,24 +53,10 @@ from ._enums import (
     Verdict,
     Verification,
 )
-from ._errors import (
-    ConfigError,
-    DiagnosisError,
-    JournalError,
-    LedgerError,
-    MachineError,
-    NonRetryableError,
-    PayloadError,
-    ScenarioError,
-    ToolBlockedError,
-)
-from ._gatekeeper import (
+from ._chat.gatekeeper import (
     parse_gatekeeper_result,
 )
-from ._json import (
-    JsonValue,
-)
-from ._machine import (
+from ._chat.machine import (
     Action,
     AgentFailed,
     AgentReplied,
@@ -103,19 +74,14 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
-from ._observe import (
-    DiagnosisObserver,
-    Observer,
-    ObserverWarning,
-)
-from ._parsing import (
+from ._chat.parsing import (
     PayloadName,
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from ._payloads import (
+from ._chat.payloads import (
     CheckedBinding,
     Claim,
     ComposerOutput,
@@ -131,20 +97,49 @@ from ._payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from ._trace import (
+from ._chat.trace import (
     CallCounts,
     EventDetails,
     TraceEvent,
     TraceReport,
 )
+from ._kernel.classify import (
+    FailureClassifier,
+    classify_failure,
+    default_failure_classifier,
+)
+from ._kernel.config import (
+    DiagnosisConfig,
+    RunConfig,
+)
+from ._kernel.converter import (
+    from_json,
+    from_wire,
+    to_json,
+    to_wire,
+)
+from ._kernel.errors import (
+    ConfigError,
+    DiagnosisError,
+    JournalError,
+    LedgerError,
+    MachineError,
+    NonRetryableError,
+    PayloadError,
+    ScenarioError,
+    ToolBlockedError,
+)
+from ._kernel.json import (
+    JsonValue,
+)
+from ._kernel.observe import (
+    DiagnosisObserver,
+    Observer,
+    ObserverWarning,
+)
 
 if TYPE_CHECKING:
-    from ._reference_gatekeeper import (
-        ReferenceGatekeeper,
-        ToolInvocation,
-        ToolLedger,
-    )
-    from ._replay import (
+    from ._chat.replay import (
         Scenario,
         ScriptedAgent,
         ScriptedGatekeeper,
@@ -154,10 +149,15 @@ if TYPE_CHECKING:
         scenario_effects,
         scenario_request,
     )
-    from ._schema import (
+    from ._chat.schema import (
         SCHEMA_NAMES,
         SCHEMA_PROFILES,
         json_schema,
+    )
+    from ._kernel.ledger import (
+        ReferenceGatekeeper,
+        ToolInvocation,
+        ToolLedger,
     )
 
 __version__ = "0.1.0"
@@ -271,20 +271,20 @@ __all__ = [
 # through the TYPE_CHECKING imports above; ``__getattr__`` is hidden from type
 # checkers so that a misspelt name stays an error.
 _LAZY: dict[str, str] = {
-    "ReferenceGatekeeper": "._reference_gatekeeper",
-    "ToolInvocation": "._reference_gatekeeper",
-    "ToolLedger": "._reference_gatekeeper",
-    "Scenario": "._replay",
-    "ScriptedAgent": "._replay",
-    "ScriptedGatekeeper": "._replay",
-    "load_scenario": "._replay",
-    "replay": "._replay",
-    "replay_scenario": "._replay",
-    "scenario_effects": "._replay",
-    "scenario_request": "._replay",
-    "SCHEMA_NAMES": "._schema",
-    "SCHEMA_PROFILES": "._schema",
-    "json_schema": "._schema",
+    "ReferenceGatekeeper": "._kernel.ledger",
+    "ToolInvocation": "._kernel.ledger",
+    "ToolLedger": "._kernel.ledger",
+    "Scenario": "._chat.replay",
+    "ScriptedAgent": "._chat.replay",
+    "ScriptedGatekeeper": "._chat.replay",
+    "load_scenario": "._chat.replay",
+    "replay": "._chat.replay",
+    "replay_scenario": "._chat.replay",
+    "scenario_effects": "._chat.replay",
+    "scenario_request": "._chat.replay",
+    "SCHEMA_NAMES": "._chat.schema",
+    "SCHEMA_PROFILES": "._chat.schema",
+    "json_schema": "._chat.schema",
 }
 
 if not TYPE_CHECKING:

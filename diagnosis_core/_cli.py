@@ -30,27 +30,33 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from ._converter import from_wire, to_wire
-from ._errors import JournalError, PayloadError, ScenarioError
-from ._json import canonical_json, int_from_literal
-from ._machine import DiagnosisResult
-from ._parsing import (
+from ._chat.machine import DiagnosisResult
+from ._chat.parsing import (
     PayloadName,
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from ._payloads import Skill
-from ._replay import Scenario, load_scenario, replay_scenario, scenario_effects, scenario_request
-from ._routing import routing_mermaid
-from ._schema import SCHEMA_NAMES, SCHEMA_PROFILES, json_schema
-from ._tables import text_cell, trace_table_lines
-from ._terminal import terminal_safe
+from ._chat.payloads import Skill
+from ._chat.replay import (
+    Scenario,
+    load_scenario,
+    replay_scenario,
+    scenario_effects,
+    scenario_request,
+)
+from ._chat.routing import routing_mermaid
+from ._chat.schema import SCHEMA_NAMES, SCHEMA_PROFILES, json_schema
+from ._kernel.converter import from_wire, to_wire
+from ._kernel.errors import JournalError, PayloadError, ScenarioError
+from ._kernel.json import canonical_json, int_from_literal
+from ._kernel.tables import text_cell, trace_table_lines
+from ._kernel.terminal import terminal_safe
 
 if TYPE_CHECKING:
-    from ._journal import JournalStatus
-    from ._journal_wire import Journal
+    from ._chat.journal import JournalStatus
+    from ._kernel.journal.codec import Journal
     from .aiops import AiOpsScenario
 
 __all__ = ["main"]
@@ -232,9 +238,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | None) -> int:
     """Run ``scenario`` writing its journal to ``--journal-out``, then print the result."""
-    from ._drivers import run_diagnosis
-    from ._journal import ListJournalSink
-    from ._journal_wire import journal_to_json
+    from ._chat.drivers import run_diagnosis
+    from ._chat.journal import ListJournalSink
+    from ._kernel.journal.codec import journal_to_json
 
     request = scenario_request(scenario)
     sink = ListJournalSink()
@@ -256,8 +262,8 @@ def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | N
 
 def _load_journal_text(text: str, key: bytes | None) -> tuple[Journal, JournalStatus]:
     """Parse, fold and verify a journal; :class:`JournalError` names the first bad entry."""
-    from ._journal import journal_status
-    from ._journal_wire import journal_from_json
+    from ._chat.journal import journal_status
+    from ._kernel.journal.codec import journal_from_json
 
     journal = journal_from_json(text)
     return journal, journal_status(journal, key=key)
@@ -279,8 +285,8 @@ def _replay_journal_text(args: argparse.Namespace, text: str, key: bytes | None)
 
 def _journal_to_scenario(args: argparse.Namespace) -> int:
     """``journal to-scenario JOURNAL``: the equivalent §9 scenario as canonical JSON."""
-    from ._journal import journal_to_scenario
-    from ._journal_wire import stored_json
+    from ._chat.journal import journal_to_scenario
+    from ._kernel.journal.codec import stored_json
 
     try:
         key = _journal_key(args.journal_key_file)
@@ -326,7 +332,7 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     Refused with exit 2 naming the entry when it does not verify, and when it
     is incomplete (its process died) saying at which call.
     """
-    from ._errors import JournalError
+    from ._kernel.errors import JournalError
     from .aiops._drivers import evaluate_aiops_run
     from .aiops._journal import aiops_journal_status, load_aiops_journal
     from .aiops._journal_replay import aiops_journal_ledger

@@ -15,19 +15,12 @@ host reaches for first, so they stay out of the curated top level.
 
 from __future__ import annotations
 
-from ._classify import (
-    HTTP_CLIENT_ERRORS,
-    HttpClientRule,
-)
-from ._converter import (
-    make_converter,
-)
-from ._drivers import (
+from ._chat.drivers import (
     describe_error,
     perform_effect,
     perform_effect_async,
 )
-from ._gaps import (
+from ._chat.gaps import (
     EvidenceGap,
     QueryRef,
     RetryConstraint,
@@ -35,12 +28,12 @@ from ._gaps import (
     build_retry_context,
     extract_evidence_gaps,
 )
-from ._gatekeeper import (
+from ._chat.gatekeeper import (
     NormalizedGatekeeperResult,
     gatekeeper_unavailable,
     normalize_gatekeeper_result,
 )
-from ._inputs import (
+from ._chat.inputs import (
     ComposerInput,
     ExecutorInput,
     ExecutorRetryInput,
@@ -53,24 +46,13 @@ from ._inputs import (
     build_verifier_input,
     encode_agent_input,
 )
-from ._json import (
-    canonical_json,
-    extract_json_text,
-    loads_stored,
-    loads_strict,
-    parse_json_object,
-)
-from ._machine import (
+from ._chat.machine import (
     PendingCall,
 )
-from ._observe import (
-    new_events,
-    notify,
-)
-from ._payloads import (
+from ._chat.payloads import (
     EXECUTOR_SCHEMA_VERSION,
 )
-from ._projection import (
+from ._chat.projection import (
     AllowedClaim,
     VerifiedBinding,
     VerifiedClaim,
@@ -80,7 +62,59 @@ from ._projection import (
     project_verified_input,
     select_allowed_claims,
 )
-from ._reference_gatekeeper import (
+from ._chat.rendering import (
+    ToolUsage,
+    is_valid_tool_name,
+    render_post_verification_fallback,
+    render_pre_verification_fallback,
+    sanitize_item,
+    summarize_tool_usage,
+)
+from ._chat.replay import (
+    ERROR_KINDS,
+    ScriptedError,
+    ScriptedGatekeeperEntry,
+    ScriptedResponse,
+    UnknownScriptedError,
+)
+from ._chat.routing import (
+    ROUTING_TABLE,
+    Condition,
+    Route,
+    RoutingFacts,
+    choose_route,
+    routing_mermaid,
+)
+from ._chat.schema import (
+    SchemaProfile,
+    class_json_schema,
+)
+from ._chat.trace import (
+    GatekeeperAudit,
+    InvocationRecord,
+    RawResult,
+    VerifierEvaluation,
+)
+from ._chat.verdict import (
+    answer_mode_for,
+    apply_verdict_ceiling,
+    verdict_ceiling,
+)
+from ._kernel.classify import (
+    HTTP_CLIENT_ERRORS,
+    HttpClientRule,
+)
+from ._kernel.converter import (
+    make_converter,
+)
+from ._kernel.json import (
+    canonical_json,
+    extract_json_text,
+    loads_stored,
+    loads_strict,
+    parse_json_object,
+)
+from ._kernel.ledger import (
     UNRESOLVED,
     BindingFailure,
     check_binding,
@@ -90,43 +124,9 @@ from ._reference_gatekeeper import (
     parse_raw_path,
     resolve_raw_path,
 )
-from ._rendering import (
-    ToolUsage,
-    is_valid_tool_name,
-    render_post_verification_fallback,
-    render_pre_verification_fallback,
-    sanitize_item,
-    summarize_tool_usage,
-)
-from ._replay import (
-    ERROR_KINDS,
-    ScriptedError,
-    ScriptedGatekeeperEntry,
-    ScriptedResponse,
-    UnknownScriptedError,
-)
-from ._routing import (
-    ROUTING_TABLE,
-    Condition,
-    Route,
-    RoutingFacts,
-    choose_route,
-    routing_mermaid,
-)
-from ._schema import (
-    SchemaProfile,
-    class_json_schema,
-)
-from ._trace import (
-    GatekeeperAudit,
-    InvocationRecord,
-    RawResult,
-    VerifierEvaluation,
-)
-from ._verdict import (
-    answer_mode_for,
-    apply_verdict_ceiling,
-    verdict_ceiling,
+from ._kernel.observe import (
+    new_events,
+    notify,
 )
 
 __all__ = [

@@ -21,8 +21,7 @@ the same kernel with its own call names; :func:`journal_to_json`,
 
 from __future__ import annotations
 
-from ._errors import JournalError
-from ._journal import (
+from ._chat.journal import (
     INTERRUPTED_MESSAGE,
     ExpectedCall,
     JournalRecorder,
@@ -43,13 +42,8 @@ from ._journal import (
     resume_journal,
     start_entry,
 )
-from ._journal_mac import (
-    entry_mac,
-    request_mac,
-    sign_entry,
-    sign_journal,
-)
-from ._journal_wire import (
+from ._kernel.errors import JournalError
+from ._kernel.journal.codec import (
     JOURNAL_FORMAT,
     EntryState,
     Journal,
@@ -66,6 +60,12 @@ from ._journal_wire import (
     journal_to_json,
     journal_to_wire,
     load_journal,
+)
+from ._kernel.journal.mac import (
+    entry_mac,
+    request_mac,
+    sign_entry,
+    sign_journal,
 )
 
 __all__ = [

@@ -16,7 +16,7 @@ and ``import diagnosis_core`` does not load it.
 
 from __future__ import annotations
 
-from ._tools import (
+from ._kernel.tools import (
     RecorderGatekeeper,
     RecorderMark,
     ToolCallError,

@@ -21,7 +21,7 @@ from diagnosis_core import (
     next_action,
     start_diagnosis,
 )
-from diagnosis_core._inputs import last_items
+from diagnosis_core._chat.inputs import last_items
 
 
 @st.composite

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
-import diagnosis_core._machine as machine_module
+import diagnosis_core._chat.machine as machine_module
 from diagnosis_core import (
     DiagnosisConfig,
     DiagnosisRequest,

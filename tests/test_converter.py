@@ -13,19 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._config import DiagnosisConfig, RunConfig
-from diagnosis_core._converter import _detailed_converter, from_wire, to_wire
-from diagnosis_core._converter import _fast_converter as converter
-from diagnosis_core._enums import (
+from diagnosis_core._chat.enums import (
     BindingCheckStatus,
     EvidenceStatus,
     Locale,
     Verdict,
     Verification,
 )
-from diagnosis_core._errors import PayloadError
-from diagnosis_core._json import JsonValue, canonical_json
-from diagnosis_core._payloads import (
+from diagnosis_core._chat.payloads import (
     CheckedBinding,
     Claim,
     ComposerOutput,
@@ -41,6 +36,11 @@ from diagnosis_core._payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
+from diagnosis_core._kernel.config import DiagnosisConfig, RunConfig
+from diagnosis_core._kernel.converter import _detailed_converter, from_wire, to_wire
+from diagnosis_core._kernel.converter import _fast_converter as converter
+from diagnosis_core._kernel.errors import PayloadError
+from diagnosis_core._kernel.json import JsonValue, canonical_json
 
 # --- generic building blocks, as colleagues' future classes will use them ------------------
 

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
-from diagnosis_core._errors import PayloadError
-from diagnosis_core._gatekeeper import (
+from diagnosis_core._chat.enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
+from diagnosis_core._chat.gatekeeper import (
     NormalizedGatekeeperResult,
     gatekeeper_unavailable,
     normalize_gatekeeper_result,
     parse_gatekeeper_result,
 )
+from diagnosis_core._kernel.errors import PayloadError
 
 INVALID = ReasonCode.GATEKEEPER_INVALID_RESULT
 

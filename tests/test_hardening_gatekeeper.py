@@ -24,10 +24,8 @@ from diagnosis_core import (
     NodeName,
     ReasonCode,
 )
-from diagnosis_core import (
-    _reference_gatekeeper as reference,
-)
-from diagnosis_core._rendering import _TEMPLATES
+from diagnosis_core._chat.rendering import _TEMPLATES
+from diagnosis_core._kernel import ledger as reference
 from diagnosis_core.testing import gatekeeper_raw_results, hostile_gatekeeper_values
 from tests.test_decision_details import CHECKED, at_gatekeeper
 
@@ -375,7 +373,7 @@ def test_a_bug_in_the_binding_check_is_not_a_failed_binding(
 def test_a_bug_in_the_result_parser_is_not_an_unreadable_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from diagnosis_core import _gatekeeper
+    from diagnosis_core._chat import gatekeeper as _gatekeeper
 
     def broken(value: object) -> object:
         raise AssertionError("bug")

@@ -14,7 +14,7 @@ import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
 import diagnosis_core.tools as dct
-from diagnosis_core._inputs import build_planner_input
+from diagnosis_core._chat.inputs import build_planner_input
 
 # --- the planner's history window (§6.6) ------------------------------------------
 
@@ -346,7 +346,7 @@ def test_a_non_json_gatekeeper_result_error_is_chained() -> None:
 
 
 def test_the_excerpt_is_folded_not_stripped() -> None:
-    from diagnosis_core._reference_gatekeeper import match_excerpt
+    from diagnosis_core._kernel.ledger import match_excerpt
 
     assert match_excerpt("timeout after", " timeout") is None
     assert match_excerpt("timeout after", "after ") is None

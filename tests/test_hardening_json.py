@@ -15,11 +15,9 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
-from diagnosis_core import (
-    _converter,
-)
-from diagnosis_core._json import canonical_json, int_from_literal, int_to_text, int_too_long
-from diagnosis_core._schema import NOT_ONLY_WHITESPACE_PATTERN
+from diagnosis_core._chat.schema import NOT_ONLY_WHITESPACE_PATTERN
+from diagnosis_core._kernel import converter as _converter
+from diagnosis_core._kernel.json import canonical_json, int_from_literal, int_to_text, int_too_long
 
 # --- §5 digit limit -------------------------------------------------------------------
 

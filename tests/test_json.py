@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._errors import PayloadError
-from diagnosis_core._json import (
+from diagnosis_core._kernel.errors import PayloadError
+from diagnosis_core._kernel.json import (
     canonical_json,
     extract_json_text,
     loads_strict,

@@ -12,17 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._converter import to_wire
-from diagnosis_core._enums import EvidenceStatus, Verdict, Verification
-from diagnosis_core._errors import PayloadError
-from diagnosis_core._parsing import (
+from diagnosis_core._chat.enums import EvidenceStatus, Verdict, Verification
+from diagnosis_core._chat.parsing import (
     PayloadName,
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from diagnosis_core._payloads import (
+from diagnosis_core._chat.payloads import (
     Claim,
     ComposerOutput,
     EvidenceBinding,
@@ -34,6 +32,8 @@ from diagnosis_core._payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
+from diagnosis_core._kernel.converter import to_wire
+from diagnosis_core._kernel.errors import PayloadError
 
 # The examples of spec §5, verbatim.
 PLANNER_EXAMPLE = """{"steps": [{"step_id": "s1", "goal": "check gateway timeout logs", "tools": ["query_logs"]}],

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._enums import EvidenceStatus, GatekeeperStatus, ReasonCode
-from diagnosis_core._errors import LedgerError
-from diagnosis_core._gatekeeper import normalize_gatekeeper_result
-from diagnosis_core._payloads import Claim, EvidenceBinding, ExecutorEvidence
-from diagnosis_core._reference_gatekeeper import (
+from diagnosis_core._chat.enums import EvidenceStatus, GatekeeperStatus, ReasonCode
+from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result
+from diagnosis_core._chat.payloads import Claim, EvidenceBinding, ExecutorEvidence
+from diagnosis_core._kernel.errors import LedgerError
+from diagnosis_core._kernel.ledger import (
     UNRESOLVED,
     BindingFailure,
     ReferenceGatekeeper,

@@ -11,23 +11,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._config import DiagnosisConfig
-from diagnosis_core._enums import (
+from diagnosis_core._chat.enums import (
     AnswerMode,
     EvidenceStatus,
     GatekeeperStatus,
     Locale,
     ReasonCode,
 )
-from diagnosis_core._payloads import (
+from diagnosis_core._chat.payloads import (
     Claim,
     EvidenceBinding,
     ExecutorEvidence,
     Hypothesis,
     ToolTraceEntry,
 )
-from diagnosis_core._projection import AllowedClaim
-from diagnosis_core._rendering import (
+from diagnosis_core._chat.projection import AllowedClaim
+from diagnosis_core._chat.rendering import (
     _TEMPLATES,
     ToolUsage,
     is_valid_tool_name,
@@ -36,6 +35,7 @@ from diagnosis_core._rendering import (
     sanitize_item,
     summarize_tool_usage,
 )
+from diagnosis_core._kernel.config import DiagnosisConfig
 
 EN = DiagnosisConfig()
 ZH = DiagnosisConfig(locale="zh-CN")

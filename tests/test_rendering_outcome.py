@@ -30,15 +30,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from diagnosis_core._config import DiagnosisConfig
-from diagnosis_core._enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
-from diagnosis_core._payloads import ToolTraceEntry
-from diagnosis_core._projection import AllowedClaim
-from diagnosis_core._rendering import (
+from diagnosis_core._chat.enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
+from diagnosis_core._chat.payloads import ToolTraceEntry
+from diagnosis_core._chat.projection import AllowedClaim
+from diagnosis_core._chat.rendering import (
     render_post_verification_fallback,
     render_pre_verification_fallback,
     sanitize_item,
 )
+from diagnosis_core._kernel.config import DiagnosisConfig
 from diagnosis_core.aiops import (
     AiOpsCallCounts,
     AiOpsConfig,

@@ -12,21 +12,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._errors import PayloadError
-from diagnosis_core._json import canonical_json
-from diagnosis_core._parsing import (
+from diagnosis_core._chat.parsing import (
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from diagnosis_core._payloads import (
+from diagnosis_core._chat.payloads import (
     ComposerOutput,
     ExecutorEvidence,
     PlannerPlan,
     VerifierOutput,
 )
-from diagnosis_core._schema import SCHEMA_NAMES, json_schema
+from diagnosis_core._chat.schema import SCHEMA_NAMES, json_schema
+from diagnosis_core._kernel.errors import PayloadError
+from diagnosis_core._kernel.json import canonical_json
 
 # --- a tiny draft 2020-12 validator covering exactly the keywords the schemas use -----------
 

@@ -3,7 +3,7 @@
 Two independent checks of every profile schema:
 
 * a checker per provider, written from that provider's documented rules
-  (cited in :mod:`diagnosis_core._schema`), never from the generator; and
+  (cited in :mod:`diagnosis_core._chat.schema`), never from the generator; and
 * instances generated from the profile schema itself (a small generator of
   the JSON Schema subset the profiles use, below; ``hypothesis-jsonschema``
   does not run on the Hypothesis versions we support), each checked against

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
 from diagnosis_core._cli import main
-from diagnosis_core._terminal import terminal_safe
+from diagnosis_core._kernel.terminal import terminal_safe
 
 ESC = "\x1b"
 HOSTILE_ANSWER = (

@@ -113,7 +113,7 @@ def test_tool_exception_is_recorded_and_reraised_unchanged() -> None:
     assert caught.value is failure
     (entry,) = recorder.to_records()
     assert entry["success"] is False and entry["output"] is None
-    assert entry["error"] == {"type": "diagnosis_core._errors.ToolBlockedError",
+    assert entry["error"] == {"type": "diagnosis_core._kernel.errors.ToolBlockedError",
                               "message": "policy says no"}
     assert recorder.ledger().get("inv-1") is not None
 

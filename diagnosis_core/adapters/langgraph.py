@@ -63,12 +63,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, interrupt
 
-from .._config import DiagnosisConfig
-from .._converter import to_wire
-from .._drivers import perform_effect, perform_effect_async
-from .._effects import AsyncEffects, Effects
-from .._errors import JournalError, MachineError, PayloadError
-from .._journal import (
+from .._chat.drivers import perform_effect, perform_effect_async
+from .._chat.effects import AsyncEffects, Effects
+from .._chat.journal import (
     JournalStatus,
     entry_result,
     expected_call,
@@ -77,7 +74,20 @@ from .._journal import (
     resume_journal,
     start_entry,
 )
-from .._journal_wire import (
+from .._chat.machine import (
+    CallGatekeeper,
+    DiagnosisRequest,
+    DiagnosisState,
+    EffectResult,
+    Finished,
+    InvokeAgent,
+    advance,
+    next_action,
+)
+from .._kernel.config import DiagnosisConfig
+from .._kernel.converter import to_wire
+from .._kernel.errors import JournalError, MachineError, PayloadError
+from .._kernel.journal.codec import (
     JOURNAL_FORMAT,
     EntryState,
     Journal,
@@ -89,17 +99,7 @@ from .._journal_wire import (
     load_journal,
     request_to_wire,
 )
-from .._json import JsonValue, loads_stored
-from .._machine import (
-    CallGatekeeper,
-    DiagnosisRequest,
-    DiagnosisState,
-    EffectResult,
-    Finished,
-    InvokeAgent,
-    advance,
-    next_action,
-)
+from .._kernel.json import JsonValue, loads_stored
 
 __all__ = [
     "COMPOSER_NODE",

@@ -97,8 +97,7 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
-from .._config import RunConfig
-from .._machine import (
+from .._chat.machine import (
     AgentFailed,
     AgentReplied,
     CallGatekeeper,
@@ -106,7 +105,8 @@ from .._machine import (
     GatekeeperFailed,
     InvokeAgent,
 )
-from .._trace import TraceEvent
+from .._chat.trace import TraceEvent
+from .._kernel.config import RunConfig
 from ..aiops import AiOpsTraceEvent, InvokeAiOpsAgent
 
 __all__ = [

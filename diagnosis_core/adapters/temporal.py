@@ -60,12 +60,10 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._converter import from_wire, to_wire
-from .._drivers import describe_error, perform_effect, perform_effect_async
-from .._effects import AsyncEffects, Effects
-from .._enums import FailureKind
-from .._errors import ConfigError, JournalError, PayloadError
-from .._journal import (
+from .._chat.drivers import describe_error, perform_effect, perform_effect_async
+from .._chat.effects import AsyncEffects, Effects
+from .._chat.enums import FailureKind
+from .._chat.journal import (
     INTERRUPTED_MESSAGE,
     ExpectedCall,
     append_entry,
@@ -74,7 +72,19 @@ from .._journal import (
     outcome_of,
     start_entry,
 )
-from .._journal_wire import (
+from .._chat.machine import (
+    CallGatekeeper,
+    DiagnosisRequest,
+    DiagnosisState,
+    Finished,
+    InvokeAgent,
+    advance,
+    next_action,
+    start_diagnosis,
+)
+from .._kernel.converter import from_wire, to_wire
+from .._kernel.errors import ConfigError, JournalError, PayloadError
+from .._kernel.journal.codec import (
     EntryState,
     Journal,
     JournalCall,
@@ -85,16 +95,6 @@ from .._journal_wire import (
     _load_outcome,
     _outcome_to_wire,
     journal_to_wire,
-)
-from .._machine import (
-    CallGatekeeper,
-    DiagnosisRequest,
-    DiagnosisState,
-    Finished,
-    InvokeAgent,
-    advance,
-    next_action,
-    start_diagnosis,
 )
 
 __all__ = [

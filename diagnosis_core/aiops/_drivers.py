@@ -26,14 +26,14 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 
-from .._classify import FailureClassifier, default_failure_classifier
-from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
-from .._errors import JournalError
-from .._journal_wire import RecordedToolInvocation, tool_invocation_from_record
-from .._loop import adrive, ainvoke_agent, drive, invoke_agent
-from .._machine import AgentFailed, AgentReplied
-from .._reference_gatekeeper import ToolLedger
-from .._tools import RecorderMark, ToolRecorder
+from .._chat.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
+from .._chat.machine import AgentFailed, AgentReplied
+from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.errors import JournalError
+from .._kernel.journal.codec import RecordedToolInvocation, tool_invocation_from_record
+from .._kernel.ledger import ToolLedger
+from .._kernel.loop import adrive, ainvoke_agent, drive, invoke_agent
+from .._kernel.tools import RecorderMark, ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import (
     AiOpsJournal,

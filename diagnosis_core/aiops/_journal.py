@@ -31,9 +31,19 @@ from typing import Any, ClassVar, Protocol
 
 import attrs
 
-from .._converter import to_wire
-from .._errors import ScenarioError
-from .._journal_kernel import (
+from .._chat.machine import AgentFailed, AgentReplied
+from .._kernel.converter import to_wire
+from .._kernel.errors import ScenarioError
+from .._kernel.journal.codec import (
+    JournalBase,
+    JournalEntryBase,
+    JournalForm,
+    journal_document_from_json,
+    load_journal_document,
+    request_error,
+    request_object,
+)
+from .._kernel.journal.fold import (
     ExpectedCallBase,
     JournalRecorderBase,
     JournalSpec,
@@ -45,17 +55,7 @@ from .._journal_kernel import (
     resume,
     sha256_text,
 )
-from .._journal_wire import (
-    JournalBase,
-    JournalEntryBase,
-    JournalForm,
-    journal_document_from_json,
-    load_journal_document,
-    request_error,
-    request_object,
-)
-from .._json import JsonValue
-from .._machine import AgentFailed, AgentReplied
+from .._kernel.json import JsonValue
 from ._enums import AiOpsAgent
 from ._machine import (
     AiOpsFinished,

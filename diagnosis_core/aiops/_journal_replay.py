@@ -25,17 +25,17 @@ from typing import Any
 
 import attrs
 
-from .._errors import JournalError, ScenarioError
-from .._journal_kernel import require_complete, scenario_response
-from .._journal_mac import sign_journal
-from .._journal_wire import (
+from .._chat.replay import load_tool_ledger
+from .._kernel.errors import JournalError, ScenarioError
+from .._kernel.journal.codec import (
     RecordedAgentError,
     RecordedReply,
     tool_invocation_from_record,
 )
-from .._json import JsonValue
-from .._reference_gatekeeper import ToolLedger
-from .._replay import load_tool_ledger
+from .._kernel.journal.fold import require_complete, scenario_response
+from .._kernel.journal.mac import sign_journal
+from .._kernel.json import JsonValue
+from .._kernel.ledger import ToolLedger
 from ._drivers import run_aiops
 from ._enums import AiOpsAgent
 from ._journal import (

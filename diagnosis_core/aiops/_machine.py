@@ -26,10 +26,10 @@ from collections.abc import Iterable
 
 import attrs
 
-from .._config import RunConfig
-from .._enums import FailureKind, NodeStatus
-from .._errors import MachineError, PayloadError
-from .._machine import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
+from .._chat.enums import FailureKind, NodeStatus
+from .._chat.machine import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
+from .._kernel.config import RunConfig
+from .._kernel.errors import MachineError, PayloadError
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,

@@ -1,6 +1,6 @@
 """One parser per AIOps agent payload (spec §11, with the rules of spec §5).
 
-Same contract as :mod:`diagnosis_core._parsing`: the model's text goes
+Same contract as :mod:`diagnosis_core._chat.parsing`: the model's text goes
 through the document layer (:func:`parse_json_object`: one object, bare or in
 one ``json`` fence, no duplicate keys, no lone surrogates), then the shapes
 and types (:func:`from_wire`), then the rules below. Anything else is a
@@ -14,10 +14,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Sequence
 
-from .._converter import from_wire
-from .._errors import PayloadError
-from .._json import describe_value, parse_json_object
-from .._parsing import check_plan_steps
+from .._chat.parsing import check_plan_steps
+from .._kernel.converter import from_wire
+from .._kernel.errors import PayloadError
+from .._kernel.json import describe_value, parse_json_object
 from ._payloads import (
     AiOpsExecutorOutput,
     AiOpsPlan,

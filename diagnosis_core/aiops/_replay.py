@@ -47,11 +47,7 @@ from typing import Any
 
 import attrs
 
-from .._config import RunConfig
-from .._converter import to_wire
-from .._json import JsonValue, describe_value
-from .._reference_gatekeeper import ToolLedger
-from .._replay import (
+from .._chat.replay import (
     ScriptedAgent,
     ScriptedResponse,
     check_known_keys,
@@ -65,7 +61,11 @@ from .._replay import (
     load_tool_ledger,
     scenario_error,
 )
-from .._tables import text_cell, trace_table_lines
+from .._kernel.config import RunConfig
+from .._kernel.converter import to_wire
+from .._kernel.json import JsonValue, describe_value
+from .._kernel.ledger import ToolLedger
+from .._kernel.tables import text_cell, trace_table_lines
 from ._alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
 from ._config import AiOpsConfig
 from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops

@@ -3,7 +3,7 @@
 The same generator as the chat payloads' (:func:`diagnosis_core.json_schema`),
 with the same profiles (spec §5.5: ``validation``, ``openai-strict``,
 ``anthropic-strict``, ``gemini``; the provider rules are cited in
-:mod:`diagnosis_core._schema`): shapes come from the ``attrs`` classes, so the
+:mod:`diagnosis_core._chat.schema`): shapes come from the ``attrs`` classes, so the
 schema cannot drift from the types, and the table below adds the rules of the
 AIOps parsers that a keyword expresses (non-empty ids, non-blank texts, an
 evidence item cites at least one invocation). The parsers
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import JsonValue
-from .._payloads import PlanStep
-from .._schema import NOT_ONLY_WHITESPACE_PATTERN, SchemaProfile, named_schema
+from .._chat.payloads import PlanStep
+from .._chat.schema import NOT_ONLY_WHITESPACE_PATTERN, SchemaProfile, named_schema
+from .._kernel.json import JsonValue
 from ._parsing import AiOpsPayloadName
 from ._payloads import (
     AiOpsEvidence,

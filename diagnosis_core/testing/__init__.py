@@ -34,7 +34,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "diagnosis_core.testing needs Hypothesis: pip install 'diagnosis-core[testing]'"
     ) from error
 
-from .._replay import (
+from .._chat.replay import (
     ScriptedAgent,
     ScriptedGatekeeper,
     ScriptedGatekeeperEntry,

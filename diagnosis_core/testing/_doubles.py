@@ -22,9 +22,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from .._classify import FailureClassifier, default_failure_classifier
-from .._config import RunConfig
-from .._effects import (
+from .._chat.effects import (
     AgentInvoker,
     AsyncAgentInvoker,
     AsyncEffects,
@@ -32,8 +30,10 @@ from .._effects import (
     Effects,
     Gatekeeper,
 )
-from .._errors import NonRetryableError
-from .._payloads import ExecutorEvidence
+from .._chat.payloads import ExecutorEvidence
+from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.config import RunConfig
+from .._kernel.errors import NonRetryableError
 
 __all__ = [
     "AsyncEffectsRecorder",

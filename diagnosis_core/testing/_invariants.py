@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 
-from .._enums import AgentName, GatekeeperStatus, NodeName, NodeStatus, Verdict, Verification
-from .._machine import DiagnosisState
-from .._trace import TraceEvent, VerifierEvaluation
+from .._chat.enums import AgentName, GatekeeperStatus, NodeName, NodeStatus, Verdict, Verification
+from .._chat.machine import DiagnosisState
+from .._chat.trace import TraceEvent, VerifierEvaluation
 
 __all__ = [
     "assert_run_invariants",

@@ -23,10 +23,10 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from .._enums import EvidenceStatus
-from .._json import JsonValue
-from .._payloads import Claim, EvidenceBinding, ExecutorEvidence
-from .._reference_gatekeeper import (
+from .._chat.enums import EvidenceStatus
+from .._chat.payloads import Claim, EvidenceBinding, ExecutorEvidence
+from .._kernel.json import JsonValue
+from .._kernel.ledger import (
     BindingFailure,
     ToolLedger,
     ledger_from_records,

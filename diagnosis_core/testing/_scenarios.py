@@ -24,16 +24,16 @@ from typing import Any, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from .._classify import FailureClassifier, default_failure_classifier
-from .._config import DiagnosisConfig
-from .._converter import to_wire
-from .._effects import AsyncEffects, Effects
-from .._enums import AgentName, Outcome, Verdict, Verification
-from .._errors import NonRetryableError, ToolBlockedError
-from .._json import JsonValue
-from .._machine import DiagnosisRequest, DiagnosisState
-from .._payloads import ExecutorEvidence, FactCheck, VerifierOutput
-from .._replay import ERROR_KINDS
+from .._chat.effects import AsyncEffects, Effects
+from .._chat.enums import AgentName, Outcome, Verdict, Verification
+from .._chat.machine import DiagnosisRequest, DiagnosisState
+from .._chat.payloads import ExecutorEvidence, FactCheck, VerifierOutput
+from .._chat.replay import ERROR_KINDS
+from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.config import DiagnosisConfig
+from .._kernel.converter import to_wire
+from .._kernel.errors import NonRetryableError, ToolBlockedError
+from .._kernel.json import JsonValue
 from ._doubles import AsyncFakeGatekeeper, AsyncScriptedInvoker, Reply, scripted_effects
 from ._results import (
     gatekeeper_raw_results,

@@ -25,8 +25,8 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from .._converter import to_wire
-from .._json import JsonValue
+from .._kernel.converter import to_wire
+from .._kernel.json import JsonValue
 from ._values import (
     composer_outputs,
     executor_evidences,

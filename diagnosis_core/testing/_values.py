@@ -15,17 +15,15 @@ from typing import Any, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from .._config import DiagnosisConfig, RunConfig
-from .._enums import (
+from .._chat.enums import (
     BindingCheckStatus,
     EvidenceStatus,
     Locale,
     Verdict,
     Verification,
 )
-from .._json import JsonValue
-from .._machine import DiagnosisRequest
-from .._payloads import (
+from .._chat.machine import DiagnosisRequest
+from .._chat.payloads import (
     CheckedBinding,
     Claim,
     ComposerOutput,
@@ -41,6 +39,8 @@ from .._payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
+from .._kernel.config import DiagnosisConfig, RunConfig
+from .._kernel.json import JsonValue
 
 __all__ = [
     "claims",

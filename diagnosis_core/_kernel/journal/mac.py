@@ -26,15 +26,15 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ._errors import JournalError
-from ._journal_wire import (
+from ..._chat.machine import DiagnosisRequest
+from ..errors import JournalError
+from .codec import (
     JournalBase,
     JournalEntryBase,
     entry_to_wire,
     request_to_wire,
     stored_json,
 )
-from ._machine import DiagnosisRequest
 
 __all__ = [
     "entry_mac",

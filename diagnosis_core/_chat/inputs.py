@@ -14,13 +14,13 @@ from typing import TypeVar
 
 import attrs
 
-from ._config import DiagnosisConfig
-from ._converter import to_wire
-from ._enums import AnswerMode, GatekeeperStatus, Verdict
-from ._gaps import RetryContext
-from ._json import canonical_json
-from ._payloads import HistoryMessage, PlannerPlan, Skill
-from ._projection import AllowedClaim, VerifiedClaim, VerifiedEvidence, VerifiedInput
+from .._kernel.config import DiagnosisConfig
+from .._kernel.converter import to_wire
+from .._kernel.json import canonical_json
+from .enums import AnswerMode, GatekeeperStatus, Verdict
+from .gaps import RetryContext
+from .payloads import HistoryMessage, PlannerPlan, Skill
+from .projection import AllowedClaim, VerifiedClaim, VerifiedEvidence, VerifiedInput
 
 __all__ = [
     "ComposerInput",

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 
 import attrs
 
-from ._enums import Verification
-from ._payloads import FactCheck
-from ._projection import VerifiedClaim, VerifiedEvidence, VerifiedInput
+from .enums import Verification
+from .payloads import FactCheck
+from .projection import VerifiedClaim, VerifiedEvidence, VerifiedInput
 
 __all__ = [
     "EvidenceGap",

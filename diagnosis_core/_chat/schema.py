@@ -7,7 +7,7 @@ hints, defaults), and only the rules a type cannot express (non-empty, at
 least one item, a score range, the evidence-status condition) are layered on
 from one table below. Rules JSON Schema cannot express at all (uniqueness of
 ids, the skill catalog, the allowed claims, "``1.0`` is not an integer") are
-written in ``$comment`` and enforced by :mod:`diagnosis_core._parsing`, which
+written in ``$comment`` and enforced by :mod:`diagnosis_core._chat.parsing`, which
 remains the authority.
 
 Conventions: ``required`` lists the fields without a default (plus
@@ -70,9 +70,9 @@ from typing import Any, Literal
 
 import attrs
 
-from ._json import JsonValue, is_json_value_type
-from ._parsing import PayloadName
-from ._payloads import (
+from .._kernel.json import JsonValue, is_json_value_type
+from .parsing import PayloadName
+from .payloads import (
     Claim,
     ComposerOutput,
     EvidenceBinding,

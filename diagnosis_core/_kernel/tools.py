@@ -65,10 +65,10 @@ from typing import Any, ParamSpec, TypedDict
 
 import attrs
 
-from ._errors import LedgerError
-from ._json import JsonValue
-from ._payloads import ExecutorEvidence
-from ._reference_gatekeeper import (
+from .._chat.payloads import ExecutorEvidence
+from .errors import LedgerError
+from .json import JsonValue
+from .ledger import (
     ReferenceGatekeeper,
     ToolCallError,
     ToolInvocation,

@@ -44,8 +44,9 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, override
 
-from ._errors import ConfigError, PayloadError
-from ._json import (
+from .._chat.trace import EventDetails, RawResult
+from .errors import ConfigError, PayloadError
+from .json import (
     DuplicateKey,
     JsonValue,
     canonical_json,
@@ -57,7 +58,6 @@ from ._json import (
     loads_stored,
     loads_strict_with_objects,
 )
-from ._trace import EventDetails, RawResult
 
 __all__ = [
     "from_json",

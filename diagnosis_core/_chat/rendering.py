@@ -25,10 +25,10 @@ from types import MappingProxyType
 
 import attrs
 
-from ._config import DiagnosisConfig
-from ._enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
-from ._payloads import ToolTraceEntry
-from ._projection import AllowedClaim
+from .._kernel.config import DiagnosisConfig
+from .enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
+from .payloads import ToolTraceEntry
+from .projection import AllowedClaim
 
 __all__ = [
     "ToolUsage",

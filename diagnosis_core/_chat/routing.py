@@ -16,8 +16,8 @@ from types import MappingProxyType
 
 import attrs
 
-from ._enums import GatekeeperStatus, NodeName, NodeStatus, ReasonCode, Verdict
-from ._tables import first_matching_row, index_rows, mermaid_flowchart
+from .._kernel.tables import first_matching_row, index_rows, mermaid_flowchart
+from .enums import GatekeeperStatus, NodeName, NodeStatus, ReasonCode, Verdict
 
 __all__ = [
     "ROUTING_TABLE",

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from ._enums import BindingCheckStatus
-from ._payloads import CheckedBinding, ExecutorEvidence
+from .enums import BindingCheckStatus
+from .payloads import CheckedBinding, ExecutorEvidence
 
 __all__ = [
     "AllowedClaim",

@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._classify import FailureClassifier, default_failure_classifier
-from ._config import RunConfig
-from ._enums import AgentName
-from ._payloads import ExecutorEvidence
+from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.config import RunConfig
+from .enums import AgentName
+from .payloads import ExecutorEvidence
 
 __all__ = [
     "AgentInvoker",

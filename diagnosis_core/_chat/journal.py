@@ -37,9 +37,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 
-from ._converter import to_wire
-from ._enums import AgentName
-from ._journal_kernel import (
+from .._kernel.converter import to_wire
+from .._kernel.journal.codec import (
+    Journal,
+    JournalCall,
+    JournalEntry,
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    RecordedReply,
+    RecordedToolError,
+    RecordedToolInvocation,
+    request_to_wire,
+)
+from .._kernel.journal.fold import (
     INTERRUPTED_MESSAGE,
     ExpectedCallBase,
     JournalRecorderBase,
@@ -56,30 +68,18 @@ from ._journal_kernel import (
     scripted_message,
     sha256_text,
 )
-from ._journal_kernel import (
+from .._kernel.journal.fold import (
     append_entry as _append_entry,
 )
-from ._journal_kernel import (
+from .._kernel.journal.fold import (
     finish_entry as _finish_entry,
 )
-from ._journal_kernel import (
+from .._kernel.journal.fold import (
     start_entry as _start_entry,
 )
-from ._journal_wire import (
-    Journal,
-    JournalCall,
-    JournalEntry,
-    JournalOutcome,
-    RecordedAgentError,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
-    RecordedReply,
-    RecordedToolError,
-    RecordedToolInvocation,
-    request_to_wire,
-)
-from ._json import JsonValue, canonical_json
-from ._machine import (
+from .._kernel.json import JsonValue, canonical_json
+from .enums import AgentName
+from .machine import (
     AgentFailed,
     AgentReplied,
     CallGatekeeper,
@@ -96,7 +96,7 @@ from ._machine import (
 )
 
 if TYPE_CHECKING:
-    from ._tools import ToolCallRecord
+    from .._kernel.tools import ToolCallRecord
 
 __all__ = [
     "INTERRUPTED_MESSAGE",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from ._enums import (
+from .enums import (
     AgentName,
     GatekeeperStatus,
     NodeName,
@@ -18,7 +18,7 @@ from ._enums import (
     ReasonCode,
     Verdict,
 )
-from ._payloads import VerifierOutput
+from .payloads import VerifierOutput
 
 __all__ = [
     "CallCounts",

@@ -63,10 +63,10 @@ from typing import Final, TypeAlias
 
 import attrs
 
-from ._enums import BindingCheckStatus
-from ._errors import LedgerError
-from ._json import JsonValue
-from ._payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
+from .._chat.enums import BindingCheckStatus
+from .._chat.payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
+from .errors import LedgerError
+from .json import JsonValue
 
 __all__ = [
     "LEDGER_RECORD_KEYS",

@@ -30,10 +30,11 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
 
-from ._enums import FailureKind
-from ._errors import JournalError
-from ._journal_mac import journal_seed, sign_entry, verify_entry_mac
-from ._journal_wire import (
+from ..._chat.enums import FailureKind
+from ..._chat.machine import AgentFailed, AgentReplied
+from ..errors import JournalError
+from ..json import JsonValue
+from .codec import (
     EntryState,
     JournalBase,
     JournalEntryBase,
@@ -43,8 +44,7 @@ from ._journal_wire import (
     RecordedReply,
     RecordedToolInvocation,
 )
-from ._json import JsonValue
-from ._machine import AgentFailed, AgentReplied
+from .mac import journal_seed, sign_entry, verify_entry_mac
 
 __all__ = [
     "INTERRUPTED_MESSAGE",

@@ -37,18 +37,18 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 import attrs
 
-from ._converter import to_wire
-from ._enums import FailureKind
-from ._errors import JournalError, PayloadError, ScenarioError
-from ._json import (
+from ..._chat.enums import FailureKind
+from ..._chat.machine import DiagnosisRequest
+from ..._chat.replay import load_scenario, scenario_request
+from ..converter import to_wire
+from ..errors import JournalError, PayloadError, ScenarioError
+from ..json import (
     JsonValue,
     canonical_json,
     describe_value,
     json_type_name,
     loads_stored,
 )
-from ._machine import DiagnosisRequest
-from ._replay import load_scenario, scenario_request
 
 __all__ = [
     "JOURNAL_FORMAT",

@@ -18,11 +18,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Sequence
 
-from ._converter import from_json_object_text, from_wire
-from ._enums import EvidenceStatus
-from ._errors import PayloadError
-from ._json import describe_value, extract_json_text, parse_json_object
-from ._payloads import (
+from .._kernel.converter import from_json_object_text, from_wire
+from .._kernel.errors import PayloadError
+from .._kernel.json import describe_value, extract_json_text, parse_json_object
+from .enums import EvidenceStatus
+from .payloads import (
     EXECUTOR_SCHEMA_VERSION,
     ComposerOutput,
     EvidenceBinding,

@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from ._enums import Locale
-from ._errors import ConfigError
-from ._json import describe_value
+from .._chat.enums import Locale
+from .errors import ConfigError
+from .json import describe_value
 
 __all__ = ["DiagnosisConfig", "RunConfig"]
 

@@ -20,16 +20,22 @@ from typing import Any, TypeVar
 import attrs
 from attrs import AttrsInstance
 
-from ._config import DiagnosisConfig, RunConfig
-from ._converter import to_wire
-from ._drivers import run_diagnosis
-from ._effects import Effects, Gatekeeper
-from ._enums import AgentName
-from ._errors import ConfigError, LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
-from ._json import JsonValue, canonical_json
-from ._machine import DiagnosisRequest, DiagnosisState
-from ._payloads import ExecutorEvidence, HistoryMessage, Skill
-from ._reference_gatekeeper import ReferenceGatekeeper, ToolLedger, ledger_from_records
+from .._kernel.config import DiagnosisConfig, RunConfig
+from .._kernel.converter import to_wire
+from .._kernel.errors import (
+    ConfigError,
+    LedgerError,
+    NonRetryableError,
+    ScenarioError,
+    ToolBlockedError,
+)
+from .._kernel.json import JsonValue, canonical_json
+from .._kernel.ledger import ReferenceGatekeeper, ToolLedger, ledger_from_records
+from .drivers import run_diagnosis
+from .effects import Effects, Gatekeeper
+from .enums import AgentName
+from .machine import DiagnosisRequest, DiagnosisState
+from .payloads import ExecutorEvidence, HistoryMessage, Skill
 
 __all__ = [
     "ERROR_KINDS",

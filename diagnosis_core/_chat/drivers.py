@@ -31,16 +31,8 @@ import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from ._effects import (
-    AsyncEffects,
-    Effects,
-    check_effects_kind,
-    reject_awaitable,
-    require_awaitable,
-)
-from ._enums import AgentName
-from ._errors import JournalError
-from ._loop import (
+from .._kernel.errors import JournalError
+from .._kernel.loop import (
     Done,
     adrive,
     adrive_steps,
@@ -50,7 +42,16 @@ from ._loop import (
     drive_steps,
     invoke_agent,
 )
-from ._machine import (
+from .._kernel.observe import DiagnosisObserver
+from .effects import (
+    AsyncEffects,
+    Effects,
+    check_effects_kind,
+    reject_awaitable,
+    require_awaitable,
+)
+from .enums import AgentName
+from .machine import (
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisResult,
@@ -64,13 +65,12 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
-from ._observe import DiagnosisObserver
-from ._trace import TraceEvent
+from .trace import TraceEvent
 
 if TYPE_CHECKING:
-    from ._journal import JournalRecorder, JournalSink
-    from ._journal_wire import Journal, JournalEntry
-    from ._tools import RecorderMark, ToolRecorder
+    from .._kernel.journal.codec import Journal, JournalEntry
+    from .._kernel.tools import RecorderMark, ToolRecorder
+    from .journal import JournalRecorder, JournalSink
 
 __all__ = [
     "aiter_diagnosis",
@@ -155,7 +155,7 @@ class _Journaling:
         self._mark = self._tools.mark() if executor and self._tools is not None else None
 
     def end(self, action: InvokeAgent | CallGatekeeper, result: EffectResult, /) -> EffectResult:
-        from ._journal import recorded_tool_invocations
+        from .journal import recorded_tool_invocations
 
         invocations = None
         if self._mark is not None and self._tools is not None:
@@ -190,7 +190,7 @@ class _Run:
 
     def opening(self) -> Iterator[TraceEvent]:
         """Before the first effect: persist a completed interrupted entry, announce its events."""
-        from ._observe import notify
+        from .._kernel.observe import notify
 
         if self.resumed_entry is not None and self.sink is not None:
             self.sink.write(self.resumed_entry)
@@ -218,8 +218,8 @@ def _prepare(
     if journal is None and sink is None:
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
-    from ._journal import JournalRecorder, journal_status, resume_journal
-    from ._journal_wire import Journal
+    from .._kernel.journal.codec import Journal
+    from .journal import JournalRecorder, journal_status, resume_journal
 
     if state is not None:
         raise ValueError(

@@ -24,8 +24,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Protocol, TypeAlias, TypeVar
 
-from ._machine import CallGatekeeper, EffectResult, InvokeAgent
-from ._trace import TraceEvent
+from .._chat.machine import CallGatekeeper, EffectResult, InvokeAgent
+from .._chat.trace import TraceEvent
 
 __all__ = [
     "DiagnosisObserver",

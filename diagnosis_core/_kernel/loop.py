@@ -24,11 +24,11 @@ from typing import Generic, Protocol, TypeVar
 
 import attrs
 
-from ._classify import FailureClassifier, classify_failure
-from ._config import RunConfig
-from ._effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
-from ._machine import AgentFailed, AgentReplied
-from ._observe import new_events, notify
+from .._chat.effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
+from .._chat.machine import AgentFailed, AgentReplied
+from .classify import FailureClassifier, classify_failure
+from .config import RunConfig
+from .observe import new_events, notify
 
 __all__ = [
     "Done",

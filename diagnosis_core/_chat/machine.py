@@ -19,8 +19,10 @@ from typing import Any
 
 import attrs
 
-from ._config import DiagnosisConfig, RunConfig
-from ._enums import (
+from .._kernel.config import DiagnosisConfig, RunConfig
+from .._kernel.errors import MachineError, PayloadError
+from .._kernel.json import canonical_json
+from .enums import (
     AgentName,
     AnswerMode,
     FailureKind,
@@ -31,9 +33,8 @@ from ._enums import (
     ReasonCode,
     Verdict,
 )
-from ._errors import MachineError, PayloadError
-from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
-from ._gatekeeper import (
+from .gaps import RetryContext, build_retry_context, extract_evidence_gaps
+from .gatekeeper import (
     NormalizedGatekeeperResult,
     RawSnapshot,
     capped_trace_text,
@@ -41,21 +42,20 @@ from ._gatekeeper import (
     normalize_snapshot,
     snapshot_raw_result,
 )
-from ._inputs import (
+from .inputs import (
     GatekeeperSummary,
     build_composer_input,
     build_executor_input,
     build_planner_input,
     build_verifier_input,
 )
-from ._json import canonical_json
-from ._parsing import (
+from .parsing import (
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from ._payloads import (
+from .payloads import (
     ComposerOutput,
     ExecutorEvidence,
     HistoryMessage,
@@ -63,15 +63,15 @@ from ._payloads import (
     Skill,
     VerifierOutput,
 )
-from ._projection import (
+from .projection import (
     AllowedClaim,
     VerifiedInput,
     project_verified_input,
     select_allowed_claims,
 )
-from ._rendering import render_post_verification_fallback, render_pre_verification_fallback
-from ._routing import Route, RoutingFacts, choose_route
-from ._trace import (
+from .rendering import render_post_verification_fallback, render_pre_verification_fallback
+from .routing import Route, RoutingFacts, choose_route
+from .trace import (
     CallCounts,
     EventDetails,
     GatekeeperAudit,
@@ -81,7 +81,7 @@ from ._trace import (
     TraceReport,
     VerifierEvaluation,
 )
-from ._verdict import answer_mode_for, apply_verdict_ceiling, verdict_ceiling
+from .verdict import answer_mode_for, apply_verdict_ceiling, verdict_ceiling
 
 __all__ = [
     "Action",

@@ -1,9 +1,9 @@
 """Frozen value types for every payload of the protocol (spec §5, §6.1).
 
 These are the *parsed* forms: a value of one of these classes has passed every
-rule of its section (the parsers in :mod:`diagnosis_core._parsing` guarantee
+rule of its section (the parsers in :mod:`diagnosis_core._chat.parsing` guarantee
 it). Collections are tuples so nobody can mutate a payload after parsing.
-Python attribute names equal the wire names; :mod:`diagnosis_core._converter`
+Python attribute names equal the wire names; :mod:`diagnosis_core._kernel.converter`
 is the one place that maps them to JSON.
 """
 
@@ -13,7 +13,7 @@ from typing import Literal
 
 import attrs
 
-from ._enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
+from .enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
 
 __all__ = [
     "EXECUTOR_SCHEMA_VERSION",

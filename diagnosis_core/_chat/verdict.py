@@ -8,7 +8,7 @@ kept as three separate fields; a technical failure never invents a verdict.
 
 from __future__ import annotations
 
-from ._enums import AnswerMode, GatekeeperStatus, Verdict
+from .enums import AnswerMode, GatekeeperStatus, Verdict
 
 __all__ = ["answer_mode_for", "apply_verdict_ceiling", "verdict_ceiling"]
 

@@ -40,9 +40,9 @@ from collections.abc import Mapping
 
 import attrs
 
-from ._enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
-from ._errors import PayloadError
-from ._payloads import CheckedBinding, GatekeeperResult
+from .._kernel.errors import PayloadError
+from .enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
+from .payloads import CheckedBinding, GatekeeperResult
 
 __all__ = [
     "NormalizedGatekeeperResult",
@@ -294,7 +294,7 @@ class NormalizedGatekeeperResult:
     ``checked_bindings`` and the counts (raw entries / with status pass / with
     status fail) are only filled for a readable result; ``problem`` says why a
     result is invalid or which exception made the gatekeeper unavailable. The
-    verdict ceiling is derived elsewhere (:mod:`diagnosis_core._verdict`).
+    verdict ceiling is derived elsewhere (:mod:`diagnosis_core._chat.verdict`).
     """
 
     status: GatekeeperStatus
