@@ -45,12 +45,13 @@ def case_text(case: str, size: int) -> str:
 def measure(case: str, size: int) -> dict[str, object]:
     """Run one case in this process: seconds, peak increase in KiB, the outcome."""
     import diagnosis_core as dc
+    import diagnosis_core.protocol as dcp
 
     text = case_text(case, size)
 
     def call() -> str:
         try:
-            dc.parse_executor_evidence(text)
+            dcp.parse_executor_evidence(text)
         except dc.PayloadError as error:
             return f"PayloadError {error.path[:30]}: {error.problem}"[:80]
         return "accepted"

@@ -46,8 +46,10 @@ import payloads
 from timing import calibrate_loops, interleave, ratio
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.tools as dct
 
 SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
@@ -158,7 +160,7 @@ def _same_evidence(core: dc.ExecutorEvidence, peer: Any) -> bool:
 def _check_parsers_agree(text: str, claims: int) -> None:
     from pydantic_peer import PeerExecutorEvidence
 
-    core = dc.parse_executor_evidence(text)
+    core = dcp.parse_executor_evidence(text)
     peer = PeerExecutorEvidence.model_validate_json(text)
     assert json.loads(text) == payloads.evidence_document(claims)
     assert len(core.claims) == claims and _same_evidence(core, peer)
@@ -175,7 +177,7 @@ def bench_parse(quick: bool) -> None:
         _check_parsers_agree(text, claims)  # its objects are gone before timing starts
         contenders: dict[str, Callable[[], object]] = {
             "json.loads": functools.partial(json.loads, text),
-            "diagnosis_core": functools.partial(dc.parse_executor_evidence, text),
+            "diagnosis_core": functools.partial(dcp.parse_executor_evidence, text),
             "pydantic": functools.partial(PeerExecutorEvidence.model_validate_json, text),
         }
         loops = {name: calibrate_loops(function, 0.02) for name, function in contenders.items()}
@@ -227,17 +229,17 @@ def _copy(text: str) -> str:
 
 def _projector_inputs(claims: int) -> dict[str, Callable[[], object]]:
     document = payloads.evidence_document(claims)
-    evidence = dc.parse_executor_evidence(json.dumps(document, ensure_ascii=False))
+    evidence = dcp.parse_executor_evidence(json.dumps(document, ensure_ascii=False))
     raw = payloads.gatekeeper_result_passing_all(document)
-    checked = dcb.normalize_gatekeeper_result(raw).checked_bindings
-    assert len(dcb.project_verified_input(evidence, checked).verified_evidence) == 2 * claims
-    return {"project_verified_input": lambda: dcb.project_verified_input(evidence, checked)}
+    checked = dcm.normalize_gatekeeper_result(raw).checked_bindings
+    assert len(dcm.project_verified_input(evidence, checked).verified_evidence) == 2 * claims
+    return {"project_verified_input": lambda: dcm.project_verified_input(evidence, checked)}
 
 
 def _gatekeeper_inputs(claims: int) -> dict[str, Callable[[], object]]:
     text = json.dumps(payloads.evidence_document(claims), ensure_ascii=False)
-    evidence = dc.parse_executor_evidence(text)
-    gatekeeper = dc.ReferenceGatekeeper(dcb.ledger_from_records(payloads.ledger_records(claims)))
+    evidence = dcp.parse_executor_evidence(text)
+    gatekeeper = dc.ReferenceGatekeeper(dct.ledger_from_records(payloads.ledger_records(claims)))
     verdict = gatekeeper("run-bench", evidence)
     checked = verdict["checked_bindings"]
     assert verdict["status"] == "pass" and isinstance(checked, list) and len(checked) == 2 * claims
@@ -280,7 +282,7 @@ def _one_large_output_case(megabytes: int, bindings: int) -> tuple[Any, Any, str
     line = "ts=2024-01-01T10:00:00Z   level=error\t upstream timeout  after {} ms\n"
     lines = [line.format(index) for index in range(megabytes * 1_000_000 // len(line))]
     text = "".join(lines)
-    ledger = dcb.ledger_from_records([{"invocation_id": "inv-1", "tool_name": "query_logs",
+    ledger = dct.ledger_from_records([{"invocation_id": "inv-1", "tool_name": "query_logs",
                                       "success": True, "output": {"log": text}}])
     step = len(lines) // bindings
     claims = [{"claim_id": f"c{index}", "text": "t", "bindings": [
@@ -290,7 +292,7 @@ def _one_large_output_case(megabytes: int, bindings: int) -> tuple[Any, Any, str
     document = {"schema_version": "executor_evidence_v2", "evidence_status": "evidence_found",
                 "claims": claims}
     executor_text = json.dumps(document)
-    return dc.ReferenceGatekeeper(ledger), dc.parse_executor_evidence(executor_text), executor_text
+    return dc.ReferenceGatekeeper(ledger), dcp.parse_executor_evidence(executor_text), executor_text
 
 
 def bench_one_large_output(quick: bool) -> None:
@@ -380,11 +382,11 @@ class _Rewindable:
 
 def _recorded_results(request: dc.DiagnosisRequest, effects: dc.Effects) -> list[Any]:
     """The effect results of one run, in order, to replay into the machine alone."""
-    state, results = dc.start_diagnosis(request), []
-    while not isinstance(action := dc.next_action(state), dc.Finished):
-        result = dcb.perform_effect(action, effects)
+    state, results = dcm.start_diagnosis(request), []
+    while not isinstance(action := dcm.next_action(state), dcm.Finished):
+        result = dcm.perform_effect(action, effects)
         results.append(result)
-        state = dc.advance(state, result)
+        state = dcm.advance(state, result)
     return results
 
 
@@ -437,10 +439,10 @@ def bench_drivers(quick: bool) -> None:
 
     def machine() -> dc.DiagnosisState:
         rewindable.rewind()  # same setup cost as the drivers below
-        state = dc.start_diagnosis(request)
+        state = dcm.start_diagnosis(request)
         for result in results:
-            dc.next_action(state)
-            state = dc.advance(state, result)
+            dcm.next_action(state)
+            state = dcm.advance(state, result)
         return state
 
     def core() -> dc.DiagnosisState:
@@ -595,10 +597,10 @@ def bench_reject(quick: bool) -> None:
 
 def _journal_of(request: dc.DiagnosisRequest, effects: dc.Effects) -> dcj.Journal:
     recorder = dcj.JournalRecorder(dcj.Journal(request))
-    state = dc.start_diagnosis(request)
-    while not isinstance(action := dc.next_action(state), dc.Finished):
+    state = dcm.start_diagnosis(request)
+    while not isinstance(action := dcm.next_action(state), dcm.Finished):
         recorder.begin(action)
-        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
+        state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
     return recorder.journal
 
 

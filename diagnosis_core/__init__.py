@@ -7,23 +7,33 @@ specified in the protocol (``docs/protocol.md``). It performs no I/O: the LLM
 agents and the gatekeeper are effects passed in as :class:`AgentInvoker` and
 :class:`Gatekeeper` callables.
 
-This namespace holds what a host embedding the chat workflow uses: the request
-and configuration, the effects, the drivers, the machine, the results and trace,
-the parsers and payloads, the schemas, replay, the errors, the reference
-gatekeeper and the failure classifier. The building blocks the machine composes
-(projections, routing table, agent inputs, retry context, verdict ceiling,
-fallback renderers, the strict JSON reader) are in :mod:`diagnosis_core.blocks`;
-the tool recorder is :mod:`diagnosis_core.tools`, the run journal
-:mod:`diagnosis_core.journal`; the AIOps workflow is
-:mod:`diagnosis_core.aiops`. ``import diagnosis_core`` loads neither. The
-underscore modules are private.
+This namespace is what a host embedding the chat workflow uses: the request
+and configuration, the effects, the drivers, the result and its trace, the
+errors, the failure classifier, observers, the reference gatekeeper and
+replay. The other public namespaces are cut by audience:
+:mod:`diagnosis_core.protocol` (payload types, parsers, agent inputs, schemas,
+strict JSON: for prompt and provider authors), :mod:`diagnosis_core.machine`
+(the sans-IO machine, routing table, decisions, fallbacks and driver loop: for
+custom drivers and auditors), :mod:`diagnosis_core.journal`,
+:mod:`diagnosis_core.tools` (recorder, ledger, reference gatekeeper),
+:mod:`diagnosis_core.scenarios` (§9 replay and scripted doubles),
+:mod:`diagnosis_core.aiops`, :mod:`diagnosis_core.testing` and
+``diagnosis_core.adapters.*``. ``import diagnosis_core`` loads none of the
+journal, tools, AIOps or adapter modules. A name that used to live here and
+moved to one of those namespaces still resolves here, with a
+``DeprecationWarning`` naming its new home; :mod:`diagnosis_core.blocks` is
+kept the same way. The underscore modules are private.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING
 
+from ._chat.config import (
+    DiagnosisConfig,
+)
 from ._chat.drivers import (
     aiter_diagnosis,
     arun_diagnosis,
@@ -31,75 +41,32 @@ from ._chat.drivers import (
     run_diagnosis,
 )
 from ._chat.effects import (
-    AgentInvoker,
-    AsyncAgentInvoker,
     AsyncEffects,
     AsyncGatekeeper,
     Effects,
     Gatekeeper,
 )
 from ._chat.enums import (
-    AgentName,
     AnswerMode,
-    BindingCheckStatus,
-    EvidenceStatus,
-    FailureKind,
-    GatekeeperStatus,
-    Locale,
-    NodeName,
-    NodeStatus,
     Outcome,
     ReasonCode,
     Verdict,
-    Verification,
-)
-from ._chat.gatekeeper import (
-    parse_gatekeeper_result,
 )
 from ._chat.machine import (
-    Action,
-    AgentFailed,
-    AgentReplied,
-    CallGatekeeper,
     DiagnosisRequest,
     DiagnosisResult,
     DiagnosisState,
-    EffectResult,
-    Finished,
-    GatekeeperFailed,
-    GatekeeperReturned,
-    InvokeAgent,
-    advance,
     build_trace_report,
-    next_action,
-    start_diagnosis,
 )
-from ._chat.parsing import (
-    PayloadName,
-    parse_composer_output,
-    parse_executor_evidence,
-    parse_planner_plan,
-    parse_verifier_output,
+from ._chat.observe import (
+    DiagnosisObserver,
 )
 from ._chat.payloads import (
-    CheckedBinding,
-    Claim,
-    ComposerOutput,
-    EvidenceBinding,
     ExecutorEvidence,
-    FactCheck,
-    GatekeeperResult,
     HistoryMessage,
-    Hypothesis,
-    PlannerPlan,
-    PlanStep,
     Skill,
-    ToolTraceEntry,
-    VerifierOutput,
 )
 from ._chat.trace import (
-    CallCounts,
-    EventDetails,
     TraceEvent,
     TraceReport,
 )
@@ -109,7 +76,6 @@ from ._kernel.classify import (
     default_failure_classifier,
 )
 from ._kernel.config import (
-    DiagnosisConfig,
     RunConfig,
 )
 from ._kernel.converter import (
@@ -117,6 +83,14 @@ from ._kernel.converter import (
     from_wire,
     to_json,
     to_wire,
+)
+from ._kernel.effects import (
+    AgentInvoker,
+    AsyncAgentInvoker,
+)
+from ._kernel.enums import (
+    FailureKind,
+    Locale,
 )
 from ._kernel.errors import (
     ConfigError,
@@ -133,54 +107,167 @@ from ._kernel.json import (
     JsonValue,
 )
 from ._kernel.observe import (
-    DiagnosisObserver,
     Observer,
     ObserverWarning,
 )
 
 if TYPE_CHECKING:
+    from ._chat.reference_gatekeeper import (
+        ReferenceGatekeeper,
+    )
     from ._chat.replay import (
         Scenario,
-        ScriptedAgent,
-        ScriptedGatekeeper,
         load_scenario,
         replay,
         replay_scenario,
         scenario_effects,
         scenario_request,
     )
-    from ._chat.schema import (
-        SCHEMA_NAMES,
-        SCHEMA_PROFILES,
-        json_schema,
-    )
     from ._kernel.ledger import (
-        ReferenceGatekeeper,
         ToolInvocation,
         ToolLedger,
+    )
+    from .machine import (
+        Action as Action,
+    )
+    from .machine import (
+        AgentFailed as AgentFailed,
+    )
+    from .machine import (
+        AgentName as AgentName,
+    )
+    from .machine import (
+        AgentReplied as AgentReplied,
+    )
+    from .machine import (
+        CallCounts as CallCounts,
+    )
+    from .machine import (
+        CallGatekeeper as CallGatekeeper,
+    )
+    from .machine import (
+        EffectResult as EffectResult,
+    )
+    from .machine import (
+        EventDetails as EventDetails,
+    )
+    from .machine import (
+        Finished as Finished,
+    )
+    from .machine import (
+        GatekeeperFailed as GatekeeperFailed,
+    )
+    from .machine import (
+        GatekeeperReturned as GatekeeperReturned,
+    )
+    from .machine import (
+        InvokeAgent as InvokeAgent,
+    )
+    from .machine import (
+        NodeName as NodeName,
+    )
+    from .machine import (
+        NodeStatus as NodeStatus,
+    )
+    from .machine import (
+        advance as advance,
+    )
+    from .machine import (
+        next_action as next_action,
+    )
+    from .machine import (
+        start_diagnosis as start_diagnosis,
+    )
+
+    # Moved to an audience namespace; still typed here (explicit re-exports).
+    from .protocol import (
+        SCHEMA_NAMES as SCHEMA_NAMES,
+    )
+    from .protocol import (
+        SCHEMA_PROFILES as SCHEMA_PROFILES,
+    )
+    from .protocol import (
+        BindingCheckStatus as BindingCheckStatus,
+    )
+    from .protocol import (
+        CheckedBinding as CheckedBinding,
+    )
+    from .protocol import (
+        Claim as Claim,
+    )
+    from .protocol import (
+        ComposerOutput as ComposerOutput,
+    )
+    from .protocol import (
+        EvidenceBinding as EvidenceBinding,
+    )
+    from .protocol import (
+        EvidenceStatus as EvidenceStatus,
+    )
+    from .protocol import (
+        FactCheck as FactCheck,
+    )
+    from .protocol import (
+        GatekeeperResult as GatekeeperResult,
+    )
+    from .protocol import (
+        GatekeeperStatus as GatekeeperStatus,
+    )
+    from .protocol import (
+        Hypothesis as Hypothesis,
+    )
+    from .protocol import (
+        PayloadName as PayloadName,
+    )
+    from .protocol import (
+        PlannerPlan as PlannerPlan,
+    )
+    from .protocol import (
+        PlanStep as PlanStep,
+    )
+    from .protocol import (
+        ToolTraceEntry as ToolTraceEntry,
+    )
+    from .protocol import (
+        Verification as Verification,
+    )
+    from .protocol import (
+        VerifierOutput as VerifierOutput,
+    )
+    from .protocol import (
+        json_schema as json_schema,
+    )
+    from .protocol import (
+        parse_composer_output as parse_composer_output,
+    )
+    from .protocol import (
+        parse_executor_evidence as parse_executor_evidence,
+    )
+    from .protocol import (
+        parse_gatekeeper_result as parse_gatekeeper_result,
+    )
+    from .protocol import (
+        parse_planner_plan as parse_planner_plan,
+    )
+    from .protocol import (
+        parse_verifier_output as parse_verifier_output,
+    )
+    from .scenarios import (
+        ScriptedAgent as ScriptedAgent,
+    )
+    from .scenarios import (
+        ScriptedGatekeeper as ScriptedGatekeeper,
     )
 
 __version__ = "0.1.0"
 """The package version (the distribution's, as ``diagnosis-core --version`` prints it)."""
 
 __all__ = [
-    "SCHEMA_NAMES",
-    "SCHEMA_PROFILES",
-    "Action",
-    "AgentFailed",
     "AgentInvoker",
-    "AgentName",
-    "AgentReplied",
     "AnswerMode",
     "AsyncAgentInvoker",
     "AsyncEffects",
     "AsyncGatekeeper",
-    "BindingCheckStatus",
-    "CallCounts",
-    "CallGatekeeper",
-    "CheckedBinding",
-    "Claim",
-    "ComposerOutput",
     "ConfigError",
     "DiagnosisConfig",
     "DiagnosisError",
@@ -188,58 +275,35 @@ __all__ = [
     "DiagnosisRequest",
     "DiagnosisResult",
     "DiagnosisState",
-    "EffectResult",
     "Effects",
-    "EventDetails",
-    "EvidenceBinding",
-    "EvidenceStatus",
     "ExecutorEvidence",
-    "FactCheck",
     "FailureClassifier",
     "FailureKind",
-    "Finished",
     "Gatekeeper",
-    "GatekeeperFailed",
-    "GatekeeperResult",
-    "GatekeeperReturned",
-    "GatekeeperStatus",
     "HistoryMessage",
-    "Hypothesis",
-    "InvokeAgent",
     "JournalError",
     "JsonValue",
     "LedgerError",
     "Locale",
     "MachineError",
-    "NodeName",
-    "NodeStatus",
     "NonRetryableError",
     "Observer",
     "ObserverWarning",
     "Outcome",
     "PayloadError",
-    "PayloadName",
-    "PlanStep",
-    "PlannerPlan",
     "ReasonCode",
     "ReferenceGatekeeper",
     "RunConfig",
     "Scenario",
     "ScenarioError",
-    "ScriptedAgent",
-    "ScriptedGatekeeper",
     "Skill",
     "ToolBlockedError",
     "ToolInvocation",
     "ToolLedger",
-    "ToolTraceEntry",
     "TraceEvent",
     "TraceReport",
     "Verdict",
-    "Verification",
-    "VerifierOutput",
     "__version__",
-    "advance",
     "aiter_diagnosis",
     "arun_diagnosis",
     "build_trace_report",
@@ -248,48 +312,90 @@ __all__ = [
     "from_json",
     "from_wire",
     "iter_diagnosis",
-    "json_schema",
     "load_scenario",
-    "next_action",
-    "parse_composer_output",
-    "parse_executor_evidence",
-    "parse_gatekeeper_result",
-    "parse_planner_plan",
-    "parse_verifier_output",
     "replay",
     "replay_scenario",
     "run_diagnosis",
     "scenario_effects",
     "scenario_request",
-    "start_diagnosis",
     "to_json",
     "to_wire",
 ]
 
-# Rarely used at start-up (replay, the reference gatekeeper, schemas): loaded on
+# Rarely used at start-up (replay, the reference gatekeeper, the ledger): loaded on
 # first access, which keeps ``import diagnosis_core`` cheap. The names are typed
 # through the TYPE_CHECKING imports above; ``__getattr__`` is hidden from type
 # checkers so that a misspelt name stays an error.
 _LAZY: dict[str, str] = {
-    "ReferenceGatekeeper": "._kernel.ledger",
-    "ToolInvocation": "._kernel.ledger",
-    "ToolLedger": "._kernel.ledger",
+    "ReferenceGatekeeper": "._chat.reference_gatekeeper",
     "Scenario": "._chat.replay",
-    "ScriptedAgent": "._chat.replay",
-    "ScriptedGatekeeper": "._chat.replay",
     "load_scenario": "._chat.replay",
     "replay": "._chat.replay",
     "replay_scenario": "._chat.replay",
     "scenario_effects": "._chat.replay",
     "scenario_request": "._chat.replay",
-    "SCHEMA_NAMES": "._chat.schema",
-    "SCHEMA_PROFILES": "._chat.schema",
-    "json_schema": "._chat.schema",
+    "ToolInvocation": "._kernel.ledger",
+    "ToolLedger": "._kernel.ledger",
+}
+
+# Names that moved to an audience namespace (one release of grace, with a warning).
+_MOVED: dict[str, str] = {
+    "SCHEMA_NAMES": "diagnosis_core.protocol",
+    "SCHEMA_PROFILES": "diagnosis_core.protocol",
+    "Action": "diagnosis_core.machine",
+    "AgentFailed": "diagnosis_core.machine",
+    "AgentName": "diagnosis_core.machine",
+    "AgentReplied": "diagnosis_core.machine",
+    "BindingCheckStatus": "diagnosis_core.protocol",
+    "CallCounts": "diagnosis_core.machine",
+    "CallGatekeeper": "diagnosis_core.machine",
+    "CheckedBinding": "diagnosis_core.protocol",
+    "Claim": "diagnosis_core.protocol",
+    "ComposerOutput": "diagnosis_core.protocol",
+    "EffectResult": "diagnosis_core.machine",
+    "EventDetails": "diagnosis_core.machine",
+    "EvidenceBinding": "diagnosis_core.protocol",
+    "EvidenceStatus": "diagnosis_core.protocol",
+    "FactCheck": "diagnosis_core.protocol",
+    "Finished": "diagnosis_core.machine",
+    "GatekeeperFailed": "diagnosis_core.machine",
+    "GatekeeperResult": "diagnosis_core.protocol",
+    "GatekeeperReturned": "diagnosis_core.machine",
+    "GatekeeperStatus": "diagnosis_core.protocol",
+    "Hypothesis": "diagnosis_core.protocol",
+    "InvokeAgent": "diagnosis_core.machine",
+    "NodeName": "diagnosis_core.machine",
+    "NodeStatus": "diagnosis_core.machine",
+    "PayloadName": "diagnosis_core.protocol",
+    "PlanStep": "diagnosis_core.protocol",
+    "PlannerPlan": "diagnosis_core.protocol",
+    "ScriptedAgent": "diagnosis_core.scenarios",
+    "ScriptedGatekeeper": "diagnosis_core.scenarios",
+    "ToolTraceEntry": "diagnosis_core.protocol",
+    "Verification": "diagnosis_core.protocol",
+    "VerifierOutput": "diagnosis_core.protocol",
+    "advance": "diagnosis_core.machine",
+    "json_schema": "diagnosis_core.protocol",
+    "next_action": "diagnosis_core.machine",
+    "parse_composer_output": "diagnosis_core.protocol",
+    "parse_executor_evidence": "diagnosis_core.protocol",
+    "parse_gatekeeper_result": "diagnosis_core.protocol",
+    "parse_planner_plan": "diagnosis_core.protocol",
+    "parse_verifier_output": "diagnosis_core.protocol",
+    "start_diagnosis": "diagnosis_core.machine",
 }
 
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> object:
+        home = _MOVED.get(name)
+        if home is not None:
+            warnings.warn(
+                f"diagnosis_core.{name} moved to {home}.{name}; import it from there",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(home), name)
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -298,4 +404,4 @@ if not TYPE_CHECKING:
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+        return sorted({*globals(), *_LAZY, *_MOVED})

@@ -30,34 +30,38 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from ._chat.machine import DiagnosisResult
-from ._chat.parsing import (
+from . import (
+    DiagnosisResult,
+    JournalError,
+    PayloadError,
+    Scenario,
+    ScenarioError,
+    Skill,
+    from_wire,
+    load_scenario,
+    replay_scenario,
+    scenario_effects,
+    scenario_request,
+    to_wire,
+)
+from .machine import routing_mermaid
+from .protocol import (
+    SCHEMA_NAMES,
+    SCHEMA_PROFILES,
     PayloadName,
+    canonical_json,
+    int_from_literal,
+    json_schema,
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from ._chat.payloads import Skill
-from ._chat.replay import (
-    Scenario,
-    load_scenario,
-    replay_scenario,
-    scenario_effects,
-    scenario_request,
-)
-from ._chat.routing import routing_mermaid
-from ._chat.schema import SCHEMA_NAMES, SCHEMA_PROFILES, json_schema
-from ._kernel.converter import from_wire, to_wire
-from ._kernel.errors import JournalError, PayloadError, ScenarioError
-from ._kernel.json import canonical_json, int_from_literal
-from ._kernel.tables import text_cell, trace_table_lines
-from ._kernel.terminal import terminal_safe
+from .scenarios import terminal_safe, text_cell, trace_table_lines
 
 if TYPE_CHECKING:
-    from ._chat.journal import JournalStatus
-    from ._kernel.journal.codec import Journal
     from .aiops import AiOpsScenario
+    from .journal import Journal, JournalStatus
 
 __all__ = ["main"]
 
@@ -238,9 +242,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | None) -> int:
     """Run ``scenario`` writing its journal to ``--journal-out``, then print the result."""
-    from ._chat.drivers import run_diagnosis
-    from ._chat.journal import ListJournalSink
-    from ._kernel.journal.codec import journal_to_json
+    from . import run_diagnosis
+    from .journal import ListJournalSink, journal_to_json
 
     request = scenario_request(scenario)
     sink = ListJournalSink()
@@ -262,8 +265,7 @@ def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | N
 
 def _load_journal_text(text: str, key: bytes | None) -> tuple[Journal, JournalStatus]:
     """Parse, fold and verify a journal; :class:`JournalError` names the first bad entry."""
-    from ._chat.journal import journal_status
-    from ._kernel.journal.codec import journal_from_json
+    from .journal import journal_from_json, journal_status
 
     journal = journal_from_json(text)
     return journal, journal_status(journal, key=key)
@@ -285,8 +287,7 @@ def _replay_journal_text(args: argparse.Namespace, text: str, key: bytes | None)
 
 def _journal_to_scenario(args: argparse.Namespace) -> int:
     """``journal to-scenario JOURNAL``: the equivalent §9 scenario as canonical JSON."""
-    from ._chat.journal import journal_to_scenario
-    from ._kernel.journal.codec import stored_json
+    from .journal import journal_to_scenario, stored_json
 
     try:
         key = _journal_key(args.journal_key_file)
@@ -308,9 +309,9 @@ def _journal_to_scenario(args: argparse.Namespace) -> int:
 
 def _run_aiops(args: argparse.Namespace, data: object) -> int:
     """Replay an AIOps scenario (``"workflow": "aiops"``, spec §11)."""
-    from .aiops._drivers import evaluate_aiops_run
-    from .aiops._replay import (
+    from .aiops import (
         aiops_replay_output,
+        evaluate_aiops_run,
         format_aiops_result,
         load_aiops_scenario,
         replay_aiops_scenario,
@@ -332,11 +333,15 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     Refused with exit 2 naming the entry when it does not verify, and when it
     is incomplete (its process died) saying at which call.
     """
-    from ._kernel.errors import JournalError
-    from .aiops._drivers import evaluate_aiops_run
-    from .aiops._journal import aiops_journal_status, load_aiops_journal
-    from .aiops._journal_replay import aiops_journal_ledger
-    from .aiops._replay import aiops_output, format_aiops_result
+    from . import JournalError
+    from .aiops import (
+        aiops_journal_ledger,
+        aiops_journal_status,
+        aiops_output,
+        evaluate_aiops_run,
+        format_aiops_result,
+        load_aiops_journal,
+    )
 
     try:
         journal = load_aiops_journal(data)
@@ -358,7 +363,7 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
 
 def _schema(args: argparse.Namespace) -> int:
     if args.workflow == "aiops":
-        from .aiops._schema import aiops_json_schema as schema_of
+        from .aiops import aiops_json_schema as schema_of
     else:
         schema_of = json_schema
     try:
@@ -372,7 +377,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _graph(args: argparse.Namespace) -> int:
     if args.workflow == "aiops":
-        from .aiops._routing import aiops_routing_mermaid
+        from .aiops import aiops_routing_mermaid
 
         _write(aiops_routing_mermaid())
     else:
@@ -410,11 +415,11 @@ def _reply_parser(args: argparse.Namespace) -> Callable[[str], object] | None:
     if name == PayloadName.COMPOSER_OUTPUT:
         allowed = _id_list(args.allowed_claims)
         return lambda text: parse_composer_output(text, allowed)
-    from .aiops._schema import AIOPS_SCHEMA_NAMES
+    from .aiops import AIOPS_SCHEMA_NAMES
 
     if name not in AIOPS_SCHEMA_NAMES:
         return None
-    from .aiops import _parsing as aiops_parsing
+    from . import aiops as aiops_parsing
 
     if name == aiops_parsing.AiOpsPayloadName.AIOPS_EXECUTOR_OUTPUT:
         known = _id_list(args.known_invocations)
@@ -433,7 +438,7 @@ def _validate(args: argparse.Namespace) -> int:
     try:
         parser = _reply_parser(args)
         if parser is None:
-            from .aiops._schema import AIOPS_SCHEMA_NAMES
+            from .aiops import AIOPS_SCHEMA_NAMES
 
             valid = ", ".join(repr(known) for known in (*SCHEMA_NAMES, *AIOPS_SCHEMA_NAMES))
             sys.stderr.write(

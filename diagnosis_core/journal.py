@@ -16,6 +16,14 @@ the same kernel with its own call names; :func:`journal_to_json`,
 :func:`journal_to_wire`, :func:`sign_journal`, :func:`sign_entry` and
 :func:`entry_mac` accept either workflow's journal.
 
+An engine adapter (a durable-execution engine driving the machine, like the
+LangGraph and Temporal adapters) needs only this module and
+:mod:`diagnosis_core.machine`: the entry builder (:func:`start_entry`,
+:func:`finish_entry`, :func:`entry_result`), the resume rule
+(:func:`resent_on_resume`, :func:`resume_journal`) and the codec
+(:func:`entry_to_wire`, :func:`outcome_to_wire`, :func:`load_outcome`,
+:func:`request_to_wire`, :func:`stored_json`); see ``docs/adapters.md``.
+
 ``import diagnosis_core`` does not load this module.
 """
 
@@ -23,7 +31,11 @@ from __future__ import annotations
 
 from ._chat.journal import (
     INTERRUPTED_MESSAGE,
+    JOURNAL_FORMAT,
     ExpectedCall,
+    Journal,
+    JournalCall,
+    JournalEntry,
     JournalRecorder,
     JournalSink,
     JournalStatus,
@@ -33,22 +45,23 @@ from ._chat.journal import (
     expected_call,
     finish_entry,
     fold_journal,
+    journal_from_json,
     journal_status,
     journal_to_scenario,
     journal_tool_records,
+    load_journal,
     outcome_of,
     recorded_tool_invocations,
     replay_journal,
+    request_mac,
+    request_to_wire,
+    resent_on_resume,
     resume_journal,
     start_entry,
 )
 from ._kernel.errors import JournalError
 from ._kernel.journal.codec import (
-    JOURNAL_FORMAT,
     EntryState,
-    Journal,
-    JournalCall,
-    JournalEntry,
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
@@ -56,17 +69,14 @@ from ._kernel.journal.codec import (
     RecordedReply,
     RecordedToolError,
     RecordedToolInvocation,
-    journal_from_json,
+    entry_to_wire,
     journal_to_json,
     journal_to_wire,
-    load_journal,
+    load_outcome,
+    outcome_to_wire,
+    stored_json,
 )
-from ._kernel.journal.mac import (
-    entry_mac,
-    request_mac,
-    sign_entry,
-    sign_journal,
-)
+from ._kernel.journal.mac import entry_mac, sign_entry, sign_journal
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -91,6 +101,7 @@ __all__ = [
     "append_entry",
     "entry_mac",
     "entry_result",
+    "entry_to_wire",
     "expected_call",
     "finish_entry",
     "fold_journal",
@@ -101,12 +112,17 @@ __all__ = [
     "journal_to_wire",
     "journal_tool_records",
     "load_journal",
+    "load_outcome",
     "outcome_of",
+    "outcome_to_wire",
     "recorded_tool_invocations",
     "replay_journal",
     "request_mac",
+    "request_to_wire",
+    "resent_on_resume",
     "resume_journal",
     "sign_entry",
     "sign_journal",
     "start_entry",
+    "stored_json",
 ]

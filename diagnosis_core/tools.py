@@ -9,6 +9,10 @@ the envelope ``{invocation_id, tool_name, output}`` the executor model cites.
 *at call time*, so citations of tools called after start-up are checked against
 what was really recorded.
 
+The ledger a recorder writes (:class:`ToolLedger`, :func:`ledger_from_records`)
+and the reference gatekeeper that checks citations against it
+(:class:`ReferenceGatekeeper` and its binding checks) are here too.
+
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
 and ``import diagnosis_core`` does not load it.
@@ -16,20 +20,37 @@ and ``import diagnosis_core`` does not load it.
 
 from __future__ import annotations
 
-from ._kernel.tools import (
+from ._chat.reference_gatekeeper import (
+    UNRESOLVED,
+    BindingFailure,
     RecorderGatekeeper,
-    RecorderMark,
-    ToolCallError,
-    ToolCallRecord,
-    ToolEnvelope,
+    ReferenceGatekeeper,
     ToolRecorder,
+    check_binding,
+    check_bindings,
+    match_excerpt,
+    parse_raw_path,
+    resolve_raw_path,
 )
+from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
+from ._kernel.tools import RecorderMark, ToolCallError, ToolCallRecord, ToolEnvelope
 
 __all__ = [
+    "UNRESOLVED",
+    "BindingFailure",
     "RecorderGatekeeper",
     "RecorderMark",
+    "ReferenceGatekeeper",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",
+    "ToolInvocation",
+    "ToolLedger",
     "ToolRecorder",
+    "check_binding",
+    "check_bindings",
+    "ledger_from_records",
+    "match_excerpt",
+    "parse_raw_path",
+    "resolve_raw_path",
 ]

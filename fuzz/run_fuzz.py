@@ -59,7 +59,9 @@ from typing import Any
 import attrs
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.tools as dct
 from diagnosis_core.testing import host_subclassed, hostile_gatekeeper_factories
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -139,7 +141,7 @@ def build_corpus() -> dict[str, list[Any]]:
             ])
     evidence = parsed_evidence(corpus["executor"])
     for ledger in corpus["ledger"]:
-        gatekeeper = dc.ReferenceGatekeeper(dcb.ledger_from_records(ledger))
+        gatekeeper = dc.ReferenceGatekeeper(dct.ledger_from_records(ledger))
         corpus["gatekeeper"] += [gatekeeper(RUN_ID, item) for item in evidence]
     corpus["gatekeeper_text"] = [json.dumps(value) for value in corpus["gatekeeper"]]
     corpus["scenario_text"] = [json.dumps(value, ensure_ascii=False) for value in scenarios]
@@ -152,7 +154,7 @@ def parsed_evidence(texts: list[str]) -> list[dc.ExecutorEvidence]:
     found = []
     for text in texts:
         with contextlib.suppress(dc.PayloadError):
-            found.append(dc.parse_executor_evidence(text))
+            found.append(dcp.parse_executor_evidence(text))
     return found
 
 
@@ -357,7 +359,7 @@ def large_ledger_case(
     width = max(8, LARGE_SIZE // count - 30)
     messages = [f"event {index} " + "x" * rng.randint(1, width) for index in range(count)]
     output = {"items": [{"message": message} for message in messages]}
-    ledger = dcb.ledger_from_records([
+    ledger = dct.ledger_from_records([
         {"invocation_id": "inv-big", "tool_name": "query_logs", "success": True,
          "output": output},
         {"invocation_id": "inv-small", "tool_name": "query_logs", "success": True,
@@ -378,9 +380,9 @@ def large_ledger_case(
             invocation, status = "inv-missing", "fail"
         claim_id = f"c{number}"
         expected[claim_id] = status
-        binding = dc.EvidenceBinding(invocation, "query_logs", path, excerpt)
-        claims.append(dc.Claim(claim_id, f"claim {number}", (binding,), rng.random() < 0.5))
-    evidence = dc.ExecutorEvidence(dc.EvidenceStatus.EVIDENCE_FOUND, tuple(claims))
+        binding = dcp.EvidenceBinding(invocation, "query_logs", path, excerpt)
+        claims.append(dcp.Claim(claim_id, f"claim {number}", (binding,), rng.random() < 0.5))
+    evidence = dc.ExecutorEvidence(dcp.EvidenceStatus.EVIDENCE_FOUND, tuple(claims))
     return ledger, evidence, expected
 
 
@@ -438,37 +440,37 @@ class Fuzzer:
 
     def planner(self) -> None:
         text = self._text("planner")
-        self.expect("parse_planner_plan", lambda: dc.parse_planner_plan(text, CATALOG),
+        self.expect("parse_planner_plan", lambda: dcp.parse_planner_plan(text, CATALOG),
                     (dc.PayloadError,), text)
 
     def executor(self) -> None:
         text = self._text("executor")
-        self.expect("parse_executor_evidence", lambda: dc.parse_executor_evidence(text),
+        self.expect("parse_executor_evidence", lambda: dcp.parse_executor_evidence(text),
                     (dc.PayloadError,), text)
 
     def verifier(self) -> None:
         text = self._text("verifier")
-        self.expect("parse_verifier_output", lambda: dc.parse_verifier_output(text),
+        self.expect("parse_verifier_output", lambda: dcp.parse_verifier_output(text),
                     (dc.PayloadError,), text)
 
     def composer(self) -> None:
         text = self._text("composer")
         allowed = self.rng.choice([[], ["c1"], ["c1", "c2", "c3"]])
-        self.expect("parse_composer_output", lambda: dc.parse_composer_output(text, allowed),
+        self.expect("parse_composer_output", lambda: dcp.parse_composer_output(text, allowed),
                     (dc.PayloadError,), text)
 
     def gatekeeper(self) -> None:
         raw = value_input(self.rng, self.corpus["gatekeeper"], self.corpus["gatekeeper_text"])
-        self.expect("parse_gatekeeper_result", lambda: dc.parse_gatekeeper_result(raw),
+        self.expect("parse_gatekeeper_result", lambda: dcp.parse_gatekeeper_result(raw),
                     (dc.PayloadError,), raw)
-        self.expect("normalize_gatekeeper_result", lambda: dcb.normalize_gatekeeper_result(raw),
+        self.expect("normalize_gatekeeper_result", lambda: dcm.normalize_gatekeeper_result(raw),
                     (), raw)
         if self.rng.random() < 0.2:
             hostile = self.rng.choice(HOSTILE)()
-            self.expect("parse_gatekeeper_result", lambda: dc.parse_gatekeeper_result(hostile),
+            self.expect("parse_gatekeeper_result", lambda: dcp.parse_gatekeeper_result(hostile),
                         (dc.PayloadError,), hostile)
             self.expect("normalize_gatekeeper_result",
-                        lambda: dcb.normalize_gatekeeper_result(hostile), (), hostile)
+                        lambda: dcm.normalize_gatekeeper_result(hostile), (), hostile)
 
     def hostile_run(self) -> None:
         """A whole run whose gatekeeper returns a hostile Python value (spec §15)."""
@@ -502,10 +504,10 @@ class Fuzzer:
         bases = [text for text in self.corpus[key] if _is_object_text(text)]
         text, words = large_text(self.rng, self.rng.choice(bases), LARGE_SIZE)
         parse: Callable[[], object] = {
-            "planner": lambda: dc.parse_planner_plan(text, CATALOG),
-            "executor": lambda: dc.parse_executor_evidence(text),
-            "verifier": lambda: dc.parse_verifier_output(text),
-            "composer": lambda: dc.parse_composer_output(text, ["c1"]),
+            "planner": lambda: dcp.parse_planner_plan(text, CATALOG),
+            "executor": lambda: dcp.parse_executor_evidence(text),
+            "verifier": lambda: dcp.parse_verifier_output(text),
+            "composer": lambda: dcp.parse_composer_output(text, ["c1"]),
         }[key]
         name = f"large_{key}_text"
         self.counts[name] += 1
@@ -545,14 +547,14 @@ class Fuzzer:
 
     def reference_gatekeeper(self) -> None:
         records = value_input(self.rng, self.corpus["ledger"], self.corpus["ledger_text"])
-        ledger = self.expect("ledger_from_records", lambda: dcb.ledger_from_records(records),
+        ledger = self.expect("ledger_from_records", lambda: dct.ledger_from_records(records),
                              (dc.LedgerError,), records)
         if not isinstance(ledger, dc.ToolLedger):
-            ledger = dcb.ledger_from_records(self.rng.choice(self.corpus["ledger"]))
+            ledger = dct.ledger_from_records(self.rng.choice(self.corpus["ledger"]))
         evidence = self.rng.choice(self.evidence)
         text = self._text("executor")
         with contextlib.suppress(dc.PayloadError):
-            evidence = dc.parse_executor_evidence(text)
+            evidence = dcp.parse_executor_evidence(text)
         gatekeeper = dc.ReferenceGatekeeper(ledger)
         self.expect("ReferenceGatekeeper", lambda: gatekeeper(RUN_ID, evidence), (), evidence)
 
@@ -561,8 +563,8 @@ class Fuzzer:
                            ["$", ".", "[", "]", "'", "0", "a"])
         output = self.rng.choice(self.corpus["ledger"])[0]["output"]
         excerpt = self._text("composer")[:40]
-        self.expect("resolve_raw_path", lambda: dcb.resolve_raw_path(output, path), (), path)
-        self.expect("match_excerpt", lambda: dcb.match_excerpt(path + excerpt, excerpt), (),
+        self.expect("resolve_raw_path", lambda: dct.resolve_raw_path(output, path), (), path)
+        self.expect("match_excerpt", lambda: dct.match_excerpt(path + excerpt, excerpt), (),
                     excerpt)
 
     def run(self, inputs: int) -> tuple[Counter[str], list[str], float]:

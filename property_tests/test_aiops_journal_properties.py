@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from test_aiops_properties import SETTINGS, _run, scenarios
 
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.protocol as dcp
 from diagnosis_core import JournalError
 
 KEY = b"aiops-property-key"
@@ -54,7 +54,7 @@ def test_the_fold_of_a_live_aiops_journal_is_the_live_state(
 @SETTINGS
 @given(scenarios())
 def test_a_recorded_aiops_journal_replays_like_its_scenario(document: dict[str, Any]) -> None:
-    expected = dcb.canonical_json(dca.replay_aiops(document))
+    expected = dcp.canonical_json(dca.replay_aiops(document))
     executor_called = _run(document).calls.executor > 0
     if document["tool_ledger"] and not executor_called:
         try:
@@ -64,9 +64,9 @@ def test_a_recorded_aiops_journal_replays_like_its_scenario(document: dict[str, 
             return
         raise AssertionError("a ledger without an executor call was journaled")
     journal = dca.record_aiops_scenario(document)
-    assert dcb.canonical_json(dca.replay_aiops_journal(journal)) == expected
+    assert dcp.canonical_json(dca.replay_aiops_journal(journal)) == expected
     scenario = dca.aiops_journal_to_scenario(journal)
-    assert dcb.canonical_json(dca.replay_aiops(json.loads(json.dumps(scenario)))) == expected
+    assert dcp.canonical_json(dca.replay_aiops(json.loads(json.dumps(scenario)))) == expected
 
 
 def _edit(value: Any, data: st.DataObject) -> Any:

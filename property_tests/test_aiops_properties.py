@@ -19,15 +19,7 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core import (
-    Locale,
-    RunConfig,
-    ScriptedAgent,
-    ToolInvocation,
-    ToolLedger,
-    from_wire,
-    to_wire,
-)
+from diagnosis_core import Locale, RunConfig, ToolInvocation, ToolLedger, from_wire, to_wire
 from diagnosis_core.aiops import (
     AIOPS_RULES,
     NO_PROGRESS_REPEATS,
@@ -49,7 +41,8 @@ from diagnosis_core.aiops import (
     replay_aiops,
     run_aiops,
 )
-from diagnosis_core.blocks import ScriptedResponse, canonical_json
+from diagnosis_core.protocol import canonical_json
+from diagnosis_core.scenarios import ScriptedAgent, ScriptedResponse
 from diagnosis_core.testing import host_subclassed
 
 IDS = ("inv-1", "inv-2", "inv-3", "inv-4")

@@ -12,16 +12,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagnosis_core import (
-    DiagnosisConfig,
-    DiagnosisRequest,
-    HistoryMessage,
-    InvokeAgent,
-    RunConfig,
-    next_action,
-    start_diagnosis,
-)
+from diagnosis_core import DiagnosisConfig, DiagnosisRequest, HistoryMessage, RunConfig
 from diagnosis_core._chat.inputs import last_items
+from diagnosis_core.machine import InvokeAgent, next_action, start_diagnosis
 
 
 @st.composite

@@ -22,39 +22,44 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 
 from diagnosis_core import (
-    AgentFailed,
-    AgentName,
     AsyncEffects,
     DiagnosisRequest,
     DiagnosisState,
     FailureKind,
-    Finished,
-    GatekeeperStatus,
-    NodeName,
-    NodeStatus,
     PayloadError,
     RunConfig,
     TraceReport,
     Verdict,
-    Verification,
-    advance,
     arun_diagnosis,
     build_trace_report,
     classify_failure,
     default_failure_classifier,
     from_json,
     load_scenario,
-    next_action,
-    parse_verifier_output,
     replay,
     run_diagnosis,
     scenario_effects,
     scenario_request,
-    start_diagnosis,
     to_json,
     to_wire,
 )
-from diagnosis_core.blocks import canonical_json, perform_effect
+from diagnosis_core.machine import (
+    AgentFailed,
+    AgentName,
+    Finished,
+    NodeName,
+    NodeStatus,
+    advance,
+    next_action,
+    perform_effect,
+    start_diagnosis,
+)
+from diagnosis_core.protocol import (
+    GatekeeperStatus,
+    Verification,
+    canonical_json,
+    parse_verifier_output,
+)
 from diagnosis_core.testing import (
     EffectsRecorder,
     composer_outputs,

@@ -32,18 +32,20 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.protocol as dcp
+import diagnosis_core.scenarios as dcs
 import diagnosis_core.testing as dt
-from diagnosis_core import AgentName, ReasonCode
+from diagnosis_core import ReasonCode
 from diagnosis_core._cli import main
 from diagnosis_core.journal import EntryState, JournalCall
+from diagnosis_core.machine import AgentName
 
 _GATEKEEPER = "gatekeeper"
 
 
 def _live_json(document: dict[str, Any]) -> str:
-    return dcb.canonical_json(dc.replay(document))  # the plain driver, no journal
+    return dcp.canonical_json(dc.replay(document))  # the plain driver, no journal
 
 
 def _record(document: dict[str, Any]) -> tuple[dcj.Journal, dc.DiagnosisState]:
@@ -63,15 +65,15 @@ def test_the_drivers_journals_fold_to_the_live_state_and_replay(document: dict[s
     state = dc.run_diagnosis(request, dc.scenario_effects(scenario), sink=sink)
     journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
     assert dcj.fold_journal(journal) == state
-    assert dcb.canonical_json(dc.to_wire(state.result)) == expected
-    assert dcb.canonical_json(dcj.replay_journal(journal)) == expected
+    assert dcp.canonical_json(dc.to_wire(state.result)) == expected
+    assert dcp.canonical_json(dcj.replay_journal(journal)) == expected
 
     async_sink = dcj.ListJournalSink()
     effects = dc.AsyncEffects.from_sync(dc.scenario_effects(scenario))
     async_state = asyncio.run(dc.arun_diagnosis(request, effects, sink=async_sink))
     async_journal = async_sink.journal(request)
     assert dcj.fold_journal(async_journal) == async_state == state
-    assert dcb.canonical_json(dcj.replay_journal(async_journal)) == expected
+    assert dcp.canonical_json(dcj.replay_journal(async_journal)) == expected
 
 
 # --- resume from every prefix --------------------------------------------------------------
@@ -93,13 +95,13 @@ class _Counted:
         self.performed: collections.Counter[str] = collections.Counter()
         self._sink = sink
         agents = {
-            agent: dc.ScriptedAgent(scenario.responses[agent][consumed[agent.value]:])
+            agent: dcs.ScriptedAgent(scenario.responses[agent][consumed[agent.value]:])
             for agent in AgentName
         }
         gatekeeper: dc.Gatekeeper = (
             dc.ReferenceGatekeeper(scenario.tool_ledger)
             if scenario.tool_ledger is not None
-            else dc.ScriptedGatekeeper(scenario.gatekeeper[consumed[_GATEKEEPER]:])
+            else dcs.ScriptedGatekeeper(scenario.gatekeeper[consumed[_GATEKEEPER]:])
         )
         self.effects = dc.Effects(
             planner=self._agent("planner", agents[AgentName.PLANNER]),
@@ -175,7 +177,7 @@ def test_resuming_any_prefix_ends_as_the_resume_rule_says(
             assert interrupted is not None
             new[interrupted.call.value] -= 1  # completed by the rule, not performed
         assert +new == +doubles.performed
-        result = dcb.canonical_json(dc.to_wire(state.result))
+        result = dcp.canonical_json(dc.to_wire(state.result))
         if not fail_closed:
             assert result == expected
         elif interrupted is not None and interrupted.call is JournalCall.EXECUTOR:
@@ -232,7 +234,7 @@ def test_an_observer_that_raises_never_changes_the_result(
             )
         )
     assert observer.calls > 0
-    assert dcb.canonical_json(dc.to_wire(state.result)) == expected
+    assert dcp.canonical_json(dc.to_wire(state.result)) == expected
     assert items == [*state.events, state.result]
 
 
@@ -269,5 +271,5 @@ def test_300_scenarios_replay_from_their_journal_byte_for_byte(document: dict[st
         code, replayed = _cli("run", "--json", str(journal_path))
         assert (code, replayed) == (0, expected)
         journal = dcj.journal_from_json(journal_path.read_text(encoding="utf-8"))
-    replayed_in_python = dcb.canonical_json(dcj.replay_journal(journal)) + "\n"
+    replayed_in_python = dcp.canonical_json(dcj.replay_journal(journal)) + "\n"
     assert replayed_in_python.encode("utf-8", "backslashreplace") == expected

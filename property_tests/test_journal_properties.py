@@ -19,8 +19,9 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 import diagnosis_core.testing as dt
 from diagnosis_core import (
     JournalError,
@@ -49,10 +50,10 @@ def record(document: dict[str, Any], key: bytes | None = None) -> tuple[Journal,
     scenario = dc.load_scenario(document)
     request, effects = dc.scenario_request(scenario), dc.scenario_effects(scenario)
     recorder = JournalRecorder(Journal(request), key=key)
-    state = dc.start_diagnosis(request)
-    while not isinstance(action := dc.next_action(state), dc.Finished):
+    state = dcm.start_diagnosis(request)
+    while not isinstance(action := dcm.next_action(state), dcm.Finished):
         recorder.begin(action)
-        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
+        state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
     return recorder.journal, state
 
 
@@ -64,9 +65,9 @@ def test_the_fold_of_a_live_journal_is_the_live_state(document: dict[str, Any]) 
     loaded = dcj.journal_from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dcj.fold_journal(loaded) == live
-    expected = dcb.canonical_json(dc.replay(document))
-    assert dcb.canonical_json(dcj.replay_journal(loaded)) == expected
-    assert dcb.canonical_json(dc.replay(dcj.journal_to_scenario(loaded))) == expected
+    expected = dcp.canonical_json(dc.replay(document))
+    assert dcp.canonical_json(dcj.replay_journal(loaded)) == expected
+    assert dcp.canonical_json(dc.replay(dcj.journal_to_scenario(loaded))) == expected
 
 
 # --- single-field edits -----------------------------------------------------------------------
@@ -183,7 +184,7 @@ def test_a_single_field_edit_is_refused_or_folds_to_what_the_edited_facts_imply(
         return
     oracle = dc.replay(_edited_scenario(document, journal, index, scenario_entry))
     if status.complete:
-        assert dcb.canonical_json(dc.to_wire(status.state.result)) == dcb.canonical_json(oracle)
+        assert dcp.canonical_json(dc.to_wire(status.state.result)) == dcp.canonical_json(oracle)
     else:
         # The edited facts need calls the journal does not have: what it has is a
         # prefix of the run they imply.

@@ -23,28 +23,30 @@ from hypothesis.stateful import (
 )
 
 from diagnosis_core import (
+    DiagnosisRequest,
+    DiagnosisState,
+    FailureKind,
+    MachineError,
+    Verdict,
+    from_wire,
+    to_wire,
+)
+from diagnosis_core.machine import (
     AgentFailed,
     AgentName,
     AgentReplied,
     CallGatekeeper,
-    DiagnosisRequest,
-    DiagnosisState,
     EffectResult,
-    FailureKind,
     Finished,
     GatekeeperFailed,
     GatekeeperReturned,
     InvokeAgent,
-    MachineError,
     NodeName,
-    Verdict,
     advance,
-    from_wire,
     next_action,
     start_diagnosis,
-    to_wire,
 )
-from diagnosis_core.blocks import canonical_json
+from diagnosis_core.protocol import canonical_json
 from diagnosis_core.testing import (
     composer_output_texts,
     diagnosis_requests,

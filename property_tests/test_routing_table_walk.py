@@ -23,14 +23,13 @@ from diagnosis_core import (
     DiagnosisConfig,
     DiagnosisRequest,
     Effects,
-    NodeName,
     ReasonCode,
     RunConfig,
     Skill,
     ToolBlockedError,
     run_diagnosis,
 )
-from diagnosis_core.blocks import ROUTING_TABLE, Condition, Route, RoutingFacts
+from diagnosis_core.machine import ROUTING_TABLE, Condition, NodeName, Route, RoutingFacts
 from diagnosis_core.testing import FakeGatekeeper, Reply, ScriptedInvoker, passing_gatekeeper
 
 N, C, PRE = NodeName, Condition, NodeName.PRE_VERIFICATION_FALLBACK

@@ -14,8 +14,8 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError
 from diagnosis_core._cli import main
@@ -70,15 +70,15 @@ def test_every_aiops_example_is_the_same_live_folded_and_replayed(
     path: Path, key: bytes | None
 ) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
-    live = dcb.canonical_json(dca.replay_aiops(document))
+    live = dcp.canonical_json(dca.replay_aiops(document))
     journal = dca.record_aiops_scenario(document, key=key)
     loaded = dca.aiops_journal_from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dca.aiops_journal_status(loaded, key=key).describe() == "complete"
-    assert dcb.canonical_json(dca.replay_aiops_journal(loaded, key=key)) == live
+    assert dcp.canonical_json(dca.replay_aiops_journal(loaded, key=key)) == live
     scenario = dca.aiops_journal_to_scenario(loaded, key=key)
     assert scenario["workflow"] == "aiops"
-    assert dcb.canonical_json(dca.replay_aiops(scenario)) == live
+    assert dcp.canonical_json(dca.replay_aiops(scenario)) == live
     # The journaling driver's state is the fold of what it wrote.
     recorded, state = live_run(document, key=key)
     assert dca.fold_aiops_journal(recorded, key=key) == state
@@ -89,7 +89,7 @@ def test_the_wire_form_has_the_aiops_shape() -> None:
     journal = dca.record_aiops_scenario(example("aiops_payload_targeted.json"))
     text = dcj.journal_to_json(journal)
     data = json.loads(text)
-    assert text == dcb.canonical_json(data)
+    assert text == dcp.canonical_json(data)
     assert data["format"] == "aiops_journal_v1" == dca.AIOPS_JOURNAL_FORMAT == journal.format
     assert set(data["request"]) == {"run", "alerts", "config"}
     assert [entry["call"] for entry in data["entries"]] == [
@@ -341,7 +341,7 @@ def test_an_interrupted_llm_call_is_resent_as_the_same_attempt(agent: AiOpsAgent
     assert sink.entries[0].seq == index + 1
     whole = AiOpsJournal(state.request, (*journal.entries[:index], *sink.entries))
     assert dca.fold_aiops_journal(whole) == final
-    assert dcb.canonical_json(dca.aiops_replay_output(scenario, final)) == dcb.canonical_json(
+    assert dcp.canonical_json(dca.aiops_replay_output(scenario, final)) == dcp.canonical_json(
         dca.replay_aiops(document)
     )
 

@@ -11,12 +11,9 @@ from typing import Any
 import pytest
 
 from diagnosis_core import (
-    AgentFailed,
-    AgentReplied,
     ConfigError,
     FailureKind,
     MachineError,
-    NodeStatus,
     NonRetryableError,
     RunConfig,
     ToolBlockedError,
@@ -54,7 +51,8 @@ from diagnosis_core.aiops import (
     select_aiops_mode,
     start_aiops,
 )
-from diagnosis_core.blocks import canonical_json
+from diagnosis_core.machine import AgentFailed, AgentReplied, NodeStatus
+from diagnosis_core.protocol import canonical_json
 
 RUN = RunConfig("aiops-1", "ops-7")
 ALERTS = (

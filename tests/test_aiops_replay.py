@@ -14,7 +14,7 @@ from diagnosis_core import (
 )
 from diagnosis_core._cli import main
 from diagnosis_core.aiops import AiOpsAgent, load_aiops_scenario, replay_aiops
-from diagnosis_core.blocks import canonical_json
+from diagnosis_core.protocol import canonical_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 AIOPS_EXAMPLES = sorted(EXAMPLES.glob("aiops_*.json"))

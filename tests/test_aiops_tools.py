@@ -15,7 +15,6 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
 import diagnosis_core.tools as dct
 
 RUN = dc.RunConfig("aiops-tools-1", "ops-1")
@@ -95,7 +94,7 @@ def test_an_aiops_run_with_recorded_tools_passes_the_citation_rule_read_from_the
     assert evaluation.passed, evaluation.violations
     # The same verdict as the recorder's ledger given explicitly, and as its wire records.
     assert dca.evaluate_aiops_run(state, recorder.ledger()) == evaluation
-    reloaded = dcb.ledger_from_records(recorder.to_records())
+    reloaded = dct.ledger_from_records(recorder.to_records())
     assert dca.evaluate_aiops_run(state, reloaded) == evaluation
     # A snapshot taken at start-up knows none of the calls: every citation fails.
     frozen = dca.evaluate_aiops_run(state, stale)

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from diagnosis_core._chat.enums import FailureKind
 from diagnosis_core._kernel.classify import classify_failure, default_failure_classifier
+from diagnosis_core._kernel.enums import FailureKind
 from diagnosis_core._kernel.errors import NonRetryableError, ToolBlockedError
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 from diagnosis_core._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_schema_and_graph_for_the_aiops_workflow(capsys: pytest.CaptureFixture[s
     assert main(["graph", "--workflow", "aiops"]) == 0
     assert capsys.readouterr().out == dca.aiops_routing_mermaid()
     assert main(["graph"]) == 0
-    assert capsys.readouterr().out == dcb.routing_mermaid()
+    assert capsys.readouterr().out == dcm.routing_mermaid()
 
 
 @pytest.mark.parametrize("profile", ["validation", "openai-strict", "anthropic-strict", "gemini"])
@@ -147,7 +147,7 @@ def test_schema_prints_the_chosen_profile(
     capsys: pytest.CaptureFixture[str], workflow: str, name: str, profile: str
 ) -> None:
     assert main(["schema", "--workflow", workflow, "--profile", profile, name]) == 0
-    schema_of = dca.aiops_json_schema if workflow == "aiops" else dc.json_schema
+    schema_of = dca.aiops_json_schema if workflow == "aiops" else dcp.json_schema
     expected = schema_of(name, profile)
     assert json.loads(capsys.readouterr().out) == expected
 
@@ -156,7 +156,7 @@ def test_schema_default_profile_is_validation_and_unknown_ones_are_usage_errors(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["schema", "composer_output"]) == 0
-    assert json.loads(capsys.readouterr().out) == dc.json_schema("composer_output", "validation")
+    assert json.loads(capsys.readouterr().out) == dcp.json_schema("composer_output", "validation")
     with pytest.raises(SystemExit) as caught:
         main(["schema", "--profile", "openai", "composer_output"])
     assert caught.value.code == 2

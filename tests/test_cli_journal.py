@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.protocol as dcp
 from diagnosis_core._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +58,7 @@ def test_every_example_replays_from_its_journal_byte_for_byte(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, path: Path
 ) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
-    expected = dcb.canonical_json(dc.replay(document)) + "\n"
+    expected = dcp.canonical_json(dc.replay(document)) + "\n"
     journal, printed = record(capsys, tmp_path, path)
     assert printed == expected
     text = journal.read_text(encoding="utf-8")
@@ -68,8 +68,8 @@ def test_every_example_replays_from_its_journal_byte_for_byte(
     assert run(capsys, "run", str(journal)) == run(capsys, "run", str(path))
     code, scenario, err = run(capsys, "journal", "to-scenario", str(journal))
     assert (code, err) == (0, "")
-    assert scenario == dcb.canonical_json(json.loads(scenario)) + "\n"
-    assert dcb.canonical_json(dc.replay(json.loads(scenario))) + "\n" == expected
+    assert scenario == dcp.canonical_json(json.loads(scenario)) + "\n"
+    assert dcp.canonical_json(dc.replay(json.loads(scenario))) + "\n" == expected
 
 
 def test_a_signed_journal_verifies_with_its_key_only(
@@ -247,4 +247,4 @@ def test_standard_input_is_read_with_dash(tmp_path: Path) -> None:
     converted = _cli("journal", "to-scenario", "-", stdin=out.read_bytes())
     assert converted.returncode == 0
     scenario = json.load(io.BytesIO(converted.stdout))
-    assert dcb.canonical_json(dc.replay(scenario)) + "\n" == recorded.stdout.decode("utf-8")
+    assert dcp.canonical_json(dc.replay(scenario)) + "\n" == recorded.stdout.decode("utf-8")

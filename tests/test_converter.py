@@ -13,13 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._chat.enums import (
-    BindingCheckStatus,
-    EvidenceStatus,
-    Locale,
-    Verdict,
-    Verification,
-)
+from diagnosis_core._chat.config import DiagnosisConfig
+from diagnosis_core._chat.enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
 from diagnosis_core._chat.payloads import (
     CheckedBinding,
     Claim,
@@ -31,16 +26,17 @@ from diagnosis_core._chat.payloads import (
     HistoryMessage,
     Hypothesis,
     PlannerPlan,
-    PlanStep,
     Skill,
     ToolTraceEntry,
     VerifierOutput,
 )
-from diagnosis_core._kernel.config import DiagnosisConfig, RunConfig
+from diagnosis_core._kernel.config import RunConfig
 from diagnosis_core._kernel.converter import _detailed_converter, from_wire, to_wire
 from diagnosis_core._kernel.converter import _fast_converter as converter
+from diagnosis_core._kernel.enums import Locale
 from diagnosis_core._kernel.errors import PayloadError
 from diagnosis_core._kernel.json import JsonValue, canonical_json
+from diagnosis_core._kernel.plan import PlanStep
 
 # --- generic building blocks, as colleagues' future classes will use them ------------------
 

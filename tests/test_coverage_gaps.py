@@ -16,14 +16,12 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.tools as dct
 from diagnosis_core import (
-    BindingCheckStatus,
-    Claim,
     ConfigError,
     DiagnosisConfig,
-    EvidenceBinding,
-    EvidenceStatus,
     ExecutorEvidence,
     LedgerError,
     RunConfig,
@@ -31,9 +29,11 @@ from diagnosis_core import (
     ToolInvocation,
     Verdict,
 )
-from diagnosis_core._chat.schema import _nullable, _type_schema
+from diagnosis_core._chat.reference_gatekeeper import UNRESOLVED
 from diagnosis_core._kernel.json import JsonValue, is_json_value_type, json_type_name
-from diagnosis_core._kernel.ledger import UNRESOLVED
+from diagnosis_core._kernel.schema import SchemaRules, _nullable
+from diagnosis_core._kernel.schema import _type_schema as _rules_type_schema
+from diagnosis_core.protocol import BindingCheckStatus, Claim, EvidenceBinding, EvidenceStatus
 
 # --- configuration --------------------------------------------------------------------
 
@@ -79,7 +79,7 @@ class _Nameless(Exception, metaclass=_NamelessMeta):
 
 
 def test_an_unavailable_gatekeeper_is_described_even_when_its_exception_has_no_name() -> None:
-    normalized = dcb.gatekeeper_unavailable(_Nameless("socket closed"))
+    normalized = dcm.gatekeeper_unavailable(_Nameless("socket closed"))
     assert normalized.reason_code is dc.ReasonCode.GATEKEEPER_UNAVAILABLE
     assert normalized.problem == "BaseException: socket closed"
 
@@ -108,25 +108,25 @@ def test_a_repeated_claim_id_is_projected_once_with_its_first_text() -> None:
         EvidenceStatus.EVIDENCE_FOUND,
         (Claim("c1", "first text", (BINDING,)), Claim("c1", "second text", (BINDING,))),
     )
-    checked = dc.CheckedBinding("c1", "inv-1", "query_logs", "$.a", BindingCheckStatus.PASS, "m")
-    verified = dcb.project_verified_input(evidence, [checked])
+    checked = dcp.CheckedBinding("c1", "inv-1", "query_logs", "$.a", BindingCheckStatus.PASS, "m")
+    verified = dcm.project_verified_input(evidence, [checked])
     assert [claim.text for claim in verified.verified_executor_output] == ["first text"]
     assert len(verified.verified_evidence) == 1
 
 
 def test_a_custom_routing_table_without_a_catch_all_row_raises_lookup_error() -> None:
-    table = (dcb.Route(dc.NodeName.PLANNER, dcb.Condition.COMPLETED, dc.NodeName.EXECUTOR),)
-    facts = dcb.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
+    table = (dcm.Route(dcm.NodeName.PLANNER, dcm.Condition.COMPLETED, dcm.NodeName.EXECUTOR),)
+    facts = dcm.RoutingFacts(status=dcm.NodeStatus.INVALID_OUTPUT)
     with pytest.raises(LookupError, match="no route after"):
-        dcb.choose_route(dc.NodeName.PLANNER, facts, table)
-    assert dcb.choose_route(dc.NodeName.PLANNER, dcb.RoutingFacts(dc.NodeStatus.COMPLETED), table)
+        dcm.choose_route(dcm.NodeName.PLANNER, facts, table)
+    assert dcm.choose_route(dcm.NodeName.PLANNER, dcm.RoutingFacts(dcm.NodeStatus.COMPLETED), table)
 
 
 # --- reference gatekeeper --------------------------------------------------------
 
 
 def test_unresolved_shows_as_its_name() -> None:
-    assert dcb.resolve_raw_path({"a": 1}, "$.b") is UNRESOLVED
+    assert dct.resolve_raw_path({"a": 1}, "$.b") is UNRESOLVED
     assert repr(UNRESOLVED) == "UNRESOLVED"
 
 
@@ -150,18 +150,18 @@ def test_an_unreadable_tool_output_or_record_is_a_ledger_error_not_a_crash() -> 
     with pytest.raises(LedgerError, match=r"output: unreadable \(RuntimeError\)"):
         ToolInvocation("inv-1", "query_logs", True, _Unreadable())
     with pytest.raises(LedgerError, match=r"tool_ledger\[0\]: unreadable \(RuntimeError\)"):
-        dcb.ledger_from_records([_Unreadable()])
+        dct.ledger_from_records([_Unreadable()])
 
 
 def test_resolving_a_path_in_an_output_that_raises_is_unresolved() -> None:
-    assert dcb.resolve_raw_path({"a": _Unreadable()}, "$.a.b") is UNRESOLVED
+    assert dct.resolve_raw_path({"a": _Unreadable()}, "$.a.b") is UNRESOLVED
 
 
 def test_a_number_too_long_to_print_is_refused_by_the_ledger() -> None:
     # Spec §5: an integer of more than 4300 digits is invalid everywhere, ledgers included.
     problem = r"^tool_ledger\[0\]\.output: not a JSON value at \$\.a: an integer of more"
     with pytest.raises(LedgerError, match=problem):
-        dcb.ledger_from_records(
+        dct.ledger_from_records(
             [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
               "output": {"a": 10**5000}}]
         )
@@ -173,18 +173,18 @@ class _BrokenLedger(dc.ToolLedger):
 
 
 def test_checking_a_binding_never_raises_it_fails_the_binding() -> None:
-    checked = dcb.check_binding(_BrokenLedger(), "c1", BINDING)
+    checked = dct.check_binding(_BrokenLedger(), "c1", BINDING)
     assert (checked.status, checked.reason) == (BindingCheckStatus.FAIL, "INVOCATION_NOT_FOUND")
 
 
 def test_a_repeated_binding_key_passes_only_if_every_copy_passes() -> None:
-    ledger = dcb.ledger_from_records(
+    ledger = dct.ledger_from_records(
         [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
           "output": {"a": "upstream timeout"}}]
     )
     wrong = attrs.evolve(BINDING, evidence_excerpt="no such text")
     claim = Claim("c1", "times out", (wrong, BINDING, wrong))
-    entries = dcb.check_bindings(ledger, ExecutorEvidence(EvidenceStatus.EVIDENCE_FOUND, (claim,)))
+    entries = dct.check_bindings(ledger, ExecutorEvidence(EvidenceStatus.EVIDENCE_FOUND, (claim,)))
     assert [(entry.status, entry.reason) for entry in entries] == [
         (BindingCheckStatus.FAIL, "EXCERPT_MISMATCH")
     ]
@@ -229,6 +229,9 @@ class _Undocumented:
 
 
 def test_the_schema_generator_covers_every_shape_the_converter_reads() -> None:
+    def _type_schema(cl: object) -> Any:
+        return _rules_type_schema(cl, SchemaRules())
+
     assert _type_schema(_Level) == {"enum": [1, 2]}
     assert _type_schema(tuple[int, str]) == {
         "type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
@@ -303,16 +306,16 @@ def test_a_default_computed_from_the_instance_is_used_but_null_stays_an_error() 
 
 
 def test_an_audit_raw_result_must_be_a_json_value() -> None:
-    wire: Any = dc.to_wire(dcb.GatekeeperAudit(
-        1, dcb.RawResult("{}"), None, dc.GatekeeperStatus.PASS, None, None, 0, 0, 0, 0))
+    wire: Any = dc.to_wire(dcm.GatekeeperAudit(
+        1, dcm.RawResult("{}"), None, dcp.GatekeeperStatus.PASS, None, None, 0, 0, 0, 0))
     wire["raw_result"] = {"score": float("nan")}
     with pytest.raises(dc.PayloadError, match="raw_result: expected a JSON value"):
-        dc.from_wire(dcb.GatekeeperAudit, wire)
+        dc.from_wire(dcm.GatekeeperAudit, wire)
 
 
 def test_json_text_helpers_refuse_values_that_are_not_text() -> None:
     with pytest.raises(dc.PayloadError, match="expected text, got int"):
-        dcb.extract_json_text(5)  # type: ignore[arg-type]
+        dcp.extract_json_text(5)  # type: ignore[arg-type]
     from diagnosis_core._kernel.json import loads_strict_with_objects
 
     assert loads_strict_with_objects(5, dict) == (False, None)  # type: ignore[arg-type]
@@ -353,9 +356,9 @@ def test_the_one_pass_parse_rejects_as_the_strict_loader(tail: str) -> None:
     # error when it finds one, without a second parse: same path, same words.
     text = _EVIDENCE_HEAD + tail
     with pytest.raises(dc.PayloadError) as strict:
-        dcb.loads_strict(text)
+        dcp.loads_strict(text)
     with pytest.raises(dc.PayloadError) as parsed:
-        dc.parse_executor_evidence(text)
+        dcp.parse_executor_evidence(text)
     assert (parsed.value.path, parsed.value.problem) == (strict.value.path, strict.value.problem)
 
 
@@ -370,5 +373,5 @@ def test_the_one_pass_parse_rejects_as_the_strict_loader(tail: str) -> None:
 )
 def test_the_diagnostic_pass_reports_what_stops_it(text: str, problem: str) -> None:
     with pytest.raises(dc.PayloadError) as error:
-        dcb.loads_strict(text)
+        dcp.loads_strict(text)
     assert error.value.problem == problem

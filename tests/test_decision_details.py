@@ -13,18 +13,15 @@ from typing import Any
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
-from diagnosis_core import (
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+from diagnosis_core import DiagnosisRequest, FailureKind, RunConfig
+from diagnosis_core.machine import (
     AgentFailed,
     AgentReplied,
-    DiagnosisRequest,
-    FailureKind,
     GatekeeperFailed,
     GatekeeperReturned,
     NodeName,
-    RunConfig,
-)
-from diagnosis_core.blocks import (
     RawResult,
 )
 
@@ -47,13 +44,13 @@ QUESTION = "Why does the payment API time out?"
 
 
 def at_gatekeeper() -> dc.DiagnosisState:
-    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
-    state = dc.advance(state, AgentReplied(PLAN))
-    return dc.advance(state, AgentReplied(EVIDENCE))
+    state = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dcm.advance(state, AgentReplied(PLAN))
+    return dcm.advance(state, AgentReplied(EVIDENCE))
 
 
 def at_verifier() -> dc.DiagnosisState:
-    return dc.advance(at_gatekeeper(), GatekeeperReturned(PASSED))
+    return dcm.advance(at_gatekeeper(), GatekeeperReturned(PASSED))
 
 
 # --- the routing graph and the fallback layout -------------------------------------------
@@ -86,24 +83,24 @@ MERMAID = """flowchart TD
 
 
 def test_the_mermaid_graph_of_the_table_is_exactly_the_specified_flowchart() -> None:
-    assert dcb.routing_mermaid() == MERMAID
+    assert dcm.routing_mermaid() == MERMAID
 
 
 def test_a_custom_table_is_drawn_and_routed_from_its_own_rows() -> None:
     table = (
-        dcb.Route(None, dcb.Condition.ALWAYS, NodeName.PLANNER),
-        dcb.Route(NodeName.PLANNER, dcb.Condition.RETRY_LEFT, NodeName.PLANNER, same_input=True),
-        dcb.Route(NodeName.PLANNER, dcb.Condition.OTHERWISE, None),
+        dcm.Route(None, dcm.Condition.ALWAYS, NodeName.PLANNER),
+        dcm.Route(NodeName.PLANNER, dcm.Condition.RETRY_LEFT, NodeName.PLANNER, same_input=True),
+        dcm.Route(NodeName.PLANNER, dcm.Condition.OTHERWISE, None),
     )
-    assert dcb.routing_mermaid(table).splitlines()[3:] == [
+    assert dcm.routing_mermaid(table).splitlines()[3:] == [
         '    START -->|"always"| planner',
         '    planner -->|"retryable failure, retries left / same input"| planner',
         '    planner -->|"otherwise"| END',
     ]
-    retry = dcb.RoutingFacts(status=dc.NodeStatus.RETRYABLE_FAILED, retries_left=True)
-    assert dcb.choose_route(NodeName.PLANNER, retry, table) is table[1]
-    assert dcb.choose_route(NodeName.PLANNER, dcb.RoutingFacts(), table) is table[2]
-    assert dcb.choose_route(None, dcb.RoutingFacts(), table) is table[0]
+    retry = dcm.RoutingFacts(status=dcm.NodeStatus.RETRYABLE_FAILED, retries_left=True)
+    assert dcm.choose_route(NodeName.PLANNER, retry, table) is table[1]
+    assert dcm.choose_route(NodeName.PLANNER, dcm.RoutingFacts(), table) is table[2]
+    assert dcm.choose_route(None, dcm.RoutingFacts(), table) is table[0]
 
 
 POST_FALLBACK = """## Diagnosis summary (fallback)
@@ -128,10 +125,10 @@ Inspect the trace of run run-7 for details."""  # noqa: E501
 
 
 def test_the_post_verification_fallback_has_exactly_the_specified_layout() -> None:
-    text = dcb.render_post_verification_fallback(
+    text = dcm.render_post_verification_fallback(
         run_id="run-7",
         answer_mode=dc.AnswerMode.LOW_CONFIDENCE,
-        allowed_claims=(dcb.AllowedClaim("c1", "Gateway <times> out"),),
+        allowed_claims=(dcm.AllowedClaim("c1", "Gateway <times> out"),),
         missing_info=("pool metrics",),
         recommended_actions=(),
         config=dc.DiagnosisConfig(),
@@ -143,14 +140,14 @@ def test_the_post_verification_fallback_has_exactly_the_specified_layout() -> No
 
 
 def test_a_returned_result_is_traced_with_its_raw_status_and_level() -> None:
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": " FAIL", "level": "Reject"}))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned({"status": " FAIL", "level": "Reject"}))
     details = state.events[-2].details
     assert (details.raw_status, details.raw_level) == (" FAIL", "Reject")
     assert state.events[-2].reason_code is dc.ReasonCode.GATEKEEPER_REJECTED
 
 
 def test_a_raising_gatekeeper_is_traced_with_its_message_and_no_raw_fields() -> None:
-    state = dc.advance(at_gatekeeper(), GatekeeperFailed("TimeoutError: 5 s"))
+    state = dcm.advance(at_gatekeeper(), GatekeeperFailed("TimeoutError: 5 s"))
     event = state.events[-2]
     assert event.node is NodeName.GATEKEEPER
     assert event.details.raw_status is None and event.details.raw_level is None
@@ -173,10 +170,10 @@ class _NoRepr:
 
 def test_an_unserializable_raw_result_is_audited_by_its_capped_repr() -> None:
     long = {"values": {"x" * 3000}}  # a set: not JSON
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned(long))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned(long))
     audit = state.gatekeeper_audits[-1]
-    assert audit.raw_result == RawResult(dcb.canonical_json({"unserializable": repr(long)[:2000]}))
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"x": _NoRepr()}))
+    assert audit.raw_result == RawResult(dcp.canonical_json({"unserializable": repr(long)[:2000]}))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned({"x": _NoRepr()}))
     raw = state.gatekeeper_audits[-1].raw_result
     assert raw is not None and json.loads(raw.json_text) == {
         "unserializable": "<unrepresentable dict>"
@@ -184,12 +181,12 @@ def test_an_unserializable_raw_result_is_audited_by_its_capped_repr() -> None:
 
 
 def test_an_unreadable_result_names_the_type_it_got() -> None:
-    assert dcb.normalize_gatekeeper_result([PASSED]).problem == "$: expected an object, got list"
+    assert dcm.normalize_gatekeeper_result([PASSED]).problem == "$: expected an object, got list"
 
 
 def test_an_exception_without_message_is_described_by_its_type_alone() -> None:
-    assert dcb.gatekeeper_unavailable(TimeoutError()).problem == "TimeoutError"
-    assert dcb.gatekeeper_unavailable(TimeoutError("5 s")).problem == "TimeoutError: 5 s"
+    assert dcm.gatekeeper_unavailable(TimeoutError()).problem == "TimeoutError"
+    assert dcm.gatekeeper_unavailable(TimeoutError("5 s")).problem == "TimeoutError: 5 s"
 
 
 # --- verifier and composer ------------------------------------------------------------------
@@ -197,14 +194,14 @@ def test_an_exception_without_message_is_described_by_its_type_alone() -> None:
 
 def test_every_agent_input_carries_the_question_as_query() -> None:
     state = at_verifier()
-    verifier_action = dc.next_action(state)
-    assert isinstance(verifier_action, dc.InvokeAgent)
+    verifier_action = dcm.next_action(state)
+    assert isinstance(verifier_action, dcm.InvokeAgent)
     assert json.loads(verifier_action.input)["query"] == QUESTION
     verdict = {"verdict": "PASS", "groundedness_score": 1, "facts_checked": [],
                "allowed_claim_ids": ["c1"]}
-    state = dc.advance(state, AgentReplied(json.dumps(verdict)))
-    composer_action = dc.next_action(state)
-    assert isinstance(composer_action, dc.InvokeAgent)
+    state = dcm.advance(state, AgentReplied(json.dumps(verdict)))
+    composer_action = dcm.next_action(state)
+    assert isinstance(composer_action, dcm.InvokeAgent)
     assert json.loads(composer_action.input)["query"] == QUESTION
 
 
@@ -212,7 +209,7 @@ def test_unknown_allowed_ids_are_dropped_from_the_kept_evaluation_and_recorded()
     verdict = {"verdict": "PASS", "groundedness_score": 1, "allowed_claim_ids": ["ghost", "c1"],
                "facts_checked": [{"claim_id": "phantom", "fact": "f", "is_critical": True,
                                   "verification": "no_evidence"}]}
-    state = dc.advance(at_verifier(), AgentReplied(json.dumps(verdict)))
+    state = dcm.advance(at_verifier(), AgentReplied(json.dumps(verdict)))
     evaluation = state.verifier_evaluations[-1]
     assert evaluation.output.allowed_claim_ids == ("c1",)
     assert evaluation.output.facts_checked == ()
@@ -226,17 +223,17 @@ def test_a_failed_attempt_is_traced_with_its_error(agent: str) -> None:
     if agent == "composer":
         verdict = {"verdict": "PASS", "groundedness_score": 1, "facts_checked": [],
                    "allowed_claim_ids": ["c1"]}
-        state = dc.advance(state, AgentReplied(json.dumps(verdict)))
-    state = dc.advance(state, AgentFailed(FailureKind.RETRYABLE, "TimeoutError: slow"))
+        state = dcm.advance(state, AgentReplied(json.dumps(verdict)))
+    state = dcm.advance(state, AgentFailed(FailureKind.RETRYABLE, "TimeoutError: slow"))
     assert state.events[-1].details.error == "TimeoutError: slow"
-    state = dc.advance(state, AgentReplied("not json"))
+    state = dcm.advance(state, AgentReplied("not json"))
     assert state.events[-2].details.error == (
         "$: invalid JSON: Expecting value at line 1 column 1"
     )
 
 
 def test_the_trace_report_carries_the_reason_code_of_the_run() -> None:
-    state = dc.advance(at_gatekeeper(), GatekeeperFailed("down"))
+    state = dcm.advance(at_gatekeeper(), GatekeeperFailed("down"))
     report = dc.build_trace_report(state)
     assert report.reason_code is dc.ReasonCode.GATEKEEPER_UNAVAILABLE
     assert report.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
@@ -271,20 +268,20 @@ TRACED_EVIDENCE = json.dumps(
 
 
 def test_the_pre_verification_fallback_shows_status_counts_and_tools_of_the_run() -> None:
-    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
-    state = dc.advance(state, AgentReplied(PLAN))
-    state = dc.advance(state, AgentReplied(TRACED_EVIDENCE))
+    state = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dcm.advance(state, AgentReplied(PLAN))
+    state = dcm.advance(state, AgentReplied(TRACED_EVIDENCE))
     entry: dict[str, Any] = dict(CHECKED)
     unmatched = {"status": "fail", "level": "low_confid", "checked_bindings": [
         {**entry, "raw_path": "$.other"}, {**entry, "status": "fail"},
     ]}
-    state = dc.advance(state, GatekeeperReturned(unmatched))
+    state = dcm.advance(state, GatekeeperReturned(unmatched))
     assert state.answer == PRE_FALLBACK
     assert state.verified is None  # nothing was verified, nothing is kept as if it were
 
 
 def test_an_unreadable_gatekeeper_result_shows_no_binding_counts() -> None:
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": "maybe"}))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned({"status": "maybe"}))
     assert state.answer is not None
     assert "- Evidence check status: REJECT" in state.answer
     assert "Evidence bindings" not in state.answer
@@ -292,7 +289,7 @@ def test_an_unreadable_gatekeeper_result_shows_no_binding_counts() -> None:
     assert audit.reason_code is dc.ReasonCode.GATEKEEPER_INVALID_RESULT
     assert audit.problem == "status: expected one of pass, fail"
     assert state.events[-2].details.error == "status: expected one of pass, fail"
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": "fail", "level": "reject",
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned({"status": "fail", "level": "reject",
                                                             "checked_bindings": []}))
     assert state.answer is not None and "- Evidence bindings: 0 checked" in state.answer
 
@@ -315,7 +312,7 @@ def test_an_unreadable_gatekeeper_result_shows_no_binding_counts() -> None:
     ],
 )
 def test_an_invalid_result_names_its_path_and_what_it_got(raw: object, problem: str) -> None:
-    assert dcb.normalize_gatekeeper_result(raw).problem == problem
+    assert dcm.normalize_gatekeeper_result(raw).problem == problem
 
 
 class _Exploding(dict):  # type: ignore[type-arg]
@@ -325,86 +322,86 @@ class _Exploding(dict):  # type: ignore[type-arg]
 
 def test_a_result_whose_methods_raise_is_an_unreadable_result_at_the_top() -> None:
     with pytest.raises(dc.PayloadError) as error:
-        dc.parse_gatekeeper_result(_Exploding())
+        dcp.parse_gatekeeper_result(_Exploding())
     assert (error.value.path, str(error.value)) == ("", "$: unreadable result (RuntimeError)")
 
 
 def test_problem_texts_are_capped_at_a_thousand_characters() -> None:
-    assert dcb.gatekeeper_unavailable("x" * 1000).problem == "x" * 1000
-    assert dcb.gatekeeper_unavailable("x" * 1001).problem == "x" * 999 + "…"
+    assert dcm.gatekeeper_unavailable("x" * 1000).problem == "x" * 1000
+    assert dcm.gatekeeper_unavailable("x" * 1001).problem == "x" * 999 + "…"
 
 
 # --- inputs, attempts and the state ------------------------------------------------------------
 
 
 def test_planner_and_executor_inputs_carry_the_question_in_both_rounds() -> None:
-    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
-    planner = dc.next_action(state)
-    assert isinstance(planner, dc.InvokeAgent)
+    state = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    planner = dcm.next_action(state)
+    assert isinstance(planner, dcm.InvokeAgent)
     assert json.loads(planner.input)["query"] == QUESTION
-    state = dc.advance(state, AgentReplied(PLAN))
-    executor = dc.next_action(state)
-    assert isinstance(executor, dc.InvokeAgent)
+    state = dcm.advance(state, AgentReplied(PLAN))
+    executor = dcm.next_action(state)
+    assert isinstance(executor, dcm.InvokeAgent)
     assert json.loads(executor.input)["query"] == QUESTION
-    state = dc.advance(state, AgentReplied(EVIDENCE))
+    state = dcm.advance(state, AgentReplied(EVIDENCE))
     low = {**PASSED, "status": "fail", "level": "low_confid"}
-    state = dc.advance(state, GatekeeperReturned(low))
+    state = dcm.advance(state, GatekeeperReturned(low))
     gap = {"verdict": "PASS", "groundedness_score": 0.5, "allowed_claim_ids": ["c1"],
            "facts_checked": [{"claim_id": "c1", "fact": "f", "is_critical": True,
                               "verification": "no_evidence"}]}
-    state = dc.advance(state, AgentReplied(json.dumps(gap)))
-    second = dc.next_action(state)
-    assert isinstance(second, dc.InvokeAgent) and second.round == 2
+    state = dcm.advance(state, AgentReplied(json.dumps(gap)))
+    second = dcm.next_action(state)
+    assert isinstance(second, dcm.InvokeAgent) and second.round == 2
     assert json.loads(second.input)["query"] == QUESTION
-    state = dc.advance(state, AgentReplied(EVIDENCE))
+    state = dcm.advance(state, AgentReplied(EVIDENCE))
     assert state.verified is None  # round 1's projection is not carried into round 2
-    call = dc.next_action(state)
-    assert isinstance(call, dc.CallGatekeeper) and call.round == 2
+    call = dcm.next_action(state)
+    assert isinstance(call, dcm.CallGatekeeper) and call.round == 2
 
 
 def test_the_gatekeeper_call_names_its_round() -> None:
-    call = dc.next_action(at_gatekeeper())
-    assert isinstance(call, dc.CallGatekeeper)
+    call = dcm.next_action(at_gatekeeper())
+    assert isinstance(call, dcm.CallGatekeeper)
     assert (call.run_id, call.round) == ("run-1", 1)
 
 
 @pytest.mark.parametrize("agent", ["planner", "executor"])
 def test_failed_planner_and_executor_attempts_are_traced_with_their_error(agent: str) -> None:
-    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
     if agent == "executor":
-        state = dc.advance(state, AgentReplied(PLAN))
-    state = dc.advance(state, AgentReplied("[]"))
+        state = dcm.advance(state, AgentReplied(PLAN))
+    state = dcm.advance(state, AgentReplied("[]"))
     assert state.events[-2 if agent == "executor" else -1].details.error == (
         "$: expected a JSON object, got array"
     )
     if agent == "executor":
         return
-    state = dc.advance(state, AgentFailed(FailureKind.NON_RETRYABLE, "ValueError: no"))
+    state = dcm.advance(state, AgentFailed(FailureKind.NON_RETRYABLE, "ValueError: no"))
     assert state.events[-2].details.error == "ValueError: no"
 
 
 def test_an_executor_that_raises_is_traced_with_its_error() -> None:
-    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
-    state = dc.advance(state, AgentReplied(PLAN))
-    state = dc.advance(state, AgentFailed(FailureKind.TOOL_BLOCKED, "ToolBlockedError: denied"))
+    state = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dcm.advance(state, AgentReplied(PLAN))
+    state = dcm.advance(state, AgentFailed(FailureKind.TOOL_BLOCKED, "ToolBlockedError: denied"))
     assert state.events[-2].details.error == "ToolBlockedError: denied"
     assert state.reason_code is dc.ReasonCode.EXECUTOR_TOOL_BLOCKED
 
 
 def test_a_reply_that_is_not_text_is_a_machine_error_naming_its_type() -> None:
-    state = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+    state = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
     problem = r"expected the agent's message text \(a str\), got int"
     with pytest.raises(dc.MachineError, match=problem):
-        dc.advance(state, AgentReplied(7))  # type: ignore[arg-type]
+        dcm.advance(state, AgentReplied(7))  # type: ignore[arg-type]
 
 
 def test_inputs_of_a_question_with_a_lone_surrogate_are_hashed_as_sent() -> None:
     import hashlib
 
-    state = dc.start_diagnosis(DiagnosisRequest("why \ud800?", RunConfig("run-1", "chat-1")))
-    action = dc.next_action(state)
-    assert isinstance(action, dc.InvokeAgent)
-    state = dc.advance(state, AgentReplied(PLAN))
+    state = dcm.start_diagnosis(DiagnosisRequest("why \ud800?", RunConfig("run-1", "chat-1")))
+    action = dcm.next_action(state)
+    assert isinstance(action, dcm.InvokeAgent)
+    state = dcm.advance(state, AgentReplied(PLAN))
     digest = hashlib.sha256(action.input.encode("utf-8", "surrogatepass")).hexdigest()
     assert state.events[0].input_sha256 == digest
 
@@ -412,10 +409,10 @@ def test_inputs_of_a_question_with_a_lone_surrogate_are_hashed_as_sent() -> None
 def test_the_composer_output_is_kept_in_the_state() -> None:
     verdict = {"verdict": "PASS", "groundedness_score": 1, "facts_checked": [],
                "allowed_claim_ids": ["c1"]}
-    state = dc.advance(at_verifier(), AgentReplied(json.dumps(verdict)))
+    state = dcm.advance(at_verifier(), AgentReplied(json.dumps(verdict)))
     reply = '{"answer": "It times out.", "cited_claim_ids": ["c1"]}'
-    state = dc.advance(state, AgentReplied(reply))
-    assert state.composer_output == dc.ComposerOutput("It times out.", ("c1",))
+    state = dcm.advance(state, AgentReplied(reply))
+    assert state.composer_output == dcp.ComposerOutput("It times out.", ("c1",))
     assert (state.outcome, state.answer, state.reason_code) == (
         dc.Outcome.ANSWERED, "It times out.", None
     )
@@ -424,19 +421,19 @@ def test_the_composer_output_is_kept_in_the_state() -> None:
 def test_misusing_the_machine_says_what_went_wrong() -> None:
     state = at_gatekeeper()
     with pytest.raises(dc.MachineError, match=r"a gatekeeper call; got AgentReplied"):
-        dc.advance(state, AgentReplied("{}"))
-    planner = dc.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
+        dcm.advance(state, AgentReplied("{}"))
+    planner = dcm.start_diagnosis(DiagnosisRequest(QUESTION, RunConfig("run-1", "chat-1")))
     with pytest.raises(dc.MachineError,
                        match="pending action is a planner invocation; got GatekeeperFailed"):
-        dc.advance(planner, GatekeeperFailed("x"))
+        dcm.advance(planner, GatekeeperFailed("x"))
     idle = dc.DiagnosisState(request=planner.request)
     with pytest.raises(dc.MachineError, match=r"^the state awaits nothing; it was not produced"):
-        dc.next_action(idle)
+        dcm.next_action(idle)
     with pytest.raises(dc.MachineError, match=r"^the state awaits nothing; it was not produced"):
-        dc.advance(idle, AgentReplied("{}"))
-    finished = dc.advance(state, GatekeeperFailed("down"))
+        dcm.advance(idle, AgentReplied("{}"))
+    finished = dcm.advance(state, GatekeeperFailed("down"))
     with pytest.raises(dc.MachineError, match=r"^the run has finished; there is nothing to"):
-        dc.advance(finished, GatekeeperFailed("down"))
+        dcm.advance(finished, GatekeeperFailed("down"))
 
 
 # --- parsing, projection, routing and rendering edges -------------------------------------------
@@ -447,33 +444,33 @@ def test_exactly_two_bindings_with_the_same_key_are_a_duplicate() -> None:
     binding = evidence["claims"][0]["bindings"][0]
     evidence["claims"][0]["bindings"] = [binding, {**binding, "evidence_excerpt": "other"}]
     with pytest.raises(dc.PayloadError, match=r"claims\[0\]\.bindings\[1\]: duplicate binding"):
-        dc.parse_executor_evidence(json.dumps(evidence))
+        dcp.parse_executor_evidence(json.dumps(evidence))
     for field in ("source_invocation_id", "tool_name", "raw_path"):
         evidence["claims"][0]["bindings"] = [binding, {**binding, field: "different"}]
-        assert len(dc.parse_executor_evidence(json.dumps(evidence)).claims[0].bindings) == 2
+        assert len(dcp.parse_executor_evidence(json.dumps(evidence)).claims[0].bindings) == 2
 
 
 def test_the_projector_skips_a_repeated_claim_and_keeps_the_ones_after_it() -> None:
-    binding = dc.EvidenceBinding("inv-1", "q", "$.a", "e")
+    binding = dcp.EvidenceBinding("inv-1", "q", "$.a", "e")
     evidence = dc.ExecutorEvidence(
-        dc.EvidenceStatus.EVIDENCE_FOUND,
-        (dc.Claim("c1", "one", (binding, binding)), dc.Claim("c1", "again", (binding,)),
-         dc.Claim("c2", "two", (binding,))),
+        dcp.EvidenceStatus.EVIDENCE_FOUND,
+        (dcp.Claim("c1", "one", (binding, binding)), dcp.Claim("c1", "again", (binding,)),
+         dcp.Claim("c2", "two", (binding,))),
     )
     checked = [
-        dc.CheckedBinding(claim, "inv-1", "q", "$.a", dc.BindingCheckStatus.PASS, "m")
+        dcp.CheckedBinding(claim, "inv-1", "q", "$.a", dcp.BindingCheckStatus.PASS, "m")
         for claim in ("c1", "c2")
     ]
-    verified = dcb.project_verified_input(evidence, checked)
+    verified = dcm.project_verified_input(evidence, checked)
     assert [c.claim_id for c in verified.verified_executor_output] == ["c1", "c2"]
     assert [len(c.bindings) for c in verified.verified_executor_output] == [1, 1]
     assert len(verified.verified_evidence) == 2
 
 
 def test_a_custom_table_without_rows_for_a_node_cannot_route_it() -> None:
-    table = (dcb.Route(None, dcb.Condition.ALWAYS, NodeName.PLANNER),)
+    table = (dcm.Route(None, dcm.Condition.ALWAYS, NodeName.PLANNER),)
     with pytest.raises(LookupError, match="no route after"):
-        dcb.choose_route(NodeName.COMPOSER, dcb.RoutingFacts(), table)
+        dcm.choose_route(NodeName.COMPOSER, dcm.RoutingFacts(), table)
 
 
 @pytest.mark.parametrize(
@@ -489,4 +486,4 @@ def test_a_custom_table_without_rows_for_a_node_cannot_route_it() -> None:
 def test_sanitizing_counts_crlf_as_one_break_and_strips_before_capping(
     text: str, cap: int, rendered: str
 ) -> None:
-    assert dcb.sanitize_item(text, cap) == rendered
+    assert dcm.sanitize_item(text, cap) == rendered

@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
-from diagnosis_core import (
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+from diagnosis_core import ExecutorEvidence, Verdict
+from diagnosis_core.protocol import (
     BindingCheckStatus,
     CheckedBinding,
     Claim,
     EvidenceBinding,
     EvidenceStatus,
-    ExecutorEvidence,
     FactCheck,
     GatekeeperStatus,
-    Verdict,
     Verification,
 )
 
@@ -89,12 +89,12 @@ def test_projector_keeps_only_exactly_matching_passed_bindings() -> None:
         Claim("c2", "two", (b("i3"),)),
     )
     checked = [ok("c1", "i2", text="GK-TEXT"), bad("c1", "i1"), ok("c2", "i3", tool="T")]
-    projected = dcb.project_verified_input(executor, checked)
+    projected = dcm.project_verified_input(executor, checked)
     assert projected.verified_executor_output == (
-        dcb.VerifiedClaim("c1", "one", True, (dcb.VerifiedBinding("i2", "t", "$.a"),)),
+        dcm.VerifiedClaim("c1", "one", True, (dcm.VerifiedBinding("i2", "t", "$.a"),)),
     )
-    assert projected.verified_evidence == (dcb.VerifiedEvidence("c1", "i2", "t", "$.a", "GK-TEXT"),)
-    assert dcb.count_trusted_bindings(executor, checked) == 1
+    assert projected.verified_evidence == (dcm.VerifiedEvidence("c1", "i2", "t", "$.a", "GK-TEXT"),)
+    assert dcm.count_trusted_bindings(executor, checked) == 1
 
 
 @pytest.mark.parametrize(
@@ -106,12 +106,12 @@ def test_projector_keeps_only_exactly_matching_passed_bindings() -> None:
 )
 def test_projector_matching_is_exact_string_equality(entry: CheckedBinding) -> None:
     executor = evidence(Claim("c1", "one", (b("i1"),)))
-    assert dcb.project_verified_input(executor, [entry]) == dcb.VerifiedInput()
+    assert dcm.project_verified_input(executor, [entry]) == dcm.VerifiedInput()
 
 
 def test_projector_uses_gatekeeper_text_never_the_excerpt() -> None:
     executor = evidence(Claim("c1", "one", (b("i1", excerpt="EXECUTOR-SAYS"),)))
-    projected = dcb.project_verified_input(executor, [ok("c1", "i1", text="TOOL-SAYS")])
+    projected = dcm.project_verified_input(executor, [ok("c1", "i1", text="TOOL-SAYS")])
     assert projected.verified_evidence[0].matched_text == "TOOL-SAYS"
     assert "EXECUTOR-SAYS" not in repr(projected)
 
@@ -119,28 +119,28 @@ def test_projector_uses_gatekeeper_text_never_the_excerpt() -> None:
 def test_projector_keeps_executor_order_not_gatekeeper_order() -> None:
     executor = evidence(Claim("c2", "two", (b("i2"), b("i1"))), Claim("c1", "one", (b("i3"),)))
     checked = [ok("c1", "i3"), ok("c2", "i1"), ok("c2", "i2")]
-    projected = dcb.project_verified_input(executor, checked)
+    projected = dcm.project_verified_input(executor, checked)
     assert projected.claim_ids == ("c2", "c1")
     assert [e.source_invocation_id for e in projected.verified_evidence] == ["i2", "i1", "i3"]
 
 
 def test_projector_of_no_evidence_output_is_empty() -> None:
-    assert dcb.project_verified_input(evidence(), []) == dcb.VerifiedInput((), ())
+    assert dcm.project_verified_input(evidence(), []) == dcm.VerifiedInput((), ())
 
 
 def test_projector_is_linear_in_claims_and_bindings() -> None:
     n = 20000
     claims = tuple(Claim(f"c{i}", "x", (b(f"i{i}"),)) for i in range(n))
     checked = [ok(f"c{i}", f"i{i}") for i in range(n)]
-    projected = dcb.project_verified_input(evidence(*claims), checked)
+    projected = dcm.project_verified_input(evidence(*claims), checked)
     assert len(projected.verified_evidence) == n
 
 
 def test_select_allowed_claims_is_intersection_in_verified_order() -> None:
     executor = evidence(Claim("c1", "one", (b("i1"),)), Claim("c2", "two", (b("i2"),)))
-    verified = dcb.project_verified_input(executor, [ok("c1", "i1"), ok("c2", "i2")])
-    assert dcb.select_allowed_claims(verified, ["c2", "c9", "c1", "c2"]) == (
-        dcb.AllowedClaim("c1", "one"), dcb.AllowedClaim("c2", "two"),
+    verified = dcm.project_verified_input(executor, [ok("c1", "i1"), ok("c2", "i2")])
+    assert dcm.select_allowed_claims(verified, ["c2", "c9", "c1", "c2"]) == (
+        dcm.AllowedClaim("c1", "one"), dcm.AllowedClaim("c2", "two"),
     )
 
 
@@ -162,16 +162,16 @@ def test_select_allowed_claims_is_intersection_in_verified_order() -> None:
 def test_effective_verdict_is_min_of_model_and_ceiling(
     model: Verdict, status: GatekeeperStatus, expected: Verdict
 ) -> None:
-    assert dcb.apply_verdict_ceiling(model, dcb.verdict_ceiling(status)) is expected
+    assert dcm.apply_verdict_ceiling(model, dcm.verdict_ceiling(status)) is expected
 
 
 def test_verdict_order_and_answer_modes() -> None:
     assert Verdict.REJECT < Verdict.LOW_CONFID < Verdict.PASS
     assert Verdict.PASS >= Verdict.PASS and not Verdict.PASS <= Verdict.LOW_CONFID
     assert Verdict.PASS.__lt__("PASS") is NotImplemented
-    assert dcb.answer_mode_for(Verdict.PASS) is dc.AnswerMode.NORMAL
-    assert dcb.answer_mode_for(Verdict.LOW_CONFID) is dc.AnswerMode.LOW_CONFIDENCE
-    assert dcb.answer_mode_for(Verdict.REJECT) is dc.AnswerMode.DEGRADED
+    assert dcm.answer_mode_for(Verdict.PASS) is dc.AnswerMode.NORMAL
+    assert dcm.answer_mode_for(Verdict.LOW_CONFID) is dc.AnswerMode.LOW_CONFIDENCE
+    assert dcm.answer_mode_for(Verdict.REJECT) is dc.AnswerMode.DEGRADED
 
 
 # --- gaps and retry context ------------------------------------------------------------
@@ -191,11 +191,11 @@ def test_only_critical_no_evidence_or_indirect_support_facts_are_gaps() -> None:
         fact("c1", Verification.NO_EVIDENCE),
         fact("c1", Verification.NO_EVIDENCE, text="other"),
     ]
-    gaps = dcb.extract_evidence_gaps(facts)
+    gaps = dcp.extract_evidence_gaps(facts)
     assert gaps == (
-        dcb.EvidenceGap("c1", "f", Verification.NO_EVIDENCE),
-        dcb.EvidenceGap("c2", "f", Verification.INDIRECT_SUPPORT),
-        dcb.EvidenceGap("c1", "other", Verification.NO_EVIDENCE),
+        dcp.EvidenceGap("c1", "f", Verification.NO_EVIDENCE),
+        dcp.EvidenceGap("c2", "f", Verification.INDIRECT_SUPPORT),
+        dcp.EvidenceGap("c1", "other", Verification.NO_EVIDENCE),
     )
 
 
@@ -206,11 +206,11 @@ def test_retry_context_refs_are_unique_and_sorted_and_constraints_fixed() -> Non
     )
     checked = [ok("c1", "i9", tool="z"), ok("c1", "i2", tool="a", path="$.b"),
                ok("c2", "i1", tool="a"), ok("c2", "i2", tool="a")]
-    verified = dcb.project_verified_input(executor, checked)
-    gap = dcb.EvidenceGap("c1", "f", Verification.NO_EVIDENCE)
-    context = dcb.build_retry_context(verified, [gap, gap])
+    verified = dcm.project_verified_input(executor, checked)
+    gap = dcp.EvidenceGap("c1", "f", Verification.NO_EVIDENCE)
+    context = dcp.build_retry_context(verified, [gap, gap])
     assert context.completed_query_refs == (
-        dcb.QueryRef("a", "i1"), dcb.QueryRef("a", "i2"), dcb.QueryRef("z", "i9"),
+        dcp.QueryRef("a", "i1"), dcp.QueryRef("a", "i2"), dcp.QueryRef("z", "i9"),
     )
     assert context.gaps == (gap,)
     assert [c.value for c in context.constraints] == [

@@ -17,15 +17,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
-from diagnosis_core import (
-    GatekeeperReturned,
-    GatekeeperStatus,
-    NodeName,
-    ReasonCode,
-)
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.tools as dct
+from diagnosis_core import ReasonCode
+from diagnosis_core._chat import reference_gatekeeper as reference
 from diagnosis_core._chat.rendering import _TEMPLATES
-from diagnosis_core._kernel import ledger as reference
+from diagnosis_core.machine import GatekeeperReturned, NodeName
+from diagnosis_core.protocol import GatekeeperStatus
 from diagnosis_core.testing import gatekeeper_raw_results, hostile_gatekeeper_values
 from tests.test_decision_details import CHECKED, at_gatekeeper
 
@@ -75,24 +74,24 @@ def _assert_unreadable(state: dc.DiagnosisState, error_type: str) -> None:
 @pytest.mark.parametrize("method", METHODS)
 def test_a_dict_subclass_with_a_raising_method_is_an_invalid_result(method: str) -> None:
     raw = _raising_dict(method)(status="pass", checked_bindings=[CHECKED])
-    _assert_unreadable(dc.advance(at_gatekeeper(), GatekeeperReturned(raw)), "ZeroDivisionError")
+    _assert_unreadable(dcm.advance(at_gatekeeper(), GatekeeperReturned(raw)), "ZeroDivisionError")
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_a_raising_dict_subclass_inside_checked_bindings_is_an_invalid_result(method: str) -> None:
     raw = {"status": "pass", "checked_bindings": [_raising_dict(method)(CHECKED)]}
-    _assert_unreadable(dc.advance(at_gatekeeper(), GatekeeperReturned(raw)), "ZeroDivisionError")
+    _assert_unreadable(dcm.advance(at_gatekeeper(), GatekeeperReturned(raw)), "ZeroDivisionError")
 
 
 def test_a_list_subclass_whose_iteration_raises_is_an_invalid_result() -> None:
     raw = {"status": "pass", "checked_bindings": _RaisingIterList([CHECKED])}
-    _assert_unreadable(dc.advance(at_gatekeeper(), GatekeeperReturned(raw)), "OverflowError")
+    _assert_unreadable(dcm.advance(at_gatekeeper(), GatekeeperReturned(raw)), "OverflowError")
 
 
 def test_string_subclasses_reach_the_trace_as_plain_strings() -> None:
     raw = {"status": _HostileStr(" PASS "), "level": _HostileStr("pass"),
            "checked_bindings": [{**CHECKED, "claim_id": _HostileStr("c1")}]}
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned(raw))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned(raw))
     details = _gatekeeper_event(state).details
     assert type(details.raw_status) is str and details.raw_status == " PASS "
     assert type(details.raw_level) is str and details.raw_level == "pass"
@@ -112,7 +111,8 @@ def test_normalization_and_audit_read_the_same_snapshot() -> None:
             FlipFlop.reads += 1
             return "pass" if FlipFlop.reads == 1 else "fail"
 
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned(FlipFlop(status="fail", level="reject")))
+    flip_flop = FlipFlop(status="fail", level="reject")
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned(flip_flop))
     assert state.gatekeeper is not None
     assert state.gatekeeper.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT
     assert state.gatekeeper.problem == "$: unreadable result (inconsistent FlipFlop)"
@@ -127,7 +127,7 @@ def test_a_host_mapping_is_read_once_per_protocol() -> None:
             calls.append("items")
             return super().items()
 
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned(Counting(status="pass")))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned(Counting(status="pass")))
     assert calls == ["items"]
     assert state.gatekeeper is not None and state.gatekeeper.status is GatekeeperStatus.PASS
 
@@ -154,20 +154,21 @@ GAP = {"verdict": "PASS", "groundedness_score": 0.5, "allowed_claim_ids": ["c1"]
 def _at_round_two(locale: str = "en") -> dc.DiagnosisState:
     config = dc.DiagnosisConfig(locale=dc.Locale(locale))
     request = dc.DiagnosisRequest("Why?", dc.RunConfig("run-1", "chat-1"), config=config)
-    state = dc.start_diagnosis(request)
-    state = dc.advance(state, dc.AgentReplied('{"steps": [{"step_id": "s1", "goal": "g"}]}'))
-    state = dc.advance(state, dc.AgentReplied(EVIDENCE_WITH_TOOLS))
+    state = dcm.start_diagnosis(request)
+    state = dcm.advance(state, dcm.AgentReplied('{"steps": [{"step_id": "s1", "goal": "g"}]}'))
+    state = dcm.advance(state, dcm.AgentReplied(EVIDENCE_WITH_TOOLS))
     low = {"status": "fail", "level": "low_confid", "checked_bindings": [CHECKED]}
-    state = dc.advance(state, GatekeeperReturned(low))
-    state = dc.advance(state, dc.AgentReplied(json.dumps(GAP)))
-    action = dc.next_action(state)
-    assert isinstance(action, dc.InvokeAgent) and action.round == 2
+    state = dcm.advance(state, GatekeeperReturned(low))
+    state = dcm.advance(state, dcm.AgentReplied(json.dumps(GAP)))
+    action = dcm.next_action(state)
+    assert isinstance(action, dcm.InvokeAgent) and action.round == 2
     return state
 
 
 @pytest.mark.parametrize("locale", ["en", "zh-CN"])
 def test_a_round_two_executor_failure_shows_no_round_one_facts(locale: str) -> None:
-    state = dc.advance(_at_round_two(locale), dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "boom"))
+    failed = dcm.AgentFailed(dc.FailureKind.NON_RETRYABLE, "boom")
+    state = dcm.advance(_at_round_two(locale), failed)
     assert state.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
     answer = state.answer
     assert answer is not None
@@ -184,11 +185,11 @@ def test_a_round_two_executor_failure_shows_no_round_one_facts(locale: str) -> N
 
 
 def test_a_round_two_gatekeeper_rejection_shows_round_two_facts() -> None:
-    state = dc.advance(_at_round_two(), dc.AgentReplied(EVIDENCE_WITH_TOOLS.replace(
+    state = dcm.advance(_at_round_two(), dcm.AgentReplied(EVIDENCE_WITH_TOOLS.replace(
         '"query_logs", "success": true', '"search_metrics", "success": false')))
     rejected = {"status": "fail", "level": "reject",
                 "checked_bindings": [{**CHECKED, "status": "fail", "matched_text": None}]}
-    state = dc.advance(state, GatekeeperReturned(rejected))
+    state = dcm.advance(state, GatekeeperReturned(rejected))
     answer = state.answer
     assert answer is not None and state.reason_code is ReasonCode.GATEKEEPER_REJECTED
     assert "- Evidence check status: REJECT" in answer
@@ -198,7 +199,7 @@ def test_a_round_two_gatekeeper_rejection_shows_round_two_facts() -> None:
 
 
 def test_a_round_one_fallback_still_says_nothing_was_verified() -> None:
-    state = dc.advance(at_gatekeeper(), GatekeeperReturned({"status": "fail", "level": "reject"}))
+    state = dcm.advance(at_gatekeeper(), GatekeeperReturned({"status": "fail", "level": "reject"}))
     assert state.answer is not None and "No finding was verified" in state.answer
 
 
@@ -208,10 +209,10 @@ _TOOLS = st.lists(
     max_size=3,
 )
 _ROUND_TWO_GATEKEEPER = st.one_of(
-    st.builds(GatekeeperReturned, gatekeeper_raw_results(dc.parse_executor_evidence(
+    st.builds(GatekeeperReturned, gatekeeper_raw_results(dcp.parse_executor_evidence(
         EVIDENCE_WITH_TOOLS))),
     st.builds(GatekeeperReturned, hostile_gatekeeper_values()),
-    st.builds(dc.GatekeeperFailed, st.text(max_size=10)),
+    st.builds(dcm.GatekeeperFailed, st.text(max_size=10)),
 )
 
 
@@ -227,28 +228,28 @@ def test_every_round_two_pre_verification_fallback_shows_round_two_facts(
     locale: str,
     executor_fails: dc.FailureKind | None,
     tools: list[dict[str, object]],
-    gatekeeper: GatekeeperReturned | dc.GatekeeperFailed,
+    gatekeeper: GatekeeperReturned | dcm.GatekeeperFailed,
     verifier_fails: bool,
 ) -> None:
     state = _at_round_two(locale)
     document = {**json.loads(EVIDENCE_WITH_TOOLS), "tool_trace_summary": tools}
     replies: list[object] = [
-        dc.AgentFailed(executor_fails, "boom") if executor_fails else dc.AgentReplied(
+        dcm.AgentFailed(executor_fails, "boom") if executor_fails else dcm.AgentReplied(
             json.dumps(document)),
         gatekeeper,
     ]
     while not state.finished:
-        action = dc.next_action(state)
+        action = dcm.next_action(state)
         if replies:
             reply = replies.pop(0)
-        elif isinstance(action, dc.InvokeAgent) and not verifier_fails:
-            reply = dc.AgentReplied(json.dumps(GAP))
+        elif isinstance(action, dcm.InvokeAgent) and not verifier_fails:
+            reply = dcm.AgentReplied(json.dumps(GAP))
         else:
-            reply = dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "late")
-        agent_reply = isinstance(reply, dc.AgentReplied | dc.AgentFailed)
-        if isinstance(action, dc.InvokeAgent) and not agent_reply:
-            reply = dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "retry")
-        state = dc.advance(state, reply)  # type: ignore[arg-type]
+            reply = dcm.AgentFailed(dc.FailureKind.NON_RETRYABLE, "late")
+        agent_reply = isinstance(reply, dcm.AgentReplied | dcm.AgentFailed)
+        if isinstance(action, dcm.InvokeAgent) and not agent_reply:
+            reply = dcm.AgentFailed(dc.FailureKind.NON_RETRYABLE, "retry")
+        state = dcm.advance(state, reply)  # type: ignore[arg-type]
     assume(state.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK and state.round == 2)
     events = state.events
     templates = _TEMPLATES[dc.Locale(locale)]
@@ -266,7 +267,7 @@ def test_every_round_two_pre_verification_fallback_shows_round_two_facts(
         assert shown == []
         assert not any(line.startswith(templates.bindings_line.split("{")[0]) for line in lines)
     executor_completed = any(
-        e.node is NodeName.EXECUTOR and e.round == 2 and e.status is dc.NodeStatus.COMPLETED
+        e.node is NodeName.EXECUTOR and e.round == 2 and e.status is dcm.NodeStatus.COMPLETED
         for e in events
     )
     named = sorted({str(tool["tool_name"]) for tool in tools if tool["tool_name"] != "x y"})
@@ -306,7 +307,7 @@ def _oracle_match(text: str, excerpt: str) -> str | None:
 def _large_case(bindings: int, size: int) -> tuple[dc.ToolLedger, dc.ExecutorEvidence, str]:
     lines = [f"line {index}:   upstream\t timeout  after {index} ms" for index in range(size)]
     text = "\n".join(lines)
-    ledger = dcb.ledger_from_records(
+    ledger = dct.ledger_from_records(
         [{"invocation_id": "inv-1", "tool_name": "query_logs", "success": True,
           "output": {"log": text}}]
     )
@@ -318,7 +319,7 @@ def _large_case(bindings: int, size: int) -> tuple[dc.ToolLedger, dc.ExecutorEvi
     ]
     document = {"schema_version": "executor_evidence_v2", "evidence_status": "evidence_found",
                 "claims": claims}
-    return ledger, dc.parse_executor_evidence(json.dumps(document)), text
+    return ledger, dcp.parse_executor_evidence(json.dumps(document)), text
 
 
 def test_many_bindings_on_one_large_output_fold_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -347,7 +348,7 @@ _SPACED = st.text("ab \t\n\u3000\xa0", max_size=40)
 @given(text=_SPACED, excerpt=_SPACED)
 def test_the_reused_fold_matches_like_the_whitespace_regex(text: str, excerpt: str) -> None:
     expected = _oracle_match(text, excerpt)
-    assert dcb.match_excerpt(text, excerpt) == expected
+    assert dct.match_excerpt(text, excerpt) == expected
     cache = reference._CheckCache()
     assert cache.match(text, excerpt) == expected
     assert cache.match(text, excerpt + "a") == _oracle_match(text, excerpt + "a")
@@ -367,7 +368,7 @@ def test_a_bug_in_the_binding_check_is_not_a_failed_binding(
 
     monkeypatch.setattr(reference, "_scalar_text", broken)
     with pytest.raises(AssertionError):
-        dcb.check_binding(ledger, "c0", evidence.claims[0].bindings[0])
+        dct.check_binding(ledger, "c0", evidence.claims[0].bindings[0])
 
 
 def test_a_bug_in_the_result_parser_is_not_an_unreadable_result(
@@ -380,7 +381,7 @@ def test_a_bug_in_the_result_parser_is_not_an_unreadable_result(
 
     monkeypatch.setattr(_gatekeeper, "_parse_checked_bindings", broken)
     with pytest.raises(AssertionError):
-        dc.parse_gatekeeper_result({"status": "pass"})
+        dcp.parse_gatekeeper_result({"status": "pass"})
 
 
 def test_a_hostile_host_mapping_still_does_not_resolve() -> None:
@@ -388,5 +389,5 @@ def test_a_hostile_host_mapping_still_does_not_resolve() -> None:
         def get(self, key: str, default: object = None) -> object:
             raise RuntimeError("no get")
 
-    assert dcb.resolve_raw_path(Raising(a="x"), "$.a") is reference.UNRESOLVED
-    assert dcb.resolve_raw_path(_RaisingIterList(["x"]), "$[0]") == "x"
+    assert dct.resolve_raw_path(Raising(a="x"), "$.a") is reference.UNRESOLVED
+    assert dct.resolve_raw_path(_RaisingIterList(["x"]), "$[0]") == "x"

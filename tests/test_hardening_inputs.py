@@ -12,7 +12,7 @@ from _builders import scenario
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
 import diagnosis_core.tools as dct
 from diagnosis_core._chat.inputs import build_planner_input
 
@@ -77,7 +77,7 @@ def test_an_alert_subclass_sends_the_alert_fields_only() -> None:
 
 
 def _chat_start() -> dc.DiagnosisState:
-    return dc.start_diagnosis(dc.DiagnosisRequest("q", dc.RunConfig("r", "s")))
+    return dcm.start_diagnosis(dc.DiagnosisRequest("q", dc.RunConfig("r", "s")))
 
 
 def _aiops_start() -> dca.AiOpsState:
@@ -88,16 +88,16 @@ def _aiops_start() -> dca.AiOpsState:
 def test_agent_failed_with_a_string_kind_is_a_clear_type_error(message: str) -> None:
     problem = r"AgentFailed\.kind: expected a FailureKind, got 'RETRYABLE'"
     with pytest.raises(TypeError, match=problem):
-        dc.AgentFailed(kind="RETRYABLE", message=message)  # type: ignore[arg-type]
+        dcm.AgentFailed(kind="RETRYABLE", message=message)  # type: ignore[arg-type]
 
 
 def test_agent_failed_with_a_non_string_message_is_a_clear_type_error() -> None:
     with pytest.raises(TypeError, match=r"AgentFailed\.message: expected a str, got int"):
-        dc.AgentFailed(dc.FailureKind.RETRYABLE, 3)  # type: ignore[arg-type]
+        dcm.AgentFailed(dc.FailureKind.RETRYABLE, 3)  # type: ignore[arg-type]
 
 
-def _forged_failure(kind: object, message: object = "") -> dc.AgentFailed:
-    failed = dc.AgentFailed(dc.FailureKind.NON_RETRYABLE)
+def _forged_failure(kind: object, message: object = "") -> dcm.AgentFailed:
+    failed = dcm.AgentFailed(dc.FailureKind.NON_RETRYABLE)
     object.__setattr__(failed, "kind", kind)
     object.__setattr__(failed, "message", message)
     return failed
@@ -116,7 +116,7 @@ def test_advance_rejects_a_forged_agent_failure(
     kind: object, message: object, problem: str
 ) -> None:
     with pytest.raises(dc.MachineError, match=problem):
-        dc.advance(_chat_start(), _forged_failure(kind, message))
+        dcm.advance(_chat_start(), _forged_failure(kind, message))
     with pytest.raises(dc.MachineError, match=problem):
         dca.advance_aiops(_aiops_start(), _forged_failure(kind, message))
 
@@ -124,9 +124,9 @@ def test_advance_rejects_a_forged_agent_failure(
 @pytest.mark.parametrize("text", [None, 7, b"{}", ["{}"]])
 def test_advance_rejects_a_reply_that_is_not_a_str(text: object) -> None:
     with pytest.raises(dc.MachineError, match=r"AgentReplied\.text"):
-        dc.advance(_chat_start(), dc.AgentReplied(text))  # type: ignore[arg-type]
+        dcm.advance(_chat_start(), dcm.AgentReplied(text))  # type: ignore[arg-type]
     with pytest.raises(dc.MachineError, match=r"AgentReplied\.text"):
-        dca.advance_aiops(_aiops_start(), dc.AgentReplied(text))  # type: ignore[arg-type]
+        dca.advance_aiops(_aiops_start(), dcm.AgentReplied(text))  # type: ignore[arg-type]
 
 
 def test_a_str_subclass_reply_is_read_as_its_plain_string() -> None:
@@ -134,8 +134,8 @@ def test_a_str_subclass_reply_is_read_as_its_plain_string() -> None:
         def strip(self, chars: str | None = None) -> str:
             raise RuntimeError("hostile")
 
-    state = dc.advance(_chat_start(), dc.AgentReplied(Hostile("not json")))
-    assert state.events[-1].status is dc.NodeStatus.INVALID_OUTPUT
+    state = dcm.advance(_chat_start(), dcm.AgentReplied(Hostile("not json")))
+    assert state.events[-1].status is dcm.NodeStatus.INVALID_OUTPUT
 
 
 # --- wrong-kind effects are the host's mistake (§15) --------------------------------
@@ -200,8 +200,8 @@ def test_a_sync_effect_returning_an_awaitable_is_a_type_error_not_a_fallback() -
 
 
 def test_an_async_effect_returning_a_plain_value_is_a_type_error() -> None:
-    action = dc.next_action(dc.start_diagnosis(_request()))
-    assert isinstance(action, dc.InvokeAgent)
+    action = dcm.next_action(dcm.start_diagnosis(_request()))
+    assert isinstance(action, dcm.InvokeAgent)
     effects = dc.AsyncEffects(
         lambda i, c: "{}",
         _async_agent,
@@ -210,7 +210,7 @@ def test_an_async_effect_returning_a_plain_value_is_a_type_error() -> None:
         _async_gatekeeper,
     )
     with pytest.raises(TypeError, match=r"AsyncEffects\.planner returned str, not an awaitable"):
-        asyncio.run(dcb.perform_effect_async(action, effects))
+        asyncio.run(dcm.perform_effect_async(action, effects))
 
 
 def test_aiops_drivers_reject_the_wrong_kind_of_effects() -> None:
@@ -252,7 +252,7 @@ def test_null_error_beside_text_means_absent() -> None:
     scenario = dc.load_scenario(
         {"question": "q", "responses": {"planner": [{"text": "{}", "error": None}]}}
     )
-    assert scenario.responses[dc.AgentName.PLANNER][0].text == "{}"
+    assert scenario.responses[dcm.AgentName.PLANNER][0].text == "{}"
     gatekeeper = dc.load_scenario(
         {"question": "q", "gatekeeper": [{"result": {"status": "pass"}, "error": None}]}
     )
@@ -346,7 +346,7 @@ def test_a_non_json_gatekeeper_result_error_is_chained() -> None:
 
 
 def test_the_excerpt_is_folded_not_stripped() -> None:
-    from diagnosis_core._kernel.ledger import match_excerpt
+    from diagnosis_core._chat.reference_gatekeeper import match_excerpt
 
     assert match_excerpt("timeout after", " timeout") is None
     assert match_excerpt("timeout after", "after ") is None
@@ -359,9 +359,9 @@ def test_the_excerpt_is_folded_not_stripped() -> None:
 
 
 def test_unresolved_is_exported_and_is_what_resolve_raw_path_returns() -> None:
-    assert "UNRESOLVED" in dcb.__all__
-    assert dcb.resolve_raw_path({"a": 1}, "$.b") is dcb.UNRESOLVED
-    assert dcb.resolve_raw_path({"a": 1}, "not a path") is dcb.UNRESOLVED
+    assert "UNRESOLVED" in dct.__all__
+    assert dct.resolve_raw_path({"a": 1}, "$.b") is dct.UNRESOLVED
+    assert dct.resolve_raw_path({"a": 1}, "not a path") is dct.UNRESOLVED
 
 
 @pytest.mark.parametrize("load", [dc.load_scenario, dca.load_aiops_scenario])

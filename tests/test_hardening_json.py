@@ -14,10 +14,11 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
-from diagnosis_core._chat.schema import NOT_ONLY_WHITESPACE_PATTERN
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 from diagnosis_core._kernel import converter as _converter
 from diagnosis_core._kernel.json import canonical_json, int_from_literal, int_to_text, int_too_long
+from diagnosis_core._kernel.schema import NOT_ONLY_WHITESPACE_PATTERN
 
 # --- §5 digit limit -------------------------------------------------------------------
 
@@ -34,16 +35,17 @@ def test_the_digit_limit_does_not_depend_on_the_interpreter_setting() -> None:
     code = """
         import json, sys
         import diagnosis_core as dc
-        import diagnosis_core.blocks as dcb
+        import diagnosis_core.machine as dcm
+        import diagnosis_core.protocol as dcp
         print(sys.get_int_max_str_digits(), file=sys.stderr)
-        ok = dc.parse_composer_output('{"answer": "a", "x": ' + "7" * 1000 + '}', ())
+        ok = dcp.parse_composer_output('{"answer": "a", "x": ' + "7" * 1000 + '}', ())
         print(ok.answer)
-        print(dcb.loads_strict("[" + "9" * 4300 + "]")[0] == 10**4300 - 1)
+        print(dcp.loads_strict("[" + "9" * 4300 + "]")[0] == 10**4300 - 1)
         try:
-            dcb.loads_strict("[" + "9" * 4301 + "]")
+            dcp.loads_strict("[" + "9" * 4301 + "]")
         except dc.PayloadError as error:
             print(error.path, error.problem)
-        print(dcb.canonical_json([-(10**999)]) == "[-1" + "0" * 999 + "]")
+        print(dcp.canonical_json([-(10**999)]) == "[-1" + "0" * 999 + "]")
     """
     for digits in ("640", "0"):
         completed = _run_python(code, digits)
@@ -60,7 +62,7 @@ def test_the_digit_limit_does_not_depend_on_the_interpreter_setting() -> None:
 def test_long_integer_literals_are_payload_errors_naming_the_path(digits: int) -> None:
     text = '{"answer": "a", "n": [1, ' + "1" * digits + "]}"
     with pytest.raises(dc.PayloadError) as caught:
-        dc.parse_composer_output(text, ())
+        dcp.parse_composer_output(text, ())
     assert caught.value.path == "n[1]"
     assert "4300" in caught.value.problem
 
@@ -105,10 +107,10 @@ def test_a_long_python_integer_in_a_replayed_scenario_is_a_scenario_error() -> N
 
 def _state_with_surrogates() -> dc.DiagnosisState:
     request = dc.DiagnosisRequest("q", dc.RunConfig("r", "s"))
-    state = dc.start_diagnosis(request)
-    action = dc.next_action(state)
-    assert isinstance(action, dc.InvokeAgent)
-    return dc.advance(state, dc.AgentFailed(dc.FailureKind.NON_RETRYABLE, "boom \ud800 \udc80x"))
+    state = dcm.start_diagnosis(request)
+    action = dcm.next_action(state)
+    assert isinstance(action, dcm.InvokeAgent)
+    return dcm.advance(state, dcm.AgentFailed(dc.FailureKind.NON_RETRYABLE, "boom \ud800 \udc80x"))
 
 
 def test_states_and_trace_reports_with_lone_surrogates_round_trip() -> None:
@@ -123,9 +125,9 @@ def test_states_and_trace_reports_with_lone_surrogates_round_trip() -> None:
 
 def test_agent_payloads_still_reject_escaped_lone_surrogates() -> None:
     with pytest.raises(dc.PayloadError, match="surrogate"):
-        dc.parse_composer_output('{"answer": "\\ud800"}', ())
+        dcp.parse_composer_output('{"answer": "\\ud800"}', ())
     with pytest.raises(dc.PayloadError, match="surrogate"):
-        dcb.loads_strict('["\\udc80"]')
+        dcp.loads_strict('["\\udc80"]')
 
 
 def test_stored_text_keeps_its_other_rules() -> None:
@@ -152,7 +154,7 @@ def test_rejecting_a_large_text_costs_memory_linear_in_its_size(text: str) -> No
     tracemalloc.start()
     try:
         with pytest.raises(dc.PayloadError):
-            dc.parse_verifier_output(text)
+            dcp.parse_verifier_output(text)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -168,15 +170,15 @@ def test_the_parsers_are_not_reachable_through_a_public_converter() -> None:
     assert "converter" not in dc.__all__
     assert not hasattr(dc, "converter")
     assert not hasattr(_converter, "converter")
-    host = dcb.make_converter()
-    assert host is not dcb.make_converter()
+    host = dcp.make_converter()
+    assert host is not dcp.make_converter()
     host.register_structure_hook(float, lambda value, _: float(value))
     text = ('{"verdict": "PASS", "groundedness_score": "0.9", "facts_checked": [],'
             ' "allowed_claim_ids": []}')
     with pytest.raises(dc.PayloadError, match="groundedness_score"):
-        dc.parse_verifier_output(text)
+        dcp.parse_verifier_output(text)
     assert host.structure("0.9", float) == 0.9  # the host's copy does change
-    assert dcb.make_converter().structure(1, float) == 1.0
+    assert dcp.make_converter().structure(1, float) == 1.0
 
 
 # --- §5.4 schema pattern, engine-independent ------------------------------------------------
@@ -192,7 +194,7 @@ def test_the_answer_pattern_is_str_isspace_in_python_re() -> None:
     pattern = re.compile(NOT_ONLY_WHITESPACE_PATTERN)
     wrong = [ch for ch in _code_points() if (pattern.search(ch) is not None) == ch.isspace()]
     assert wrong == []
-    schema = dc.json_schema("composer_output")
+    schema = dcp.json_schema("composer_output")
     assert schema["properties"]["answer"]["pattern"] == NOT_ONLY_WHITESPACE_PATTERN  # type: ignore[index,call-overload]
 
 
@@ -223,6 +225,6 @@ def test_a_bug_in_the_structuring_code_is_not_reported_as_bad_data() -> None:
 
 def test_bad_data_still_is_a_payload_error() -> None:
     with pytest.raises(dc.PayloadError) as caught:
-        dc.from_wire(dc.ComposerOutput, {"answer": 1})
+        dc.from_wire(dcp.ComposerOutput, {"answer": 1})
     assert caught.value.path == "answer"
-    assert json.loads(dc.to_json(dc.ComposerOutput("a"))) == {"answer": "a", "cited_claim_ids": []}
+    assert json.loads(dc.to_json(dcp.ComposerOutput("a"))) == {"answer": "a", "cited_claim_ids": []}

@@ -12,8 +12,9 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 from diagnosis_core import (
     FailureKind,
     JournalError,
@@ -49,10 +50,10 @@ def record(
 ) -> tuple[Journal, dc.DiagnosisState]:
     """A journaling loop over next_action / perform_effect / advance."""
     recorder = JournalRecorder(Journal(request), sink=sink, key=key)
-    state = dc.start_diagnosis(request)
-    while not isinstance(action := dc.next_action(state), dc.Finished):
+    state = dcm.start_diagnosis(request)
+    while not isinstance(action := dcm.next_action(state), dcm.Finished):
         recorder.begin(action)
-        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
+        state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
     return recorder.journal, state
 
 
@@ -87,12 +88,12 @@ def test_every_example_gives_the_same_result_live_folded_and_replayed(
     path: Path, key: bytes | None
 ) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
-    live = dcb.canonical_json(dc.replay(document))
+    live = dcp.canonical_json(dc.replay(document))
     journal = record_scenario(document, key=key)
     loaded = dcj.journal_from_json(dcj.journal_to_json(journal))
     assert loaded == journal
-    assert dcb.canonical_json(dcj.replay_journal(loaded, key=key)) == live
-    assert dcb.canonical_json(dc.replay(dcj.journal_to_scenario(loaded, key=key))) == live
+    assert dcp.canonical_json(dcj.replay_journal(loaded, key=key)) == live
+    assert dcp.canonical_json(dc.replay(dcj.journal_to_scenario(loaded, key=key))) == live
     assert dcj.journal_status(loaded, key=key).describe() == "complete"
 
 
@@ -100,7 +101,7 @@ def test_the_wire_form_is_canonical_json_with_the_section_12_shape() -> None:
     journal = record_scenario(example("payment_timeout.json"))
     text = dcj.journal_to_json(journal)
     data = json.loads(text)
-    assert text == dcb.canonical_json(data)
+    assert text == dcp.canonical_json(data)
     assert data["format"] == "diagnosis_journal_v1"
     assert set(data["request"]) == {"question", "run", "history", "skills", "config"}
     assert [entry["call"] for entry in data["entries"]] == [
@@ -146,7 +147,7 @@ def test_a_wrong_attempt_names_what_the_run_expects() -> None:
 
 def test_a_changed_planner_text_is_caught_by_the_next_input_hash() -> None:
     wire = wire_of(record_scenario(example("payment_timeout.json")))
-    plan = json.loads(dcb.extract_json_text(wire["entries"][0]["outcome"]["text"]))
+    plan = json.loads(dcp.extract_json_text(wire["entries"][0]["outcome"]["text"]))
     plan["steps"][0]["goal"] = "something else"
     wire["entries"][0]["outcome"]["text"] = json.dumps(plan)
     with pytest.raises(JournalError, match=r"^entries\[1\]\.input_sha256: the input of executor"):
@@ -389,8 +390,8 @@ def test_an_interrupted_llm_call_is_resent_as_the_same_attempt(
     resumed, state = dcj.resume_journal(interrupted, key=key)
     assert resumed == interrupted
     assert state == dcj.fold_journal(Journal(complete.request, complete.entries[:index]))
-    action = dc.next_action(state)
-    assert not isinstance(action, dc.Finished)
+    action = dcm.next_action(state)
+    assert not isinstance(action, dcm.Finished)
     original = complete.entries[index]
     again = dcj.start_entry(resumed, action, key=key)
     assert (again.seq, again.call, again.attempt, again.input_sha256) == (
@@ -434,7 +435,7 @@ def test_an_interrupted_gatekeeper_call_is_unavailable_unless_the_host_resends_i
     assert dcj.fold_journal(resumed) == state
     again, before = dcj.resume_journal(interrupted, resend_gatekeeper=True)
     assert again == interrupted
-    assert isinstance(dc.next_action(before), dc.CallGatekeeper)
+    assert isinstance(dcm.next_action(before), dcm.CallGatekeeper)
     assert dcj.journal_status(interrupted).describe() == (
         "incomplete: interrupted during gatekeeper round 1 attempt 1"
     )
@@ -450,7 +451,7 @@ def test_the_sink_gets_the_started_entry_before_the_effect_runs() -> None:
     base = dc.scenario_effects(scenario)
 
     def watching(name: str) -> dc.AgentInvoker:
-        inner = base.agent(dc.AgentName(name))
+        inner = base.agent(dcm.AgentName(name))
 
         def call(text: str, config: dc.RunConfig) -> str:
             last = sink.entries[-1]
@@ -469,7 +470,7 @@ def test_the_sink_gets_the_started_entry_before_the_effect_runs() -> None:
 
 
 def test_an_agent_reply_that_is_not_text_is_recorded_as_a_non_retryable_error() -> None:
-    outcome = dcj.outcome_of(dc.AgentReplied(42))  # type: ignore[arg-type]
+    outcome = dcj.outcome_of(dcm.AgentReplied(42))  # type: ignore[arg-type]
     assert outcome == RecordedAgentError(
         FailureKind.NON_RETRYABLE, "TypeError: the agent returned int, not message text"
     )
@@ -491,11 +492,11 @@ def test_a_gatekeeper_result_that_is_not_json_is_recorded_and_stays_invalid() ->
 def test_finishing_without_a_started_entry_and_a_conflicting_start_are_refused() -> None:
     journal = record_scenario(example("payment_timeout.json"))
     with pytest.raises(JournalError, match="not started"):
-        dcj.finish_entry(journal, dc.AgentReplied("x"))
+        dcj.finish_entry(journal, dcm.AgentReplied("x"))
     interrupted = _interrupted_at(journal, 3)
     state = dcj.fold_journal(Journal(journal.request, journal.entries[:1]))
-    action = dc.next_action(state)
-    assert isinstance(action, dc.InvokeAgent)
+    action = dcm.next_action(state)
+    assert isinstance(action, dcm.InvokeAgent)
     with pytest.raises(JournalError, match=r"^entries\[3\]: started for verifier"):
         dcj.start_entry(interrupted, action)
 

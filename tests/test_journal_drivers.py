@@ -13,11 +13,13 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
-from diagnosis_core import AgentName, JournalError, Outcome, ReasonCode
+from diagnosis_core import JournalError, Outcome, ReasonCode
 from diagnosis_core.journal import EntryState, JournalCall
+from diagnosis_core.machine import AgentName
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = b"driver-test-key"
@@ -42,7 +44,7 @@ def setup(document: dict[str, Any]) -> tuple[dc.DiagnosisRequest, dc.Effects]:
 
 
 def result_json(state: dc.DiagnosisState) -> str:
-    return dcb.canonical_json(dc.to_wire(state.result))
+    return dcp.canonical_json(dc.to_wire(state.result))
 
 
 class Counting:
@@ -97,14 +99,14 @@ def test_every_example_journal_folds_to_the_live_state_and_replays_byte_for_byte
     path: Path, key: bytes | None
 ) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
-    expected = dcb.canonical_json(dc.replay(document))
+    expected = dcp.canonical_json(dc.replay(document))
     request, effects = setup(document)
     sink = dcj.ListJournalSink()
     state = dc.run_diagnosis(request, effects, sink=sink, key=key)
     journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
     assert result_json(state) == expected
     assert dcj.fold_journal(journal, key=key) == state
-    assert dcb.canonical_json(dcj.replay_journal(journal, key=key)) == expected
+    assert dcp.canonical_json(dcj.replay_journal(journal, key=key)) == expected
 
     request, effects = setup(document)
     async_sink = dcj.ListJournalSink()
@@ -229,7 +231,7 @@ def test_an_interrupted_llm_call_is_re_sent_as_the_same_attempt(
         else:
             plain.agent(AgentName(entry.call.value))("", request.run)
     state = dc.run_diagnosis(request, counting.effects(), journal=cut, sink=sink, key=key)
-    assert result_json(state) == dcb.canonical_json(dc.replay(document))
+    assert result_json(state) == dcp.canonical_json(dc.replay(document))
     assert sink.journal(request) == full  # the same entries, the same MACs
     assert counting.calls[call.value] == 1  # only the interrupted call, once
     assert len(sink.entries) == len(full.entries)
@@ -271,7 +273,7 @@ def test_an_interrupted_gatekeeper_fails_closed_unless_the_host_re_sends_it(rese
     assert counting.calls["executor"] == 0
     if resend:
         assert counting.calls["gk"] == 1
-        assert result_json(state) == dcb.canonical_json(dc.replay(document))
+        assert result_json(state) == dcp.canonical_json(dc.replay(document))
     else:
         assert counting.calls["gk"] == 0
         assert state.result.reason_code is ReasonCode.GATEKEEPER_UNAVAILABLE
@@ -316,7 +318,7 @@ def test_a_tampered_or_wrongly_keyed_journal_is_refused_before_any_effect() -> N
 
 def test_a_state_cannot_start_a_journal() -> None:
     request, effects = setup(load("payment_timeout.json"))
-    state = dc.start_diagnosis(request)
+    state = dcm.start_diagnosis(request)
     with pytest.raises(ValueError, match="state: a journaling run"):
         dc.run_diagnosis(request, effects, state=state, sink=dcj.ListJournalSink())
 
@@ -329,13 +331,13 @@ class Recorder:
         self.calls: list[tuple[str, object]] = []
         self._sink = sink
 
-    def effect_started(self, action: dc.InvokeAgent | dc.CallGatekeeper, /) -> None:
+    def effect_started(self, action: dcm.InvokeAgent | dcm.CallGatekeeper, /) -> None:
         if self._sink is not None:
             assert self._sink.entries[-1].state is EntryState.STARTED
         self.calls.append(("started", action))
 
     def effect_finished(
-        self, action: dc.InvokeAgent | dc.CallGatekeeper, result: dc.EffectResult, /
+        self, action: dcm.InvokeAgent | dcm.CallGatekeeper, result: dcm.EffectResult, /
     ) -> None:
         self.calls.append(("finished", result))
 
@@ -408,7 +410,7 @@ class Raising:
 
 def test_an_observer_that_raises_is_reported_and_changes_nothing() -> None:
     document = load("redis_latency_evidence_retry.json")
-    expected = dcb.canonical_json(dc.replay(document))
+    expected = dcp.canonical_json(dc.replay(document))
     request, effects = setup(document)
     sink = dcj.ListJournalSink()
     with pytest.warns(dc.ObserverWarning):

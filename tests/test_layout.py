@@ -27,8 +27,10 @@ API_FILE = pathlib.Path(__file__).parent / "typing" / "api.py"
 TYPED_PUBLIC = (
     "diagnosis_core",
     "diagnosis_core.aiops",
-    "diagnosis_core.blocks",
     "diagnosis_core.journal",
+    "diagnosis_core.machine",
+    "diagnosis_core.protocol",
+    "diagnosis_core.scenarios",
     "diagnosis_core.tools",
 )
 OPTIONAL_PUBLIC = (
@@ -84,7 +86,8 @@ def _public_modules() -> list[types.ModuleType]:
 
 
 def test_the_top_level_is_curated() -> None:
-    assert len(diagnosis_core.__all__) <= 100
+    """The chat host's API, about sixty names; the rest lives in an audience namespace."""
+    assert len(diagnosis_core.__all__) <= 65
     assert "converter" not in diagnosis_core.__all__
     assert not hasattr(diagnosis_core, "converter")
 
@@ -133,7 +136,10 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
     done = _fresh(
         "import sys, diagnosis_core\n"
         "loaded = [m for m in sys.modules if m.startswith(('diagnosis_core.aiops',"
-        " 'diagnosis_core.adapters', 'diagnosis_core.testing', 'diagnosis_core.blocks'))]\n"
+        " 'diagnosis_core.adapters', 'diagnosis_core.testing', 'diagnosis_core.blocks',"
+        " 'diagnosis_core.journal', 'diagnosis_core.tools', 'diagnosis_core.protocol',"
+        " 'diagnosis_core.scenarios', 'diagnosis_core._kernel.journal',"
+        " 'diagnosis_core._kernel.tools', 'diagnosis_core._kernel.schema'))]\n"
         "assert not loaded, loaded\n"
     )
     assert done.returncode == 0, done.stderr
@@ -149,19 +155,182 @@ def test_the_aiops_package_imports_on_its_own_and_writes_sparse_details() -> Non
     assert done.returncode == 0, done.stderr
 
 
-def test_the_kernel_imports_no_workflow_package() -> None:
-    """Statically: no top-level private module imports ``diagnosis_core.aiops``."""
-    offenders = []
-    for path in PACKAGE.glob("_*.py"):
-        if path.name == "_cli.py":  # imports the AIOps package lazily, inside functions
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aiops"):
-                offenders.append(path.name)
-    assert offenders == []
-
-
-@pytest.mark.parametrize("name", ["diagnosis_core.aiops", "diagnosis_core.blocks"])
-def test_submodule_names_do_not_repeat_the_top_level(name: str) -> None:
-    module = importlib.import_module(name)
+def test_the_aiops_names_do_not_repeat_the_top_level() -> None:
+    module = importlib.import_module("diagnosis_core.aiops")
     assert set(module.__all__).isdisjoint(diagnosis_core.__all__)
+
+
+# --- names that moved: still served, with a warning ----------------------------------
+
+
+def test_every_name_that_left_the_top_level_resolves_with_a_warning_from_its_new_home() -> None:
+    moved: dict[str, str] = vars(diagnosis_core)["_MOVED"]
+    assert len(moved) >= 40
+    for name, home in moved.items():
+        assert name not in diagnosis_core.__all__
+        assert name in importlib.import_module(home).__all__, (name, home)
+        with pytest.warns(DeprecationWarning, match=rf"diagnosis_core\.{name} moved to {home}"):
+            value = getattr(diagnosis_core, name)
+        assert value is getattr(importlib.import_module(home), name)
+
+
+def test_an_unknown_top_level_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'parse_nothing'"):
+        diagnosis_core.parse_nothing  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_blocks_warns_on_import_and_serves_every_old_name_from_its_new_home() -> None:
+    done = _fresh(
+        "import importlib, warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import diagnosis_core.blocks as blocks\n"
+        "assert [w.category for w in caught] == [DeprecationWarning], caught\n"
+        "assert 'diagnosis_core.blocks is deprecated' in str(caught[0].message)\n"
+        "assert len(blocks.__all__) == 77, len(blocks.__all__)\n"
+        "homes = [importlib.import_module('diagnosis_core.' + m)"
+        " for m in ('machine', 'protocol', 'tools', 'scenarios')]\n"
+        "for name in blocks.__all__:\n"
+        "    value = getattr(blocks, name)\n"
+        "    assert any(getattr(h, name, None) is value and name in h.__all__\n"
+        "               for h in homes), name\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+# --- the layout: one kernel, two workflows, public names outside ---------------------
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
+    """Every package module ``name`` imports, at any depth of its code (AST, not importing it)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in known:
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name:
+                targets.add(candidate)
+                break
+    return targets
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _is_public(module: str) -> bool:
+    return not any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def _offenders(prefix: str, allowed: object) -> list[str]:
+    assert callable(allowed)
+    return sorted(
+        f"{source} -> {target}"
+        for source, targets in _graph().items()
+        if source == prefix or source.startswith(prefix + ".")
+        for target in targets
+        if not allowed(source, target)
+    )
+
+
+def test_the_graph_sees_function_local_imports() -> None:
+    graph = _graph()
+    assert "diagnosis_core.aiops" in graph["diagnosis_core._cli"]  # imported inside functions
+    assert "diagnosis_core._kernel.json" in graph["diagnosis_core._kernel.converter"]
+
+
+def test_the_kernel_imports_neither_workflow() -> None:
+    assert _offenders(
+        "diagnosis_core._kernel", lambda _s, t: t.startswith("diagnosis_core._kernel")
+    ) == []
+
+
+def test_aiops_imports_the_kernel_and_public_names_only_never_the_chat_workflow() -> None:
+    assert _offenders(
+        "diagnosis_core.aiops",
+        lambda _s, t: t.startswith(("diagnosis_core._kernel", "diagnosis_core.aiops"))
+        or (_is_public(t) and t != "diagnosis_core.blocks"),
+    ) == []
+
+
+@pytest.mark.parametrize(
+    "prefix", ["diagnosis_core.adapters", "diagnosis_core.testing", "diagnosis_core._cli"]
+)
+def test_adapters_testing_and_the_cli_import_public_names_only(prefix: str) -> None:
+    assert _offenders(
+        prefix,
+        lambda _s, t: (_is_public(t) and t != "diagnosis_core.blocks") or t.startswith(prefix),
+    ) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_package_has_no_import_cycle_counting_function_local_imports() -> None:
+    assert _cycles(_graph()) == []

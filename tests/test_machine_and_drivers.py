@@ -12,7 +12,8 @@ import pytest
 from _builders import error, scenario, text
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 
 EXAMPLES = sorted(glob.glob(str(Path(__file__).parent.parent / "examples" / "*.json")))
 CHAT_EXAMPLES = [p for p in EXAMPLES if not Path(p).name.startswith("aiops")]
@@ -26,51 +27,51 @@ def test_advancing_a_finished_run_is_a_machine_error() -> None:
     state = dc.replay_scenario(dc.load_scenario(scenario()))
     assert state.finished
     with pytest.raises(dc.MachineError, match="finished"):
-        dc.advance(state, dc.AgentReplied("{}"))
-    assert isinstance(dc.next_action(state), dc.Finished)
+        dcm.advance(state, dcm.AgentReplied("{}"))
+    assert isinstance(dcm.next_action(state), dcm.Finished)
 
 
 def test_a_result_that_does_not_answer_the_pending_action_is_a_machine_error() -> None:
-    state = dc.start_diagnosis(request())
+    state = dcm.start_diagnosis(request())
     with pytest.raises(dc.MachineError, match="planner"):
-        dc.advance(state, dc.GatekeeperReturned({"status": "pass"}))
+        dcm.advance(state, dcm.GatekeeperReturned({"status": "pass"}))
 
 
 def test_an_agent_result_while_the_gatekeeper_is_pending_is_a_machine_error() -> None:
     doc = scenario()
     sc = dc.load_scenario(doc)
     effects = dc.scenario_effects(sc)
-    state = dc.start_diagnosis(dc.scenario_request(sc))
-    while not isinstance(dc.next_action(state), dc.CallGatekeeper):
-        action = dc.next_action(state)
-        assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dcb.perform_effect(action, effects))
+    state = dcm.start_diagnosis(dc.scenario_request(sc))
+    while not isinstance(dcm.next_action(state), dcm.CallGatekeeper):
+        action = dcm.next_action(state)
+        assert isinstance(action, dcm.InvokeAgent)
+        state = dcm.advance(state, dcm.perform_effect(action, effects))
     with pytest.raises(dc.MachineError, match="gatekeeper"):
-        dc.advance(state, dc.AgentReplied("x"))
+        dcm.advance(state, dcm.AgentReplied("x"))
 
 
 def test_result_of_unfinished_run_is_a_machine_error() -> None:
     with pytest.raises(dc.MachineError):
-        _ = dc.start_diagnosis(request()).result
+        _ = dcm.start_diagnosis(request()).result
 
 
 def test_a_state_that_awaits_nothing_is_rejected() -> None:
     with pytest.raises(dc.MachineError):
-        dc.next_action(dc.DiagnosisState(request=request()))
+        dcm.next_action(dc.DiagnosisState(request=request()))
     with pytest.raises(dc.MachineError):
-        dc.advance(dc.DiagnosisState(request=request()), dc.AgentReplied("x"))
+        dcm.advance(dc.DiagnosisState(request=request()), dcm.AgentReplied("x"))
 
 
 def test_a_non_string_reply_is_a_machine_error_not_a_crash() -> None:
-    state = dc.start_diagnosis(request())
+    state = dcm.start_diagnosis(request())
     with pytest.raises(dc.MachineError, match=r"AgentReplied\.text: .* got NoneType"):
-        dc.advance(state, dc.AgentReplied(None))  # type: ignore[arg-type]
+        dcm.advance(state, dcm.AgentReplied(None))  # type: ignore[arg-type]
 
 
 def test_the_action_carries_the_run_config() -> None:
     run = dc.RunConfig("r-1", "s-1", {"tenant": "eu"})
-    action = dc.next_action(dc.start_diagnosis(dc.DiagnosisRequest("q", run)))
-    assert isinstance(action, dc.InvokeAgent)
+    action = dcm.next_action(dcm.start_diagnosis(dc.DiagnosisRequest("q", run)))
+    assert isinstance(action, dcm.InvokeAgent)
     assert action.config == run
     assert dict(action.config.metadata) == {"tenant": "eu"}
 
@@ -105,8 +106,8 @@ def test_worst_case_run_stays_within_the_bound() -> None:
 @pytest.mark.parametrize("path", CHAT_EXAMPLES, ids=lambda p: Path(p).stem)
 def test_same_scenario_replayed_twice_gives_byte_identical_json(path: str) -> None:
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    first = dcb.canonical_json(dc.replay(doc))
-    second = dcb.canonical_json(dc.replay(json.loads(Path(path).read_text(encoding="utf-8"))))
+    first = dcp.canonical_json(dc.replay(doc))
+    second = dcp.canonical_json(dc.replay(json.loads(Path(path).read_text(encoding="utf-8"))))
     assert first == second
 
 
@@ -123,10 +124,10 @@ def test_sync_and_async_drivers_agree_on_every_example(path: str) -> None:
 def test_drivers_resume_from_a_saved_state() -> None:
     sc = dc.load_scenario(scenario())
     effects = dc.scenario_effects(sc)
-    state = dc.start_diagnosis(dc.scenario_request(sc))
-    action = dc.next_action(state)
-    assert isinstance(action, dc.InvokeAgent)
-    state = dc.advance(state, dcb.perform_effect(action, effects))
+    state = dcm.start_diagnosis(dc.scenario_request(sc))
+    action = dcm.next_action(state)
+    assert isinstance(action, dcm.InvokeAgent)
+    state = dcm.advance(state, dcm.perform_effect(action, effects))
     saved = dc.to_json(state)
     resumed = dc.run_diagnosis(
         dc.scenario_request(sc), effects, state=dc.from_json(dc.DiagnosisState, saved)
@@ -172,7 +173,7 @@ def test_a_raising_classifier_counts_as_non_retryable() -> None:
     effects = dc.Effects(planner, unused, unused, unused, unused, classifier=classifier)
     state = dc.run_diagnosis(request(), effects)
     assert len(calls) == 1
-    assert state.events[0].status is dc.NodeStatus.NON_RETRYABLE_FAILED
+    assert state.events[0].status is dcm.NodeStatus.NON_RETRYABLE_FAILED
 
 
 def test_async_driver_propagates_cancellation() -> None:
@@ -204,15 +205,15 @@ def test_trace_report_aggregates_the_run_and_serializes_in_one_call() -> None:
 
 
 def test_unserializable_raw_gatekeeper_result_is_audited_by_its_repr() -> None:
-    state = dc.start_diagnosis(dc.scenario_request(dc.load_scenario(scenario())))
+    state = dcm.start_diagnosis(dc.scenario_request(dc.load_scenario(scenario())))
     effects = dc.scenario_effects(dc.load_scenario(scenario()))
-    while not isinstance(dc.next_action(state), dc.CallGatekeeper):
-        action = dc.next_action(state)
-        assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dcb.perform_effect(action, effects))
+    while not isinstance(dcm.next_action(state), dcm.CallGatekeeper):
+        action = dcm.next_action(state)
+        assert isinstance(action, dcm.InvokeAgent)
+        state = dcm.advance(state, dcm.perform_effect(action, effects))
     cyclic: dict[str, Any] = {"status": "pass"}
     cyclic["self"] = cyclic
-    state = dc.advance(state, dc.GatekeeperReturned(cyclic))
+    state = dcm.advance(state, dcm.GatekeeperReturned(cyclic))
     audit = state.gatekeeper_audits[-1]
     assert audit.raw_result is not None
     assert "unserializable" in json.loads(audit.raw_result.json_text)

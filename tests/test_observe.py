@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
 
 
 class Recording:
@@ -25,21 +25,21 @@ class Raising:
 
 def test_notify_calls_the_hook_with_the_arguments() -> None:
     observer = Recording()
-    dcb.notify(observer, "event_appended", 1, "two")
+    dcm.notify(observer, "event_appended", 1, "two")
     assert observer.calls == [("event_appended", (1, "two"))]
 
 
 def test_notify_skips_none_and_missing_hooks() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        dcb.notify(None, "event_appended", 1)
-        dcb.notify(Recording(), "effect_started", 1)
+        dcm.notify(None, "event_appended", 1)
+        dcm.notify(Recording(), "effect_started", 1)
 
 
 def test_a_raising_hook_is_reported_as_a_warning_naming_it() -> None:
     expected = r"event_appended raised RuntimeError: exporter down"
     with pytest.warns(dc.ObserverWarning, match=expected):
-        dcb.notify(Raising(), "event_appended", 1)
+        dcm.notify(Raising(), "event_appended", 1)
 
 
 def test_cancellation_still_propagates() -> None:
@@ -48,9 +48,9 @@ def test_cancellation_still_propagates() -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        dcb.notify(Cancelling(), "effect_started")
+        dcm.notify(Cancelling(), "effect_started")
 
 
 def test_new_events_are_the_appended_tail() -> None:
-    assert list(dcb.new_events([1, 2], [1, 2, 3, 4])) == [3, 4]
-    assert list(dcb.new_events([], [])) == []
+    assert list(dcm.new_events([1, 2], [1, 2, 3, 4])) == [3, 4]
+    assert list(dcm.new_events([], [])) == []

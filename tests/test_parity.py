@@ -36,7 +36,9 @@ from adapters.adapter_support import (
 )
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.scenarios as dcs
 
 SEED = 20240611
 GENERATED = 300
@@ -97,7 +99,7 @@ def _checked(claim: dict[str, Any], binding: dict[str, Any], passed: bool) -> di
 
 def _gatekeeper_results_for(executor_text: str) -> list[dict[str, Any]]:
     """pass (all bindings), low_confid (only the first passes) and reject, for one payload."""
-    payload = json.loads(dcb.extract_json_text(executor_text))
+    payload = json.loads(dcp.extract_json_text(executor_text))
     pairs = [(c, b) for c in payload.get("claims", []) for b in c["bindings"]]
     every = [_checked(c, b, True) for c, b in pairs]
     first_only = [_checked(c, b, index == 0) for index, (c, b) in enumerate(pairs)]
@@ -113,7 +115,7 @@ class _Pools:
     """What the generator draws from, all derived from the example scenarios."""
 
     def __init__(self, examples: list[dict[str, Any]]) -> None:
-        self.valid: dict[str, list[str]] = {agent.value: [] for agent in dc.AgentName}
+        self.valid: dict[str, list[str]] = {agent.value: [] for agent in dcm.AgentName}
         self.gatekeeper_results: list[object] = []
         for doc in examples:
             for agent, entries in doc.get("responses", {}).items():
@@ -140,7 +142,7 @@ def _response(
         return {"text": text}
     if roll < 0.85:
         return {"text": rng.choice(INVALID_TEXTS)}
-    kind = rng.choice(dcb.ERROR_KINDS)
+    kind = rng.choice(dcs.ERROR_KINDS)
     return {"error": {"kind": kind, "message": f"scripted {kind} failure"}}
 
 
@@ -168,7 +170,7 @@ def _near_miss(
         if key in base:
             doc[key] = base[key]
     for _ in range(rng.randint(0, 2)):
-        agent = rng.choice([agent.value for agent in dc.AgentName])
+        agent = rng.choice([agent.value for agent in dcm.AgentName])
         entries = doc["responses"].setdefault(agent, [])
         fault = _response(rng, pools, agent, base)
         if entries and rng.random() < 0.5:
@@ -201,7 +203,7 @@ def generate_scenario(rng: random.Random, pools: _Pools, index: int) -> dict[str
         _near_miss(rng, pools, base, doc)
         return doc
     responses: dict[str, list[dict[str, Any]]] = {}
-    for agent in dc.AgentName:
+    for agent in dcm.AgentName:
         count = 0 if rng.random() < 0.04 else rng.randint(1, 2 if agent.value == "executor" else 4)
         responses[agent.value] = [_response(rng, pools, agent.value, base) for _ in range(count)]
     doc["responses"] = responses
@@ -253,7 +255,7 @@ def test_generated_scenarios_are_valid_and_reach_every_outcome() -> None:
     assert any(r["evidence_retries"] == 1 for r in results)
     assert any(event["attempt"] == 4 for r in results for event in r["trace"])
     statuses = {event["status"] for r in results for event in r["trace"]}
-    assert statuses == {status.value for status in dc.NodeStatus}
+    assert statuses == {status.value for status in dcm.NodeStatus}
 
 
 # --- asyncio and LangGraph: every scenario -------------------------------------------

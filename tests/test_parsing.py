@@ -28,12 +28,12 @@ from diagnosis_core._chat.payloads import (
     FactCheck,
     Hypothesis,
     PlannerPlan,
-    PlanStep,
     ToolTraceEntry,
     VerifierOutput,
 )
 from diagnosis_core._kernel.converter import to_wire
 from diagnosis_core._kernel.errors import PayloadError
+from diagnosis_core._kernel.plan import PlanStep
 
 # The examples of spec §5, verbatim.
 PLANNER_EXAMPLE = """{"steps": [{"step_id": "s1", "goal": "check gateway timeout logs", "tools": ["query_logs"]}],

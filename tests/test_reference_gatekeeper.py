@@ -16,20 +16,22 @@ from hypothesis import strategies as st
 from diagnosis_core._chat.enums import EvidenceStatus, GatekeeperStatus, ReasonCode
 from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result
 from diagnosis_core._chat.payloads import Claim, EvidenceBinding, ExecutorEvidence
-from diagnosis_core._kernel.errors import LedgerError
-from diagnosis_core._kernel.ledger import (
+from diagnosis_core._chat.reference_gatekeeper import (
     UNRESOLVED,
     BindingFailure,
     ReferenceGatekeeper,
+    check_binding,
+    match_excerpt,
+    parse_raw_path,
+    resolve_raw_path,
+)
+from diagnosis_core._kernel.errors import LedgerError
+from diagnosis_core._kernel.ledger import (
     ToolInvocation,
     ToolLedger,
     _canonical_json,
     _canonical_json_iterative,
-    check_binding,
     ledger_from_records,
-    match_excerpt,
-    parse_raw_path,
-    resolve_raw_path,
 )
 
 JSON = st.recursive(

@@ -7,15 +7,10 @@ import json
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
-from diagnosis_core import (
-    FailureKind,
-    GatekeeperReturned,
-    PayloadError,
-)
-from diagnosis_core.blocks import (
-    RawResult,
-)
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+from diagnosis_core import FailureKind, PayloadError
+from diagnosis_core.machine import GatekeeperReturned, RawResult
 
 
 def test_scenario_without_run_id_whose_agent_text_has_a_lone_surrogate_loads() -> None:
@@ -44,15 +39,15 @@ def test_an_exception_whose_class_attribute_lies_is_not_retryable() -> None:
 
 def test_a_gatekeeper_that_returned_json_null_round_trips_in_the_state() -> None:
     # Found by the stateful test: the audit copy RawResult("null") came back as None.
-    state = dc.start_diagnosis(dc.DiagnosisRequest("why?", dc.RunConfig("run-1", "chat-1")))
-    state = dc.advance(state, dc.AgentReplied('{"steps": [{"step_id": "s", "goal": "g"}]}'))
-    state = dc.advance(state, dc.AgentReplied(
+    state = dcm.start_diagnosis(dc.DiagnosisRequest("why?", dc.RunConfig("run-1", "chat-1")))
+    state = dcm.advance(state, dcm.AgentReplied('{"steps": [{"step_id": "s", "goal": "g"}]}'))
+    state = dcm.advance(state, dcm.AgentReplied(
         '{"schema_version": "executor_evidence_v2", "evidence_status": "no_evidence", "claims": []}'
     ))
-    state = dc.advance(state, GatekeeperReturned(None))
+    state = dcm.advance(state, GatekeeperReturned(None))
     assert state.gatekeeper_audits[0].raw_result == RawResult("null")
     assert dc.from_wire(dc.DiagnosisState, json.loads(dc.to_json(state))) == state
-    failed = dcb.GatekeeperAudit(1, None, "down", dc.GatekeeperStatus.REJECT,
+    failed = dcm.GatekeeperAudit(1, None, "down", dcp.GatekeeperStatus.REJECT,
                                 dc.ReasonCode.GATEKEEPER_UNAVAILABLE, "down", 0, 0, 0, 0)
     assert failed.raw_result is None  # a raising gatekeeper keeps "no raw result"
 
@@ -69,6 +64,6 @@ def test_a_gatekeeper_that_returned_json_null_round_trips_in_the_state() -> None
 def test_a_problem_followed_by_a_syntax_error_is_a_payload_error(text: str) -> None:
     # Found by fuzz/run_fuzz.py: the diagnostic second pass leaked JSONDecodeError.
     with pytest.raises(PayloadError, match="invalid JSON"):
-        dcb.loads_strict(text)
+        dcp.loads_strict(text)
     with pytest.raises(PayloadError):
-        dc.parse_planner_plan(text, [])
+        dcp.parse_planner_plan(text, [])

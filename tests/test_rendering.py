@@ -11,13 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagnosis_core._chat.enums import (
-    AnswerMode,
-    EvidenceStatus,
-    GatekeeperStatus,
-    Locale,
-    ReasonCode,
-)
+from diagnosis_core._chat.config import DiagnosisConfig
+from diagnosis_core._chat.enums import AnswerMode, EvidenceStatus, GatekeeperStatus, ReasonCode
 from diagnosis_core._chat.payloads import (
     Claim,
     EvidenceBinding,
@@ -32,10 +27,10 @@ from diagnosis_core._chat.rendering import (
     is_valid_tool_name,
     render_post_verification_fallback,
     render_pre_verification_fallback,
-    sanitize_item,
     summarize_tool_usage,
 )
-from diagnosis_core._kernel.config import DiagnosisConfig
+from diagnosis_core._kernel.enums import Locale
+from diagnosis_core._kernel.text import sanitize_item
 
 EN = DiagnosisConfig()
 ZH = DiagnosisConfig(locale="zh-CN")

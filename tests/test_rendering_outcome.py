@@ -30,15 +30,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from diagnosis_core._chat.enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
+from diagnosis_core._chat.config import DiagnosisConfig
+from diagnosis_core._chat.enums import AnswerMode, GatekeeperStatus, ReasonCode
 from diagnosis_core._chat.payloads import ToolTraceEntry
 from diagnosis_core._chat.projection import AllowedClaim
 from diagnosis_core._chat.rendering import (
     render_post_verification_fallback,
     render_pre_verification_fallback,
-    sanitize_item,
 )
-from diagnosis_core._kernel.config import DiagnosisConfig
+from diagnosis_core._kernel.enums import Locale
+from diagnosis_core._kernel.text import sanitize_item
 from diagnosis_core.aiops import (
     AiOpsCallCounts,
     AiOpsConfig,

@@ -12,7 +12,7 @@ import pytest
 from _builders import scenario
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
 from diagnosis_core._cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -220,7 +220,7 @@ def test_cli_schema_prints_a_json_schema(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_cli_graph_prints_the_mermaid_diagram(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["graph"]) == 0
-    assert capsys.readouterr().out == dcb.routing_mermaid()
+    assert capsys.readouterr().out == dcm.routing_mermaid()
 
 
 def test_console_script_entry_point_runs_as_a_module() -> None:

@@ -19,11 +19,9 @@ from _builders import (
 )
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
-from diagnosis_core import (
-    NodeName,
-    ReasonCode,
-)
+import diagnosis_core.machine as dcm
+from diagnosis_core import ReasonCode
+from diagnosis_core.machine import NodeName
 
 
 def nodes(result: dict[str, Any]) -> list[tuple[str, int, int, str, str | None]]:
@@ -34,12 +32,12 @@ def nodes(result: dict[str, Any]) -> list[tuple[str, int, int, str, str | None]]
 
 
 def test_start_routes_to_planner() -> None:
-    state = dc.start_diagnosis(
+    state = dcm.start_diagnosis(
         dc.DiagnosisRequest("q", dc.RunConfig("r", "s"))
     )
-    action = dc.next_action(state)
-    assert isinstance(action, dc.InvokeAgent)
-    assert action.agent is dc.AgentName.PLANNER
+    action = dcm.next_action(state)
+    assert isinstance(action, dcm.InvokeAgent)
+    assert action.agent is dcm.AgentName.PLANNER
     assert (action.round, action.attempt) == (1, 1)
 
 
@@ -340,7 +338,7 @@ def test_retry_limit_three_allows_four_attempts() -> None:
 
 def test_routing_table_rows_are_the_specified_ones() -> None:
     rows = {(r.after, r.condition.name, r.next, r.reason, r.reason_from_node, r.same_input)
-            for r in dcb.ROUTING_TABLE}
+            for r in dcm.ROUTING_TABLE}
     n, pre = NodeName, NodeName.PRE_VERIFICATION_FALLBACK
     expected = {
         (None, "ALWAYS", n.PLANNER, None, False, False),
@@ -367,21 +365,21 @@ def test_routing_table_rows_are_the_specified_ones() -> None:
         (n.POST_VERIFICATION_FALLBACK, "ALWAYS", None, None, False, False),
     }
     assert rows == expected
-    assert len(dcb.ROUTING_TABLE) == len(expected)
+    assert len(dcm.ROUTING_TABLE) == len(expected)
 
 
 def test_mermaid_graph_is_drawn_from_the_table() -> None:
-    graph = dcb.routing_mermaid()
+    graph = dcm.routing_mermaid()
     assert graph.startswith("flowchart TD\n")
     edges = [line for line in graph.splitlines() if "-->" in line]
-    assert len(edges) == len(dcb.ROUTING_TABLE)
+    assert len(edges) == len(dcm.ROUTING_TABLE)
     assert 'verifier -->|"effective LOW_CONFID, critical gap, retry left"| evidence_retry' in graph
 
 
 def test_a_custom_table_without_a_matching_row_raises_lookup_error() -> None:
-    table = (dcb.Route(NodeName.PLANNER, dcb.Condition.COMPLETED, NodeName.EXECUTOR),)
-    facts = dcb.RoutingFacts(status=dc.NodeStatus.INVALID_OUTPUT)
+    table = (dcm.Route(NodeName.PLANNER, dcm.Condition.COMPLETED, NodeName.EXECUTOR),)
+    facts = dcm.RoutingFacts(status=dcm.NodeStatus.INVALID_OUTPUT)
     with pytest.raises(LookupError, match="no route after"):
-        dcb.choose_route(NodeName.PLANNER, facts, table)
-    completed = dcb.RoutingFacts(status=dc.NodeStatus.COMPLETED)
-    assert dcb.choose_route(NodeName.PLANNER, completed, table).next is NodeName.EXECUTOR
+        dcm.choose_route(NodeName.PLANNER, facts, table)
+    completed = dcm.RoutingFacts(status=dcm.NodeStatus.COMPLETED)
+    assert dcm.choose_route(NodeName.PLANNER, completed, table).next is NodeName.EXECUTOR

@@ -28,16 +28,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from diagnosis_core import (
-    SCHEMA_NAMES,
-    SCHEMA_PROFILES,
-    ComposerOutput,
-    json_schema,
-    parse_composer_output,
-    parse_executor_evidence,
-    parse_planner_plan,
-    parse_verifier_output,
-)
 from diagnosis_core.aiops import (
     AIOPS_SCHEMA_NAMES,
     aiops_json_schema,
@@ -46,9 +36,17 @@ from diagnosis_core.aiops import (
     parse_aiops_report,
     parse_supervisor_decision,
 )
-from diagnosis_core.blocks import (
+from diagnosis_core.protocol import (
+    SCHEMA_NAMES,
+    SCHEMA_PROFILES,
+    ComposerOutput,
     SchemaProfile,
     class_json_schema,
+    json_schema,
+    parse_composer_output,
+    parse_executor_evidence,
+    parse_planner_plan,
+    parse_verifier_output,
 )
 
 ALL_NAMES = [*SCHEMA_NAMES, *AIOPS_SCHEMA_NAMES]

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.protocol as dcp
 from diagnosis_core._cli import main
 from diagnosis_core._kernel.terminal import terminal_safe
 
@@ -90,7 +90,7 @@ def test_json_run_output_stays_exact(tmp_path: Path, capsys: pytest.CaptureFixtu
     path, doc = _hostile_scenario(tmp_path)
     assert main(["run", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out == dcb.canonical_json(dc.replay(doc)) + "\n"
+    assert out == dcp.canonical_json(dc.replay(doc)) + "\n"
     assert json.loads(out)["answer"] == HOSTILE_ANSWER
 
 
@@ -119,4 +119,4 @@ def test_real_process_writes_no_escape_to_the_terminal(tmp_path: Path) -> None:
         capture_output=True, check=False,
     )
     assert as_json.returncode == 0, as_json.stderr
-    assert as_json.stdout == (dcb.canonical_json(dc.replay(doc)) + "\n").encode("utf-8")
+    assert as_json.stdout == (dcp.canonical_json(dc.replay(doc)) + "\n").encode("utf-8")

@@ -22,25 +22,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.scenarios as dcs
 import diagnosis_core.testing as dt
+import diagnosis_core.tools as dct
 from diagnosis_core import (
-    AgentName,
     AsyncEffects,
     DiagnosisRequest,
-    GatekeeperStatus,
     NonRetryableError,
     PayloadError,
     ReasonCode,
     RunConfig,
     Verdict,
 )
+from diagnosis_core.machine import AgentName
+from diagnosis_core.protocol import GatekeeperStatus
 
 PARSERS = (
-    lambda text: dc.parse_planner_plan(text, ["payment-timeout"]),
-    dc.parse_executor_evidence,
-    dc.parse_verifier_output,
-    lambda text: dc.parse_composer_output(text, ["c1"]),
+    lambda text: dcp.parse_planner_plan(text, ["payment-timeout"]),
+    dcp.parse_executor_evidence,
+    dcp.parse_verifier_output,
+    lambda text: dcp.parse_composer_output(text, ["c1"]),
 )
 
 
@@ -59,16 +62,16 @@ def test_valid_planner_texts_parse_back_to_a_plan_of_the_catalog(data: st.DataOb
     names = [skill.name for skill in data.draw(dt.skill_catalogs())]
     plan = data.draw(dt.planner_plans(names))
     assert plan.selected_skill is None or plan.selected_skill in names
-    assert dc.parse_planner_plan(data.draw(dt.payload_texts(plan)), names) == plan
-    assert dc.parse_planner_plan(data.draw(dt.planner_plan_texts(names)), names).steps
+    assert dcp.parse_planner_plan(data.draw(dt.payload_texts(plan)), names) == plan
+    assert dcp.parse_planner_plan(data.draw(dt.planner_plan_texts(names)), names).steps
 
 
 @given(data=st.data())
 def test_valid_executor_texts_parse_back_to_the_evidence(data: st.DataObject) -> None:
     evidence = data.draw(dt.executor_evidences())
-    assert dc.parse_executor_evidence(data.draw(dt.payload_texts(evidence))) == evidence
-    assert (evidence.evidence_status is dc.EvidenceStatus.NO_EVIDENCE) == (not evidence.claims)
-    dc.parse_executor_evidence(data.draw(dt.executor_evidence_texts()))
+    assert dcp.parse_executor_evidence(data.draw(dt.payload_texts(evidence))) == evidence
+    assert (evidence.evidence_status is dcp.EvidenceStatus.NO_EVIDENCE) == (not evidence.claims)
+    dcp.parse_executor_evidence(data.draw(dt.executor_evidence_texts()))
 
 
 @given(data=st.data())
@@ -79,8 +82,8 @@ def test_valid_verifier_texts_parse_back_and_refer_only_to_the_given_claims(
     output = data.draw(dt.verifier_outputs(claim_ids))
     referred = {fact.claim_id for fact in output.facts_checked} | set(output.allowed_claim_ids)
     assert referred <= set(claim_ids)
-    assert dc.parse_verifier_output(data.draw(dt.payload_texts(output))) == output
-    dc.parse_verifier_output(data.draw(dt.verifier_output_texts(claim_ids, unknown_ids=True)))
+    assert dcp.parse_verifier_output(data.draw(dt.payload_texts(output))) == output
+    dcp.parse_verifier_output(data.draw(dt.verifier_output_texts(claim_ids, unknown_ids=True)))
 
 
 @given(data=st.data())
@@ -90,8 +93,8 @@ def test_valid_composer_texts_parse_back_and_cite_only_allowed_claims(
     allowed = data.draw(st.lists(dt.identifiers(), max_size=4, unique=True))
     output = data.draw(dt.composer_outputs(allowed))
     assert set(output.cited_claim_ids) <= set(allowed) and output.answer.strip()
-    assert dc.parse_composer_output(data.draw(dt.payload_texts(output)), allowed) == output
-    dc.parse_composer_output(data.draw(dt.composer_output_texts(allowed)), allowed)
+    assert dcp.parse_composer_output(data.draw(dt.payload_texts(output)), allowed) == output
+    dcp.parse_composer_output(data.draw(dt.composer_output_texts(allowed)), allowed)
 
 
 @given(value=dt.gatekeeper_result_values() | dt.diagnosis_requests() | dt.diagnosis_configs())
@@ -123,7 +126,7 @@ def test_mutated_documents_stay_json_and_are_judged_by_the_parser(data: st.DataO
     document = data.draw(dt.payload_documents(evidence))
     mutated = data.draw(dt.mutated_documents(document))
     text = data.draw(dt.json_document_texts(mutated))
-    assert json.loads(dcb.extract_json_text(text)) == mutated
+    assert json.loads(dcp.extract_json_text(text)) == mutated
     only_payload_errors(text)
 
 
@@ -138,7 +141,7 @@ def test_consistent_gatekeeper_results_normalize_as_their_entries_say(
     raw = data.draw(dt.gatekeeper_results(evidence))
     entries: list[Any] = raw.get("checked_bindings") or []  # type: ignore[assignment]
     passes = len([entry for entry in entries if entry["status"].strip().lower() == "pass"])
-    normalized = dcb.normalize_gatekeeper_result(raw)
+    normalized = dcm.normalize_gatekeeper_result(raw)
     expected = (
         GatekeeperStatus.PASS
         if passes == len(entries)
@@ -158,8 +161,8 @@ def test_fixed_passes_are_exactly_the_trusted_bindings(data: st.DataObject) -> N
     keys = [key for key, _ in dt.binding_keys(evidence)]
     passed = data.draw(st.sets(st.sampled_from(keys))) if keys else set()
     raw = data.draw(dt.gatekeeper_results(evidence, passed=passed))
-    normalized = dcb.normalize_gatekeeper_result(raw)
-    trusted = dcb.count_trusted_bindings(evidence, normalized.checked_bindings)
+    normalized = dcm.normalize_gatekeeper_result(raw)
+    trusted = dcm.count_trusted_bindings(evidence, normalized.checked_bindings)
     assert trusted == len(passed)
 
 
@@ -169,7 +172,7 @@ def test_contradictory_and_malformed_results_are_invalid(data: st.DataObject) ->
     raw = data.draw(
         dt.contradictory_gatekeeper_results(evidence) | dt.malformed_gatekeeper_results(evidence)
     )
-    normalized = dcb.normalize_gatekeeper_result(raw)
+    normalized = dcm.normalize_gatekeeper_result(raw)
     assert normalized.status is GatekeeperStatus.REJECT
     assert normalized.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT
 
@@ -178,10 +181,10 @@ def test_contradictory_and_malformed_results_are_invalid(data: st.DataObject) ->
 def test_any_raw_result_or_hostile_value_normalizes_without_raising(data: st.DataObject) -> None:
     evidence = data.draw(dt.executor_evidences())
     raw = data.draw(dt.gatekeeper_raw_results(evidence) | dt.hostile_gatekeeper_values())
-    normalized = dcb.normalize_gatekeeper_result(raw)
+    normalized = dcm.normalize_gatekeeper_result(raw)
     assert (normalized.status is GatekeeperStatus.REJECT) == (normalized.reason_code is not None)
     with contextlib.suppress(PayloadError):
-        dc.parse_gatekeeper_result(raw)
+        dcp.parse_gatekeeper_result(raw)
 
 
 @given(case=dt.ledger_cases())
@@ -207,9 +210,9 @@ def test_ledger_cases_are_checked_as_they_expect(case: dt.LedgerCase) -> None:
 def test_tool_ledger_records_always_form_a_ledger(data: st.DataObject) -> None:
     outputs = [data.draw(dt.executor_evidences()) for _ in range(2)]
     records = data.draw(dt.tool_ledger_records(*outputs))
-    ledger = dcb.ledger_from_records(records)
+    ledger = dct.ledger_from_records(records)
     for output in outputs:
-        normalized = dcb.normalize_gatekeeper_result(dc.ReferenceGatekeeper(ledger)("r", output))
+        normalized = dcm.normalize_gatekeeper_result(dc.ReferenceGatekeeper(ledger)("r", output))
         assert normalized.reason_code is not ReasonCode.GATEKEEPER_INVALID_RESULT
 
 
@@ -230,7 +233,7 @@ def test_scenarios_can_be_restricted_to_ledgers_and_valid_replies(document: dict
     for entries in document["responses"].values():
         for entry in entries:
             if "text" in entry:
-                dcb.extract_json_text(entry["text"])  # a valid encoding, never garbage
+                dcp.extract_json_text(entry["text"])  # a valid encoding, never garbage
 
 
 @given(script=dt.effect_scripts())
@@ -286,11 +289,11 @@ def test_unknown_exceptions_are_really_unknown(error: BaseException) -> None:
 @given(error=dt.agent_exceptions())
 def test_agent_exceptions_are_exceptions_the_drivers_catch(error: Exception) -> None:
     assert issubclass(type(error), Exception)
-    result = dcb.perform_effect(
-        dc.InvokeAgent(AgentName.PLANNER, "{}", RunConfig("r", "s"), 1, 1),
+    result = dcm.perform_effect(
+        dcm.InvokeAgent(AgentName.PLANNER, "{}", RunConfig("r", "s"), 1, 1),
         dt.scripted_effects(planner=[error]),
     )
-    assert isinstance(result, dc.AgentFailed)
+    assert isinstance(result, dcm.AgentFailed)
 
 
 # --- doubles ---------------------------------------------------------------------------------
@@ -318,7 +321,7 @@ def test_async_scripted_invoker_plays_like_the_sync_one() -> None:
 
 
 def test_fake_gatekeeper_plays_results_and_errors_then_responds() -> None:
-    evidence = dc.parse_executor_evidence(
+    evidence = dcp.parse_executor_evidence(
         '{"schema_version": "executor_evidence_v2", "evidence_status": "evidence_found", "claims":'
         ' [{"claim_id": "c1", "text": "t", "bindings": [{"source_invocation_id": "i",'
         ' "tool_name": "q", "raw_path": "$.a", "evidence_excerpt": "e"}]}]}'
@@ -327,9 +330,9 @@ def test_fake_gatekeeper_plays_results_and_errors_then_responds() -> None:
     assert gatekeeper("run-1", evidence) is None
     with pytest.raises(ConnectionError):
         gatekeeper("run-1", evidence)
-    normalized = dcb.normalize_gatekeeper_result(gatekeeper("run-1", evidence))
+    normalized = dcm.normalize_gatekeeper_result(gatekeeper("run-1", evidence))
     assert normalized.status is GatekeeperStatus.PASS
-    assert dcb.count_trusted_bindings(evidence, normalized.checked_bindings) == 1
+    assert dcm.count_trusted_bindings(evidence, normalized.checked_bindings) == 1
     assert [call[0] for call in gatekeeper.calls] == ["run-1"] * 3
     with pytest.raises(NonRetryableError):
         dt.FakeGatekeeper()("run-1", evidence)
@@ -350,7 +353,7 @@ def test_recording_wrappers_keep_every_input_also_when_the_effect_raises() -> No
         asyncio.run(async_invoker("z", RUN))
     assert async_invoker.inputs == ["z"] and isinstance(async_invoker.outputs[0], KeyError)
     gatekeeper = dt.RecordingGatekeeper(dt.FakeGatekeeper([RuntimeError("x"), {"status": "pass"}]))
-    evidence = dc.ExecutorEvidence(dc.EvidenceStatus.NO_EVIDENCE, ())
+    evidence = dc.ExecutorEvidence(dcp.EvidenceStatus.NO_EVIDENCE, ())
     with pytest.raises(RuntimeError):
         gatekeeper("r", evidence)
     assert gatekeeper("r", evidence) == {"status": "pass"}
@@ -404,10 +407,10 @@ def test_async_effects_recorder_records_an_asyncio_run() -> None:
 
 
 def test_core_doubles_are_re_exported_unchanged() -> None:
-    assert dt.ScriptedAgent is dc.ScriptedAgent
-    assert dt.ScriptedGatekeeper is dc.ScriptedGatekeeper
-    assert dt.ScriptedResponse is dcb.ScriptedResponse
-    assert dt.ScriptedGatekeeperEntry is dcb.ScriptedGatekeeperEntry
+    assert dt.ScriptedAgent is dcs.ScriptedAgent
+    assert dt.ScriptedGatekeeper is dcs.ScriptedGatekeeper
+    assert dt.ScriptedResponse is dcs.ScriptedResponse
+    assert dt.ScriptedGatekeeperEntry is dcs.ScriptedGatekeeperEntry
     assert dt.scenario_effects is dc.scenario_effects
 
 
@@ -443,7 +446,7 @@ def test_invariant_checks_accept_a_correct_run_and_catch_doctored_ones() -> None
             state, verifier_evaluations=(attrs.evolve(evaluation, effective_verdict=Verdict.PASS),)
         ),
         "4": attrs.evolve(state, events=tuple(
-            attrs.evolve(e, attempt=2) if e.node is dc.NodeName.EXECUTOR else e
+            attrs.evolve(e, attempt=2) if e.node is dcm.NodeName.EXECUTOR else e
             for e in state.events)),
         "5": attrs.evolve(state, invocations=(
             state.invocations[0], attrs.evolve(state.invocations[1], input="changed"),
@@ -458,8 +461,8 @@ def test_invariant_checks_accept_a_correct_run_and_catch_doctored_ones() -> None
 
 def test_invariant_checks_catch_an_evidence_retry_without_a_gap() -> None:
     state = _finished_run()
-    retry = dc.TraceEvent(len(state.events) + 1, dc.NodeName.EVIDENCE_RETRY, 1, 1,
-                          dc.NodeStatus.COMPLETED, None, None)
+    retry = dc.TraceEvent(len(state.events) + 1, dcm.NodeName.EVIDENCE_RETRY, 1, 1,
+                          dcm.NodeStatus.COMPLETED, None, None)
     broken = attrs.evolve(state, events=(*state.events, retry), evidence_retries=1)
     assert any("evidence retry" in problem for problem in dt.run_invariant_violations(broken))
 
@@ -472,9 +475,11 @@ def _doctorings() -> list[tuple[str, Any]]:
     state = _finished_run()
     events = list(state.events)
     evaluation = state.verifier_evaluations[0]
-    verifier_at = next(i for i, e in enumerate(events) if e.node is dc.NodeName.VERIFIER)
-    executor = next(e for e in events if e.node is dc.NodeName.EXECUTOR)
-    retry = dc.TraceEvent(0, dc.NodeName.EVIDENCE_RETRY, 1, 1, dc.NodeStatus.COMPLETED, None, None)
+    verifier_at = next(i for i, e in enumerate(events) if e.node is dcm.NodeName.VERIFIER)
+    executor = next(e for e in events if e.node is dcm.NodeName.EXECUTOR)
+    retry = dc.TraceEvent(
+        0, dcm.NodeName.EVIDENCE_RETRY, 1, 1, dcm.NodeStatus.COMPLETED, None, None
+    )
     invocations = list(state.invocations)
     return [
         ("did not reach END", attrs.evolve(state, outcome=None)),
@@ -485,11 +490,11 @@ def _doctorings() -> list[tuple[str, Any]]:
             attrs.evolve(evaluation, model_verdict=Verdict.REJECT),))),
         ("has effective above", attrs.evolve(state, events=tuple(
             attrs.evolve(e, details=attrs.evolve(e.details, effective_verdict=Verdict.PASS))
-            if e.node is dc.NodeName.VERIFIER else e for e in events))),
+            if e.node is dcm.NodeName.VERIFIER else e for e in events))),
         ("more than one executor call",
          attrs.evolve(state, events=_renumbered([*events, executor]))),
         ("gatekeeper calls per round", attrs.evolve(state, events=_renumbered(
-            [e for e in events if e.node is not dc.NodeName.GATEKEEPER]))),
+            [e for e in events if e.node is not dcm.NodeName.GATEKEEPER]))),
         ("calls.gatekeeper", attrs.evolve(state, calls=attrs.evolve(state.calls, gatekeeper=5))),
         ("evidence retries with limit", attrs.evolve(state, evidence_retries=1)),
         ("without a verifier result", attrs.evolve(state, evidence_retries=1, events=_renumbered(

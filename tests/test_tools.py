@@ -10,20 +10,13 @@ from typing import Any
 import pytest
 from _builders import binding, claim, executor
 
-from diagnosis_core import (
-    LedgerError,
-    ReferenceGatekeeper,
-    ToolBlockedError,
-    ToolInvocation,
-    parse_executor_evidence,
-)
-from diagnosis_core.blocks import (
-    ledger_from_records,
-)
+from diagnosis_core import LedgerError, ReferenceGatekeeper, ToolBlockedError, ToolInvocation
+from diagnosis_core.protocol import parse_executor_evidence
 from diagnosis_core.tools import (
     ToolCallError,
     ToolCallRecord,
     ToolRecorder,
+    ledger_from_records,
 )
 
 

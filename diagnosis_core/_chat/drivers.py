@@ -8,7 +8,7 @@ cancellation, ``KeyboardInterrupt``) propagate untouched.
 
 All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
 :func:`iter_diagnosis`, :func:`aiter_diagnosis`) are the one step loop of
-``_loop.py`` with the same options (spec §12, §14):
+``_kernel/loop.py`` with the same options (spec §12, §14):
 
 * ``sink`` — the run writes its journal as it goes: each ``started`` entry is
   handed to the sink *before* its effect runs, then the ``finished`` entry
@@ -31,6 +31,7 @@ import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from .._kernel.effects import check_effects_kind, reject_awaitable, require_awaitable
 from .._kernel.errors import JournalError
 from .._kernel.loop import (
     Done,
@@ -42,14 +43,7 @@ from .._kernel.loop import (
     drive_steps,
     invoke_agent,
 )
-from .._kernel.observe import DiagnosisObserver
-from .effects import (
-    AsyncEffects,
-    Effects,
-    check_effects_kind,
-    reject_awaitable,
-    require_awaitable,
-)
+from .effects import AsyncEffects, Effects
 from .enums import AgentName
 from .machine import (
     CallGatekeeper,
@@ -65,12 +59,13 @@ from .machine import (
     next_action,
     start_diagnosis,
 )
+from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
-    from .._kernel.journal.codec import Journal, JournalEntry
-    from .._kernel.tools import RecorderMark, ToolRecorder
-    from .journal import JournalRecorder, JournalSink
+    from .._kernel.tools import RecorderMark
+    from .journal import Journal, JournalEntry, JournalRecorder, JournalSink
+    from .reference_gatekeeper import ToolRecorder
 
 __all__ = [
     "aiter_diagnosis",
@@ -218,8 +213,7 @@ def _prepare(
     if journal is None and sink is None:
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
-    from .._kernel.journal.codec import Journal
-    from .journal import JournalRecorder, journal_status, resume_journal
+    from .journal import Journal, JournalRecorder, journal_status, resume_journal
 
     if state is not None:
         raise ValueError(

@@ -9,41 +9,22 @@ returns the raw result mapping of spec §6.1 (or raises).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import attrs
 
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.config import RunConfig
+from .._kernel.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
 from .enums import AgentName
 from .payloads import ExecutorEvidence
 
 __all__ = [
-    "AgentInvoker",
-    "AsyncAgentInvoker",
     "AsyncEffects",
     "AsyncGatekeeper",
     "Effects",
     "Gatekeeper",
-    "check_effects_kind",
-    "is_async_callable",
-    "reject_awaitable",
-    "require_awaitable",
 ]
-
-
-class AgentInvoker(Protocol):
-    """An LLM agent: exact input string and run config in, message text out."""
-
-    def __call__(self, input: str, config: RunConfig, /) -> str: ...
-
-
-class AsyncAgentInvoker(Protocol):
-    """The asyncio variant of :class:`AgentInvoker`."""
-
-    def __call__(self, input: str, config: RunConfig, /) -> Awaitable[str]: ...
 
 
 class Gatekeeper(Protocol):
@@ -73,13 +54,6 @@ class Effects:
         """The invoker for ``name``."""
         invoker: AgentInvoker = getattr(self, name.value)
         return invoker
-
-
-def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
-    async def call(input: str, config: RunConfig, /) -> str:
-        return invoker(input, config)
-
-    return call
 
 
 def awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
@@ -122,70 +96,3 @@ class AsyncEffects:
 # --- the right kind of effects for the driver (spec §15, a local error) ------------
 
 
-def is_async_callable(value: object) -> bool:
-    """True for an ``async def`` function (or partial) or an object with ``async def __call__``.
-
-    Never raises: an object whose attributes cannot be read counts as not async.
-    """
-    try:
-        if inspect.iscoroutinefunction(value):
-            return True
-        call = getattr(type(value), "__call__", None)  # noqa: B004 - the class's method
-        return call is not None and inspect.iscoroutinefunction(call)
-    except Exception:
-        return False
-
-
-def check_effects_kind(
-    effects: object,
-    expected: type[Any],
-    names: Sequence[str],
-    *,
-    asynchronous: bool,
-    driver: str,
-    other_driver: str,
-) -> None:
-    """Raise ``TypeError`` before a run starts when ``effects`` suit the other driver.
-
-    Passing ``AsyncEffects`` to the sync driver, sync ``Effects`` to the asyncio
-    driver, or a sync callable among async effects (an async one among sync
-    effects) is the host's mistake: without this check it ends as a polite
-    fallback ("got coroutine", "the evidence check service was unavailable")
-    that hides the bug. A sync effect inside async effects must be an
-    ``async def`` (wrap it, or use ``AsyncEffects.from_sync``).
-    """
-    if not isinstance(effects, expected):
-        raise TypeError(
-            f"{driver} needs {expected.__name__}, got {type(effects).__name__}"
-            f" (use {other_driver} for it)"
-        )
-    for name in names:
-        effect = getattr(effects, name)
-        if is_async_callable(effect) != asynchronous:
-            kind = "a synchronous callable" if asynchronous else "an async callable"
-            raise TypeError(
-                f"{expected.__name__}.{name} is {kind}; {driver} needs"
-                f" {'async def' if asynchronous else 'a plain (sync) callable'} effects"
-                f" (use {other_driver} for the other kind)"
-            )
-
-
-def reject_awaitable(value: object, what: str, driver: str) -> None:
-    """Raise ``TypeError`` when a sync effect returned an awaitable (never awaited here)."""
-    if inspect.isawaitable(value):
-        if inspect.iscoroutine(value):
-            value.close()  # no "coroutine was never awaited" warning
-        raise TypeError(
-            f"{what} returned an awaitable ({type(value).__name__}) to {driver};"
-            " an async effect needs the asyncio driver"
-        )
-
-
-def require_awaitable(value: object, what: str, driver: str) -> Awaitable[Any]:
-    """``value`` if it is awaitable; ``TypeError`` when an async effect returned a plain value."""
-    if not inspect.isawaitable(value):
-        raise TypeError(
-            f"{what} returned {type(value).__name__}, not an awaitable, to {driver};"
-            " a sync effect needs the sync driver (or AsyncEffects.from_sync)"
-        )
-    return value

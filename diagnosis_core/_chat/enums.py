@@ -13,11 +13,8 @@ __all__ = [
     "AnswerMode",
     "BindingCheckStatus",
     "EvidenceStatus",
-    "FailureKind",
     "GatekeeperStatus",
-    "Locale",
     "NodeName",
-    "NodeStatus",
     "Outcome",
     "ReasonCode",
     "Verdict",
@@ -51,15 +48,6 @@ class AgentName(enum.StrEnum):
     def node(self) -> NodeName:
         """The workflow node this agent runs as."""
         return NodeName(self.value)
-
-
-class NodeStatus(enum.StrEnum):
-    """Execution status of one node attempt (spec §3, §6.7)."""
-
-    COMPLETED = "COMPLETED"
-    RETRYABLE_FAILED = "RETRYABLE_FAILED"
-    INVALID_OUTPUT = "INVALID_OUTPUT"
-    NON_RETRYABLE_FAILED = "NON_RETRYABLE_FAILED"
 
 
 _VERDICT_RANK = {"REJECT": 0, "LOW_CONFID": 1, "PASS": 2}
@@ -148,14 +136,6 @@ class Outcome(enum.StrEnum):
     POST_VERIFICATION_FALLBACK = "POST_VERIFICATION_FALLBACK"
 
 
-class FailureKind(enum.StrEnum):
-    """Classification of an exception raised by an effect (spec §6.7)."""
-
-    RETRYABLE = "RETRYABLE"
-    NON_RETRYABLE = "NON_RETRYABLE"
-    TOOL_BLOCKED = "TOOL_BLOCKED"
-
-
 class ReasonCode(enum.StrEnum):
     """Why a node failed or a run left for a fallback (spec §3)."""
 
@@ -171,8 +151,3 @@ class ReasonCode(enum.StrEnum):
     COMPOSER_FAILED = "COMPOSER_FAILED"
 
 
-class Locale(enum.StrEnum):
-    """Languages of the deterministic fallback texts (spec §4)."""
-
-    EN = "en"
-    ZH_CN = "zh-CN"

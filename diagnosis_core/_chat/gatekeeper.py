@@ -35,12 +35,12 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 import attrs
 
 from .._kernel.errors import PayloadError
+from .._kernel.json import SURROGATE as _SURROGATE
 from .enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
 from .payloads import CheckedBinding, GatekeeperResult
 
@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 _MISSING = object()
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _PROBLEM_LIMIT = 1000
 
 _STATUSES = ("pass", "fail")

@@ -15,7 +15,7 @@ finished entry — the recorded fact, never the raw object — so the live state
 and the fold of the journal are equal by construction.
 
 The walk, the resume rule, the builder and the sinks are the workflow-free
-kernel of ``_journal_kernel.py``; this module is the chat diagnosis
+kernel of ``_kernel/journal/fold.py``; this module is the chat diagnosis
 workflow's :class:`JournalSpec` and its typed public functions.
 
 Decisions where the spec is silent:
@@ -32,6 +32,7 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -39,9 +40,9 @@ import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.journal.codec import (
-    Journal,
-    JournalCall,
-    JournalEntry,
+    JournalBase,
+    JournalEntryBase,
+    JournalForm,
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
@@ -49,7 +50,8 @@ from .._kernel.journal.codec import (
     RecordedReply,
     RecordedToolError,
     RecordedToolInvocation,
-    request_to_wire,
+    journal_document_from_json,
+    load_journal_document,
 )
 from .._kernel.journal.fold import (
     INTERRUPTED_MESSAGE,
@@ -66,7 +68,6 @@ from .._kernel.journal.fold import (
     resume,
     scenario_response,
     scripted_message,
-    sha256_text,
 )
 from .._kernel.journal.fold import (
     append_entry as _append_entry,
@@ -77,11 +78,11 @@ from .._kernel.journal.fold import (
 from .._kernel.journal.fold import (
     start_entry as _start_entry,
 )
-from .._kernel.json import JsonValue, canonical_json
+from .._kernel.journal.mac import request_seed
+from .._kernel.json import JsonValue, canonical_json, sha256_text
+from .._kernel.results import AgentFailed, AgentReplied
 from .enums import AgentName
 from .machine import (
-    AgentFailed,
-    AgentReplied,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisState,
@@ -94,13 +95,18 @@ from .machine import (
     next_action,
     start_diagnosis,
 )
+from .request_codec import load_request, request_to_wire
 
 if TYPE_CHECKING:
     from .._kernel.tools import ToolCallRecord
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
+    "JOURNAL_FORMAT",
     "ExpectedCall",
+    "Journal",
+    "JournalCall",
+    "JournalEntry",
     "JournalRecorder",
     "JournalSink",
     "JournalStatus",
@@ -110,16 +116,87 @@ __all__ = [
     "expected_call",
     "finish_entry",
     "fold_journal",
+    "journal_from_json",
     "journal_status",
     "journal_to_scenario",
     "journal_tool_records",
+    "load_journal",
     "outcome_of",
     "recorded_tool_invocations",
     "replay_journal",
+    "request_mac",
+    "request_to_wire",
+    "resent_on_resume",
     "resume_journal",
     "start_entry",
 ]
 
+
+JOURNAL_FORMAT = "diagnosis_journal_v1"
+"""The ``format`` of a chat diagnosis journal."""
+
+
+class JournalCall(enum.StrEnum):
+    """The effect an entry records: one of the four agents, or the gatekeeper."""
+
+    PLANNER = "planner"
+    EXECUTOR = "executor"
+    VERIFIER = "verifier"
+    COMPOSER = "composer"
+    GATEKEEPER = "gatekeeper"
+
+
+_CHAT_FORM = JournalForm(
+    format=JOURNAL_FORMAT,
+    calls=JournalCall,
+    executor=JournalCall.EXECUTOR,
+    gatekeeper=frozenset({JournalCall.GATEKEEPER}),
+    request_type=DiagnosisRequest,
+    request_to_wire=request_to_wire,
+    load_request=load_request,
+)
+
+
+@attrs.frozen
+class JournalEntry(JournalEntryBase[JournalCall]):
+    """One effect of a chat run: the call the machine asked for and, once finished, its outcome.
+
+    ``input_sha256`` is the SHA-256 hex of the exact agent input string, or
+    for the gatekeeper of the canonical JSON of ``{"run_id",
+    "executor_output"}``. A ``started`` entry has no outcome; a ``finished``
+    one has an outcome that fits the call. ``tool_invocations`` only ever
+    appear on finished executor entries. ``mac`` is the optional HMAC chain
+    link (see ``_kernel/journal/mac.py``). Construction raises :class:`JournalError`.
+    """
+
+    _form: ClassVar[JournalForm] = _CHAT_FORM
+
+
+@attrs.frozen
+class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
+    """The durable record of one run: the request and its entries in call order (spec §12)."""
+
+    _form: ClassVar[JournalForm] = _CHAT_FORM
+    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
+
+
+def load_journal(data: object) -> Journal:
+    """Validate a journal document (plain JSON data) strictly; every problem names its path.
+
+    This checks the *form* only; :func:`fold_journal` checks that the entries
+    are the calls the run makes.
+    """
+    return load_journal_document(Journal, data)
+
+
+def journal_from_json(text: str) -> Journal:
+    """Parse journal text strictly (:func:`loads_stored`) and :func:`load_journal` it."""
+    return journal_document_from_json(Journal, text)
+
+
+def request_mac(request: DiagnosisRequest, key: bytes) -> str:
+    """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
+    return request_seed(request_to_wire(request), key)
 
 @attrs.frozen
 class ExpectedCall(ExpectedCallBase[JournalCall]):
@@ -226,6 +303,18 @@ def fold_journal(journal: Journal, *, key: bytes | None = None) -> DiagnosisStat
 
 
 # --- resume ------------------------------------------------------------------------
+
+
+def resent_on_resume(call: JournalCall, *, resend_gatekeeper: bool = False) -> bool:
+    """Whether an interrupted ``call`` is re-sent when a run resumes (spec §12 Resume).
+
+    Planner, verifier and composer calls are re-sent with the identical input
+    as the same attempt; an executor call never is (its tools may have run),
+    and a gatekeeper call only when the host asks for it (``resend_gatekeeper``:
+    it is read-only). The one statement of the rule, which
+    :func:`resume_journal` and every engine adapter read.
+    """
+    return call in _SPEC.resent or (resend_gatekeeper and call in _SPEC.optionally_resent)
 
 
 def resume_journal(

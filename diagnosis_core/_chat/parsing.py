@@ -16,11 +16,12 @@ cannot express (non-empty, unique, in range, in a catalog).
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 from .._kernel.converter import from_json_object_text, from_wire
 from .._kernel.errors import PayloadError
 from .._kernel.json import describe_value, extract_json_text, parse_json_object
+from .._kernel.plan import check_plan_steps
 from .enums import EvidenceStatus
 from .payloads import (
     EXECUTOR_SCHEMA_VERSION,
@@ -28,13 +29,11 @@ from .payloads import (
     EvidenceBinding,
     ExecutorEvidence,
     PlannerPlan,
-    PlanStep,
     VerifierOutput,
 )
 
 __all__ = [
     "PayloadName",
-    "check_plan_steps",
     "parse_composer_output",
     "parse_executor_evidence",
     "parse_planner_plan",
@@ -58,32 +57,6 @@ def _duplicate(path: str, value: str) -> PayloadError:
 
 
 # --- §5.1 planner_plan --------------------------------------------------------------
-
-
-def check_plan_steps(steps: Sequence[PlanStep], *, blank_goals: bool) -> None:
-    """The step rules both planners share (spec §5.1): one rule, one message.
-
-    At least one step; every ``step_id`` non-empty and unique; every ``goal``
-    non-empty (``blank_goals``, the chat planner) or not only whitespace (the
-    AIOps planner).
-
-    Raises:
-        PayloadError: naming the first step that breaks a rule.
-    """
-    if not steps:
-        raise PayloadError("steps", _EMPTY)
-    seen: set[str] = set()
-    for index, step in enumerate(steps):
-        if not step.step_id:
-            raise PayloadError(f"steps[{index}].step_id", _EMPTY)
-        if step.step_id in seen:
-            raise _duplicate(f"steps[{index}].step_id", step.step_id)
-        seen.add(step.step_id)
-        if blank_goals:
-            if not step.goal:
-                raise PayloadError(f"steps[{index}].goal", _EMPTY)
-        elif not step.goal.strip():
-            raise PayloadError(f"steps[{index}].goal", "must not be blank")
 
 
 def parse_planner_plan(text: str, skill_names: Collection[str]) -> PlannerPlan:

@@ -13,6 +13,7 @@ from typing import Literal
 
 import attrs
 
+from .._kernel.plan import PlanStep
 from .enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
 
 __all__ = [
@@ -26,7 +27,6 @@ __all__ = [
     "GatekeeperResult",
     "HistoryMessage",
     "Hypothesis",
-    "PlanStep",
     "PlannerPlan",
     "Skill",
     "ToolTraceEntry",
@@ -57,15 +57,6 @@ class Skill:
 
 
 # --- planner_plan (§5.1) ------------------------------------------------------
-
-
-@attrs.frozen
-class PlanStep:
-    """One investigation step of the plan."""
-
-    step_id: str
-    goal: str
-    tools: tuple[str, ...] = ()
 
 
 @attrs.frozen

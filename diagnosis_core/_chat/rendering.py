@@ -19,14 +19,15 @@ per-code and per-mode mappings).
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import attrs
 
-from .._kernel.config import DiagnosisConfig
-from .enums import AnswerMode, GatekeeperStatus, Locale, ReasonCode
+from .._kernel.enums import Locale
+from .._kernel.text import sanitize_item
+from .config import DiagnosisConfig
+from .enums import AnswerMode, GatekeeperStatus, ReasonCode
 from .payloads import ToolTraceEntry
 from .projection import AllowedClaim
 
@@ -35,163 +36,15 @@ __all__ = [
     "is_valid_tool_name",
     "render_post_verification_fallback",
     "render_pre_verification_fallback",
-    "sanitize_item",
     "summarize_tool_usage",
 ]
 
 
-# --- safe rendering of one item -------------------------------------------------
-
-ELLIPSIS = "…"
+# --- tool names ----------------------------------------------------------------
 
 # Explicit ASCII classes and fullmatch: `\w`/`\d` match Unicode, `$` matches
 # before a trailing newline.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
-# Every ASCII punctuation character: exactly the set CommonMark lets a
-# backslash escape (spec section 2.4), so a backslash before any of them renders
-# as the character itself, literal text, in every CommonMark/GFM renderer.
-_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-
-# `&`, `<` and `>` are HTML-escaped instead: a backslash before `&` would let
-# the entity that follows print literally, and `&gt;`/`&lt;` can start neither
-# a block quote, an autolink nor an HTML block.
-_HTML_ESCAPES = MappingProxyType({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
-
-# `_` and `-` between two ASCII letters or digits stay bare: such a `_` can
-# neither open nor close emphasis (it is both left- and right-flanking and not
-# next to punctuation), and a single `-` inside a word starts no construct, so
-# identifiers such as `GATEKEEPER_REJECTED` or `run-1` keep their plain form.
-_INTRAWORD_SAFE = frozenset("_-")
-
-# U+2060 WORD JOINER before every `@`: it is invisible and allows no line
-# break, and it leaves no ASCII local part before the `@` for an email
-# autolink extension that runs on the decoded text (GitHub's cmark-gfm merges
-# text nodes before looking for emails, so a backslash alone does not stop
-# it). A literal character, not a reference: some renderers (mistune's escape
-# mode) print references literally.
-_AT_SIGN = "\u2060\\@"
-
-
-def _cleaned_chars(text: str) -> Iterator[str]:
-    """Yield ``text`` with control characters removed or turned into one space.
-
-    * a control or separator character that Python counts as whitespace (tab,
-      LF, VT, FF, CR, U+001C..U+001F, U+0085, U+2028, U+2029) becomes one
-      space; CR LF counts as one line break;
-    * every other ``Cc`` (C0/C1 controls, DEL) and ``Cf`` character (zero
-      width, bidi overrides such as U+202E, soft hyphen, BOM) is removed —
-      they can hide or reorder what a reader sees;
-    * a lone surrogate (``Cs``) becomes U+FFFD so the result always encodes
-      to UTF-8.
-    """
-    after_cr = False
-    for char in text:
-        if char == "\n" and after_cr:
-            after_cr = False
-            continue
-        after_cr = char == "\r"
-        category = unicodedata.category(char)
-        if category in ("Cc", "Cf", "Zl", "Zp"):
-            if char.isspace():
-                yield " "
-            continue
-        yield "\ufffd" if category == "Cs" else char
-
-
-def _clean_and_cap(text: str, max_chars: int) -> str:
-    """Clean, strip and cap ``text``; stop reading once the outcome is known.
-
-    Equivalent to ``cleaned = clean(text).strip()`` followed by
-    ``cleaned if len(cleaned) <= max_chars else cleaned[:max_chars - 1] + "…"``,
-    but it reads at most as far as the first non-whitespace character after
-    ``max_chars`` kept characters, so a huge item costs O(max_chars).
-    """
-    kept: list[str] = []
-    chars = _cleaned_chars(text)
-    for char in chars:
-        if kept or not char.isspace():
-            kept.append(char)
-            if len(kept) == max_chars:
-                break
-    else:
-        return "".join(kept).rstrip()
-    if any(not char.isspace() for char in chars):
-        return "".join(kept[: max_chars - 1]) + ELLIPSIS
-    return "".join(kept).rstrip()
-
-
-def _is_ascii_alnum(char: str) -> bool:
-    return char.isascii() and char.isalnum()
-
-
-def _escape_markdown(text: str) -> str:
-    """Make ``text`` inert literal text for any CommonMark/GFM renderer (spec §6.8).
-
-    ``&``, ``<``, ``>`` become ``&amp;``, ``&lt;``, ``&gt;``; ``@`` becomes
-    U+2060 followed by ``\\@`` (see ``_AT_SIGN``); every other ASCII punctuation character
-    gets a backslash, except ``_`` and ``-`` between two ASCII letters or digits.
-    Every character that can start a Markdown construct — emphasis, code span,
-    link, image, autolink, raw HTML, entity, heading, list, block quote,
-    table, strikethrough — is ASCII punctuation, and linkify/autolink
-    extensions need an unescaped ``.``, ``:`` or ``@`` inside one text run, so
-    the result renders as the characters of ``text`` and nothing else.
-    Non-ASCII characters are never syntax and pass unchanged.
-    """
-    out: list[str] = []
-    last = len(text) - 1
-    for index, char in enumerate(text):
-        if char not in _ASCII_PUNCTUATION:
-            out.append(char)
-        elif char in _HTML_ESCAPES:
-            out.append(_HTML_ESCAPES[char])
-        elif char == "@":
-            out.append(_AT_SIGN)
-        elif (
-            char in _INTRAWORD_SAFE
-            and 0 < index < last
-            and _is_ascii_alnum(text[index - 1])
-            and _is_ascii_alnum(text[index + 1])
-        ):
-            out.append(char)
-        else:
-            out.append("\\" + char)
-    return "".join(out)
-
-
-def sanitize_item(text: str, max_chars: int) -> str:
-    """Render one interpolated string safely (spec §6.8); never raises on a ``str``.
-
-    Steps, in this order:
-
-    1. control characters: whitespace-like controls and line/paragraph
-       separators (``\\t``, ``\\n``, ``\\r``, U+2028 …) become one space (CR LF
-       is one), every other ``Cc``/``Cf`` character is removed, a lone
-       surrogate becomes U+FFFD;
-    2. leading and trailing whitespace (``str.strip``) is removed, so an
-       indent can never make a code block;
-    3. the cap: a result longer than ``max_chars`` characters becomes its first
-       ``max_chars - 1`` characters followed by ``…`` — exactly ``max_chars``
-       characters, counted before any escaping;
-    4. Markdown and HTML escaping (``_escape_markdown``): ``&``, ``<``, ``>``
-       become ``&amp;``, ``&lt;``, ``&gt;``; ``@`` becomes U+2060 WORD JOINER and
-       ``\\@`` (the invisible joiner breaks email autolinks); every
-       other ASCII punctuation character gets a backslash, except ``_`` and
-       ``-`` between two ASCII letters or digits.
-
-    The outcome (spec §6.8): rendered with any CommonMark or GFM renderer,
-    linkify and autolinks on, the item is literal text — no link, image,
-    autolink, raw HTML, heading, list, block quote, emphasis, strikethrough
-    or code span — and its visible text is the cleaned, capped text (plus
-    the invisible U+2060 before each ``@``). The result contains no line
-    break, no raw ``<``/``>`` and no ``&`` outside ``&amp;``/``&lt;``/``&gt;``.
-    It may be empty. ``max_chars`` below 1 is a caller error
-    (``ValueError``); :class:`DiagnosisConfig` guarantees ≥ 20.
-    """
-    if max_chars < 1:
-        raise ValueError(f"max_chars: expected at least 1, got {max_chars}")
-    return _escape_markdown(_clean_and_cap(text, max_chars))
-
 
 # --- tool overview ----------------------------------------------------------------
 

@@ -16,8 +16,9 @@ from types import MappingProxyType
 
 import attrs
 
+from .._kernel.enums import NodeStatus
 from .._kernel.tables import first_matching_row, index_rows, mermaid_flowchart
-from .enums import GatekeeperStatus, NodeName, NodeStatus, ReasonCode, Verdict
+from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
 
 __all__ = [
     "ROUTING_TABLE",

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 import attrs
 
-from .enums import (
-    AgentName,
-    GatekeeperStatus,
-    NodeName,
-    NodeStatus,
-    Outcome,
-    ReasonCode,
-    Verdict,
-)
+from .._kernel.converter import register_json_text, register_sparse_details
+from .._kernel.enums import NodeStatus
+from .enums import AgentName, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .payloads import VerifierOutput
 
 __all__ = [
@@ -165,3 +159,7 @@ class TraceReport:
     outcome: Outcome | None
     reason_code: ReasonCode | None
     answer: str | None
+
+
+register_sparse_details(EventDetails)
+register_json_text(RawResult)

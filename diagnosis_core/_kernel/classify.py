@@ -67,7 +67,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Final, Protocol
 
-from .._chat.enums import FailureKind
+from .enums import FailureKind
 from .errors import NonRetryableError, ToolBlockedError
 
 __all__ = [

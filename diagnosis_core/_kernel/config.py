@@ -1,6 +1,6 @@
-"""Run configuration (spec §2) and workflow configuration (spec §4).
+"""Run configuration (spec §2) and the validators both workflows' configurations use.
 
-Both are frozen and validated on construction: an out-of-range value raises
+Configurations are frozen and validated on construction: an out-of-range value raises
 :class:`ConfigError` naming the field and its range, so a bad configuration
 can never reach the state machine.
 """
@@ -13,11 +13,11 @@ from typing import Any
 
 import attrs
 
-from .._chat.enums import Locale
+from .enums import Locale
 from .errors import ConfigError
 from .json import describe_value
 
-__all__ = ["DiagnosisConfig", "RunConfig"]
+__all__ = ["RunConfig", "int_in_range", "to_locale"]
 
 
 def int_in_range(low: int, high: int) -> Any:
@@ -47,33 +47,6 @@ def to_locale(value: object) -> Locale:
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in Locale)
         raise ConfigError(f"locale: expected one of {allowed}, got {value!r}") from None
-
-
-@attrs.frozen
-class DiagnosisConfig:
-    """Workflow limits and presentation settings (spec §4).
-
-    Attributes:
-        technical_retry_limit: retries (not attempts) per LLM node per round
-            after ``RETRYABLE_FAILED`` or ``INVALID_OUTPUT``; 0..3.
-        evidence_retry_limit: 0 or 1; the design allows one evidence retry.
-        history_limit: how many trailing history messages the planner sees; 0..100.
-        max_item_chars: cap of any single item in a fallback text; 20..10000.
-        locale: ``en`` or ``zh-CN`` for the fallback texts.
-    """
-
-    technical_retry_limit: int = attrs.field(default=1, validator=int_in_range(0, 3))
-    evidence_retry_limit: int = attrs.field(default=1, validator=int_in_range(0, 1))
-    history_limit: int = attrs.field(default=10, validator=int_in_range(0, 100))
-    max_item_chars: int = attrs.field(default=500, validator=int_in_range(20, 10000))
-    locale: Locale = attrs.field(default=Locale.EN, converter=to_locale)
-
-    @property
-    def max_node_executions(self) -> int:
-        """The step bound of spec §7: no run executes more nodes than this."""
-        attempts = self.technical_retry_limit + 1
-        per_round = 3 + attempts  # executor + gatekeeper + verified_input + verifier
-        return attempts + 2 * per_round + 1 + attempts + 1
 
 
 def _freeze_metadata(value: object) -> Mapping[str, str]:

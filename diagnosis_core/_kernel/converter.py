@@ -27,7 +27,6 @@ import inspect
 import itertools
 import json
 import math
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -44,7 +43,6 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, override
 
-from .._chat.trace import EventDetails, RawResult
 from .errors import ConfigError, PayloadError
 from .json import (
     DuplicateKey,
@@ -57,6 +55,7 @@ from .json import (
     json_type_name,
     loads_stored,
     loads_strict_with_objects,
+    stored_json,
 )
 
 __all__ = [
@@ -64,6 +63,7 @@ __all__ = [
     "from_json_object_text",
     "from_wire",
     "make_converter",
+    "register_json_text",
     "to_json",
     "to_wire",
 ]
@@ -640,45 +640,68 @@ def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
 def _install_trace_hooks(conv: cattrs.Converter) -> None:
     """Wire forms of the trace: sparse event details, raw results as JSON values.
 
-    Event details (``EventDetails`` and every class a workflow passes to
-    :func:`register_sparse_details`) omit absent (None)
-    fields so that each node shows only its own details (spec §8); a missing
-    field reads back as None. ``RawResult`` keeps an audit copy as canonical
+    Event details (every class a workflow passes to :func:`register_sparse_details`)
+    omit absent (None) fields so that each node shows only its own details
+    (spec §8); a missing field reads back as None. A raw result (every class
+    passed to :func:`register_json_text`) keeps an audit copy as canonical
     JSON text in Python and is the JSON value itself on the wire.
     """
     for details_class in _SPARSE_DETAILS:
         conv.register_unstructure_hook(details_class, _sparse_unstructure(conv, details_class))
+    for text_class in _JSON_TEXT:
+        _install_json_text(conv, text_class)
 
-    def structure_raw(value: object, _: object) -> RawResult:
+
+def _install_json_text(conv: cattrs.Converter, cls: type[Any]) -> None:
+    def structure(value: object, _: object) -> Any:
         try:
-            return RawResult(canonical_json(value))
+            return cls(canonical_json(value))
         except (TypeError, ValueError, RecursionError) as error:
             raise _WireError(f"expected a JSON value ({error})") from None
 
-    conv.register_unstructure_hook(RawResult, lambda raw: json.loads(raw.json_text))
-    conv.register_structure_hook(RawResult, structure_raw)
+    conv.register_unstructure_hook(cls, lambda raw: json.loads(raw.json_text))
+    conv.register_structure_hook(cls, structure)
 
 
-_SPARSE_DETAILS: list[type[Any]] = [EventDetails]
+_SPARSE_DETAILS: list[type[Any]] = []
 """The event-details classes written sparsely; workflows add theirs at import."""
+_JSON_TEXT: list[type[Any]] = []
+"""The classes holding canonical JSON text that the wire shows as the JSON value."""
+
+
+def _built_converters() -> list[cattrs.Converter]:
+    built = [_fast_converter, _detailed_converter]
+    if _instance_accepting_converter.cache_info().currsize:
+        built.append(_instance_accepting_converter())
+    return built
 
 
 def register_sparse_details(cls: type[Any]) -> None:
     """Write ``cls`` (an ``attrs`` event-details class) without its None fields.
 
-    The shared kernel knows no workflow: a workflow package (``diagnosis_core.aiops``)
-    calls this at import for its own details class, so that the kernel never imports
-    it. Idempotent; applies to every converter of the package, built or still to be
-    built.
+    The shared kernel knows no workflow: a workflow package (``_chat``,
+    ``diagnosis_core.aiops``) calls this at import for its own details class, so
+    that the kernel never imports it. Idempotent; applies to every converter of
+    the package, built or still to be built.
     """
     if cls in _SPARSE_DETAILS:
         return
     _SPARSE_DETAILS.append(cls)
-    for conv in (_fast_converter, _detailed_converter):
+    for conv in _built_converters():
         conv.register_unstructure_hook(cls, _sparse_unstructure(conv, cls))
-    if _instance_accepting_converter.cache_info().currsize:
-        accepting = _instance_accepting_converter()
-        accepting.register_unstructure_hook(cls, _sparse_unstructure(accepting, cls))
+
+
+def register_json_text(cls: type[Any]) -> None:
+    """Show ``cls`` (built from canonical JSON text, kept in ``json_text``) as the JSON value.
+
+    Like :func:`register_sparse_details`, called by a workflow at import (the chat
+    trace's ``RawResult``); idempotent, every converter of the package.
+    """
+    if cls in _JSON_TEXT:
+        return
+    _JSON_TEXT.append(cls)
+    for conv in _built_converters():
+        _install_json_text(conv, cls)
 
 
 def _sparse_unstructure(conv: cattrs.Converter, cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
@@ -1064,13 +1087,6 @@ def from_json_object_text(
     return result
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
-
-
 def to_json(value: object) -> str:
     """Canonical JSON of any package value: ``canonical_json(to_wire(value))``.
 
@@ -1080,18 +1096,7 @@ def to_json(value: object) -> str:
     the text always encodes as UTF-8; everything else is exactly the
     canonical text. :func:`from_json` reads it back to an equal value.
     """
-    text = canonical_json(to_wire(value))
-    if text.isascii() or not _has_surrogate(text):
-        return text
-    return _SURROGATE.sub(_escape_surrogate, text)
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-16-le")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return stored_json(to_wire(value))
 
 
 def from_json(cls: type[T], text: str) -> T:

@@ -20,6 +20,7 @@ found, by a second, slower pass.
 from __future__ import annotations
 
 import collections.abc
+import hashlib
 import itertools
 import json
 import math
@@ -404,6 +405,12 @@ def _has_raw_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+has_surrogate = _has_raw_surrogate
+"""Whether ``text`` holds a surrogate code point, paired or not (the one shared check)."""
+SURROGATE = _SURROGATE_CHAR
+"""The pattern of one surrogate code point, for the writers that escape them."""
 
 
 def _has_lone_surrogate_escape(text: str) -> bool:
@@ -799,3 +806,32 @@ def parse_json_object(text: str) -> dict[str, JsonValue]:
     if not isinstance(value, dict):
         raise PayloadError("$", f"expected a JSON object, got {json_type_name(value)}")
     return value
+
+
+# --- the one writer of stored text (spec §6.6, §12) ------------------------------------
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def stored_json(value: object) -> str:
+    """Canonical JSON (§6.6) in which every surrogate code point is a ``\\uXXXX`` escape.
+
+    Identical to :func:`canonical_json` for text without surrogates; with
+    them, still valid JSON and encodable as UTF-8. This is the text a journal
+    is written as, and the text its MACs are computed over.
+    """
+    text = canonical_json(value)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return SURROGATE.sub(_escape_surrogate, text)
+    return text
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 hex of ``text`` as UTF-8, a lone surrogate encoded as is (the trace's hashes)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

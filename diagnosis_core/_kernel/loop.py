@@ -24,11 +24,11 @@ from typing import Generic, Protocol, TypeVar
 
 import attrs
 
-from .._chat.effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
-from .._chat.machine import AgentFailed, AgentReplied
 from .classify import FailureClassifier, classify_failure
 from .config import RunConfig
+from .effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
 from .observe import new_events, notify
+from .results import AgentFailed, AgentReplied
 
 __all__ = [
     "Done",

@@ -15,20 +15,16 @@ hook). ``BaseException``\\ s that are not ``Exception`` (cancellation,
 logic.
 
 The protocol is generic in the workflow's action, result and event types; the
-chat workflow's observer is :data:`DiagnosisObserver`.
+chat workflow's observer is ``DiagnosisObserver`` (``_chat/observe.py``).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias, TypeVar
-
-from .._chat.machine import CallGatekeeper, EffectResult, InvokeAgent
-from .._chat.trace import TraceEvent
+from typing import Protocol, TypeVar
 
 __all__ = [
-    "DiagnosisObserver",
     "Observer",
     "ObserverWarning",
     "new_events",
@@ -66,10 +62,6 @@ class Observer(Protocol[A_contra, R_contra, E_contra]):
     def event_appended(self, event: E_contra, /) -> None:
         """The machine appended ``event`` to the run's trace."""
         ...
-
-
-DiagnosisObserver: TypeAlias = Observer[InvokeAgent | CallGatekeeper, EffectResult, TraceEvent]
-"""An observer of the chat workflow's drivers."""
 
 
 class ObserverWarning(RuntimeWarning):

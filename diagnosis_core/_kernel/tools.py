@@ -44,9 +44,9 @@ Guarantees and the decisions behind them:
   unchanged and a scenario's ``tool_ledger`` keeps the audit fields.
 * **Ledger.** :meth:`ToolRecorder.ledger` is a :class:`ToolLedger` snapshot
   of the calls *finished* so far, in id order (deterministic whatever the
-  completion order); :meth:`ToolRecorder.gatekeeper` is a reference
-  gatekeeper that takes that snapshot *at call time*, so one built at
-  start-up sees tools called later.
+  completion order); the chat workflow's recorder adds ``gatekeeper()``, a
+  reference gatekeeper that takes that snapshot *at call time*, so one built
+  at start-up sees tools called later (``_chat/reference_gatekeeper.py``).
 * **Marks.** :meth:`ToolRecorder.mark` / :meth:`ToolRecorder.since` give the
   calls started after a point and finished by now (what an executor journal
   entry carries, spec §12). :meth:`ToolRecorder.from_records` rebuilds a
@@ -65,11 +65,9 @@ from typing import Any, ParamSpec, TypedDict
 
 import attrs
 
-from .._chat.payloads import ExecutorEvidence
 from .errors import LedgerError
 from .json import JsonValue
 from .ledger import (
-    ReferenceGatekeeper,
     ToolCallError,
     ToolInvocation,
     ToolLedger,
@@ -79,7 +77,6 @@ from .ledger import (
 )
 
 __all__ = [
-    "RecorderGatekeeper",
     "RecorderMark",
     "ToolCallError",
     "ToolCallRecord",
@@ -354,10 +351,6 @@ class ToolRecorder:
                 self._ledger = ToolLedger(tuple(self._finished[number] for number in ordered))
             return self._ledger
 
-    def gatekeeper(self) -> RecorderGatekeeper:
-        """A reference gatekeeper over this recorder's ledger as it is *at call time*."""
-        return RecorderGatekeeper(self)
-
     def mark(self) -> RecorderMark:
         """The current point of the call sequence, for :meth:`since`."""
         with self._lock:
@@ -381,16 +374,3 @@ def _check_tool_name(tool_name: object) -> None:
         raise LedgerError("tool_name: expected a non-empty string")
 
 
-@attrs.frozen
-class RecorderGatekeeper:
-    """A :class:`Gatekeeper` reading a :class:`ToolRecorder`'s ledger at call time (spec §13).
-
-    Each call checks the bindings with :class:`ReferenceGatekeeper` against
-    :meth:`ToolRecorder.ledger` taken at that moment, never a copy taken
-    when the gatekeeper was built.
-    """
-
-    recorder: ToolRecorder
-
-    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> dict[str, object]:
-        return ReferenceGatekeeper(self.recorder.ledger())(run_id, executor_output)

@@ -37,13 +37,19 @@ from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic_core import to_jsonable_python
 
-from .._chat.effects import AsyncEffects, AsyncGatekeeper, Effects, Gatekeeper
-from .._chat.enums import AgentName
-from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.config import RunConfig
-from .._kernel.errors import NonRetryableError
-from .._kernel.json import canonical_json
-from .._kernel.tools import ToolRecorder
+from .. import (
+    AsyncEffects,
+    AsyncGatekeeper,
+    Effects,
+    FailureClassifier,
+    Gatekeeper,
+    NonRetryableError,
+    RunConfig,
+    default_failure_classifier,
+)
+from ..machine import AgentName
+from ..protocol import canonical_json
+from ..tools import ToolRecorder
 
 __all__ = [
     "AsyncChatModelInvoker",

@@ -63,43 +63,48 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, interrupt
 
-from .._chat.drivers import perform_effect, perform_effect_async
-from .._chat.effects import AsyncEffects, Effects
-from .._chat.journal import (
+from .. import (
+    AsyncEffects,
+    DiagnosisConfig,
+    DiagnosisRequest,
+    DiagnosisState,
+    Effects,
+    JournalError,
+    JsonValue,
+    MachineError,
+    PayloadError,
+    to_wire,
+)
+from ..journal import (
+    JOURNAL_FORMAT,
+    EntryState,
+    Journal,
+    JournalEntry,
     JournalStatus,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
     entry_result,
+    entry_to_wire,
     expected_call,
     finish_entry,
     journal_status,
+    load_journal,
+    request_to_wire,
+    resent_on_resume,
     resume_journal,
     start_entry,
 )
-from .._chat.machine import (
+from ..machine import (
     CallGatekeeper,
-    DiagnosisRequest,
-    DiagnosisState,
     EffectResult,
     Finished,
     InvokeAgent,
     advance,
     next_action,
+    perform_effect,
+    perform_effect_async,
 )
-from .._kernel.config import DiagnosisConfig
-from .._kernel.converter import to_wire
-from .._kernel.errors import JournalError, MachineError, PayloadError
-from .._kernel.journal.codec import (
-    JOURNAL_FORMAT,
-    EntryState,
-    Journal,
-    JournalCall,
-    JournalEntry,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
-    entry_to_wire,
-    load_journal,
-    request_to_wire,
-)
-from .._kernel.json import JsonValue, loads_stored
+from ..protocol import loads_stored
 
 __all__ = [
     "COMPOSER_NODE",
@@ -445,11 +450,9 @@ class _Node:
         ours = token in self.runs.started
         self.runs.started.discard(token)
         interrupted = folded.status.interrupted
-        perform = ours or interrupted.call in (
-            JournalCall.PLANNER,
-            JournalCall.VERIFIER,
-            JournalCall.COMPOSER,
-        ) or (interrupted.call is JournalCall.GATEKEEPER and self.runs.resend_gatekeeper)
+        perform = ours or resent_on_resume(
+            interrupted.call, resend_gatekeeper=self.runs.resend_gatekeeper
+        )
         return content, folded, action, perform
 
     def finish(

@@ -97,7 +97,9 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
-from .._chat.machine import (
+from .. import RunConfig, TraceEvent
+from ..aiops import AiOpsTraceEvent, InvokeAiOpsAgent
+from ..machine import (
     AgentFailed,
     AgentReplied,
     CallGatekeeper,
@@ -105,9 +107,6 @@ from .._chat.machine import (
     GatekeeperFailed,
     InvokeAgent,
 )
-from .._chat.trace import TraceEvent
-from .._kernel.config import RunConfig
-from ..aiops import AiOpsTraceEvent, InvokeAiOpsAgent
 
 __all__ = [
     "AiOpsOpenTelemetryObserver",

@@ -60,41 +60,48 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._chat.drivers import describe_error, perform_effect, perform_effect_async
-from .._chat.effects import AsyncEffects, Effects
-from .._chat.enums import FailureKind
-from .._chat.journal import (
-    INTERRUPTED_MESSAGE,
-    ExpectedCall,
-    append_entry,
-    entry_result,
-    expected_call,
-    outcome_of,
-    start_entry,
-)
-from .._chat.machine import (
-    CallGatekeeper,
+from .. import (
+    AsyncEffects,
+    ConfigError,
     DiagnosisRequest,
     DiagnosisState,
-    Finished,
-    InvokeAgent,
-    advance,
-    next_action,
-    start_diagnosis,
+    Effects,
+    FailureKind,
+    JournalError,
+    PayloadError,
+    from_wire,
+    to_wire,
 )
-from .._kernel.converter import from_wire, to_wire
-from .._kernel.errors import ConfigError, JournalError, PayloadError
-from .._kernel.journal.codec import (
+from ..journal import (
+    INTERRUPTED_MESSAGE,
     EntryState,
+    ExpectedCall,
     Journal,
     JournalCall,
     JournalEntry,
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
-    _load_outcome,
-    _outcome_to_wire,
+    append_entry,
+    entry_result,
+    expected_call,
     journal_to_wire,
+    load_outcome,
+    outcome_of,
+    outcome_to_wire,
+    resent_on_resume,
+    start_entry,
+)
+from ..machine import (
+    CallGatekeeper,
+    Finished,
+    InvokeAgent,
+    advance,
+    describe_error,
+    next_action,
+    perform_effect,
+    perform_effect_async,
+    start_diagnosis,
 )
 
 __all__ = [
@@ -124,7 +131,6 @@ PASSTHROUGH_MODULES = ("diagnosis_core", "attrs", "cattrs")
 """Modules the workflow sandbox passes through: the core is pure and deterministic."""
 
 _NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
-_RESENT_CALLS = frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER})
 _DEFAULT_AGENT_TIMEOUT = timedelta(minutes=10)
 _DEFAULT_GATEKEEPER_TIMEOUT = timedelta(minutes=2)
 _DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
@@ -140,7 +146,7 @@ def _activity_result(
     action: InvokeAgent | CallGatekeeper, outcome: JournalOutcome
 ) -> dict[str, Any]:
     digest = expected_call(action).input_sha256
-    return {"input_sha256": digest, "outcome": _outcome_to_wire(outcome)}
+    return {"input_sha256": digest, "outcome": outcome_to_wire(outcome)}
 
 
 def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
@@ -157,7 +163,9 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
             f"the activity result of {expected.describe()} is for an input hashing to "
             f"{data['input_sha256']!r:.80}, the run's input hashes to {expected.input_sha256}"
         )
-    return _load_outcome(data["outcome"], "outcome", expected.call is JournalCall.GATEKEEPER)
+    return load_outcome(
+        data["outcome"], "outcome", gatekeeper=expected.call is JournalCall.GATEKEEPER
+    )
 
 
 # --- activities (worker side) -------------------------------------------------------
@@ -434,7 +442,7 @@ class DiagnosisWorkflow:
                 if not _lost(error):
                     message = f"activity failed: {describe_error(error.cause or error)}"
                     outcome = _failed_outcome(started.call, message)
-                elif started.call in _RESENT_CALLS and resends < INTERRUPTED_RESENDS:
+                elif resent_on_resume(started.call) and resends < INTERRUPTED_RESENDS:
                     resends += 1  # the same attempt, the identical input
                     continue
                 else:

@@ -40,12 +40,12 @@ looked at once and no unknown value is walked.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 import attrs
 
 from .._kernel.errors import DiagnosisError
+from .._kernel.json import SURROGATE as _SURROGATE
 from .._kernel.json import describe_value, json_path_index, json_path_key, json_type_name
 from ._payloads import Alert
 
@@ -66,7 +66,6 @@ _SERVICE_LABELS = ("service", "job", "app")
 _OPTIONAL_TOP_STRINGS = ("groupKey", "status", "receiver", "externalURL")
 _OPTIONAL_TOP_MAPPINGS = ("groupLabels", "commonLabels", "commonAnnotations")
 _OPTIONAL_ENTRY_STRINGS = ("endsAt", "generatorURL", "fingerprint")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class AlertmanagerPayloadError(DiagnosisError, ValueError):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import attrs
 
-from .._chat.enums import Locale
 from .._kernel.config import int_in_range, to_locale
+from .._kernel.enums import Locale
 
 __all__ = ["NO_PROGRESS_REPEATS", "AiOpsConfig"]
 

@@ -8,6 +8,11 @@ result back; it decides nothing. An exception of an agent becomes
 (failing closed, spec §6.7). ``BaseException``s that are not ``Exception``
 propagate untouched.
 
+The four drivers (:func:`run_aiops`, :func:`arun_aiops`, :func:`iter_aiops`,
+:func:`aiter_aiops`) are the kernel's one step loop, like the chat drivers,
+with the same options. ``observer=`` (an :data:`AiOpsObserver`) is told of
+every agent call and every trace event appended in this process (spec §14).
+
 With ``journal=`` or ``sink=`` a driver also writes the run's journal
 (spec §12): each ``started`` entry goes to the sink before the agent runs,
 the ``finished`` one when it returned, and the machine is fed the recorded
@@ -22,28 +27,40 @@ the tool ledger the host recorded.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import TypeAlias
 
 import attrs
 
-from .._chat.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
-from .._chat.machine import AgentFailed, AgentReplied
 from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
 from .._kernel.errors import JournalError
 from .._kernel.journal.codec import RecordedToolInvocation, tool_invocation_from_record
 from .._kernel.ledger import ToolLedger
-from .._kernel.loop import adrive, ainvoke_agent, drive, invoke_agent
+from .._kernel.loop import (
+    Done,
+    adrive,
+    adrive_steps,
+    ainvoke_agent,
+    drive,
+    drive_steps,
+    invoke_agent,
+)
+from .._kernel.observe import Observer, notify
+from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.tools import RecorderMark, ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import (
     AiOpsJournal,
     AiOpsJournalRecorder,
     AiOpsJournalSink,
+    aiops_journal_status,
     resume_aiops_journal,
 )
 from ._machine import (
     AiOpsFinished,
     AiOpsRequest,
+    AiOpsResult,
     AiOpsState,
     InvokeAiOpsAgent,
     advance_aiops,
@@ -57,12 +74,16 @@ from ._rules import (
     LedgerSource,
     evaluate_aiops_report,
 )
+from ._trace import AiOpsTraceEvent
 
 __all__ = [
     "AiOpsEffects",
+    "AiOpsObserver",
     "AsyncAiOpsEffects",
+    "aiter_aiops",
     "arun_aiops",
     "evaluate_aiops_run",
+    "iter_aiops",
     "perform_aiops_effect",
     "perform_aiops_effect_async",
     "run_aiops",
@@ -150,8 +171,14 @@ async def perform_aiops_effect_async(
     )
 
 
+AiOpsObserver: TypeAlias = Observer[
+    InvokeAiOpsAgent, AgentReplied | AgentFailed, AiOpsTraceEvent
+]
+"""An observer of the AIOps drivers (spec §14): the kernel's protocol, narrowed."""
+
+
 class _Journaling:
-    """The journal side of one driven run: what to record around each agent call."""
+    """The loop's step recorder of a journaling run: the journal plus the tool marks."""
 
     def __init__(
         self,
@@ -162,12 +189,14 @@ class _Journaling:
         self._tools = tools
         self._mark: RecorderMark | None = None
 
-    def before(self, action: InvokeAiOpsAgent) -> None:
-        self._recorder.begin(action)
+    def begin(self, action: InvokeAiOpsAgent, /) -> None:
+        self._recorder.begin(action)  # the sink has the started entry before the agent runs
         if self._tools is not None and action.agent is AiOpsAgent.EXECUTOR:
             self._mark = self._tools.mark()
 
-    def after(self, result: AgentReplied | AgentFailed) -> AgentReplied | AgentFailed:
+    def end(
+        self, action: InvokeAiOpsAgent, result: AgentReplied | AgentFailed, /
+    ) -> AgentReplied | AgentFailed:
         invocations: tuple[RecordedToolInvocation, ...] | None = None
         if self._mark is not None and self._tools is not None:
             invocations = tuple(
@@ -178,6 +207,26 @@ class _Journaling:
         return self._recorder.end(result, tool_invocations=invocations)
 
 
+@attrs.frozen
+class _Run:
+    """A run ready to go: where it starts, its journaling, what this process must announce."""
+
+    state: AiOpsState
+    journaling: _Journaling | None
+    announced: int
+    observer: AiOpsObserver | None
+
+    def opening(self) -> Iterator[AiOpsTraceEvent]:
+        """The events a resume appended (an interrupted call finished), announced first."""
+        for event in self.state.events[self.announced :]:
+            notify(self.observer, "event_appended", event)
+            yield event
+
+
+def _events(state: AiOpsState) -> Sequence[AiOpsTraceEvent]:
+    return state.events
+
+
 def _start(
     request: AiOpsRequest,
     state: AiOpsState | None,
@@ -185,17 +234,20 @@ def _start(
     sink: AiOpsJournalSink | None,
     key: bytes | None,
     tools: ToolRecorder | None,
+    observer: AiOpsObserver | None,
     driver: str,
-) -> tuple[AiOpsState, _Journaling | None]:
+) -> _Run:
     """The state to drive from and, when journaling, the journal side of the run."""
     if journal is None and sink is None:
         if key is not None or tools is not None:
             raise TypeError(f"{driver}: key= and tools= record a journal; pass journal= or sink=")
-        return (start_aiops(request) if state is None else state), None
+        current = start_aiops(request) if state is None else state
+        return _Run(current, None, len(current.events), observer)
     if state is not None:
         raise TypeError(f"{driver}: pass state= or journal=, not both (the journal is the state)")
     if tools is not None and not isinstance(tools, ToolRecorder):
         raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
+    announced = 0
     if journal is None:
         journal = AiOpsJournal(request)
         current = start_aiops(request)
@@ -205,11 +257,64 @@ def _start(
         if journal.request != request:
             raise JournalError("request: the journal records a different request")
         before = journal
+        announced = len(aiops_journal_status(journal, key=key).state.events)
         journal, current = resume_aiops_journal(journal, key=key)
         if sink is not None and journal is not before:
             sink.write(journal.entries[-1])  # the interrupted executor call, now finished
     recorder = AiOpsJournalRecorder(journal, sink=sink, key=key)
-    return current, _Journaling(recorder, tools)
+    return _Run(current, _Journaling(recorder, tools), announced, observer)
+
+
+def _steps(
+    run: _Run, effects: AiOpsEffects, *, events: bool
+) -> Iterator[AiOpsTraceEvent | Done[AiOpsState]]:
+    yield from run.opening()
+    perform = functools.partial(perform_aiops_effect, effects=effects)
+    watched = events or run.observer is not None
+    yield from drive_steps(
+        run.state,
+        next_aiops_action,
+        AiOpsFinished,
+        perform,
+        advance_aiops,
+        recorder=run.journaling,
+        observer=run.observer,
+        events=_events if watched else None,
+    )
+
+
+async def _asteps(
+    run: _Run, effects: AsyncAiOpsEffects, *, events: bool
+) -> AsyncIterator[AiOpsTraceEvent | Done[AiOpsState]]:
+    for event in run.opening():
+        yield event
+    perform = functools.partial(perform_aiops_effect_async, effects=effects)
+    watched = events or run.observer is not None
+    async for item in adrive_steps(
+        run.state,
+        next_aiops_action,
+        AiOpsFinished,
+        perform,
+        advance_aiops,
+        recorder=run.journaling,
+        observer=run.observer,
+        events=_events if watched else None,
+    ):
+        yield item
+
+
+def _check_sync(effects: AiOpsEffects, driver: str) -> None:
+    check_effects_kind(
+        effects, AiOpsEffects, _AGENT_NAMES,
+        asynchronous=False, driver=driver, other_driver=f"a{driver}",
+    )
+
+
+def _check_async(effects: AsyncAiOpsEffects, driver: str) -> None:
+    check_effects_kind(
+        effects, AsyncAiOpsEffects, _AGENT_NAMES,
+        asynchronous=True, driver=driver, other_driver=driver[1:],
+    )
 
 
 def run_aiops(
@@ -221,6 +326,7 @@ def run_aiops(
     sink: AiOpsJournalSink | None = None,
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
+    observer: AiOpsObserver | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -236,43 +342,22 @@ def run_aiops(
     entries; ``tools`` — the run's :class:`ToolRecorder` — puts the tool
     calls each executor call made on its entry (``tool_invocations``).
     A journal that does not verify is a :class:`JournalError` before any
-    agent runs.
+    agent runs. ``observer`` watches the run (spec §14): every agent call
+    and every trace event appended in this process; a hook that raises is
+    reported and never changes the run.
     """
-    check_effects_kind(
-        effects,
-        AiOpsEffects,
-        _AGENT_NAMES,
-        asynchronous=False,
-        driver="run_aiops",
-        other_driver="arun_aiops",
-    )
-    current, journaling = _start(request, state, journal, sink, key, tools, "run_aiops")
-    perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed] = functools.partial(
-        perform_aiops_effect, effects=effects
-    )
-    if journaling is not None:
-        perform = functools.partial(_journaled, perform=perform, journaling=journaling)
-    return drive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
-
-
-def _journaled(
-    action: InvokeAiOpsAgent,
-    *,
-    perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed],
-    journaling: _Journaling,
-) -> AgentReplied | AgentFailed:
-    journaling.before(action)
-    return journaling.after(perform(action))
-
-
-async def _ajournaled(
-    action: InvokeAiOpsAgent,
-    *,
-    perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]],
-    journaling: _Journaling,
-) -> AgentReplied | AgentFailed:
-    journaling.before(action)
-    return journaling.after(await perform(action))
+    _check_sync(effects, "run_aiops")
+    run = _start(request, state, journal, sink, key, tools, observer, "run_aiops")
+    if run.journaling is None and run.observer is None:
+        perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed] = functools.partial(
+            perform_aiops_effect, effects=effects
+        )
+        return drive(run.state, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    last: object = None
+    for item in _steps(run, effects, events=False):
+        last = item
+    assert isinstance(last, Done)
+    return last.state  # type: ignore[no-any-return]
 
 
 async def arun_aiops(
@@ -284,28 +369,82 @@ async def arun_aiops(
     sink: AiOpsJournalSink | None = None,
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
+    observer: AiOpsObserver | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
     Raises ``TypeError`` before the run starts when ``effects`` are not
     :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15).
-    ``journal``, ``sink``, ``key`` and ``tools`` are :func:`run_aiops`'s.
+    ``journal``, ``sink``, ``key``, ``tools`` and ``observer`` are :func:`run_aiops`'s.
     """
-    check_effects_kind(
-        effects,
-        AsyncAiOpsEffects,
-        _AGENT_NAMES,
-        asynchronous=True,
-        driver="arun_aiops",
-        other_driver="run_aiops",
-    )
-    current, journaling = _start(request, state, journal, sink, key, tools, "arun_aiops")
-    perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]] = (
-        functools.partial(perform_aiops_effect_async, effects=effects)
-    )
-    if journaling is not None:
-        perform = functools.partial(_ajournaled, perform=perform, journaling=journaling)
-    return await adrive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    _check_async(effects, "arun_aiops")
+    run = _start(request, state, journal, sink, key, tools, observer, "arun_aiops")
+    if run.journaling is None and run.observer is None:
+        perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]] = (
+            functools.partial(perform_aiops_effect_async, effects=effects)
+        )
+        return await adrive(run.state, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    last: object = None
+    async for item in _asteps(run, effects, events=False):
+        last = item
+    assert isinstance(last, Done)
+    return last.state  # type: ignore[no-any-return]
+
+
+def iter_aiops(
+    request: AiOpsRequest,
+    effects: AiOpsEffects,
+    *,
+    state: AiOpsState | None = None,
+    journal: AiOpsJournal | None = None,
+    sink: AiOpsJournalSink | None = None,
+    key: bytes | None = None,
+    tools: ToolRecorder | None = None,
+    observer: AiOpsObserver | None = None,
+) -> Iterator[AiOpsTraceEvent | AiOpsResult]:
+    """:func:`run_aiops` as an iterator: every trace event as it is appended, then the result.
+
+    The same loop and options as :func:`run_aiops` (spec §14): the events are
+    exactly the finished state's trace (for a resumed run, those appended in
+    this process), the last item is its :class:`AiOpsResult`. Options are
+    checked when this is called; agents run as it is iterated.
+    """
+    _check_sync(effects, "iter_aiops")
+    run = _start(request, state, journal, sink, key, tools, observer, "iter_aiops")
+    return _iterate(run, effects)
+
+
+def _iterate(run: _Run, effects: AiOpsEffects) -> Iterator[AiOpsTraceEvent | AiOpsResult]:
+    for item in _steps(run, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item
+
+
+def aiter_aiops(
+    request: AiOpsRequest,
+    effects: AsyncAiOpsEffects,
+    *,
+    state: AiOpsState | None = None,
+    journal: AiOpsJournal | None = None,
+    sink: AiOpsJournalSink | None = None,
+    key: bytes | None = None,
+    tools: ToolRecorder | None = None,
+    observer: AiOpsObserver | None = None,
+) -> AsyncIterator[AiOpsTraceEvent | AiOpsResult]:
+    """:func:`arun_aiops` as an async iterator: the trace events as appended, then the result.
+
+    ``async for item in aiter_aiops(request, effects): ...``. Options are
+    checked when this is called; agents run as it is iterated.
+    """
+    _check_async(effects, "aiter_aiops")
+    run = _start(request, state, journal, sink, key, tools, observer, "aiter_aiops")
+    return _aiterate(run, effects)
+
+
+async def _aiterate(
+    run: _Run, effects: AsyncAiOpsEffects
+) -> AsyncIterator[AiOpsTraceEvent | AiOpsResult]:
+    async for item in _asteps(run, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item
 
 
 def evaluate_aiops_run(

@@ -31,17 +31,12 @@ from typing import Any, ClassVar, Protocol
 
 import attrs
 
-from .._chat.machine import AgentFailed, AgentReplied
-from .._kernel.converter import to_wire
-from .._kernel.errors import ScenarioError
 from .._kernel.journal.codec import (
     JournalBase,
     JournalEntryBase,
     JournalForm,
     journal_document_from_json,
     load_journal_document,
-    request_error,
-    request_object,
 )
 from .._kernel.journal.fold import (
     ExpectedCallBase,
@@ -53,9 +48,9 @@ from .._kernel.journal.fold import (
     agent_result,
     fold,
     resume,
-    sha256_text,
 )
-from .._kernel.json import JsonValue
+from .._kernel.json import sha256_text
+from .._kernel.results import AgentFailed, AgentReplied
 from ._enums import AiOpsAgent
 from ._machine import (
     AiOpsFinished,
@@ -66,6 +61,7 @@ from ._machine import (
     next_aiops_action,
     start_aiops,
 )
+from ._request_codec import aiops_request_to_wire, load_aiops_request
 
 __all__ = [
     "AIOPS_JOURNAL_FORMAT",
@@ -89,28 +85,6 @@ AIOPS_JOURNAL_FORMAT = "aiops_journal_v1"
 """The ``format`` of an AIOps journal."""
 
 
-def aiops_request_to_wire(request: AiOpsRequest) -> dict[str, JsonValue]:
-    """The request as an AIOps journal holds it: ``{"run", "alerts", "config"}``."""
-    return {
-        "run": to_wire(request.run),
-        "alerts": [to_wire(alert) for alert in request.alerts],
-        "config": to_wire(request.config),
-    }
-
-
-_REQUEST_KEYS = frozenset({"run", "alerts", "config"})
-
-
-def _load_request(value: object) -> AiOpsRequest:
-    from ._replay import aiops_scenario_request, load_aiops_scenario
-
-    data = request_object(value, _REQUEST_KEYS, ("run", "alerts", "config"))
-    try:
-        return aiops_scenario_request(load_aiops_scenario({"workflow": "aiops", **data}))
-    except ScenarioError as error:
-        raise request_error(error) from None
-
-
 _FORM = JournalForm(
     format=AIOPS_JOURNAL_FORMAT,
     calls=AiOpsAgent,
@@ -118,7 +92,7 @@ _FORM = JournalForm(
     gatekeeper=frozenset(),
     request_type=AiOpsRequest,
     request_to_wire=aiops_request_to_wire,
-    load_request=_load_request,
+    load_request=load_aiops_request,
 )
 
 

@@ -25,7 +25,6 @@ from typing import Any
 
 import attrs
 
-from .._chat.replay import load_tool_ledger
 from .._kernel.errors import JournalError, ScenarioError
 from .._kernel.journal.codec import (
     RecordedAgentError,
@@ -36,6 +35,7 @@ from .._kernel.journal.fold import require_complete, scenario_response
 from .._kernel.journal.mac import sign_journal
 from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolLedger
+from .._kernel.scripted import load_tool_ledger
 from ._drivers import run_aiops
 from ._enums import AiOpsAgent
 from ._journal import (

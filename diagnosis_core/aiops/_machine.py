@@ -21,15 +21,15 @@ on :attr:`AiOpsResult.report` once the run has finished.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 import attrs
 
-from .._chat.enums import FailureKind, NodeStatus
-from .._chat.machine import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
 from .._kernel.config import RunConfig
+from .._kernel.enums import FailureKind, NodeStatus
 from .._kernel.errors import MachineError, PayloadError
+from .._kernel.json import sha256_text as _sha256
+from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -259,10 +259,6 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
 
 
 # --- helpers ----------------------------------------------------------------------
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _reply_text(result: AgentReplied) -> str:

@@ -25,8 +25,8 @@ from types import MappingProxyType
 
 import attrs
 
-from .._chat.payloads import PlanStep
 from .._kernel.errors import ConfigError
+from .._kernel.plan import PlanStep
 from ._enums import SupervisorChoice
 
 __all__ = [

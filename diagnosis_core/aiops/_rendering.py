@@ -19,8 +19,8 @@ from types import MappingProxyType
 
 import attrs
 
-from .._chat.enums import Locale
-from .._chat.rendering import sanitize_item
+from .._kernel.enums import Locale
+from .._kernel.text import sanitize_item
 from ._config import AiOpsConfig
 from ._enums import AiOpsMode, AiOpsReasonCode
 from ._payloads import AiOpsReport, Alert

@@ -47,32 +47,31 @@ from typing import Any
 
 import attrs
 
-from .._chat.replay import (
-    ScriptedAgent,
-    ScriptedResponse,
-    check_known_keys,
-    expect_array,
-    expect_object,
-    expect_string,
-    frozen_responses,
-    load_config_section,
-    load_responses_section,
-    load_run_config,
-    load_tool_ledger,
-    scenario_error,
-)
 from .._kernel.config import RunConfig
 from .._kernel.converter import to_wire
+from .._kernel.document import (
+    SCENARIO,
+    check_known_keys,
+    expect_object,
+    scenario_error,
+)
 from .._kernel.json import JsonValue, describe_value
 from .._kernel.ledger import ToolLedger
+from .._kernel.scripted import (
+    ScriptedAgent,
+    ScriptedResponse,
+    frozen_responses,
+    load_responses_section,
+    load_tool_ledger,
+)
 from .._kernel.tables import text_cell, trace_table_lines
-from ._alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
 from ._config import AiOpsConfig
 from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
 from ._enums import AiOpsAgent
 from ._machine import AiOpsRequest, AiOpsResult, AiOpsState
 from ._payloads import Alert
 from ._rendering import render_aiops_report
+from ._request_codec import aiops_request_from_document
 from ._rules import AiOpsRuleEvaluation
 
 __all__ = [
@@ -89,9 +88,6 @@ WORKFLOW = "aiops"
 _TOP_KEYS = frozenset(
     {"workflow", "run", "alerts", "alertmanager", "config", "responses", "tool_ledger"}
 )
-_ALERT_KEYS = frozenset({"name", "service", "severity", "started_at", "labels", "annotations"})
-
-
 @attrs.frozen
 class AiOpsScenario:
     """A validated AIOps replay scenario; ``responses`` is a read-only mapping."""
@@ -108,52 +104,6 @@ class AiOpsScenario:
 # --- validation -------------------------------------------------------------------
 
 
-def _load_alert(item: object, path: str) -> Alert:
-    entry = expect_object(item, path)
-    check_known_keys(entry, _ALERT_KEYS, path)
-    for key in ("name", "service", "severity", "started_at"):
-        if entry.get(key) is None:
-            raise scenario_error(f"{path}.{key}", "missing")
-    return Alert(
-        name=expect_string(entry["name"], f"{path}.name", non_empty=True),
-        service=expect_string(entry["service"], f"{path}.service", non_empty=True),
-        severity=expect_string(entry["severity"], f"{path}.severity"),
-        started_at=expect_string(entry["started_at"], f"{path}.started_at"),
-        labels=_load_strings(entry.get("labels"), f"{path}.labels"),
-        annotations=_load_strings(entry.get("annotations"), f"{path}.annotations"),
-    )
-
-
-def _load_strings(raw: object, path: str) -> dict[str, str]:
-    """An optional object of strings (absent or null: empty)."""
-    if raw is None:
-        return {}
-    value = expect_object(raw, path)
-    return {key: expect_string(item, f"{path}.{key}") for key, item in value.items()}
-
-
-def _load_alertmanager(raw: object) -> tuple[Alert, ...]:
-    try:
-        return alerts_from_alertmanager(raw).alerts
-    except AlertmanagerPayloadError as error:
-        path = f"alertmanager.{error.path}" if error.path else "alertmanager"
-        raise scenario_error(path, error.problem) from error
-
-
-def _load_alerts(data: Mapping[str, object]) -> tuple[Alert, ...]:
-    raw = data.get("alerts")
-    if data.get("alertmanager") is not None:
-        if raw is not None:
-            raise scenario_error("alertmanager", 'give either "alerts" or "alertmanager", not both')
-        return _load_alertmanager(data["alertmanager"])
-    if raw is None:
-        return ()
-    return tuple(
-        _load_alert(item, f"alerts[{index}]")
-        for index, item in enumerate(expect_array(raw, "alerts"))
-    )
-
-
 def load_aiops_scenario(data: object) -> AiOpsScenario:
     """Validate an AIOps scenario document strictly; every problem names its path."""
     top = expect_object(data, "$")
@@ -167,10 +117,11 @@ def load_aiops_scenario(data: object) -> AiOpsScenario:
     ledger = ToolLedger()
     if top.get("tool_ledger") is not None:
         ledger = load_tool_ledger(top["tool_ledger"])
+    request = aiops_request_from_document(top, SCENARIO)
     return AiOpsScenario(
-        run=load_run_config(top),
-        alerts=_load_alerts(top),
-        config=load_config_section(top, AiOpsConfig),
+        run=request.run,
+        alerts=request.alerts,
+        config=request.config,
         responses=load_responses_section(top, AiOpsAgent),
         tool_ledger=ledger,
     )
@@ -206,7 +157,12 @@ def aiops_replay_output(scenario: AiOpsScenario, state: AiOpsState) -> dict[str,
 
 
 def aiops_output(state: AiOpsState, ledger: ToolLedger) -> dict[str, JsonValue]:
-    """The replay output of a finished run whose tools recorded ``ledger``."""
+    """The §11 replay output of a finished run whose tools recorded ``ledger``.
+
+    What :func:`replay_aiops` returns for a scenario, for a run driven any
+    other way (a journal, a host's own loop): the result, plus the rule
+    evaluation against ``ledger`` (null for a fallback).
+    """
     wire = to_wire(state.result)
     assert isinstance(wire, dict)
     evaluation = evaluate_aiops_run(state, ledger)
@@ -233,7 +189,11 @@ def replay_aiops(scenario: Mapping[str, Any]) -> dict[str, JsonValue]:
 def format_aiops_result(
     result: AiOpsResult, evaluation: AiOpsRuleEvaluation | None, config: AiOpsConfig
 ) -> str:
-    """The readable report: the report (or fallback), outcome, rule evaluation, trace."""
+    """The readable form of a run (what ``diagnosis-core run`` prints, spec §11).
+
+    The report (or the fallback text), the outcome, the rule evaluation and
+    the trace as a table.
+    """
     body = render_aiops_report(result.report, config) if result.report else result.fallback or ""
     calls = result.calls
     lines = [body.rstrip(), "", "-" * 72]

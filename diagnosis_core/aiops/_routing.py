@@ -36,7 +36,7 @@ from types import MappingProxyType
 
 import attrs
 
-from .._chat.enums import NodeStatus
+from .._kernel.enums import NodeStatus
 from .._kernel.tables import first_matching_row, index_rows, mermaid_flowchart
 from ._config import NO_PROGRESS_REPEATS
 from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._chat.payloads import PlanStep
-from .._chat.schema import NOT_ONLY_WHITESPACE_PATTERN, SchemaProfile, named_schema
 from .._kernel.json import JsonValue
+from .._kernel.plan import PlanStep
+from .._kernel.schema import NOT_ONLY_WHITESPACE_PATTERN, SchemaProfile, SchemaRules, named_schema
 from ._parsing import AiOpsPayloadName
 from ._payloads import (
     AiOpsEvidence,
@@ -105,7 +105,7 @@ def aiops_json_schema(
     Raises:
         ValueError: for an unknown name or profile; the message lists the valid ones.
     """
-    return named_schema(
-        name, AiOpsPayloadName, _PAYLOAD_TYPES, _AUTHORITY,
-        profile=profile, field_rules=_FIELD_RULES, class_notes=_CLASS_NOTES,
-    )
+    return named_schema(name, AiOpsPayloadName, _PAYLOAD_TYPES, _RULES, _AUTHORITY, profile=profile)
+
+
+_RULES = SchemaRules(fields=_FIELD_RULES, notes=_CLASS_NOTES)

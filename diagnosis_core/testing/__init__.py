@@ -34,13 +34,8 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "diagnosis_core.testing needs Hypothesis: pip install 'diagnosis-core[testing]'"
     ) from error
 
-from .._chat.replay import (
-    ScriptedAgent,
-    ScriptedGatekeeper,
-    ScriptedGatekeeperEntry,
-    ScriptedResponse,
-    scenario_effects,
-)
+from .. import scenario_effects
+from ..scenarios import ScriptedAgent, ScriptedGatekeeper, ScriptedGatekeeperEntry, ScriptedResponse
 from ._doubles import (
     AsyncEffectsRecorder,
     AsyncFakeGatekeeper,

@@ -22,18 +22,19 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from .._chat.effects import (
+from .. import (
     AgentInvoker,
     AsyncAgentInvoker,
     AsyncEffects,
     AsyncGatekeeper,
     Effects,
+    ExecutorEvidence,
+    FailureClassifier,
     Gatekeeper,
+    NonRetryableError,
+    RunConfig,
+    default_failure_classifier,
 )
-from .._chat.payloads import ExecutorEvidence
-from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.config import RunConfig
-from .._kernel.errors import NonRetryableError
 
 __all__ = [
     "AsyncEffectsRecorder",

@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 
-from .._chat.enums import AgentName, GatekeeperStatus, NodeName, NodeStatus, Verdict, Verification
-from .._chat.machine import DiagnosisState
-from .._chat.trace import TraceEvent, VerifierEvaluation
+from .. import DiagnosisState, TraceEvent, Verdict
+from ..machine import AgentName, NodeName, NodeStatus, VerifierEvaluation
+from ..protocol import GatekeeperStatus, Verification
 
 __all__ = [
     "assert_run_invariants",

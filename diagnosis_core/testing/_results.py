@@ -23,15 +23,9 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from .._chat.enums import EvidenceStatus
-from .._chat.payloads import Claim, EvidenceBinding, ExecutorEvidence
-from .._kernel.json import JsonValue
-from .._kernel.ledger import (
-    BindingFailure,
-    ToolLedger,
-    ledger_from_records,
-    parse_raw_path,
-)
+from .. import ExecutorEvidence, JsonValue, ToolLedger
+from ..protocol import Claim, EvidenceBinding, EvidenceStatus
+from ..tools import BindingFailure, ledger_from_records, parse_raw_path
 from ._values import fact_texts, identifiers, json_values, texts, tool_names
 
 __all__ = [

@@ -24,16 +24,25 @@ from typing import Any, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from .._chat.effects import AsyncEffects, Effects
-from .._chat.enums import AgentName, Outcome, Verdict, Verification
-from .._chat.machine import DiagnosisRequest, DiagnosisState
-from .._chat.payloads import ExecutorEvidence, FactCheck, VerifierOutput
-from .._chat.replay import ERROR_KINDS
-from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.config import DiagnosisConfig
-from .._kernel.converter import to_wire
-from .._kernel.errors import NonRetryableError, ToolBlockedError
-from .._kernel.json import JsonValue
+from .. import (
+    AsyncEffects,
+    DiagnosisConfig,
+    DiagnosisRequest,
+    DiagnosisState,
+    Effects,
+    ExecutorEvidence,
+    FailureClassifier,
+    JsonValue,
+    NonRetryableError,
+    Outcome,
+    ToolBlockedError,
+    Verdict,
+    default_failure_classifier,
+    to_wire,
+)
+from ..machine import AgentName
+from ..protocol import FactCheck, Verification, VerifierOutput
+from ..scenarios import ERROR_KINDS
 from ._doubles import AsyncFakeGatekeeper, AsyncScriptedInvoker, Reply, scripted_effects
 from ._results import (
     gatekeeper_raw_results,

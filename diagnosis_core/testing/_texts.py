@@ -25,8 +25,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from .._kernel.converter import to_wire
-from .._kernel.json import JsonValue
+from .. import JsonValue, to_wire
 from ._values import (
     composer_outputs,
     executor_evidences,

@@ -15,32 +15,33 @@ from typing import Any, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from .._chat.enums import (
-    BindingCheckStatus,
-    EvidenceStatus,
+from .. import (
+    DiagnosisConfig,
+    DiagnosisRequest,
+    ExecutorEvidence,
+    HistoryMessage,
+    JsonValue,
     Locale,
+    RunConfig,
+    Skill,
     Verdict,
-    Verification,
 )
-from .._chat.machine import DiagnosisRequest
-from .._chat.payloads import (
+from ..protocol import (
+    BindingCheckStatus,
     CheckedBinding,
     Claim,
     ComposerOutput,
     EvidenceBinding,
-    ExecutorEvidence,
+    EvidenceStatus,
     FactCheck,
     GatekeeperResult,
-    HistoryMessage,
     Hypothesis,
     PlannerPlan,
     PlanStep,
-    Skill,
     ToolTraceEntry,
+    Verification,
     VerifierOutput,
 )
-from .._kernel.config import DiagnosisConfig, RunConfig
-from .._kernel.json import JsonValue
 
 __all__ = [
     "claims",

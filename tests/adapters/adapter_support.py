@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import diagnosis_core as dc
+import diagnosis_core.machine as dcm
 
 ADDRESS_VARIABLE = "DIAGNOSIS_CORE_TEMPORAL_ADDRESS"
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent.parent / "examples"
@@ -68,7 +69,7 @@ class RoutedEffects:
         self.runs[request.run.run_id] = scripted if effects is None else effects
         return request
 
-    def _agent(self, agent: dc.AgentName) -> dc.AgentInvoker:
+    def _agent(self, agent: dcm.AgentName) -> dc.AgentInvoker:
         def call(input: str, config: dc.RunConfig, /) -> str:
             return self.runs[config.run_id].agent(agent)(input, config)
 
@@ -79,10 +80,10 @@ class RoutedEffects:
 
     def effects(self) -> dc.Effects:
         return dc.Effects(
-            planner=self._agent(dc.AgentName.PLANNER),
-            executor=self._agent(dc.AgentName.EXECUTOR),
-            verifier=self._agent(dc.AgentName.VERIFIER),
-            composer=self._agent(dc.AgentName.COMPOSER),
+            planner=self._agent(dcm.AgentName.PLANNER),
+            executor=self._agent(dcm.AgentName.EXECUTOR),
+            verifier=self._agent(dcm.AgentName.VERIFIER),
+            composer=self._agent(dcm.AgentName.COMPOSER),
             gatekeeper=self._gatekeeper,
         )
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import diagnosis_core as dc
+import diagnosis_core.machine as dcm
 
 KILL_POINTS = ("before", "during", "after")
 CHILD_SCRIPT = Path(__file__).resolve().parent / "langgraph_kill_child.py"
@@ -82,7 +83,7 @@ def recording_effects(
         if kill is not None and kill[:2] == (call, index) and kill[2] == "during":
             die()
 
-    def agent(name: dc.AgentName) -> dc.AgentInvoker:
+    def agent(name: dcm.AgentName) -> dc.AgentInvoker:
         inner = effects.agent(name)
 
         def call(input: str, config: dc.RunConfig, /) -> str:
@@ -97,10 +98,10 @@ def recording_effects(
         return effects.gatekeeper(run_id, output)
 
     wrapped = dc.Effects(
-        planner=agent(dc.AgentName.PLANNER),
-        executor=agent(dc.AgentName.EXECUTOR),
-        verifier=agent(dc.AgentName.VERIFIER),
-        composer=agent(dc.AgentName.COMPOSER),
+        planner=agent(dcm.AgentName.PLANNER),
+        executor=agent(dcm.AgentName.EXECUTOR),
+        verifier=agent(dcm.AgentName.VERIFIER),
+        composer=agent(dcm.AgentName.COMPOSER),
         gatekeeper=gatekeeper,
     )
     return request, wrapped

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatResult
 
 import diagnosis_core as dc
+import diagnosis_core.machine as dcm
 from diagnosis_core.adapters.langchain import (
     AsyncChatModelInvoker,
     ChatModelInvoker,
@@ -70,15 +71,15 @@ class FailsFirst(GenericFakeChatModel):
         return super()._generate(messages, *args, **kwargs)
 
 
-def _texts(doc: dict[str, Any], agent: dc.AgentName) -> list[str]:
+def _texts(doc: dict[str, Any], agent: dcm.AgentName) -> list[str]:
     return [entry["text"] for entry in doc["responses"].get(agent.value, [])]
 
 
-def _models(doc: dict[str, Any]) -> dict[dc.AgentName, BaseChatModel]:
+def _models(doc: dict[str, Any]) -> dict[dcm.AgentName, BaseChatModel]:
     """One fake model per agent, replying with the scenario's scripted texts."""
     return {
         agent: FakeListChatModel(responses=_texts(doc, agent) or ["unused"])
-        for agent in dc.AgentName
+        for agent in dcm.AgentName
     }
 
 
@@ -87,7 +88,7 @@ def test_input_is_the_only_human_message_after_the_agents_system_prompt() -> Non
     model = GenericFakeChatModel(messages=iter(["reply"]))
     invoker = ChatModelInvoker(
         model,
-        agent=dc.AgentName.VERIFIER,
+        agent=dcm.AgentName.VERIFIER,
         system_prompt="You verify.",
         config={"callbacks": [capture]},
     )
@@ -103,7 +104,7 @@ def test_run_config_reaches_the_model_as_metadata_tags_and_run_name() -> None:
     capture = Capture()
     invoker = ChatModelInvoker(
         GenericFakeChatModel(messages=iter(["reply"])),
-        agent=dc.AgentName.PLANNER,
+        agent=dcm.AgentName.PLANNER,
         config={"callbacks": [capture], "tags": ["caller"], "metadata": {"team": "sre"}},
     )
     invoker("input", RUN)
@@ -180,14 +181,14 @@ def test_a_reply_without_usable_text_raises_a_typed_error(message: object) -> No
 def test_a_reply_without_usable_text_fails_the_agent_non_retryably() -> None:
     doc = load_doc(PAYMENT)
     models = _models(doc)
-    models[dc.AgentName.PLANNER] = GenericFakeChatModel(
+    models[dcm.AgentName.PLANNER] = GenericFakeChatModel(
         messages=iter([AIMessage(content=[{"type": "text", "text": None}])])
     )
     _, scripted = scenario_of(doc)
     request = dc.scenario_request(dc.load_scenario(doc))
     state = dc.run_diagnosis(request, chat_model_effects(models, scripted.gatekeeper))
     assert state.result.reason_code is dc.ReasonCode.PLANNER_FAILED
-    assert state.events[0].status is dc.NodeStatus.NON_RETRYABLE_FAILED
+    assert state.events[0].status is dcm.NodeStatus.NON_RETRYABLE_FAILED
     assert dc.default_failure_classifier(ChatModelOutputError("x")) is dc.FailureKind.NON_RETRYABLE
 
 
@@ -195,7 +196,7 @@ def test_a_tool_call_only_reply_is_a_chat_model_output_error_not_an_empty_output
     doc = load_doc(PAYMENT)
     models = _models(doc)
     tool_call = {"name": "query_logs", "args": {"service": "pay-svc"}, "id": "call-1"}
-    models[dc.AgentName.PLANNER] = GenericFakeChatModel(
+    models[dcm.AgentName.PLANNER] = GenericFakeChatModel(
         messages=iter([AIMessage(content="", tool_calls=[tool_call])])
     )
     _, scripted = scenario_of(doc)
@@ -203,7 +204,7 @@ def test_a_tool_call_only_reply_is_a_chat_model_output_error_not_an_empty_output
     state = dc.run_diagnosis(request, chat_model_effects(models, scripted.gatekeeper))
     assert state.result.reason_code is dc.ReasonCode.PLANNER_FAILED
     first = state.events[0]
-    assert first.status is dc.NodeStatus.NON_RETRYABLE_FAILED  # not INVALID_OUTPUT "$: empty"
+    assert first.status is dcm.NodeStatus.NON_RETRYABLE_FAILED  # not INVALID_OUTPUT "$: empty"
     with pytest.raises(ChatModelOutputError, match="only tool calls: 'query_logs'"):
         message_text(AIMessage(content="", tool_calls=[tool_call]))
 
@@ -215,14 +216,14 @@ def test_an_example_runs_end_to_end_through_fake_chat_models() -> None:
     effects = chat_model_effects(
         _models(doc),
         scripted.gatekeeper,
-        system_prompts={dc.AgentName.EXECUTOR: "Use the tools."},
+        system_prompts={dcm.AgentName.EXECUTOR: "Use the tools."},
         config={"callbacks": [capture]},
     )
     state = dc.run_diagnosis(request, effects)
     assert dc.to_json(state.result) == dc.to_json(reference_state(doc).result)
 
     invoked = [(record.agent.value, record.input) for record in state.invocations]
-    agents = {agent.value for agent in dc.AgentName}
+    agents = {agent.value for agent in dcm.AgentName}
     seen = [
         ((set(start["tags"]) & agents).pop(), start["messages"][-1].content)
         for start in capture.starts
@@ -239,16 +240,16 @@ def test_an_example_runs_end_to_end_through_fake_chat_models() -> None:
 async def test_a_model_error_is_classified_and_retried_with_the_identical_input() -> None:
     doc = load_doc(PAYMENT)
     models = _models(doc)
-    composer = _texts(doc, dc.AgentName.COMPOSER)
-    models[dc.AgentName.COMPOSER] = FailsFirst(
+    composer = _texts(doc, dcm.AgentName.COMPOSER)
+    models[dcm.AgentName.COMPOSER] = FailsFirst(
         messages=iter(composer), error=TimeoutError("model overloaded")
     )
     request, scripted = scenario_of(doc)
     effects = async_chat_model_effects(models, dc.AsyncEffects.from_sync(scripted).gatekeeper)
     state = await dc.arun_diagnosis(request, effects)
     assert state.result.outcome is dc.Outcome.ANSWERED
-    composer_calls = [r for r in state.invocations if r.agent is dc.AgentName.COMPOSER]
+    composer_calls = [r for r in state.invocations if r.agent is dcm.AgentName.COMPOSER]
     assert [r.attempt for r in composer_calls] == [1, 2]
     assert composer_calls[0].input == composer_calls[1].input
-    retried = [e for e in state.events if e.node is dc.NodeName.COMPOSER]
-    assert retried[0].status is dc.NodeStatus.RETRYABLE_FAILED
+    retried = [e for e in state.events if e.node is dcm.NodeName.COMPOSER]
+    assert retried[0].status is dcm.NodeStatus.RETRYABLE_FAILED

@@ -29,6 +29,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 import diagnosis_core as dc
+import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core.adapters.langchain import (
     ChatModelInvoker,
@@ -148,7 +149,7 @@ def test_a_tool_calling_loop_records_every_call_and_its_citations_pass_the_gatek
          "input": {"args": [], "kwargs": {"service": "pay-svc", "window": {"minutes": 15}}}},
     ]
 
-    raw = gatekeeper("run-1", dc.parse_executor_evidence(text))
+    raw = gatekeeper("run-1", dcp.parse_executor_evidence(text))
     assert raw["status"] == "pass", raw
     checked: list[dict[str, Any]] = raw["checked_bindings"]  # type: ignore[assignment]
     assert [entry["matched_text"] for entry in checked] == [
@@ -163,7 +164,7 @@ def test_citing_an_id_the_loop_never_produced_fails_the_binding() -> None:
         TOOL_CALLS, AIMessage(content=json.dumps(evidence_citing("inv-1", "inv-3"))),
     ])
     text, _ = tool_loop(model, tools, "q")
-    raw = recorder.gatekeeper()("run-1", dc.parse_executor_evidence(text))
+    raw = recorder.gatekeeper()("run-1", dcp.parse_executor_evidence(text))
     assert (raw["status"], raw["level"], raw["reason_codes"]) == (
         "fail", "low_confid", ["INVOCATION_NOT_FOUND"]
     )
@@ -238,7 +239,7 @@ def test_the_full_chat_workflow_with_a_langchain_tool_calling_executor() -> None
     state = dc.run_diagnosis(request, effects)
     result = state.result
     assert (result.outcome, result.gatekeeper_status) == (
-        dc.Outcome.ANSWERED, dc.GatekeeperStatus.PASS
+        dc.Outcome.ANSWERED, dcp.GatekeeperStatus.PASS
     )
     assert result.answer == "pay-svc times out after 3000 ms."
     assert [record.invocation_id for record in recorder.records()] == ["inv-1", "inv-2"]

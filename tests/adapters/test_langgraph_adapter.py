@@ -21,6 +21,8 @@ from langgraph_support import edit_entry, forge_checkpoint
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.scenarios as dcs
 from diagnosis_core.adapters.langgraph import (
     EFFECT_NODES,
     EXECUTOR_NODE,
@@ -119,7 +121,7 @@ def test_interrupted_run_resumes_from_sqlite_in_a_new_graph_like_an_uninterrupte
     doc = load_doc(REDIS)  # two executor rounds: two gatekeeper calls, two interrupts
     request, effects = scenario_of(doc)  # the outside world: it outlives every graph
     gatekeeper = effects.gatekeeper
-    assert isinstance(gatekeeper, dc.ScriptedGatekeeper)
+    assert isinstance(gatekeeper, dcs.ScriptedGatekeeper)
     database = tmp_path / "checkpoints.sqlite"
 
     connection = sqlite3.connect(database, check_same_thread=False)
@@ -153,7 +155,7 @@ def test_interrupt_before_stops_before_the_started_entry_so_a_new_graph_performs
     saver = InMemorySaver()
     graph = build_diagnosis_graph(effects, checkpointer=saver, interrupt_before=[EXECUTOR_NODE])
     state = run_diagnosis_graph(graph, request, thread_id="t")
-    assert isinstance(dc.next_action(state), dc.InvokeAgent)
+    assert isinstance(dcm.next_action(state), dcm.InvokeAgent)
     values = graph.get_state(_config()).values
     assert [json.loads(t)["call"] for t in values["journal"]] == ["planner"]
     assert graph.invoke(None, _config())["journal"] == values["journal"]  # stops there again
@@ -178,7 +180,7 @@ def _crash_in(
             return inner_gatekeeper(run_id, output)
 
         return request, attrs.evolve(effects, gatekeeper=gatekeeper), calls
-    inner = effects.agent(dc.AgentName(agent))
+    inner = effects.agent(dcm.AgentName(agent))
 
     def call(input: str, config: dc.RunConfig, /) -> str:
         calls.append(1)
@@ -327,7 +329,7 @@ async def test_async_effects_run_and_resume_with_ainvoke() -> None:
         async_effects, checkpointer=saver, interrupt_before=[GATEKEEPER_NODE]
     )
     state = await arun_diagnosis_graph(graph, request, thread_id="t")
-    assert isinstance(dc.next_action(state), dc.CallGatekeeper)
+    assert isinstance(dcm.next_action(state), dcm.CallGatekeeper)
     resumed = build_diagnosis_graph(async_effects, checkpointer=saver)
     state = await aresume_diagnosis_graph(resumed, thread_id="t")
     assert dc.to_json(state) == dc.to_json(reference_state(doc))
@@ -370,7 +372,7 @@ def test_a_node_sent_a_run_that_awaits_another_effect_refuses_it() -> None:
         effects, checkpointer=InMemorySaver(), interrupt_before=[PLANNER_NODE]
     )
     state = run_diagnosis_graph(graph, request, thread_id="t")
-    assert isinstance(dc.next_action(state), dc.InvokeAgent)  # the planner is pending
+    assert isinstance(dcm.next_action(state), dcm.InvokeAgent)  # the planner is pending
     config = graph_run_config(request.config, thread_id="t")
     with pytest.raises(
         dc.MachineError, match="the gatekeeper node ran while the run awaits planner round 1"

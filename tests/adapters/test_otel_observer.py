@@ -2,8 +2,8 @@
 
 Every test exports to the SDK's in-memory exporter on a fresh tracer provider
 (never the global one). The runs are driven by :func:`run_observed` and its
-siblings, which call the hooks exactly where §14 puts them; once the drivers
-take ``observer=``, each of them becomes one call of the driver.
+siblings, each one call of a driver with ``observer=``, which calls the hooks
+exactly where §14 puts them.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from opentelemetry.trace import StatusCode
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 from diagnosis_core.adapters.otel import (
     AiOpsOpenTelemetryObserver,
     OpenTelemetryObserver,
@@ -79,21 +80,10 @@ async def arun_observed(
 
 
 def run_aiops_observed(
-    request: dca.AiOpsRequest, effects: dca.AiOpsEffects, observer: object
+    request: dca.AiOpsRequest, effects: dca.AiOpsEffects, observer: dca.AiOpsObserver
 ) -> dca.AiOpsState:
-    """The AIOps sync driver with an observer (``dca.run_aiops(..., observer=observer)``)."""
-    current = dca.start_aiops(request)
-    while True:
-        action = dca.next_aiops_action(current)
-        if isinstance(action, dca.AiOpsFinished):
-            return current
-        dcb.notify(observer, "effect_started", action)
-        result = dca.perform_aiops_effect(action, effects)
-        dcb.notify(observer, "effect_finished", action, result)
-        before = current.events
-        current = dca.advance_aiops(current, result)
-        for event in dcb.new_events(before, current.events):
-            dcb.notify(observer, "event_appended", event)
+    """The AIOps sync driver with an observer."""
+    return dca.run_aiops(request, effects, observer=observer)
 
 
 # --- exporting --------------------------------------------------------------------
@@ -371,7 +361,7 @@ def test_every_generated_run_is_its_span_tree_and_is_unchanged(document: dict[st
 def _plant(text: str) -> str:
     """The reply with the canary in it: an ignored extra field of a JSON object, else appended."""
     try:
-        document = json.loads(dcb.extract_json_text(text))
+        document = json.loads(dcp.extract_json_text(text))
     except (ValueError, dc.PayloadError):
         return text + CANARY
     if not isinstance(document, dict):
@@ -398,7 +388,7 @@ def canary_run(path: Path) -> tuple[dc.DiagnosisRequest, dc.Effects]:
 
     effects = attrs.evolve(
         effects,
-        **{agent.value: planted(effects.agent(agent)) for agent in dc.AgentName},
+        **{agent.value: planted(effects.agent(agent)) for agent in dcm.AgentName},
     )
     return request, effects
 
@@ -511,17 +501,17 @@ def _first_effects(
     request: dc.DiagnosisRequest, effects: dc.Effects, observer: object, count: int
 ) -> dc.DiagnosisState:
     """The first ``count`` effects of a run, observed; the state is then saved as JSON."""
-    state = dc.start_diagnosis(request)
+    state = dcm.start_diagnosis(request)
     for _ in range(count):
-        action = dc.next_action(state)
-        assert not isinstance(action, dc.Finished)
-        dcb.notify(observer, "effect_started", action)
-        result = dcb.perform_effect(action, effects)
-        dcb.notify(observer, "effect_finished", action, result)
+        action = dcm.next_action(state)
+        assert not isinstance(action, dcm.Finished)
+        dcm.notify(observer, "effect_started", action)
+        result = dcm.perform_effect(action, effects)
+        dcm.notify(observer, "effect_finished", action, result)
         before = state.events
-        state = dc.advance(state, result)
-        for event in dcb.new_events(before, state.events):
-            dcb.notify(observer, "event_appended", event)
+        state = dcm.advance(state, result)
+        for event in dcm.new_events(before, state.events):
+            dcm.notify(observer, "event_appended", event)
     return dc.from_json(dc.DiagnosisState, dc.to_json(state))
 
 
@@ -568,7 +558,7 @@ def test_another_process_derives_the_same_trace_id(exported: Exported) -> None:
 
 def test_finish_ends_an_open_effect_as_error_and_the_run_unfinished(exported: Exported) -> None:
     request, _ = chat_run(EXAMPLES_DIR / "payment_timeout.json")
-    action = dc.next_action(dc.start_diagnosis(request))
+    action = dcm.next_action(dcm.start_diagnosis(request))
     with OpenTelemetryObserver(exported.tracer) as observer:
         observer.effect_started(action)  # type: ignore[arg-type]
     effect, run = exported.spans

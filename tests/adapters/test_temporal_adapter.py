@@ -50,8 +50,9 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
 import diagnosis_core as dc
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.scenarios as dcs
 from diagnosis_core.adapters.temporal import (
     INTERRUPTED_RESENDS,
     INVOKE_AGENT_ACTIVITY,
@@ -125,7 +126,7 @@ async def test_a_new_worker_finishes_a_run_whose_first_worker_shut_down_mid_call
     doc = load_doc(REDIS)  # two rounds: the gatekeeper must run exactly twice
     request, scripted = scenario_of(doc)  # the outside world, shared by both workers
     gatekeeper = scripted.gatekeeper
-    assert isinstance(gatekeeper, dc.ScriptedGatekeeper)
+    assert isinstance(gatekeeper, dcs.ScriptedGatekeeper)
     shared = dc.AsyncEffects.from_sync(scripted)
     in_flight = asyncio.Event()
 
@@ -210,7 +211,7 @@ async def test_an_executor_call_lost_with_its_worker_fails_the_run_and_is_never_
     assert state.result.reason_code is dc.ReasonCode.EXECUTOR_FAILED
     assert state.calls.executor == 1 and state.calls.gatekeeper == 0
     failure = state.events[-2]
-    assert failure.status is dc.NodeStatus.NON_RETRYABLE_FAILED
+    assert failure.status is dcm.NodeStatus.NON_RETRYABLE_FAILED
     assert failure.details.error is not None
     assert failure.details.error.startswith("activity failed: ")
 
@@ -261,14 +262,14 @@ def _resumed_reference(doc: dict[str, Any], interrupted: dcj.JournalCall) -> dc.
     """
     request, effects = scenario_of(doc)
     recorder = dcj.JournalRecorder(dcj.Journal(request))
-    state = dc.start_diagnosis(request)
+    state = dcm.start_diagnosis(request)
     while True:
-        action = dc.next_action(state)
-        assert not isinstance(action, dc.Finished)
+        action = dcm.next_action(state)
+        assert not isinstance(action, dcm.Finished)
         entry = recorder.begin(action)
         if entry.call is interrupted:
             break
-        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
+        state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
     _, resumed = dcj.resume_journal(recorder.journal)
     return dc.run_diagnosis(request, effects, state=resumed)
 
@@ -525,14 +526,14 @@ async def test_an_llm_call_lost_again_and_again_is_resent_then_fails_closed(
 # --- activities without a server ---------------------------------------------------------
 
 
-def _pending_actions(doc: dict[str, Any]) -> tuple[dc.InvokeAgent, dc.CallGatekeeper]:
+def _pending_actions(doc: dict[str, Any]) -> tuple[dcm.InvokeAgent, dcm.CallGatekeeper]:
     request, effects = scenario_of(doc)
-    state = dc.start_diagnosis(request)
-    first = dc.next_action(state)
-    assert isinstance(first, dc.InvokeAgent)
-    while not isinstance(action := dc.next_action(state), dc.CallGatekeeper):
-        assert isinstance(action, dc.InvokeAgent)
-        state = dc.advance(state, dcb.perform_effect(action, effects))
+    state = dcm.start_diagnosis(request)
+    first = dcm.next_action(state)
+    assert isinstance(first, dcm.InvokeAgent)
+    while not isinstance(action := dcm.next_action(state), dcm.CallGatekeeper):
+        assert isinstance(action, dcm.InvokeAgent)
+        state = dcm.advance(state, dcm.perform_effect(action, effects))
     return first, action
 
 
@@ -543,12 +544,12 @@ def _effects(**changes: Any) -> dc.Effects:
 
 async def _outcome(
     activities: DiagnosisActivities,
-    action: dc.InvokeAgent | dc.CallGatekeeper,
+    action: dcm.InvokeAgent | dcm.CallGatekeeper,
     environment: ActivityEnvironment | None = None,
 ) -> dcj.JournalOutcome:
     """Run the activity of ``action`` as a worker would; the outcome its result records."""
     environment = environment or ActivityEnvironment()
-    run = activities.invoke_agent if isinstance(action, dc.InvokeAgent) else (
+    run = activities.invoke_agent if isinstance(action, dcm.InvokeAgent) else (
         activities.call_gatekeeper
     )
     data = await environment.run(run, dc.to_wire(action))  # type: ignore[arg-type]
@@ -570,7 +571,7 @@ async def test_a_reply_that_is_not_text_is_recorded_as_the_journal_records_it() 
 
     agent, _ = _pending_actions(load_doc(PAYMENT))
     outcome = await _outcome(DiagnosisActivities(_effects(planner=not_text)), agent)
-    assert outcome == dcj.outcome_of(dc.AgentReplied(b"bytes"))  # type: ignore[arg-type]
+    assert outcome == dcj.outcome_of(dcm.AgentReplied(b"bytes"))  # type: ignore[arg-type]
     assert isinstance(outcome, dcj.RecordedAgentError)
     assert outcome.kind is dc.FailureKind.NON_RETRYABLE
 
@@ -584,7 +585,7 @@ async def test_a_gatekeeper_result_that_is_not_json_is_recorded_as_the_journal_r
 
     _, call = _pending_actions(load_doc(PAYMENT))
     outcome = await _outcome(DiagnosisActivities(_effects(gatekeeper=odd_gatekeeper)), call)
-    assert outcome == dcj.outcome_of(dc.GatekeeperReturned(raw))
+    assert outcome == dcj.outcome_of(dcm.GatekeeperReturned(raw))
     assert isinstance(outcome, dcj.RecordedGatekeeperResult)
     assert isinstance(outcome.result, dict) and "unserializable" in outcome.result
 

@@ -18,18 +18,15 @@ from hypothesis import strategies as st
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
+import diagnosis_core.scenarios as dcs
 import diagnosis_core.testing as dt
 import diagnosis_core.tools as dct
 from diagnosis_core import (
-    Action,
-    AgentName,
     AnswerMode,
     AsyncEffects,
-    CallGatekeeper,
-    CheckedBinding,
-    ComposerOutput,
     ConfigError,
     DiagnosisConfig,
     DiagnosisRequest,
@@ -38,15 +35,11 @@ from diagnosis_core import (
     Effects,
     ExecutorEvidence,
     FailureKind,
-    Finished,
-    GatekeeperStatus,
     HistoryMessage,
-    InvokeAgent,
     JsonValue,
     Locale,
     Outcome,
     PayloadError,
-    PlannerPlan,
     ReasonCode,
     RunConfig,
     Scenario,
@@ -55,14 +48,25 @@ from diagnosis_core import (
     ToolBlockedError,
     TraceReport,
     Verdict,
-    VerifierOutput,
 )
-from diagnosis_core.blocks import (
+from diagnosis_core.machine import (
+    Action,
+    AgentName,
     AllowedClaim,
-    EvidenceGap,
+    CallGatekeeper,
+    Finished,
+    InvokeAgent,
     NormalizedGatekeeperResult,
-    RetryContext,
     VerifiedInput,
+)
+from diagnosis_core.protocol import (
+    CheckedBinding,
+    ComposerOutput,
+    EvidenceGap,
+    GatekeeperStatus,
+    PlannerPlan,
+    RetryContext,
+    VerifierOutput,
 )
 
 # --- a request ---------------------------------------------------------------------
@@ -146,7 +150,7 @@ def run_sync() -> DiagnosisResult:
     report = dc.build_trace_report(state)
     assert_type(report, TraceReport)
     assert_type(dc.to_json(report), str)
-    assert_type(dcb.make_converter(), cattrs.Converter)
+    assert_type(dcp.make_converter(), cattrs.Converter)
     return result
 
 
@@ -158,9 +162,9 @@ async def run_async() -> Outcome:
 
 def drive_by_hand() -> str:
     """The sans-IO loop a custom orchestrator writes."""
-    state = dc.start_diagnosis(request)
+    state = dcm.start_diagnosis(request)
     while True:
-        action: Action = dc.next_action(state)
+        action: Action = dcm.next_action(state)
         if isinstance(action, Finished):
             return action.result.answer
         if isinstance(action, InvokeAgent):
@@ -168,12 +172,12 @@ def drive_by_hand() -> str:
             assert_type(action.input, str)
         else:
             assert_type(action, CallGatekeeper)
-        state = dc.advance(state, dcb.perform_effect(action, effects))
+        state = dcm.advance(state, dcm.perform_effect(action, effects))
 
 
 def save_and_restore(state: DiagnosisState) -> DiagnosisState:
     wire: JsonValue = dc.to_wire(state)
-    text = dcb.canonical_json(wire)
+    text = dcp.canonical_json(wire)
     return dc.from_json(DiagnosisState, text)
 
 
@@ -182,31 +186,31 @@ def save_and_restore(state: DiagnosisState) -> DiagnosisState:
 
 def parse_everything(text: str) -> None:
     try:
-        plan = dc.parse_planner_plan(text, ["payment-timeout"])
+        plan = dcp.parse_planner_plan(text, ["payment-timeout"])
         assert_type(plan, PlannerPlan)
-        evidence = dc.parse_executor_evidence(text)
-        verdicts = dc.parse_verifier_output(text)
+        evidence = dcp.parse_executor_evidence(text)
+        verdicts = dcp.parse_verifier_output(text)
         assert_type(verdicts, VerifierOutput)
-        answer = dc.parse_composer_output(text, ["c1"])
+        answer = dcp.parse_composer_output(text, ["c1"])
         assert_type(answer, ComposerOutput)
     except PayloadError as error:
         assert_type(error.path, str)
         return
-    normalized = dcb.normalize_gatekeeper_result(json.loads(text))
+    normalized = dcm.normalize_gatekeeper_result(json.loads(text))
     assert_type(normalized, NormalizedGatekeeperResult)
     assert_type(normalized.status, GatekeeperStatus)
     checked: tuple[CheckedBinding, ...] = normalized.checked_bindings
-    verified = dcb.project_verified_input(evidence, checked)
+    verified = dcm.project_verified_input(evidence, checked)
     assert_type(verified, VerifiedInput)
-    ceiling = dcb.verdict_ceiling(normalized.status)
-    effective = dcb.apply_verdict_ceiling(verdicts.verdict, ceiling)
-    assert_type(dcb.answer_mode_for(effective), AnswerMode)
-    gaps = dcb.extract_evidence_gaps(verdicts.facts_checked)
+    ceiling = dcm.verdict_ceiling(normalized.status)
+    effective = dcm.apply_verdict_ceiling(verdicts.verdict, ceiling)
+    assert_type(dcm.answer_mode_for(effective), AnswerMode)
+    gaps = dcp.extract_evidence_gaps(verdicts.facts_checked)
     assert_type(gaps, tuple[EvidenceGap, ...])
-    assert_type(dcb.build_retry_context(verified, gaps), RetryContext)
-    allowed = dcb.select_allowed_claims(verified, verdicts.allowed_claim_ids)
+    assert_type(dcp.build_retry_context(verified, gaps), RetryContext)
+    allowed = dcm.select_allowed_claims(verified, verdicts.allowed_claim_ids)
     assert_type(allowed, tuple[AllowedClaim, ...])
-    fallback = dcb.render_pre_verification_fallback(
+    fallback = dcm.render_pre_verification_fallback(
         reason_code=ReasonCode.NO_TRUSTED_EVIDENCE,
         run_id=run.run_id,
         gatekeeper_status=normalized.status,
@@ -215,7 +219,7 @@ def parse_everything(text: str) -> None:
         config=config,
     )
     assert_type(fallback, str)
-    schema: dict[str, JsonValue] = dc.json_schema(dc.SCHEMA_NAMES[0])
+    schema: dict[str, JsonValue] = dcp.json_schema(dcp.SCHEMA_NAMES[0])
     assert schema
 
 
@@ -235,13 +239,13 @@ def replay_a_file(path: str) -> dict[str, JsonValue]:
 
 
 def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
-    ledger = dcb.ledger_from_records(
+    ledger = dct.ledger_from_records(
         [{"invocation_id": "inv-7", "tool_name": "query_logs", "success": True,
           "output": {"items": [{"message": "upstream timeout after 3000ms"}]}}]
     )
-    assert_type(dcb.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
-    assert dcb.resolve_raw_path({}, "$.missing") is dcb.UNRESOLVED
-    assert_type(dcb.match_excerpt("a  b", "a b"), str | None)
+    assert_type(dct.resolve_raw_path({"a": [1]}, "$.a[0]"), object)
+    assert dct.resolve_raw_path({}, "$.missing") is dct.UNRESOLVED
+    assert_type(dct.match_excerpt("a  b", "a b"), str | None)
     gatekeeper = dc.ReferenceGatekeeper(ledger)
     return gatekeeper("run-1", evidence)
 
@@ -249,9 +253,9 @@ def check_with_a_ledger(evidence: ExecutorEvidence) -> object:
 # --- the routing table ----------------------------------------------------------
 
 
-def first_route() -> dcb.Route:
-    assert_type(dcb.routing_mermaid(), str)
-    return dcb.choose_route(None, dcb.RoutingFacts())
+def first_route() -> dcm.Route:
+    assert_type(dcm.routing_mermaid(), str)
+    return dcm.choose_route(None, dcm.RoutingFacts())
 
 
 # --- diagnosis_core.testing -----------------------------------------------------
@@ -288,7 +292,7 @@ def test_my_parser_wrapper(data: st.DataObject) -> None:
     assert_type(data.draw(dt.fact_texts()), str)
     assert_type(dt.host_subclassed(Skill("s", "d"), "secret"), Skill)
     text = data.draw(dt.payload_texts(evidence))
-    assert dc.parse_executor_evidence(text) == evidence
+    assert dcp.parse_executor_evidence(text) == evidence
     raw = data.draw(dt.gatekeeper_raw_results(evidence))
     assert_type(raw, JsonValue)
     case = data.draw(dt.ledger_cases())
@@ -328,17 +332,17 @@ def tools() -> dc.ToolLedger:
 
 
 def classify_http(error: BaseException) -> FailureKind:
-    rule: dcb.HttpClientRule | None = dcb.HTTP_CLIENT_ERRORS.get("httpx.TimeoutException")
-    assert rule is dcb.HttpClientRule.RETRYABLE
+    rule: dcm.HttpClientRule | None = dcm.HTTP_CLIENT_ERRORS.get("httpx.TimeoutException")
+    assert rule is dcm.HttpClientRule.RETRYABLE
     return dc.default_failure_classifier(error)
 
 
 def provider_schemas() -> list[dict[str, JsonValue]]:
-    profile: dcb.SchemaProfile = dcb.SchemaProfile.OPENAI_STRICT
-    names: tuple[str, ...] = dc.SCHEMA_PROFILES
-    strict = dc.json_schema("executor_evidence_v2", profile="anthropic-strict")
-    generic = dcb.class_json_schema(ComposerOutput, profile, title="composer_output")
-    return [strict, generic, *(dc.json_schema("composer_output", name) for name in names)]
+    profile: dcp.SchemaProfile = dcp.SchemaProfile.OPENAI_STRICT
+    names: tuple[str, ...] = dcp.SCHEMA_PROFILES
+    strict = dcp.json_schema("executor_evidence_v2", profile="anthropic-strict")
+    generic = dcp.class_json_schema(ComposerOutput, profile, title="composer_output")
+    return [strict, generic, *(dcp.json_schema("composer_output", name) for name in names)]
 
 
 # --- diagnosis_core.aiops ---------------------------------------------------------
@@ -406,42 +410,42 @@ def alertmanager_host(webhook: object) -> tuple[dca.Alert, ...]:
 # renamed or removed export, or one that changes kind, fails the type check.
 
 PUBLIC_CLASSES: tuple[type, ...] = (
-    dc.AgentFailed,
+    dcm.AgentFailed,
     dc.AgentInvoker,
-    dc.AgentReplied,
+    dcm.AgentReplied,
     dc.AsyncAgentInvoker,
     dc.AsyncGatekeeper,
-    dc.BindingCheckStatus,
-    dc.CallCounts,
-    dc.Claim,
+    dcp.BindingCheckStatus,
+    dcm.CallCounts,
+    dcp.Claim,
     dc.DiagnosisError,
-    dc.EventDetails,
-    dc.EvidenceBinding,
-    dc.EvidenceStatus,
-    dc.FactCheck,
+    dcm.EventDetails,
+    dcp.EvidenceBinding,
+    dcp.EvidenceStatus,
+    dcp.FactCheck,
     dc.FailureClassifier,
     dc.Gatekeeper,
-    dc.GatekeeperFailed,
-    dc.GatekeeperResult,
-    dc.GatekeeperReturned,
-    dc.Hypothesis,
-    dcb.InvocationRecord,
+    dcm.GatekeeperFailed,
+    dcp.GatekeeperResult,
+    dcm.GatekeeperReturned,
+    dcp.Hypothesis,
+    dcm.InvocationRecord,
     dc.LedgerError,
     dc.MachineError,
-    dc.NodeName,
-    dc.NodeStatus,
+    dcm.NodeName,
+    dcm.NodeStatus,
     dc.NonRetryableError,
-    dc.PayloadName,
-    dcb.PendingCall,
-    dc.PlanStep,
-    dcb.RawResult,
-    dc.ScriptedAgent,
-    dc.ScriptedGatekeeper,
+    dcp.PayloadName,
+    dcm.PendingCall,
+    dcp.PlanStep,
+    dcm.RawResult,
+    dcs.ScriptedAgent,
+    dcs.ScriptedGatekeeper,
     dc.ToolInvocation,
     dc.ToolLedger,
-    dc.ToolTraceEntry,
+    dcp.ToolTraceEntry,
     dc.TraceEvent,
-    dc.Verification,
+    dcp.Verification,
     dca.AiOpsCallCounts,
     dca.AiOpsCondition,
     dca.AiOpsConfig,
@@ -467,26 +471,26 @@ PUBLIC_CLASSES: tuple[type, ...] = (
     dca.AlertPayloadTask,
     dca.ReporterInput,
     dca.SupervisorInput,
-    dcb.BindingFailure,
-    dcb.ComposerInput,
-    dcb.Condition,
-    dcb.ExecutorInput,
-    dcb.ExecutorRetryInput,
-    dcb.GatekeeperAudit,
-    dcb.GatekeeperSummary,
-    dcb.PlannerInput,
-    dcb.QueryRef,
-    dcb.RetryConstraint,
-    dcb.ScriptedError,
-    dcb.ScriptedGatekeeperEntry,
-    dcb.ScriptedResponse,
-    dcb.ToolUsage,
-    dcb.UnknownScriptedError,
-    dcb.VerifiedBinding,
-    dcb.VerifiedClaim,
-    dcb.VerifiedEvidence,
-    dcb.VerifierEvaluation,
-    dcb.VerifierInput,
+    dct.BindingFailure,
+    dcp.ComposerInput,
+    dcm.Condition,
+    dcp.ExecutorInput,
+    dcp.ExecutorRetryInput,
+    dcm.GatekeeperAudit,
+    dcp.GatekeeperSummary,
+    dcp.PlannerInput,
+    dcp.QueryRef,
+    dcp.RetryConstraint,
+    dcs.ScriptedError,
+    dcs.ScriptedGatekeeperEntry,
+    dcs.ScriptedResponse,
+    dcm.ToolUsage,
+    dcs.UnknownScriptedError,
+    dcm.VerifiedBinding,
+    dcm.VerifiedClaim,
+    dcm.VerifiedEvidence,
+    dcm.VerifierEvaluation,
+    dcp.VerifierInput,
     dt.AsyncFakeGatekeeper,
     dt.AsyncRecordingGatekeeper,
     dt.AsyncRecordingInvoker,
@@ -500,8 +504,8 @@ PUBLIC_CLASSES: tuple[type, ...] = (
 PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dc.classify_failure,
     dc.from_wire,
-    dc.parse_gatekeeper_result,
-    dcb.perform_effect_async,
+    dcp.parse_gatekeeper_result,
+    dcm.perform_effect_async,
     dc.scenario_effects,
     dc.scenario_request,
     dca.aiops_task,
@@ -514,25 +518,25 @@ PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dca.evaluate_aiops_report,
     dca.perform_aiops_effect_async,
     dca.render_aiops_fallback,
-    dcb.build_composer_input,
-    dcb.build_executor_input,
-    dcb.build_planner_input,
-    dcb.build_verifier_input,
-    dcb.check_binding,
-    dcb.check_bindings,
-    dcb.count_trusted_bindings,
-    dcb.describe_error,
-    dcb.encode_agent_input,
-    dcb.extract_json_text,
-    dcb.gatekeeper_unavailable,
-    dcb.is_valid_tool_name,
-    dcb.loads_strict,
-    dcb.loads_stored,
-    dcb.parse_json_object,
-    dcb.parse_raw_path,
-    dcb.render_post_verification_fallback,
-    dcb.sanitize_item,
-    dcb.summarize_tool_usage,
+    dcp.build_composer_input,
+    dcp.build_executor_input,
+    dcp.build_planner_input,
+    dcp.build_verifier_input,
+    dct.check_binding,
+    dct.check_bindings,
+    dcm.count_trusted_bindings,
+    dcm.describe_error,
+    dcp.encode_agent_input,
+    dcp.extract_json_text,
+    dcm.gatekeeper_unavailable,
+    dcm.is_valid_tool_name,
+    dcp.loads_strict,
+    dcp.loads_stored,
+    dcp.parse_json_object,
+    dct.parse_raw_path,
+    dcm.render_post_verification_fallback,
+    dcm.sanitize_item,
+    dcm.summarize_tool_usage,
     dt.adversarial_composer_texts,
     dt.adversarial_executor_texts,
     dt.adversarial_planner_texts,
@@ -579,15 +583,15 @@ PUBLIC_CONSTANTS: tuple[object, ...] = (
     dc.__version__,
     dca.DISCOVERY_INSTRUCTION,
     dca.NO_PROGRESS_REPEATS,
-    dcb.ERROR_KINDS,
-    dcb.EXECUTOR_SCHEMA_VERSION,
-    dcb.ROUTING_TABLE,
+    dcs.ERROR_KINDS,
+    dcp.EXECUTOR_SCHEMA_VERSION,
+    dcm.ROUTING_TABLE,
     dt.PLANT_SINKS,
 )
 
 
 def public_unions(
-    union_0: dc.EffectResult,
+    union_0: dcm.EffectResult,
     union_1: dca.AiOpsAction,
     union_2: dca.AiOpsInput,
     union_3: dca.AiOpsTask,
@@ -603,9 +607,9 @@ def public_constants() -> None:
     dc_version: str = dc.__version__
     dca_discovery_instruction: str = dca.DISCOVERY_INSTRUCTION
     dca_no_progress_repeats: int = dca.NO_PROGRESS_REPEATS
-    dcb_error_kinds: tuple[str, ...] = dcb.ERROR_KINDS
-    dcb_executor_schema_version: str = dcb.EXECUTOR_SCHEMA_VERSION
-    dcb_routing_table: tuple[dcb.Route, ...] = dcb.ROUTING_TABLE
+    dcb_error_kinds: tuple[str, ...] = dcs.ERROR_KINDS
+    dcb_executor_schema_version: str = dcp.EXECUTOR_SCHEMA_VERSION
+    dcb_routing_table: tuple[dcm.Route, ...] = dcm.ROUTING_TABLE
     dt_plant_sinks: Mapping[dt.Plant, frozenset[dt.Sink]] = dt.PLANT_SINKS
     del (
         dc_version,
@@ -623,12 +627,12 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
     sink = dcj.ListJournalSink()
     sink_protocol: dcj.JournalSink = sink
     recorder = dcj.JournalRecorder(dcj.Journal(request), sink=sink_protocol, key=key)
-    state = dc.start_diagnosis(request)
-    while not isinstance(action := dc.next_action(state), dc.Finished):
+    state = dcm.start_diagnosis(request)
+    while not isinstance(action := dcm.next_action(state), dcm.Finished):
         started: dcj.JournalEntry = recorder.begin(action)
         assert started.state is dcj.EntryState.STARTED
         assert_type(dcj.expected_call(action), dcj.ExpectedCall)
-        state = dc.advance(state, recorder.end(dcb.perform_effect(action, effects)))
+        state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
     journal: dcj.Journal = recorder.journal
     text = dcj.journal_to_json(journal)
     loaded = dcj.journal_from_json(text)
@@ -645,15 +649,15 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
     scenario: dict[str, JsonValue] = dcj.journal_to_scenario(loaded, key=key, exact=True)
     output: dict[str, JsonValue] = dcj.replay_journal(loaded, key=key)
     assert dc.replay(scenario) == output
-    outcome: dcj.JournalOutcome = dcj.outcome_of(dc.AgentReplied("text"))
+    outcome: dcj.JournalOutcome = dcj.outcome_of(dcm.AgentReplied("text"))
     assert isinstance(outcome, dcj.RecordedReply | dcj.RecordedAgentError)
     entry = dcj.finish_entry(
-        dcj.append_entry(journal, dcj.start_entry(journal, dc.InvokeAgent(
+        dcj.append_entry(journal, dcj.start_entry(journal, dcm.InvokeAgent(
             AgentName.PLANNER, "{}", request.run, 1, 1))),
-        dc.AgentFailed(FailureKind.RETRYABLE, "timeout"),
+        dcm.AgentFailed(FailureKind.RETRYABLE, "timeout"),
         tool_invocations=[dcj.RecordedToolInvocation("inv-1", "query_logs", True)],
     )
-    assert_type(dcj.entry_result(entry), dc.EffectResult)
+    assert_type(dcj.entry_result(entry), dcm.EffectResult)
     call: dcj.JournalCall = entry.call
     for kind in (dcj.RecordedGatekeeperResult.of({"status": "pass"}),
                  dcj.RecordedGatekeeperError("down"), dcj.RecordedToolError("E", "m")):
@@ -673,11 +677,11 @@ class CountingObserver:
     def __init__(self) -> None:
         self.events: list[dc.TraceEvent] = []
 
-    def effect_started(self, action: dc.InvokeAgent | dc.CallGatekeeper, /) -> None:
+    def effect_started(self, action: dcm.InvokeAgent | dcm.CallGatekeeper, /) -> None:
         del action
 
     def effect_finished(
-        self, action: dc.InvokeAgent | dc.CallGatekeeper, result: dc.EffectResult, /
+        self, action: dcm.InvokeAgent | dcm.CallGatekeeper, result: dcm.EffectResult, /
     ) -> None:
         del action, result
 
@@ -687,10 +691,10 @@ class CountingObserver:
 
 def observe(state: DiagnosisState) -> int:
     observer: dc.DiagnosisObserver = CountingObserver()
-    generic: dc.Observer[dc.InvokeAgent | dc.CallGatekeeper, dc.EffectResult, dc.TraceEvent]
+    generic: dc.Observer[dcm.InvokeAgent | dcm.CallGatekeeper, dcm.EffectResult, dc.TraceEvent]
     generic = observer
-    for event in dcb.new_events((), state.events):
-        dcb.notify(generic, "event_appended", event)
+    for event in dcm.new_events((), state.events):
+        dcm.notify(generic, "event_appended", event)
     assert issubclass(dc.ObserverWarning, RuntimeWarning)
     return len(state.events)
 
@@ -726,7 +730,7 @@ def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, k
     assert isinstance(action, dca.InvokeAiOpsAgent)
     assert_type(dca.aiops_expected_call(action), dca.AiOpsExpectedCall)
     started: dca.AiOpsJournalEntry = recorder.begin(action)
-    fed: dc.AgentReplied | dc.AgentFailed = recorder.end(dc.AgentReplied("{}"))
+    fed: dcm.AgentReplied | dcm.AgentFailed = recorder.end(dcm.AgentReplied("{}"))
     wire: dict[str, JsonValue] = dca.aiops_request_to_wire(request)
     recorded: dca.AiOpsJournal = dca.record_aiops_scenario(scenario, key=key)
     del ledger, started, fed, wire, recorded
@@ -763,3 +767,66 @@ async def stream_async() -> list[dc.TraceEvent | DiagnosisResult]:
     state = await dc.arun_diagnosis(request, async_effects, sink=dcj.ListJournalSink())
     assert_type(state, DiagnosisState)
     return items
+
+
+# --- what an engine adapter uses (docs/adapters.md) ----------------------------------
+
+
+def engine_adapter_step(journal: dcj.Journal, effects: Effects, key: bytes) -> str:
+    """One effect the way an engine adapter performs it: entry, codec, resume rule."""
+    action = dcm.next_action(dcj.journal_status(journal, key=key).state)
+    assert not isinstance(action, dcm.Finished)
+    started = dcj.start_entry(journal, action, key=key)
+    result = dcm.perform_effect(action, effects)
+    finished = dcj.finish_entry(dcj.append_entry(journal, started), result, key=key)
+    assert finished.outcome is not None
+    wire: dict[str, JsonValue] = dcj.outcome_to_wire(finished.outcome)
+    gatekeeper = finished.call is dcj.JournalCall.GATEKEEPER
+    outcome: dcj.JournalOutcome = dcj.load_outcome(wire, "outcome", gatekeeper=gatekeeper)
+    assert outcome == finished.outcome
+    resent: bool = dcj.resent_on_resume(finished.call, resend_gatekeeper=False)
+    request_wire: dict[str, JsonValue] = dcj.request_to_wire(journal.request)
+    entry_wire: dict[str, JsonValue] = dcj.entry_to_wire(finished)
+    return dcj.stored_json([request_wire, entry_wire, resent])
+
+
+def aiops_outputs(state: dca.AiOpsState, scenario: dca.AiOpsScenario) -> str:
+    """The AIOps replay output and readable report of a run driven any way."""
+    output: dict[str, JsonValue] = dca.aiops_output(state, scenario.tool_ledger)
+    evaluation = dca.evaluate_aiops_run(state, scenario.tool_ledger)
+    return dca.format_aiops_result(state.result, evaluation, scenario.config) + str(output)
+
+
+def readable_trace(state: DiagnosisState) -> list[str]:
+    """A replayed trace printed the way the command line does, safely."""
+    lines: list[str] = dcs.trace_table_lines(state.events, "round")
+    big: int = dcp.int_from_literal("1" * 50)
+    return [dcs.terminal_safe(line) for line in lines] + [dcs.text_cell(big)]
+
+
+def aiops_streams(request: dca.AiOpsRequest, effects: dca.AiOpsEffects) -> int:
+    """The AIOps drivers stream and take an observer, like the chat drivers."""
+
+    class Printer:
+        def effect_started(self, action: dca.InvokeAiOpsAgent, /) -> None:
+            print(action.agent.value)
+
+        def effect_finished(
+            self, action: dca.InvokeAiOpsAgent, result: dcm.AgentReplied | dcm.AgentFailed, /
+        ) -> None:
+            print(type(result).__name__)
+
+        def event_appended(self, event: dca.AiOpsTraceEvent, /) -> None:
+            print(event.node.value)
+
+    observer: dca.AiOpsObserver = Printer()
+    state: dca.AiOpsState = dca.run_aiops(request, effects, observer=observer)
+    items: list[dca.AiOpsTraceEvent | dca.AiOpsResult] = list(dca.iter_aiops(request, effects))
+    return len(items) + len(state.events)
+
+
+async def aiops_streams_async(request: dca.AiOpsRequest, effects: dca.AsyncAiOpsEffects) -> int:
+    """The asyncio forms of the AIOps drivers."""
+    items = [item async for item in dca.aiter_aiops(request, effects)]
+    state = await dca.arun_aiops(request, effects, observer=None)
+    return len(items) + len(state.events)

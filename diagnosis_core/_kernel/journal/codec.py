@@ -5,7 +5,7 @@ machine asked for and what came back (an agent's text or error, the
 gatekeeper's raw result or error, the tools the executor ran). It never holds
 a conclusion — no verdict, no trusted binding, no counter — so whatever a
 stored journal says goes through the same parsers and projections as a live
-reply when it is folded (``_journal.py``).
+reply when it is folded (``fold.py``).
 
 Loading is strict, like a scenario's (spec §9): unknown keys, wrong types, a
 ``started`` entry with an outcome, an outcome that does not fit the call are
@@ -21,9 +21,10 @@ are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
 workflow narrows with a :class:`JournalForm` — its ``format``, its call
 names, which call is the executor (the one that may carry
 ``tool_invocations``), which calls are gatekeeper calls (``result`` outcomes)
-and how its request goes to and from the wire. The chat diagnosis journal
-(:class:`Journal`, ``diagnosis_journal_v1``) is defined here; the AIOps one
-lives in ``aiops/_journal.py``.
+and how its request goes to and from the wire (its request codec). Each
+workflow defines its journal in its own package: the chat diagnosis journal
+(``diagnosis_journal_v1``) in ``_chat/journal.py``, the AIOps one in
+``aiops/_journal.py``. Nothing here knows either workflow.
 """
 
 from __future__ import annotations
@@ -37,26 +38,20 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 import attrs
 
-from ..._chat.enums import FailureKind
-from ..._chat.machine import DiagnosisRequest
-from ..._chat.replay import load_scenario, scenario_request
-from ..converter import to_wire
-from ..errors import JournalError, PayloadError, ScenarioError
+from ..enums import FailureKind
+from ..errors import JournalError, PayloadError
 from ..json import (
     JsonValue,
     canonical_json,
     describe_value,
     json_type_name,
     loads_stored,
+    stored_json,
 )
 
 __all__ = [
-    "JOURNAL_FORMAT",
     "EntryState",
-    "Journal",
     "JournalBase",
-    "JournalCall",
-    "JournalEntry",
     "JournalEntryBase",
     "JournalForm",
     "JournalOutcome",
@@ -68,31 +63,15 @@ __all__ = [
     "RecordedToolInvocation",
     "entry_to_wire",
     "journal_document_from_json",
-    "journal_from_json",
     "journal_to_json",
     "journal_to_wire",
-    "load_journal",
     "load_journal_document",
-    "request_error",
+    "load_outcome",
+    "outcome_to_wire",
     "request_object",
-    "request_to_wire",
     "stored_json",
     "tool_invocation_from_record",
 ]
-
-JOURNAL_FORMAT = "diagnosis_journal_v1"
-"""The ``format`` of a chat diagnosis journal."""
-
-
-class JournalCall(enum.StrEnum):
-    """The effect an entry records: one of the four agents, or the gatekeeper."""
-
-    PLANNER = "planner"
-    EXECUTOR = "executor"
-    VERIFIER = "verifier"
-    COMPOSER = "composer"
-    GATEKEEPER = "gatekeeper"
-
 
 class EntryState(enum.StrEnum):
     """``started``: written before the effect ran; ``finished``: it returned."""
@@ -108,24 +87,6 @@ _KIND_WIRE = {
 }
 _KIND_FROM_WIRE = {wire: kind for kind, wire in _KIND_WIRE.items()}
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def stored_json(value: object) -> str:
-    """Canonical JSON (§6.6) in which every surrogate code point is a ``\\uXXXX`` escape.
-
-    Identical to :func:`canonical_json` for text without surrogates; with
-    them, still valid JSON and encodable as UTF-8. This is the text a journal
-    is written as, and the text its MACs are computed over.
-    """
-    text = canonical_json(value)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-    return text
 
 
 def _str(value: object) -> str:
@@ -285,7 +246,7 @@ class JournalEntryBase(Generic[C]):
     made with. A ``started`` entry has no outcome; a ``finished`` one has an
     outcome that fits the call. ``tool_invocations`` only ever appear on
     finished executor entries. ``mac`` is the optional HMAC chain link (see
-    ``_journal_mac.py``). Construction raises :class:`JournalError`.
+    ``mac.py``). Construction raises :class:`JournalError`.
     """
 
     _form: ClassVar[JournalForm]
@@ -375,21 +336,6 @@ class JournalBase(Generic[Q, E]):
         return type(self)._form.format
 
 
-# --- the chat diagnosis journal -----------------------------------------------------
-
-
-def request_to_wire(request: DiagnosisRequest) -> dict[str, JsonValue]:
-    """The request as §12 shows it; history and skills reduced to their whitelisted fields."""
-    return {
-        "question": request.question,
-        "run": to_wire(request.run),
-        "history": [{"role": item.role, "content": item.content} for item in request.history],
-        "skills": [{"name": item.name, "description": item.description} for item in request.skills],
-        "config": to_wire(request.config),
-    }
-
-
-_REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
 _RUN_KEYS = ("run_id", "session_id")
 
 
@@ -416,56 +362,6 @@ def request_object(
 def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvocation:
     """A §13 ledger record (plain JSON) as a :class:`RecordedToolInvocation`, strictly."""
     return _load_tool_invocation(record, path)
-
-
-def _load_request(value: object) -> DiagnosisRequest:
-    data = request_object(value, _REQUEST_KEYS, ("question", "run", "config"))
-    try:
-        return scenario_request(load_scenario(dict(data)))
-    except ScenarioError as error:
-        raise request_error(error) from None
-
-
-def request_error(error: ScenarioError) -> JournalError:
-    """A scenario loader's error about a journal's request, as a path under ``request``."""
-    message = str(error)
-    message = message[3:] if message.startswith("$: ") else message
-    separator = "" if message.startswith((".", "[", ":")) else "."
-    return JournalError(f"request{separator}{message}")
-
-
-_CHAT_FORM = JournalForm(
-    format=JOURNAL_FORMAT,
-    calls=JournalCall,
-    executor=JournalCall.EXECUTOR,
-    gatekeeper=frozenset({JournalCall.GATEKEEPER}),
-    request_type=DiagnosisRequest,
-    request_to_wire=request_to_wire,
-    load_request=_load_request,
-)
-
-
-@attrs.frozen
-class JournalEntry(JournalEntryBase[JournalCall]):
-    """One effect of a chat run: the call the machine asked for and, once finished, its outcome.
-
-    ``input_sha256`` is the SHA-256 hex of the exact agent input string, or
-    for the gatekeeper of the canonical JSON of ``{"run_id",
-    "executor_output"}``. A ``started`` entry has no outcome; a ``finished``
-    one has an outcome that fits the call. ``tool_invocations`` only ever
-    appear on finished executor entries. ``mac`` is the optional HMAC chain
-    link (see ``_journal_mac.py``). Construction raises :class:`JournalError`.
-    """
-
-    _form: ClassVar[JournalForm] = _CHAT_FORM
-
-
-@attrs.frozen
-class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
-    """The durable record of one run: the request and its entries in call order (spec §12)."""
-
-    _form: ClassVar[JournalForm] = _CHAT_FORM
-    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
 
 
 # --- to the wire --------------------------------------------------------------------
@@ -713,15 +609,23 @@ def journal_document_from_json(journal_type: type[J], text: str) -> J:
     return load_journal_document(journal_type, data)
 
 
-def load_journal(data: object) -> Journal:
-    """Validate a journal document (plain JSON data) strictly; every problem names its path.
+# --- for engine adapters ------------------------------------------------------------
 
-    This checks the *form* only; :func:`fold_journal` checks that the entries
-    are the calls the run makes.
+
+def outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
+    """One recorded outcome as an entry's ``outcome`` object (``text``, ``error`` or ``result``).
+
+    For an engine adapter that carries an effect's facts between processes
+    (a Temporal activity result) in the journal's own wire form.
     """
-    return load_journal_document(Journal, data)
+    return _outcome_to_wire(outcome)
 
 
-def journal_from_json(text: str) -> Journal:
-    """Parse journal text strictly (:func:`loads_stored`) and :func:`load_journal` it."""
-    return journal_document_from_json(Journal, text)
+def load_outcome(value: object, path: str, *, gatekeeper: bool) -> JournalOutcome:
+    """Read an entry's ``outcome`` object strictly; a :class:`JournalError` naming ``path`` else.
+
+    ``gatekeeper`` says which outcomes fit: ``{"result"}`` / ``{"error":
+    {"message"}}`` for a gatekeeper call, ``{"text"}`` / ``{"error": {"kind",
+    "message"}}`` for an agent's. The reverse of :func:`outcome_to_wire`.
+    """
+    return _load_outcome(value, path, gatekeeper)

@@ -24,16 +24,15 @@ gatekeeper error for a gatekeeper call.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
 
-from ..._chat.enums import FailureKind
-from ..._chat.machine import AgentFailed, AgentReplied
+from ..enums import FailureKind
 from ..errors import JournalError
 from ..json import JsonValue
+from ..results import AgentFailed, AgentReplied
 from .codec import (
     EntryState,
     JournalBase,
@@ -64,7 +63,6 @@ __all__ = [
     "resume",
     "scenario_response",
     "scripted_message",
-    "sha256_text",
     "start_entry",
 ]
 
@@ -79,11 +77,6 @@ R = TypeVar("R")
 X = TypeVar("X", bound="ExpectedCallBase[Any]")
 E = TypeVar("E", bound=JournalEntryBase[Any])
 E_contra = TypeVar("E_contra", bound=JournalEntryBase[Any], contravariant=True)
-
-
-def sha256_text(text: str) -> str:
-    """SHA-256 hex of ``text`` (UTF-8, lone surrogates kept): the trace's ``input_sha256``."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @attrs.frozen

@@ -26,20 +26,14 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ..._chat.machine import DiagnosisRequest
 from ..errors import JournalError
-from .codec import (
-    JournalBase,
-    JournalEntryBase,
-    entry_to_wire,
-    request_to_wire,
-    stored_json,
-)
+from ..json import stored_json
+from .codec import JournalBase, JournalEntryBase, entry_to_wire
 
 __all__ = [
     "entry_mac",
     "journal_seed",
-    "request_mac",
+    "request_seed",
     "sign_entry",
     "sign_journal",
     "verify_entry_mac",
@@ -55,19 +49,14 @@ def _check_key(key: object) -> bytes:
     return bytes(key)
 
 
-def _seed(request_wire: dict[str, Any], key: bytes) -> str:
+def request_seed(request_wire: dict[str, Any], key: bytes) -> str:
     data = stored_json(request_wire).encode("utf-8")
     return hmac.new(_check_key(key), data, hashlib.sha256).hexdigest()
 
 
-def request_mac(request: DiagnosisRequest, key: bytes) -> str:
-    """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
-    return _seed(request_to_wire(request), key)
-
-
 def journal_seed(journal: JournalBase[Any, Any], key: bytes) -> str:
     """The chain's seed of ``journal`` (any workflow's): the HMAC of its request's wire form."""
-    return _seed(type(journal)._form.request_to_wire(journal.request), key)
+    return request_seed(type(journal)._form.request_to_wire(journal.request), key)
 
 
 def entry_mac(entry: JournalEntryBase[Any], previous: str, key: bytes) -> str:

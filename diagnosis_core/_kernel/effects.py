@@ -1,0 +1,114 @@
+"""Agent effects as typed protocols, and the checks every driver makes on effects (spec §2, §15).
+
+The core performs no I/O: agents are passed in by the host. An
+:class:`AgentInvoker` receives the exact serialized whitelist and the
+:class:`RunConfig`, and returns the model's message text. Both workflows'
+drivers use these protocols and the checks below, which turn a host's
+sync/async mix-up into a ``TypeError`` before the run starts.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Sequence
+from typing import Any, Protocol
+
+from .config import RunConfig
+
+__all__ = [
+    "AgentInvoker",
+    "AsyncAgentInvoker",
+    "awaitable_agent",
+    "check_effects_kind",
+    "is_async_callable",
+    "reject_awaitable",
+    "require_awaitable",
+]
+
+
+class AgentInvoker(Protocol):
+    """An LLM agent: exact input string and run config in, message text out."""
+
+    def __call__(self, input: str, config: RunConfig, /) -> str: ...
+
+
+class AsyncAgentInvoker(Protocol):
+    """The asyncio variant of :class:`AgentInvoker`."""
+
+    def __call__(self, input: str, config: RunConfig, /) -> Awaitable[str]: ...
+
+
+def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
+    async def call(input: str, config: RunConfig, /) -> str:
+        return invoker(input, config)
+
+    return call
+
+
+def is_async_callable(value: object) -> bool:
+    """True for an ``async def`` function (or partial) or an object with ``async def __call__``.
+
+    Never raises: an object whose attributes cannot be read counts as not async.
+    """
+    try:
+        if inspect.iscoroutinefunction(value):
+            return True
+        call = getattr(type(value), "__call__", None)  # noqa: B004 - the class's method
+        return call is not None and inspect.iscoroutinefunction(call)
+    except Exception:
+        return False
+
+
+def check_effects_kind(
+    effects: object,
+    expected: type[Any],
+    names: Sequence[str],
+    *,
+    asynchronous: bool,
+    driver: str,
+    other_driver: str,
+) -> None:
+    """Raise ``TypeError`` before a run starts when ``effects`` suit the other driver.
+
+    Passing ``AsyncEffects`` to the sync driver, sync ``Effects`` to the asyncio
+    driver, or a sync callable among async effects (an async one among sync
+    effects) is the host's mistake: without this check it ends as a polite
+    fallback ("got coroutine", "the evidence check service was unavailable")
+    that hides the bug. A sync effect inside async effects must be an
+    ``async def`` (wrap it, or use ``AsyncEffects.from_sync``).
+    """
+    if not isinstance(effects, expected):
+        raise TypeError(
+            f"{driver} needs {expected.__name__}, got {type(effects).__name__}"
+            f" (use {other_driver} for it)"
+        )
+    for name in names:
+        effect = getattr(effects, name)
+        if is_async_callable(effect) != asynchronous:
+            kind = "a synchronous callable" if asynchronous else "an async callable"
+            raise TypeError(
+                f"{expected.__name__}.{name} is {kind}; {driver} needs"
+                f" {'async def' if asynchronous else 'a plain (sync) callable'} effects"
+                f" (use {other_driver} for the other kind)"
+            )
+
+
+def reject_awaitable(value: object, what: str, driver: str) -> None:
+    """Raise ``TypeError`` when a sync effect returned an awaitable (never awaited here)."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # no "coroutine was never awaited" warning
+        raise TypeError(
+            f"{what} returned an awaitable ({type(value).__name__}) to {driver};"
+            " an async effect needs the asyncio driver"
+        )
+
+
+def require_awaitable(value: object, what: str, driver: str) -> Awaitable[Any]:
+    """``value`` if it is awaitable; ``TypeError`` when an async effect returned a plain value."""
+    if not inspect.isawaitable(value):
+        raise TypeError(
+            f"{what} returned {type(value).__name__}, not an awaitable, to {driver};"
+            " a sync effect needs the sync driver (or AsyncEffects.from_sync)"
+        )
+    return value

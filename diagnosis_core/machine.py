@@ -1,0 +1,196 @@
+"""The sans-IO machine of the chat workflow (spec §2, §7): for custom drivers and auditors.
+
+:func:`start_diagnosis`, :func:`next_action` and :func:`advance` are the whole
+machine: it says which effect it needs (:class:`InvokeAgent`,
+:class:`CallGatekeeper`) or that the run is :class:`Finished`, and takes the
+effect's result (:class:`AgentReplied`, :class:`AgentFailed`,
+:class:`GatekeeperReturned`, :class:`GatekeeperFailed`). Here too are what the
+machine decides with — the routing table as data (:data:`ROUTING_TABLE`,
+drawn by :func:`routing_mermaid`), the verified-input projection, the verdict
+ceiling, the gatekeeper normalization, the fallback renderers — and the
+pieces of a driver loop (:func:`perform_effect`, failure classification,
+observers). A host that only runs diagnoses uses the drivers of
+:mod:`diagnosis_core` instead.
+"""
+
+from __future__ import annotations
+
+from ._chat.drivers import (
+    describe_error,
+    perform_effect,
+    perform_effect_async,
+)
+from ._chat.enums import (
+    AgentName,
+    AnswerMode,
+    NodeName,
+    Outcome,
+    ReasonCode,
+)
+from ._chat.gatekeeper import (
+    NormalizedGatekeeperResult,
+    gatekeeper_unavailable,
+    normalize_gatekeeper_result,
+)
+from ._chat.machine import (
+    Action,
+    CallGatekeeper,
+    DiagnosisRequest,
+    DiagnosisResult,
+    DiagnosisState,
+    EffectResult,
+    Finished,
+    GatekeeperFailed,
+    GatekeeperReturned,
+    InvokeAgent,
+    PendingCall,
+    advance,
+    build_trace_report,
+    next_action,
+    start_diagnosis,
+)
+from ._chat.observe import (
+    DiagnosisObserver,
+)
+from ._chat.projection import (
+    AllowedClaim,
+    VerifiedBinding,
+    VerifiedClaim,
+    VerifiedEvidence,
+    VerifiedInput,
+    count_trusted_bindings,
+    project_verified_input,
+    select_allowed_claims,
+)
+from ._chat.rendering import (
+    ToolUsage,
+    is_valid_tool_name,
+    render_post_verification_fallback,
+    render_pre_verification_fallback,
+    summarize_tool_usage,
+)
+from ._chat.routing import (
+    ROUTING_TABLE,
+    Condition,
+    Route,
+    RoutingFacts,
+    choose_route,
+    routing_mermaid,
+)
+from ._chat.trace import (
+    CallCounts,
+    EventDetails,
+    GatekeeperAudit,
+    InvocationRecord,
+    RawResult,
+    TraceEvent,
+    TraceReport,
+    VerifierEvaluation,
+)
+from ._chat.verdict import (
+    answer_mode_for,
+    apply_verdict_ceiling,
+    verdict_ceiling,
+)
+from ._kernel.classify import (
+    HTTP_CLIENT_ERRORS,
+    FailureClassifier,
+    HttpClientRule,
+    classify_failure,
+    default_failure_classifier,
+)
+from ._kernel.enums import (
+    FailureKind,
+    NodeStatus,
+)
+from ._kernel.errors import (
+    MachineError,
+)
+from ._kernel.observe import (
+    Observer,
+    ObserverWarning,
+    new_events,
+    notify,
+)
+from ._kernel.results import (
+    AgentFailed,
+    AgentReplied,
+)
+from ._kernel.text import (
+    sanitize_item,
+)
+
+__all__ = [
+    "HTTP_CLIENT_ERRORS",
+    "ROUTING_TABLE",
+    "Action",
+    "AgentFailed",
+    "AgentName",
+    "AgentReplied",
+    "AllowedClaim",
+    "AnswerMode",
+    "CallCounts",
+    "CallGatekeeper",
+    "Condition",
+    "DiagnosisObserver",
+    "DiagnosisRequest",
+    "DiagnosisResult",
+    "DiagnosisState",
+    "EffectResult",
+    "EventDetails",
+    "FailureClassifier",
+    "FailureKind",
+    "Finished",
+    "GatekeeperAudit",
+    "GatekeeperFailed",
+    "GatekeeperReturned",
+    "HttpClientRule",
+    "InvocationRecord",
+    "InvokeAgent",
+    "MachineError",
+    "NodeName",
+    "NodeStatus",
+    "NormalizedGatekeeperResult",
+    "Observer",
+    "ObserverWarning",
+    "Outcome",
+    "PendingCall",
+    "RawResult",
+    "ReasonCode",
+    "Route",
+    "RoutingFacts",
+    "ToolUsage",
+    "TraceEvent",
+    "TraceReport",
+    "VerifiedBinding",
+    "VerifiedClaim",
+    "VerifiedEvidence",
+    "VerifiedInput",
+    "VerifierEvaluation",
+    "advance",
+    "answer_mode_for",
+    "apply_verdict_ceiling",
+    "build_trace_report",
+    "choose_route",
+    "classify_failure",
+    "count_trusted_bindings",
+    "default_failure_classifier",
+    "describe_error",
+    "gatekeeper_unavailable",
+    "is_valid_tool_name",
+    "new_events",
+    "next_action",
+    "normalize_gatekeeper_result",
+    "notify",
+    "perform_effect",
+    "perform_effect_async",
+    "project_verified_input",
+    "render_post_verification_fallback",
+    "render_pre_verification_fallback",
+    "routing_mermaid",
+    "sanitize_item",
+    "select_allowed_claims",
+    "start_diagnosis",
+    "summarize_tool_usage",
+    "verdict_ceiling",
+]

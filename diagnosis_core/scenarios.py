@@ -1,0 +1,61 @@
+"""Replay scenarios (spec §9): the conformance interface, and the scripted doubles behind it.
+
+A scenario scripts every effect of a run as JSON. :func:`load_scenario` checks
+it strictly (every problem a :class:`ScenarioError` naming the path) and
+:func:`replay` runs it and returns the §9 result object; the scripted doubles
+(:class:`ScriptedAgent`, :class:`ScriptedGatekeeper`, :class:`ScriptedResponse`)
+play a script back, raising the failures the default classifier knows.
+:func:`trace_table_lines` and :func:`text_cell` print a replayed trace the way
+the command line does, and :func:`terminal_safe` makes any text safe to
+print to a terminal.
+"""
+
+from __future__ import annotations
+
+from ._chat.replay import (
+    Scenario,
+    ScriptedGatekeeper,
+    ScriptedGatekeeperEntry,
+    load_scenario,
+    replay,
+    replay_scenario,
+    scenario_effects,
+    scenario_request,
+)
+from ._kernel.errors import (
+    ScenarioError,
+)
+from ._kernel.scripted import (
+    ERROR_KINDS,
+    ScriptedAgent,
+    ScriptedError,
+    ScriptedResponse,
+    UnknownScriptedError,
+)
+from ._kernel.tables import (
+    text_cell,
+    trace_table_lines,
+)
+from ._kernel.terminal import (
+    terminal_safe,
+)
+
+__all__ = [
+    "ERROR_KINDS",
+    "Scenario",
+    "ScenarioError",
+    "ScriptedAgent",
+    "ScriptedError",
+    "ScriptedGatekeeper",
+    "ScriptedGatekeeperEntry",
+    "ScriptedResponse",
+    "UnknownScriptedError",
+    "load_scenario",
+    "replay",
+    "replay_scenario",
+    "scenario_effects",
+    "scenario_request",
+    "terminal_safe",
+    "text_cell",
+    "trace_table_lines",
+]
