@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from .._kernel.converter import to_wire
 from .._kernel.document import (
+    JOURNAL_REQUEST,
     Document,
     expect_array,
     expect_object,
@@ -20,7 +21,6 @@ from .._kernel.document import (
     load_config_section,
     load_run_config,
 )
-from .._kernel.errors import JournalError
 from .._kernel.journal.codec import request_object
 from .._kernel.json import JsonValue
 from .config import DiagnosisConfig
@@ -29,8 +29,6 @@ from .payloads import HistoryMessage, Skill
 
 __all__ = ["load_request", "request_from_document", "request_to_wire"]
 
-JOURNAL_REQUEST = Document(JournalError, "request")
-"""A journal's ``request`` object: :class:`JournalError`, paths under ``request``."""
 _REQUEST_KEYS = frozenset({"question", "run", "history", "skills", "config"})
 
 
@@ -66,40 +64,35 @@ def request_from_document(
 
 
 def _load_history(data: Mapping[str, object], document: Document) -> tuple[HistoryMessage, ...]:
-    raw = data.get("history")
-    if raw is None:
-        return ()
-    items = []
-    for index, item in enumerate(expect_array(raw, "history", document)):
-        path = f"history[{index}]"
-        entry = expect_object(item, path, document)
-        for key in ("role", "content"):
-            if key not in entry:
-                raise document.fail(f"{path}.{key}", "missing")
-        items.append(
-            HistoryMessage(
-                expect_string(entry["role"], f"{path}.role", document=document),
-                expect_string(entry["content"], f"{path}.content", document=document),
-            )
-        )
-    return tuple(items)
+    return tuple(
+        HistoryMessage(role, content)
+        for role, content in _string_pairs(data, "history", ("role", "content"), document)
+    )
 
 
 def _load_skills(data: Mapping[str, object], document: Document) -> tuple[Skill, ...]:
-    raw = data.get("skills")
+    return tuple(
+        Skill(name, description)
+        for name, description in _string_pairs(data, "skills", ("name", "description"), document)
+    )
+
+
+def _string_pairs(
+    data: Mapping[str, object], section: str, keys: tuple[str, str], document: Document
+) -> list[tuple[str, str]]:
+    """The optional array ``section`` of objects holding the two string ``keys``."""
+    raw = data.get(section)
     if raw is None:
-        return ()
-    items = []
-    for index, item in enumerate(expect_array(raw, "skills", document)):
-        path = f"skills[{index}]"
+        return []
+    pairs = []
+    for index, item in enumerate(expect_array(raw, section, document)):
+        path = f"{section}[{index}]"
         entry = expect_object(item, path, document)
-        for key in ("name", "description"):
+        for key in keys:
             if key not in entry:
                 raise document.fail(f"{path}.{key}", "missing")
-        items.append(
-            Skill(
-                expect_string(entry["name"], f"{path}.name", document=document),
-                expect_string(entry["description"], f"{path}.description", document=document),
-            )
+        first, second = (
+            expect_string(entry[key], f"{path}.{key}", document=document) for key in keys
         )
-    return tuple(items)
+        pairs.append((first, second))
+    return pairs

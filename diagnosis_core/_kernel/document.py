@@ -20,10 +20,11 @@ import attrs
 from attrs import AttrsInstance
 
 from .config import RunConfig
-from .errors import ConfigError, DiagnosisError, ScenarioError
+from .errors import ConfigError, DiagnosisError, JournalError, ScenarioError
 from .json import canonical_json, has_surrogate, json_type_name
 
 __all__ = [
+    "JOURNAL_REQUEST",
     "SCENARIO",
     "Document",
     "check_known_keys",
@@ -68,6 +69,8 @@ class Document:
 
 SCENARIO = Document()
 """A §9 scenario document: :class:`ScenarioError`, paths from the top."""
+JOURNAL_REQUEST = Document(JournalError, "request")
+"""A journal's ``request`` object: :class:`JournalError`, paths under ``request``."""
 
 
 def scenario_error(path: str, problem: str) -> ScenarioError:

@@ -36,7 +36,7 @@ from typing import Final, TypeAlias
 import attrs
 
 from .errors import LedgerError
-from .json import JsonValue
+from .json import JsonValue, json_type_name
 
 __all__ = [
     "LEDGER_RECORD_KEYS",
@@ -275,20 +275,8 @@ def _thaw_json(value: FrozenJson) -> object:
 # --- ledger -----------------------------------------------------------------
 
 def _json_type(value: object) -> str:
-    """The JSON name of a value's type, for messages (``boolean``, not ``bool``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
+    """The JSON name of a value's type, for messages; any mapping (a frozen one) is an object."""
+    return "object" if isinstance(value, Mapping) else json_type_name(value)
 
 
 def freeze_json_field(name: str, value: object) -> FrozenJson:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from .._kernel.converter import to_wire
 from .._kernel.document import (
+    JOURNAL_REQUEST,
     Document,
     check_known_keys,
     expect_array,
@@ -21,7 +22,6 @@ from .._kernel.document import (
     load_config_section,
     load_run_config,
 )
-from .._kernel.errors import JournalError
 from .._kernel.journal.codec import request_object
 from .._kernel.json import JsonValue
 from ._alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
@@ -31,8 +31,6 @@ from ._payloads import Alert
 
 __all__ = ["aiops_request_from_document", "aiops_request_to_wire", "load_aiops_request"]
 
-JOURNAL_REQUEST = Document(JournalError, "request")
-"""A journal's ``request`` object: :class:`JournalError`, paths under ``request``."""
 _REQUEST_KEYS = frozenset({"run", "alerts", "config"})
 
 
