@@ -196,7 +196,29 @@ def _write_result(args: argparse.Namespace, result: DiagnosisResult) -> None:
         _write_readable(format_result(result))
 
 
+def _run_batch(args: argparse.Namespace) -> int:
+    """``run --json --batch``: one document per stdin line, one result line each (the kit's)."""
+    if not args.json or args.scenario is not None or args.journal_out or args.journal_key_file:
+        return _usage_error("--batch: use it as 'run --json --batch', reading standard input")
+    from .conformance import run_document_line
+
+    for raw in iter(sys.stdin.buffer.readline, b""):
+        try:
+            text = raw.decode("utf-8-sig").strip("\r\n")
+        except UnicodeDecodeError as error:
+            _write(canonical_json({"error": f"invalid scenario: not UTF-8 ({error.reason})"}))
+            _write("\n")
+            continue
+        if text.strip():
+            _write(run_document_line(text) + "\n")
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.batch:
+        return _run_batch(args)
+    if args.scenario is None:
+        return _usage_error("run: give a scenario or journal file (or --batch)")
     try:
         key = _journal_key(args.journal_key_file)
     except ScenarioError as error:
@@ -351,6 +373,16 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
 
 
 def _schema(args: argparse.Namespace) -> int:
+    if args.all:
+        if args.out is None or args.name is not None:
+            return _usage_error("schema --all: give --out DIR and no payload name")
+        from .conformance._command import write_all_schemas
+
+        return write_all_schemas(args.out)
+    if args.name is None:
+        return _usage_error("schema: give a payload name (or --all --out DIR)")
+    if args.out is not None:
+        return _usage_error("schema: --out goes with --all")
     if args.workflow == "aiops":
         from .aiops._schema import aiops_json_schema as schema_of
     else:
@@ -465,7 +497,9 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        _write(f"diagnosis-core {_version()}\n")
+        from .conformance import PROTOCOL_VERSION
+
+        _write(f"diagnosis-core {_version()}\nprotocol {PROTOCOL_VERSION}\n")
         parser.exit(EXIT_OK)
 
 
@@ -496,7 +530,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="host key (the file's bytes): sign the journal written, verify the journal read",
     )
     run.add_argument(
-        "scenario", help="path of the scenario or journal JSON file, or - for standard input"
+        "--batch",
+        action="store_true",
+        help="with --json: read one document per line on standard input, print one result "
+        "line each (refusals as {\"error\": message})",
+    )
+    run.add_argument(
+        "scenario",
+        nargs="?",
+        help="path of the scenario or journal JSON file, or - for standard input",
     )
     run.set_defaults(handler=_run)
     journal = commands.add_parser("journal", help="work with a run journal")
@@ -552,11 +594,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="validation (what the parser accepts, the default) or a provider's "
         "structured-output subset",
     )
-    schema.add_argument("name", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})")
+    schema.add_argument(
+        "name", nargs="?", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})"
+    )
+    schema.add_argument(
+        "--all",
+        action="store_true",
+        help="write every payload, scenario, output, trace report and journal schema "
+        "(validation profile) to --out DIR, one file each with a stable $id",
+    )
+    schema.add_argument("--out", metavar="DIR", help="the directory --all writes to")
     schema.set_defaults(handler=_schema)
     graph = commands.add_parser("graph", help="print the routing table as a Mermaid diagram")
     graph.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
     graph.set_defaults(handler=_graph)
+    from .conformance._command import add_conformance_parser
+
+    add_conformance_parser(commands, _ArgumentParser)
     return parser
 
 
