@@ -221,8 +221,21 @@ def _aiops_output() -> Schema:
     return schema
 
 
+def _raw_results_as_values(schema: Any) -> Any:
+    """A kept raw result (``RawResult``) is written as the JSON value itself (spec §8)."""
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, dict) and set(properties) == {"json_text"}:
+            return {"description": "the raw gatekeeper result as returned: any JSON value"}
+        return {key: _raw_results_as_values(value) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_raw_results_as_values(item) for item in schema]
+    return schema
+
+
 def _trace_report() -> Schema:
-    return dict(_output_profile(class_json_schema(TraceReport)))
+    schema: Schema = _raw_results_as_values(_output_profile(class_json_schema(TraceReport)))
+    return schema
 
 
 def _resume() -> Schema:
