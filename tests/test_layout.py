@@ -30,6 +30,7 @@ TYPED_PUBLIC = (
     "diagnosis_core.blocks",
     "diagnosis_core.journal",
     "diagnosis_core.tools",
+    "diagnosis_core.conformance",
 )
 OPTIONAL_PUBLIC = (
     "diagnosis_core.testing",

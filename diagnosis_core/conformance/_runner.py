@@ -44,6 +44,7 @@ from ._corpus import Case, document_text
 
 __all__ = [
     "BatchCommand",
+    "CaseFailure",
     "CaseResult",
     "FileCommand",
     "Implementation",
@@ -228,7 +229,7 @@ def _drain(stream: IO[bytes], sink: list[bytes]) -> None:
 class PythonModule:
     """An in-process implementation: ``module.run_document(text) -> dict``."""
 
-    function: Callable[[str], Any]
+    function: Callable[[str], Mapping[str, Any]]
     timeout: float = DEFAULT_TIMEOUT
 
     @classmethod

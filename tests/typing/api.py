@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
 from collections.abc import Callable, Mapping
 from typing import assert_type
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
+import diagnosis_core.conformance as dck
 import diagnosis_core.journal as dcj
 import diagnosis_core.testing as dt
 import diagnosis_core.tools as dct
@@ -763,3 +765,27 @@ async def stream_async() -> list[dc.TraceEvent | DiagnosisResult]:
     state = await dc.arun_diagnosis(request, async_effects, sink=dcj.ListJournalSink())
     assert_type(state, DiagnosisState)
     return items
+
+
+def check_another_implementation(command: str, junit: str, schemas: str) -> bool:
+    """A CI job: the kit against a command in batch mode, JUnit out, schemas for codegen."""
+    assert_type(dck.PROTOCOL_VERSION, str)
+    cases: list[dck.Case] = dck.select_cases(dck.load_corpus(), "journals/")
+    implementation: dck.Implementation = dck.BatchCommand(command.split(), timeout=10.0)
+    if command.endswith(".py"):
+        implementation = dck.FileCommand([command])
+    results: list[dck.CaseResult] = dck.run_cases(implementation, cases)
+    with open(junit, "w", encoding="utf-8") as handle:
+        handle.write(dck.junit_xml(results))
+    paths = dck.write_schemas(pathlib.Path(schemas))
+    ids = [dck.schema_id(name) for name in dck.all_schemas()]
+    runner: dck.DocumentRunner = dck.run_document
+    line: str = dck.run_document_line(dck.document_text(cases[0]))
+    resume = {"format": dck.RESUME_FORMAT, "journal": {}}
+    problems: list[str] = dck.compare(cases[0], runner(json.dumps(resume)))
+    in_process = dck.PythonModule(dck.run_document)
+    try:
+        in_process.run(line)
+    except dck.CaseFailure:
+        return False
+    return len(paths) == len(ids) and not problems and all(r.passed for r in results)
