@@ -75,7 +75,12 @@ def document_text(case: Case) -> str:
     """The text handed to an implementation: one line (``run --json --batch`` reads lines)."""
     if case.text is not None:
         return case.text
-    return json.dumps(case.document, ensure_ascii=False)
+    text = json.dumps(case.document, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only an escape can carry it
+        return json.dumps(case.document)
+    return text
 
 
 def corpus_directory() -> Path:

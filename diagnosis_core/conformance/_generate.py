@@ -368,9 +368,14 @@ def _area_gatekeeper() -> Iterator[Draft]:
         ("extra_fields_ignored", {**full, "x-extra": "GATEKEEPER EXTRA"},
          "unknown fields of the raw result are not forwarded → PASS"),
     ]
+    nothing_trusted = {
+        "verifier": [text(verifier("PASS", [], []))],
+        "composer": [text(composer("Nothing verified.", []))],
+    }
     for name, result, what in shapes:
+        extra = nothing_trusted if name in ("pass_no_bindings", "pass_bindings_null") else {}
         yield Draft(name, f"§6.1 gatekeeper normalization: {what}",
-                    scenario(f"gk-{name}", gatekeeper=[{"result": result}]))
+                    scenario(f"gk-{name}", gatekeeper=[{"result": result}], **extra))
     yield Draft("raising", "§6.1 gatekeeper normalization: the callable raised → REJECT "
                 "(GATEKEEPER_UNAVAILABLE), never retried (§9: a kind changes nothing)",
                 scenario("gk-raising", gatekeeper=[{"error": {"message": "down",
