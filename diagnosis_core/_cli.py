@@ -62,6 +62,7 @@ EXIT_USAGE = 2
 _STDIN = "-"
 _WORKFLOWS = ("chat", "aiops")
 _AIOPS_JOURNAL = "aiops_journal_v1"  # the AIOps journal's format (spec §12)
+_RESUME = "diagnosis_resume_v1"  # the conformance kit's resume document (spec §9)
 
 
 def _write(text: str) -> None:
@@ -232,6 +233,8 @@ def _run(args: argparse.Namespace) -> int:
                 return _usage_error("--journal-out: a journal is replayed, not recorded again")
             if data.get("format") == _AIOPS_JOURNAL:
                 return _run_aiops_journal(args, data, key)
+            if data.get("format") == _RESUME:
+                return _run_resume(args, data, key)
             return _replay_journal_text(args, text, key)
         if args.journal_out == _STDIN:
             return _usage_error("--journal-out: give a file (standard output has the result)")
@@ -250,6 +253,20 @@ def _run(args: argparse.Namespace) -> int:
         _write_result(args, replay_scenario(scenario).result)
         return EXIT_OK
     return _record_journal(args, scenario, key)
+
+
+def _run_resume(args: argparse.Namespace, data: dict[str, object], key: bytes | None) -> int:
+    """A resume document (the conformance kit's ``diagnosis_resume_v1``): resume, then finish."""
+    from .conformance._document import resume_document_state
+
+    if key is not None:
+        return _usage_error("--journal-key-file: a resume document is not verified with a key")
+    try:
+        state = resume_document_state(data)
+    except JournalError as error:
+        return _usage_error(f"invalid journal: {error}")
+    _write_result(args, state.result)
+    return EXIT_OK
 
 
 def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | None) -> int:

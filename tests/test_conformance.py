@@ -206,7 +206,12 @@ def test_this_package_passes_its_kit_per_file() -> None:
         if case.area not in first or case.expected.get("error"):
             first.setdefault(case.area, case)
     refusals = [case for case in CORPUS if "error" in case.expected][:3]
-    cases = [*first.values(), *refusals]
+    kinds: dict[str, Case] = {}
+    for case in CORPUS:
+        kind = case.document.get("format", "workflow" in case.document) if isinstance(
+            case.document, dict) else "text"
+        kinds.setdefault(f"{kind}:{'error' in case.expected}", case)
+    cases = [*first.values(), *refusals, *kinds.values()]
     results = run_cases(FileCommand(CLI), cases)
     assert [(r.case.id, r.problems) for r in results if not r.passed] == []
 
@@ -460,3 +465,19 @@ def _check_payloads(case: Case, check: Any, payloads: dict[str, str]) -> None:
             reply = script[index]
             value = json.loads(dcb.extract_json_text(reply["text"]))
             check(payloads[agent], value, f"{case.id} {agent}")
+
+
+def test_run_file_resumes_a_resume_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = next(c for c in CORPUS if c.id == "journals/evidence_retry_resume_interrupted_3")
+    path = tmp_path / "resume.json"
+    path.write_text(json.dumps(case.document), encoding="utf-8")
+    assert main(["run", "--json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == case.expected
+    assert main(["run", str(path)]) == 0
+    assert "outcome: ANSWERED" in capsys.readouterr().out
+    key = tmp_path / "key"
+    key.write_bytes(b"k")
+    assert main(["run", "--journal-key-file", str(key), str(path)]) == 2
+    assert "not verified with a key" in capsys.readouterr().err

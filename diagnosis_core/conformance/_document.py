@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from diagnosis_core import JournalError, JsonValue, ScenarioError, to_wire
+from diagnosis_core import DiagnosisState, JournalError, JsonValue, ScenarioError, to_wire
 from diagnosis_core.blocks import canonical_json
 
-__all__ = ["RESUME_FORMAT", "run_document", "run_document_line"]
+__all__ = ["RESUME_FORMAT", "resume_document_state", "run_document", "run_document_line"]
 
 RESUME_FORMAT = "diagnosis_resume_v1"
 """The ``format`` of a resume document (see ``docs/protocol.md``, conformance documents)."""
@@ -116,12 +116,19 @@ def _aiops_journal(data: object) -> dict[str, JsonValue]:
 
 
 def _resume(data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    return _wire(resume_document_state(data).result)
+
+
+def resume_document_state(data: Mapping[str, Any]) -> DiagnosisState:
     """Resume a journal prefix by the rule of spec §12, continuing with scripted effects.
 
     The continuation effects (``responses`` and ``gatekeeper`` or
     ``tool_ledger``, read as in a §9 scenario) serve the calls made *after*
     the resume point, in call order; an interrupted planner, verifier or
     composer call is re-sent, so it takes the next scripted response.
+
+    Raises :class:`ScenarioError` for a malformed document or continuation,
+    :class:`JournalError` for a journal that does not verify.
     """
     from diagnosis_core import load_scenario, run_diagnosis, scenario_effects, scenario_request
     from diagnosis_core.journal import journal_to_wire, load_journal
@@ -137,8 +144,7 @@ def _resume(data: Mapping[str, Any]) -> dict[str, JsonValue]:
         if data.get(key) is not None:
             scenario[key] = data[key]
     loaded = load_scenario(scenario)
-    state = run_diagnosis(scenario_request(loaded), scenario_effects(loaded), journal=journal)
-    return _wire(state.result)
+    return run_diagnosis(scenario_request(loaded), scenario_effects(loaded), journal=journal)
 
 
 def _request_wire(journal: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
