@@ -50,14 +50,13 @@ from .protocol import (
     SCHEMA_PROFILES,
     PayloadName,
     canonical_json,
-    int_from_literal,
     json_schema,
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
     parse_verifier_output,
 )
-from .scenarios import terminal_safe, text_cell, trace_table_lines
+from .scenarios import parse_document_text, terminal_safe, text_cell, trace_table_lines
 
 if TYPE_CHECKING:
     from .aiops import AiOpsScenario
@@ -72,6 +71,7 @@ EXIT_USAGE = 2
 _STDIN = "-"
 _WORKFLOWS = ("chat", "aiops")
 _AIOPS_JOURNAL = "aiops_journal_v1"  # the AIOps journal's format (spec §12)
+_RESUME = "diagnosis_resume_v1"  # the conformance kit's resume document (spec §9)
 
 
 def _write(text: str) -> None:
@@ -89,26 +89,6 @@ class _ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
-def _reject_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ScenarioError(f"$: duplicate key {key!r} in a JSON object")
-        result[key] = value
-    return result
-
-
-def _reject_constant(name: str) -> object:
-    raise ScenarioError(f"$: {name} is not valid JSON")
-
-
-def _scenario_int(literal: str) -> int:
-    try:
-        return int_from_literal(literal)
-    except PayloadError as error:
-        raise ScenarioError(f"$: {error.problem}") from None
 
 
 def _read_text(path: str) -> str:
@@ -130,28 +110,7 @@ def _read_text(path: str) -> str:
 
 def read_scenario_file(path: str) -> object:
     """Read a scenario file (``-``: standard input) as JSON; problems are :class:`ScenarioError`."""
-    return _parse_scenario_text(_read_text(path), path)
-
-
-def _parse_scenario_text(text: str, path: str) -> object:
-    """A scenario file's text as JSON (duplicate keys, NaN, huge integers refused)."""
-    if path == _STDIN:
-        path = "<stdin>"
-    try:
-        return json.loads(
-            text,
-            object_pairs_hook=_reject_duplicates,
-            parse_constant=_reject_constant,
-            parse_int=_scenario_int,  # the fixed digit limit of spec §5
-        )
-    except json.JSONDecodeError as error:
-        raise ScenarioError(
-            f"{path}: invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-        ) from None
-    except RecursionError:
-        raise ScenarioError(f"{path}: JSON nested too deeply") from None
-    except ScenarioError as error:  # from a hook: name the file
-        raise ScenarioError(f"{path}: {error}") from None
+    return parse_document_text(_read_text(path), path)
 
 
 def format_result(result: DiagnosisResult) -> str:
@@ -206,20 +165,44 @@ def _write_result(args: argparse.Namespace, result: DiagnosisResult) -> None:
         _write_readable(format_result(result))
 
 
+def _run_batch(args: argparse.Namespace) -> int:
+    """``run --json --batch``: one document per stdin line, one result line each (the kit's)."""
+    if not args.json or args.scenario is not None or args.journal_out or args.journal_key_file:
+        return _usage_error("--batch: use it as 'run --json --batch', reading standard input")
+    from .conformance import run_document_line
+
+    for raw in iter(sys.stdin.buffer.readline, b""):
+        try:
+            text = raw.decode("utf-8-sig").strip("\r\n")
+        except UnicodeDecodeError as error:
+            _write(canonical_json({"error": f"invalid scenario: not UTF-8 ({error.reason})"}))
+            _write("\n")
+            continue
+        if text.strip():
+            _write(run_document_line(text) + "\n")
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.batch:
+        return _run_batch(args)
+    if args.scenario is None:
+        return _usage_error("run: give a scenario or journal file (or --batch)")
     try:
         key = _journal_key(args.journal_key_file)
     except ScenarioError as error:
         return _usage_error(str(error))
     try:
         text = _read_text(args.scenario)
-        data = _parse_scenario_text(text, args.scenario)
+        data = parse_document_text(text, args.scenario)
         # A journal names its format; a scenario has no "format" key (it would be refused).
         if isinstance(data, dict) and "format" in data:
             if args.journal_out is not None:
                 return _usage_error("--journal-out: a journal is replayed, not recorded again")
             if data.get("format") == _AIOPS_JOURNAL:
                 return _run_aiops_journal(args, data, key)
+            if data.get("format") == _RESUME:
+                return _run_resume(args, data, key)
             return _replay_journal_text(args, text, key)
         if args.journal_out == _STDIN:
             return _usage_error("--journal-out: give a file (standard output has the result)")
@@ -238,6 +221,20 @@ def _run(args: argparse.Namespace) -> int:
         _write_result(args, replay_scenario(scenario).result)
         return EXIT_OK
     return _record_journal(args, scenario, key)
+
+
+def _run_resume(args: argparse.Namespace, data: dict[str, object], key: bytes | None) -> int:
+    """A resume document (the conformance kit's ``diagnosis_resume_v1``): resume, then finish."""
+    from .conformance import resume_document_state
+
+    if key is not None:
+        return _usage_error("--journal-key-file: a resume document is not verified with a key")
+    try:
+        state = resume_document_state(data)
+    except JournalError as error:
+        return _usage_error(f"invalid journal: {error}")
+    _write_result(args, state.result)
+    return EXIT_OK
 
 
 def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | None) -> int:
@@ -362,6 +359,16 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
 
 
 def _schema(args: argparse.Namespace) -> int:
+    if args.all:
+        if args.out is None or args.name is not None:
+            return _usage_error("schema --all: give --out DIR and no payload name")
+        from ._cli_conformance import write_all_schemas
+
+        return write_all_schemas(args.out)
+    if args.name is None:
+        return _usage_error("schema: give a payload name (or --all --out DIR)")
+    if args.out is not None:
+        return _usage_error("schema: --out goes with --all")
     if args.workflow == "aiops":
         from .aiops import aiops_json_schema as schema_of
     else:
@@ -476,7 +483,9 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        _write(f"diagnosis-core {_version()}\n")
+        from .conformance import PROTOCOL_VERSION
+
+        _write(f"diagnosis-core {_version()}\nprotocol {PROTOCOL_VERSION}\n")
         parser.exit(EXIT_OK)
 
 
@@ -507,7 +516,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="host key (the file's bytes): sign the journal written, verify the journal read",
     )
     run.add_argument(
-        "scenario", help="path of the scenario or journal JSON file, or - for standard input"
+        "--batch",
+        action="store_true",
+        help="with --json: read one document per line on standard input, print one result "
+        "line each (refusals as {\"error\": message})",
+    )
+    run.add_argument(
+        "scenario",
+        nargs="?",
+        help="path of the scenario or journal JSON file, or - for standard input",
     )
     run.set_defaults(handler=_run)
     journal = commands.add_parser("journal", help="work with a run journal")
@@ -563,11 +580,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="validation (what the parser accepts, the default) or a provider's "
         "structured-output subset",
     )
-    schema.add_argument("name", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})")
+    schema.add_argument(
+        "name", nargs="?", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})"
+    )
+    schema.add_argument(
+        "--all",
+        action="store_true",
+        help="write every payload, scenario, output, trace report and journal schema "
+        "(validation profile) to --out DIR, one file each with a stable $id",
+    )
+    schema.add_argument("--out", metavar="DIR", help="the directory --all writes to")
     schema.set_defaults(handler=_schema)
     graph = commands.add_parser("graph", help="print the routing table as a Mermaid diagram")
     graph.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
     graph.set_defaults(handler=_graph)
+    from ._cli_conformance import add_conformance_parser
+
+    add_conformance_parser(commands, _ArgumentParser)
     return parser
 
 

@@ -7,7 +7,8 @@ it strictly (every problem a :class:`ScenarioError` naming the path) and
 play a script back, raising the failures the default classifier knows.
 :func:`trace_table_lines` and :func:`text_cell` print a replayed trace the way
 the command line does, and :func:`terminal_safe` makes any text safe to
-print to a terminal.
+print to a terminal; :func:`parse_document_text` reads a scenario's or
+journal's text strictly, as the command line does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from ._chat.replay import (
     replay_scenario,
     scenario_effects,
     scenario_request,
+)
+from ._kernel.document import (
+    parse_document_text,
 )
 from ._kernel.errors import (
     ScenarioError,
@@ -51,6 +55,7 @@ __all__ = [
     "ScriptedResponse",
     "UnknownScriptedError",
     "load_scenario",
+    "parse_document_text",
     "replay",
     "replay_scenario",
     "scenario_effects",

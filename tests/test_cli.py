@@ -50,7 +50,7 @@ def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[st
         main(["--version"])
     assert exit_.value.code == 0
     expected = importlib.metadata.version("diagnosis-core")
-    assert capsys.readouterr().out == f"diagnosis-core {expected}\n"
+    assert capsys.readouterr().out == f"diagnosis-core {expected}\nprotocol 1.2\n"
 
 
 def test_validate_prints_the_parsed_value_as_canonical_json(

@@ -32,6 +32,7 @@ TYPED_PUBLIC = (
     "diagnosis_core.protocol",
     "diagnosis_core.scenarios",
     "diagnosis_core.tools",
+    "diagnosis_core.conformance",
 )
 OPTIONAL_PUBLIC = (
     "diagnosis_core.testing",
@@ -277,7 +278,13 @@ def test_aiops_imports_the_kernel_and_public_names_only_never_the_chat_workflow(
 
 
 @pytest.mark.parametrize(
-    "prefix", ["diagnosis_core.adapters", "diagnosis_core.testing", "diagnosis_core._cli"]
+    "prefix",
+    [
+        "diagnosis_core.adapters",
+        "diagnosis_core.testing",
+        "diagnosis_core._cli",
+        "diagnosis_core.conformance",
+    ],
 )
 def test_adapters_testing_and_the_cli_import_public_names_only(prefix: str) -> None:
     assert _offenders(

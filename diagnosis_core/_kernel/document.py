@@ -13,6 +13,7 @@ building a scenario or rewriting a scenario error's text.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -20,8 +21,8 @@ import attrs
 from attrs import AttrsInstance
 
 from .config import RunConfig
-from .errors import ConfigError, DiagnosisError, JournalError, ScenarioError
-from .json import canonical_json, has_surrogate, json_type_name
+from .errors import ConfigError, DiagnosisError, JournalError, PayloadError, ScenarioError
+from .json import canonical_json, has_surrogate, int_from_literal, json_type_name
 
 __all__ = [
     "JOURNAL_REQUEST",
@@ -34,6 +35,7 @@ __all__ = [
     "expect_string",
     "load_config_section",
     "load_run_config",
+    "parse_document_text",
     "scenario_error",
 ]
 
@@ -203,3 +205,51 @@ def config_from_scenario(
     except ConfigError as error:
         field, _, problem = str(error).partition(": ")
         raise document.fail(f"config.{field}", problem or str(error)) from error
+
+
+def _reject_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ScenarioError(f"$: duplicate key {key!r} in a JSON object")
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> object:
+    raise ScenarioError(f"$: {name} is not valid JSON")
+
+
+def _document_int(literal: str) -> int:
+    try:
+        return int_from_literal(literal)
+    except PayloadError as error:
+        raise ScenarioError(f"$: {error.problem}") from None
+
+
+def parse_document_text(text: str, name: str = "<document>") -> object:
+    """A scenario's or journal's text as JSON data, read strictly (spec §5, §9).
+
+    Duplicate keys, ``NaN``/``Infinity`` and integers past the fixed digit limit
+    are refused, whatever the interpreter's own limits say; every problem is a
+    :class:`ScenarioError` that starts with ``name`` (``-`` reads as
+    ``<stdin>``), so the command line, the conformance runner and a host all
+    report one bad document the same way.
+    """
+    if name == "-":
+        name = "<stdin>"
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_reject_duplicates,
+            parse_constant=_reject_constant,
+            parse_int=_document_int,  # the fixed digit limit of spec §5
+        )
+    except json.JSONDecodeError as error:
+        raise ScenarioError(
+            f"{name}: invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
+    except RecursionError:
+        raise ScenarioError(f"{name}: JSON nested too deeply") from None
+    except ScenarioError as error:  # from a hook: name the document
+        raise ScenarioError(f"{name}: {error}") from None

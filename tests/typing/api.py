@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
 from collections.abc import Callable, Mapping
 from typing import assert_type
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.conformance as dck
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
@@ -801,7 +803,8 @@ def readable_trace(state: DiagnosisState) -> list[str]:
     """A replayed trace printed the way the command line does, safely."""
     lines: list[str] = dcs.trace_table_lines(state.events, "round")
     big: int = dcp.int_from_literal("1" * 50)
-    return [dcs.terminal_safe(line) for line in lines] + [dcs.text_cell(big)]
+    document: object = dcs.parse_document_text('{"question": "q"}', "inline.json")
+    return [dcs.terminal_safe(line) for line in lines] + [dcs.text_cell(big), str(document)]
 
 
 def aiops_streams(request: dca.AiOpsRequest, effects: dca.AiOpsEffects) -> int:
@@ -830,3 +833,29 @@ async def aiops_streams_async(request: dca.AiOpsRequest, effects: dca.AsyncAiOps
     items = [item async for item in dca.aiter_aiops(request, effects)]
     state = await dca.arun_aiops(request, effects, observer=None)
     return len(items) + len(state.events)
+def check_another_implementation(command: str, junit: str, schemas: str) -> bool:
+    """A CI job: the kit against a command in batch mode, JUnit out, schemas for codegen."""
+    assert_type(dck.PROTOCOL_VERSION, str)
+    cases: list[dck.Case] = dck.select_cases(dck.load_corpus(), "journals/")
+    implementation: dck.Implementation = dck.BatchCommand(command.split(), timeout=10.0)
+    if command.endswith(".py"):
+        implementation = dck.FileCommand([command])
+    results: list[dck.CaseResult] = dck.run_cases(implementation, cases)
+    report: list[str] = [line for result in results for line in dck.failure_lines(result)]
+    print("\n".join(report))
+    with open(junit, "w", encoding="utf-8") as handle:
+        handle.write(dck.junit_xml(results))
+    paths = dck.write_schemas(pathlib.Path(schemas))
+    ids = [dck.schema_id(name) for name in dck.all_schemas()]
+    runner: dck.DocumentRunner = dck.run_document
+    line: str = dck.run_document_line(dck.document_text(cases[0]))
+    resume = {"format": dck.RESUME_FORMAT, "journal": {}}
+    resumed: dc.DiagnosisState = dck.resume_document_state(resume)
+    print(resumed.result.outcome)
+    problems: list[str] = dck.compare(cases[0], runner(json.dumps(resume)))
+    in_process = dck.PythonModule(dck.run_document)
+    try:
+        in_process.run(line)
+    except dck.CaseFailure:
+        return False
+    return len(paths) == len(ids) and not problems and all(r.passed for r in results)

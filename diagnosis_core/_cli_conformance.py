@@ -1,0 +1,178 @@
+"""``diagnosis-core conformance list|run`` and ``schema --all``: the kit's command line."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .conformance import (
+    PROTOCOL_VERSION,
+    BatchCommand,
+    Case,
+    FileCommand,
+    PythonModule,
+    failure_lines,
+    junit_xml,
+    load_corpus,
+    run_cases,
+    select_cases,
+    write_schemas,
+)
+
+__all__ = ["add_conformance_parser", "write_all_schemas"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+
+def _iter_areas(cases: list[Case]) -> Iterator[tuple[str, list[Case]]]:
+    """The cases grouped by area, in corpus order."""
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.area, []).append(case)
+    yield from groups.items()
+
+
+
+def _command_words(command: str) -> list[str]:
+    """``--cli CMD`` split as a POSIX shell would (``CMD`` may name an interpreter and args)."""
+    words = shlex.split(command)
+    if not words:
+        raise ValueError("--cli: empty command")
+    return words
+
+
+def _write_lines(lines: Iterable[str]) -> None:
+    """Write report lines to stdout (UTF-8, undecodable characters escaped)."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8", "backslashreplace")
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _out(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.buffer.flush()
+
+
+def _usage(message: str) -> int:
+    sys.stderr.write(f"diagnosis-core: {message}\n")
+    return EXIT_USAGE
+
+
+def _corpus(args: argparse.Namespace) -> list[Any]:
+    directory = Path(args.corpus) if args.corpus else None
+    return load_corpus(directory)
+
+
+def _list(args: argparse.Namespace) -> int:
+
+    try:
+        cases = select_cases(_corpus(args), args.k)
+    except (OSError, ValueError) as error:
+        return _usage(f"cannot load the corpus: {error}")
+    lines = [f"protocol {PROTOCOL_VERSION}"]
+    for area, items in _iter_areas(cases):
+        lines.append(f"{area:<24}{len(items):>5}")
+        if args.verbose:
+            lines += [f"  {case.name}: {case.why}" for case in items]
+    lines.append(f"{'total':<24}{len(cases):>5}")
+    _out("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _implementation(args: argparse.Namespace) -> Any:
+
+    if args.python is not None:
+        if args.batch:
+            raise ValueError("--batch goes with --cli, not --python")
+        return PythonModule.load(args.python, args.timeout)
+    words = _command_words(args.cli)
+    if args.batch:
+        return BatchCommand(words, args.timeout)
+    return FileCommand(words, args.timeout)
+
+
+def _run(args: argparse.Namespace) -> int:
+
+    try:
+        cases = select_cases(_corpus(args), args.k)
+    except (OSError, ValueError) as error:
+        return _usage(f"cannot load the corpus: {error}")
+    if not cases:
+        return _usage(f"-k {args.k!r} selects no case")
+    try:
+        implementation = _implementation(args)
+    except (ImportError, ValueError) as error:
+        return _usage(str(error))
+    started = time.perf_counter()
+    results = run_cases(
+        implementation, cases,
+        report=lambda result: None if result.passed else _write_lines(failure_lines(result)),
+    )
+    seconds = time.perf_counter() - started
+    failed = sum(1 for result in results if not result.passed)
+    _write_lines([f"{len(results) - failed} passed, {failed} failed ({seconds:.1f} s)"])
+    if args.junit:
+        try:
+            Path(args.junit).write_text(junit_xml(results), encoding="utf-8")
+        except OSError as error:
+            sys.stderr.write(f"diagnosis-core: cannot write {args.junit} ({error})\n")
+            return EXIT_FAILED
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def add_conformance_parser(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+    """Register ``conformance list`` and ``conformance run`` on the CLI's subcommands."""
+    conformance = commands.add_parser(
+        "conformance",
+        help="check an implementation against the protocol's conformance corpus",
+        description=f"The conformance kit of protocol {PROTOCOL_VERSION}: a corpus of "
+        "documents with expected results, and a runner for any implementation.",
+    )
+    sub = conformance.add_subparsers(dest="conformance_command", required=True,
+                                     parser_class=parser_class)
+    listing = sub.add_parser("list", help="print the cases by area with counts")
+    listing.add_argument("-k", metavar="PATTERN", help="only cases whose area/name matches")
+    listing.add_argument("-v", "--verbose", action="store_true", help="list every case")
+    listing.add_argument("--corpus", metavar="DIR", help="another corpus directory")
+    listing.set_defaults(handler=_list)
+    run = sub.add_parser(
+        "run",
+        help="run the corpus against an implementation",
+        description="Run every case and compare exactly; prints 'FAIL <case>: <path>: "
+        "expected … got …' with the case's why, then 'N passed, M failed'. Exit 1 on any "
+        "failure.",
+    )
+    target = run.add_mutually_exclusive_group(required=True)
+    target.add_argument("--cli", metavar="CMD",
+                        help='a command; "CMD run --json FILE" is run per case')
+    target.add_argument("--python", metavar="MODULE",
+                        help="a module defining run_document(text: str) -> dict")
+    run.add_argument("--batch", action="store_true",
+                     help='start "CMD run --json --batch" once; one document per line')
+    run.add_argument("-k", metavar="PATTERN",
+                     help="only cases whose area/name contains PATTERN (or matches a glob)")
+    run.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
+    run.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                     help="time-out per case (default 30)")
+    run.add_argument("--corpus", metavar="DIR", help="another corpus directory")
+    run.set_defaults(handler=_run)
+
+
+def write_all_schemas(directory: str) -> int:
+    """``schema --all --out DIR``: write every schema file, print the paths."""
+
+    try:
+        paths = write_schemas(Path(directory))
+    except OSError as error:
+        sys.stderr.write(f"diagnosis-core: cannot write schemas to {directory} ({error})\n")
+        return EXIT_FAILED
+    _out("".join(f"{path}\n" for path in paths))
+    return EXIT_OK

@@ -1,0 +1,149 @@
+"""The corpus: cases by area, shipped as package data (``corpus/<area>.json``).
+
+A corpus file is ``{"protocol_version": "1.2", "area": AREA, "cases": [...]}``;
+a case is ``{"name", "why", "document" | "text", "expected", "error_names"?}``:
+``document`` is the JSON document an implementation runs (``text`` instead
+when the case is about the bytes of the file itself: a duplicate key, a
+4301-digit integer), ``expected`` the result line (the ``run --json`` object,
+or ``{"error": message}`` for a refused document), ``error_names`` the path a
+refusal must name. Files are written one case per line, so a diff after
+regeneration shows which cases changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from diagnosis_core import JsonValue
+
+__all__ = ["AREAS", "PROTOCOL_VERSION", "Case", "corpus_files", "document_text", "load_corpus"]
+
+PROTOCOL_VERSION = "1.2"
+"""The protocol version the corpus pins (``docs/protocol.md``)."""
+
+AREAS: tuple[str, ...] = (
+    "examples", "routing", "reason_codes", "payloads", "gatekeeper", "projection",
+    "verdict_ceiling", "evidence_retry", "technical_retry", "fallbacks", "agent_inputs",
+    "reference_gatekeeper", "scenarios", "journals", "aiops",
+)
+"""The corpus areas, in the order ``conformance list`` prints them."""
+
+CORPUS_PACKAGE = "diagnosis_core.conformance"
+CORPUS_DIRECTORY = "corpus"
+
+
+@attrs.frozen
+class Case:
+    """One conformance case: a document, its expected result line, and the rule it pins.
+
+    Attributes:
+        area: the corpus area (``routing``, ``payloads``, …).
+        name: unique within the area; ``id`` is ``area/name``.
+        why: one line citing the protocol section the case pins.
+        document: the JSON document run (None when ``text`` is given).
+        text: the document's exact text, for cases about the bytes themselves.
+        expected: the result line this package produces.
+        error_names: for a refusal, the path the error message must name.
+    """
+
+    area: str
+    name: str
+    why: str
+    document: Any = None
+    text: str | None = None
+    expected: Mapping[str, Any] = attrs.field(factory=dict)
+    error_names: str | None = None
+
+    @property
+    def id(self) -> str:
+        """``area/name``, what ``-k`` matches and failures print."""
+        return f"{self.area}/{self.name}"
+
+    def to_wire(self) -> dict[str, JsonValue]:
+        """The case as its corpus file holds it."""
+        wire: dict[str, JsonValue] = {"name": self.name, "why": self.why}
+        if self.text is not None:
+            wire["text"] = self.text
+        else:
+            wire["document"] = self.document
+        wire["expected"] = dict(self.expected)
+        if self.error_names is not None:
+            wire["error_names"] = self.error_names
+        return wire
+
+
+def document_text(case: Case) -> str:
+    """The text handed to an implementation: one line (``run --json --batch`` reads lines)."""
+    if case.text is not None:
+        return case.text
+    text = json.dumps(case.document, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only an escape can carry it
+        return json.dumps(case.document)
+    return text
+
+
+def corpus_directory() -> Path:
+    """The directory of the shipped corpus files."""
+    return Path(str(resources.files(CORPUS_PACKAGE).joinpath(CORPUS_DIRECTORY)))
+
+
+def corpus_files(directory: Path | None = None) -> list[Path]:
+    """The corpus files, sorted by name."""
+    return sorted((directory or corpus_directory()).glob("*.json"))
+
+
+def _case(area: str, item: Mapping[str, Any]) -> Case:
+    return Case(
+        area=area,
+        name=item["name"],
+        why=item["why"],
+        document=item.get("document"),
+        text=item.get("text"),
+        expected=item["expected"],
+        error_names=item.get("error_names"),
+    )
+
+
+def load_corpus(directory: Path | None = None) -> list[Case]:
+    """Every case of the corpus (the shipped one by default), in area order then file order.
+
+    Raises ``ValueError`` for a file of another protocol version.
+    """
+    order = {area: index for index, area in enumerate(AREAS)}
+    loaded: list[tuple[int, str, list[Case]]] = []
+    for path in corpus_files(directory):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("protocol_version") != PROTOCOL_VERSION:
+            raise ValueError(
+                f"{path.name}: protocol_version {data.get('protocol_version')!r}, "
+                f"this kit checks {PROTOCOL_VERSION!r}"
+            )
+        area = data["area"]
+        loaded.append((order.get(area, len(order)), area,
+                       [_case(area, item) for item in data["cases"]]))
+    loaded.sort(key=lambda item: (item[0], item[1]))
+    return [case for _, _, cases in loaded for case in cases]
+
+
+def corpus_file_text(area: str, cases: list[Case]) -> str:
+    """A corpus file's text: a header, then one case per line (deterministic)."""
+    lines = [
+        "{" + f'"protocol_version": {json.dumps(PROTOCOL_VERSION)}, '
+        f'"area": {json.dumps(area)}, "cases": ['
+    ]
+    rows = [
+        json.dumps(case.to_wire(), ensure_ascii=False, sort_keys=True) for case in cases
+    ]
+    lines.append(",\n".join(rows))
+    lines.append("]}")
+    return "\n".join(lines) + "\n"
+
+
