@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from ._journal import JournalRecorder, JournalSink
     from ._journal_wire import Journal, JournalEntry
     from ._tools import RecorderMark, ToolRecorder
+    from .stores import JournalStore
 
 __all__ = [
     "aiter_diagnosis",
@@ -310,6 +311,12 @@ async def _asteps(
         yield item
 
 
+def _journal_type() -> type[Journal]:
+    from ._journal_wire import Journal
+
+    return Journal
+
+
 # --- the drivers -----------------------------------------------------------------------
 
 
@@ -324,6 +331,7 @@ def run_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    store: JournalStore | None = None,
 ) -> DiagnosisState:
     """Run to END synchronously; returns the finished state.
 
@@ -336,10 +344,20 @@ def run_diagnosis(
     run (spec §14). ``state`` resumes a state saved earlier (not with a
     journal or a sink: a journal starts from the request).
 
+    ``store`` (spec §16) records the run there and resumes it when the
+    store already holds it (its ``journal`` and ``sink`` come from the store).
+
     Raises ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
     the journal does not verify or belongs to another request.
     """
+    if store is not None:
+        from .stores._drive import run_on_store
+
+        return run_on_store(store, request, lambda journal, sink: run_diagnosis(
+            request, effects, journal=journal, sink=sink, key=key,
+            resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state})
     _check_sync(effects, "run_diagnosis")
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
@@ -366,6 +384,7 @@ async def arun_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    store: JournalStore | None = None,
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state.
 
@@ -373,6 +392,13 @@ async def arun_diagnosis(
     run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
     callables (spec §15).
     """
+    if store is not None:
+        from .stores._drive import arun_on_store
+
+        return await arun_on_store(store, request, lambda journal, sink: arun_diagnosis(
+            request, effects, journal=journal, sink=sink, key=key,
+            resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state})
     _check_async(effects, "arun_diagnosis")
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,

@@ -43,6 +43,7 @@ from ._journal import (
     resume_journal,
     start_entry,
 )
+from ._journal_entries import entry_from_json, entry_to_json
 from ._journal_mac import (
     entry_mac,
     request_mac,
@@ -89,8 +90,10 @@ __all__ = [
     "RecordedToolError",
     "RecordedToolInvocation",
     "append_entry",
+    "entry_from_json",
     "entry_mac",
     "entry_result",
+    "entry_to_json",
     "expected_call",
     "finish_entry",
     "fold_journal",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -50,6 +51,9 @@ from ._machine import (
     next_aiops_action,
     start_aiops,
 )
+
+if TYPE_CHECKING:
+    from ..stores import JournalStore
 from ._rules import (
     AIOPS_RULES,
     AiOpsRule,
@@ -221,6 +225,7 @@ def run_aiops(
     sink: AiOpsJournalSink | None = None,
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
+    store: JournalStore | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -236,8 +241,15 @@ def run_aiops(
     entries; ``tools`` — the run's :class:`ToolRecorder` — puts the tool
     calls each executor call made on its entry (``tool_invocations``).
     A journal that does not verify is a :class:`JournalError` before any
-    agent runs.
+    agent runs. ``store`` (spec §16) records the run there and resumes it
+    when the store already holds it.
     """
+    if store is not None:
+        from ..stores._drive import run_on_store
+
+        return run_on_store(store, request, lambda journal, sink: run_aiops(
+            request, effects, journal=journal, sink=sink, key=key, tools=tools,
+        ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state})
     check_effects_kind(
         effects,
         AiOpsEffects,

@@ -640,6 +640,9 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
     assert_type(resumed_state, DiagnosisState)
     assert dcj.fold_journal(resumed, key=key) == state
     signed = dcj.sign_journal(resumed, key)
+    line: str = dcj.entry_to_json(signed.entries[0])
+    assert_type(dcj.entry_from_json(line), dcj.JournalEntry)
+    assert_type(dcj.entry_from_json(line, dcj.JournalEntry), dcj.JournalEntry)
     assert dcj.sign_entry(signed, signed.entries[-1], key).mac == signed.entries[-1].mac
     assert dcj.entry_mac(signed.entries[0], dcj.request_mac(request, key), key)
     scenario: dict[str, JsonValue] = dcj.journal_to_scenario(loaded, key=key, exact=True)
