@@ -6,7 +6,8 @@ writing the run's journal (spec §12); ``run [--json] JOURNAL.json`` replays a
 journal (told apart by ``"format": "diagnosis_journal_v1"``) to the output of
 the run that recorded it; ``--journal-key-file FILE`` signs the journal
 written and verifies the journal read; ``journal to-scenario JOURNAL`` prints
-the equivalent §9 scenario; ``validate NAME
+the equivalent §9 scenario; ``--store URL`` and the ``runs``, ``sessions``
+and ``report`` commands work on a journal store (``_store_cli.py``); ``validate NAME
 REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
 value as canonical JSON, or the path-named error; ``schema [--profile P]
 NAME`` prints the JSON Schema of an agent payload (profile ``validation`` by
@@ -204,6 +205,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         text = _read_text(args.scenario)
         data = _parse_scenario_text(text, args.scenario)
+        if args.store is not None:  # spec §16: recorded in (or resumed from) a store
+            from ._store_cli import run_with_store
+
+            return run_with_store(args, data, key)
         # A journal names its format; a scenario has no "format" key (it would be refused).
         if isinstance(data, dict) and "format" in data:
             if args.journal_out is not None:
@@ -499,6 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
         "scenario", help="path of the scenario or journal JSON file, or - for standard input"
     )
     run.set_defaults(handler=_run)
+    from ._store_cli import add_store_commands
+
+    add_store_commands(commands, run)
     journal = commands.add_parser("journal", help="work with a run journal")
     journal_commands = journal.add_subparsers(
         dest="journal_command", required=True, parser_class=_ArgumentParser

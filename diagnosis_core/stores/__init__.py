@@ -36,6 +36,7 @@ from ._base import (
 )
 from ._codec import AesGcmCodec
 from ._drive import StoreSink, open_store
+from ._fleet import FLEET_REPORT_FORMAT, fleet_report, fleet_report_html, format_fleet_report
 from ._jsonl import JsonlStore
 from ._postgres import PostgresStore
 from ._session import (
@@ -47,6 +48,7 @@ from ._session import (
 from ._sqlite import SqliteStore
 
 __all__ = [
+    "FLEET_REPORT_FORMAT",
     "SESSION_REPORT_FORMAT",
     "AesGcmCodec",
     "Feedback",
@@ -63,6 +65,9 @@ __all__ = [
     "StoredRun",
     "entry_from_json",
     "entry_to_json",
+    "fleet_report",
+    "fleet_report_html",
+    "format_fleet_report",
     "format_session_report",
     "open_store",
     "record_feedback",

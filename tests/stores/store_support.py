@@ -7,6 +7,7 @@ skipped only where no server binary or no ``psycopg`` exists.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import uuid
@@ -81,3 +82,30 @@ def failing_effects() -> dc.Effects:
 
     return dc.Effects(planner=agent, executor=agent, verifier=agent, composer=agent,
                       gatekeeper=gatekeeper)
+
+
+def with_tools(
+    effects: dc.Effects, recorder: Any, log_output: object = None, fail_metrics: bool = True
+) -> dc.Effects:
+    """``effects`` whose executor first calls two recorded tools (one fails when asked)."""
+    import attrs
+
+    def query_logs(service: str) -> object:
+        return log_output if log_output is not None else {"lines": [f"{service}: timeout"]}
+
+    def query_metrics(service: str) -> object:
+        if fail_metrics:
+            raise RuntimeError(f"metrics backend down for {service}")
+        return {"p99_ms": 3400}
+
+    logs = recorder.wrap("query_logs", query_logs)
+    metrics = recorder.wrap("query_metrics", query_metrics)
+    executor = effects.executor
+
+    def run_tools(input: str, config: dc.RunConfig, /) -> str:
+        logs("pay-svc")
+        with contextlib.suppress(RuntimeError):
+            metrics("pay-svc")
+        return executor(input, config)
+
+    return attrs.evolve(effects, executor=run_tools)
