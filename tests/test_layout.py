@@ -30,10 +30,10 @@ TYPED_PUBLIC = (
     "diagnosis_core.blocks",
     "diagnosis_core.journal",
     "diagnosis_core.tools",
+    "diagnosis_core.stores",
 )
 OPTIONAL_PUBLIC = (
     "diagnosis_core.testing",
-    "diagnosis_core.stores",
     "diagnosis_core.adapters",
     "diagnosis_core.adapters.langgraph",
     "diagnosis_core.adapters.temporal",

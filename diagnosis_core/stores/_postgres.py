@@ -112,7 +112,9 @@ class PostgresStore(StoreBase):
     def _release(self, run_id: str, handle: object) -> None:
         if self._db.closed:
             return
-        self._execute("SELECT pg_advisory_unlock(%s)", (handle,))
+        # a broken connection has lost the lock with it: nothing left to release
+        with contextlib.suppress(StoreError):
+            self._execute("SELECT pg_advisory_unlock(%s)", (handle,))
 
     def _put_run(
         self, run_id: str, session_id: str, format: str, payload: str, created_at: float

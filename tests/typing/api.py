@@ -20,6 +20,7 @@ import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.stores as dcs
 import diagnosis_core.testing as dt
 import diagnosis_core.tools as dct
 from diagnosis_core import (
@@ -766,3 +767,40 @@ async def stream_async() -> list[dc.TraceEvent | DiagnosisResult]:
     state = await dc.arun_diagnosis(request, async_effects, sink=dcj.ListJournalSink())
     assert_type(state, DiagnosisState)
     return items
+
+
+# --- diagnosis_core.stores (spec §16) -----------------------------------------------
+
+
+def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
+    """A host recording into a store, telling a session's story and its fleet report."""
+    store: dcs.JournalStore = dcs.open_store(f"sqlite:///{path}")
+    state: DiagnosisState = dc.run_diagnosis(request, effects, store=store)
+    feedback: dcs.Feedback = dcs.record_feedback(store, request.run.run_id, 5, "good")
+    assert feedback.rating == 5 and state.finished
+    stored: dcs.StoredRun | None = store.load(request.run.run_id)
+    assert stored is not None
+    line = dcs.entry_to_json(stored.journal.entries[0])
+    assert_type(dcs.entry_from_json(line), dcj.JournalEntry)
+    summaries: tuple[dcs.RunSummary, ...] = store.runs(session_id=request.run.session_id)
+    report: dict[str, JsonValue] = dcs.session_report(store, request.run.session_id)
+    assert report["format"] == dcs.SESSION_REPORT_FORMAT and summaries
+    fleet = dcs.fleet_report(store, since=None)
+    assert fleet["format"] == dcs.FLEET_REPORT_FORMAT
+    page: str = dcs.fleet_report_html(fleet) + dcs.format_fleet_report(fleet)
+    text: str = dcs.format_session_report(report)
+    try:
+        with store.claim(request.run.run_id) as claim:
+            sink: dcj.JournalSink = dcs.StoreSink(store, claim)
+            assert isinstance(claim, dcs.RunClaim) and sink
+    except dcs.RunClaimedError as error:
+        assert isinstance(error, dcs.StoreError)
+    store.close()
+    stores: list[dcs.JournalStore] = [
+        dcs.JsonlStore(path + ".jsonl"),
+        dcs.SqliteStore(path, codec=dcs.AesGcmCodec(bytes(32))),
+    ]
+    codec: dcs.PayloadCodec = dcs.AesGcmCodec(bytes(16))
+    postgres: type[dcs.PostgresStore] = dcs.PostgresStore
+    assert codec.name and postgres and stores
+    return page + text
