@@ -189,7 +189,8 @@ class JsonlStore(StoreBase):
         assert isinstance(run_id, str) and isinstance(session_id, str)
         assert isinstance(format, str) and isinstance(payload, str)
         if run_id in self._runs:
-            self._runs[run_id].problem = "the run is recorded twice"
+            known = self._runs[run_id]
+            known.problem = known.problem or "the run is recorded twice"
             return
         run = _Run(run_id, session_id, format, float(created), payload)
         run.feedback.extend(self._orphans.pop(run_id, []))
