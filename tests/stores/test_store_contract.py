@@ -353,3 +353,16 @@ def test_store_urls_name_the_three_stores(tmp_path: Path) -> None:
     for bad in ("mysql://x", str(tmp_path / "a.txt"), "sqlite:///", ""):
         with pytest.raises(StoreError, match="store URL"):
             open_store(bad)
+
+
+def test_feedback_on_a_run_the_store_never_saw_is_refused(store: StoreBase) -> None:
+    from diagnosis_core.stores import Feedback
+
+    with pytest.raises(StoreError, match="run 'never-stored': not in the store"):
+        store.add_feedback("never-stored", Feedback(3, None, 1))
+
+
+def test_an_unreachable_database_is_a_store_error() -> None:
+    pytest.importorskip("psycopg")
+    with pytest.raises(StoreError, match="cannot open the PostgreSQL store"):
+        open_store("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
