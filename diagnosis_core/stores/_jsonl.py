@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,6 +78,7 @@ class JsonlStore(StoreBase):
                 _fsync_directory(self.path.parent)
         except OSError as error:
             raise StoreError(f"cannot open the store file {self.path}: {error}") from None
+        self._mutex = threading.RLock()  # the index and the descriptor, across threads
         self._offset = 0
         self._runs: dict[str, _Run] = {}
         self._orphans: dict[str, list[tuple[str, float]]] = {}
@@ -86,6 +88,10 @@ class JsonlStore(StoreBase):
     # --- writing --------------------------------------------------------------
 
     def _write(self, record: dict[str, object]) -> None:
+        with self._mutex:
+            self._write_locked(record)
+
+    def _write_locked(self, record: dict[str, object]) -> None:
         data = _line(record)
         fd = self._fd
         try:
@@ -137,6 +143,10 @@ class JsonlStore(StoreBase):
 
     def _refresh(self) -> None:
         """Read the lines appended since the last read into the index."""
+        with self._mutex:
+            self._refresh_locked()
+
+    def _refresh_locked(self) -> None:
         try:
             size = os.fstat(self._fd).st_size
             if size <= self._offset:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import shutil
+import tempfile
 from pathlib import Path
 
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_support import load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
@@ -64,3 +71,41 @@ def test_a_torn_started_line_is_a_missing_entry(tmp_path: Path) -> None:
     assert dc.to_json(state.result) == dc.to_json(expected.result)
     stored = JsonlStore(path).load("torn")
     assert stored is not None and stored.journal == journal
+
+
+@functools.cache
+def _recorded_file() -> tuple[bytes, dcj.Journal]:
+    """One run recorded into a JSON Lines file by the driver: its bytes and its journal."""
+    request, journal, _ = _journal()
+    path = Path(tempfile.mkdtemp(prefix="torn-")) / "whole.jsonl"
+    effects = scenario_of(with_ids(load_example("payment_timeout"), run_id="torn"))[1]
+    dc.run_diagnosis(request, effects, store=JsonlStore(path))
+    data = path.read_bytes()
+    shutil.rmtree(path.parent)
+    return data, journal
+
+
+@settings(max_examples=60)
+@given(where=st.integers(0, 1_000_000))
+def test_a_file_cut_anywhere_loads_as_the_writes_that_completed(
+    tmp_path_factory: pytest.TempPathFactory, where: int
+) -> None:
+    """Oracle: the writes were run, s1, f1, s2, f2, … one per line; a cut keeps whole lines."""
+    whole, journal = _recorded_file()
+    cut = where * len(whole) // 1_000_000
+    path = tmp_path_factory.mktemp("cut") / "cut.jsonl"
+    path.write_bytes(whole[:cut])
+    complete = whole[:cut].count(b"\n")
+    stored = JsonlStore(path).load("torn")
+    if complete == 0:
+        assert stored is None
+        return
+    writes = complete - 1
+    count, started = (writes + 1) // 2, writes % 2 == 1
+    expected = list(journal.entries[:count])
+    if started:
+        expected[-1] = attrs.evolve(expected[-1], state=dcj.EntryState.STARTED, outcome=None,
+                                    tool_invocations=None)
+    assert stored is not None and list(stored.journal.entries) == expected
+    status = dcj.journal_status(stored.journal)  # a torn file always folds
+    assert status.complete == (count == len(journal.entries) and not started)
