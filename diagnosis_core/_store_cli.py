@@ -4,9 +4,10 @@
   resumes it when the store holds it) and prints exactly what ``run`` prints
   without ``--store``;
 * ``runs ls --store URL [--session ID] [--json]`` lists the stored runs;
-* ``runs resume RUN_ID --store URL --scenario FILE [--json]`` resumes a
+* ``runs resume RUN_ID --store URL [--scenario FILE] [--json]`` resumes a
   stored chat run with the scenario's scripted effects (each agent's
-  responses continue after those the journal already used);
+  responses continue after those the journal already used); without a
+  scenario, a complete run is folded and its result printed;
 * ``sessions show SESSION --store URL [--json]`` prints a session report;
 * ``report --store URL [--since T] [--json] [--html FILE]`` the fleet report.
 
@@ -177,22 +178,26 @@ def _consumed(journal: Any) -> dict[str, int]:
 
 
 def _runs_resume(args: argparse.Namespace) -> int:
+    """Resume a stored chat run; without ``--scenario`` only a complete run (folded, printed)."""
     import attrs
 
     from ._cli import read_scenario_file
     from ._replay import load_scenario, scenario_effects, scenario_request
 
+    scenario = None
     try:
         key = _key(args)
-        data = read_scenario_file(args.scenario)
-        if isinstance(data, dict) and "workflow" in data:
-            return _fail("runs resume: only a chat scenario can be resumed from the command line")
-        scenario = load_scenario(data)
+        if args.scenario is not None:
+            data = read_scenario_file(args.scenario)
+            if isinstance(data, dict) and "workflow" in data:
+                return _fail("runs resume: only a chat scenario can be resumed from the "
+                             "command line")
+            scenario = load_scenario(data)
     except ScenarioError as error:
         return _fail(f"invalid scenario: {error}")
-    request = scenario_request(scenario)
-    if request.run.run_id != args.run_id:
-        return _fail(f"--scenario: its run is {request.run.run_id!r}, not {args.run_id!r}")
+    if scenario is not None and scenario_request(scenario).run.run_id != args.run_id:
+        return _fail(f"--scenario: its run is {scenario_request(scenario).run.run_id!r}, "
+                     f"not {args.run_id!r}")
     try:
         store = _open(args.store)
     except DiagnosisError as error:
@@ -201,16 +206,34 @@ def _runs_resume(args: argparse.Namespace) -> int:
         stored = store.load(args.run_id)
         if stored is None:
             return _fail(f"run {args.run_id!r}: not in the store")
+        if stored.format != "diagnosis_journal_v1":
+            return _fail("runs resume: only a chat run can be resumed from the command line")
+        if scenario is None:
+            if _status(stored, key) != "complete":
+                return _fail(f"run {args.run_id!r}: has not ended; give --scenario FILE "
+                             "to perform the remaining calls with its scripted effects")
+            return _run_chat(args, stored.journal.request, _no_effects(), store, key)
         used = _consumed(stored.journal)
         responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]
                      for agent in scenario.responses}
         resumed = attrs.evolve(scenario, responses=responses,
                                gatekeeper=scenario.gatekeeper[used.get("gatekeeper", 0):])
-        return _run_chat(args, request, scenario_effects(resumed), store, key)
+        return _run_chat(args, scenario_request(scenario), scenario_effects(resumed), store,
+                         key)
     except DiagnosisError as error:
         return _fail(f"store: {error}")
     finally:
         store.close()
+
+
+def _no_effects() -> Any:
+    """Effects for a complete run: folding it performs none (each would fail closed)."""
+    from ._effects import Effects
+    from ._replay import ScriptedAgent, ScriptedGatekeeper
+
+    return Effects(planner=ScriptedAgent(()), executor=ScriptedAgent(()),
+                   verifier=ScriptedAgent(()), composer=ScriptedAgent(()),
+                   gatekeeper=ScriptedGatekeeper(()))
 
 
 # --- sessions show / report ----------------------------------------------------------------
@@ -326,8 +349,9 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
     resume.add_argument("run_id", help="the run id")
     _store_option(resume)
     _key_option(resume)
-    resume.add_argument("--scenario", metavar="FILE", required=True,
-                        help="the scenario whose scripted effects perform the remaining calls")
+    resume.add_argument("--scenario", metavar="FILE",
+                        help="the scenario whose scripted effects perform the remaining calls "
+                        "(without it, only a complete run is folded and printed)")
     resume.add_argument("--json", action="store_true", help="print the result as one JSON object")
     resume.set_defaults(handler=_runs_resume)
     sessions = commands.add_parser("sessions", help="the sessions of a journal store")

@@ -94,3 +94,23 @@ def test_store_commands_refuse_bad_input_with_status_2(
     assert "--journal-out: not with --store" in capsys.readouterr().err
     assert main(["report", "--store", url, "--since", "yesterday"]) == 2
     assert "--since 'yesterday'" in capsys.readouterr().err
+
+
+def test_runs_resume_without_a_scenario_prints_a_complete_run_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = EXAMPLES_DIR / "payment_timeout.json"
+    url = str(tmp_path / "r.jsonl")
+    expected = _out(capsys, ["run", "--json", "--store", url, str(path)])
+    assert _out(capsys, ["runs", "resume", "run-payment-001", "--store", url, "--json"]) == (
+        expected)
+    request, _ = scenario_of(load_example("payment_timeout"))
+    import attrs
+
+    other = attrs.evolve(request, run=attrs.evolve(request.run, run_id="half"))
+    store = open_store(url)
+    with store.claim("half") as claim:
+        store.begin(claim, dcj.Journal(other))
+    store.close()
+    assert main(["runs", "resume", "half", "--store", url]) == 2
+    assert "has not ended; give --scenario FILE" in capsys.readouterr().err
