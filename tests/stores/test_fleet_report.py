@@ -157,3 +157,21 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -
     assert all(chart[1] > 0 for chart in measured)
     assert all(width >= 1 for chart in measured for width in chart[2])
     assert sum(len(chart[2]) for chart in measured) == expected_bars
+
+
+def test_the_page_escapes_every_name_it_shows() -> None:
+    hostile = '<script>alert("x")</script>&'
+    report: Any = {
+        "runs": {"total": 1, "complete": 1, "incomplete": 0, "invalid": 0},
+        "outcomes": {hostile: 1}, "reason_codes": {},
+        "gatekeeper": {"audits": 0, "rates": {"PASS": None, "LOW_CONFID": None, "REJECT": None}},
+        "evidence_retry_rate": None, "fallback_rate": 0.0,
+        "tools": {hostile: {"calls": 2, "failures": 1, "failure_rate": 0.5}},
+        "latency_ms": {}, "feedback": {"count": 0, "mean_rating": None,
+                                       "ratings": {str(n): 0 for n in range(1, 6)}},
+    }
+    page = fleet_report_html(report)
+    assert "<script" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
+    assert page.count('<rect class="bar"') == 1 + 1 + 3 + 5
+    assert page.count('class="empty">no data<') == 2
