@@ -4,7 +4,7 @@ It is used only by the benchmarks and is meant to be a *fair* peer: it
 validates what pydantic can express of spec §5.2, in strict mode, so both
 sides do comparable work on the same text.
 
-Expressed here (as in :func:`diagnosis_core.parse_executor_evidence`):
+Expressed here (as in :func:`diagnosis_core.protocol.parse_executor_evidence`):
 
 * strict types everywhere (``strict=True``: no ``"1"`` → 1, no 1 → ``True``,
   a string is only a string), extra keys ignored, frozen models, arrays

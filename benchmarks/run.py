@@ -15,12 +15,14 @@ Four comparisons, each measured side by side in this one process (see
 5. rejecting a 10 MB executor text (a ``NaN``, a duplicate key, a lone
    surrogate at the end, a ``NaN`` after 900 open arrays) against accepting
    one: CPU time and peak allocation (``rejection.py``, fresh interpreters);
-6. folding a complete run journal (spec §12) against the live run it recorded.
+6. folding a complete run journal (spec §12) against the live run it recorded;
+7. the journal stores (spec §16): per-entry append cost, 1st vs 24th entry, and
+   ``session_report`` over 10 000 stored runs (``stores_bench.py``).
 
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
 ``--quick`` (few rounds, a smoke run) and
-``--only parse,scaling,large-output,drivers,import,reject,journal``.
+``--only parse,scaling,large-output,drivers,import,reject,journal,stores``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 
-SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal")
+SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal",
+            "stores")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -647,6 +650,12 @@ def bench_journal(quick: bool) -> None:
     print("\nSame scenario (one evidence retry); the folded state equals the live one.\n")
 
 
+def bench_stores(quick: bool) -> None:
+    from stores_bench import bench_stores as run_stores
+
+    run_stores(quick, _table, _target, _ms)
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -663,7 +672,8 @@ def main() -> None:
     describe_machine()
     runners = {"parse": bench_parse, "scaling": bench_scaling,
                "large-output": bench_one_large_output, "drivers": bench_drivers,
-               "import": bench_import, "reject": bench_reject, "journal": bench_journal}
+               "import": bench_import, "reject": bench_reject, "journal": bench_journal,
+               "stores": bench_stores}
     for name in SECTIONS:
         if name in chosen:
             runners[name](args.quick)

@@ -6,7 +6,8 @@ writing the run's journal (spec §12); ``run [--json] JOURNAL.json`` replays a
 journal (told apart by ``"format": "diagnosis_journal_v1"``) to the output of
 the run that recorded it; ``--journal-key-file FILE`` signs the journal
 written and verifies the journal read; ``journal to-scenario JOURNAL`` prints
-the equivalent §9 scenario; ``validate NAME
+the equivalent §9 scenario; ``--store URL`` and the ``runs``, ``sessions``
+and ``report`` commands work on a journal store (``_cli_stores.py``); ``validate NAME
 REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
 value as canonical JSON, or the path-named error; ``schema [--profile P]
 NAME`` prints the JSON Schema of an agent payload (profile ``validation`` by
@@ -28,10 +29,9 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from . import (
-    DiagnosisResult,
     JournalError,
     PayloadError,
     Scenario,
@@ -43,6 +43,20 @@ from . import (
     scenario_effects,
     scenario_request,
     to_wire,
+)
+from ._cli_io import (
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_USAGE,
+    STDIN,
+    ArgumentParser,
+    journal_key,
+    read_scenario_file,
+    read_text,
+    usage_error,
+    write,
+    write_readable,
+    write_result,
 )
 from .machine import routing_mermaid
 from .protocol import (
@@ -56,7 +70,7 @@ from .protocol import (
     parse_planner_plan,
     parse_verifier_output,
 )
-from .scenarios import parse_document_text, terminal_safe, text_cell, trace_table_lines
+from .scenarios import parse_document_text, terminal_safe
 
 if TYPE_CHECKING:
     from .aiops import AiOpsScenario
@@ -64,122 +78,26 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-EXIT_OK = 0
-EXIT_OUTPUT = 1
-EXIT_USAGE = 2
-
-_STDIN = "-"
 _WORKFLOWS = ("chat", "aiops")
 _AIOPS_JOURNAL = "aiops_journal_v1"  # the AIOps journal's format (spec §12)
 _RESUME = "diagnosis_resume_v1"  # the conformance kit's resume document (spec §9)
 
 
-def _write(text: str) -> None:
-    data = text.encode("utf-8", "backslashreplace")
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def _write_readable(text: str) -> None:
-    """Write human-readable output: every terminal control escaped (spec §15)."""
-    _write(terminal_safe(text))
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
-def _read_text(path: str) -> str:
-    """The UTF-8 text of ``path`` (``-``: standard input); problems are :class:`ScenarioError`."""
-    name = "<stdin>" if path == _STDIN else path
-    try:
-        if path == _STDIN:
-            data = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read()
-    except OSError as error:
-        raise ScenarioError(f"{name}: cannot read ({error.strerror or error})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise ScenarioError(f"{name}: not UTF-8 ({error.reason} at byte {error.start})") from None
-
-
-def read_scenario_file(path: str) -> object:
-    """Read a scenario file (``-``: standard input) as JSON; problems are :class:`ScenarioError`."""
-    return parse_document_text(_read_text(path), path)
-
-
-def format_result(result: DiagnosisResult) -> str:
-    """The readable report: answer, outcome, verdicts and a compact trace table."""
-    lines = [result.answer.rstrip(), "", "-" * 72]
-    lines.append(
-        f"outcome: {result.outcome.value}   reason: {text_cell(result.reason_code)}   "
-        f"rounds: {result.rounds}   evidence retries: {result.evidence_retries}"
-    )
-    lines.append(
-        f"gatekeeper: {text_cell(result.gatekeeper_status)}   "
-        f"model verdict: {text_cell(result.model_verdict)}   "
-        f"effective verdict: {text_cell(result.effective_verdict)}"
-    )
-    calls = result.calls
-    lines.append(
-        f"calls: planner={calls.planner} executor={calls.executor} "
-        f"gatekeeper={calls.gatekeeper} verifier={calls.verifier} composer={calls.composer}"
-    )
-    lines.append("")
-    lines += trace_table_lines(result.trace, "round")
-    return "\n".join(lines) + "\n"
-
-
-def _usage_error(message: str) -> int:
-    sys.stderr.write(terminal_safe(f"diagnosis-core: {message}\n"))
-    return EXIT_USAGE
-
-
-def _journal_key(path: str | None) -> bytes | None:
-    """The host key: the bytes of ``path``; an empty or unreadable file is a ScenarioError."""
-    if path is None:
-        return None
-    if path == _STDIN:
-        raise ScenarioError("--journal-key-file: give a file (standard input is not a key)")
-    try:
-        with open(path, "rb") as handle:
-            key = handle.read()
-    except OSError as error:
-        raise ScenarioError(
-            f"--journal-key-file {path}: cannot read ({error.strerror or error})"
-        ) from None
-    if not key:
-        raise ScenarioError(f"--journal-key-file {path}: the key file is empty")
-    return key
-
-
-def _write_result(args: argparse.Namespace, result: DiagnosisResult) -> None:
-    if args.json:
-        _write(canonical_json(to_wire(result)) + "\n")
-    else:
-        _write_readable(format_result(result))
-
-
 def _run_batch(args: argparse.Namespace) -> int:
     """``run --json --batch``: one document per stdin line, one result line each (the kit's)."""
     if not args.json or args.scenario is not None or args.journal_out or args.journal_key_file:
-        return _usage_error("--batch: use it as 'run --json --batch', reading standard input")
+        return usage_error("--batch: use it as 'run --json --batch', reading standard input")
     from .conformance import run_document_line
 
     for raw in iter(sys.stdin.buffer.readline, b""):
         try:
             text = raw.decode("utf-8-sig").strip("\r\n")
         except UnicodeDecodeError as error:
-            _write(canonical_json({"error": f"invalid scenario: not UTF-8 ({error.reason})"}))
-            _write("\n")
+            write(canonical_json({"error": f"invalid scenario: not UTF-8 ({error.reason})"}))
+            write("\n")
             continue
         if text.strip():
-            _write(run_document_line(text) + "\n")
+            write(run_document_line(text) + "\n")
     return EXIT_OK
 
 
@@ -187,38 +105,42 @@ def _run(args: argparse.Namespace) -> int:
     if args.batch:
         return _run_batch(args)
     if args.scenario is None:
-        return _usage_error("run: give a scenario or journal file (or --batch)")
+        return usage_error("run: give a scenario or journal file (or --batch)")
     try:
-        key = _journal_key(args.journal_key_file)
+        key = journal_key(args.journal_key_file)
     except ScenarioError as error:
-        return _usage_error(str(error))
+        return usage_error(str(error))
     try:
-        text = _read_text(args.scenario)
+        text = read_text(args.scenario)
         data = parse_document_text(text, args.scenario)
+        if args.store is not None:  # spec §16: recorded in (or resumed from) a store
+            from ._cli_stores import run_with_store
+
+            return run_with_store(args, data, key)
         # A journal names its format; a scenario has no "format" key (it would be refused).
         if isinstance(data, dict) and "format" in data:
             if args.journal_out is not None:
-                return _usage_error("--journal-out: a journal is replayed, not recorded again")
+                return usage_error("--journal-out: a journal is replayed, not recorded again")
             if data.get("format") == _AIOPS_JOURNAL:
                 return _run_aiops_journal(args, data, key)
             if data.get("format") == _RESUME:
                 return _run_resume(args, data, key)
             return _replay_journal_text(args, text, key)
-        if args.journal_out == _STDIN:
-            return _usage_error("--journal-out: give a file (standard output has the result)")
+        if args.journal_out == STDIN:
+            return usage_error("--journal-out: give a file (standard output has the result)")
         if key is not None and args.journal_out is None:
-            return _usage_error("--journal-key-file: needs --journal-out or a journal to verify")
+            return usage_error("--journal-key-file: needs --journal-out or a journal to verify")
         # The chat loader rejects unknown keys, so the AIOps branch comes first.
         if isinstance(data, dict) and "workflow" in data:
             if args.journal_out is not None:
-                return _usage_error("--journal-out: only a chat scenario writes a journal")
+                return usage_error("--journal-out: only a chat scenario writes a journal")
             return _run_aiops(args, data)
         scenario = load_scenario(data)
     except ScenarioError as error:
         sys.stderr.write(terminal_safe(f"diagnosis-core: invalid scenario: {error}\n"))
         return EXIT_USAGE
     if args.journal_out is None:
-        _write_result(args, replay_scenario(scenario).result)
+        write_result(args, replay_scenario(scenario).result)
         return EXIT_OK
     return _record_journal(args, scenario, key)
 
@@ -228,12 +150,12 @@ def _run_resume(args: argparse.Namespace, data: dict[str, object], key: bytes | 
     from .conformance import resume_document_state
 
     if key is not None:
-        return _usage_error("--journal-key-file: a resume document is not verified with a key")
+        return usage_error("--journal-key-file: a resume document is not verified with a key")
     try:
         state = resume_document_state(data)
     except JournalError as error:
-        return _usage_error(f"invalid journal: {error}")
-    _write_result(args, state.result)
+        return usage_error(f"invalid journal: {error}")
+    write_result(args, state.result)
     return EXIT_OK
 
 
@@ -256,7 +178,7 @@ def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | N
             )
         )
         return EXIT_OUTPUT
-    _write_result(args, state.result)
+    write_result(args, state.result)
     return EXIT_OK
 
 
@@ -273,12 +195,12 @@ def _replay_journal_text(args: argparse.Namespace, text: str, key: bytes | None)
     try:
         _, status = _load_journal_text(text, key)
     except JournalError as error:
-        return _usage_error(f"invalid journal: {error}")
+        return usage_error(f"invalid journal: {error}")
     if not status.complete:
-        return _usage_error(
+        return usage_error(
             f"the journal is {status.describe()} (the run that wrote it did not finish)"
         )
-    _write_result(args, status.state.result)
+    write_result(args, status.state.result)
     return EXIT_OK
 
 
@@ -287,20 +209,20 @@ def _journal_to_scenario(args: argparse.Namespace) -> int:
     from .journal import journal_to_scenario, stored_json
 
     try:
-        key = _journal_key(args.journal_key_file)
-        text = _read_text(args.journal)
+        key = journal_key(args.journal_key_file)
+        text = read_text(args.journal)
     except ScenarioError as error:
-        return _usage_error(str(error))
+        return usage_error(str(error))
     try:
         journal, status = _load_journal_text(text, key)
         if not status.complete:
-            return _usage_error(
+            return usage_error(
                 f"the journal is {status.describe()} (the run that wrote it did not finish)"
             )
         scenario = journal_to_scenario(journal, key=key, exact=not args.approximate)
     except JournalError as error:
-        return _usage_error(f"invalid journal: {error}")
-    _write(stored_json(scenario) + "\n")
+        return usage_error(f"invalid journal: {error}")
+    write(stored_json(scenario) + "\n")
     return EXIT_OK
 
 
@@ -317,10 +239,10 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
     scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
     if args.json:
-        _write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
+        write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
     else:
         evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
-        _write_readable(format_aiops_result(state.result, evaluation, scenario.config))
+        write_readable(format_aiops_result(state.result, evaluation, scenario.config))
     return EXIT_OK
 
 
@@ -350,25 +272,25 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
         sys.stderr.write(terminal_safe(f"diagnosis-core: invalid journal: {error}\n"))
         return EXIT_USAGE
     if args.json:
-        _write(canonical_json(aiops_output(status.state, ledger)) + "\n")
+        write(canonical_json(aiops_output(status.state, ledger)) + "\n")
     else:
         evaluation = evaluate_aiops_run(status.state, ledger)
         config = journal.request.config
-        _write_readable(format_aiops_result(status.state.result, evaluation, config))
+        write_readable(format_aiops_result(status.state.result, evaluation, config))
     return EXIT_OK
 
 
 def _schema(args: argparse.Namespace) -> int:
     if args.all:
         if args.out is None or args.name is not None:
-            return _usage_error("schema --all: give --out DIR and no payload name")
+            return usage_error("schema --all: give --out DIR and no payload name")
         from ._cli_conformance import write_all_schemas
 
         return write_all_schemas(args.out)
     if args.name is None:
-        return _usage_error("schema: give a payload name (or --all --out DIR)")
+        return usage_error("schema: give a payload name (or --all --out DIR)")
     if args.out is not None:
-        return _usage_error("schema: --out goes with --all")
+        return usage_error("schema: --out goes with --all")
     if args.workflow == "aiops":
         from .aiops import aiops_json_schema as schema_of
     else:
@@ -378,7 +300,7 @@ def _schema(args: argparse.Namespace) -> int:
     except ValueError as error:
         sys.stderr.write(f"diagnosis-core: {error}\n")
         return EXIT_USAGE
-    _write(json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+    write(json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 
@@ -386,9 +308,9 @@ def _graph(args: argparse.Namespace) -> int:
     if args.workflow == "aiops":
         from .aiops import aiops_routing_mermaid
 
-        _write(aiops_routing_mermaid())
+        write(aiops_routing_mermaid())
     else:
-        _write(routing_mermaid())
+        write(routing_mermaid())
     return EXIT_OK
 
 
@@ -452,7 +374,7 @@ def _validate(args: argparse.Namespace) -> int:
                 f"diagnosis-core: unknown payload {args.name!r}; expected one of {valid}\n"
             )
             return EXIT_USAGE
-        text = _read_text(args.reply)
+        text = read_text(args.reply)
     except ScenarioError as error:
         sys.stderr.write(f"diagnosis-core: {error}\n")
         return EXIT_USAGE
@@ -461,7 +383,7 @@ def _validate(args: argparse.Namespace) -> int:
     except PayloadError as error:
         sys.stderr.write(f"diagnosis-core: invalid {args.name}: {error}\n")
         return EXIT_USAGE
-    _write(canonical_json(to_wire(value)) + "\n")
+    write(canonical_json(to_wire(value)) + "\n")
     return EXIT_OK
 
 
@@ -485,13 +407,13 @@ class _VersionAction(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         from .conformance import PROTOCOL_VERSION
 
-        _write(f"diagnosis-core {_version()}\nprotocol {PROTOCOL_VERSION}\n")
+        write(f"diagnosis-core {_version()}\nprotocol {PROTOCOL_VERSION}\n")
         parser.exit(EXIT_OK)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``diagnosis-core``."""
-    parser = _ArgumentParser(
+    parser = ArgumentParser(
         prog="diagnosis-core",
         description="Replay diagnosis scenarios and run journals, print payload schemas "
         "and the routing graph.",
@@ -499,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action=_VersionAction, help="print the installed version and exit"
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
     run = commands.add_parser(
         "run",
         help="replay a scenario or a run journal JSON file",
@@ -527,9 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="path of the scenario or journal JSON file, or - for standard input",
     )
     run.set_defaults(handler=_run)
+    from ._cli_stores import add_store_commands
+
+    add_store_commands(commands, run)
     journal = commands.add_parser("journal", help="work with a run journal")
     journal_commands = journal.add_subparsers(
-        dest="journal_command", required=True, parser_class=_ArgumentParser
+        dest="journal_command", required=True, parser_class=ArgumentParser
     )
     to_scenario = journal_commands.add_parser(
         "to-scenario",
@@ -596,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.set_defaults(handler=_graph)
     from ._cli_conformance import add_conformance_parser
 
-    add_conformance_parser(commands, _ArgumentParser)
+    add_conformance_parser(commands, ArgumentParser)
     return parser
 
 

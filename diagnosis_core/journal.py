@@ -29,6 +29,7 @@ LangGraph and Temporal adapters) needs only this module and
 
 from __future__ import annotations
 
+from ._chat.entries import entry_from_json, entry_to_json
 from ._chat.journal import (
     INTERRUPTED_MESSAGE,
     JOURNAL_FORMAT,
@@ -99,8 +100,10 @@ __all__ = [
     "RecordedToolError",
     "RecordedToolInvocation",
     "append_entry",
+    "entry_from_json",
     "entry_mac",
     "entry_result",
+    "entry_to_json",
     "entry_to_wire",
     "expected_call",
     "finish_entry",

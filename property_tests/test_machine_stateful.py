@@ -1,6 +1,6 @@
 """A stateful model of the sans-IO machine: any result sequence, invariants after every step.
 
-Hypothesis drives :func:`~diagnosis_core.advance` directly with whatever the
+Hypothesis drives :func:`~diagnosis_core.machine.advance` directly with whatever the
 pending action may get back: a valid reply for that agent (built from the very
 input it was sent), hostile text, a failure of any kind, any gatekeeper result
 or a gatekeeper failure. It also feeds results of the wrong type (always a

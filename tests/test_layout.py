@@ -33,6 +33,7 @@ TYPED_PUBLIC = (
     "diagnosis_core.scenarios",
     "diagnosis_core.tools",
     "diagnosis_core.conformance",
+    "diagnosis_core.stores",
 )
 OPTIONAL_PUBLIC = (
     "diagnosis_core.testing",

@@ -28,6 +28,7 @@ All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,7 @@ from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
+    from .._kernel.journal.store import JournalStore
     from .._kernel.tools import RecorderMark
     from .journal import Journal, JournalEntry, JournalRecorder, JournalSink
     from .reference_gatekeeper import ToolRecorder
@@ -304,6 +306,12 @@ async def _asteps(
         yield item
 
 
+def _journal_type() -> type[Journal]:
+    from .journal import Journal
+
+    return Journal
+
+
 # --- the drivers -----------------------------------------------------------------------
 
 
@@ -318,6 +326,7 @@ def run_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    store: JournalStore | None = None,
 ) -> DiagnosisState:
     """Run to END synchronously; returns the finished state.
 
@@ -330,10 +339,21 @@ def run_diagnosis(
     run (spec §14). ``state`` resumes a state saved earlier (not with a
     journal or a sink: a journal starts from the request).
 
+    ``store`` (spec §16) records the run there and resumes it when the
+    store already holds it (its ``journal`` and ``sink`` come from the store).
+
     Raises ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
     the journal does not verify or belongs to another request.
     """
+    if store is not None:
+        from .._kernel.journal.store import run_on_store
+
+        return run_on_store(store, request, lambda journal, sink: run_diagnosis(
+            request, effects, journal=journal, sink=sink, key=key,
+            resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state},
+           clock=time.monotonic)
     _check_sync(effects, "run_diagnosis")
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
@@ -360,6 +380,7 @@ async def arun_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    store: JournalStore | None = None,
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state.
 
@@ -367,6 +388,14 @@ async def arun_diagnosis(
     run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
     callables (spec §15).
     """
+    if store is not None:
+        from .._kernel.journal.store import arun_on_store
+
+        return await arun_on_store(store, request, lambda journal, sink: arun_diagnosis(
+            request, effects, journal=journal, sink=sink, key=key,
+            resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state},
+           clock=time.monotonic)
     _check_async(effects, "arun_diagnosis")
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,

@@ -27,8 +27,9 @@ the tool ledger the host recorded.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
@@ -67,6 +68,9 @@ from ._machine import (
     next_aiops_action,
     start_aiops,
 )
+
+if TYPE_CHECKING:
+    from .._kernel.journal.store import JournalStore
 from ._rules import (
     AIOPS_RULES,
     AiOpsRule,
@@ -327,6 +331,7 @@ def run_aiops(
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
     observer: AiOpsObserver | None = None,
+    store: JournalStore | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -344,8 +349,17 @@ def run_aiops(
     A journal that does not verify is a :class:`JournalError` before any
     agent runs. ``observer`` watches the run (spec §14): every agent call
     and every trace event appended in this process; a hook that raises is
-    reported and never changes the run.
+    reported and never changes the run. ``store`` (spec §16) records the run
+    there and resumes it when the store already holds it.
     """
+    if store is not None:
+        from .._kernel.journal.store import run_on_store
+
+        return run_on_store(store, request, lambda journal, sink: run_aiops(
+            request, effects, journal=journal, sink=sink, key=key, tools=tools,
+            observer=observer,
+        ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state},
+           clock=time.monotonic)
     _check_sync(effects, "run_aiops")
     run = _start(request, state, journal, sink, key, tools, observer, "run_aiops")
     if run.journaling is None and run.observer is None:
@@ -370,13 +384,23 @@ async def arun_aiops(
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
     observer: AiOpsObserver | None = None,
+    store: JournalStore | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
     Raises ``TypeError`` before the run starts when ``effects`` are not
     :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15).
-    ``journal``, ``sink``, ``key``, ``tools`` and ``observer`` are :func:`run_aiops`'s.
+    ``journal``, ``sink``, ``key``, ``tools``, ``observer`` and ``store`` are
+    :func:`run_aiops`'s.
     """
+    if store is not None:
+        from .._kernel.journal.store import arun_on_store
+
+        return await arun_on_store(store, request, lambda journal, sink: arun_aiops(
+            request, effects, journal=journal, sink=sink, key=key, tools=tools,
+            observer=observer,
+        ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state},
+           clock=time.monotonic)
     _check_async(effects, "arun_aiops")
     run = _start(request, state, journal, sink, key, tools, observer, "arun_aiops")
     if run.journaling is None and run.observer is None:

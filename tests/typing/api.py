@@ -24,6 +24,7 @@ import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 import diagnosis_core.scenarios as dcs
+import diagnosis_core.stores as dcst
 import diagnosis_core.testing as dt
 import diagnosis_core.tools as dct
 from diagnosis_core import (
@@ -646,6 +647,9 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
     assert_type(resumed_state, DiagnosisState)
     assert dcj.fold_journal(resumed, key=key) == state
     signed = dcj.sign_journal(resumed, key)
+    line: str = dcj.entry_to_json(signed.entries[0])
+    assert_type(dcj.entry_from_json(line), dcj.JournalEntry)
+    assert_type(dcj.entry_from_json(line, dcj.JournalEntry), dcj.JournalEntry)
     assert dcj.sign_entry(signed, signed.entries[-1], key).mac == signed.entries[-1].mac
     assert dcj.entry_mac(signed.entries[0], dcj.request_mac(request, key), key)
     scenario: dict[str, JsonValue] = dcj.journal_to_scenario(loaded, key=key, exact=True)
@@ -859,3 +863,41 @@ def check_another_implementation(command: str, junit: str, schemas: str) -> bool
     except dck.CaseFailure:
         return False
     return len(paths) == len(ids) and not problems and all(r.passed for r in results)
+
+
+# --- diagnosis_core.stores (spec §16) -----------------------------------------------
+
+
+def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
+    """A host recording into a store, telling a session's story and its fleet report."""
+    store: dcst.JournalStore = dcst.open_store(f"sqlite:///{path}")
+    state: DiagnosisState = dc.run_diagnosis(request, effects, store=store)
+    feedback: dcst.Feedback = dcst.record_feedback(store, request.run.run_id, 5, "good")
+    assert feedback.rating == 5 and state.finished
+    stored: dcst.StoredRun | None = store.load(request.run.run_id)
+    assert stored is not None
+    assert dcst.run_status(stored).complete
+    line = dcst.entry_to_json(stored.journal.entries[0])
+    assert_type(dcst.entry_from_json(line), dcj.JournalEntry)
+    summaries: tuple[dcst.RunSummary, ...] = store.runs(session_id=request.run.session_id)
+    report: dict[str, JsonValue] = dcst.session_report(store, request.run.session_id)
+    assert report["format"] == dcst.SESSION_REPORT_FORMAT and summaries
+    fleet = dcst.fleet_report(store, since=None)
+    assert fleet["format"] == dcst.FLEET_REPORT_FORMAT
+    page: str = dcst.fleet_report_html(fleet) + dcst.format_fleet_report(fleet)
+    text: str = dcst.format_session_report(report)
+    try:
+        with store.claim(request.run.run_id) as claim:
+            sink: dcj.JournalSink = dcst.StoreSink(store, claim)
+            assert isinstance(claim, dcst.RunClaim) and sink
+    except dcst.RunClaimedError as error:
+        assert isinstance(error, dcst.StoreError)
+    store.close()
+    stores: list[dcst.JournalStore] = [
+        dcst.JsonlStore(path + ".jsonl"),
+        dcst.SqliteStore(path, codec=dcst.AesGcmCodec(bytes(32))),
+    ]
+    codec: dcst.PayloadCodec = dcst.AesGcmCodec(bytes(16))
+    postgres: type[dcst.PostgresStore] = dcst.PostgresStore
+    assert codec.name and postgres and stores
+    return page + text

@@ -1,0 +1,373 @@
+"""The ``diagnosis-core`` commands on a journal store (spec §16).
+
+* ``run [--json] --store URL SCENARIO`` records the run in the store (or
+  resumes it when the store holds it) and prints exactly what ``run`` prints
+  without ``--store``;
+* ``runs ls --store URL [--session ID] [--json]`` lists the stored runs;
+* ``runs resume RUN_ID --store URL [--scenario FILE] [--json]`` resumes a
+  stored chat run with the scenario's scripted effects (each agent's
+  responses continue after those the journal already used); without a
+  scenario, a complete run is folded and its result printed;
+* ``sessions show SESSION --store URL [--json]`` prints a session report;
+* ``report --store URL [--since T] [--json] [--html FILE]`` the fleet report.
+
+A store that cannot be opened or used is exit status 2 with one line naming
+the problem, like any other bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from typing import TYPE_CHECKING, Any
+
+from . import DiagnosisError, JournalError, ScenarioError
+from ._cli_io import journal_key, write, write_readable, write_result
+from .protocol import canonical_json
+from .scenarios import terminal_safe
+
+if TYPE_CHECKING:
+    from .stores import JournalStore
+
+__all__ = ["add_store_commands", "run_with_store"]
+
+_USAGE = 2
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(terminal_safe(f"diagnosis-core: {message}\n"))
+    return _USAGE
+
+
+def _open(url: str) -> JournalStore:
+    from .stores import open_store
+
+    return open_store(url)
+
+
+def _key(args: argparse.Namespace) -> bytes | None:
+    return journal_key(getattr(args, "journal_key_file", None))
+
+
+def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) -> int:
+    """``run --store URL``: the scenario ``data`` recorded in (or resumed from) the store."""
+    if args.journal_out is not None:
+        return _fail("--journal-out: not with --store (the store holds the journal)")
+    try:
+        store = _open(args.store)
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    try:
+        if isinstance(data, dict) and "workflow" in data:
+            return _run_aiops(args, data, store, key)
+        from .scenarios import load_scenario, scenario_effects, scenario_request
+
+        scenario = load_scenario(data)
+        return _run_chat(args, scenario_request(scenario), scenario_effects(scenario), store, key)
+    except ScenarioError as error:
+        return _fail(f"invalid scenario: {error}")
+    finally:
+        store.close()
+
+
+def _run_chat(
+    args: argparse.Namespace, request: Any, effects: Any, store: JournalStore, key: bytes | None
+) -> int:
+    from . import run_diagnosis
+
+    try:
+        state = run_diagnosis(request, effects, store=store, key=key)
+    except JournalError as error:
+        return _fail(f"invalid journal in the store: {error}")
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    write_result(args, state.result)
+    return 0
+
+
+def _run_aiops(
+    args: argparse.Namespace, data: object, store: JournalStore, key: bytes | None
+) -> int:
+    from .aiops import (
+        aiops_replay_output,
+        aiops_scenario_effects,
+        aiops_scenario_request,
+        evaluate_aiops_run,
+        format_aiops_result,
+        load_aiops_scenario,
+        run_aiops,
+    )
+
+    scenario = load_aiops_scenario(data)
+    try:
+        state = run_aiops(aiops_scenario_request(scenario), aiops_scenario_effects(scenario),
+                          store=store, key=key)
+    except JournalError as error:
+        return _fail(f"invalid journal in the store: {error}")
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    if args.json:
+        write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
+    else:
+        evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
+        write_readable(format_aiops_result(state.result, evaluation, scenario.config))
+    return 0
+
+
+# --- runs ls / runs resume ---------------------------------------------------------------
+
+
+def _status(stored: Any, key: bytes | None) -> str:
+    from .stores import run_status as fold_status
+
+    try:
+        return "complete" if fold_status(stored, key).complete else "incomplete"
+    except JournalError:
+        return "invalid"
+
+
+def _runs_ls(args: argparse.Namespace) -> int:
+
+    try:
+        key = _key(args)
+        store = _open(args.store)
+    except (ScenarioError, DiagnosisError) as error:
+        return _fail(f"store: {error}" if not isinstance(error, ScenarioError) else str(error))
+    try:
+        rows: list[dict[str, Any]] = []
+        for summary in store.runs(session_id=args.session):
+            stored = store.load(summary.run_id)
+            rows.append({
+                "run_id": summary.run_id, "session_id": summary.session_id,
+                "workflow": "aiops" if summary.format == "aiops_journal_v1" else "chat",
+                "created_at": summary.created_at, "entries": summary.entry_count,
+                "status": "invalid" if stored is None else _status(stored, key),
+            })
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    finally:
+        store.close()
+    if args.json:
+        write(canonical_json({"format": "diagnosis_run_list_v1", "runs": rows}) + "\n")
+        return 0
+    lines = [f"{'run':<32} {'session':<24} {'workflow':<8} {'entries':>7} status"]
+    lines += [
+        f"{row['run_id']:<32} {row['session_id']:<24} {row['workflow']:<8} "
+        f"{row['entries']:>7} {row['status']}"
+        for row in rows
+    ]
+    write_readable("\n".join(lines) + "\n")
+    return 0
+
+
+def _consumed(journal: Any) -> dict[str, int]:
+    """How many scripted outcomes of each effect the stored journal has used already.
+
+    A finished entry used one; an interrupted executor or gatekeeper call too
+    (the resume rule completes it as a failure); an interrupted LLM call is
+    re-sent with the same input and uses its response again.
+    """
+    used: dict[str, int] = {}
+    for entry in journal.entries:
+        started = entry.state.value == "started"
+        if not started or entry.call.value in ("executor", "gatekeeper"):
+            used[entry.call.value] = used.get(entry.call.value, 0) + 1
+    return used
+
+
+def _runs_resume(args: argparse.Namespace) -> int:
+    """Resume a stored chat run; without ``--scenario`` only a complete run (folded, printed)."""
+    import attrs
+
+    from ._cli_io import read_scenario_file
+    from .scenarios import load_scenario, scenario_effects, scenario_request
+
+    scenario = None
+    try:
+        key = _key(args)
+        if args.scenario is not None:
+            data = read_scenario_file(args.scenario)
+            if isinstance(data, dict) and "workflow" in data:
+                return _fail("runs resume: only a chat scenario can be resumed from the "
+                             "command line")
+            scenario = load_scenario(data)
+    except ScenarioError as error:
+        return _fail(f"invalid scenario: {error}")
+    if scenario is not None and scenario_request(scenario).run.run_id != args.run_id:
+        return _fail(f"--scenario: its run is {scenario_request(scenario).run.run_id!r}, "
+                     f"not {args.run_id!r}")
+    try:
+        store = _open(args.store)
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    try:
+        stored = store.load(args.run_id)
+        if stored is None:
+            return _fail(f"run {args.run_id!r}: not in the store")
+        if stored.format != "diagnosis_journal_v1":
+            return _fail("runs resume: only a chat run can be resumed from the command line")
+        if scenario is None:
+            if _status(stored, key) != "complete":
+                return _fail(f"run {args.run_id!r}: has not ended; give --scenario FILE "
+                             "to perform the remaining calls with its scripted effects")
+            return _run_chat(args, stored.journal.request, _no_effects(), store, key)
+        used = _consumed(stored.journal)
+        responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]
+                     for agent in scenario.responses}
+        resumed = attrs.evolve(scenario, responses=responses,
+                               gatekeeper=scenario.gatekeeper[used.get("gatekeeper", 0):])
+        return _run_chat(args, scenario_request(scenario), scenario_effects(resumed), store,
+                         key)
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    finally:
+        store.close()
+
+
+def _no_effects() -> Any:
+    """Effects for a complete run: folding it performs none (each would fail closed)."""
+    from . import Effects
+    from .scenarios import ScriptedAgent, ScriptedGatekeeper
+
+    return Effects(planner=ScriptedAgent(()), executor=ScriptedAgent(()),
+                   verifier=ScriptedAgent(()), composer=ScriptedAgent(()),
+                   gatekeeper=ScriptedGatekeeper(()))
+
+
+# --- sessions show / report ----------------------------------------------------------------
+
+
+def _sessions_show(args: argparse.Namespace) -> int:
+    from .stores import format_session_report, session_report
+
+    try:
+        key = _key(args)
+        store = _open(args.store)
+    except ScenarioError as error:
+        return _fail(str(error))
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    try:
+        report = session_report(store, args.session, key=key)
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    finally:
+        store.close()
+    if args.json:
+        write(canonical_json(report) + "\n")
+    else:
+        write_readable(format_session_report(report))
+    return 0
+
+
+def _since(text: str | None) -> float | None:
+    """``--since``: seconds since the epoch, or an ISO 8601 time (UTC when no offset is given)."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ScenarioError(
+            f"--since {text!r}: expected seconds since the epoch or an ISO 8601 time"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .stores import fleet_report, fleet_report_html, format_fleet_report
+
+    try:
+        key = _key(args)
+        since = _since(args.since)
+        store = _open(args.store)
+    except ScenarioError as error:
+        return _fail(str(error))
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    try:
+        report = fleet_report(store, since=since, key=key)
+    except DiagnosisError as error:
+        return _fail(f"store: {error}")
+    finally:
+        store.close()
+    if args.html is not None:
+        try:
+            with open(args.html, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(fleet_report_html(report))
+        except OSError as error:
+            sys.stderr.write(terminal_safe(
+                f"diagnosis-core: cannot write {args.html} ({error.strerror or error})\n"
+            ))
+            return 1
+    if args.json:
+        write(canonical_json(report) + "\n")
+    elif args.html is None:
+        write_readable(format_fleet_report(report))
+    return 0
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store", metavar="URL", required=True,
+        help="the journal store: sqlite:///PATH, postgresql://..., or a .jsonl file path",
+    )
+
+
+def _key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--journal-key-file", metavar="FILE",
+                        help="host key (the file's bytes): verify the stored journals")
+
+
+def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
+    """Add ``--store`` to ``run`` and the ``runs``, ``sessions`` and ``report`` commands."""
+    run.add_argument(
+        "--store", metavar="URL",
+        help="record the run in this journal store (resume it when the store holds it)",
+    )
+    runs = commands.add_parser("runs", help="the runs of a journal store")
+    runs_commands = runs.add_subparsers(dest="runs_command", required=True,
+                                        parser_class=type(run))
+    ls = runs_commands.add_parser("ls", help="list the stored runs")
+    _store_option(ls)
+    _key_option(ls)
+    ls.add_argument("--session", metavar="ID", help="only the runs of this session")
+    ls.add_argument("--json", action="store_true", help="print one JSON object")
+    ls.set_defaults(handler=_runs_ls)
+    resume = runs_commands.add_parser(
+        "resume", help="resume a stored chat run with a scenario's scripted effects"
+    )
+    resume.add_argument("run_id", help="the run id")
+    _store_option(resume)
+    _key_option(resume)
+    resume.add_argument("--scenario", metavar="FILE",
+                        help="the scenario whose scripted effects perform the remaining calls "
+                        "(without it, only a complete run is folded and printed)")
+    resume.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    resume.set_defaults(handler=_runs_resume)
+    sessions = commands.add_parser("sessions", help="the sessions of a journal store")
+    sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True,
+                                                parser_class=type(run))
+    show = sessions_commands.add_parser("show", help="every run of a session, derived from "
+                                        "its journals (spec §16)")
+    show.add_argument("session", help="the session id")
+    _store_option(show)
+    _key_option(show)
+    show.add_argument("--json", action="store_true",
+                      help="print the diagnosis_session_report_v1 JSON form")
+    show.set_defaults(handler=_sessions_show)
+    report = commands.add_parser("report", help="the fleet report of a journal store")
+    _store_option(report)
+    _key_option(report)
+    report.add_argument("--since", metavar="T",
+                        help="only runs first stored at or after T (epoch seconds or ISO 8601)")
+    report.add_argument("--json", action="store_true",
+                        help="print the diagnosis_fleet_report_v1 JSON form")
+    report.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+    report.set_defaults(handler=_report)

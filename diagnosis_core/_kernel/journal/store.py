@@ -1,0 +1,243 @@
+"""The journal-store port the drivers write through (spec §16), with no store behind it.
+
+A driver given ``store=`` needs only this: the :class:`JournalStore`
+protocol (claim a run, begin it, append entries, load it back), the values a
+store hands over, and :func:`run_on_store`, which claims the request's run,
+loads what the store holds of it and calls the driver again with the
+``journal=`` (resume, §12) and ``sink=`` arguments built from it. The
+concrete stores (JSON Lines, SQLite, PostgreSQL) live in
+:mod:`diagnosis_core.stores` and implement the protocol; the workflows'
+drivers import only this module, so neither workflow depends on a store and
+no store module is loaded until a host opens one.
+
+The driver passes its clock (the pure core reads none): each effect's
+``duration_ms`` is the time from its ``started`` write to its ``finished``
+one, stored beside the entry, never inside it, so the fold cannot read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import attrs
+
+from ..errors import DiagnosisError, JournalError
+from .codec import EntryState, JournalBase, JournalEntryBase
+
+__all__ = [
+    "Feedback",
+    "JournalStore",
+    "RunClaim",
+    "RunClaimedError",
+    "RunSummary",
+    "StoreError",
+    "StoreSink",
+    "StoredRun",
+    "arun_on_store",
+    "run_on_store",
+]
+
+S = TypeVar("S")
+
+
+class StoreError(DiagnosisError, RuntimeError):
+    """A journal store cannot do what was asked: unreachable, corrupt, misused (spec §16).
+
+    The message names the run (and the entry) concerned.
+    """
+
+
+class RunClaimedError(StoreError):
+    """Another live writer holds the run: its append or resume is refused (spec §16)."""
+
+
+@attrs.frozen
+class Feedback:
+    """A person's judgement of a finished run: a fact after its end (spec §16).
+
+    ``rating`` is an integer from 1 to 5, ``comment`` optional text;
+    ``after_seq`` is the number of entries of the journal it follows, and
+    ``mac`` its HMAC link when the journal is keyed (``_session.py``).
+    ``recorded_at`` is the store's clock (seconds since the epoch).
+    """
+
+    rating: int
+    comment: str | None
+    after_seq: int
+    mac: str | None = None
+    recorded_at: float = 0.0
+
+
+@attrs.frozen
+class RunSummary:
+    """One run as a listing shows it: ids, format, when first stored, entries so far."""
+
+    run_id: str
+    session_id: str
+    format: str
+    created_at: float
+    entry_count: int
+
+
+@attrs.frozen
+class StoredRun:
+    """A run as its store holds it: the journal, the measured durations, the feedback.
+
+    ``durations`` has one item per journal entry (milliseconds, or None when
+    the writer measured nothing); ``written_at`` the store time of each
+    entry's last write.
+    """
+
+    run_id: str
+    session_id: str
+    format: str
+    created_at: float
+    journal: Any
+    durations: tuple[float | None, ...]
+    written_at: tuple[float, ...]
+    feedback: tuple[Feedback, ...]
+
+
+@attrs.define(eq=False)
+class RunClaim:
+    """The right to write one run, held until released (a context manager).
+
+    ``token`` is recorded with every entry written under it. Use ``with
+    store.claim(run_id) as claim:``; leaving the block releases it.
+    """
+
+    run_id: str
+    token: str
+    _store: JournalStore = attrs.field(repr=False)
+
+    def __enter__(self) -> RunClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._store.release(self)
+
+
+@runtime_checkable
+class JournalStore(Protocol):
+    """Where the journals of many runs live (spec §16); see :func:`open_store`.
+
+    ``claim`` a run to write it (refused with :class:`RunClaimedError` while
+    another live writer holds it), ``begin`` it with its empty journal (the
+    request), ``append`` each entry as the run goes, ``load`` a run's
+    journal back, list ``runs`` by session or time, and ``add_feedback``
+    after the run's end.
+    """
+
+    def claim(self, run_id: str) -> RunClaim: ...
+
+    def release(self, claim: RunClaim) -> None: ...
+
+    def begin(self, claim: RunClaim, journal: JournalBase[Any, Any]) -> None: ...
+
+    def append(
+        self, claim: RunClaim, entry: JournalEntryBase[Any], *, duration_ms: float | None = None
+    ) -> None: ...
+
+    def load(self, run_id: str) -> StoredRun | None: ...
+
+    def runs(
+        self, *, session_id: str | None = None, since: float | None = None
+    ) -> tuple[RunSummary, ...]: ...
+
+    def add_feedback(self, run_id: str, feedback: Feedback) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class StoreSink:
+    """A journal sink writing into a store under a claim, timing each effect with ``clock``.
+
+    ``clock`` is the host's (seconds, monotonic); without one no entry gets a
+    ``duration_ms``. The drivers pass ``time.monotonic``.
+    """
+
+    def __init__(
+        self, store: JournalStore, claim: RunClaim, clock: Callable[[], float] | None = None
+    ) -> None:
+        self._store = store
+        self._claim = claim
+        self._clock = clock
+        self._started: tuple[int, float] | None = None
+
+    def write(self, entry: JournalEntryBase[Any], /) -> None:
+        """Append ``entry``; a finished entry gets the time since its started one was written."""
+        if entry.state is EntryState.STARTED:
+            self._store.append(self._claim, entry)
+            self._started = None if self._clock is None else (entry.seq, self._clock())
+            return
+        duration = None
+        if self._clock is not None and self._started is not None and self._started[0] == entry.seq:
+            duration = max(0.0, (self._clock() - self._started[1]) * 1000.0)
+        self._started = None
+        self._store.append(self._claim, entry, duration_ms=duration)
+
+
+def _refuse(given: dict[str, object]) -> None:
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(f"{name}: not with store= (the store holds the run's journal)")
+
+
+def _open(
+    store: JournalStore, request: Any, journal_type: type[JournalBase[Any, Any]]
+) -> tuple[RunClaim, Any]:
+    if not isinstance(store, JournalStore):
+        raise StoreError(f"store: expected a JournalStore, got {type(store).__name__}")
+    claim = store.claim(request.run.run_id)
+    try:
+        stored = store.load(claim.run_id)
+        if stored is None:
+            store.begin(claim, journal_type(request))
+            return claim, None
+        if not isinstance(stored.journal, journal_type):
+            raise JournalError(f"run {claim.run_id!r}: the store holds a {stored.format} journal")
+        return claim, stored.journal
+    except BaseException:
+        store.release(claim)
+        raise
+
+
+def run_on_store(
+    store: JournalStore,
+    request: Any,
+    run: Callable[[Any, StoreSink], S],
+    *,
+    journal_type: type[JournalBase[Any, Any]],
+    given: dict[str, object],
+    clock: Callable[[], float],
+) -> S:
+    """Claim the run, call ``run(journal_or_None, sink)``, release; what a driver's ``store=`` does.
+
+    ``given`` are the driver options that conflict with a store (``journal``,
+    ``sink``, ``state``): any that is set is a ``ValueError``.
+    """
+    _refuse(given)
+    claim, journal = _open(store, request, journal_type)
+    try:
+        return run(journal, StoreSink(store, claim, clock))
+    finally:
+        store.release(claim)
+
+
+async def arun_on_store(
+    store: JournalStore,
+    request: Any,
+    run: Callable[[Any, StoreSink], Awaitable[S]],
+    *,
+    journal_type: type[JournalBase[Any, Any]],
+    given: dict[str, object],
+    clock: Callable[[], float],
+) -> S:
+    """:func:`run_on_store` for the asyncio driver (store calls block briefly)."""
+    _refuse(given)
+    claim, journal = _open(store, request, journal_type)
+    try:
+        return await run(journal, StoreSink(store, claim, clock))
+    finally:
+        store.release(claim)

@@ -1,0 +1,78 @@
+"""Journal stores: durable runs without an engine, a session's story, a fleet report (spec §16).
+
+A run's journal (spec §12) is its only durable record; a store keeps the
+journals of many runs, one entry written at a time (O(1) per write):
+
+* :class:`JsonlStore` — one append-only JSON Lines file, ``fsync`` per entry,
+  torn last lines detected and skipped;
+* :class:`SqliteStore` — stdlib ``sqlite3`` in WAL mode, the embedded default;
+* :class:`PostgresStore` — ``psycopg`` (extra ``postgres``), for several
+  workers on one database.
+
+:func:`open_store` takes a URL (``sqlite:///runs.db``, ``postgresql://...``,
+``runs.jsonl``). Writers are exclusive per run (:meth:`JournalStore.claim`,
+:class:`RunClaimedError`); a :class:`PayloadCodec` such as
+:class:`AesGcmCodec` (extra ``crypto``) encrypts every stored fact.
+
+``run_diagnosis(request, effects, store=store)`` records into a store and
+resumes what it holds; :func:`record_feedback` adds a user's rating after a
+run's end; :func:`session_report` tells a session's whole story from the
+journals; :func:`fleet_report` sums the runs up for the people who operate
+them. ``import diagnosis_core`` does not load this package.
+"""
+
+from __future__ import annotations
+
+from .._kernel.journal.store import StoreSink
+from ..journal import entry_from_json, entry_to_json
+from ._base import (
+    Feedback,
+    JournalStore,
+    PayloadCodec,
+    RunClaim,
+    RunClaimedError,
+    RunSummary,
+    StoredRun,
+    StoreError,
+)
+from ._codec import AesGcmCodec
+from ._drive import open_store
+from ._fleet import FLEET_REPORT_FORMAT, fleet_report, fleet_report_html, format_fleet_report
+from ._jsonl import JsonlStore
+from ._postgres import PostgresStore
+from ._session import (
+    SESSION_REPORT_FORMAT,
+    format_session_report,
+    record_feedback,
+    run_status,
+    session_report,
+)
+from ._sqlite import SqliteStore
+
+__all__ = [
+    "FLEET_REPORT_FORMAT",
+    "SESSION_REPORT_FORMAT",
+    "AesGcmCodec",
+    "Feedback",
+    "JournalStore",
+    "JsonlStore",
+    "PayloadCodec",
+    "PostgresStore",
+    "RunClaim",
+    "RunClaimedError",
+    "RunSummary",
+    "SqliteStore",
+    "StoreError",
+    "StoreSink",
+    "StoredRun",
+    "entry_from_json",
+    "entry_to_json",
+    "fleet_report",
+    "fleet_report_html",
+    "format_fleet_report",
+    "format_session_report",
+    "open_store",
+    "record_feedback",
+    "run_status",
+    "session_report",
+]

@@ -1,0 +1,402 @@
+"""What every journal store shares: the protocol, the records, claims, sealing (spec §16).
+
+A store keeps three kinds of record per run, each as text:
+
+* the **run**: ``run_id``, ``session_id`` and ``format`` in the clear (what
+  listing needs), the time the store first saw it, and the request as the
+  canonical JSON of the run's *empty* journal (``journal_to_json``);
+* its **entries**, one record per ``seq``: ``seq`` and ``state`` in the
+  clear, the entry's canonical JSON (:func:`entry_to_json`), the optional
+  ``duration_ms`` the driver measured around the effect, the writer's claim
+  token and the time of the write. A ``finished`` entry replaces the
+  ``started`` one with the same ``seq`` and nothing else is ever replaced;
+* **feedback**: a fact appended after the run's end (``_session.py``).
+
+Facts are never stored twice and never as a conclusion: a run's state is
+always the fold of the journal the store gives back.
+
+**Exclusive writers.** A writer :meth:`~JournalStore.claim`\\ s a run before it
+loads or appends; the claim is held by something the operating system or the
+database server releases when the holder dies — an ``flock`` on a per-run lock
+file (JSON Lines, SQLite) or a session advisory lock (PostgreSQL) — so there is
+no lease to expire while a slow effect is still running, and after the
+holder is killed exactly one of the processes racing to claim the run wins.
+Every append must present the live claim (its token is recorded with the
+entry) and the store refuses any write that is not the next entry or the
+completion of the last ``started`` one, so even a buggy writer cannot double
+or reorder entries.
+
+**Sealing.** With a :class:`~diagnosis_core.stores.PayloadCodec` every payload
+(request, entry, feedback) is encrypted before it reaches the medium, bound to
+what it is (its kind, run id and ``seq``) so a sealed payload cannot be moved
+to another row; the HMAC chain is computed over the plaintext and still
+verifies after decoding. A store with a codec refuses a plaintext payload
+(fail closed: whoever can write the medium without the key cannot inject
+facts).
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from diagnosis_core.journal import entry_from_json, entry_to_json
+
+from .._kernel.errors import JournalError
+from .._kernel.journal.codec import (
+    EntryState,
+    JournalBase,
+    JournalEntryBase,
+    journal_to_json,
+)
+from .._kernel.journal.store import (
+    Feedback,
+    JournalStore,
+    RunClaim,
+    RunClaimedError,
+    RunSummary,
+    StoredRun,
+    StoreError,
+)
+from ._feedback import feedback_from_json, feedback_to_json
+
+__all__ = [
+    "EntryRecord",
+    "Feedback",
+    "JournalStore",
+    "PayloadCodec",
+    "RawRun",
+    "RunClaim",
+    "RunClaimedError",
+    "RunSummary",
+    "StoreBase",
+    "StoreError",
+    "StoredRun",
+]
+
+_SEALED_PREFIX = "sealed:"
+
+
+@runtime_checkable
+class PayloadCodec(Protocol):
+    """Encrypts a stored payload under the host's key (spec §16, "facts at rest").
+
+    ``context`` names what the payload is (kind, run id, ``seq``); an
+    authenticated codec binds the ciphertext to it, so a sealed payload moved
+    to another row does not decode. ``decode`` raises on anything it did not
+    produce with the same key and context.
+    """
+
+    name: str
+
+    def encode(self, data: bytes, context: bytes, /) -> bytes: ...
+
+    def decode(self, data: bytes, context: bytes, /) -> bytes: ...
+
+
+@attrs.frozen
+class EntryRecord:
+    """One stored entry record as a backend hands it over (payload still sealed)."""
+
+    seq: int
+    state: str
+    payload: str
+    duration_ms: float | None
+    written_at: float
+
+
+@attrs.frozen
+class RawRun:
+    """A run's records as a backend hands them over, before decoding."""
+
+    run_id: str
+    session_id: str
+    format: str
+    created_at: float
+    payload: str
+    entries: tuple[EntryRecord, ...]
+    feedback: tuple[tuple[str, float], ...]
+
+
+def _journal_types() -> dict[str, type[JournalBase[Any, Any]]]:
+    from ..aiops import AiOpsJournal
+    from ..journal import Journal
+
+    return {"diagnosis_journal_v1": Journal, "aiops_journal_v1": AiOpsJournal}
+
+
+def _journal_of(format: str, text: str, where: str) -> JournalBase[Any, Any]:
+    from .._kernel.journal.codec import journal_document_from_json
+
+    journal_type = _journal_types().get(format)
+    if journal_type is None:
+        raise StoreError(f"{where}: unknown journal format {format!r}")
+    try:
+        return journal_document_from_json(journal_type, text)
+    except JournalError as error:
+        raise StoreError(f"{where}: the stored request is not valid: {error}") from None
+
+
+def _check_run_id(run_id: object) -> str:
+    if not isinstance(run_id, str) or not run_id:
+        raise StoreError(f"run_id: expected a non-empty string, got {run_id!r}")
+    return run_id
+
+
+class StoreBase:
+    """The store logic every backend shares; a backend supplies the primitive operations.
+
+    Backends implement ``_acquire`` / ``_release`` (the liveness lock),
+    ``_put_run``, ``_put_entry``, ``_last_entry``, ``_get_run``,
+    ``_list_runs``, ``_put_feedback`` and ``close``.
+    """
+
+    def __init__(self, codec: PayloadCodec | None = None) -> None:
+        if codec is not None and not isinstance(codec, PayloadCodec):
+            raise StoreError("codec: expected a PayloadCodec (name, encode, decode)")
+        self._codec = codec
+        self._held: dict[str, tuple[str, object]] = {}  # token -> (run_id, lock handle)
+        self._tails: dict[str, tuple[int, str] | None] = {}  # token -> last (seq, state)
+
+    # --- sealing --------------------------------------------------------------
+
+    def _seal(self, text: str, context: str) -> str:
+        if self._codec is None:
+            return text
+        sealed = self._codec.encode(text.encode("utf-8"), context.encode("utf-8"))
+        return f"{_SEALED_PREFIX}{self._codec.name}:{base64.b64encode(sealed).decode('ascii')}"
+
+    def _unseal(self, stored: str, context: str, where: str) -> str:
+        sealed = stored.startswith(_SEALED_PREFIX)
+        if self._codec is None:
+            if sealed:
+                raise StoreError(
+                    f"{where}: the payload is encrypted; open the store with its codec"
+                )
+            return stored
+        if not sealed:
+            raise StoreError(f"{where}: the payload is not encrypted, and this store requires it")
+        name, _, data = stored[len(_SEALED_PREFIX):].partition(":")
+        if name != self._codec.name:
+            raise StoreError(f"{where}: sealed with codec {name!r}, not {self._codec.name!r}")
+        try:
+            plain = self._codec.decode(base64.b64decode(data, validate=True),
+                                       context.encode("utf-8"))
+            return plain.decode("utf-8")
+        except Exception:
+            raise StoreError(
+                f"{where}: the payload does not decode (another key, or it was changed or moved)"
+            ) from None
+
+    # --- claims ---------------------------------------------------------------
+
+    def claim(self, run_id: str) -> RunClaim:
+        """Claim ``run_id`` for writing; :class:`RunClaimedError` while another holds it."""
+        _check_run_id(run_id)
+        if any(held == run_id for held, _ in self._held.values()):
+            raise RunClaimedError(f"run {run_id!r}: already claimed by this store")
+        handle = self._acquire(run_id)
+        token = uuid.uuid4().hex
+        self._held[token] = (run_id, handle)
+        try:
+            self._tails[token] = self._last_entry(run_id)
+        except BaseException:
+            self.release(RunClaim(run_id, token, self))
+            raise
+        return RunClaim(run_id, token, self)
+
+    def release(self, claim: RunClaim) -> None:
+        """Give the run up (idempotent); another writer may claim it afterwards."""
+        held = self._held.pop(claim.token, None)
+        self._tails.pop(claim.token, None)
+        if held is not None:
+            self._release(held[0], held[1])
+
+    def _check_claim(self, claim: RunClaim) -> str:
+        held = self._held.get(claim.token)
+        if held is None or held[0] != claim.run_id:
+            raise StoreError(f"run {claim.run_id!r}: the claim is not held (released or foreign)")
+        return claim.run_id
+
+    # --- writing --------------------------------------------------------------
+
+    def begin(self, claim: RunClaim, journal: JournalBase[Any, Any]) -> None:
+        """Record the run's request (its journal without entries); a no-op when it is stored.
+
+        A stored run with another request or format is a :class:`StoreError`.
+        """
+        run_id = self._check_claim(claim)
+        if not isinstance(journal, JournalBase):
+            raise StoreError(f"journal: expected a journal, got {type(journal).__name__}")
+        request = journal.request
+        if request.run.run_id != run_id:
+            raise StoreError(f"run {run_id!r}: the journal's request is run {request.run.run_id!r}")
+        header = journal_to_json(type(journal)(request))
+        stored = self.load(run_id)
+        if stored is not None:
+            if stored.format != journal.format or stored.journal.request != request:
+                raise StoreError(f"run {run_id!r}: the store holds it with another request")
+            return
+        payload = self._seal(header, f"run\x00{run_id}")
+        self._put_run(run_id, request.run.session_id, journal.format, payload, time.time())
+
+    def append(
+        self, claim: RunClaim, entry: JournalEntryBase[Any], *, duration_ms: float | None = None
+    ) -> None:
+        """Write ``entry``: the next one, or the completion of the last ``started`` one.
+
+        Anything else (a gap, a rewrite of a finished entry, an entry of an
+        unclaimed run) is a :class:`StoreError` and nothing is written.
+        """
+        run_id = self._check_claim(claim)
+        text = entry_to_json(entry)
+        tail = self._tails.get(claim.token)
+        seq, state = entry.seq, entry.state.value
+        last_seq = 0 if tail is None else tail[0]
+        replace = tail is not None and seq == last_seq
+        if replace:
+            assert tail is not None
+            if tail[1] != EntryState.STARTED.value:
+                raise StoreError(
+                    f"run {run_id!r}: entry {seq} is finished; a stored fact is never replaced"
+                )
+        elif seq != last_seq + 1:
+            raise StoreError(f"run {run_id!r}: entry {seq} does not follow entry {last_seq}")
+        if duration_ms is not None and (isinstance(duration_ms, bool) or duration_ms < 0):
+            raise StoreError("duration_ms: expected a number >= 0")
+        payload = self._seal(text, f"entry\x00{run_id}\x00{seq}")
+        self._put_entry(
+            run_id, seq, state, payload, duration_ms, claim.token, time.time(), replace=replace
+        )
+        self._tails[claim.token] = (seq, state)
+
+    def add_feedback(self, run_id: str, feedback: Feedback) -> None:
+        """Append a feedback record (see :func:`record_feedback` for the checked way)."""
+        _check_run_id(run_id)
+        payload = self._seal(feedback_to_json(feedback), f"feedback\x00{run_id}")
+        self._put_feedback(run_id, payload, feedback.recorded_at or time.time())
+
+    # --- reading --------------------------------------------------------------
+
+    def load(self, run_id: str) -> StoredRun | None:
+        """The run's journal as stored (None when the store never saw it).
+
+        Every payload is decoded and checked strictly: an entry whose text
+        disagrees with its record's ``seq`` or ``state``, a payload that does
+        not decode, a request that does not load are :class:`StoreError`\\ s
+        naming the run; a torn record was never written.
+        """
+        _check_run_id(run_id)
+        raw = self._get_run(run_id)
+        if raw is None:
+            return None
+        return self._decode(raw)
+
+    def _decode(self, raw: RawRun) -> StoredRun:
+
+        where = f"run {raw.run_id!r}"
+        header = self._unseal(raw.payload, f"run\x00{raw.run_id}", where)
+        empty = _journal_of(raw.format, header, where)
+        if empty.request.run.run_id != raw.run_id:
+            raise StoreError(f"{where}: the stored request is run {empty.request.run.run_id!r}")
+        entry_type = type(empty)._entry_type
+        entries: list[Any] = []
+        for record in raw.entries:
+            place = f"{where} entry {record.seq}"
+            text = self._unseal(record.payload, f"entry\x00{raw.run_id}\x00{record.seq}", place)
+            try:
+                entry = entry_from_json(text, entry_type)
+            except JournalError as error:
+                raise StoreError(f"{place}: {error}") from None
+            if entry.seq != record.seq or entry.state.value != record.state:
+                raise StoreError(f"{place}: the entry says seq {entry.seq} {entry.state.value}")
+            entries.append(entry)
+        feedback = []
+        for index, (payload, recorded_at) in enumerate(raw.feedback):
+            place = f"{where} feedback {index + 1}"
+            text = self._unseal(payload, f"feedback\x00{raw.run_id}", place)
+            feedback.append(attrs.evolve(feedback_from_json(text, place), recorded_at=recorded_at))
+        try:
+            journal = type(empty)(empty.request, tuple(entries))
+        except JournalError as error:  # pragma: no cover - entries are typed above
+            raise StoreError(f"{where}: {error}") from None
+        return StoredRun(
+            run_id=raw.run_id,
+            session_id=raw.session_id,
+            format=raw.format,
+            created_at=raw.created_at,
+            journal=journal,
+            durations=tuple(record.duration_ms for record in raw.entries),
+            written_at=tuple(record.written_at for record in raw.entries),
+            feedback=tuple(feedback),
+        )
+
+    def runs(
+        self, *, session_id: str | None = None, since: float | None = None
+    ) -> tuple[RunSummary, ...]:
+        """The stored runs in the order the store first saw them; filtered by session and time.
+
+        ``since`` is seconds since the epoch: runs first stored at or after it.
+        """
+        if session_id is not None and not isinstance(session_id, str):
+            raise StoreError(f"session_id: expected a string, got {type(session_id).__name__}")
+        return tuple(self._list_runs(session_id, since))
+
+    def iter_runs(
+        self, *, session_id: str | None = None, since: float | None = None
+    ) -> Iterator[StoredRun]:
+        """Every listed run, loaded (see :meth:`runs`)."""
+        for summary in self.runs(session_id=session_id, since=since):
+            stored = self.load(summary.run_id)
+            if stored is not None:
+                yield stored
+
+    def __enter__(self) -> StoreBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- what a backend supplies ---------------------------------------------
+
+    def _acquire(self, run_id: str) -> object:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _release(self, run_id: str, handle: object) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _put_run(  # pragma: no cover - abstract
+        self, run_id: str, session_id: str, format: str, payload: str, created_at: float
+    ) -> None:
+        raise NotImplementedError
+
+    def _put_entry(  # pragma: no cover - abstract
+        self, run_id: str, seq: int, state: str, payload: str, duration_ms: float | None,
+        token: str, written_at: float, *, replace: bool,
+    ) -> None:
+        raise NotImplementedError
+
+    def _last_entry(self, run_id: str) -> tuple[int, str] | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _get_run(self, run_id: str) -> RawRun | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _list_runs(  # pragma: no cover - abstract
+        self, session_id: str | None, since: float | None
+    ) -> Sequence[RunSummary]:
+        raise NotImplementedError
+
+    def _put_feedback(  # pragma: no cover - abstract
+        self, run_id: str, payload: str, recorded_at: float
+    ) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        """Release every claim and close the connection or file."""
+        raise NotImplementedError

@@ -1,0 +1,260 @@
+"""The fleet report: how the runs in a store went, for the people who operate them (spec §16).
+
+Everything is derived from the stored journals through the same per-run
+story the session report tells (:func:`run_story`): outcome and reason-code
+counts, the gatekeeper's PASS / LOW_CONFID / REJECT rates over its audits,
+how often a run needed an evidence retry or ended in a fallback, each tool's
+failure rate, per-call latency percentiles from the ``duration_ms`` the
+drivers measured, and the feedback ratings. The JSON form is
+``diagnosis_fleet_report_v1`` (``docs/protocol.md``); :func:`fleet_report_html`
+renders one self-contained page (inline SVG, no script, nothing fetched).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from .._kernel.json import JsonValue
+from ._base import JournalStore
+from ._session import run_story
+
+__all__ = [
+    "FLEET_REPORT_FORMAT",
+    "fleet_report",
+    "fleet_report_html",
+    "format_fleet_report",
+]
+
+FLEET_REPORT_FORMAT = "diagnosis_fleet_report_v1"
+"""The ``format`` of a fleet report's JSON form."""
+
+_GATEKEEPER_STATUSES = ("PASS", "LOW_CONFID", "REJECT")
+
+
+def _rate(count: int, total: int) -> float | None:
+    return None if total == 0 else round(count / total, 6)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of ``values`` (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _counts(counter: Counter[str]) -> dict[str, JsonValue]:
+    return {name: counter[name] for name in sorted(counter)}
+
+
+def fleet_report(
+    store: JournalStore, *, since: float | None = None, key: bytes | None = None
+) -> dict[str, JsonValue]:
+    """Sum up every run in ``store`` first stored at or after ``since`` (seconds since the epoch).
+
+    Runs that are incomplete are counted as such and contribute their
+    effects' latencies and tool calls; a run whose journal does not fold
+    (or verify, with ``key``) is counted as ``invalid`` and contributes
+    nothing else. Rates are fractions of the runs (or audits, or calls)
+    they are about, null when there are none.
+    """
+    runs = {"total": 0, "complete": 0, "incomplete": 0, "invalid": 0}
+    outcomes: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    gatekeeper: Counter[str] = Counter()
+    tools: dict[str, list[int]] = {}
+    latencies: dict[str, list[float]] = {}
+    ratings: Counter[str] = Counter()
+    rating_sum = 0
+    retried = fallbacks = finished = chat_finished = 0
+    for summary in store.runs(since=since):
+        stored = store.load(summary.run_id)
+        if stored is None:  # pragma: no cover - listed runs are stored
+            continue
+        story: dict[str, Any] = run_story(stored, key=key)
+        runs["total"] += 1
+        runs[story["status"]] += 1
+        if story["status"] == "invalid":
+            continue
+        prefix = "" if story["workflow"] == "chat" else "aiops."
+        for effect in story["effects"]:
+            if effect["duration_ms"] is not None and effect["state"] == "finished":
+                latencies.setdefault(prefix + effect["call"], []).append(effect["duration_ms"])
+        for tool in story["tool_invocations"]:
+            tally = tools.setdefault(tool["tool_name"], [0, 0])
+            tally[0] += 1
+            tally[1] += 0 if tool["success"] else 1
+        for audit in story["gatekeeper_audits"]:
+            gatekeeper[audit["status"]] += 1
+        for item in story["feedback"]:
+            ratings[str(item["rating"])] += 1
+            rating_sum += item["rating"]
+        if story["status"] != "complete":
+            continue
+        finished += 1
+        outcome = story["outcome"]
+        outcomes[outcome] += 1
+        if story["reason_code"] is not None:
+            reasons[story["reason_code"]] += 1
+        if "FALLBACK" in outcome:
+            fallbacks += 1
+        if story["workflow"] == "chat":
+            chat_finished += 1
+            if any(step["node"] == "evidence_retry" for step in story["agent_steps"]):
+                retried += 1
+    audits = sum(gatekeeper.values())
+    feedback_count = sum(ratings.values())
+    return {
+        "format": FLEET_REPORT_FORMAT,
+        "since": since,
+        "runs": dict(runs),
+        "outcomes": _counts(outcomes),
+        "reason_codes": _counts(reasons),
+        "gatekeeper": {
+            "audits": audits,
+            "rates": {name: _rate(gatekeeper[name], audits) for name in _GATEKEEPER_STATUSES},
+        },
+        "evidence_retry_rate": _rate(retried, chat_finished),
+        "fallback_rate": _rate(fallbacks, finished),
+        "tools": {
+            name: {"calls": calls, "failures": failures, "failure_rate": _rate(failures, calls)}
+            for name, (calls, failures) in sorted(tools.items())
+        },
+        "latency_ms": {
+            call: {"count": len(values), "p50": percentile(values, 0.5),
+                   "p95": percentile(values, 0.95)}
+            for call, values in sorted(latencies.items())
+        },
+        "feedback": {
+            "count": feedback_count,
+            "mean_rating": None if not feedback_count else round(rating_sum / feedback_count, 6),
+            "ratings": {str(value): ratings[str(value)] for value in range(1, 6)},
+        },
+    }
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def format_fleet_report(report: dict[str, Any]) -> str:
+    """The fleet report as readable text (``diagnosis-core report``)."""
+    runs = report["runs"]
+    lines = [
+        f"runs: {runs['total']} (complete {runs['complete']}, incomplete {runs['incomplete']}, "
+        f"invalid {runs['invalid']})",
+        "",
+        "outcomes:",
+    ]
+    lines += [f"  {name:<30} {count}" for name, count in report["outcomes"].items()]
+    lines.append("reason codes:")
+    lines += [f"  {name:<30} {count}" for name, count in report["reason_codes"].items()]
+    gate = report["gatekeeper"]
+    lines.append(f"gatekeeper audits: {gate['audits']}")
+    lines += [f"  {name:<30} {_show(rate)}" for name, rate in gate["rates"].items()]
+    lines.append(f"evidence retry rate: {_show(report['evidence_retry_rate'])}")
+    lines.append(f"fallback rate: {_show(report['fallback_rate'])}")
+    lines.append("tools (calls, failures, failure rate):")
+    lines += [
+        f"  {name:<30} {row['calls']} {row['failures']} {_show(row['failure_rate'])}"
+        for name, row in report["tools"].items()
+    ]
+    lines.append("latency ms (count, p50, p95):")
+    lines += [
+        f"  {name:<30} {row['count']} {_show(row['p50'])} {_show(row['p95'])}"
+        for name, row in report["latency_ms"].items()
+    ]
+    feedback = report["feedback"]
+    lines.append(f"feedback: {feedback['count']} rating(s), mean {_show(feedback['mean_rating'])}")
+    lines += [f"  {stars} star(s): {count}" for stars, count in feedback["ratings"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _bar_chart(chart_id: str, title: str, rows: Sequence[tuple[str, float, str]]) -> str:
+    """One horizontal bar chart as inline SVG: a ``rect`` per row, scaled to the largest."""
+    width, bar, gap, label_width = 640, 22, 8, 240
+    height = max(1, len(rows)) * (bar + gap) + 40
+    largest = max((value for _, value, _ in rows), default=0.0) or 1.0
+    parts = [
+        f'<svg class="chart" id="{chart_id}" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{html.escape(title)}">',
+        f'<text x="0" y="18" class="title">{html.escape(title)}</text>',
+    ]
+    if not rows:
+        parts.append('<text x="0" y="44" class="empty">no data</text>')
+    for index, (label, value, shown) in enumerate(rows):
+        y = 30 + index * (bar + gap)
+        length = max(1.0, (width - label_width - 90) * value / largest)
+        parts.append(
+            f'<text x="0" y="{y + 16}" class="label">{html.escape(label)}</text>'
+            f'<rect class="bar" x="{label_width}" y="{y}" width="{length:.1f}" height="{bar}">'
+            f"<title>{html.escape(label)}: {html.escape(shown)}</title></rect>"
+            f'<text x="{label_width + length + 6:.1f}" y="{y + 16}" class="value">'
+            f"{html.escape(shown)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.4em; } section { margin-bottom: 2em; }
+svg.chart .bar { fill: #3b6ea5; } svg.chart text { font-size: 13px; fill: #222; }
+svg.chart .title { font-weight: bold; } table { border-collapse: collapse; }
+td, th { padding: 2px 10px; text-align: left; border-bottom: 1px solid #ddd; }
+"""
+
+
+def fleet_report_html(report: dict[str, Any]) -> str:
+    """One self-contained HTML page of the fleet report: inline SVG charts, no network at all."""
+    runs = report["runs"]
+    charts = [
+        _bar_chart("chart-outcomes", "Outcomes",
+                   [(name, float(count), str(count))
+                    for name, count in report["outcomes"].items()]),
+        _bar_chart("chart-reasons", "Reason codes",
+                   [(name, float(count), str(count))
+                    for name, count in report["reason_codes"].items()]),
+        _bar_chart("chart-gatekeeper", "Gatekeeper status rate",
+                   [(name, rate or 0.0, _show(rate))
+                    for name, rate in report["gatekeeper"]["rates"].items()]),
+        _bar_chart("chart-tools", "Tool failure rate",
+                   [(name, row["failure_rate"] or 0.0,
+                     f"{_show(row['failure_rate'])} of {row['calls']}")
+                    for name, row in report["tools"].items()]),
+        _bar_chart("chart-latency", "Latency p95 (ms) per call",
+                   [(name, row["p95"] or 0.0, f"p50 {_show(row['p50'])} p95 {_show(row['p95'])}")
+                    for name, row in report["latency_ms"].items()]),
+        _bar_chart("chart-feedback", "Feedback ratings",
+                   [(f"{stars} star(s)", float(count), str(count))
+                    for stars, count in report["feedback"]["ratings"].items()]),
+    ]
+    summary = (
+        f"<table><tr><th>runs</th><td>{runs['total']}</td></tr>"
+        f"<tr><th>complete</th><td>{runs['complete']}</td></tr>"
+        f"<tr><th>incomplete</th><td>{runs['incomplete']}</td></tr>"
+        f"<tr><th>invalid</th><td>{runs['invalid']}</td></tr>"
+        f"<tr><th>evidence retry rate</th><td>{_show(report['evidence_retry_rate'])}</td></tr>"
+        f"<tr><th>fallback rate</th><td>{_show(report['fallback_rate'])}</td></tr>"
+        f"<tr><th>mean rating</th><td>{_show(report['feedback']['mean_rating'])}</td></tr>"
+        "</table>"
+    )
+    body = "".join(f"<section>{chart}</section>" for chart in charts)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'\">"
+        "<title>diagnosis fleet report</title>"
+        f"<style>{_STYLE}</style></head><body><h1>Diagnosis fleet report</h1>"
+        f"<section>{summary}</section>{body}</body></html>\n"
+    )

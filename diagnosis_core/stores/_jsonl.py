@@ -1,0 +1,283 @@
+"""The append-only JSON Lines store: one file for all runs, one record per line (spec §16).
+
+Each line is one JSON object tagged with its run id and ``kind`` (``run``,
+``entry`` or ``feedback``; the fields are listed in ``docs/stores.md``). A write
+is one ``write`` of one whole line under an exclusive ``flock`` of the file,
+followed by ``fsync`` before the call returns — so a ``started`` entry is on
+disk before its effect runs. A write never reads the file: it costs O(1) in
+the journal's length.
+
+**Torn writes.** A process killed (or a machine losing power) in the middle
+of a write leaves a partial last line. Every complete line ends with ``\\n``,
+so the reader never takes a line without one, and a line that does not parse
+as a complete record is skipped: it is the record it failed to be — a
+missing entry, or a ``started`` entry still waiting for its completion —
+never a fact. Before writing, a writer that finds the file not ending in
+``\\n`` ends the torn fragment first, so the next record starts on its own line.
+
+A finished entry is a later line with the same ``seq`` as the ``started`` one;
+the reader applies the store's rule (only a ``started`` entry is ever
+replaced, entries follow one another) and refuses a run whose lines break it.
+
+Readers keep an index of what they have read and read only what was appended
+since, so listing and loading stay cheap for a long-lived store object.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from ._base import EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
+from ._locks import RunLocks
+
+__all__ = ["JsonlStore"]
+
+
+@attrs.define
+class _Run:
+    run_id: str
+    session_id: str
+    format: str
+    created_at: float
+    payload: str
+    entries: list[EntryRecord] = attrs.Factory(list)
+    feedback: list[tuple[str, float]] = attrs.Factory(list)
+    problem: str | None = None
+
+
+def _line(record: dict[str, object]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+class JsonlStore(StoreBase):
+    """A journal store in one append-only JSON Lines file (``open_store("runs.jsonl")``).
+
+    Single host: writers may be many processes, on a local file system.
+    ``codec`` encrypts every payload (see :class:`PayloadCodec`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, codec: PayloadCodec | None = None) -> None:
+        super().__init__(codec)
+        self.path = Path(path)
+        self._locks = RunLocks(Path(f"{self.path}.locks"))
+        try:
+            existed = self.path.exists()
+            self._fd = os.open(
+                self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
+            if not existed:
+                _fsync_directory(self.path.parent)
+        except OSError as error:
+            raise StoreError(f"cannot open the store file {self.path}: {error}") from None
+        self._mutex = threading.RLock()  # the index and the descriptor, across threads
+        self._offset = 0
+        self._runs: dict[str, _Run] = {}
+        self._orphans: dict[str, list[tuple[str, float]]] = {}
+        self.torn_lines = 0
+        """Lines skipped because they are not complete records (torn writes)."""
+
+    # --- writing --------------------------------------------------------------
+
+    def _write(self, record: dict[str, object]) -> None:
+        with self._mutex:
+            self._write_locked(record)
+
+    def _write_locked(self, record: dict[str, object]) -> None:
+        data = _line(record)
+        fd = self._fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # end a torn fragment: it stays a skipped line
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError as error:
+            raise StoreError(f"cannot write the store file {self.path}: {error}") from None
+
+    def _put_run(
+        self, run_id: str, session_id: str, format: str, payload: str, created_at: float
+    ) -> None:
+        self._write({"kind": "run", "run_id": run_id, "session_id": session_id,
+                     "format": format, "created_at": created_at, "payload": payload})
+
+    def _put_entry(
+        self, run_id: str, seq: int, state: str, payload: str, duration_ms: float | None,
+        token: str, written_at: float, *, replace: bool,
+    ) -> None:
+        self._write({"kind": "entry", "run_id": run_id, "seq": seq, "state": state,
+                     "payload": payload, "duration_ms": duration_ms, "token": token,
+                     "written_at": written_at})
+
+    def _put_feedback(self, run_id: str, payload: str, recorded_at: float) -> None:
+        self._refresh()
+        if run_id not in self._runs:
+            raise StoreError(f"run {run_id!r}: not in the store")
+        self._write({"kind": "feedback", "run_id": run_id, "payload": payload,
+                     "recorded_at": recorded_at})
+
+    # --- claims ---------------------------------------------------------------
+
+    def _acquire(self, run_id: str) -> object:
+        return self._locks.acquire(run_id)
+
+    def _release(self, run_id: str, handle: object) -> None:
+        self._locks.release(handle)
+
+    # --- reading --------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Read the lines appended since the last read into the index."""
+        with self._mutex:
+            self._refresh_locked()
+
+    def _refresh_locked(self) -> None:
+        try:
+            size = os.fstat(self._fd).st_size
+            if size <= self._offset:
+                return
+            data = os.pread(self._fd, size - self._offset, self._offset)
+        except OSError as error:
+            raise StoreError(f"cannot read the store file {self.path}: {error}") from None
+        end = data.rfind(b"\n")
+        if end < 0:
+            return  # only a line in progress (or torn): nothing complete yet
+        self._offset += end + 1
+        for line in data[: end + 1].split(b"\n")[:-1]:
+            self._index(line)
+
+    def _index(self, line: bytes) -> None:
+        if not line:
+            return
+        try:
+            record = json.loads(line.decode("utf-8", "surrogatepass"))
+            kind = record["kind"]
+            run_id = record["run_id"]
+            if not isinstance(run_id, str):
+                raise TypeError
+            if kind == "run":
+                self._index_run(record)
+            elif kind == "entry":
+                self._index_entry(record)
+            elif kind == "feedback":
+                payload, at = record["payload"], float(record["recorded_at"])
+                if not isinstance(payload, str):
+                    raise TypeError
+                run = self._runs.get(run_id)
+                if run is None:
+                    self._orphans.setdefault(run_id, []).append((payload, at))
+                else:
+                    run.feedback.append((payload, at))
+            else:
+                raise KeyError(kind)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            self.torn_lines += 1
+
+    def _index_run(self, record: dict[str, object]) -> None:
+        run_id, session_id, format = record["run_id"], record["session_id"], record["format"]
+        payload = record["payload"]
+        created = record["created_at"]
+        if not all(isinstance(item, str) for item in (run_id, session_id, format, payload)):
+            raise TypeError
+        if isinstance(created, bool) or not isinstance(created, int | float):
+            raise TypeError
+        assert isinstance(run_id, str) and isinstance(session_id, str)
+        assert isinstance(format, str) and isinstance(payload, str)
+        if run_id in self._runs:
+            known = self._runs[run_id]
+            known.problem = known.problem or "the run is recorded twice"
+            return
+        run = _Run(run_id, session_id, format, float(created), payload)
+        run.feedback.extend(self._orphans.pop(run_id, []))
+        self._runs[run_id] = run
+
+    def _index_entry(self, record: dict[str, object]) -> None:
+        run_id, seq, state = record["run_id"], record["seq"], record["state"]
+        payload, duration, at = record["payload"], record["duration_ms"], record["written_at"]
+        if type(seq) is not int or state not in ("started", "finished"):
+            raise TypeError
+        if not isinstance(payload, str) or not isinstance(run_id, str):
+            raise TypeError
+        if duration is not None and (isinstance(duration, bool)
+                                     or not isinstance(duration, int | float)):
+            raise TypeError
+        if isinstance(at, bool) or not isinstance(at, int | float):
+            raise TypeError
+        assert isinstance(state, str)
+        run = self._runs.get(run_id)
+        if run is None:
+            raise TypeError  # an entry before its run record: not a record of this store
+        entry = EntryRecord(seq, state, payload,
+                            None if duration is None else float(duration), float(at))
+        entries = run.entries
+        last = entries[-1] if entries else None
+        if last is not None and seq == last.seq and last.state == "started":
+            entries[-1] = entry
+        elif seq == (0 if last is None else last.seq) + 1:
+            entries.append(entry)
+        elif run.problem is None:
+            run.problem = f"entry {seq} does not follow entry {0 if last is None else last.seq}"
+
+    def _get_run(self, run_id: str) -> RawRun | None:
+        self._refresh()
+        run = self._runs.get(run_id)
+        if run is None:
+            return None
+        if run.problem is not None:
+            raise StoreError(f"run {run_id!r}: the store file is inconsistent: {run.problem}")
+        return RawRun(run.run_id, run.session_id, run.format, run.created_at, run.payload,
+                      tuple(run.entries), tuple(run.feedback))
+
+    def _last_entry(self, run_id: str) -> tuple[int, str] | None:
+        self._refresh()
+        run = self._runs.get(run_id)
+        if run is None or not run.entries:
+            return None
+        if run.problem is not None:
+            raise StoreError(f"run {run_id!r}: the store file is inconsistent: {run.problem}")
+        last = run.entries[-1]
+        return last.seq, last.state
+
+    def _list_runs(self, session_id: str | None, since: float | None) -> Sequence[RunSummary]:
+        self._refresh()
+        return [
+            RunSummary(run.run_id, run.session_id, run.format, run.created_at, len(run.entries))
+            for run in self._runs.values()
+            if (session_id is None or run.session_id == session_id)
+            and (since is None or run.created_at >= since)
+        ]
+
+    def close(self) -> None:
+        """Release every claim and close the file."""
+        for token, (_, handle) in list(self._held.items()):
+            self._held.pop(token, None)
+            self._locks.release(handle)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - a directory that cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

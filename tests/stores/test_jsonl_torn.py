@@ -1,0 +1,111 @@
+"""Torn writes in the JSON Lines store (spec §16): a partial line is never a fact."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from store_support import load_example, scenario_of, with_ids
+
+import diagnosis_core as dc
+import diagnosis_core.journal as dcj
+from diagnosis_core.stores import JsonlStore, entry_to_json
+
+
+def _journal() -> tuple[dc.DiagnosisRequest, dcj.Journal, dc.DiagnosisState]:
+    request, effects = scenario_of(with_ids(load_example("payment_timeout"), run_id="torn"))
+    sink = dcj.ListJournalSink()
+    state = dc.run_diagnosis(request, effects, sink=sink)
+    return request, sink.journal(request), state
+
+
+def test_a_torn_finished_line_leaves_the_started_entry_and_the_run_resumes(
+    tmp_path: Path,
+) -> None:
+    request, journal, expected = _journal()
+    path = tmp_path / "runs.jsonl"
+    store = JsonlStore(path)
+    with store.claim("torn") as claim:
+        store.begin(claim, dcj.Journal(request))
+        store.append(claim, journal.entries[0])
+        started = dcj.JournalEntry(2, dcj.JournalCall.EXECUTOR, 1, 1,
+                                   journal.entries[1].input_sha256, dcj.EntryState.STARTED)
+        store.append(claim, started)
+        size = path.stat().st_size
+        store.append(claim, journal.entries[1])  # the finished executor entry...
+    data = path.read_bytes()
+    path.write_bytes(data[: size + (len(data) - size) // 2])  # ...torn in the middle
+    reader = JsonlStore(path)
+    stored = reader.load("torn")
+    assert stored is not None and stored.journal.entries == (journal.entries[0], started)
+    assert reader.torn_lines == 0  # an unterminated tail is not read at all
+    _, effects = scenario_of(with_ids(load_example("payment_timeout"), run_id="torn"))
+    state = dc.run_diagnosis(request, effects, store=reader)
+    assert state.result.reason_code is dc.ReasonCode.EXECUTOR_FAILED  # §12: never re-sent
+    again = JsonlStore(path)
+    stored = again.load("torn")
+    assert stored is not None and dcj.fold_journal(stored.journal) == state
+    assert again.torn_lines == 1  # the fragment, ended by the next writer, is skipped
+    assert path.read_bytes().count(b"\n") == len(path.read_bytes().splitlines())
+    assert expected.result.reason_code is None
+
+
+def test_a_torn_started_line_is_a_missing_entry(tmp_path: Path) -> None:
+    request, journal, expected = _journal()
+    path = tmp_path / "runs.jsonl"
+    store = JsonlStore(path)
+    with store.claim("torn") as claim:
+        store.begin(claim, dcj.Journal(request))
+        store.append(claim, journal.entries[0])
+    line = entry_to_json(journal.entries[1]).encode()
+    with open(path, "ab") as handle:
+        handle.write(b'{"kind":"entry","run_id":"torn","seq":2,"payload":' + line[:40])
+    _, effects = scenario_of(with_ids(load_example("payment_timeout"), run_id="torn"))
+    state = dc.run_diagnosis(request, effects, store=JsonlStore(path))
+    assert dc.to_json(state.result) == dc.to_json(expected.result)
+    stored = JsonlStore(path).load("torn")
+    assert stored is not None and stored.journal == journal
+
+
+@functools.cache
+def _recorded_file() -> tuple[bytes, dcj.Journal]:
+    """One run recorded into a JSON Lines file by the driver: its bytes and its journal."""
+    request, journal, _ = _journal()
+    path = Path(tempfile.mkdtemp(prefix="torn-")) / "whole.jsonl"
+    effects = scenario_of(with_ids(load_example("payment_timeout"), run_id="torn"))[1]
+    dc.run_diagnosis(request, effects, store=JsonlStore(path))
+    data = path.read_bytes()
+    shutil.rmtree(path.parent)
+    return data, journal
+
+
+@settings(max_examples=60)
+@given(where=st.integers(0, 1_000_000))
+def test_a_file_cut_anywhere_loads_as_the_writes_that_completed(
+    tmp_path_factory: pytest.TempPathFactory, where: int
+) -> None:
+    """Oracle: the writes were run, s1, f1, s2, f2, … one per line; a cut keeps whole lines."""
+    whole, journal = _recorded_file()
+    cut = where * len(whole) // 1_000_000
+    path = tmp_path_factory.mktemp("cut") / "cut.jsonl"
+    path.write_bytes(whole[:cut])
+    complete = whole[:cut].count(b"\n")
+    stored = JsonlStore(path).load("torn")
+    if complete == 0:
+        assert stored is None
+        return
+    writes = complete - 1
+    count, started = (writes + 1) // 2, writes % 2 == 1
+    expected = list(journal.entries[:count])
+    if started:
+        expected[-1] = attrs.evolve(expected[-1], state=dcj.EntryState.STARTED, outcome=None,
+                                    tool_invocations=None)
+    assert stored is not None and list(stored.journal.entries) == expected
+    status = dcj.journal_status(stored.journal)  # a torn file always folds
+    assert status.complete == (count == len(journal.entries) and not started)

@@ -1,0 +1,24 @@
+"""The "Storing runs" page's snippet runs as written (from a directory holding the examples)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from store_support import ROOT
+
+
+def test_the_storing_runs_snippet_runs(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "stores.md").read_text(encoding="utf-8")
+    (snippet,) = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    completed = subprocess.run(
+        [sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "ANSWERED None\n"
+    assert (tmp_path / "runs.db").exists()
