@@ -100,6 +100,7 @@ from ._kernel.errors import (
     MachineError,
     NonRetryableError,
     PayloadError,
+    RunOptionsError,
     ScenarioError,
     ToolBlockedError,
 )
@@ -294,6 +295,7 @@ __all__ = [
     "ReasonCode",
     "ReferenceGatekeeper",
     "RunConfig",
+    "RunOptionsError",
     "Scenario",
     "ScenarioError",
     "Skill",

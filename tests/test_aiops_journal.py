@@ -17,7 +17,7 @@ import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
-from diagnosis_core import JournalError
+from diagnosis_core import JournalError, RunOptionsError
 from diagnosis_core._cli import main
 from diagnosis_core.aiops import AiOpsAgent, AiOpsJournal, AiOpsJournalEntry
 from diagnosis_core.journal import EntryState
@@ -457,9 +457,9 @@ def test_driver_misuse_is_refused_before_any_agent_runs() -> None:
     request = dca.aiops_scenario_request(scenario)
     effects = dca.aiops_scenario_effects(scenario)
     journal = dca.record_aiops_scenario(example("aiops_payload_targeted.json"))
-    with pytest.raises(TypeError, match="key= and tools= record a journal"):
+    with pytest.raises(RunOptionsError, match="run_aiops: key= and tools= record a journal"):
         dca.run_aiops(request, effects, key=KEY)
-    with pytest.raises(TypeError, match="pass state= or journal=, not both"):
+    with pytest.raises(RunOptionsError, match="pass state= or journal=/sink=, not both"):
         dca.run_aiops(request, effects, state=dca.start_aiops(request), journal=journal)
     other = attrs.evolve(request, alerts=())
     with pytest.raises(JournalError, match=r"^request: the journal records a different request"):

@@ -319,8 +319,12 @@ def test_a_tampered_or_wrongly_keyed_journal_is_refused_before_any_effect() -> N
 def test_a_state_cannot_start_a_journal() -> None:
     request, effects = setup(load("payment_timeout.json"))
     state = dcm.start_diagnosis(request)
-    with pytest.raises(ValueError, match="state: a journaling run"):
+    with pytest.raises(dc.RunOptionsError, match="run_diagnosis: state= cannot start a journaling"):
         dc.run_diagnosis(request, effects, state=state, sink=dcj.ListJournalSink())
+    with pytest.raises(ValueError, match="key= and tools= record a journal"):
+        dc.run_diagnosis(request, effects, key=KEY)  # a key that would sign nothing
+    with pytest.raises(TypeError, match="tools= must be a ToolRecorder"):
+        dc.run_diagnosis(request, effects, sink=dcj.ListJournalSink(), tools=object())  # type: ignore[arg-type]
 
 
 # --- observers and streaming -----------------------------------------------------------------

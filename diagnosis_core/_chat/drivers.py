@@ -32,7 +32,12 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from .._kernel.effects import check_effects_kind, reject_awaitable, require_awaitable
+from .._kernel.effects import (
+    check_effects_kind,
+    check_run_options,
+    reject_awaitable,
+    require_awaitable,
+)
 from .._kernel.errors import JournalError
 from .._kernel.loop import (
     Done,
@@ -201,6 +206,7 @@ class _Run:
 
 
 def _prepare(
+    driver: str,
     request: DiagnosisRequest,
     state: DiagnosisState | None,
     *,
@@ -212,15 +218,13 @@ def _prepare(
     observer: DiagnosisObserver | None,
 ) -> _Run:
     """Validate the options and resume the journal; nothing is written yet."""
-    if journal is None and sink is None:
+    journaling = journal is not None or sink is not None
+    check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
+    if not journaling:
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
     from .journal import Journal, JournalRecorder, journal_status, resume_journal
 
-    if state is not None:
-        raise ValueError(
-            "state: a journaling run starts from its request or its journal, not from a state"
-        )
     if journal is None:
         recorder = JournalRecorder(Journal(request), sink=sink, key=key)
         return _Run(
@@ -356,7 +360,7 @@ def run_diagnosis(
            clock=time.monotonic)
     _check_sync(effects, "run_diagnosis")
     run = _prepare(
-        request, state, journal=journal, sink=sink, key=key,
+        "run_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
     )
     if run.journaling is None and not run.watched:
@@ -398,7 +402,7 @@ async def arun_diagnosis(
            clock=time.monotonic)
     _check_async(effects, "arun_diagnosis")
     run = _prepare(
-        request, state, journal=journal, sink=sink, key=key,
+        "arun_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
     )
     if run.journaling is None and not run.watched:
@@ -433,7 +437,7 @@ def iter_diagnosis(
     """
     _check_sync(effects, "iter_diagnosis")
     run = _prepare(
-        request, state, journal=journal, sink=sink, key=key,
+        "iter_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
     )
     return _iterate(run, effects)
@@ -463,7 +467,7 @@ def aiter_diagnosis(
     """
     _check_async(effects, "aiter_diagnosis")
     run = _prepare(
-        request, state, journal=journal, sink=sink, key=key,
+        "aiter_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
     )
     return _aiterate(run, effects)

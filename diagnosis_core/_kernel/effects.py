@@ -14,12 +14,14 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
 from .config import RunConfig
+from .errors import RunOptionsError
 
 __all__ = [
     "AgentInvoker",
     "AsyncAgentInvoker",
     "awaitable_agent",
     "check_effects_kind",
+    "check_run_options",
     "is_async_callable",
     "reject_awaitable",
     "require_awaitable",
@@ -112,3 +114,38 @@ def require_awaitable(value: object, what: str, driver: str) -> Awaitable[Any]:
             " a sync effect needs the sync driver (or AsyncEffects.from_sync)"
         )
     return value
+
+
+# --- the options of a run (spec §12, §14): one rule set for both workflows -------------
+
+
+def check_run_options(
+    driver: str,
+    *,
+    journaling: bool,
+    state: object,
+    key: object,
+    tools: object,
+) -> None:
+    """Refuse options that do not go together; ``journaling``: ``journal=`` or ``sink=`` given.
+
+    Raises:
+        RunOptionsError: ``state=`` with a journal or sink, or ``key=`` /
+            ``tools=`` without one.
+        TypeError: ``tools=`` that is not a tool recorder.
+    """
+    if journaling and state is not None:
+        raise RunOptionsError(
+            f"{driver}: state= cannot start a journaling run; a journaling run starts from "
+            "its request or its journal (pass state= or journal=/sink=, not both)"
+        )
+    if not journaling and (key is not None or tools is not None):
+        raise RunOptionsError(
+            f"{driver}: key= and tools= record a journal; pass journal= or sink="
+        )
+    if tools is None:
+        return
+    from .tools import ToolRecorder  # loaded only by a run that records tools
+
+    if not isinstance(tools, ToolRecorder):
+        raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")

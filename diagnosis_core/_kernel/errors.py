@@ -20,6 +20,7 @@ __all__ = [
     "MachineError",
     "NonRetryableError",
     "PayloadError",
+    "RunOptionsError",
     "ScenarioError",
     "ToolBlockedError",
 ]
@@ -63,6 +64,17 @@ class JournalError(DiagnosisError, ValueError):
     The message names the first bad place (``entries[3].outcome: expected
     "text" or "error"``, ``entries[3]: the run expects verifier round 1
     attempt 2, the journal has composer``).
+    """
+
+
+class RunOptionsError(DiagnosisError, ValueError, TypeError):
+    """A driver's options do not go together (spec §12, §14): refused before anything runs.
+
+    ``state=`` with ``journal=``/``sink=`` (a journaling run starts from its
+    request or its journal), or ``key=``/``tools=`` without them (they record
+    a journal; ignoring them would fail open). One error for both workflows'
+    drivers; a ``ValueError``, and a ``TypeError`` too, which the AIOps
+    drivers raised for the same misuse before.
     """
 
 

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, TypeAlias
 import attrs
 
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
+from .._kernel.effects import (
+    AgentInvoker,
+    AsyncAgentInvoker,
+    awaitable_agent,
+    check_effects_kind,
+    check_run_options,
+)
 from .._kernel.errors import JournalError
 from .._kernel.journal.codec import RecordedToolInvocation, tool_invocation_from_record
 from .._kernel.ledger import ToolLedger
@@ -242,15 +248,11 @@ def _start(
     driver: str,
 ) -> _Run:
     """The state to drive from and, when journaling, the journal side of the run."""
-    if journal is None and sink is None:
-        if key is not None or tools is not None:
-            raise TypeError(f"{driver}: key= and tools= record a journal; pass journal= or sink=")
+    journaling = journal is not None or sink is not None
+    check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
+    if not journaling:
         current = start_aiops(request) if state is None else state
         return _Run(current, None, len(current.events), observer)
-    if state is not None:
-        raise TypeError(f"{driver}: pass state= or journal=, not both (the journal is the state)")
-    if tools is not None and not isinstance(tools, ToolRecorder):
-        raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
     announced = 0
     if journal is None:
         journal = AiOpsJournal(request)

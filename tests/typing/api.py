@@ -832,6 +832,15 @@ def aiops_streams(request: dca.AiOpsRequest, effects: dca.AiOpsEffects) -> int:
     return len(items) + len(state.events)
 
 
+def refused_options(request: DiagnosisRequest, effects: Effects) -> str:
+    """Options that do not go together are refused alike by both workflows' drivers."""
+    try:
+        dc.run_diagnosis(request, effects, key=b"signs nothing")
+    except dc.RunOptionsError as error:
+        return str(error)
+    return ""
+
+
 async def aiops_streams_async(request: dca.AiOpsRequest, effects: dca.AsyncAiOpsEffects) -> int:
     """The asyncio forms of the AIOps drivers."""
     items = [item async for item in dca.aiter_aiops(request, effects)]
