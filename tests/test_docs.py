@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -195,3 +196,20 @@ def test_the_example_verifier_input_in_the_protocol_is_what_the_core_sends() -> 
 
 def test_the_readme_fits_on_two_screens() -> None:
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 120
+
+
+@pytest.mark.parametrize(
+    "page", markdown_files(), ids=lambda path: path.relative_to(ROOT).as_posix()
+)
+def test_no_prose_line_is_repeated_right_after_itself(page: Path) -> None:
+    # A merge that doubles a line (protocol §14 once said its "Status" twice).
+    lines = _FENCE.sub("", page.read_text(encoding="utf-8")).splitlines()
+    repeated = [a for a, b in itertools.pairwise(lines) if a.strip() and a == b]
+    assert repeated == []
+
+
+def test_decisions_say_matched_text_is_folded_not_stripped() -> None:
+    decisions = (DOCS / "decisions.md").read_text(encoding="utf-8")
+    assert "starts and ends on non-whitespace" not in decisions
+    embedding = (DOCS / "embedding.md").read_text(encoding="utf-8")
+    assert "recorder.gatekeeper()" in embedding
