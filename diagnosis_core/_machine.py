@@ -127,6 +127,16 @@ def to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(value)
 
 
+# Typed converters: the constructor takes what the validator accepts, so mypy
+# rejects what the runtime rejects (a history of strings, a skill of another type).
+def _history(value: Iterable[HistoryMessage]) -> tuple[HistoryMessage, ...]:
+    return tuple(value)
+
+
+def _skills(value: Iterable[Skill]) -> tuple[Skill, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class DiagnosisRequest:
     """One chat question and everything the run may use to answer it."""
@@ -134,10 +144,10 @@ class DiagnosisRequest:
     question: str = attrs.field(validator=attrs.validators.instance_of(str))
     run: RunConfig = attrs.field(validator=attrs.validators.instance_of(RunConfig))
     history: tuple[HistoryMessage, ...] = attrs.field(
-        default=(), converter=to_tuple, validator=items_of(HistoryMessage)
+        default=(), converter=_history, validator=items_of(HistoryMessage)
     )
     skills: tuple[Skill, ...] = attrs.field(
-        default=(), converter=to_tuple, validator=items_of(Skill)
+        default=(), converter=_skills, validator=items_of(Skill)
     )
     config: DiagnosisConfig = attrs.field(
         factory=DiagnosisConfig, validator=attrs.validators.instance_of(DiagnosisConfig)

@@ -252,10 +252,9 @@ def load_run_config(data: Mapping[str, object]) -> RunConfig:
     )
     metadata_raw = run.get("metadata")
     metadata = expect_object(metadata_raw, "run.metadata") if metadata_raw is not None else {}
-    for key, value in metadata.items():
-        expect_string(value, f"run.metadata.{key}")
+    strings = {key: expect_string(value, f"run.metadata.{key}") for key, value in metadata.items()}
     try:
-        return RunConfig(run_id, session_id, dict(metadata))
+        return RunConfig(run_id, session_id, strings)
     except ConfigError as error:
         field, _, problem = str(error).partition(": ")
         raise scenario_error(f"run.{field}", problem or str(error)) from error

@@ -763,3 +763,30 @@ async def stream_async() -> list[dc.TraceEvent | DiagnosisResult]:
     state = await dc.arun_diagnosis(request, async_effects, sink=dcj.ListJournalSink())
     assert_type(state, DiagnosisState)
     return items
+
+
+# --- parameters typed as their validators (the misuses are in misuse.py) ------------
+
+
+def precise_parameters(messages: list[HistoryMessage], catalog: dict[str, str]) -> None:
+    """What the validators accept, written the way users write it, type-checks."""
+    zh = DiagnosisConfig(locale="zh-CN")  # a Locale or its wire value
+    assert_type(zh.locale, Locale)
+    tagged = RunConfig("run-2", "chat-2", metadata={"team": "payments", "env": "prod"})
+    assert_type(tagged.metadata, Mapping[str, str])
+    asked = DiagnosisRequest(
+        "why?",
+        tagged,
+        history=messages,  # any iterable of HistoryMessage
+        skills=(Skill(name, description) for name, description in catalog.items()),
+        config=zh,
+    )
+    assert_type(asked.history, tuple[HistoryMessage, ...])
+    assert_type(asked.skills, tuple[Skill, ...])
+    spelled: dcj.ListJournalSink[dcj.JournalEntry] = dcj.ListJournalSink[dcj.JournalEntry]()
+    bare = dcj.ListJournalSink()
+    assert_type(bare, dcj.ListJournalSink[dcj.JournalEntry])
+    spelled.write(bare.entries[0])
+    aiops_sink = dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry]()
+    assert_type(dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry])
+    assert_type(aiops_sink.entries, list[dca.AiOpsJournalEntry])
