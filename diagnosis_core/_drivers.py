@@ -64,6 +64,7 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
+from ._messages import other_request_error
 from ._observe import DiagnosisObserver
 from ._trace import TraceEvent
 
@@ -237,7 +238,7 @@ def _prepare(
     if not isinstance(journal, Journal):
         raise JournalError(f"journal: expected a Journal, got {type(journal).__name__}")
     if journal.request != request:
-        raise JournalError("request: differs from the journal's request")
+        raise other_request_error(journal.request, request)
     before = journal_status(journal, key=key)
     resumed, current = resume_journal(journal, key=key, resend_gatekeeper=resend_gatekeeper)
     completed = resumed.entries[-1] if resumed is not journal else None

@@ -32,6 +32,7 @@ from .._errors import JournalError
 from .._journal_wire import RecordedToolInvocation, tool_invocation_from_record
 from .._loop import adrive, ainvoke_agent, drive, invoke_agent
 from .._machine import AgentFailed, AgentReplied
+from .._messages import other_request_error
 from .._reference_gatekeeper import ToolLedger
 from .._tools import RecorderMark, ToolRecorder
 from ._enums import AiOpsAgent
@@ -203,7 +204,7 @@ def _start(
         if not isinstance(journal, AiOpsJournal):
             raise JournalError(f"expected an AiOpsJournal, got {type(journal).__name__}")
         if journal.request != request:
-            raise JournalError("request: the journal records a different request")
+            raise other_request_error(journal.request, request)
         before = journal
         journal, current = resume_aiops_journal(journal, key=key)
         if sink is not None and journal is not before:
