@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from _oracles import reference_accepts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -182,14 +183,28 @@ def test_any_json_value_round_trips_through_canonical_json(value: object) -> Non
     assert loads_strict(canonical_json(value)) == value
 
 
+_JSONISH = st.text(
+    alphabet=st.sampled_from([*'{}[]",:0123456789.eE+-truefalsn \n\\u', "\ud800", "é"]),
+    max_size=40,
+) | st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=8,
+).map(json.dumps)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text())
-def test_arbitrary_text_is_parsed_or_a_payload_error(text: str) -> None:
-    try:
+@given(st.text() | _JSONISH)
+def test_arbitrary_text_is_accepted_exactly_when_the_reference_accepts(text: str) -> None:
+    # The oracle: the stdlib parser with hooks for the protocol's rules (tests/_oracles.py).
+    accepted, expected = reference_accepts(text)
+    if accepted:
         value = loads_strict(text)
-    except PayloadError:
-        return
-    canonical_json(value)  # a returned value is always serializable
+        assert value == expected
+        assert loads_strict(canonical_json(value)) == value  # always serializable
+    else:
+        with pytest.raises(PayloadError):
+            loads_strict(text)
 
 
 # --- extract_json_text ---------------------------------------------------------------------
