@@ -213,3 +213,46 @@ def test_decisions_say_matched_text_is_folded_not_stripped() -> None:
     assert "starts and ends on non-whitespace" not in decisions
     embedding = (DOCS / "embedding.md").read_text(encoding="utf-8")
     assert "recorder.gatekeeper()" in embedding
+
+
+def public_namespaces() -> set[str]:
+    """Every public module and package of the package: no part of its name starts with ``_``.
+
+    Found by walking the source tree (no import, so no extra is needed).
+    """
+    package = ROOT / "diagnosis_core"
+    names = set()
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(part.startswith("_") for part in parts):
+            names.add(".".join(parts))
+    return names
+
+
+def _reference_pages() -> dict[str, str]:
+    """``namespace -> page`` for every ``::: namespace`` of ``docs/reference/``."""
+    return {
+        match.group(1): path.name
+        for path in sorted((DOCS / "reference").glob("*.md"))
+        for match in re.finditer(r"^::: ([\w.]+)\s*$", path.read_text("utf-8"), re.MULTILINE)
+    }
+
+
+def test_the_namespace_walk_sees_modules_and_packages() -> None:
+    assert {"diagnosis_core", "diagnosis_core.journal", "diagnosis_core.adapters.otel"} <= (
+        public_namespaces()
+    )
+    assert not any("._" in name for name in public_namespaces())
+
+
+def test_every_public_namespace_has_a_reference_page_in_the_site() -> None:
+    pages = _reference_pages()
+    assert public_namespaces() - set(pages) == set()
+    index = (DOCS / "reference" / "index.md").read_text("utf-8")
+    site = (ROOT / "mkdocs.yml").read_text("utf-8")
+    for page in set(pages.values()):
+        assert f"]({page})" in index, f"reference/index.md does not link {page}"
+        assert f"reference/{page}" in site, f"mkdocs.yml's nav does not list {page}"
+    assert "reference/index.md" in site
