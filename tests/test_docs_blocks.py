@@ -95,9 +95,8 @@ def test_the_pages_have_console_blocks_and_notest_blocks() -> None:
         "README.md",
         "docs/getting-started.md",
     }
-    assert [block.name.split(":")[0] for block in python_blocks(runnable=False)] == [
-        "docs/embedding.md"
-    ]
+    sketches = [block.name.split(":")[0] for block in python_blocks(runnable=False)]
+    assert "docs/embedding.md" in sketches
     assert len(python_blocks(runnable=True)) >= 13
 
 
