@@ -256,3 +256,85 @@ def test_every_public_namespace_has_a_reference_page_in_the_site() -> None:
         assert f"]({page})" in index, f"reference/index.md does not link {page}"
         assert f"reference/{page}" in site, f"mkdocs.yml's nav does not list {page}"
     assert "reference/index.md" in site
+
+
+# --- docs/benchmarks.md holds the output of benchmarks/run.py -------------------------
+
+_BENCH_BEGIN = "<!-- benchmarks/run.py output: begin (generated; do not edit) -->"
+_BENCH_END = "<!-- benchmarks/run.py output: end -->"
+
+
+def _printed_format() -> tuple[list[re.Pattern[str]], set[tuple[str, ...]]]:
+    """The headings and table headers ``benchmarks/run.py`` prints, read from its source.
+
+    A heading is a ``print("## …")`` (its formatted parts match anything); a table header
+    is the first argument of a ``_table([...])`` call, or the header line of
+    ``rejection.py``'s table.
+    """
+    import ast
+
+    headings: list[re.Pattern[str]] = []
+    headers: set[tuple[str, ...]] = set()
+    tree = ast.parse((ROOT / "benchmarks" / "run.py").read_text("utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        first = node.args[0] if node.args else None
+        if node.func.id == "print" and isinstance(first, ast.Constant | ast.JoinedStr):
+            parts = first.values if isinstance(first, ast.JoinedStr) else [first]
+            text = "".join(
+                re.escape(str(part.value).strip()) if isinstance(part, ast.Constant) else ".+"
+                for part in parts
+            )
+            if text.startswith(re.escape("## ")):
+                headings.append(re.compile(text))
+        if node.func.id == "_table" and isinstance(first, ast.List):
+            headers.add(tuple(ast.literal_eval(item) for item in first.elts))
+    rejection = (ROOT / "benchmarks" / "rejection.py").read_text("utf-8")
+    line = re.search(r'"(\| case \|[^"]*)"', rejection)
+    assert line is not None
+    headers.add(tuple(cell.strip() for cell in line.group(1).strip("|").split("|")))
+    return headings, headers
+
+
+def _generated_block() -> str:
+    text = (DOCS / "benchmarks.md").read_text("utf-8")
+    assert _BENCH_BEGIN in text and _BENCH_END in text, "docs/benchmarks.md lost its markers"
+    return text[text.index(_BENCH_BEGIN) + len(_BENCH_BEGIN) : text.index(_BENCH_END)]
+
+
+def _page_format(block: str) -> tuple[list[str], set[tuple[str, ...]]]:
+    headings = [line[4:] for line in block.splitlines() if line.startswith("### ")]
+    headers = set()
+    lines = block.splitlines()
+    for above, line in itertools.pairwise(lines):
+        if re.fullmatch(r"\|(?:---\|)+", line):
+            headers.add(tuple(cell.strip() for cell in above.strip().strip("|").split("|")))
+    return headings, headers
+
+
+def test_the_benchmark_format_is_read_from_the_script() -> None:
+    headings, headers = _printed_format()
+    assert len(headings) >= 8 and ("target", "measured", "status") in headers
+    assert any(pattern.fullmatch("## 5. Rejecting a 10 MB executor text") for pattern in headings)
+
+
+def test_the_benchmark_page_is_a_whole_run_of_the_script() -> None:
+    # Regenerate with `python benchmarks/run.py --write-docs docs/benchmarks.md`.
+    headings, headers = _printed_format()
+    page_headings, page_headers = _page_format(_generated_block())
+    assert page_headers == headers
+    unmatched = [h for h in page_headings if not any(p.fullmatch("## " + h) for p in headings)]
+    missing = [
+        p.pattern for p in headings if not any(p.fullmatch("## " + h) for h in page_headings)
+    ]
+    assert (unmatched, missing) == ([], [])
+    block = _generated_block()
+    assert re.search(r"^\| date \(UTC\) \| \d{4}-\d\d-\d\d \d\d:\d\d \|$", block, re.MULTILINE)
+    assert re.search(r"^\| load average at start \| [\d.]+ [\d.]+ [\d.]+ \|$", block, re.MULTILINE)
+
+
+def test_a_diverging_table_is_noticed() -> None:
+    block = "### 1. x\n\n| payload | other |\n|---|---|\n| 1 | 2 |\n"
+    assert _page_format(block) == (["1. x"], {("payload", "other")})
+    assert ("payload", "other") not in _printed_format()[1]
