@@ -4,8 +4,8 @@ The whole suite (``python -m pytest``, what the README and CI run) runs everythi
 fast lane, for before a commit, leaves out the engine tests (a Temporal dev server, a
 PostgreSQL cluster, LangGraph parity on every example and generated scenario, runs
 killed with SIGKILL) and the property files that take minutes because their tests pin
-their own example counts. Measured on a 2-core machine; see docs/testing.md
-("Test lanes"). A file is marked here, in one place, so that no test file has to change.
+their own example counts. Measured on a loaded 2-core machine: 2 min 37 s (docs/testing.md,
+"Test lanes"). A file is marked here, in one place, so that no test file has to change.
 """
 
 from __future__ import annotations
@@ -33,9 +33,25 @@ SLOW_FILES = frozenset(
     }
 )
 
+# Single property tests of otherwise quick files (ten seconds and more each, loaded).
+SLOW_TESTS = frozenset(
+    {
+        "tests/test_schema_profiles.py::"
+        "test_a_profile_instance_that_keeps_the_cross_field_rules_parses_to_the_same_value",
+        "tests/test_converter.py::test_json_value_field_accepts_any_json_and_refuses_other_values",
+        "tests/test_hardening_json.py::test_rejecting_a_large_text_costs_memory_linear_in_its_size",
+        "tests/adapters/test_otel_observer.py::"
+        "test_every_generated_run_is_its_span_tree_and_is_unchanged",
+    }
+)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path)).resolve()
-        if path.is_relative_to(ROOT) and path.relative_to(ROOT).as_posix() in SLOW_FILES:
+        if not path.is_relative_to(ROOT):
+            continue
+        name = path.relative_to(ROOT).as_posix()
+        function = getattr(item, "originalname", item.name)
+        if name in SLOW_FILES or f"{name}::{function}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)

@@ -5,13 +5,19 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from lanes import ROOT, SLOW_FILES
+from lanes import ROOT, SLOW_FILES, SLOW_TESTS
 
 
 @pytest.mark.parametrize("name", sorted(SLOW_FILES))
 def test_every_slow_file_exists(name: str) -> None:
     # A renamed file would silently rejoin the fast lane.
     assert (ROOT / name).is_file()
+
+
+@pytest.mark.parametrize("node", sorted(SLOW_TESTS))
+def test_every_slow_test_exists(node: str) -> None:
+    path, _, function = node.partition("::")
+    assert f"def {function}(" in (ROOT / path).read_text("utf-8")
 
 
 def test_the_slow_marker_is_registered() -> None:
