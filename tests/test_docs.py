@@ -16,7 +16,10 @@ import contextlib
 import io
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -338,3 +341,20 @@ def test_a_diverging_table_is_noticed() -> None:
     block = "### 1. x\n\n| payload | other |\n|---|---|\n| 1 | 2 |\n"
     assert _page_format(block) == (["1. x"], {("payload", "other")})
     assert ("payload", "other") not in _printed_format()[1]
+
+
+@pytest.mark.slow
+def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
+    # The generated tables and the reference pages must not break `mkdocs build --strict`.
+    for module in ("mkdocs", "material", "mkdocstrings"):
+        pytest.importorskip(module)
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "reference" / "index.html").is_file()
