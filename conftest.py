@@ -49,3 +49,6 @@ settings.register_profile(
 )
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# README.md and docs/: every Python block runs (tests/docs_blocks.py).
+pytest_plugins = ["pytester", "tests.docs_blocks", "tests.lanes"]

@@ -462,7 +462,9 @@ def test_driver_misuse_is_refused_before_any_agent_runs() -> None:
     with pytest.raises(RunOptionsError, match="pass state= or journal=/sink=, not both"):
         dca.run_aiops(request, effects, state=dca.start_aiops(request), journal=journal)
     other = attrs.evolve(request, alerts=())
-    with pytest.raises(JournalError, match=r"^request: the journal records a different request"):
+    with pytest.raises(
+        JournalError, match=r"^request: the journal is of another request \(different alerts;"
+    ):
         dca.run_aiops(other, effects, journal=journal)
     with pytest.raises(JournalError, match="mac: missing"):
         dca.run_aiops(request, effects, journal=journal, key=KEY)

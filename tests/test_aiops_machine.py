@@ -342,7 +342,7 @@ def test_evaluate_aiops_run_judges_the_report_and_skips_a_fallback() -> None:
     evaluation = evaluate_aiops_run(run(happy()), LEDGER)
     assert evaluation is not None and evaluation.passed
     assert evaluate_aiops_run(run(effects()), LEDGER) is None
-    with pytest.raises(MachineError):
+    with pytest.raises(MachineError, match=r"^the AIOps run has not finished yet$"):
         evaluate_aiops_run(start_aiops(AiOpsRequest(RUN)), LEDGER)
 
 
@@ -622,11 +622,13 @@ def test_machine_is_driven_step_by_step() -> None:
     assert finished.result.reason_code is AiOpsReasonCode.REPORTER_FAILED
     with pytest.raises(MachineError):
         advance_aiops(state, AgentReplied("{}"))
-    with pytest.raises(MachineError):
+    with pytest.raises(MachineError, match=r"^the state awaits nothing; it was not produced"):
         next_aiops_action(AiOpsState(AiOpsRequest(RUN)))
-    with pytest.raises(MachineError):
+    with pytest.raises(
+        MachineError, match=r"^the pending action is a supervisor invocation; got object$"
+    ):
         advance_aiops(start_aiops(AiOpsRequest(RUN)), object())  # type: ignore[arg-type]
-    with pytest.raises(MachineError):
+    with pytest.raises(MachineError, match=r"^the AIOps run has not finished yet$"):
         _ = AiOpsState(AiOpsRequest(RUN)).result
 
 

@@ -484,7 +484,7 @@ near_payloads = st.fixed_dictionaries(
 
 
 @SETTINGS
-@given(near_payloads | json_values)
+@given(valid_payloads() | near_payloads | json_values)
 def test_arbitrary_json_shapes_map_or_raise_the_typed_error(document: object) -> None:
     try:
         result = dca.alerts_from_alertmanager(document)
@@ -495,6 +495,29 @@ def test_arbitrary_json_shapes_map_or_raise_the_typed_error(document: object) ->
     assert isinstance(document, dict)
     entries = document["alerts"]
     assert len(result.alerts) + result.resolved_count == len(entries)
+    # The documented mapping (docs/alertmanager.md, "The mapping"), field by field.
+    firing = [entry for entry in entries if entry["status"] == "firing"]
+    assert result.resolved_count == len(entries) - len(firing)
+    assert result.truncated_count == (document.get("truncatedAlerts") or 0)  # null: absent
+    expected = [
+        (
+            entry["labels"]["alertname"],
+            next(
+                (entry["labels"][k] for k in ("service", "job", "app") if entry["labels"].get(k)),
+                "",
+            ),
+            entry["labels"].get("severity", ""),
+            entry["startsAt"],
+            sorted(entry["labels"].items()),
+            sorted((entry.get("annotations") or {}).items()),
+        )
+        for entry in firing
+    ]
+    assert [
+        (a.name, a.service, a.severity, a.started_at, list(a.labels.items()),
+         list(a.annotations.items()))
+        for a in result.alerts
+    ] == expected
 
 
 # --- through the AIOps flow ----------------------------------------------------------

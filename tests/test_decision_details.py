@@ -228,7 +228,7 @@ def test_a_failed_attempt_is_traced_with_its_error(agent: str) -> None:
     assert state.events[-1].details.error == "TimeoutError: slow"
     state = dcm.advance(state, AgentReplied("not json"))
     assert state.events[-2].details.error == (
-        "$: invalid JSON: Expecting value at line 1 column 1"
+        '$: expected JSON; the text is prose: "not json" — send only the JSON'
     )
 
 
@@ -372,7 +372,7 @@ def test_failed_planner_and_executor_attempts_are_traced_with_their_error(agent:
         state = dcm.advance(state, AgentReplied(PLAN))
     state = dcm.advance(state, AgentReplied("[]"))
     assert state.events[-2 if agent == "executor" else -1].details.error == (
-        "$: expected a JSON object, got array"
+        "$: expected a JSON object, got an array of 0 items — send one object"
     )
     if agent == "executor":
         return

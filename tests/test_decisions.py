@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from types import FrameType
+
 import pytest
 
 import diagnosis_core as dc
@@ -128,12 +132,40 @@ def test_projector_of_no_evidence_output_is_empty() -> None:
     assert dcm.project_verified_input(evidence(), []) == dcm.VerifiedInput((), ())
 
 
-def test_projector_is_linear_in_claims_and_bindings() -> None:
-    n = 20000
+def _lines_executed(function: Callable[[], object]) -> int:
+    """How many lines of Python ``function`` executes: an operation count, not a time."""
+    count = 0
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Callable[..., object]:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        function()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def _projection_of(n: int) -> Callable[[], object]:
     claims = tuple(Claim(f"c{i}", "x", (b(f"i{i}"),)) for i in range(n))
     checked = [ok(f"c{i}", f"i{i}") for i in range(n)]
-    projected = dcm.project_verified_input(evidence(*claims), checked)
+    executor = evidence(*claims)
+    return lambda: dcm.project_verified_input(executor, checked)
+
+
+def test_projector_is_linear_in_claims_and_bindings() -> None:
+    n = 20000
+    projected = _projection_of(n)()
+    assert isinstance(projected, dcm.VerifiedInput)
     assert len(projected.verified_evidence) == n
+    # Four times the claims, at most six times the work (quadratic would be sixteen).
+    small, large = _lines_executed(_projection_of(500)), _lines_executed(_projection_of(2000))
+    assert large <= 6 * small, (small, large)
 
 
 def test_select_allowed_claims_is_intersection_in_verified_order() -> None:

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -195,3 +199,162 @@ def test_the_example_verifier_input_in_the_protocol_is_what_the_core_sends() -> 
 
 def test_the_readme_fits_on_two_screens() -> None:
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 120
+
+
+@pytest.mark.parametrize(
+    "page", markdown_files(), ids=lambda path: path.relative_to(ROOT).as_posix()
+)
+def test_no_prose_line_is_repeated_right_after_itself(page: Path) -> None:
+    # A merge that doubles a line (protocol §14 once said its "Status" twice).
+    lines = _FENCE.sub("", page.read_text(encoding="utf-8")).splitlines()
+    repeated = [a for a, b in itertools.pairwise(lines) if a.strip() and a == b]
+    assert repeated == []
+
+
+def test_decisions_say_matched_text_is_folded_not_stripped() -> None:
+    decisions = (DOCS / "decisions.md").read_text(encoding="utf-8")
+    assert "starts and ends on non-whitespace" not in decisions
+    embedding = (DOCS / "embedding.md").read_text(encoding="utf-8")
+    assert "recorder.gatekeeper()" in embedding
+
+
+def public_namespaces() -> set[str]:
+    """Every public module and package of the package: no part of its name starts with ``_``.
+
+    Found by walking the source tree (no import, so no extra is needed).
+    """
+    package = ROOT / "diagnosis_core"
+    names = set()
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(part.startswith("_") for part in parts):
+            names.add(".".join(parts))
+    return names
+
+
+def _reference_pages() -> dict[str, str]:
+    """``namespace -> page`` for every ``::: namespace`` of ``docs/reference/``."""
+    return {
+        match.group(1): path.name
+        for path in sorted((DOCS / "reference").glob("*.md"))
+        for match in re.finditer(r"^::: ([\w.]+)\s*$", path.read_text("utf-8"), re.MULTILINE)
+    }
+
+
+def test_the_namespace_walk_sees_modules_and_packages() -> None:
+    assert {"diagnosis_core", "diagnosis_core.journal", "diagnosis_core.adapters.otel"} <= (
+        public_namespaces()
+    )
+    assert not any("._" in name for name in public_namespaces())
+
+
+def test_every_public_namespace_has_a_reference_page_in_the_site() -> None:
+    pages = _reference_pages()
+    assert public_namespaces() - set(pages) == set()
+    index = (DOCS / "reference" / "index.md").read_text("utf-8")
+    site = (ROOT / "mkdocs.yml").read_text("utf-8")
+    for page in set(pages.values()):
+        assert f"]({page})" in index, f"reference/index.md does not link {page}"
+        assert f"reference/{page}" in site, f"mkdocs.yml's nav does not list {page}"
+    assert "reference/index.md" in site
+
+
+# --- docs/benchmarks.md holds the output of benchmarks/run.py -------------------------
+
+_BENCH_BEGIN = "<!-- benchmarks/run.py output: begin (generated; do not edit) -->"
+_BENCH_END = "<!-- benchmarks/run.py output: end -->"
+
+
+def _printed_format() -> tuple[list[re.Pattern[str]], set[tuple[str, ...]]]:
+    """The headings and table headers ``benchmarks/run.py`` prints, read from its source.
+
+    A heading is a ``print("## …")`` (its formatted parts match anything); a table header
+    is the first argument of a ``_table([...])`` call, or the header line of
+    ``rejection.py``'s table.
+    """
+    import ast
+
+    headings: list[re.Pattern[str]] = []
+    headers: set[tuple[str, ...]] = set()
+    tree = ast.parse((ROOT / "benchmarks" / "run.py").read_text("utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        first = node.args[0] if node.args else None
+        if node.func.id == "print" and isinstance(first, ast.Constant | ast.JoinedStr):
+            parts = first.values if isinstance(first, ast.JoinedStr) else [first]
+            text = "".join(
+                re.escape(str(part.value).strip()) if isinstance(part, ast.Constant) else ".+"
+                for part in parts
+            )
+            if text.startswith(re.escape("## ")):
+                headings.append(re.compile(text))
+        if node.func.id == "_table" and isinstance(first, ast.List):
+            headers.add(tuple(ast.literal_eval(item) for item in first.elts))
+    rejection = (ROOT / "benchmarks" / "rejection.py").read_text("utf-8")
+    line = re.search(r'"(\| case \|[^"]*)"', rejection)
+    assert line is not None
+    headers.add(tuple(cell.strip() for cell in line.group(1).strip("|").split("|")))
+    return headings, headers
+
+
+def _generated_block() -> str:
+    text = (DOCS / "benchmarks.md").read_text("utf-8")
+    assert _BENCH_BEGIN in text and _BENCH_END in text, "docs/benchmarks.md lost its markers"
+    return text[text.index(_BENCH_BEGIN) + len(_BENCH_BEGIN) : text.index(_BENCH_END)]
+
+
+def _page_format(block: str) -> tuple[list[str], set[tuple[str, ...]]]:
+    headings = [line[4:] for line in block.splitlines() if line.startswith("### ")]
+    headers = set()
+    lines = block.splitlines()
+    for above, line in itertools.pairwise(lines):
+        if re.fullmatch(r"\|(?:---\|)+", line):
+            headers.add(tuple(cell.strip() for cell in above.strip().strip("|").split("|")))
+    return headings, headers
+
+
+def test_the_benchmark_format_is_read_from_the_script() -> None:
+    headings, headers = _printed_format()
+    assert len(headings) >= 8 and ("target", "measured", "status") in headers
+    assert any(pattern.fullmatch("## 5. Rejecting a 10 MB executor text") for pattern in headings)
+
+
+def test_the_benchmark_page_is_a_whole_run_of_the_script() -> None:
+    # Regenerate with `python benchmarks/run.py --write-docs docs/benchmarks.md`.
+    headings, headers = _printed_format()
+    page_headings, page_headers = _page_format(_generated_block())
+    assert page_headers == headers
+    unmatched = [h for h in page_headings if not any(p.fullmatch("## " + h) for p in headings)]
+    missing = [
+        p.pattern for p in headings if not any(p.fullmatch("## " + h) for h in page_headings)
+    ]
+    assert (unmatched, missing) == ([], [])
+    block = _generated_block()
+    assert re.search(r"^\| date \(UTC\) \| \d{4}-\d\d-\d\d \d\d:\d\d \|$", block, re.MULTILINE)
+    assert re.search(r"^\| load average at start \| [\d.]+ [\d.]+ [\d.]+ \|$", block, re.MULTILINE)
+
+
+def test_a_diverging_table_is_noticed() -> None:
+    block = "### 1. x\n\n| payload | other |\n|---|---|\n| 1 | 2 |\n"
+    assert _page_format(block) == (["1. x"], {("payload", "other")})
+    assert ("payload", "other") not in _printed_format()[1]
+
+
+@pytest.mark.slow
+def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
+    # The generated tables and the reference pages must not break `mkdocs build --strict`.
+    for module in ("mkdocs", "material", "mkdocstrings"):
+        pytest.importorskip(module)
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "reference" / "index.html").is_file()

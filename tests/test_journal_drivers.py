@@ -294,7 +294,9 @@ def test_the_request_must_be_the_journals() -> None:
     journal = recorded(document)
     request, effects = setup(document)
     other = attrs.evolve(request, question="something else")
-    with pytest.raises(JournalError, match="request: differs"):
+    with pytest.raises(
+        JournalError, match=r"^request: the journal is of another request \(different question;"
+    ):
         dc.run_diagnosis(other, effects, journal=journal)
     with pytest.raises(JournalError, match="expected a Journal"):
         dc.run_diagnosis(request, effects, journal={"format": "x"})  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from _oracles import reference_accepts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,7 +82,7 @@ def _error(text: str) -> PayloadError:
 
 def test_invalid_json_names_line_and_column() -> None:
     assert str(_error('{"a": 1,\n "b": }')) == (
-        "$: invalid JSON: Expecting value at line 2 column 7"
+        '$: invalid JSON at line 2 column 7: expected a value, found "}"'
     )
 
 
@@ -182,14 +183,28 @@ def test_any_json_value_round_trips_through_canonical_json(value: object) -> Non
     assert loads_strict(canonical_json(value)) == value
 
 
+_JSONISH = st.text(
+    alphabet=st.sampled_from([*'{}[]",:0123456789.eE+-truefalsn \n\\u', "\ud800", "é"]),
+    max_size=40,
+) | st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=8,
+).map(json.dumps)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text())
-def test_arbitrary_text_is_parsed_or_a_payload_error(text: str) -> None:
-    try:
+@given(st.text() | _JSONISH)
+def test_arbitrary_text_is_accepted_exactly_when_the_reference_accepts(text: str) -> None:
+    # The oracle: the stdlib parser with hooks for the protocol's rules (tests/_oracles.py).
+    accepted, expected = reference_accepts(text)
+    if accepted:
         value = loads_strict(text)
-    except PayloadError:
-        return
-    canonical_json(value)  # a returned value is always serializable
+        assert value == expected
+        assert loads_strict(canonical_json(value)) == value  # always serializable
+    else:
+        with pytest.raises(PayloadError):
+            loads_strict(text)
 
 
 # --- extract_json_text ---------------------------------------------------------------------
@@ -219,7 +234,10 @@ def test_fence_keeps_a_multi_line_body() -> None:
     assert extract_json_text('```json\n{\n  "a": 1\n}\n```') == '{\n  "a": 1\n}'
 
 
-_INFO = "code fence info string must be empty or 'json', got "
+_INFO = (
+    "a code fence labelled {} at line 1: only a ```json fence (or the bare JSON) is "
+    "accepted — label the fence json"
+)
 _CLOSING = "closing code fence must be a line of exactly three backticks"
 
 
@@ -229,12 +247,15 @@ _CLOSING = "closing code fence must be a line of exactly three backticks"
         ('~~~json\n{"a": 1}\n~~~', "only a ``` code fence is accepted, not ~~~"),
         ('````json\n{"a": 1}\n````', "code fences longer than three backticks are not accepted"),
         ('```json\n{"a": 1}\n````', "code fences longer than three backticks are not accepted"),
-        ('```python\n{"a": 1}\n```', _INFO + "'python'"),
-        ('```json5\n{"a": 1}\n```', _INFO + "'json5'"),
-        ('```jſon\n{"a": 1}\n```', _INFO + "'jſon'"),
+        ('```python\n{"a": 1}\n```', _INFO.format("'python'")),
+        ('```json5\n{"a": 1}\n```', _INFO.format("'json5'")),
+        ('```jſon\n{"a": 1}\n```', _INFO.format("'jſon'")),
         ('```json {"a": 1}```', "code fence has no closing line"),
         ('```json\n{"a": 1}', "code fence has no closing line"),
-        ('```json\n{"a": 1}\n```\nHope this helps!', "text after the code fence"),
+        (
+            '```json\n{"a": 1}\n```\nHope this helps!',
+            'text after the code fence: "Hope this helps!" — send only the JSON',
+        ),
         ('```json\n{"a": 1}\n  ```', _CLOSING),
         ('```json\n{"a": 1}```', _CLOSING),
         ('```json\n{"a": 1}\n```\n```json\n{"b": 2}\n```', "only one code fence is accepted"),
@@ -254,7 +275,15 @@ def test_rejected_fences_are_payload_errors_at_the_root(text: str, problem: str)
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    [("[1]", "array"), ('"x"', "string"), ("1", "number"), ("true", "boolean"), ("null", "null")],
+    [
+        ("[1]", "an array of 1 item — send one object"),
+        ("[{}, {}]", "an array of 2 items — send one object"),
+        ("[{}]", "an array holding one object — send that object without the [ ] around it"),
+        ('"x"', "string"),
+        ("1", "number"),
+        ("true", "boolean"),
+        ("null", "null"),
+    ],
 )
 def test_a_non_object_document_is_invalid(text: str, kind: str) -> None:
     with pytest.raises(PayloadError) as info:
@@ -262,20 +291,33 @@ def test_a_non_object_document_is_invalid(text: str, kind: str) -> None:
     assert str(info.value) == f"$: expected a JSON object, got {kind}"
 
 
+_ONLY = " — send only the JSON"
+
+
 @pytest.mark.parametrize(
-    "text",
+    ("text", "problem"),
     [
-        'Here is the plan: {"a": 1}',
-        '{"a": 1} Let me know!',
-        '{"a": 1}\n{"b": 2}',
-        'Sure!\n```json\n{"a": 1}\n```',
+        (
+            'Here is the plan: {"a": 1}',
+            'expected JSON; the text starts with prose "Here is the plan:" '
+            "(the JSON starts at line 1 column 19)" + _ONLY,
+        ),
+        (
+            '{"a": 1} Let me know!',
+            'more text after the JSON, at line 1 column 10: "Let me know!"' + _ONLY,
+        ),
+        ('{"a": 1}\n{"b": 2}', 'more text after the JSON, at line 2 column 1: "{"b": 2}"' + _ONLY),
+        (
+            'Sure!\n```json\n{"a": 1}\n```',
+            'expected JSON; the text starts with prose "Sure!…" '
+            "(the JSON starts at line 3 column 1)" + _ONLY,
+        ),
     ],
 )
-def test_prose_or_a_second_object_around_the_json_is_invalid(text: str) -> None:
+def test_prose_or_a_second_object_around_the_json_is_invalid(text: str, problem: str) -> None:
     with pytest.raises(PayloadError) as info:
         parse_json_object(text)
-    assert info.value.path == "$"
-    assert info.value.problem.startswith("invalid JSON")
+    assert (info.value.path, info.value.problem) == ("$", problem)
 
 
 def test_parse_json_object_accepts_a_fenced_object() -> None:

@@ -51,14 +51,15 @@ def test_an_agent_result_while_the_gatekeeper_is_pending_is_a_machine_error() ->
 
 
 def test_result_of_unfinished_run_is_a_machine_error() -> None:
-    with pytest.raises(dc.MachineError):
+    with pytest.raises(dc.MachineError, match=r"^the run has not finished yet$"):
         _ = dcm.start_diagnosis(request()).result
 
 
 def test_a_state_that_awaits_nothing_is_rejected() -> None:
-    with pytest.raises(dc.MachineError):
+    awaits_nothing = r"^the state awaits nothing; it was not produced by this machine$"
+    with pytest.raises(dc.MachineError, match=awaits_nothing):
         dcm.next_action(dc.DiagnosisState(request=request()))
-    with pytest.raises(dc.MachineError):
+    with pytest.raises(dc.MachineError, match=awaits_nothing):
         dcm.advance(dc.DiagnosisState(request=request()), dcm.AgentReplied("x"))
 
 

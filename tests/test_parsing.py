@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _oracles import SCHEMA_NAMES, accepted_payload_is_sound, reference_accepts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import diagnosis_core.protocol as dcp
 from diagnosis_core._chat.enums import EvidenceStatus, Verdict, Verification
 from diagnosis_core._chat.parsing import (
     PayloadName,
@@ -637,12 +638,34 @@ _NASTY_TEXT = st.text(
 )
 
 
+_SCHEMA_OF = dict(zip(PARSERS, SCHEMA_NAMES, strict=True))
+
+
+def _judged(text: str) -> None:
+    """Each parser rejects ``text`` with a PayloadError, or accepts a sound payload.
+
+    Sound (tests/_oracles.py): the text is a JSON object that the payload's JSON
+    Schema accepts (checked by ``jsonschema``), and the value parses back to itself.
+    A text the stdlib cannot read as one JSON object is rejected by every parser.
+    """
+    try:
+        json_text = dcp.extract_json_text(text)
+    except PayloadError:
+        json_text = None
+    readable, document = reference_accepts(json_text) if json_text is not None else (False, None)
+    for agent, parse in PARSERS.items():
+        try:
+            value = parse(text)
+        except PayloadError:
+            continue
+        assert readable and isinstance(document, dict), (agent, text)
+        accepted_payload_is_sound(_SCHEMA_OF[agent], parse, text, value)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(max_size=80), _NASTY_TEXT))
-def test_arbitrary_text_never_raises_anything_but_payload_error(text: str) -> None:
-    for parse in PARSERS.values():
-        with contextlib.suppress(PayloadError):
-            parse(text)
+def test_arbitrary_text_is_rejected_or_a_sound_payload(text: str) -> None:
+    _judged(text)
 
 
 _JSON_VALUES = st.recursive(
@@ -659,11 +682,16 @@ _JSON_VALUES = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(_JSON_VALUES)
-def test_arbitrary_json_never_raises_anything_but_payload_error(value: object) -> None:
-    text = json.dumps(value)
-    for parse in PARSERS.values():
-        with contextlib.suppress(PayloadError):
-            parse(text)
+def test_arbitrary_json_is_rejected_or_a_sound_payload(value: object) -> None:
+    _judged(json.dumps(value))
+
+
+def test_the_soundness_check_accepts_the_valid_payloads_it_is_shown() -> None:
+    # The oracle is not vacuous: a valid payload of each agent is accepted and sound.
+    examples = {"planner": PLANNER_EXAMPLE, "executor": EXECUTOR_EXAMPLE,
+                "verifier": VERIFIER_EXAMPLE, "composer": COMPOSER_EXAMPLE}
+    for agent, text in examples.items():
+        accepted_payload_is_sound(_SCHEMA_OF[agent], PARSERS[agent], text, PARSERS[agent](text))
 
 
 def test_backticks_inside_a_fenced_answer_are_kept() -> None:

@@ -63,7 +63,7 @@ def test_a_gatekeeper_that_returned_json_null_round_trips_in_the_state() -> None
 )
 def test_a_problem_followed_by_a_syntax_error_is_a_payload_error(text: str) -> None:
     # Found by fuzz/run_fuzz.py: the diagnostic second pass leaked JSONDecodeError.
-    with pytest.raises(PayloadError, match="invalid JSON"):
+    with pytest.raises(PayloadError, match=r"^\$: (invalid JSON at line 1|the JSON is cut off)"):
         dcp.loads_strict(text)
     with pytest.raises(PayloadError):
         dcp.parse_planner_plan(text, [])

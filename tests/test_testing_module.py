@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _oracles import SCHEMA_NAMES, accepted_payload_is_sound
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,11 +48,21 @@ PARSERS = (
 )
 
 
-def only_payload_errors(text: str) -> None:
-    """Every parser either parses ``text`` or raises PayloadError, nothing else."""
-    for parse in PARSERS:
-        with contextlib.suppress(PayloadError):
-            parse(text)
+def only_payload_errors(text: str) -> int:
+    """Every parser either parses ``text`` to a sound payload or raises PayloadError.
+
+    Sound (tests/_oracles.py): a JSON object its JSON Schema accepts (``jsonschema``),
+    that parses back to itself. Returns how many parsers accepted the text.
+    """
+    accepted = 0
+    for name, parse in zip(SCHEMA_NAMES, PARSERS, strict=True):
+        try:
+            value = parse(text)
+        except PayloadError:
+            continue
+        accepted += 1
+        accepted_payload_is_sound(name, parse, text, value)
+    return accepted
 
 
 # --- valid payloads --------------------------------------------------------------
@@ -105,18 +116,27 @@ def test_value_strategies_produce_values_that_round_trip(value: object) -> None:
 # --- adversarial payloads ---------------------------------------------------------------
 
 
-@given(
-    text=dt.adversarial_planner_texts(["payment-timeout"])
-    | dt.adversarial_executor_texts()
-    | dt.adversarial_verifier_texts(["c1"])
-    | dt.adversarial_composer_texts(["c1"])
+_VALID_DOCUMENTS = (
+    dt.planner_plans(["payment-timeout"]).map(dc.to_wire)
+    | dt.executor_evidences().map(dc.to_wire)
+    | dt.verifier_outputs(["c1"]).map(dc.to_wire)
+    | dt.composer_outputs(["c1"]).map(dc.to_wire)
 )
-def test_adversarial_texts_never_crash_a_parser(text: str) -> None:
-    only_payload_errors(text)
+
+
+@given(data=st.data())
+def test_adversarial_texts_are_rejected_or_sound_around_an_accepted_document(
+    data: st.DataObject,
+) -> None:
+    document = data.draw(_VALID_DOCUMENTS)
+    # The document the hostile variants are made from is accepted (by its own parser) …
+    assert only_payload_errors(json.dumps(document)) >= 1
+    # … and each variant is rejected, or accepted only as a sound payload.
+    only_payload_errors(data.draw(dt.adversarial_texts(document)))
 
 
 @given(text=dt.random_garbage_texts())
-def test_random_garbage_never_crashes_a_parser(text: str) -> None:
+def test_random_garbage_is_rejected_unless_it_happens_to_be_a_sound_payload(text: str) -> None:
     only_payload_errors(text)
 
 

@@ -160,7 +160,9 @@ def test_non_json_output_is_recorded_as_failed_and_raises_ledger_error() -> None
 )
 def test_non_json_output_kinds_all_fail_closed(bad: object) -> None:
     recorder = ToolRecorder()
-    with pytest.raises(LedgerError):
+    with pytest.raises(
+        LedgerError, match=r"^inv-1 \(t\): the tool's output: not a JSON value at \$.*; recorded"
+    ):
         recorder.wrap("t", lambda: bad)()
     assert recorder.to_records()[0]["success"] is False
 
@@ -203,7 +205,7 @@ def test_sync_tool_returning_a_coroutine_is_a_non_json_output() -> None:
         return 1
 
     recorder = ToolRecorder()
-    with pytest.raises(LedgerError):
+    with pytest.raises(LedgerError, match="not a JSON value at \\$: unsupported type coroutine"):
         recorder.wrap("a", lambda: atool())()
     assert recorder.to_records()[0]["success"] is False
 

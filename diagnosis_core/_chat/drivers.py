@@ -49,6 +49,7 @@ from .._kernel.loop import (
     drive_steps,
     invoke_agent,
 )
+from .._kernel.messages import other_request_error
 from .effects import AsyncEffects, Effects
 from .enums import AgentName
 from .machine import (
@@ -237,7 +238,7 @@ def _prepare(
     if not isinstance(journal, Journal):
         raise JournalError(f"journal: expected a Journal, got {type(journal).__name__}")
     if journal.request != request:
-        raise JournalError("request: differs from the journal's request")
+        raise other_request_error(journal.request, request)
     before = journal_status(journal, key=key)
     resumed, current = resume_journal(journal, key=key, resend_gatekeeper=resend_gatekeeper)
     completed = resumed.entries[-1] if resumed is not journal else None

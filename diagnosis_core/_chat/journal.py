@@ -397,7 +397,20 @@ class JournalSink(Protocol):
     def write(self, entry: JournalEntry, /) -> None: ...
 
 
-class ListJournalSink(ListSinkBase[JournalEntry]):
+# ``ListJournalSink()`` is a ``ListJournalSink[JournalEntry]``, and so is the spelled-out
+# ``ListJournalSink[JournalEntry]()``: a type variable with a default (PEP 696, known to
+# type checkers through ``typing_extensions``; at run time a plain one).
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    _Entry = _DefaultTypeVar("_Entry", bound=JournalEntry, default=JournalEntry)
+else:
+    from typing import TypeVar as _DefaultTypeVar
+
+    _Entry = _DefaultTypeVar("_Entry", bound=JournalEntry)
+
+
+class ListJournalSink(ListSinkBase[_Entry]):
     """An in-memory :class:`JournalSink`: :attr:`entries` holds the persisted entries.
 
     Give it the entries of a journal being resumed (``ListJournalSink(journal.entries)``)

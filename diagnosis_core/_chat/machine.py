@@ -13,7 +13,7 @@ string stored in the state, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -22,7 +22,7 @@ from .._kernel.enums import FailureKind, NodeStatus
 from .._kernel.errors import MachineError, PayloadError
 from .._kernel.json import canonical_json
 from .._kernel.json import sha256_text as _sha256
-from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
+from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .gaps import RetryContext, build_retry_context, extract_evidence_gaps
@@ -97,6 +97,16 @@ __all__ = [
 # --- inputs and outputs of the machine ----------------------------------------
 
 
+# Typed converters: the constructor takes what the validator accepts, so mypy
+# rejects what the runtime rejects (a history of strings, a skill of another type).
+def _history(value: Iterable[HistoryMessage]) -> tuple[HistoryMessage, ...]:
+    return tuple(value)
+
+
+def _skills(value: Iterable[Skill]) -> tuple[Skill, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class DiagnosisRequest:
     """One chat question and everything the run may use to answer it."""
@@ -104,10 +114,10 @@ class DiagnosisRequest:
     question: str = attrs.field(validator=attrs.validators.instance_of(str))
     run: RunConfig = attrs.field(validator=attrs.validators.instance_of(RunConfig))
     history: tuple[HistoryMessage, ...] = attrs.field(
-        default=(), converter=to_tuple, validator=items_of(HistoryMessage)
+        default=(), converter=_history, validator=items_of(HistoryMessage)
     )
     skills: tuple[Skill, ...] = attrs.field(
-        default=(), converter=to_tuple, validator=items_of(Skill)
+        default=(), converter=_skills, validator=items_of(Skill)
     )
     config: DiagnosisConfig = attrs.field(
         factory=DiagnosisConfig, validator=attrs.validators.instance_of(DiagnosisConfig)

@@ -37,7 +37,9 @@ def int_in_range(low: int, high: int) -> Any:
     return check
 
 
-def to_locale(value: object) -> Locale:
+def to_locale(value: Locale | str) -> Locale:
+    """A :class:`Locale` or its wire value (``"en"``, ``"zh-CN"``); anything else is a
+    :class:`ConfigError` (the check stays for untyped callers)."""
     if isinstance(value, Locale):
         return value
     try:
@@ -49,7 +51,7 @@ def to_locale(value: object) -> Locale:
         raise ConfigError(f"locale: expected one of {allowed}, got {value!r}") from None
 
 
-def _freeze_metadata(value: object) -> Mapping[str, str]:
+def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"metadata: expected a mapping of strings, got {type(value).__name__}")
     for key, item in value.items():

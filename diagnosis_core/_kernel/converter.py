@@ -27,6 +27,7 @@ import inspect
 import itertools
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -1049,8 +1050,53 @@ def from_wire(cls: type[T], data: object) -> T:
         # cattrs wraps whatever a field raised; _payload_error re-raises a leaf
         # that is not a verdict on the data (a bug), so only data errors become
         # a PayloadError.
-        raise _payload_error(exc) from None
+        raise _key_case_hint(_payload_error(exc), data) from None
     return detailed
+
+
+_PATH_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
+
+
+def _key_case_hint(error: PayloadError, data: object) -> PayloadError:
+    """A missing key the object holds in another case or spelling says which (error path).
+
+    ``verdict: missing`` for ``{"Verdict": …}`` becomes ``verdict: missing — the object
+    has 'Verdict'; keys must match exactly: write 'verdict'``.
+    """
+    if error.problem != "missing":
+        return error
+    steps: list[str | int] = []
+    position = 0
+    while position < len(error.path):
+        match = _PATH_STEP.match(error.path, position)
+        if match is None:  # a key written ['…']: no hint
+            return error
+        steps.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
+        position = match.end()
+    if not steps or not isinstance(steps[-1], str):
+        return error
+    parent: Any = data
+    for step in steps[:-1]:
+        at_index = isinstance(step, int) and isinstance(parent, list) and step < len(parent)
+        at_key = isinstance(step, str) and isinstance(parent, dict) and step in parent
+        if not (at_index or at_key):
+            return error
+        parent = parent[step]
+    if not isinstance(parent, dict):
+        return error
+    name = steps[-1]
+
+    def loose(key: str) -> str:
+        return key.replace("_", "").replace("-", "").casefold()
+
+    near = [key for key in parent if isinstance(key, str) and loose(key) == loose(name)]
+    if len(near) != 1:
+        return error
+    return PayloadError(
+        error.path,
+        f"missing — the object has {describe_value(near[0])}; keys must match exactly: "
+        f"write {name!r}",
+    )
 
 
 def from_json_object_text(

@@ -165,10 +165,12 @@ def load_run_config(data: Mapping[str, object], document: Document = SCENARIO) -
     metadata = (
         expect_object(metadata_raw, "run.metadata", document) if metadata_raw is not None else {}
     )
-    for key, value in metadata.items():
-        expect_string(value, f"run.metadata.{key}", document=document)
+    strings = {
+        key: expect_string(value, f"run.metadata.{key}", document=document)
+        for key, value in metadata.items()
+    }
     try:
-        return RunConfig(run_id, session_id, dict(metadata))
+        return RunConfig(run_id, session_id, strings)
     except ConfigError as error:
         field, _, problem = str(error).partition(": ")
         raise document.fail(f"run.{field}", problem or str(error)) from error

@@ -463,6 +463,148 @@ def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# --- messages for text json.loads rejects (the error path only) --------------------
+#
+# What a prompt engineer reads all day: the problem, where it is, and — when there
+# is only one way to read it — the fix. The stdlib's wording ("Expecting value",
+# "Unterminated string starting at") never reaches the message.
+
+_SEND_ONLY_JSON = "send only the JSON"
+
+
+def _excerpt(text: str, limit: int = 20) -> str:
+    """A short quoted excerpt of the text at a position, on one line."""
+    head = text.lstrip()[: limit + 1]
+    line = head.splitlines()[0] if head.splitlines() else ""
+    cut = "".join(char if char.isprintable() else "?" for char in line[:limit].rstrip())
+    more = len(line) > limit or len(line) < len(head.rstrip())
+    return f'"{cut}…"' if more else f'"{cut}"'
+
+
+def _line_column(text: str, position: int) -> str:
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    return f"line {line} column {column}"
+
+
+def _unclosed(text: str) -> str:
+    """The brackets an unfinished document still has to close, innermost first."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and stack:
+            stack.pop()
+    return "".join(reversed(stack))
+
+
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+# The start of a literal or a number that the end of the text cut short.
+_CUT_LITERAL = re.compile(
+    r"t(?:r(?:u)?)?|f(?:a(?:l(?:s)?)?)?|n(?:u(?:l)?)?|-?[0-9]*\.?[0-9]*[eE]?[-+]?"
+)
+
+
+def _syntax_error(text: str, exc: json.JSONDecodeError) -> PayloadError:
+    """One message for a text :func:`json.loads` rejected: problem, position, fix."""
+    message, position = exc.msg, exc.pos
+    where = f"line {exc.lineno} column {exc.colno}"
+    rest = text[position:]
+    end = len(text.rstrip())
+    if (
+        message.startswith("Unterminated string")
+        or (position >= end and end > 0)
+        or _CUT_LITERAL.fullmatch(text, position, end) is not None
+        or (message.startswith("Invalid \\u") and end - text.rfind("\\", 0, end) <= 6)
+    ):
+        closers = _unclosed(text)
+        inside = "inside a string" if message.startswith("Unterminated string") else "early"
+        missing = f", with {closers!r} still to close" if closers else ""
+        return PayloadError(
+            "$",
+            f"the JSON is cut off: the text ends {inside} at {_line_column(text, end)}"
+            f"{missing} — the reply looks truncated (the model's output limit?); "
+            "send the whole JSON",
+        )
+    if not text.strip():
+        return PayloadError("$", "expected JSON, got empty text")
+    if message == "Expecting value" and position == len(text) - len(text.lstrip()):
+        word = rest[:5].rstrip(",]} \n")
+        if word in _PYTHON_LITERALS or rest.startswith("'"):
+            pass  # Python syntax, reported below
+        else:
+            opening = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+            if opening < 0:
+                return PayloadError(
+                    "$", f"expected JSON; the text is prose: {_excerpt(rest)} — {_SEND_ONLY_JSON}"
+                )
+            return PayloadError(
+                "$",
+                f"expected JSON; the text starts with prose {_excerpt(text[position:opening])} "
+                f"(the JSON starts "
+                f"at {_line_column(text, opening)}) — {_SEND_ONLY_JSON}",
+            )
+    if message == "Extra data":
+        what = "a code fence" if rest.startswith("`") else "more text"
+        return PayloadError(
+            "$", f"{what} after the JSON, at {where}: {_excerpt(rest)} — {_SEND_ONLY_JSON}"
+        )
+    before = text[:position].rstrip()[-1:]
+    for python, literal in _PYTHON_LITERALS.items():
+        if rest.startswith(python):
+            return PayloadError(
+                "$", f"invalid JSON at {where}: {python} is Python; JSON writes {literal}"
+            )
+    if rest.startswith("'"):
+        return PayloadError(
+            "$", f"invalid JSON at {where}: single quotes; JSON strings and keys take double quotes"
+        )
+    if rest[:1] in ("}", "]") and before == ",":
+        return PayloadError(
+            "$", f"invalid JSON at {where}: a comma before {rest[0]!r}; remove the trailing comma"
+        )
+    if message == "Expecting ',' delimiter":
+        problem = (
+            "a comma is missing between two values"
+            if rest[:1] in ('"', "{", "[") or rest[:1].isdigit()
+            else f"expected ',' or a closing bracket, found {_excerpt(rest)}"
+        )
+        return PayloadError("$", f"invalid JSON at {where}: {problem}")
+    if message == "Expecting ':' delimiter":
+        return PayloadError(
+            "$", f"invalid JSON at {where}: expected ':' after the key, found {_excerpt(rest)}"
+        )
+    if message.startswith("Expecting property name"):
+        return PayloadError(
+            "$", f"invalid JSON at {where}: expected a key in double quotes, found {_excerpt(rest)}"
+        )
+    if message.startswith("Invalid control character"):
+        return PayloadError(
+            "$",
+            f"invalid JSON at {where}: a raw control character U+{ord(rest[0]):04X} in a "
+            "string; escape it (\\n, \\t, \\u00XX)",
+        )
+    if message.startswith("Invalid \\"):
+        start = text.rfind("\\", 0, position + 1)
+        escape = text[start : start + 6] if message.startswith("Invalid \\u") else rest[:2]
+        return PayloadError("$", f"invalid JSON at {where}: an invalid escape {escape} in a string")
+    if message == "Expecting value":
+        found = _excerpt(rest)
+        return PayloadError("$", f"invalid JSON at {where}: expected a value, found {found}")
+    plain = message.removesuffix(" at").removesuffix(" starting")  # the stdlib's dangling words
+    return PayloadError("$", f"invalid JSON at {where}: {plain[:1].lower()}{plain[1:]}")
+
+
 # The types a parse can give that may hold a problem (mapped to True); the
 # others (int, float, bool, None) never do. ``dict`` is a value the fast path
 # already accepted, ``_Pairs`` one the diagnostic parse built.
@@ -545,9 +687,7 @@ def _diagnose(
         except json.JSONDecodeError as exc:
             # The fast path stopped at a problem (a duplicate key …) before reaching
             # a syntax error further on; the document is not JSON at all.
-            return PayloadError(
-                "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            )
+            return _syntax_error(text, exc)
     frames: list[collections.abc.Iterator[tuple[str | int | None, Any]]] = [
         iter(((None, document),))
     ]
@@ -655,9 +795,7 @@ def _loads(text: str, *, stored: bool) -> JsonValue:
             parse_int=_strict_int if long_digits else None,
         )
     except json.JSONDecodeError as exc:
-        raise PayloadError(
-            "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        raise _syntax_error(text, exc) from None
     except _Problem:
         raise _diagnose(text, surrogates_allowed=stored, long_digits=long_digits) from None
     except RecursionError:
@@ -706,9 +844,7 @@ def loads_strict_with_objects(
         raise
     except json.JSONDecodeError as exc:
         # No hook raised before the syntax error, so the strict hooks would not either.
-        raise PayloadError(
-            "$", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        raise _syntax_error(text, exc) from None
     except _Problem:
         # A bad number or a duplicate key: the strict pass stops at the same event.
         raise _diagnose(text, long_digits=long_digits) from None
@@ -782,11 +918,14 @@ def extract_json_text(text: str) -> str:
     info = opening[len(_FENCE) :].strip()
     if not (info == "" or (info.isascii() and info.lower() == "json")):
         raise PayloadError(
-            "$", f"code fence info string must be empty or 'json', got {describe_value(info)}"
+            "$",
+            f"a code fence labelled {describe_value(info)} at line 1: only a ```json fence "
+            "(or the bare JSON) is accepted — label the fence json",
         )
     if not rest.endswith(_FENCE):
         if _FENCE in rest:
-            raise PayloadError("$", "text after the code fence")
+            after = _excerpt(rest[rest.rfind(_FENCE) + len(_FENCE) :])
+            raise PayloadError("$", f"text after the code fence: {after} — {_SEND_ONLY_JSON}")
         raise PayloadError("$", "code fence has no closing line")
     body = _strip_last_line_ending(rest[: -len(_FENCE)])
     if body is None:
@@ -804,7 +943,7 @@ def parse_json_object(text: str) -> dict[str, JsonValue]:
     """Extract, strictly parse and require a JSON object: every payload's first step."""
     value = loads_strict(extract_json_text(text))
     if not isinstance(value, dict):
-        raise PayloadError("$", f"expected a JSON object, got {json_type_name(value)}")
+        raise _not_an_object(value)
     return value
 
 
@@ -835,3 +974,20 @@ def stored_json(value: object) -> str:
 def sha256_text(text: str) -> str:
     """SHA-256 hex of ``text`` as UTF-8, a lone surrogate encoded as is (the trace's hashes)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _not_an_object(value: JsonValue) -> PayloadError:
+    """The message for a document that is not an object (the error path only)."""
+    problem = f"expected a JSON object, got {json_type_name(value)}"
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], dict):
+            problem = (
+                "expected a JSON object, got an array holding one object — "
+                "send that object without the [ ] around it"
+            )
+        else:
+            problem = (
+                f"expected a JSON object, got an array of {len(value)} "
+                f"item{'' if len(value) == 1 else 's'} — send one object"
+            )
+    return PayloadError("$", problem)

@@ -709,6 +709,12 @@ def _resume_plan(
     verify) may imply another step, and the run goes where the facts lead.
     """
     values: Mapping[str, Any] = snapshot.values
+    if snapshot.created_at is None and not values:
+        raise MachineError(
+            f"thread_id {thread_id!r} is unknown to this graph's checkpointer: no run was "
+            "started on it (start one with run_diagnosis_graph, or check the thread id "
+            "and the checkpointer's database)"
+        )
     runs = _runs_of(graph)
     if runs is None:
         journal = _load(values)

@@ -53,6 +53,7 @@ from .._kernel.loop import (
     drive_steps,
     invoke_agent,
 )
+from .._kernel.messages import other_request_error
 from .._kernel.observe import Observer, notify
 from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.tools import RecorderMark, ToolRecorder
@@ -261,7 +262,7 @@ def _start(
         if not isinstance(journal, AiOpsJournal):
             raise JournalError(f"expected an AiOpsJournal, got {type(journal).__name__}")
         if journal.request != request:
-            raise JournalError("request: the journal records a different request")
+            raise other_request_error(journal.request, request)
         before = journal
         announced = len(aiops_journal_status(journal, key=key).state.events)
         journal, current = resume_aiops_journal(journal, key=key)

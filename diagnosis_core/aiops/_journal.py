@@ -27,7 +27,7 @@ Serialising and signing use the shared functions of
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 
@@ -207,7 +207,18 @@ class AiOpsJournalSink(Protocol):
     def write(self, entry: AiOpsJournalEntry, /) -> None: ...
 
 
-class ListAiOpsJournalSink(ListSinkBase[AiOpsJournalEntry]):
+# As ``ListJournalSink``: ``ListAiOpsJournalSink[AiOpsJournalEntry]`` is the bare sink.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    _Entry = _DefaultTypeVar("_Entry", bound=AiOpsJournalEntry, default=AiOpsJournalEntry)
+else:
+    from typing import TypeVar as _DefaultTypeVar
+
+    _Entry = _DefaultTypeVar("_Entry", bound=AiOpsJournalEntry)
+
+
+class ListAiOpsJournalSink(ListSinkBase[_Entry]):
     """An in-memory :class:`AiOpsJournalSink`: :attr:`entries` holds the persisted entries."""
 
 

@@ -51,11 +51,11 @@ def _freeze_strings(field: str, value: object) -> Mapping[str, str]:
     return MappingProxyType(dict(sorted(value.items())))
 
 
-def _freeze_labels(value: object) -> Mapping[str, str]:
+def _freeze_labels(value: Mapping[str, str]) -> Mapping[str, str]:
     return _freeze_strings("labels", value)
 
 
-def _freeze_annotations(value: object) -> Mapping[str, str]:
+def _freeze_annotations(value: Mapping[str, str]) -> Mapping[str, str]:
     return _freeze_strings("annotations", value)
 
 

@@ -846,6 +846,8 @@ async def aiops_streams_async(request: dca.AiOpsRequest, effects: dca.AsyncAiOps
     items = [item async for item in dca.aiter_aiops(request, effects)]
     state = await dca.arun_aiops(request, effects, observer=None)
     return len(items) + len(state.events)
+
+
 def check_another_implementation(command: str, junit: str, schemas: str) -> bool:
     """A CI job: the kit against a command in batch mode, JUnit out, schemas for codegen."""
     assert_type(dck.PROTOCOL_VERSION, str)
@@ -910,3 +912,30 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     postgres: type[dcst.PostgresStore] = dcst.PostgresStore
     assert codec.name and postgres and stores
     return page + text
+
+
+# --- parameters typed as their validators (the misuses are in misuse.py) ------------
+
+
+def precise_parameters(messages: list[HistoryMessage], catalog: dict[str, str]) -> None:
+    """What the validators accept, written the way users write it, type-checks."""
+    zh = DiagnosisConfig(locale="zh-CN")  # a Locale or its wire value
+    assert_type(zh.locale, Locale)
+    tagged = RunConfig("run-2", "chat-2", metadata={"team": "payments", "env": "prod"})
+    assert_type(tagged.metadata, Mapping[str, str])
+    asked = DiagnosisRequest(
+        "why?",
+        tagged,
+        history=messages,  # any iterable of HistoryMessage
+        skills=(Skill(name, description) for name, description in catalog.items()),
+        config=zh,
+    )
+    assert_type(asked.history, tuple[HistoryMessage, ...])
+    assert_type(asked.skills, tuple[Skill, ...])
+    spelled: dcj.ListJournalSink[dcj.JournalEntry] = dcj.ListJournalSink[dcj.JournalEntry]()
+    bare = dcj.ListJournalSink()
+    assert_type(bare, dcj.ListJournalSink[dcj.JournalEntry])
+    spelled.write(bare.entries[0])
+    aiops_sink = dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry]()
+    assert_type(dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry])
+    assert_type(aiops_sink.entries, list[dca.AiOpsJournalEntry])
