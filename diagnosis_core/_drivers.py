@@ -40,6 +40,7 @@ from ._effects import (
 )
 from ._enums import AgentName
 from ._errors import JournalError
+from ._facts import gatekeeper_fact, repair_text
 from ._loop import (
     Done,
     adrive,
@@ -91,6 +92,11 @@ _EFFECT_NAMES = ("planner", "executor", "verifier", "composer", "gatekeeper")
 def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> EffectResult:
     """Perform one effect synchronously and package its outcome as a result.
 
+    The result is the fact as the journal stores it (spec §12.1): the
+    gatekeeper's result as :func:`gatekeeper_fact` makes it, texts as
+    :func:`repair_text` makes them — so the machine sees the same value
+    whether or not the run is journaled, reloaded or resumed.
+
     An effect that returns an awaitable is an async effect given to the sync
     driver: ``TypeError``, never a result (spec §15).
     """
@@ -105,9 +111,9 @@ def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> Ef
     try:
         raw = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
-        return GatekeeperFailed(describe_error(error))
+        return GatekeeperFailed(repair_text(describe_error(error)))
     reject_awaitable(raw, "Effects.gatekeeper", _SYNC)
-    return GatekeeperReturned(raw)
+    return GatekeeperReturned(gatekeeper_fact(raw))
 
 
 async def perform_effect_async(
@@ -129,13 +135,13 @@ async def perform_effect_async(
     try:
         called = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
-        return GatekeeperFailed(describe_error(error))
+        return GatekeeperFailed(repair_text(describe_error(error)))
     result = require_awaitable(called, "AsyncEffects.gatekeeper", _ASYNC)
     try:
         raw = await result
     except Exception as error:
-        return GatekeeperFailed(describe_error(error))
-    return GatekeeperReturned(raw)
+        return GatekeeperFailed(repair_text(describe_error(error)))
+    return GatekeeperReturned(gatekeeper_fact(raw))
 
 
 # --- journaling and observing --------------------------------------------------------

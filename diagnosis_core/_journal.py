@@ -39,6 +39,7 @@ import attrs
 
 from ._converter import to_wire
 from ._enums import AgentName
+from ._facts import gatekeeper_fact, repair_text
 from ._journal_kernel import (
     INTERRUPTED_MESSAGE,
     ExpectedCallBase,
@@ -146,15 +147,10 @@ def outcome_of(result: EffectResult) -> JournalOutcome:
     if isinstance(result, AgentReplied | AgentFailed):
         return agent_outcome(result)
     if isinstance(result, GatekeeperReturned):
-        try:
-            return RecordedGatekeeperResult(canonical_json(result.raw))
-        except Exception:  # any failure to serialize: record what can be recorded
-            try:
-                description = repr(result.raw)[:2000]
-            except Exception:
-                description = f"<unrepresentable {type(result.raw).__name__}>"
-            return RecordedGatekeeperResult(canonical_json({"unserializable": description}))
-    message = result.message if isinstance(result.message, str) else ""
+        # The one fact codec (spec §12.1): a storable plain copy, or the
+        # ``unserializable`` stand-in; never raises.
+        return RecordedGatekeeperResult(canonical_json(gatekeeper_fact(result.raw)))
+    message = repair_text(result.message) if isinstance(result.message, str) else ""
     return RecordedGatekeeperError(message)
 
 

@@ -27,6 +27,7 @@ import attrs
 from ._classify import FailureClassifier, classify_failure
 from ._config import RunConfig
 from ._effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
+from ._facts import repair_text, text_fact
 from ._machine import AgentFailed, AgentReplied
 from ._observe import new_events, notify
 
@@ -39,6 +40,7 @@ __all__ = [
     "describe_error",
     "drive",
     "drive_steps",
+    "failed_agent",
     "invoke_agent",
 ]
 
@@ -81,6 +83,15 @@ def describe_error(error: BaseException) -> str:
     return f"{name}: {message}" if message else name
 
 
+def failed_agent(classifier: FailureClassifier, error: Exception) -> AgentFailed:
+    """The fact an agent's exception is: its classified kind and its message as stored.
+
+    The message is what the journal keeps (spec §12.1, :func:`repair_text`),
+    so a live run and the fold of its journal see the same text.
+    """
+    return AgentFailed(classify_failure(classifier, error), repair_text(describe_error(error)))
+
+
 def invoke_agent(
     invoker: AgentInvoker,
     input: str,
@@ -97,9 +108,9 @@ def invoke_agent(
     try:
         text = invoker(input, config)
     except Exception as error:
-        return AgentFailed(classify_failure(classifier, error), describe_error(error))
+        return failed_agent(classifier, error)
     reject_awaitable(text, what, "the sync driver")
-    return AgentReplied(text)
+    return AgentReplied(text_fact(text))  # type: ignore[arg-type]
 
 
 async def ainvoke_agent(
@@ -118,13 +129,13 @@ async def ainvoke_agent(
     try:
         pending = invoker(input, config)
     except Exception as error:
-        return AgentFailed(classify_failure(classifier, error), describe_error(error))
+        return failed_agent(classifier, error)
     reply = require_awaitable(pending, what, "the asyncio driver")
     try:
         text = await reply
     except Exception as error:
-        return AgentFailed(classify_failure(classifier, error), describe_error(error))
-    return AgentReplied(text)
+        return failed_agent(classifier, error)
+    return AgentReplied(text_fact(text))  # type: ignore[arg-type]
 
 
 def _no_events(state: object) -> Sequence[object]:
