@@ -25,16 +25,17 @@ Guarantees and the decisions behind them:
   that is not a storable JSON value (bytes, a set, a non-string key, NaN, a
   cycle, an integer of more than 4300 digits, nesting deeper than 512, a
   string holding a surrogate pair: the one definition of spec §12.1 in
-  ``_facts.py``, which the ledger and the journal share) fails closed: the call is *refused* with
-  a :class:`LedgerError` before an id is assigned and before the tool runs
+  ``_facts.py``, which the ledger and the journal share) fails closed: the
+  call is *refused* with a :class:`LedgerError` before an id is assigned and
+  before the tool runs
   (a call we cannot record faithfully must not happen). Tuples are recorded
   as arrays; ``str``/``int``/``float`` subclasses as the plain value.
-* **Output.** A storable JSON value (the same definition), recorded deep-copied; the envelope carries the
-  recorded copy, so the model sees exactly what the gatekeeper will check. A
-  tool output that is not JSON fails closed: the tool already ran, so the
-  call *is* recorded — as failed, the moment the tool returns, never later
-  when the journal would fail to write or read it back (``success`` false, ``output`` null,
-  ``error`` ``{"type": "LedgerError", "message": …}``) — and the caller gets
+* **Output.** A storable JSON value (the same definition), recorded
+  deep-copied; the envelope carries the recorded copy, so the model sees
+  exactly what the gatekeeper will check. Any other tool output fails
+  closed: the tool already ran, so the call *is* recorded — as failed, the
+  moment the tool returns, never later when the journal would fail to write
+  or read it back (``success`` false, ``output`` null, ``error`` ``{"type": "LedgerError", "message": …}``) — and the caller gets
   a :class:`LedgerError`; the output never reaches the model uncited.
 * **Errors.** A tool that raises (any ``BaseException``, cancellation
   included: the tool may have had side effects) is recorded as failed with
