@@ -35,8 +35,9 @@ Guarantees and the decisions behind them:
   exactly what the gatekeeper will check. Any other tool output fails
   closed: the tool already ran, so the call *is* recorded — as failed, the
   moment the tool returns, never later when the journal would fail to write
-  or read it back (``success`` false, ``output`` null, ``error`` ``{"type": "LedgerError", "message": …}``) — and the caller gets
-  a :class:`LedgerError`; the output never reaches the model uncited.
+  or read it back (``success`` false, ``output`` null, ``error``
+  ``{"type": "LedgerError", "message": …}``) — and the caller gets a
+  :class:`LedgerError`; the output never reaches the model uncited.
 * **Errors.** A tool that raises (any ``BaseException``, cancellation
   included: the tool may have had side effects) is recorded as failed with
   ``error`` ``{"type": <module-qualified class name, builtins bare>,
