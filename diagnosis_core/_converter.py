@@ -42,7 +42,7 @@ from cattrs.errors import (
     IterableValidationNote,
     StructureHandlerNotFoundError,
 )
-from cattrs.gen import make_dict_structure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ._errors import ConfigError, PayloadError
 from ._json import (
@@ -657,6 +657,27 @@ def _install_trace_hooks(conv: cattrs.Converter) -> None:
 
     conv.register_unstructure_hook(RawResult, lambda raw: json.loads(raw.json_text))
     conv.register_structure_hook(RawResult, structure_raw)
+    conv.register_unstructure_hook_factory(_counts_observer_failures, _omit_zero_failures)
+
+
+def _counts_observer_failures(cl: object) -> bool:
+    """A state or trace report carrying ``observer_failures`` (spec §12.5)."""
+    return attrs.has(cl) and any(  # type: ignore[arg-type]
+        field.name == "observer_failures" for field in attrs.fields(cl)
+    )
+
+
+def _omit_zero_failures(cl: Any, conv: cattrs.Converter) -> Callable[[Any], dict[str, Any]]:
+    """Write ``observer_failures`` only when not 0, so existing bytes stay as they were."""
+    base = make_dict_unstructure_fn(cl, conv)
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        wire: dict[str, Any] = base(value)
+        if not wire.get("observer_failures"):
+            wire.pop("observer_failures", None)
+        return wire
+
+    return unstructure
 
 
 _SPARSE_DETAILS: list[type[Any]] = [EventDetails]

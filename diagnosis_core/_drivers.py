@@ -31,6 +31,8 @@ import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+import attrs
+
 from ._effects import (
     AsyncEffects,
     Effects,
@@ -65,7 +67,7 @@ from ._machine import (
     next_action,
     start_diagnosis,
 )
-from ._observe import DiagnosisObserver
+from ._observe import DiagnosisObserver, Watcher
 from ._trace import TraceEvent
 
 if TYPE_CHECKING:
@@ -193,20 +195,26 @@ class _Run:
         self.resumed_entry = resumed_entry
         self.sink = sink
         self.observer = observer
+        self.watcher = Watcher(observer)  # counts hook failures across the whole run
 
     def opening(self) -> Iterator[TraceEvent]:
         """Before the first effect: persist a completed interrupted entry, announce its events."""
-        from ._observe import notify
-
         if self.resumed_entry is not None and self.sink is not None:
             self.sink.write(self.resumed_entry)
         for event in self.state.events[self.announced :]:
-            notify(self.observer, "event_appended", event)
+            self.watcher.notify("event_appended", event)
             yield event
 
     @property
     def watched(self) -> bool:
         return self.observer is not None
+
+
+def _returned(done: Done[DiagnosisState]) -> DiagnosisState:
+    """The finished state a blocking driver returns, with its observer failure count."""
+    if done.observer_failures:
+        return attrs.evolve(done.state, observer_failures=done.observer_failures)
+    return done.state
 
 
 def _prepare(
@@ -292,7 +300,7 @@ def _steps(
         perform,
         advance,
         recorder=run.journaling,
-        observer=run.observer,
+        observer=run.watcher,
         events=_events if events or run.watched else None,
     )
 
@@ -310,7 +318,7 @@ async def _asteps(
         perform,
         advance,
         recorder=run.journaling,
-        observer=run.observer,
+        observer=run.watcher,
         events=_events if events or run.watched else None,
     ):
         yield item
@@ -358,7 +366,7 @@ def run_diagnosis(
     for item in _steps(run, effects, events=False):
         last = item
     assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
+    return _returned(last)
 
 
 async def arun_diagnosis(
@@ -391,7 +399,7 @@ async def arun_diagnosis(
     async for item in _asteps(run, effects, events=False):
         last = item
     assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
+    return _returned(last)
 
 
 def iter_diagnosis(

@@ -62,6 +62,8 @@ __all__ = [
     "MAX_STORED_CHARS",
     "gatekeeper_fact",
     "has_surrogate",
+    "has_surrogate_pair",
+    "plain_json_copy",
     "repair_text",
     "storable_problem",
     "text_fact",
@@ -206,6 +208,40 @@ def _storable(value: object, repair: bool) -> tuple[object, str | None]:
         if size > MAX_STORED_CHARS:
             return root, f"larger than {MAX_STORED_CHARS} characters"
     return root, None
+
+
+def plain_json_copy(value: object) -> object:
+    """A deep copy of a plain JSON value (dicts, lists, scalars), iteratively.
+
+    Containers of other types are copied as they are read (a ``tuple`` stays
+    a ``tuple`` of copies); scalars are shared (they are immutable).
+    """
+    if type(value) is not dict and type(value) is not list:
+        return value
+    root: list[object] = [None]
+    copies: dict[int, object] = {}  # shared and circular sub-values keep their shape
+    work: list[tuple[object, Any, Any]] = [(value, root, 0)]
+    while work:
+        node, parent, slot = work.pop()
+        copy: object
+        if type(node) is dict or type(node) is list:
+            known = copies.get(id(node))
+            if known is not None:
+                parent[slot] = known
+                continue
+            if type(node) is dict:
+                mapping: dict[object, object] = dict(node)
+                work.extend((child, mapping, key) for key, child in mapping.items())
+                copy = mapping
+            else:
+                items = list(node)
+                work.extend((child, items, index) for index, child in enumerate(items))
+                copy = items
+            copies[id(node)] = copy
+        else:
+            copy = node
+        parent[slot] = copy
+    return root[0]
 
 
 def storable_problem(value: object) -> str | None:

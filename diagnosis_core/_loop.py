@@ -13,8 +13,9 @@ each trace event as the machine appends it and then :class:`Done`; the
 blocking :func:`drive` / :func:`adrive` only consume them. Around each effect
 the loop calls an optional :class:`StepRecorder` (a journal: ``begin`` before
 the effect runs, ``end`` after, and the machine is fed what ``end`` returns —
-the recorded fact) and an optional observer (through :func:`notify`, so a
-raising hook never changes the run; spec §14).
+the recorded fact) and an optional observer (through a :class:`Watcher`, so
+a raising hook is logged and counted and never changes the run, and a hook is
+shown a copy of a mutable result; spec §12.5, §14).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ._config import RunConfig
 from ._effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
 from ._facts import repair_text, text_fact
 from ._machine import AgentFailed, AgentReplied
-from ._observe import new_events, notify
+from ._observe import Watcher, new_events, observed_result
 
 __all__ = [
     "Done",
@@ -42,6 +43,7 @@ __all__ = [
     "drive_steps",
     "failed_agent",
     "invoke_agent",
+    "watcher_of",
 ]
 
 S = TypeVar("S")
@@ -68,9 +70,19 @@ class StepRecorder(Protocol[A_contra, R]):
 
 @attrs.frozen
 class Done(Generic[S]):
-    """The last item a step loop yields: the finished state."""
+    """The last item a step loop yields: the finished state.
+
+    ``observer_failures`` counts the observer hooks that raised during the
+    loop (logged, never raised; spec §12.5).
+    """
 
     state: S
+    observer_failures: int = 0
+
+
+def watcher_of(observer: object) -> Watcher:
+    """The :class:`Watcher` that calls ``observer`` (itself, when it is one)."""
+    return observer if isinstance(observer, Watcher) else Watcher(observer)
 
 
 def describe_error(error: BaseException) -> str:
@@ -166,22 +178,24 @@ def drive_steps(
     accepts: that is the machine's contract, which its own types state.
     """
     trace = _no_events if events is None else events
+    watcher = watcher_of(observer)
     while True:
         action = next_action(state)
         if isinstance(action, finished):
-            yield Done(state)
+            yield Done(state, watcher.failures)
             return
         if recorder is not None:
             recorder.begin(action)  # type: ignore[arg-type]
-        notify(observer, "effect_started", action)
+        watcher.notify("effect_started", action)
         result = perform(action)  # type: ignore[arg-type]
         if recorder is not None:
             result = recorder.end(action, result)  # type: ignore[arg-type]
-        notify(observer, "effect_finished", action, result)
+        if watcher.observer is not None:
+            watcher.notify("effect_finished", action, observed_result(result))
         before = state
         state = advance(state, result)
         for event in new_events(trace(before), trace(state)):
-            notify(observer, "event_appended", event)
+            watcher.notify("event_appended", event)
             yield event  # type: ignore[misc]
 
 
@@ -198,22 +212,24 @@ async def adrive_steps(
 ) -> AsyncIterator[E | Done[S]]:
     """:func:`drive_steps` on the asyncio event loop: each effect is awaited in turn."""
     trace = _no_events if events is None else events
+    watcher = watcher_of(observer)
     while True:
         action = next_action(state)
         if isinstance(action, finished):
-            yield Done(state)
+            yield Done(state, watcher.failures)
             return
         if recorder is not None:
             recorder.begin(action)  # type: ignore[arg-type]
-        notify(observer, "effect_started", action)
+        watcher.notify("effect_started", action)
         result = await perform(action)  # type: ignore[arg-type]
         if recorder is not None:
             result = recorder.end(action, result)  # type: ignore[arg-type]
-        notify(observer, "effect_finished", action, result)
+        if watcher.observer is not None:
+            watcher.notify("effect_finished", action, observed_result(result))
         before = state
         state = advance(state, result)
         for event in new_events(trace(before), trace(state)):
-            notify(observer, "event_appended", event)
+            watcher.notify("event_appended", event)
             yield event  # type: ignore[misc]
 
 

@@ -315,6 +315,9 @@ class DiagnosisState:
     outcome: Outcome | None = None
     answer: str | None = None
     reason_code: ReasonCode | None = None
+    observer_failures: int = attrs.field(default=0, eq=False)
+    """Observer hooks that raised while a driver ran (logged; spec §12.5). Not a
+    fact of the run: excluded from equality, written only when not 0."""
 
     @property
     def finished(self) -> bool:
@@ -414,6 +417,7 @@ def build_trace_report(state: DiagnosisState) -> TraceReport:
         outcome=state.outcome,
         reason_code=state.reason_code,
         answer=state.answer,
+        observer_failures=state.observer_failures,
     )
 
 

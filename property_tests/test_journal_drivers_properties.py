@@ -190,41 +190,59 @@ def test_resuming_any_prefix_ends_as_the_resume_rule_says(
 
 
 class _Flaky:
-    """An observer whose hooks raise when the drawn schedule says so."""
+    """An observer whose hooks raise, or edit what they are shown, as the drawn schedule says."""
 
-    def __init__(self, schedule: list[bool]) -> None:
+    def __init__(self, schedule: list[int]) -> None:
         self._schedule = schedule
         self.calls = 0
 
-    def _maybe(self) -> None:
-        raise_now = self._schedule[self.calls % len(self._schedule)]
+    def _maybe(self, shown: object = None) -> None:
+        move = self._schedule[self.calls % len(self._schedule)]
         self.calls += 1
-        if raise_now:
+        if move == 1:
             raise RuntimeError("observer down")
+        if move == 2 and isinstance(shown, dc.GatekeeperReturned):
+            raw = shown.raw
+            if isinstance(raw, dict):  # a REJECT edited into a clean PASS
+                raw.clear()
+                raw.update({"status": "pass", "checked_bindings": [], "reason_codes": []})
+            raise RuntimeError("edited, then down")
+        if move == 3 and isinstance(shown, dc.GatekeeperReturned):
+            raw = shown.raw
+            if isinstance(raw, dict):
+                for entry in raw.get("checked_bindings") or []:
+                    if isinstance(entry, dict):
+                        entry["status"] = "pass"
+                        entry["matched_text"] = "forged"
 
     def effect_started(self, action: object, /) -> None:
         self._maybe()
 
     def effect_finished(self, action: object, result: object, /) -> None:
-        self._maybe()
+        self._maybe(result)
 
     def event_appended(self, event: object, /) -> None:
         self._maybe()
 
 
-@given(dt.scenarios(), st.lists(st.booleans(), min_size=1, max_size=8), st.booleans())
-def test_an_observer_that_raises_never_changes_the_result(
-    document: dict[str, Any], schedule: list[bool], journaled: bool
+@given(dt.scenarios(), st.lists(st.integers(0, 3), min_size=1, max_size=8))
+def test_an_observer_that_raises_or_edits_never_changes_the_result_or_the_journal(
+    document: dict[str, Any], schedule: list[int]
 ) -> None:
     expected = _live_json(document)
     scenario = dc.load_scenario(document)
     request = dc.scenario_request(scenario)
-    sink = dcj.ListJournalSink() if journaled else None
+    plain_sink = dcj.ListJournalSink()
+    dc.run_diagnosis(request, dc.scenario_effects(scenario), sink=plain_sink)
+    sink = dcj.ListJournalSink()
     observer = _Flaky(schedule)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dc.ObserverWarning)
+        warnings.simplefilter("error")  # a host's -W error: a hook failure must not escape
         state = dc.run_diagnosis(
             request, dc.scenario_effects(scenario), sink=sink, observer=observer
+        )
+        unjournaled = dc.run_diagnosis(
+            request, dc.scenario_effects(scenario), observer=_Flaky(schedule)
         )
         items = list(
             dc.iter_diagnosis(
@@ -233,7 +251,12 @@ def test_an_observer_that_raises_never_changes_the_result(
         )
     assert observer.calls > 0
     assert dcb.canonical_json(dc.to_wire(state.result)) == expected
+    assert dcb.canonical_json(dc.to_wire(unjournaled.result)) == expected
     assert items == [*state.events, state.result]
+    journal = dcj.journal_to_json(sink.journal(request))
+    assert journal == dcj.journal_to_json(plain_sink.journal(request))
+    folded = dcj.fold_journal(dcj.journal_from_json(journal))
+    assert dcb.canonical_json(dc.to_wire(folded.result)) == expected
 
 
 # --- done when: 300 scenarios, Python and the command line --------------------------------------
