@@ -66,7 +66,7 @@ import attrs
 from ._enums import BindingCheckStatus
 from ._errors import LedgerError
 from ._facts import MAX_JSON_DEPTH, MAX_STORED_CHARS, has_surrogate_pair
-from ._json import JsonValue
+from ._json import JsonValue, describe_value
 from ._payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
 
 __all__ = [
@@ -431,7 +431,7 @@ def _check_duration(value: object) -> None:
         or (isinstance(value, float) and math.isfinite(value) and value >= 0)
     )
     if not number:
-        shown = repr(value) if isinstance(value, int | float) else _json_type(value)
+        shown = describe_value(value) if isinstance(value, int | float) else _json_type(value)
         shown = _json_type(value) if isinstance(value, bool) else shown
         raise LedgerError(f"duration_ms: expected a number >= 0, got {shown}")
 

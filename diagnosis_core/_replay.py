@@ -26,7 +26,8 @@ from ._drivers import run_diagnosis
 from ._effects import Effects, Gatekeeper
 from ._enums import AgentName
 from ._errors import ConfigError, LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
-from ._json import JsonValue, canonical_json
+from ._facts import gatekeeper_fact
+from ._json import JsonValue, canonical_json, describe_value
 from ._machine import DiagnosisRequest, DiagnosisState
 from ._payloads import ExecutorEvidence, HistoryMessage, Skill
 from ._reference_gatekeeper import ReferenceGatekeeper, ToolLedger, ledger_from_records
@@ -178,7 +179,7 @@ def expect_object(value: object, path: str) -> Mapping[str, object]:
         raise scenario_error(path, f"expected an object, got {_type_name(value)}")
     for key in value:
         if not isinstance(key, str):
-            raise scenario_error(path, f"keys must be strings, got {key!r}")
+            raise scenario_error(path, f"keys must be strings, got {describe_value(key)}")
     return value
 
 
@@ -373,7 +374,9 @@ def load_scripted_response(item: object, path: str) -> ScriptedResponse:
     kind = error["kind"]
     if kind not in ERROR_KINDS:
         allowed = ", ".join(repr(k) for k in ERROR_KINDS)
-        raise scenario_error(f"{path}.error.kind", f"expected one of {allowed}, got {kind!r}")
+        raise scenario_error(
+            f"{path}.error.kind", f"expected one of {allowed}, got {describe_value(kind)}"
+        )
     message = error.get("message")
     text = "" if message is None else expect_string(message, f"{path}.error.message")
     return ScriptedResponse(error_kind=str(kind), error_message=text)
@@ -414,7 +417,14 @@ def _load_gatekeeper(items: object) -> tuple[ScriptedGatekeeperEntry, ...]:
         if ("result" in entry) == ("error" in entry):
             raise scenario_error(path, 'expected "result" or "error"')
         if "result" in entry:
-            entries.append(ScriptedGatekeeperEntry(result_json=_json_text(entry["result"], path)))
+            # The fact codec (spec §12.1): a JSON result the journal cannot
+            # store (nested deeper than the limit, a surrogate pair …) is played
+            # as the live driver would feed it — the ``unserializable``
+            # stand-in, a GATEKEEPER_INVALID_RESULT status — not a
+            # ScenarioError (§5: nesting up to the parser's limits is a status).
+            _json_text(entry["result"], path)  # a scenario is JSON: NaN, a set … are errors
+            fact = gatekeeper_fact(entry["result"])
+            entries.append(ScriptedGatekeeperEntry(result_json=_json_text(fact, path)))
             continue
         error = expect_object(entry["error"], f"{path}.error")
         check_known_keys(error, frozenset({"kind", "message"}), f"{path}.error")

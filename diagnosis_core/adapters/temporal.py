@@ -86,6 +86,7 @@ from .._journal_wire import (
     _outcome_to_wire,
     journal_to_wire,
 )
+from .._json import describe_value
 from .._machine import (
     CallGatekeeper,
     DiagnosisRequest,
@@ -321,7 +322,7 @@ def _timeouts_of(input: DiagnosisWorkflowInput) -> tuple[float, float, float]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{name}: expected a number, got {type(value).__name__}")
         if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"{name}: expected a positive number, got {value!r}")
+            raise ConfigError(f"{name}: expected a positive number, got {describe_value(value)}")
     return values
 
 
