@@ -68,6 +68,7 @@ from ._machine import (
     start_diagnosis,
 )
 from ._observe import DiagnosisObserver, Watcher
+from ._provenance import mark_built, require_built_here
 from ._trace import TraceEvent
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ class _Run:
 def _returned(done: Done[DiagnosisState]) -> DiagnosisState:
     """The finished state a blocking driver returns, with its observer failure count."""
     if done.observer_failures:
-        return attrs.evolve(done.state, observer_failures=done.observer_failures)
+        return mark_built(attrs.evolve(done.state, observer_failures=done.observer_failures))
     return done.state
 
 
@@ -227,9 +228,12 @@ def _prepare(
     resend_gatekeeper: bool,
     tools: ToolRecorder | None,
     observer: DiagnosisObserver | None,
+    driver: str,
 ) -> _Run:
     """Validate the options and resume the journal; nothing is written yet."""
     if journal is None and sink is None:
+        if state is not None:
+            require_built_here(state, driver)
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
     from ._journal import JournalRecorder, journal_status, resume_journal
@@ -347,8 +351,12 @@ def run_diagnosis(
     applies, ``resend_gatekeeper`` opting in to re-sending an interrupted
     gatekeeper call), ``key`` to sign and verify it, ``tools`` so the
     executor's entries carry their tool calls, and ``observer`` to watch the
-    run (spec §14). ``state`` resumes a state saved earlier (not with a
-    journal or a sink: a journal starts from the request).
+    run (spec §14). ``state`` continues from a state object that
+    :func:`start_diagnosis` / :func:`advance` returned in this process (not
+    with a journal or a sink: a journal starts from the request); a state
+    read back from storage is for display only and refused with
+    :class:`MachineError` before any effect (spec §12) — resume from the
+    run's journal instead.
 
     Raises ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
@@ -358,6 +366,7 @@ def run_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        driver="run_diagnosis",
     )
     if run.journaling is None and not run.watched:
         perform = functools.partial(perform_effect, effects=effects)
@@ -391,6 +400,7 @@ async def arun_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        driver="arun_diagnosis",
     )
     if run.journaling is None and not run.watched:
         perform = functools.partial(perform_effect_async, effects=effects)
@@ -426,6 +436,7 @@ def iter_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        driver="iter_diagnosis",
     )
     return _iterate(run, effects)
 
@@ -456,6 +467,7 @@ def aiter_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        driver="aiter_diagnosis",
     )
     return _aiterate(run, effects)
 

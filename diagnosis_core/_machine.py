@@ -69,6 +69,7 @@ from ._projection import (
     project_verified_input,
     select_allowed_claims,
 )
+from ._provenance import mark_built
 from ._rendering import render_post_verification_fallback, render_pre_verification_fallback
 from ._routing import Route, RoutingFacts, choose_route
 from ._trace import (
@@ -351,7 +352,7 @@ class DiagnosisState:
 def start_diagnosis(request: DiagnosisRequest) -> DiagnosisState:
     """The initial state: the start row routes to the planner (spec §7)."""
     state = DiagnosisState(request=request)
-    return _follow(state, choose_route(None, RoutingFacts()), round=1)
+    return mark_built(_follow(state, choose_route(None, RoutingFacts()), round=1))
 
 
 def next_action(state: DiagnosisState) -> Action:
@@ -375,6 +376,10 @@ def advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
     not answer the pending action. Agent and gatekeeper misbehaviour is never
     an exception: it becomes a node status with a reason.
     """
+    return mark_built(_advance(state, result))
+
+
+def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
     if state.outcome is not None:
         raise MachineError("the run has finished; there is nothing to advance")
     if state.awaiting_gatekeeper:

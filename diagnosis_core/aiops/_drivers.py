@@ -32,6 +32,7 @@ from .._errors import JournalError
 from .._journal_wire import RecordedToolInvocation, tool_invocation_from_record
 from .._loop import adrive, ainvoke_agent, drive, invoke_agent
 from .._machine import AgentFailed, AgentReplied
+from .._provenance import require_built_here
 from .._reference_gatekeeper import ToolLedger
 from .._tools import RecorderMark, ToolRecorder
 from ._enums import AiOpsAgent
@@ -191,6 +192,8 @@ def _start(
     if journal is None and sink is None:
         if key is not None or tools is not None:
             raise TypeError(f"{driver}: key= and tools= record a journal; pass journal= or sink=")
+        if state is not None:
+            require_built_here(state, driver)
         return (start_aiops(request) if state is None else state), None
     if state is not None:
         raise TypeError(f"{driver}: pass state= or journal=, not both (the journal is the state)")
@@ -224,7 +227,10 @@ def run_aiops(
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
-    Pass ``state`` to resume a run saved earlier. ``state.result`` is the
+    Pass ``state`` to continue from a state object the machine built in this
+    process (:func:`start_aiops` / :func:`advance_aiops`); a state read back
+    from storage is display-only and refused with :class:`MachineError`
+    before any agent runs (spec §12) — resume from the run's journal. ``state.result`` is the
     outcome; judge its report with :func:`evaluate_aiops_report`. Raises
     ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`AiOpsEffects` of sync callables (spec §15).

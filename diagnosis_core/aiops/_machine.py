@@ -30,6 +30,7 @@ from .._config import RunConfig
 from .._enums import FailureKind, NodeStatus
 from .._errors import MachineError, PayloadError
 from .._machine import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
+from .._provenance import mark_built
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -212,7 +213,7 @@ class AiOpsState:
 def start_aiops(request: AiOpsRequest) -> AiOpsState:
     """The initial state: the start row routes to the supervisor's first step."""
     state = AiOpsState(request=request)
-    return _follow(state, choose_aiops_route(None, AiOpsRoutingFacts()))
+    return mark_built(_follow(state, choose_aiops_route(None, AiOpsRoutingFacts())))
 
 
 def next_aiops_action(state: AiOpsState) -> AiOpsAction:
@@ -234,6 +235,10 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
     not an agent result. Agent misbehaviour is never an exception: it
     becomes a node status with a reason.
     """
+    return mark_built(_advance_aiops(state, result))
+
+
+def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
     if state.outcome is not None:
         raise MachineError("the AIOps run has finished; there is nothing to advance")
     pending = state.pending
