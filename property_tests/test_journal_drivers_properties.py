@@ -74,6 +74,31 @@ def test_the_drivers_journals_fold_to_the_live_state_and_replay(document: dict[s
     assert dcb.canonical_json(dcj.replay_journal(async_journal)) == expected
 
 
+@given(dt.effect_scripts(), st.booleans())
+def test_facts_holding_surrogate_pairs_fold_from_the_stored_journal_to_the_live_state(
+    script: Any, keyed: bool
+) -> None:
+    """Effects whose messages and gatekeeper results hold lone surrogates and
+    high-low pairs (``fact_texts``): the stored, reloaded journal — signed or
+    not — folds to the live state, and that state round-trips (spec §12.1)."""
+    key = b"property-key" if keyed else None
+    request = script.request
+    plain = dc.run_diagnosis(request, script.effects())
+    sink = dcj.ListJournalSink()
+    live = dc.run_diagnosis(request, script.effects(), sink=sink, key=key)
+    assert live == plain
+    text = dcj.journal_to_json(sink.journal(request))
+    text.encode("utf-8")
+    folded = dcj.fold_journal(dcj.journal_from_json(text), key=key)
+    assert folded == live
+    assert dc.from_json(dc.DiagnosisState, dc.to_json(live)) == live
+    report = dc.build_trace_report(live)
+    assert dc.from_json(dc.TraceReport, dc.to_json(report)) == report
+    assert dcb.canonical_json(dc.to_wire(folded.result)) == dcb.canonical_json(
+        dc.to_wire(live.result)
+    )
+
+
 # --- resume from every prefix --------------------------------------------------------------
 
 
