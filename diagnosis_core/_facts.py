@@ -54,6 +54,7 @@ import math
 import re
 from typing import Any, Final, TypeAlias
 
+from ._errors import ConfigError
 from ._gatekeeper import snapshot_raw_result
 from ._json import JsonValue, int_too_long
 
@@ -63,7 +64,9 @@ __all__ = [
     "gatekeeper_fact",
     "has_surrogate",
     "has_surrogate_pair",
+    "pair_location",
     "plain_json_copy",
+    "refuse_surrogate_pairs",
     "repair_text",
     "storable_problem",
     "text_fact",
@@ -242,6 +245,40 @@ def plain_json_copy(value: object) -> object:
             copy = node
         parent[slot] = copy
     return root[0]
+
+
+def pair_location(value: object) -> str | None:
+    """The path of the first string or key holding a surrogate pair in plain JSON, or None.
+
+    For request material (spec §12.1): a question, a history message or a run
+    id JSON would read back as another text is refused where it is built.
+    Iterative; containers other than ``dict``/``list`` are not entered.
+    """
+    work: list[tuple[object, str]] = [(value, "$")]
+    while work:
+        node, path = work.pop()
+        if type(node) is str:
+            if has_surrogate_pair(node):
+                return path
+        elif type(node) is dict:
+            for key, child in node.items():
+                where = f"{path}.{key}" if type(key) is str and key.isidentifier() else path
+                if type(key) is str and has_surrogate_pair(key):
+                    return where
+                work.append((child, where))
+        elif type(node) is list:
+            work.extend((child, f"{path}[{index}]") for index, child in enumerate(node))
+    return None
+
+
+def refuse_surrogate_pairs(wire: object, what: str) -> None:
+    """:class:`ConfigError` naming the place of a surrogate pair in ``wire`` (request material)."""
+    where = pair_location(wire)
+    if where is not None:
+        raise ConfigError(
+            f"{what}{where[1:]}: holds a high surrogate directly followed by a low one, "
+            "which JSON reads back as another character (spec §12.1)"
+        )
 
 
 def storable_problem(value: object) -> str | None:

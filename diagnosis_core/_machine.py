@@ -32,6 +32,7 @@ from ._enums import (
     Verdict,
 )
 from ._errors import MachineError, PayloadError
+from ._facts import refuse_surrogate_pairs
 from ._gaps import RetryContext, build_retry_context, extract_evidence_gaps
 from ._gatekeeper import (
     NormalizedGatekeeperResult,
@@ -129,6 +130,18 @@ def to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def _request_strings(request: DiagnosisRequest) -> object:
+    """Every string of a request, as plain JSON (the fields a journal stores)."""
+    run = request.run
+    return {
+        "question": request.question,
+        "run": {"run_id": run.run_id, "session_id": run.session_id,
+                "metadata": dict(run.metadata)},
+        "history": [[item.role, item.content] for item in request.history],
+        "skills": [[item.name, item.description] for item in request.skills],
+    }
+
+
 @attrs.frozen
 class DiagnosisRequest:
     """One chat question and everything the run may use to answer it."""
@@ -144,6 +157,10 @@ class DiagnosisRequest:
     config: DiagnosisConfig = attrs.field(
         factory=DiagnosisConfig, validator=attrs.validators.instance_of(DiagnosisConfig)
     )
+
+    def __attrs_post_init__(self) -> None:
+        # Request material JSON cannot store would change on reload (spec §12.1).
+        refuse_surrogate_pairs(_request_strings(self), "request")
 
 
 @attrs.frozen

@@ -15,6 +15,7 @@ from typing import Any
 
 import _builders as b
 import attrs
+import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.blocks as dcb
@@ -164,3 +165,35 @@ def test_a_fact_without_surrogate_pairs_is_stored_byte_for_byte_as_before() -> N
     assert isinstance(gatekeeper.outcome, dcj.RecordedGatekeeperResult)
     expected = b.gatekeeper_for(b.executor())
     assert gatekeeper.outcome.result_json == dcb.canonical_json(expected)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["question", "history", "skills", "run_id", "metadata"],
+)
+def test_a_request_holding_a_surrogate_pair_is_refused_when_built(field: str) -> None:
+    """Request material JSON cannot store would change on reload: refused (spec §12.1)."""
+    run = dc.RunConfig("run-1", "chat-1", {"tenant": "x"})
+    text = "a" + PAIR
+    arguments: dict[str, Any] = {"question": "q", "run": run}
+    if field == "question":
+        arguments["question"] = text
+    elif field == "history":
+        arguments["history"] = (dc.HistoryMessage("user", text),)
+    elif field == "skills":
+        arguments["skills"] = (dc.Skill(text, "d"),)
+    elif field == "run_id":
+        arguments["run"] = dc.RunConfig(text, "chat-1")
+    else:
+        arguments["run"] = dc.RunConfig("run-1", "chat-1", {text: "v"})
+    with pytest.raises(dc.ConfigError, match="surrogate"):
+        dc.DiagnosisRequest(**arguments)
+    lone = dc.DiagnosisRequest(question="q\ud800", run=run)  # a lone one is stored exactly
+    assert dc.from_json(dc.DiagnosisRequest, dc.to_json(lone)) == lone
+
+
+def test_an_aiops_request_holding_a_surrogate_pair_is_refused_when_built() -> None:
+    import diagnosis_core.aiops as dca
+
+    with pytest.raises(dc.ConfigError, match="surrogate"):
+        dca.AiOpsRequest(dc.RunConfig("run-1" + PAIR, "s"))

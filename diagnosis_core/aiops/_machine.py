@@ -27,8 +27,10 @@ from collections.abc import Iterable
 import attrs
 
 from .._config import RunConfig
+from .._converter import to_wire
 from .._enums import FailureKind, NodeStatus
 from .._errors import MachineError, PayloadError
+from .._facts import refuse_surrogate_pairs
 from .._machine import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
 from .._provenance import mark_built
 from ._config import AiOpsConfig
@@ -96,6 +98,10 @@ class AiOpsRequest:
         default=(), converter=_alerts_tuple, validator=items_of(Alert)
     )
     config: AiOpsConfig = attrs.field(factory=AiOpsConfig)
+
+    def __attrs_post_init__(self) -> None:
+        # Request material JSON cannot store would change on reload (spec §12.1).
+        refuse_surrogate_pairs(to_wire(self), "request")  # alerts: labels, annotations …
 
     @property
     def mode(self) -> AiOpsMode:

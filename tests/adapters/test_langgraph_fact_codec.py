@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from adapter_support import EXAMPLES_DIR, load_doc, scenario_of  # noqa: E402
-from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from adapter_support import EXAMPLES_DIR, load_doc, scenario_of
+from langgraph.checkpoint.sqlite import SqliteSaver
 
-import diagnosis_core as dc  # noqa: E402
-from diagnosis_core import ReasonCode  # noqa: E402
-from diagnosis_core.adapters.langgraph import (  # noqa: E402
+import diagnosis_core as dc
+from diagnosis_core import ReasonCode
+from diagnosis_core.adapters.langgraph import (
     GATEKEEPER_NODE,
     build_diagnosis_graph,
     resume_diagnosis_graph,
