@@ -311,7 +311,11 @@ class DiagnosisState:
     """The whole state of one run; immutable, JSON round-trippable.
 
     Drivers keep it, pass it to :func:`next_action` and :func:`advance`, and
-    never change it themselves.
+    never change it themselves. A state read back with ``from_json`` is for
+    display only (spec §12: no stored state is a source of truth): it is not
+    checked against the machine's invariants, and every driver's ``state=``
+    refuses it — only a state object the machine built in this process is
+    accepted; a run moves between processes as its journal.
     """
 
     request: DiagnosisRequest
