@@ -54,6 +54,7 @@ from ._loop import (
     invoke_agent,
 )
 from ._machine import (
+    PLAIN_FACT,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisResult,
@@ -116,7 +117,7 @@ def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> Ef
     except Exception as error:
         return GatekeeperFailed(repair_text(describe_error(error)))
     reject_awaitable(raw, "Effects.gatekeeper", _SYNC)
-    return GatekeeperReturned(gatekeeper_fact(raw))
+    return GatekeeperReturned(gatekeeper_fact(raw), origin=PLAIN_FACT)
 
 
 async def perform_effect_async(
@@ -144,7 +145,7 @@ async def perform_effect_async(
         raw = await result
     except Exception as error:
         return GatekeeperFailed(repair_text(describe_error(error)))
-    return GatekeeperReturned(gatekeeper_fact(raw))
+    return GatekeeperReturned(gatekeeper_fact(raw), origin=PLAIN_FACT)
 
 
 # --- journaling and observing --------------------------------------------------------

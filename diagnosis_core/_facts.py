@@ -50,6 +50,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, Final, TypeAlias
@@ -313,10 +314,16 @@ def gatekeeper_fact(raw: object) -> JsonValue:
     ``{"unserializable": "<description>"}`` (see the module docstring).
     Never raises.
     """
-    snapshot = snapshot_raw_result(raw)
+    if _storable(raw, repair=False)[1] is None:
+        # The common case: exact built-ins, storable as they are. The C codec
+        # makes the copy, equal to what the stored text decodes to (no pair can
+        # be in it, and a lone surrogate survives an escape and its decoding).
+        copy: JsonValue = json.loads(json.dumps(raw))
+        return copy
+    snapshot = snapshot_raw_result(raw)  # host types: read once, defensively
     if snapshot.problem is not None:
         return {"unserializable": f"<{snapshot.problem}>"}
-    copy, problem = _storable(snapshot.value, repair=True)
+    repaired, problem = _storable(snapshot.value, repair=True)
     if problem is None:
-        return copy  # type: ignore[return-value]
+        return repaired  # type: ignore[return-value]
     return {"unserializable": _describe(raw)}

@@ -81,6 +81,7 @@ from ._journal_wire import (
 )
 from ._json import JsonValue, canonical_json
 from ._machine import (
+    PLAIN_FACT,
     AgentFailed,
     AgentReplied,
     CallGatekeeper,
@@ -158,7 +159,7 @@ def entry_result(entry: JournalEntry) -> EffectResult:
     """The machine result a finished entry stands for: what :func:`advance` is fed."""
     outcome = entry.outcome
     if isinstance(outcome, RecordedGatekeeperResult):
-        return GatekeeperReturned(outcome.result)
+        return GatekeeperReturned(outcome.result, origin=PLAIN_FACT)  # a fresh decoded copy
     if isinstance(outcome, RecordedGatekeeperError):
         return GatekeeperFailed(outcome.message)
     return agent_result(entry)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -250,11 +250,23 @@ def check_agent_result(result: AgentReplied | AgentFailed) -> None:
         )
 
 
+PLAIN_FACT: Final = object()
+"""Package-private marker: a :class:`GatekeeperReturned` whose ``raw`` is a fresh copy
+the fact codec (or the journal) decoded from stored JSON — plain built-ins the machine
+owns — so the defensive snapshot of a host object is not needed (spec §12.1)."""
+
+
 @attrs.frozen
 class GatekeeperReturned:
-    """Result: the gatekeeper returned ``raw`` (any value; normalized by the machine)."""
+    """Result: the gatekeeper returned ``raw`` (any value; normalized by the machine).
+
+    The drivers hand the machine the fact as it is stored (spec §12.1); ``origin``
+    is internal (it lets the machine skip a second defensive copy of that value)
+    and never part of equality.
+    """
 
     raw: object
+    origin: object = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 
 @attrs.frozen
@@ -698,7 +710,10 @@ def _gatekeeper_done(
     raw_copy: RawResult | None = None
     error: str | None = None
     if isinstance(result, GatekeeperReturned):
-        snapshot = snapshot_raw_result(result.raw)  # the only read of the host object
+        if result.origin is PLAIN_FACT:  # decoded from stored JSON: plain and private
+            snapshot = RawSnapshot(result.raw)
+        else:
+            snapshot = snapshot_raw_result(result.raw)  # the only read of the host object
         normalized = normalize_snapshot(snapshot)
         raw_copy = _raw_result_copy(snapshot)
         status = NodeStatus.COMPLETED

@@ -171,7 +171,9 @@ def observed_result(result: T) -> T:
     hook gets a deep copy and the machine keeps its own.
     """
     if isinstance(result, GatekeeperReturned):
-        return GatekeeperReturned(plain_json_copy(result.raw))  # type: ignore[return-value]
+        return GatekeeperReturned(  # type: ignore[return-value]
+            plain_json_copy(result.raw), origin=result.origin
+        )
     return result
 
 
