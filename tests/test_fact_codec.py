@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import _builders as b
@@ -197,3 +198,31 @@ def test_an_aiops_request_holding_a_surrogate_pair_is_refused_when_built() -> No
 
     with pytest.raises(dc.ConfigError, match="surrogate"):
         dca.AiOpsRequest(dc.RunConfig("run-1" + PAIR, "s"))
+
+
+def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -> None:
+    import diagnosis_core.aiops as dca
+
+    document = json.loads(
+        (Path(__file__).resolve().parent.parent / "examples" / "aiops_payload_targeted.json")
+        .read_text(encoding="utf-8")
+    )
+    scenario = dca.load_aiops_scenario(document)
+    request = dca.aiops_scenario_request(scenario)
+
+    def fresh() -> dca.AiOpsEffects:
+        effects = dca.aiops_scenario_effects(scenario)
+
+        def planner(input: str, config: dc.RunConfig, /) -> str:
+            raise ConnectionError("reset " + PAIR)
+
+        return attrs.evolve(effects, planner=planner)
+
+    plain = dca.run_aiops(request, fresh())
+    sink = dca.ListAiOpsJournalSink()
+    live = dca.run_aiops(request, fresh(), sink=sink, key=KEY)
+    assert dc.to_json(live.result) == dc.to_json(plain.result)
+    text = dcj.journal_to_json(dca.AiOpsJournal(request, tuple(sink.entries)))
+    folded = dca.fold_aiops_journal(dca.aiops_journal_from_json(text), key=KEY)
+    assert folded == live
+    assert dc.from_json(dca.AiOpsState, dc.to_json(live)) == live
