@@ -65,12 +65,12 @@ __all__ = [
     "gatekeeper_fact",
     "has_surrogate",
     "has_surrogate_pair",
+    "not_text_message",
     "pair_location",
     "plain_json_copy",
     "refuse_surrogate_pairs",
     "repair_text",
     "storable_problem",
-    "text_fact",
 ]
 
 MAX_JSON_DEPTH: Final = 512
@@ -111,13 +111,13 @@ def repair_text(text: str) -> str:
     return _PAIR.sub("\\1\ufffd", plain)
 
 
-def text_fact(value: object) -> object:
-    """An agent's reply or an error message as the machine must see it.
+def not_text_message(value: object) -> str:
+    """The recorded error of an agent that returned something other than text.
 
-    A string is repaired (:func:`repair_text`); anything else is returned
-    unchanged, for the machine (or the journal) to refuse as the host's bug.
+    A journal holds text only, so such a reply is the fact "a non-retryable
+    ``TypeError``" — live, journaled and folded alike (spec §12.1).
     """
-    return repair_text(value) if isinstance(value, str) else value
+    return f"TypeError: the agent returned {type(value).__name__}, not message text"
 
 
 class _Exit:

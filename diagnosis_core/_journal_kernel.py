@@ -32,7 +32,7 @@ import attrs
 
 from ._enums import FailureKind
 from ._errors import JournalError
-from ._facts import repair_text
+from ._facts import not_text_message, repair_text
 from ._journal_mac import journal_seed, sign_entry, verify_entry_mac
 from ._journal_wire import (
     EntryState,
@@ -145,8 +145,7 @@ def agent_outcome(result: AgentReplied | AgentFailed) -> RecordedReply | Recorde
     if isinstance(result, AgentReplied):
         text: object = result.text
         if not isinstance(text, str):
-            message = f"TypeError: the agent returned {type(text).__name__}, not message text"
-            return RecordedAgentError(FailureKind.NON_RETRYABLE, message)
+            return RecordedAgentError(FailureKind.NON_RETRYABLE, not_text_message(text))
         return RecordedReply(repair_text(text))  # the one fact codec (spec §12.1)
     message = repair_text(result.message) if isinstance(result.message, str) else ""
     return RecordedAgentError(result.kind, message)

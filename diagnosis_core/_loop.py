@@ -28,7 +28,8 @@ import attrs
 from ._classify import FailureClassifier, classify_failure
 from ._config import RunConfig
 from ._effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
-from ._facts import repair_text, text_fact
+from ._enums import FailureKind
+from ._facts import not_text_message, repair_text
 from ._machine import AgentFailed, AgentReplied
 from ._observe import Watcher, new_events, observed_result
 
@@ -43,6 +44,7 @@ __all__ = [
     "drive_steps",
     "failed_agent",
     "invoke_agent",
+    "reply_fact",
     "watcher_of",
 ]
 
@@ -104,6 +106,15 @@ def failed_agent(classifier: FailureClassifier, error: Exception) -> AgentFailed
     return AgentFailed(classify_failure(classifier, error), repair_text(describe_error(error)))
 
 
+def reply_fact(text: object) -> AgentReplied | AgentFailed:
+    """What an agent's return value is as a fact (spec §12.1): its text as stored,
+    or — for anything that is not text — the non-retryable ``TypeError`` the
+    journal records, so a live run and the fold of its journal agree."""
+    if isinstance(text, str):
+        return AgentReplied(repair_text(text))
+    return AgentFailed(FailureKind.NON_RETRYABLE, not_text_message(text))
+
+
 def invoke_agent(
     invoker: AgentInvoker,
     input: str,
@@ -122,7 +133,7 @@ def invoke_agent(
     except Exception as error:
         return failed_agent(classifier, error)
     reject_awaitable(text, what, "the sync driver")
-    return AgentReplied(text_fact(text))  # type: ignore[arg-type]
+    return reply_fact(text)
 
 
 async def ainvoke_agent(
@@ -147,7 +158,7 @@ async def ainvoke_agent(
         text = await reply
     except Exception as error:
         return failed_agent(classifier, error)
-    return AgentReplied(text_fact(text))  # type: ignore[arg-type]
+    return reply_fact(text)
 
 
 def _no_events(state: object) -> Sequence[object]:

@@ -226,3 +226,24 @@ def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -
     folded = dca.fold_aiops_journal(dca.aiops_journal_from_json(text), key=KEY)
     assert folded == live
     assert dc.from_json(dca.AiOpsState, dc.to_json(live)) == live
+
+
+@pytest.mark.parametrize("reply", [None, 7, b"{}"])
+def test_a_reply_that_is_not_text_is_the_same_fact_live_journaled_and_folded(
+    reply: object,
+) -> None:
+    """The journal records it as a non-retryable ``TypeError``; the live run sees that too."""
+
+    def fresh() -> tuple[dc.DiagnosisRequest, dc.Effects]:
+        request, effects = setup(b.scenario())
+        return request, attrs.evolve(effects, planner=lambda input, config: reply)
+
+    request, effects = fresh()
+    unjournaled = dc.run_diagnosis(request, effects)
+    assert unjournaled.result.reason_code is ReasonCode.PLANNER_FAILED
+    sink = dcj.ListJournalSink()
+    journaled = dc.run_diagnosis(request, fresh()[1], sink=sink)
+    folded = dcj.fold_journal(reloaded(sink, request))
+    assert result_json(unjournaled) == result_json(journaled) == result_json(folded)
+    name = type(reply).__name__
+    assert f"TypeError: the agent returned {name}, not message text" in result_json(folded)
