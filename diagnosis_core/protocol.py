@@ -81,6 +81,7 @@ from ._kernel.errors import (
 from ._kernel.json import (
     JsonValue,
     canonical_json,
+    describe_value,
     extract_json_text,
     int_from_literal,
     loads_stored,
@@ -146,6 +147,7 @@ __all__ = [
     "build_verifier_input",
     "canonical_json",
     "class_json_schema",
+    "describe_value",
     "encode_agent_input",
     "extract_evidence_gaps",
     "extract_json_text",

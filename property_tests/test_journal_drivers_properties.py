@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 import diagnosis_core.scenarios as dcs
 import diagnosis_core.testing as dt
@@ -74,6 +75,31 @@ def test_the_drivers_journals_fold_to_the_live_state_and_replay(document: dict[s
     async_journal = async_sink.journal(request)
     assert dcj.fold_journal(async_journal) == async_state == state
     assert dcp.canonical_json(dcj.replay_journal(async_journal)) == expected
+
+
+@given(dt.effect_scripts(), st.booleans())
+def test_facts_holding_surrogate_pairs_fold_from_the_stored_journal_to_the_live_state(
+    script: Any, keyed: bool
+) -> None:
+    """Effects whose messages and gatekeeper results hold lone surrogates and
+    high-low pairs (``fact_texts``): the stored, reloaded journal — signed or
+    not — folds to the live state, and that state round-trips (spec §12.1)."""
+    key = b"property-key" if keyed else None
+    request = script.request
+    plain = dc.run_diagnosis(request, script.effects())
+    sink = dcj.ListJournalSink()
+    live = dc.run_diagnosis(request, script.effects(), sink=sink, key=key)
+    assert live == plain
+    text = dcj.journal_to_json(sink.journal(request))
+    text.encode("utf-8")
+    folded = dcj.fold_journal(dcj.journal_from_json(text), key=key)
+    assert folded == live
+    assert dc.from_json(dc.DiagnosisState, dc.to_json(live)) == live
+    report = dc.build_trace_report(live)
+    assert dc.from_json(dc.TraceReport, dc.to_json(report)) == report
+    assert dcp.canonical_json(dc.to_wire(folded.result)) == dcp.canonical_json(
+        dc.to_wire(live.result)
+    )
 
 
 # --- resume from every prefix --------------------------------------------------------------
@@ -192,41 +218,59 @@ def test_resuming_any_prefix_ends_as_the_resume_rule_says(
 
 
 class _Flaky:
-    """An observer whose hooks raise when the drawn schedule says so."""
+    """An observer whose hooks raise, or edit what they are shown, as the drawn schedule says."""
 
-    def __init__(self, schedule: list[bool]) -> None:
+    def __init__(self, schedule: list[int]) -> None:
         self._schedule = schedule
         self.calls = 0
 
-    def _maybe(self) -> None:
-        raise_now = self._schedule[self.calls % len(self._schedule)]
+    def _maybe(self, shown: object = None) -> None:
+        move = self._schedule[self.calls % len(self._schedule)]
         self.calls += 1
-        if raise_now:
+        if move == 1:
             raise RuntimeError("observer down")
+        if move == 2 and isinstance(shown, dcm.GatekeeperReturned):
+            raw = shown.raw
+            if isinstance(raw, dict):  # a REJECT edited into a clean PASS
+                raw.clear()
+                raw.update({"status": "pass", "checked_bindings": [], "reason_codes": []})
+            raise RuntimeError("edited, then down")
+        if move == 3 and isinstance(shown, dcm.GatekeeperReturned):
+            raw = shown.raw
+            if isinstance(raw, dict):
+                for entry in raw.get("checked_bindings") or []:
+                    if isinstance(entry, dict):
+                        entry["status"] = "pass"
+                        entry["matched_text"] = "forged"
 
     def effect_started(self, action: object, /) -> None:
         self._maybe()
 
     def effect_finished(self, action: object, result: object, /) -> None:
-        self._maybe()
+        self._maybe(result)
 
     def event_appended(self, event: object, /) -> None:
         self._maybe()
 
 
-@given(dt.scenarios(), st.lists(st.booleans(), min_size=1, max_size=8), st.booleans())
-def test_an_observer_that_raises_never_changes_the_result(
-    document: dict[str, Any], schedule: list[bool], journaled: bool
+@given(dt.scenarios(), st.lists(st.integers(0, 3), min_size=1, max_size=8))
+def test_an_observer_that_raises_or_edits_never_changes_the_result_or_the_journal(
+    document: dict[str, Any], schedule: list[int]
 ) -> None:
     expected = _live_json(document)
     scenario = dc.load_scenario(document)
     request = dc.scenario_request(scenario)
-    sink = dcj.ListJournalSink() if journaled else None
+    plain_sink = dcj.ListJournalSink()
+    dc.run_diagnosis(request, dc.scenario_effects(scenario), sink=plain_sink)
+    sink = dcj.ListJournalSink()
     observer = _Flaky(schedule)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dc.ObserverWarning)
+        warnings.simplefilter("error")  # a host's -W error: a hook failure must not escape
         state = dc.run_diagnosis(
             request, dc.scenario_effects(scenario), sink=sink, observer=observer
+        )
+        unjournaled = dc.run_diagnosis(
+            request, dc.scenario_effects(scenario), observer=_Flaky(schedule)
         )
         items = list(
             dc.iter_diagnosis(
@@ -235,7 +279,12 @@ def test_an_observer_that_raises_never_changes_the_result(
         )
     assert observer.calls > 0
     assert dcp.canonical_json(dc.to_wire(state.result)) == expected
+    assert dcp.canonical_json(dc.to_wire(unjournaled.result)) == expected
     assert items == [*state.events, state.result]
+    journal = dcj.journal_to_json(sink.journal(request))
+    assert journal == dcj.journal_to_json(plain_sink.journal(request))
+    folded = dcj.fold_journal(dcj.journal_from_json(journal))
+    assert dcp.canonical_json(dc.to_wire(folded.result)) == expected
 
 
 # --- done when: 300 scenarios, Python and the command line --------------------------------------
@@ -259,11 +308,15 @@ def _cli(*args: str) -> tuple[int, bytes]:
 @settings(max_examples=300)
 @given(dt.scenarios())
 def test_300_scenarios_replay_from_their_journal_byte_for_byte(document: dict[str, Any]) -> None:
-    expected = (_live_json(document) + "\n").encode("utf-8", "backslashreplace")
+    # The file is the scenario: a Python string holding a high surrogate followed by
+    # a low one as two code points is written as a pair of escapes, which a JSON
+    # reader takes for one character, so the live run to compare with is the file's.
+    text = json.dumps(document)
+    expected = (_live_json(json.loads(text)) + "\n").encode("utf-8", "backslashreplace")
     with tempfile.TemporaryDirectory() as directory:
         scenario_path = Path(directory) / "scenario.json"
         journal_path = Path(directory) / "journal.json"
-        scenario_path.write_text(json.dumps(document), encoding="utf-8")
+        scenario_path.write_text(text, encoding="utf-8")
         code, recorded = _cli(
             "run", "--json", "--journal-out", str(journal_path), str(scenario_path)
         )

@@ -660,4 +660,6 @@ def test_driver_resumes_a_saved_state() -> None:
         executor=[executor_output("inv-1")],
         reporter=[REPORT],
     )
-    assert run_aiops(request, fx, state=saved) == run(happy())
+    with pytest.raises(MachineError, match="not a state the machine built"):
+        run_aiops(request, fx, state=saved)  # a stored state is display-only (spec §12)
+    assert run_aiops(request, fx, state=state) == run(happy())

@@ -242,8 +242,10 @@ def test_null_object_or_array_value_is_unresolved(path: str) -> None:
     assert check(binding("pool", path))[0] == "RAW_PATH_UNRESOLVED"
 
 
-def test_deep_output_resolves_iteratively() -> None:
-    depth = 20_000
+def test_the_deepest_storable_output_resolves_and_a_deeper_one_is_refused() -> None:
+    from diagnosis_core._kernel.facts import MAX_JSON_DEPTH
+
+    depth = MAX_JSON_DEPTH // 2  # each level is an object and an array
     output: Any = "bottom line"
     for _ in range(depth):
         output = {"n": [output]}
@@ -251,6 +253,9 @@ def test_deep_output_resolves_iteratively() -> None:
     path = "$" + ".n[0]" * depth
     assert check(binding("bottom line", path), ledger) == (None, "bottom line")
     assert check(binding("bottom line", path + ".n"), ledger)[0] == "RAW_PATH_UNRESOLVED"
+    # One level more is not a storable JSON value (spec §12.1): refused when recorded.
+    with pytest.raises(LedgerError, match=f"output: .*nesting deeper than {MAX_JSON_DEPTH}"):
+        invocation(output={"n": [output]})
 
 
 # --- excerpt matching --------------------------------------------------------------
@@ -494,7 +499,7 @@ def test_invocations_are_immutable_hashable_values() -> None:
 
 def test_deep_invocations_compare_and_hash_without_recursion() -> None:
     output: Any = {"leaf": "x"}
-    for _ in range(5_000):
+    for _ in range(255):  # 511 containers: the deepest storable value (spec §12.1)
         output = {"k": [output]}
     first = invocation(output=output)
     second = invocation(output=first.to_record()["output"])

@@ -32,6 +32,8 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+import attrs
+
 from .._kernel.effects import (
     check_effects_kind,
     check_run_options,
@@ -39,6 +41,7 @@ from .._kernel.effects import (
     require_awaitable,
 )
 from .._kernel.errors import JournalError
+from .._kernel.facts import repair_text
 from .._kernel.loop import (
     Done,
     adrive,
@@ -50,9 +53,13 @@ from .._kernel.loop import (
     invoke_agent,
 )
 from .._kernel.messages import other_request_error
+from .._kernel.observe import Watcher
+from .._kernel.provenance import mark_built, require_built_here
 from .effects import AsyncEffects, Effects
 from .enums import AgentName
+from .facts import gatekeeper_fact
 from .machine import (
+    PLAIN_FACT,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisResult,
@@ -94,6 +101,11 @@ _EFFECT_NAMES = ("planner", "executor", "verifier", "composer", "gatekeeper")
 def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> EffectResult:
     """Perform one effect synchronously and package its outcome as a result.
 
+    The result is the fact as the journal stores it (spec §12.1): the
+    gatekeeper's result as :func:`gatekeeper_fact` makes it, texts as
+    :func:`repair_text` makes them — so the machine sees the same value
+    whether or not the run is journaled, reloaded or resumed.
+
     An effect that returns an awaitable is an async effect given to the sync
     driver: ``TypeError``, never a result (spec §15).
     """
@@ -108,9 +120,9 @@ def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> Ef
     try:
         raw = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
-        return GatekeeperFailed(describe_error(error))
+        return GatekeeperFailed(repair_text(describe_error(error)))
     reject_awaitable(raw, "Effects.gatekeeper", _SYNC)
-    return GatekeeperReturned(raw)
+    return GatekeeperReturned(gatekeeper_fact(raw), origin=PLAIN_FACT)
 
 
 async def perform_effect_async(
@@ -132,13 +144,13 @@ async def perform_effect_async(
     try:
         called = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
-        return GatekeeperFailed(describe_error(error))
+        return GatekeeperFailed(repair_text(describe_error(error)))
     result = require_awaitable(called, "AsyncEffects.gatekeeper", _ASYNC)
     try:
         raw = await result
     except Exception as error:
-        return GatekeeperFailed(describe_error(error))
-    return GatekeeperReturned(raw)
+        return GatekeeperFailed(repair_text(describe_error(error)))
+    return GatekeeperReturned(gatekeeper_fact(raw), origin=PLAIN_FACT)
 
 
 # --- journaling and observing --------------------------------------------------------
@@ -190,20 +202,26 @@ class _Run:
         self.resumed_entry = resumed_entry
         self.sink = sink
         self.observer = observer
+        self.watcher = Watcher(observer)  # counts hook failures across the whole run
 
     def opening(self) -> Iterator[TraceEvent]:
         """Before the first effect: persist a completed interrupted entry, announce its events."""
-        from .._kernel.observe import notify
-
         if self.resumed_entry is not None and self.sink is not None:
             self.sink.write(self.resumed_entry)
         for event in self.state.events[self.announced :]:
-            notify(self.observer, "event_appended", event)
+            self.watcher.notify("event_appended", event)
             yield event
 
     @property
     def watched(self) -> bool:
         return self.observer is not None
+
+
+def _returned(done: Done[DiagnosisState]) -> DiagnosisState:
+    """The finished state a blocking driver returns, with its observer failure count."""
+    if done.observer_failures:
+        return mark_built(attrs.evolve(done.state, observer_failures=done.observer_failures))
+    return done.state
 
 
 def _prepare(
@@ -222,6 +240,8 @@ def _prepare(
     journaling = journal is not None or sink is not None
     check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
     if not journaling:
+        if state is not None:
+            require_built_here(state, driver)
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
     from .journal import Journal, JournalRecorder, journal_status, resume_journal
@@ -287,7 +307,7 @@ def _steps(
         perform,
         advance,
         recorder=run.journaling,
-        observer=run.observer,
+        observer=run.watcher,
         events=_events if events or run.watched else None,
     )
 
@@ -305,7 +325,7 @@ async def _asteps(
         perform,
         advance,
         recorder=run.journaling,
-        observer=run.observer,
+        observer=run.watcher,
         events=_events if events or run.watched else None,
     ):
         yield item
@@ -341,8 +361,12 @@ def run_diagnosis(
     applies, ``resend_gatekeeper`` opting in to re-sending an interrupted
     gatekeeper call), ``key`` to sign and verify it, ``tools`` so the
     executor's entries carry their tool calls, and ``observer`` to watch the
-    run (spec §14). ``state`` resumes a state saved earlier (not with a
-    journal or a sink: a journal starts from the request).
+    run (spec §14). ``state`` continues from a state object that
+    :func:`start_diagnosis` / :func:`advance` returned in this process (not
+    with a journal or a sink: a journal starts from the request); a state
+    read back from storage is for display only and refused with
+    :class:`MachineError` before any effect (spec §12) — resume from the
+    run's journal instead.
 
     ``store`` (spec §16) records the run there and resumes it when the
     store already holds it (its ``journal`` and ``sink`` come from the store).
@@ -371,7 +395,7 @@ def run_diagnosis(
     for item in _steps(run, effects, events=False):
         last = item
     assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
+    return _returned(last)
 
 
 async def arun_diagnosis(
@@ -413,7 +437,7 @@ async def arun_diagnosis(
     async for item in _asteps(run, effects, events=False):
         last = item
     assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
+    return _returned(last)
 
 
 def iter_diagnosis(

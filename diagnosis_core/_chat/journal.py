@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import attrs
 
 from .._kernel.converter import to_wire
+from .._kernel.facts import repair_text
 from .._kernel.journal.codec import (
     JournalBase,
     JournalEntryBase,
@@ -82,7 +83,9 @@ from .._kernel.journal.mac import request_seed
 from .._kernel.json import JsonValue, canonical_json, sha256_text
 from .._kernel.results import AgentFailed, AgentReplied
 from .enums import AgentName
+from .facts import gatekeeper_fact
 from .machine import (
+    PLAIN_FACT,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisState,
@@ -223,15 +226,10 @@ def outcome_of(result: EffectResult) -> JournalOutcome:
     if isinstance(result, AgentReplied | AgentFailed):
         return agent_outcome(result)
     if isinstance(result, GatekeeperReturned):
-        try:
-            return RecordedGatekeeperResult(canonical_json(result.raw))
-        except Exception:  # any failure to serialize: record what can be recorded
-            try:
-                description = repr(result.raw)[:2000]
-            except Exception:
-                description = f"<unrepresentable {type(result.raw).__name__}>"
-            return RecordedGatekeeperResult(canonical_json({"unserializable": description}))
-    message = result.message if isinstance(result.message, str) else ""
+        # The one fact codec (spec §12.1): a storable plain copy, or the
+        # ``unserializable`` stand-in; never raises.
+        return RecordedGatekeeperResult(canonical_json(gatekeeper_fact(result.raw)))
+    message = repair_text(result.message) if isinstance(result.message, str) else ""
     return RecordedGatekeeperError(message)
 
 
@@ -239,7 +237,7 @@ def entry_result(entry: JournalEntry) -> EffectResult:
     """The machine result a finished entry stands for: what :func:`advance` is fed."""
     outcome = entry.outcome
     if isinstance(outcome, RecordedGatekeeperResult):
-        return GatekeeperReturned(outcome.result)
+        return GatekeeperReturned(outcome.result, origin=PLAIN_FACT)  # a fresh decoded copy
     if isinstance(outcome, RecordedGatekeeperError):
         return GatekeeperFailed(outcome.message)
     return agent_result(entry)

@@ -14,14 +14,17 @@ string stored in the state, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 import attrs
 
 from .._kernel.config import RunConfig
 from .._kernel.enums import FailureKind, NodeStatus
 from .._kernel.errors import MachineError, PayloadError
+from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import canonical_json
 from .._kernel.json import sha256_text as _sha256
+from .._kernel.provenance import mark_built
 from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
@@ -107,6 +110,18 @@ def _skills(value: Iterable[Skill]) -> tuple[Skill, ...]:
     return tuple(value)
 
 
+def _request_strings(request: DiagnosisRequest) -> object:
+    """Every string of a request, as plain JSON (the fields a journal stores)."""
+    run = request.run
+    return {
+        "question": request.question,
+        "run": {"run_id": run.run_id, "session_id": run.session_id,
+                "metadata": dict(run.metadata)},
+        "history": [[item.role, item.content] for item in request.history],
+        "skills": [[item.name, item.description] for item in request.skills],
+    }
+
+
 @attrs.frozen
 class DiagnosisRequest:
     """One chat question and everything the run may use to answer it."""
@@ -122,6 +137,10 @@ class DiagnosisRequest:
     config: DiagnosisConfig = attrs.field(
         factory=DiagnosisConfig, validator=attrs.validators.instance_of(DiagnosisConfig)
     )
+
+    def __attrs_post_init__(self) -> None:
+        # Request material JSON cannot store would change on reload (spec §12.1).
+        refuse_surrogate_pairs(_request_strings(self), "request")
 
 
 @attrs.frozen
@@ -144,11 +163,23 @@ class CallGatekeeper:
     round: int
 
 
+PLAIN_FACT: Final = object()
+"""Package-private marker: a :class:`GatekeeperReturned` whose ``raw`` is a fresh copy
+the fact codec (or the journal) decoded from stored JSON — plain built-ins the machine
+owns — so the defensive snapshot of a host object is not needed (spec §12.1)."""
+
+
 @attrs.frozen
 class GatekeeperReturned:
-    """Result: the gatekeeper returned ``raw`` (any value; normalized by the machine)."""
+    """Result: the gatekeeper returned ``raw`` (any value; normalized by the machine).
+
+    The drivers hand the machine the fact as it is stored (spec §12.1); ``origin``
+    is internal (it lets the machine skip a second defensive copy of that value)
+    and never part of equality.
+    """
 
     raw: object
+    origin: object = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 
 @attrs.frozen
@@ -205,7 +236,11 @@ class DiagnosisState:
     """The whole state of one run; immutable, JSON round-trippable.
 
     Drivers keep it, pass it to :func:`next_action` and :func:`advance`, and
-    never change it themselves.
+    never change it themselves. A state read back with ``from_json`` is for
+    display only (spec §12: no stored state is a source of truth): it is not
+    checked against the machine's invariants, and every driver's ``state=``
+    refuses it — only a state object the machine built in this process is
+    accepted; a run moves between processes as its journal.
     """
 
     request: DiagnosisRequest
@@ -228,6 +263,9 @@ class DiagnosisState:
     outcome: Outcome | None = None
     answer: str | None = None
     reason_code: ReasonCode | None = None
+    observer_failures: int = attrs.field(default=0, eq=False)
+    """Observer hooks that raised while a driver ran (logged; spec §12.5). Not a
+    fact of the run: excluded from equality, written only when not 0."""
 
     @property
     def finished(self) -> bool:
@@ -260,7 +298,7 @@ class DiagnosisState:
 def start_diagnosis(request: DiagnosisRequest) -> DiagnosisState:
     """The initial state: the start row routes to the planner (spec §7)."""
     state = DiagnosisState(request=request)
-    return _follow(state, choose_route(None, RoutingFacts()), round=1)
+    return mark_built(_follow(state, choose_route(None, RoutingFacts()), round=1))
 
 
 def next_action(state: DiagnosisState) -> Action:
@@ -284,6 +322,10 @@ def advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
     not answer the pending action. Agent and gatekeeper misbehaviour is never
     an exception: it becomes a node status with a reason.
     """
+    return mark_built(_advance(state, result))
+
+
+def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
     if state.outcome is not None:
         raise MachineError("the run has finished; there is nothing to advance")
     if state.awaiting_gatekeeper:
@@ -327,6 +369,7 @@ def build_trace_report(state: DiagnosisState) -> TraceReport:
         outcome=state.outcome,
         reason_code=state.reason_code,
         answer=state.answer,
+        observer_failures=state.observer_failures,
     )
 
 
@@ -576,7 +619,10 @@ def _gatekeeper_done(
     raw_copy: RawResult | None = None
     error: str | None = None
     if isinstance(result, GatekeeperReturned):
-        snapshot = snapshot_raw_result(result.raw)  # the only read of the host object
+        if result.origin is PLAIN_FACT:  # decoded from stored JSON: plain and private
+            snapshot = RawSnapshot(result.raw)
+        else:
+            snapshot = snapshot_raw_result(result.raw)  # the only read of the host object
         normalized = normalize_snapshot(snapshot)
         raw_copy = _raw_result_copy(snapshot)
         status = NodeStatus.COMPLETED

@@ -42,6 +42,7 @@ from .config import DiagnosisConfig
 from .drivers import run_diagnosis
 from .effects import Effects, Gatekeeper
 from .enums import AgentName
+from .facts import gatekeeper_fact
 from .machine import DiagnosisRequest, DiagnosisState
 from .payloads import ExecutorEvidence, HistoryMessage, Skill
 from .reference_gatekeeper import ReferenceGatekeeper
@@ -122,7 +123,14 @@ def _load_gatekeeper(items: object) -> tuple[ScriptedGatekeeperEntry, ...]:
         if ("result" in entry) == ("error" in entry):
             raise scenario_error(path, 'expected "result" or "error"')
         if "result" in entry:
-            entries.append(ScriptedGatekeeperEntry(result_json=_json_text(entry["result"], path)))
+            # The fact codec (spec §12.1): a JSON result the journal cannot
+            # store (nested deeper than the limit, a surrogate pair …) is played
+            # as the live driver would feed it — the ``unserializable``
+            # stand-in, a GATEKEEPER_INVALID_RESULT status — not a
+            # ScenarioError (§5: nesting up to the parser's limits is a status).
+            _json_text(entry["result"], path)  # a scenario is JSON: NaN, a set … are errors
+            fact = gatekeeper_fact(entry["result"])
+            entries.append(ScriptedGatekeeperEntry(result_json=_json_text(fact, path)))
             continue
         error = expect_object(entry["error"], f"{path}.error")
         check_known_keys(error, frozenset({"kind", "message"}), f"{path}.error")

@@ -159,6 +159,10 @@ class TraceReport:
     outcome: Outcome | None
     reason_code: ReasonCode | None
     answer: str | None
+    observer_failures: int = 0
+    """Observer hooks that raised while the run was driven (spec §12.5); the
+    key is written only when not 0, so a report without failures keeps its
+    exact §8 bytes."""
 
 
 register_sparse_details(EventDetails)

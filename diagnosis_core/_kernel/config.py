@@ -48,7 +48,8 @@ def to_locale(value: Locale | str) -> Locale:
         return Locale(value)
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in Locale)
-        raise ConfigError(f"locale: expected one of {allowed}, got {value!r}") from None
+        shown = describe_value(value)
+        raise ConfigError(f"locale: expected one of {allowed}, got {shown}") from None
 
 
 def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:
@@ -56,14 +57,17 @@ def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:
         raise ConfigError(f"metadata: expected a mapping of strings, got {type(value).__name__}")
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
-            raise ConfigError(f"metadata: keys and values must be strings, got {key!r}: {item!r}")
+            raise ConfigError(
+                "metadata: keys and values must be strings, got "
+                f"{describe_value(key)}: {describe_value(item)}"
+            )
     return MappingProxyType(dict(sorted(value.items())))
 
 
 def _non_empty_str(field: str) -> Any:
     def check(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
         if not isinstance(value, str) or not value:
-            raise ConfigError(f"{field}: expected a non-empty string, got {value!r}")
+            raise ConfigError(f"{field}: expected a non-empty string, got {describe_value(value)}")
 
     return check
 

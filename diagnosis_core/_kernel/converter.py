@@ -42,7 +42,7 @@ from cattrs.errors import (
     IterableValidationNote,
     StructureHandlerNotFoundError,
 )
-from cattrs.gen import make_dict_structure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .errors import ConfigError, PayloadError
 from .json import (
@@ -651,6 +651,7 @@ def _install_trace_hooks(conv: cattrs.Converter) -> None:
         conv.register_unstructure_hook(details_class, _sparse_unstructure(conv, details_class))
     for text_class in _JSON_TEXT:
         _install_json_text(conv, text_class)
+    conv.register_unstructure_hook_factory(_counts_observer_failures, _omit_zero_failures)
 
 
 def _install_json_text(conv: cattrs.Converter, cls: type[Any]) -> None:
@@ -662,6 +663,26 @@ def _install_json_text(conv: cattrs.Converter, cls: type[Any]) -> None:
 
     conv.register_unstructure_hook(cls, lambda raw: json.loads(raw.json_text))
     conv.register_structure_hook(cls, structure)
+
+
+def _counts_observer_failures(cl: object) -> bool:
+    """A state or trace report carrying ``observer_failures`` (spec §12.5)."""
+    return attrs.has(cl) and any(  # type: ignore[arg-type]
+        field.name == "observer_failures" for field in attrs.fields(cl)
+    )
+
+
+def _omit_zero_failures(cl: Any, conv: cattrs.Converter) -> Callable[[Any], dict[str, Any]]:
+    """Write ``observer_failures`` only when not 0, so existing bytes stay as they were."""
+    base = make_dict_unstructure_fn(cl, conv)
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        wire: dict[str, Any] = base(value)
+        if not wire.get("observer_failures"):
+            wire.pop("observer_failures", None)
+        return wire
+
+    return unstructure
 
 
 _SPARSE_DETAILS: list[type[Any]] = []

@@ -22,7 +22,7 @@ from attrs import AttrsInstance
 
 from .config import RunConfig
 from .errors import ConfigError, DiagnosisError, JournalError, PayloadError, ScenarioError
-from .json import canonical_json, has_surrogate, int_from_literal, json_type_name
+from .json import canonical_json, describe_value, has_surrogate, int_from_literal, json_type_name
 
 __all__ = [
     "JOURNAL_REQUEST",
@@ -86,7 +86,7 @@ def expect_object(
         raise document.fail(path, f"expected an object, got {_type_name(value)}")
     for key in value:
         if not isinstance(key, str):
-            raise document.fail(path, f"keys must be strings, got {key!r}")
+            raise document.fail(path, f"keys must be strings, got {describe_value(key)}")
     return value
 
 

@@ -94,9 +94,10 @@ def canonical_json(value: object) -> str:
         text = json.dumps(
             value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
-    except ValueError:
-        # NaN, a cycle, or an integer the interpreter will not convert: the
-        # exact encoder below says which (and writes the integer if it may).
+    except (ValueError, RecursionError):
+        # NaN, a cycle, an integer the interpreter will not convert, or nesting
+        # deeper than the C encoder recurses: the exact encoder below (iterative)
+        # says which, or writes the same text.
         return _canonical_json_exact(value)
     if (
         _LONG_INTEGER_TOKEN.search(text) is not None or _LONG_INTEGER_START.match(text) is not None
@@ -313,16 +314,23 @@ def describe_value(value: object, limit: int = 40) -> str:
     Strings are quoted with :func:`repr` (which escapes control characters
     and surrogates) and cut after ``limit`` characters; other values are
     named by their JSON type, so a 10 MB value never lands in a reason.
+    Never raises, whatever ``value`` is (a subclass overriding ``__repr__``,
+    an integer the interpreter will not convert to text): a message that
+    embeds a value must not fail itself.
     """
-    if isinstance(value, str):
-        return repr(value if len(value) <= limit else value[:limit] + "…")
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, int) and abs(value) < 10**15:
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    return json_type_name(value)
+    try:
+        if isinstance(value, str):
+            text = str.__str__(value)
+            return str.__repr__(text if len(text) <= limit else text[:limit] + "…")
+        if isinstance(value, bool) or value is None:
+            return "true" if value is True else "false" if value is False else "null"
+        if isinstance(value, int) and -(10**15) < int.__int__(value) < 10**15:
+            return int.__repr__(int.__int__(value))
+        if isinstance(value, float) and math.isfinite(value):
+            return float.__repr__(float.__float__(value))
+        return json_type_name(value)
+    except Exception:
+        return "a value"
 
 
 def json_type_name(value: object) -> str:

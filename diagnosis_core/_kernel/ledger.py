@@ -36,7 +36,8 @@ from typing import Final, TypeAlias
 import attrs
 
 from .errors import LedgerError
-from .json import JsonValue, json_type_name
+from .facts import MAX_JSON_DEPTH, MAX_STORED_CHARS, has_surrogate_pair
+from .json import JsonValue, describe_value, json_type_name
 
 __all__ = [
     "LEDGER_RECORD_KEYS",
@@ -115,7 +116,10 @@ def _scalar(value: object) -> FrozenJson | _NotScalar:
     if value is None:
         return None
     if isinstance(value, str):
-        return value if type(value) is str else str.__str__(value)
+        text = value if type(value) is str else str.__str__(value)
+        if has_surrogate_pair(text):  # spec §12.1: JSON would read it back as another text
+            raise ValueError("a string holding a surrogate pair JSON cannot store")
+        return text
     if isinstance(value, bool):  # before int; bool cannot be subclassed
         return value
     if isinstance(value, int):
@@ -137,16 +141,21 @@ def _set(container: _Slot, slot: int | str, value: FrozenJson) -> None:
 
 
 def _freeze_json(value: object) -> FrozenJson:
-    """A deep-frozen copy of a JSON value, built iteratively (any depth).
+    """A deep-frozen copy of a JSON value, built iteratively.
 
     Objects become read-only mappings (key order kept), arrays tuples, and
     scalars their exact built-in type. Raises ValueError with the location of
-    anything that is not JSON (non-string key, non-finite float, other
-    types, a cycle). Shared sub-values that are not cycles are copied.
+    anything that is not a storable JSON value (spec §12.1, ``_facts.py``):
+    a non-string key, a non-finite float, other types, a cycle, a string
+    holding a surrogate pair, nesting deeper than ``MAX_JSON_DEPTH`` or more
+    than ``MAX_STORED_CHARS``. Shared sub-values that are not cycles are copied.
     """
     root: list[FrozenJson] = [None]
     open_ids: set[int] = set()
-    work: list[_Close | tuple[object, _Slot, int | str, _Chain]] = [(value, root, 0, None)]
+    size = 0
+    work: list[_Close | tuple[object, _Slot, int | str, _Chain, int]] = [
+        (value, root, 0, None, 1)
+    ]
     while work:
         item = work.pop()
         if isinstance(item, _Close):
@@ -155,7 +164,7 @@ def _freeze_json(value: object) -> FrozenJson:
             frozen = tuple(items) if isinstance(items, list) else MappingProxyType(items)
             _set(item.parent, item.slot, frozen)
             continue
-        node, parent, slot, chain = item
+        node, parent, slot, chain, depth = item
         try:
             scalar = _scalar(node)
         except ValueError as error:
@@ -163,6 +172,8 @@ def _freeze_json(value: object) -> FrozenJson:
         if scalar is not _NotScalar.CONTAINER:
             _set(parent, slot, scalar)
             continue
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"{_render_location(chain)}: nesting deeper than {MAX_JSON_DEPTH}")
         if id(node) in open_ids:
             raise ValueError(f"{_render_location(chain)}: circular reference")
         open_ids.add(id(node))
@@ -175,23 +186,34 @@ def _freeze_json(value: object) -> FrozenJson:
                 if not isinstance(key, str):
                     where = _render_location(chain)
                     raise ValueError(f"{where}: object key of type {type(key).__name__}")
-                children.append((str.__str__(key), child))
+                plain_key = str.__str__(key)
+                if has_surrogate_pair(plain_key):
+                    where = _render_location(chain)
+                    raise ValueError(f"{where}: a key holding a surrogate pair JSON cannot store")
+                children.append((plain_key, child))
         else:
             assert isinstance(node, list | tuple)
             container = [None] * len(node)
             children = list(enumerate(node))
+        size += len(children) + 1
         work.append(_Close(id(node), container, parent, slot))
         for key, child in children:
             try:
                 scalar = _scalar(child)
             except ValueError as error:
                 raise ValueError(f"{_render_location((chain, key))}: {error}") from None
+            if isinstance(key, str):
+                size += len(key)
+            if isinstance(scalar, str):
+                size += len(scalar)
             if scalar is _NotScalar.CONTAINER:
                 # A placeholder now, so the key order of a mapping is kept.
                 _set(container, key, None)
-                work.append((child, container, key, (chain, key)))
+                work.append((child, container, key, (chain, key), depth + 1))
             else:
                 _set(container, key, scalar)
+        if size > MAX_STORED_CHARS:
+            raise ValueError(f"$: larger than {MAX_STORED_CHARS} characters")
     return root[0]
 
 
@@ -336,7 +358,7 @@ def _check_duration(value: object) -> None:
         or (isinstance(value, float) and math.isfinite(value) and value >= 0)
     )
     if not number:
-        shown = repr(value) if isinstance(value, int | float) else _json_type(value)
+        shown = describe_value(value) if isinstance(value, int | float) else _json_type(value)
         shown = _json_type(value) if isinstance(value, bool) else shown
         raise LedgerError(f"duration_ms: expected a number >= 0, got {shown}")
 

@@ -13,8 +13,9 @@ each trace event as the machine appends it and then :class:`Done`; the
 blocking :func:`drive` / :func:`adrive` only consume them. Around each effect
 the loop calls an optional :class:`StepRecorder` (a journal: ``begin`` before
 the effect runs, ``end`` after, and the machine is fed what ``end`` returns —
-the recorded fact) and an optional observer (through :func:`notify`, so a
-raising hook never changes the run; spec §14).
+the recorded fact) and an optional observer (through a :class:`Watcher`, so
+a raising hook is logged and counted and never changes the run, and a hook is
+shown a copy of a mutable result; spec §12.5, §14).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import attrs
 from .classify import FailureClassifier, classify_failure
 from .config import RunConfig
 from .effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
-from .observe import new_events, notify
+from .enums import FailureKind
+from .facts import not_text_message, repair_text
+from .observe import Watcher, new_events, observed_result
 from .results import AgentFailed, AgentReplied
 
 __all__ = [
@@ -39,7 +42,10 @@ __all__ = [
     "describe_error",
     "drive",
     "drive_steps",
+    "failed_agent",
     "invoke_agent",
+    "reply_fact",
+    "watcher_of",
 ]
 
 S = TypeVar("S")
@@ -66,9 +72,19 @@ class StepRecorder(Protocol[A_contra, R]):
 
 @attrs.frozen
 class Done(Generic[S]):
-    """The last item a step loop yields: the finished state."""
+    """The last item a step loop yields: the finished state.
+
+    ``observer_failures`` counts the observer hooks that raised during the
+    loop (logged, never raised; spec §12.5).
+    """
 
     state: S
+    observer_failures: int = 0
+
+
+def watcher_of(observer: object) -> Watcher:
+    """The :class:`Watcher` that calls ``observer`` (itself, when it is one)."""
+    return observer if isinstance(observer, Watcher) else Watcher(observer)
 
 
 def describe_error(error: BaseException) -> str:
@@ -79,6 +95,24 @@ def describe_error(error: BaseException) -> str:
     except Exception:
         message = "<unprintable>"
     return f"{name}: {message}" if message else name
+
+
+def failed_agent(classifier: FailureClassifier, error: Exception) -> AgentFailed:
+    """The fact an agent's exception is: its classified kind and its message as stored.
+
+    The message is what the journal keeps (spec §12.1, :func:`repair_text`),
+    so a live run and the fold of its journal see the same text.
+    """
+    return AgentFailed(classify_failure(classifier, error), repair_text(describe_error(error)))
+
+
+def reply_fact(text: object) -> AgentReplied | AgentFailed:
+    """What an agent's return value is as a fact (spec §12.1): its text as stored,
+    or — for anything that is not text — the non-retryable ``TypeError`` the
+    journal records, so a live run and the fold of its journal agree."""
+    if isinstance(text, str):
+        return AgentReplied(repair_text(text))
+    return AgentFailed(FailureKind.NON_RETRYABLE, not_text_message(text))
 
 
 def invoke_agent(
@@ -97,9 +131,9 @@ def invoke_agent(
     try:
         text = invoker(input, config)
     except Exception as error:
-        return AgentFailed(classify_failure(classifier, error), describe_error(error))
+        return failed_agent(classifier, error)
     reject_awaitable(text, what, "the sync driver")
-    return AgentReplied(text)
+    return reply_fact(text)
 
 
 async def ainvoke_agent(
@@ -118,13 +152,13 @@ async def ainvoke_agent(
     try:
         pending = invoker(input, config)
     except Exception as error:
-        return AgentFailed(classify_failure(classifier, error), describe_error(error))
+        return failed_agent(classifier, error)
     reply = require_awaitable(pending, what, "the asyncio driver")
     try:
         text = await reply
     except Exception as error:
-        return AgentFailed(classify_failure(classifier, error), describe_error(error))
-    return AgentReplied(text)
+        return failed_agent(classifier, error)
+    return reply_fact(text)
 
 
 def _no_events(state: object) -> Sequence[object]:
@@ -155,22 +189,24 @@ def drive_steps(
     accepts: that is the machine's contract, which its own types state.
     """
     trace = _no_events if events is None else events
+    watcher = watcher_of(observer)
     while True:
         action = next_action(state)
         if isinstance(action, finished):
-            yield Done(state)
+            yield Done(state, watcher.failures)
             return
         if recorder is not None:
             recorder.begin(action)  # type: ignore[arg-type]
-        notify(observer, "effect_started", action)
+        watcher.notify("effect_started", action)
         result = perform(action)  # type: ignore[arg-type]
         if recorder is not None:
             result = recorder.end(action, result)  # type: ignore[arg-type]
-        notify(observer, "effect_finished", action, result)
+        if watcher.observer is not None:
+            watcher.notify("effect_finished", action, observed_result(result))
         before = state
         state = advance(state, result)
         for event in new_events(trace(before), trace(state)):
-            notify(observer, "event_appended", event)
+            watcher.notify("event_appended", event)
             yield event  # type: ignore[misc]
 
 
@@ -187,22 +223,24 @@ async def adrive_steps(
 ) -> AsyncIterator[E | Done[S]]:
     """:func:`drive_steps` on the asyncio event loop: each effect is awaited in turn."""
     trace = _no_events if events is None else events
+    watcher = watcher_of(observer)
     while True:
         action = next_action(state)
         if isinstance(action, finished):
-            yield Done(state)
+            yield Done(state, watcher.failures)
             return
         if recorder is not None:
             recorder.begin(action)  # type: ignore[arg-type]
-        notify(observer, "effect_started", action)
+        watcher.notify("effect_started", action)
         result = await perform(action)  # type: ignore[arg-type]
         if recorder is not None:
             result = recorder.end(action, result)  # type: ignore[arg-type]
-        notify(observer, "effect_finished", action, result)
+        if watcher.observer is not None:
+            watcher.notify("effect_finished", action, observed_result(result))
         before = state
         state = advance(state, result)
         for event in new_events(trace(before), trace(state)):
-            notify(observer, "event_appended", event)
+            watcher.notify("event_appended", event)
             yield event  # type: ignore[misc]
 
 

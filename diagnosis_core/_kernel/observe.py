@@ -6,13 +6,24 @@ effect returned, a trace event was appended — in the order they happen. The
 OpenTelemetry adapter, a progress bar, a server-sent-events stream and a
 test's recorder are all observers.
 
-An observer only watches. Whatever it does, the run is the same run: a hook
-that raises is *reported* (a :class:`ObserverWarning` naming the hook and the
-exception) and otherwise ignored, so a broken exporter can never change an
-answer, a counter or a trace (:func:`notify` is the one place that calls a
-hook). ``BaseException``\\ s that are not ``Exception`` (cancellation,
-``KeyboardInterrupt``) still propagate: they stop the host, not the run's
-logic.
+An observer only watches (spec §12.5). Whatever it does, the run is the same
+run:
+
+* a hook that raises is *reported* through :mod:`logging` (logger
+  ``diagnosis_core.observe``, level WARNING, naming the hook and the
+  exception) and *counted* (:class:`Watcher`; the chat drivers put the count
+  on the returned state, ``DiagnosisState.observer_failures``, and the trace
+  report carries it when it is not 0). Logging, unlike a warning, is a
+  channel the host's warning filters cannot turn into an exception, so a
+  hook failure never escapes a driver — not under ``-W error``, and never
+  between a journal's ``started`` entry and its effect;
+* a hook receives values the machine never reads afterwards: actions and
+  trace events are immutable, and a gatekeeper result (the one mutable
+  fact) is handed over as a private copy (:func:`observed_result`).
+
+:func:`notify` is the one place that calls a hook. ``BaseException``\\ s that
+are not ``Exception`` (cancellation, ``KeyboardInterrupt``) still propagate:
+they stop the host, not the run's logic.
 
 The protocol is generic in the workflow's action, result and event types; the
 chat workflow's observer is ``DiagnosisObserver`` (``_chat/observe.py``).
@@ -20,15 +31,22 @@ chat workflow's observer is ``DiagnosisObserver`` (``_chat/observe.py``).
 
 from __future__ import annotations
 
-import warnings
+import contextlib
+import logging
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
+
+import attrs
+
+from .facts import plain_json_copy
 
 __all__ = [
     "Observer",
     "ObserverWarning",
+    "Watcher",
     "new_events",
     "notify",
+    "observed_result",
 ]
 
 A_contra = TypeVar("A_contra", contravariant=True)
@@ -65,33 +83,92 @@ class Observer(Protocol[A_contra, R_contra, E_contra]):
 
 
 class ObserverWarning(RuntimeWarning):
-    """An observer hook raised; the run went on unchanged (protocol §14)."""
+    """Kept for compatibility; no longer issued.
 
-
-def notify(observer: object, hook: str, *args: object) -> None:
-    """Call ``observer.<hook>(*args)``; an ``Exception`` it raises is reported, never raised.
-
-    ``observer`` may be None (nothing to call) or lack the hook (nothing to
-    call). The report is an :class:`ObserverWarning` that names the hook and
-    the exception's type and message, so a host sees a broken observer without
-    its run being affected.
+    A hook that raised used to be reported with this warning, which a host's
+    ``warnings.simplefilter("error")`` turned into an exception escaping the
+    driver. Hook failures are now logged (logger ``diagnosis_core.observe``)
+    and counted (spec §12.5); nothing in the package warns with this class.
     """
+
+
+_LOG = logging.getLogger("diagnosis_core.observe")
+
+
+def _describe(error: Exception) -> str:
+    try:
+        name = type(error).__name__
+    except Exception:  # pragma: no cover - a metaclass with a hostile __name__
+        name = "Exception"
+    try:
+        message = str(error)
+    except Exception:
+        return f"{name} (unprintable)"
+    text = message if len(message) <= 500 else message[:500] + "…"
+    return f"{name}: {text}" if text else name
+
+
+class Watcher:
+    """Calls one observer's hooks and counts the ones that raised (spec §12.5).
+
+    ``failures`` is the number of hook calls that raised an ``Exception``;
+    each is logged to ``diagnosis_core.observe`` and otherwise ignored.
+    """
+
+    __slots__ = ("failures", "observer")
+
+    def __init__(self, observer: object) -> None:
+        self.observer = observer
+        self.failures = 0
+
+    def notify(self, hook: str, *args: object) -> None:
+        """Call ``observer.<hook>(*args)``; an ``Exception`` is logged and counted."""
+        if not _call(self.observer, hook, args):
+            self.failures += 1
+
+
+def _call(observer: object, hook: str, args: tuple[object, ...]) -> bool:
+    """Call one hook; False when it raised (already logged). Never raises an Exception."""
     if observer is None:
-        return
+        return True
     try:
         method = getattr(observer, hook, None)
         if method is not None:
             method(*args)
     except Exception as error:
-        try:
-            detail = f"{type(error).__name__}: {error}"
-        except Exception:
-            detail = type(error).__name__
-        warnings.warn(
-            f"observer hook {hook} raised {detail}; the run continues unchanged",
-            ObserverWarning,
-            stacklevel=2,
-        )
+        with contextlib.suppress(Exception):  # a broken logging handler of the host
+            _LOG.warning(
+                "observer hook %s raised %s; the run continues unchanged",
+                hook,
+                _describe(error),
+            )
+        return False
+    return True
+
+
+def notify(observer: object, hook: str, *args: object) -> None:
+    """Call ``observer.<hook>(*args)``; an ``Exception`` it raises is logged, never raised.
+
+    ``observer`` may be None (nothing to call) or lack the hook (nothing to
+    call). The report is a WARNING record of the ``diagnosis_core.observe``
+    logger naming the hook and the exception's type and message, so a host
+    sees a broken observer without its run being affected — whatever its
+    warning filters are. Drivers count failures with :class:`Watcher`.
+    """
+    _call(observer, hook, args)
+
+
+def observed_result(result: T) -> T:
+    """What an ``effect_finished`` hook is shown: ``result``, or a private copy of it.
+
+    Agent results are immutable; a result that holds a plain JSON value in
+    ``raw`` (the gatekeeper's, which the fact codec made plain) could be
+    edited by a hook, so the hook gets a copy with a deep copy of ``raw`` and
+    the machine keeps its own (spec §12.5).
+    """
+    if attrs.has(type(result)) and hasattr(result, "raw"):
+        return attrs.evolve(result, raw=plain_json_copy(result.raw))  # type: ignore[misc]
+    return result
 
 
 def new_events(before: Sequence[T], after: Sequence[T]) -> Sequence[T]:

@@ -27,7 +27,8 @@ def items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
         for index, item in enumerate(value):
             if not isinstance(item, kind):
                 raise TypeError(
-                    f"{attribute.name}[{index}]: expected {kind.__name__}, got {item!r}"
+                    f"{attribute.name}[{index}]: expected {kind.__name__}, "
+                    f"got {type(item).__name__}"
                 )
 
     return check

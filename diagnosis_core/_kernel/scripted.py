@@ -19,6 +19,7 @@ import attrs
 from .config import RunConfig
 from .document import check_known_keys, expect_array, expect_object, expect_string, scenario_error
 from .errors import LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
+from .json import describe_value
 from .ledger import ToolLedger, ledger_from_records
 
 __all__ = [
@@ -144,7 +145,9 @@ def load_scripted_response(item: object, path: str) -> ScriptedResponse:
     kind = error["kind"]
     if kind not in ERROR_KINDS:
         allowed = ", ".join(repr(k) for k in ERROR_KINDS)
-        raise scenario_error(f"{path}.error.kind", f"expected one of {allowed}, got {kind!r}")
+        raise scenario_error(
+            f"{path}.error.kind", f"expected one of {allowed}, got {describe_value(kind)}"
+        )
     message = error.get("message")
     text = "" if message is None else expect_string(message, f"{path}.error.message")
     return ScriptedResponse(error_kind=str(kind), error_message=text)

@@ -22,17 +22,22 @@ Guarantees and the decisions behind them:
   the order they were started.
 * **Input.** Recorded as ``{"args": [...], "kwargs": {...}}`` — always that
   shape, so positional and keyword calls are never confused. An argument
-  that is not a JSON value (bytes, a set, a non-string key, NaN, a cycle, an
-  integer of more than 4300 digits) fails closed: the call is *refused* with
-  a :class:`LedgerError` before an id is assigned and before the tool runs
+  that is not a storable JSON value (bytes, a set, a non-string key, NaN, a
+  cycle, an integer of more than 4300 digits, nesting deeper than 512, a
+  string holding a surrogate pair: the one definition of spec §12.1 in
+  ``_facts.py``, which the ledger and the journal share) fails closed: the
+  call is *refused* with a :class:`LedgerError` before an id is assigned and
+  before the tool runs
   (a call we cannot record faithfully must not happen). Tuples are recorded
   as arrays; ``str``/``int``/``float`` subclasses as the plain value.
-* **Output.** A JSON value, recorded deep-copied; the envelope carries the
-  recorded copy, so the model sees exactly what the gatekeeper will check. A
-  tool output that is not JSON fails closed: the tool already ran, so the
-  call *is* recorded — as failed (``success`` false, ``output`` null,
-  ``error`` ``{"type": "LedgerError", "message": …}``) — and the caller gets
-  a :class:`LedgerError`; the output never reaches the model uncited.
+* **Output.** A storable JSON value (the same definition), recorded
+  deep-copied; the envelope carries the recorded copy, so the model sees
+  exactly what the gatekeeper will check. Any other tool output fails
+  closed: the tool already ran, so the call *is* recorded — as failed, the
+  moment the tool returns, never later when the journal would fail to write
+  or read it back (``success`` false, ``output`` null, ``error``
+  ``{"type": "LedgerError", "message": …}``) — and the caller gets a
+  :class:`LedgerError`; the output never reaches the model uncited.
 * **Errors.** A tool that raises (any ``BaseException``, cancellation
   included: the tool may have had side effects) is recorded as failed with
   ``error`` ``{"type": <module-qualified class name, builtins bare>,
@@ -66,6 +71,7 @@ from typing import Any, ParamSpec, TypedDict
 import attrs
 
 from .errors import LedgerError
+from .facts import repair_text
 from .json import JsonValue
 from .ledger import (
     ToolCallError,
@@ -124,7 +130,7 @@ def _error_message(error: BaseException) -> str:
         message = str(error)
     except Exception:
         return f"<unprintable {type(error).__name__}>"
-    return message if type(message) is str else str.__str__(message)
+    return repair_text(message)  # stored as the fact codec stores it (spec §12.1)
 
 
 @attrs.frozen

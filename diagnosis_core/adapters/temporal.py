@@ -103,6 +103,7 @@ from ..machine import (
     perform_effect_async,
     start_diagnosis,
 )
+from ..protocol import describe_value
 
 __all__ = [
     "CALL_GATEKEEPER_ACTIVITY",
@@ -329,7 +330,7 @@ def _timeouts_of(input: DiagnosisWorkflowInput) -> tuple[float, float, float]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{name}: expected a number, got {type(value).__name__}")
         if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"{name}: expected a positive number, got {value!r}")
+            raise ConfigError(f"{name}: expected a positive number, got {describe_value(value)}")
     return values
 
 

@@ -55,6 +55,7 @@ from .._kernel.loop import (
 )
 from .._kernel.messages import other_request_error
 from .._kernel.observe import Observer, notify
+from .._kernel.provenance import require_built_here
 from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.tools import RecorderMark, ToolRecorder
 from ._enums import AiOpsAgent
@@ -252,6 +253,8 @@ def _start(
     journaling = journal is not None or sink is not None
     check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
     if not journaling:
+        if state is not None:
+            require_built_here(state, driver)
         current = start_aiops(request) if state is None else state
         return _Run(current, None, len(current.events), observer)
     announced = 0
@@ -338,7 +341,10 @@ def run_aiops(
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
-    Pass ``state`` to resume a run saved earlier. ``state.result`` is the
+    Pass ``state`` to continue from a state object the machine built in this
+    process (:func:`start_aiops` / :func:`advance_aiops`); a state read back
+    from storage is display-only and refused with :class:`MachineError`
+    before any agent runs (spec §12) — resume from the run's journal. ``state.result`` is the
     outcome; judge its report with :func:`evaluate_aiops_report`. Raises
     ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`AiOpsEffects` of sync callables (spec §15).

@@ -26,9 +26,12 @@ from collections.abc import Iterable
 import attrs
 
 from .._kernel.config import RunConfig
+from .._kernel.converter import to_wire
 from .._kernel.enums import FailureKind, NodeStatus
 from .._kernel.errors import MachineError, PayloadError
+from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import sha256_text as _sha256
+from .._kernel.provenance import mark_built
 from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
 from ._config import AiOpsConfig
 from ._enums import (
@@ -95,6 +98,10 @@ class AiOpsRequest:
         default=(), converter=_alerts_tuple, validator=items_of(Alert)
     )
     config: AiOpsConfig = attrs.field(factory=AiOpsConfig)
+
+    def __attrs_post_init__(self) -> None:
+        # Request material JSON cannot store would change on reload (spec §12.1).
+        refuse_surrogate_pairs(to_wire(self), "request")  # alerts: labels, annotations …
 
     @property
     def mode(self) -> AiOpsMode:
@@ -212,7 +219,7 @@ class AiOpsState:
 def start_aiops(request: AiOpsRequest) -> AiOpsState:
     """The initial state: the start row routes to the supervisor's first step."""
     state = AiOpsState(request=request)
-    return _follow(state, choose_aiops_route(None, AiOpsRoutingFacts()))
+    return mark_built(_follow(state, choose_aiops_route(None, AiOpsRoutingFacts())))
 
 
 def next_aiops_action(state: AiOpsState) -> AiOpsAction:
@@ -234,6 +241,10 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
     not an agent result. Agent misbehaviour is never an exception: it
     becomes a node status with a reason.
     """
+    return mark_built(_advance_aiops(state, result))
+
+
+def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
     if state.outcome is not None:
         raise MachineError("the AIOps run has finished; there is nothing to advance")
     pending = state.pending

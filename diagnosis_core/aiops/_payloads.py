@@ -26,6 +26,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.errors import ConfigError
+from .._kernel.json import describe_value
 from .._kernel.plan import PlanStep
 from ._enums import SupervisorChoice
 
@@ -47,7 +48,10 @@ def _freeze_strings(field: str, value: object) -> Mapping[str, str]:
         raise ConfigError(f"{field}: expected a mapping of strings, got {type(value).__name__}")
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
-            raise ConfigError(f"{field}: keys and values must be strings, got {key!r}: {item!r}")
+            raise ConfigError(
+                f"{field}: keys and values must be strings, got "
+                f"{describe_value(key)}: {describe_value(item)}"
+            )
     return MappingProxyType(dict(sorted(value.items())))
 
 

@@ -273,7 +273,7 @@ def test_the_store_refuses_another_request_under_a_stored_run_id(store: StoreBas
     dc.run_diagnosis(request, effects, store=store)
     other = dict(doc, question="a different question")
     other_request, _ = scenario_of(other)
-    with pytest.raises(dc.JournalError, match="request: differs from the journal's request"):
+    with pytest.raises(dc.JournalError, match="request: the journal is of another request"):
         dc.run_diagnosis(other_request, failing_effects(), store=store)
 
 

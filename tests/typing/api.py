@@ -807,6 +807,8 @@ def readable_trace(state: DiagnosisState) -> list[str]:
     """A replayed trace printed the way the command line does, safely."""
     lines: list[str] = dcs.trace_table_lines(state.events, "round")
     big: int = dcp.int_from_literal("1" * 50)
+    shown: str = dcp.describe_value(10**5000)  # never raises, whatever the value
+    assert shown
     document: object = dcs.parse_document_text('{"question": "q"}', "inline.json")
     return [dcs.terminal_safe(line) for line in lines] + [dcs.text_cell(big), str(document)]
 

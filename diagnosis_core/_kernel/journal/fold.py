@@ -31,6 +31,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError
+from ..facts import not_text_message, repair_text
 from ..json import JsonValue
 from ..results import AgentFailed, AgentReplied
 from .codec import (
@@ -137,10 +138,9 @@ def agent_outcome(result: AgentReplied | AgentFailed) -> RecordedReply | Recorde
     if isinstance(result, AgentReplied):
         text: object = result.text
         if not isinstance(text, str):
-            message = f"TypeError: the agent returned {type(text).__name__}, not message text"
-            return RecordedAgentError(FailureKind.NON_RETRYABLE, message)
-        return RecordedReply(text)
-    message = result.message if isinstance(result.message, str) else ""
+            return RecordedAgentError(FailureKind.NON_RETRYABLE, not_text_message(text))
+        return RecordedReply(repair_text(text))  # the one fact codec (spec §12.1)
+    message = repair_text(result.message) if isinstance(result.message, str) else ""
     return RecordedAgentError(result.kind, message)
 
 

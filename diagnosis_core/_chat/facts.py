@@ -1,0 +1,54 @@
+"""The gatekeeper's raw result as a stored fact (spec §12.1, §15).
+
+The machine is fed the gatekeeper result exactly as its stored JSON decodes:
+a storable result is copied as plain JSON, a host object is read once through
+the defensive snapshot of §15 first, and anything JSON cannot hold faithfully
+becomes ``{"unserializable": "<description>"}`` — the same value live,
+replayed and resumed, so a fold can never see a different fact than the run.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .._kernel.facts import repair_text, storable
+from .._kernel.json import JsonValue
+from .gatekeeper import snapshot_raw_result
+
+__all__ = ["gatekeeper_fact"]
+
+
+def _describe(raw: object) -> str:
+    try:
+        description = repr(raw)[:2000]
+    except Exception:  # a broken __repr__ (or a value too deep to render)
+        try:
+            name = type(raw).__name__
+        except Exception:
+            name = "object"
+        description = f"<unrepresentable {name}>"
+    return repair_text(description) if isinstance(description, str) else "<unrepresentable>"
+
+
+def gatekeeper_fact(raw: object) -> JsonValue:
+    """The gatekeeper's raw result as it is stored, and so as the machine sees it.
+
+    A storable result comes back as a fresh plain copy (tuples as lists,
+    subclasses of scalars as the plain value, surrogate pairs repaired), equal
+    to what its stored JSON text decodes to. Anything else becomes
+    ``{"unserializable": "<description>"}`` (see the module docstring).
+    Never raises.
+    """
+    if storable(raw, repair=False)[1] is None:
+        # The common case: exact built-ins, storable as they are. The C codec
+        # makes the copy, equal to what the stored text decodes to (no pair can
+        # be in it, and a lone surrogate survives an escape and its decoding).
+        copy: JsonValue = json.loads(json.dumps(raw))
+        return copy
+    snapshot = snapshot_raw_result(raw)  # host types: read once, defensively
+    if snapshot.problem is not None:
+        return {"unserializable": f"<{snapshot.problem}>"}
+    repaired, problem = storable(snapshot.value, repair=True)
+    if problem is None:
+        return repaired  # type: ignore[return-value]
+    return {"unserializable": _describe(raw)}
