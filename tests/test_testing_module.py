@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import pytest
 from _oracles import SCHEMA_NAMES, accepted_payload_is_sound
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
@@ -262,6 +262,27 @@ def test_effect_scripts_run_alike_on_both_drivers(script: dt.EffectScript) -> No
     assert dt.run_invariant_violations(state) == ()
     async_state = asyncio.run(dc.arun_diagnosis(script.request, script.async_effects()))
     assert dc.to_json(async_state.result) == dc.to_json(state.result)
+
+
+@given(script=dt.effect_scripts(adversarial=True))
+@settings(max_examples=25)
+def test_a_read_counting_gatekeeper_value_is_made_anew_for_every_run(
+    script: dt.EffectScript,
+) -> None:
+    # A hostile mapping that says "pass" to its first reader only: shared between
+    # two runs of one script, the second run saw "fail" (a flaky property above).
+    from diagnosis_core.testing._results import _FlipFlopMapping
+    from diagnosis_core.testing._scenarios import _Fresh
+
+    count = len(script.gatekeeper)
+    flip = attrs.evolve(script, gatekeeper=(_Fresh(_FlipFlopMapping),) * count)
+    new = attrs.evolve(script, gatekeeper=tuple(_FlipFlopMapping() for _ in range(count)))
+    expected = dc.to_json(dc.run_diagnosis(new.request, new.effects()).result)
+    first = dc.run_diagnosis(flip.request, flip.effects())
+    second = asyncio.run(dc.arun_diagnosis(flip.request, flip.async_effects()))
+    third = dc.run_diagnosis(flip.request, flip.effects())
+    assert dc.to_json(first.result) == dc.to_json(second.result) == dc.to_json(third.result)
+    assert dc.to_json(first.result) == expected
 
 
 @given(planted=dt.planted_scenarios())

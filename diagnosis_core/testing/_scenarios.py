@@ -47,7 +47,7 @@ from ._doubles import AsyncFakeGatekeeper, AsyncScriptedInvoker, Reply, scripted
 from ._results import (
     gatekeeper_raw_results,
     gatekeeper_results,
-    hostile_gatekeeper_values,
+    hostile_gatekeeper_factories,
     tool_ledger_records,
 )
 from ._texts import (
@@ -427,11 +427,28 @@ def scenarios(
 
 
 @attrs.frozen
+class _Fresh:
+    """A gatekeeper value made anew for every run of a script.
+
+    Some hostile values count their reads (a mapping that says ``pass`` to
+    its first reader only); shared between two runs, the second run would see
+    a different value than the first, so each run gets its own.
+    """
+
+    make: Callable[[], object]
+
+
+def _fresh(items: tuple[object, ...]) -> tuple[object, ...]:
+    return tuple(item.make() if isinstance(item, _Fresh) else item for item in items)
+
+
+@attrs.frozen
 class EffectScript:
     """A request and the scripted behaviour of every effect of one run.
 
     Agent scripts hold message texts and exceptions (any class); the
-    gatekeeper script holds raw results (any object) and exceptions.
+    gatekeeper script holds raw results (any object) and exceptions; a hostile value
+    that counts its reads is made anew for every run.
     :meth:`effects` builds fresh doubles, so one script can run many times.
     """
 
@@ -449,7 +466,7 @@ class EffectScript:
             executor=self.executor,
             verifier=self.verifier,
             composer=self.composer,
-            gatekeeper=self.gatekeeper,
+            gatekeeper=_fresh(self.gatekeeper),
             classifier=classifier,
         )
 
@@ -462,7 +479,7 @@ class EffectScript:
             executor=AsyncScriptedInvoker(self.executor),
             verifier=AsyncScriptedInvoker(self.verifier),
             composer=AsyncScriptedInvoker(self.composer),
-            gatekeeper=AsyncFakeGatekeeper(self.gatekeeper),
+            gatekeeper=AsyncFakeGatekeeper(_fresh(self.gatekeeper)),
             classifier=classifier,
         )
 
@@ -497,7 +514,9 @@ def effect_scripts(
         error=error,
         gatekeeper_result=lambda result: result,
         gatekeeper_error=error,
-        gatekeeper_hostile=hostile_gatekeeper_values() if adversarial else None,
+        gatekeeper_hostile=(
+            st.sampled_from(hostile_gatekeeper_factories()).map(_Fresh) if adversarial else None
+        ),
     )
     return EffectScript(
         request=request,
