@@ -32,6 +32,7 @@ from ._chat.reference_gatekeeper import (
     parse_raw_path,
     resolve_raw_path,
 )
+from ._chat.run_recorders import RunRecorders, ToolsFactory
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
 from ._kernel.tools import RecorderMark, ToolCallError, ToolCallRecord, ToolEnvelope
 
@@ -41,12 +42,14 @@ __all__ = [
     "RecorderGatekeeper",
     "RecorderMark",
     "ReferenceGatekeeper",
+    "RunRecorders",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",
     "ToolInvocation",
     "ToolLedger",
     "ToolRecorder",
+    "ToolsFactory",
     "check_binding",
     "check_bindings",
     "ledger_from_records",
