@@ -63,6 +63,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .. import (
     AsyncEffects,
     ConfigError,
+    DiagnosisObserver,
     DiagnosisRequest,
     DiagnosisState,
     Effects,
@@ -82,27 +83,34 @@ from ..journal import (
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
+    RecordedToolInvocation,
     append_entry,
     entry_result,
     expected_call,
     journal_to_wire,
+    journal_tool_records,
     load_outcome,
     outcome_of,
     outcome_to_wire,
+    recorded_tool_invocations,
     resent_on_resume,
     start_entry,
 )
 from ..machine import (
+    AgentName,
     CallGatekeeper,
+    EffectResult,
     Finished,
     InvokeAgent,
     advance,
     describe_error,
     next_action,
+    notify,
     perform_effect,
     perform_effect_async,
     start_diagnosis,
 )
+from ..tools import ToolRecorder, ToolsFactory
 
 __all__ = [
     "CALL_GATEKEEPER_ACTIVITY",
@@ -143,10 +151,34 @@ _FALLBACK_HEARTBEAT_SECONDS = 10.0
 
 
 def _activity_result(
-    action: InvokeAgent | CallGatekeeper, outcome: JournalOutcome
+    action: InvokeAgent | CallGatekeeper,
+    outcome: JournalOutcome,
+    tool_records: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     digest = expected_call(action).input_sha256
-    return {"input_sha256": digest, "outcome": outcome_to_wire(outcome)}
+    result: dict[str, Any] = {"input_sha256": digest, "outcome": outcome_to_wire(outcome)}
+    if tool_records is not None:
+        result["tool_invocations"] = tool_records
+    return result
+
+
+_RESULT_KEYS = frozenset({"input_sha256", "outcome"})
+
+
+def _decode_tool_invocations(
+    data: dict[str, Any], expected: ExpectedCall
+) -> tuple[RecordedToolInvocation, ...] | None:
+    """The §13 tool calls an executor activity recorded (strict, like a journal's)."""
+    if "tool_invocations" not in data:
+        return None
+    if expected.call is not JournalCall.EXECUTOR:
+        raise JournalError("tool_invocations: only executor calls record tool calls")
+    records = data["tool_invocations"]
+    try:
+        recorder = ToolRecorder.from_records(records)
+    except Exception as error:  # LedgerError: the strict §13 entry rules
+        raise JournalError(f"tool_invocations: {error}") from None
+    return recorded_tool_invocations(recorder.records())
 
 
 def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
@@ -156,7 +188,9 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
     worker whose core builds another input (a version skew) is refused like a
     journal entry that does not match its call.
     """
-    if not isinstance(data, dict) or set(data) != {"input_sha256", "outcome"}:
+    if not isinstance(data, dict) or not (
+        set(data) == _RESULT_KEYS or set(data) == _RESULT_KEYS | {"tool_invocations"}
+    ):
         raise JournalError(f"not a diagnosis activity result: {data!r:.200}")
     if data["input_sha256"] != expected.input_sha256:
         raise JournalError(
@@ -183,12 +217,19 @@ class DiagnosisActivities:
     """
 
     def __init__(
-        self, effects: Effects | AsyncEffects, *, heartbeat_interval: timedelta | None = None
+        self,
+        effects: Effects | AsyncEffects,
+        *,
+        heartbeat_interval: timedelta | None = None,
+        tools: ToolsFactory | None = None,
+        observer: DiagnosisObserver | None = None,
     ) -> None:
         if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
             raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
         self.effects = effects
         self.heartbeat_interval = heartbeat_interval
+        self.tools = tools
+        self.observer = observer
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -203,8 +244,29 @@ class DiagnosisActivities:
             return min(chosen, limit) if limit else chosen
         return limit * 2 / 3 if limit else _FALLBACK_HEARTBEAT_SECONDS
 
-    async def _perform(self, action: InvokeAgent | CallGatekeeper) -> dict[str, Any]:
+    def _recorder(
+        self, action: InvokeAgent | CallGatekeeper, tool_records: object
+    ) -> ToolRecorder | None:
+        """The run's recorder on this worker, seeded with the ledger of the workflow's journal."""
+        if self.tools is None or tool_records is None:
+            return None
+        if not isinstance(tool_records, list):
+            raise ApplicationError(
+                f"tool_records: expected an array, got {type(tool_records).__name__}",
+                type="JournalError",
+                non_retryable=True,
+            )
+        run_id = action.config.run_id if isinstance(action, InvokeAgent) else action.run_id
+        return self.tools(run_id, tool_records)
+
+    async def _perform(
+        self, action: InvokeAgent | CallGatekeeper, tool_records: object = None
+    ) -> dict[str, Any]:
         """Run the effect in a task, heartbeating until it returns; the entry's facts."""
+        recorder = self._recorder(action, tool_records)
+        executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
+        mark = recorder.mark() if recorder is not None and executor else None
+        notify(self.observer, "effect_started", action)
         effect: asyncio.Future[Any]
         if isinstance(self.effects, AsyncEffects):
             effect = asyncio.ensure_future(perform_effect_async(action, self.effects))
@@ -219,17 +281,35 @@ class DiagnosisActivities:
             raise
         # outcome_of never raises: a reply that is not text, a gatekeeper result
         # that is not JSON are recorded as the journal records them (see _journal).
-        return _activity_result(action, outcome_of(effect.result()))
+        result: EffectResult = effect.result()
+        outcome = outcome_of(result)
+        records = None
+        if recorder is not None and mark is not None:
+            records = [item.to_record() for item in recorded_tool_invocations(recorder.since(mark))]
+        notify(self.observer, "effect_finished", action, result)
+        return _activity_result(action, outcome, records)
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
-    async def invoke_agent(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Invoke one agent; the reply text or the classified error, as journal facts."""
-        return await self._perform(from_wire(InvokeAgent, action))
+    async def invoke_agent(
+        self, action: dict[str, Any], tool_records: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Invoke one agent; the reply text or the classified error, as journal facts.
+
+        ``tool_records`` (executor calls of a worker with ``tools``) are the
+        §13 entries the run's journal holds: the recorder continues after them.
+        """
+        return await self._perform(from_wire(InvokeAgent, action), tool_records)
 
     @activity.defn(name=CALL_GATEKEEPER_ACTIVITY)
-    async def call_gatekeeper(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Call the gatekeeper once; its raw result or its error, as journal facts."""
-        return await self._perform(from_wire(CallGatekeeper, action))
+    async def call_gatekeeper(
+        self, action: dict[str, Any], tool_records: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Call the gatekeeper once; its raw result or its error, as journal facts.
+
+        ``tool_records`` are the §13 entries the run's journal holds, so the
+        gatekeeper reads the run's ledger on whichever worker it runs.
+        """
+        return await self._perform(from_wire(CallGatekeeper, action), tool_records)
 
 
 # --- workflow ------------------------------------------------------------------------
@@ -427,12 +507,19 @@ class DiagnosisWorkflow:
         else:
             name, seconds = CALL_GATEKEEPER_ACTIVITY, gatekeeper_seconds
         expected = expected_call(action)
+        # The executor and the gatekeeper get the run's ledger (spec §13): the
+        # worker that performs them rebuilds the run's recorder from it.
+        ledger: list[Any] | None = None
+        if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER):
+            ledger = [] if self._journal is None else journal_tool_records(self._journal)
+        arguments: list[Any] = [to_wire(action)] if ledger is None else [to_wire(action), ledger]
         resends = 0
+        invocations: tuple[RecordedToolInvocation, ...] | None = None
         while True:
             try:
                 data = await workflow.execute_activity(
                     name,
-                    to_wire(action),
+                    args=arguments,
                     start_to_close_timeout=timedelta(seconds=seconds),
                     heartbeat_timeout=timedelta(seconds=heartbeat_seconds),
                     retry_policy=_NO_TEMPORAL_RETRY,
@@ -450,6 +537,7 @@ class DiagnosisWorkflow:
             else:
                 try:
                     outcome = _decode_outcome(data, expected)
+                    invocations = _decode_tool_invocations(data, expected)
                 except JournalError as error:
                     raise ApplicationError(
                         f"a diagnosis activity returned what no worker of this core returns: "
@@ -457,7 +545,9 @@ class DiagnosisWorkflow:
                         type="JournalError",
                         non_retryable=True,
                     ) from None
-            return attrs.evolve(started, state=EntryState.FINISHED, outcome=outcome)
+            return attrs.evolve(
+                started, state=EntryState.FINISHED, outcome=outcome, tool_invocations=invocations
+            )
 
 
 # --- worker and client helpers -------------------------------------------------------
@@ -475,12 +565,21 @@ def create_diagnosis_worker(
     *,
     task_queue: str,
     heartbeat_interval: timedelta | None = None,
+    tools: ToolsFactory | None = None,
+    observer: DiagnosisObserver | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker running :class:`DiagnosisWorkflow` and the activities of ``effects``.
 
     ``heartbeat_interval`` is how often a running effect heartbeats (see
-    :class:`DiagnosisActivities`). ``worker_options`` go to
+    :class:`DiagnosisActivities`). ``tools`` (a
+    :data:`~diagnosis_core.tools.ToolsFactory`, e.g. a
+    :class:`~diagnosis_core.tools.RunRecorders`) gives each executor and
+    gatekeeper activity the run's recorder, rebuilt from the ledger the
+    workflow's journal holds: the executor's entry carries the tool calls
+    of its call (spec §13) and a gatekeeper on any worker checks citations
+    against the run's whole ledger. ``observer`` is told of each effect by
+    the activity that performs it (see :class:`DiagnosisActivities`). ``worker_options`` go to
     :class:`temporalio.worker.Worker` unchanged (``identity``,
     ``graceful_shutdown_timeout``, ``max_concurrent_activities`` …).
     """
@@ -488,7 +587,9 @@ def create_diagnosis_worker(
         client,
         task_queue=task_queue,
         workflows=[DiagnosisWorkflow],
-        activities=DiagnosisActivities(effects, heartbeat_interval=heartbeat_interval).activities,
+        activities=DiagnosisActivities(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        ).activities,
         workflow_runner=diagnosis_workflow_runner(),
         **worker_options,
     )

@@ -391,6 +391,7 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
 
 def alertmanager_host(webhook: object) -> tuple[dca.Alert, ...]:
     assert_type(dca.ALERTMANAGER_WEBHOOK_VERSION, str)
+    assert_type(dca.GRAFANA_WEBHOOK_VERSION, str)
     try:
         mapped: dca.AlertmanagerAlerts = dca.alerts_from_alertmanager(webhook)
     except dca.AlertmanagerPayloadError as error:
