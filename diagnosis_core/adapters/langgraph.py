@@ -500,6 +500,7 @@ class _Node:
     ) -> tuple[ToolRecorder, RecorderMark] | None:
         """Before the effect: the run's recorder (and a mark, for an executor call); observe."""
         recorder = self.runs.recorder_for(folded.journal)
+        notify(self.runs.observer, "run_opened", folded.journal.request.run)
         notify(self.runs.observer, "effect_started", action)
         executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
         if recorder is None or not executor:
@@ -516,7 +517,9 @@ class _Node:
         if marked is None:
             return result, None
         recorder, mark = marked
-        return result, recorded_tool_invocations(recorder.since(mark))
+        invocations = recorded_tool_invocations(recorder.since(mark))
+        notify(self.runs.observer, "tools_recorded", action, invocations)
+        return result, invocations
 
     def finish(
         self,
@@ -528,6 +531,8 @@ class _Node:
         """The update of phase two: the finished entry and the trace events it produced."""
         journal, before = folded.journal, folded.status.state
         if result is None:  # §12 Resume: an executor (or gatekeeper) whose outcome is unknown
+            # This process's first hook for the run may be event_appended: name the run.
+            notify(self.runs.observer, "run_opened", journal.request.run)
             journal, state = resume_journal(
                 journal, key=self.runs.key, resend_gatekeeper=self.runs.resend_gatekeeper
             )

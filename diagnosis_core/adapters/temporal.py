@@ -46,6 +46,7 @@ forever.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -70,6 +71,8 @@ from .. import (
     FailureKind,
     JournalError,
     PayloadError,
+    RunConfig,
+    TraceEvent,
     from_wire,
     to_wire,
 )
@@ -113,6 +116,7 @@ from ..machine import (
 from ..tools import ToolRecorder, ToolsFactory
 
 __all__ = [
+    "ANNOUNCE_EVENTS_ACTIVITY",
     "CALL_GATEKEEPER_ACTIVITY",
     "INTERRUPTED_RESENDS",
     "INVOKE_AGENT_ACTIVITY",
@@ -130,6 +134,8 @@ INVOKE_AGENT_ACTIVITY = "diagnosis_core.invoke_agent"
 """The activity name of an agent call."""
 CALL_GATEKEEPER_ACTIVITY = "diagnosis_core.call_gatekeeper"
 """The activity name of a gatekeeper call."""
+ANNOUNCE_EVENTS_ACTIVITY = "diagnosis_core.announce_events"
+"""The local activity that tells a worker's observer of the trace events an effect appended."""
 INTERRUPTED_RESENDS = 3
 """How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
 
@@ -163,6 +169,8 @@ def _activity_result(
 
 
 _RESULT_KEYS = frozenset({"input_sha256", "outcome"})
+_OPTIONAL_RESULT_KEYS = frozenset({"tool_invocations", "observed"})
+_ANNOUNCE_TIMEOUT = timedelta(seconds=30)
 
 
 def _decode_tool_invocations(
@@ -189,8 +197,8 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
     journal entry that does not match its call.
     """
     if not isinstance(data, dict) or not (
-        set(data) == _RESULT_KEYS or set(data) == _RESULT_KEYS | {"tool_invocations"}
-    ):
+        _RESULT_KEYS <= data.keys() <= _RESULT_KEYS | _OPTIONAL_RESULT_KEYS
+    ) or data.get("observed", True) is not True:
         raise JournalError(f"not a diagnosis activity result: {data!r:.200}")
     if data["input_sha256"] != expected.input_sha256:
         raise JournalError(
@@ -234,7 +242,7 @@ class DiagnosisActivities:
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
-        return (self.invoke_agent, self.call_gatekeeper)
+        return (self.invoke_agent, self.call_gatekeeper, self.announce_events)
 
     def _interval(self) -> float:
         timeout = activity.info().heartbeat_timeout
@@ -266,6 +274,9 @@ class DiagnosisActivities:
         recorder = self._recorder(action, tool_records)
         executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
         mark = recorder.mark() if recorder is not None and executor else None
+        run = action.config if isinstance(action, InvokeAgent) else None
+        if run is not None:
+            notify(self.observer, "run_opened", run)
         notify(self.observer, "effect_started", action)
         effect: asyncio.Future[Any]
         if isinstance(self.effects, AsyncEffects):
@@ -285,9 +296,16 @@ class DiagnosisActivities:
         outcome = outcome_of(result)
         records = None
         if recorder is not None and mark is not None:
-            records = [item.to_record() for item in recorded_tool_invocations(recorder.since(mark))]
+            invocations = recorded_tool_invocations(recorder.since(mark))
+            notify(self.observer, "tools_recorded", action, invocations)
+            records = [item.to_record() for item in invocations]
         notify(self.observer, "effect_finished", action, result)
-        return _activity_result(action, outcome, records)
+        facts = _activity_result(action, outcome, records)
+        if self.observer is not None:
+            # Recorded in the history: the workflow then has this worker's observer
+            # told of the effect's trace events, deterministically on every replay.
+            facts["observed"] = True
+        return facts
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
     async def invoke_agent(
@@ -310,6 +328,21 @@ class DiagnosisActivities:
         gatekeeper reads the run's ledger on whichever worker it runs.
         """
         return await self._perform(from_wire(CallGatekeeper, action), tool_records)
+
+    @activity.defn(name=ANNOUNCE_EVENTS_ACTIVITY)
+    async def announce_events(self, run: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        """Tell the observer of the trace events the workflow appended (a local activity).
+
+        The workflow code never calls an observer: it runs again on every
+        replay. It schedules this local activity after an effect whose
+        activity reported an observer; a local activity's completion is
+        recorded, so a replay never announces the events again.
+        """
+        if self.observer is None:
+            return
+        notify(self.observer, "run_opened", from_wire(RunConfig, run))
+        for event in events:
+            notify(self.observer, "event_appended", from_wire(TraceEvent, event))
 
 
 # --- workflow ------------------------------------------------------------------------
@@ -471,12 +504,15 @@ class DiagnosisWorkflow:
         while not isinstance(action := next_action(state), Finished):
             started = start_entry(journal, action)
             self._journal = journal = append_entry(journal, started)
-            finished = await self._perform(action, started)
+            finished, observed = await self._perform(action, started)
             # The fold of the journal, one entry at a time: advance is fed the
             # recorded fact (entry_result), never a raw value.
+            before = state
             state = advance(state, entry_result(finished))
             self._journal, self._state = append_entry(journal, finished), state
             journal = self._journal
+            if observed:
+                await self._announce(state, len(before.events))
         wire = to_wire(state)
         assert isinstance(wire, dict)
         return wire
@@ -497,10 +533,27 @@ class DiagnosisWorkflow:
         assert isinstance(wire, dict)
         return wire
 
+    async def _announce(self, state: DiagnosisState, known: int) -> None:
+        """Have the worker's observer told of the events after ``known`` (never raises)."""
+        events = [to_wire(event) for event in state.events[known:]]
+        if not events:
+            return
+        # An observer only watches: whatever happens to it, the run goes on unchanged.
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_local_activity(
+                ANNOUNCE_EVENTS_ACTIVITY,
+                args=[to_wire(state.request.run), events],
+                start_to_close_timeout=_ANNOUNCE_TIMEOUT,
+                retry_policy=_NO_TEMPORAL_RETRY,
+            )
+
     async def _perform(
         self, action: InvokeAgent | CallGatekeeper, started: JournalEntry
-    ) -> JournalEntry:
-        """The finished entry of ``started``: the activity's facts, or the §12 resume rule."""
+    ) -> tuple[JournalEntry, bool]:
+        """The finished entry of ``started`` (the activity's facts, or the §12 resume rule).
+
+        And whether the worker that performed it has an observer.
+        """
         agent_seconds, gatekeeper_seconds, heartbeat_seconds = self._timeouts
         if isinstance(action, InvokeAgent):
             name, seconds = INVOKE_AGENT_ACTIVITY, agent_seconds
@@ -515,6 +568,7 @@ class DiagnosisWorkflow:
         arguments: list[Any] = [to_wire(action)] if ledger is None else [to_wire(action), ledger]
         resends = 0
         invocations: tuple[RecordedToolInvocation, ...] | None = None
+        observed = False
         while True:
             try:
                 data = await workflow.execute_activity(
@@ -538,6 +592,7 @@ class DiagnosisWorkflow:
                 try:
                     outcome = _decode_outcome(data, expected)
                     invocations = _decode_tool_invocations(data, expected)
+                    observed = data.get("observed") is True
                 except JournalError as error:
                     raise ApplicationError(
                         f"a diagnosis activity returned what no worker of this core returns: "
@@ -545,9 +600,10 @@ class DiagnosisWorkflow:
                         type="JournalError",
                         non_retryable=True,
                     ) from None
-            return attrs.evolve(
+            finished = attrs.evolve(
                 started, state=EntryState.FINISHED, outcome=outcome, tool_invocations=invocations
             )
+            return finished, observed
 
 
 # --- worker and client helpers -------------------------------------------------------
