@@ -208,3 +208,18 @@ def test_a_resumed_graph_announces_only_what_it_appends() -> None:
     resumer = build_diagnosis_graph(fresh_effects, checkpointer=saver, tools=fresh, observer=after)
     resume_diagnosis_graph(resumer, thread_id=request.run.run_id)
     assert before.calls + after.calls == _driver_calls()
+
+
+def test_the_tools_snippet_of_the_embedding_page_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    root = Path(__file__).resolve().parent.parent.parent
+    page = (root / "docs" / "embedding.md").read_text(encoding="utf-8")
+    section = page[page.index("#### Tools and observers across processes") :
+                   page.index("### Temporal")]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    monkeypatch.chdir(root)
+    exec(compile(block, "embedding.md", "exec"), {})  # the page's own code
+    assert capsys.readouterr().out == "PASS\n"
