@@ -40,6 +40,7 @@ OPTIONAL_PUBLIC = (
     "diagnosis_core.adapters.temporal",
     "diagnosis_core.adapters.langchain",
     "diagnosis_core.adapters.otel",
+    "diagnosis_core.adapters.dbos",
 )
 
 
