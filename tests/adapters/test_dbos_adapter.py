@@ -175,3 +175,17 @@ def test_a_run_killed_during_an_effect_is_recovered_by_a_new_process(
     else:  # an LLM call is sent again as the same attempt: the uninterrupted result
         assert dc.to_json(state) == dc.to_json(reference_tooled_state())
         assert [who for who, name in calls if name == "verifier"] == ["first", "second"]
+
+
+def test_the_worked_example_of_the_adapters_page_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    root = HERE.parent.parent
+    page = (root / "docs" / "adapters.md").read_text(encoding="utf-8")
+    section = page[page.index("## Worked example: DBOS") :]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    monkeypatch.chdir(root)
+    exec(compile(block, "adapters.md", "exec"), {})  # the page's own code
+    assert capsys.readouterr().out == "ANSWERED 5\n"
