@@ -36,6 +36,30 @@ from diagnosis_core.adapters.dbos import (
 HERE = Path(__file__).resolve().parent
 
 
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server started for this module, as a DBOS system database URL."""
+    pytest.importorskip("psycopg")
+    from langgraph_support import postgres_server
+
+    try:
+        with postgres_server() as conninfo:
+            fields = dict(item.split("=", 1) for item in conninfo.split())
+            yield (
+                f"postgresql://{fields['user']}@{fields['host']}:{fields['port']}/"
+                f"{fields['dbname']}"
+            )
+    except LookupError as error:
+        pytest.skip(str(error))
+
+
+def _database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture
 def system_database(tmp_path: Path) -> Iterator[str]:
     """A launched DBOS on a fresh SQLite system database; destroyed afterwards."""
@@ -123,8 +147,13 @@ def test_an_observer_sees_one_trace_with_tool_spans(system_database: str) -> Non
 # --- SIGKILL during an effect, recovered by a new process --------------------------------
 
 
-def _child(url: str, who: str, hang: str, side: Path, tools: Path) -> list[str]:
-    return [sys.executable, str(HERE / "dbos_process.py"), url, who, hang, str(side), str(tools)]
+def _child(
+    url: str, who: str, hang: str, side: Path, tools: Path, schema: str
+) -> list[str]:
+    return [
+        sys.executable, str(HERE / "dbos_process.py"), url, who, hang, str(side), str(tools),
+        schema,
+    ]
 
 
 def _environment() -> dict[str, str]:
@@ -134,14 +163,16 @@ def _environment() -> dict[str, str]:
     return env
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("hang", ["executor", "gatekeeper", "verifier"])
 def test_a_run_killed_during_an_effect_is_recovered_by_a_new_process(
-    tmp_path: Path, hang: str
+    tmp_path: Path, hang: str, kind: str, request: pytest.FixtureRequest
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    url = _database(kind, tmp_path, request)
+    schema = "-" if kind == "sqlite" else f"dbos_{hang}"
     side, tools = tmp_path / "side.log", tmp_path / "tools.log"
     first = subprocess.Popen(
-        _child(url, "first", hang, side, tools), env=_environment(),
+        _child(url, "first", hang, side, tools, schema), env=_environment(),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -156,7 +187,7 @@ def test_a_run_killed_during_an_effect_is_recovered_by_a_new_process(
         if first.poll() is None:
             first.kill()
     second = subprocess.run(
-        _child(url, "second", "-", side, tools), env=_environment(),
+        _child(url, "second", "-", side, tools, schema), env=_environment(),
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert second.returncode == 0, second.stderr[-2000:]
