@@ -39,6 +39,13 @@ recorded output back and announces nothing twice.
 Call :func:`configure_diagnosis_dbos` with the host's effects before
 ``DBOS.launch()`` (recovery of pending runs begins at launch), then start runs
 with :func:`start_diagnosis_dbos` or :func:`run_diagnosis_dbos`.
+
+**The AIOps flow** is the same construction (:func:`configure_aiops_dbos`,
+:func:`start_aiops_dbos`, :func:`run_aiops_dbos`, :func:`dbos_aiops_journal`,
+workflow :data:`AIOPS_WORKFLOW_NAME`): its resume rule is read from
+:func:`resume_aiops_journal` — an interrupted supervisor, planner or reporter
+call is sent again as the same attempt, an interrupted executor is recorded
+as failed and never called again.
 """
 
 from __future__ import annotations
@@ -65,6 +72,26 @@ from .. import (
     from_wire,
     to_wire,
 )
+from ..aiops import (
+    AiOpsEffects,
+    AiOpsFinished,
+    AiOpsJournal,
+    AiOpsJournalRecorder,
+    AiOpsObserver,
+    AiOpsRequest,
+    AiOpsState,
+    AiOpsTraceEvent,
+    AsyncAiOpsEffects,
+    InvokeAiOpsAgent,
+    advance_aiops,
+    aiops_expected_call,
+    load_aiops_journal,
+    next_aiops_action,
+    perform_aiops_effect,
+    perform_aiops_effect_async,
+    resume_aiops_journal,
+    start_aiops,
+)
 from ..journal import (
     INTERRUPTED_MESSAGE,
     EntryState,
@@ -73,6 +100,7 @@ from ..journal import (
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
+    RecordedReply,
     RecordedToolInvocation,
     append_entry,
     entry_result,
@@ -88,7 +116,9 @@ from ..journal import (
     start_entry,
 )
 from ..machine import (
+    AgentFailed,
     AgentName,
+    AgentReplied,
     CallGatekeeper,
     EffectResult,
     Finished,
@@ -103,12 +133,19 @@ from ..machine import (
 from ..tools import ToolRecorder, ToolsFactory
 
 __all__ = [
+    "AIOPS_JOURNAL_EVENT",
+    "AIOPS_WORKFLOW_NAME",
     "DIAGNOSIS_JOURNAL_EVENT",
     "DIAGNOSIS_WORKFLOW_NAME",
+    "aiops_dbos_workflow",
+    "configure_aiops_dbos",
     "configure_diagnosis_dbos",
+    "dbos_aiops_journal",
     "dbos_diagnosis_journal",
     "diagnosis_dbos_workflow",
+    "run_aiops_dbos",
     "run_diagnosis_dbos",
+    "start_aiops_dbos",
     "start_diagnosis_dbos",
 ]
 
@@ -116,6 +153,10 @@ DIAGNOSIS_WORKFLOW_NAME = "diagnosis_core.diagnosis"
 """The registered name of the DBOS workflow of a chat diagnosis run."""
 DIAGNOSIS_JOURNAL_EVENT = "diagnosis_journal"
 """The workflow event holding the finished run's journal in wire form (``journal_to_wire``)."""
+AIOPS_WORKFLOW_NAME = "diagnosis_core.aiops"
+"""The registered name of the DBOS workflow of an AIOps run."""
+AIOPS_JOURNAL_EVENT = "aiops_journal"
+"""The workflow event holding the finished AIOps run's journal (``aiops_journal_v1`` wire form)."""
 
 
 @attrs.frozen
@@ -342,3 +383,173 @@ def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -
     if data is None:
         raise JournalError(f"workflow {workflow_id!r} published no journal")
     return load_journal(data)
+
+
+# --- the AIOps workflow ------------------------------------------------------------------
+
+
+@attrs.frozen
+class _AiOpsHost:
+    effects: AiOpsEffects | AsyncAiOpsEffects
+    tools: ToolsFactory | None
+    observer: AiOpsObserver | None
+
+
+_aiops_host: _AiOpsHost | None = None
+
+
+def configure_aiops_dbos(
+    effects: AiOpsEffects | AsyncAiOpsEffects,
+    *,
+    tools: ToolsFactory | None = None,
+    observer: AiOpsObserver | None = None,
+) -> None:
+    """Give this process's AIOps DBOS workflows the host's effects; before ``DBOS.launch()``.
+
+    As :func:`configure_diagnosis_dbos`, for the AIOps flow (spec §11): the
+    executor's tool calls go on its entry, an interrupted executor is never
+    called again (the AIOps resume rule, :func:`resume_aiops_journal`).
+    """
+    if not isinstance(effects, AiOpsEffects | AsyncAiOpsEffects):
+        raise TypeError(
+            f"effects: expected AiOpsEffects or AsyncAiOpsEffects, got {type(effects).__name__}"
+        )
+    global _aiops_host
+    _aiops_host = _AiOpsHost(effects, tools, observer)
+
+
+def _aiops_configured() -> _AiOpsHost:
+    if _aiops_host is None:
+        raise RuntimeError(
+            "no effects for AIOps workflows in this process: call "
+            "configure_aiops_dbos(effects) before DBOS.launch()"
+        )
+    return _aiops_host
+
+
+def _records(entries: Any) -> list[dict[str, Any]]:
+    """The §13 records a journal's executor entries carry (either workflow's journal)."""
+    records: list[dict[str, Any]] = []
+    for entry in entries:
+        for item in entry.tool_invocations or ():
+            record = item.to_record()
+            record.setdefault("input", None)
+            records.append(record)
+    return records
+
+
+@DBOS.step(name="diagnosis_core.aiops_effect")
+def _aiops_effect(
+    action_wire: dict[str, Any],
+    ledger: list[dict[str, Any]] | None,
+    settled: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Call the agent (or record the outcome the resume rule settled); the entry's facts."""
+    host = _aiops_configured()
+    action: InvokeAiOpsAgent = from_wire(InvokeAiOpsAgent, action_wire)
+    facts: dict[str, Any] = {"input_sha256": aiops_expected_call(action).input_sha256}
+    if settled is not None:
+        facts["outcome"] = settled
+        return facts
+    executor = action.agent.value == "executor"
+    recorder = (
+        host.tools(action.config.run_id, ledger or [])
+        if host.tools is not None and executor
+        else None
+    )
+    mark = recorder.mark() if recorder is not None else None
+    notify(host.observer, "run_opened", action.config)
+    notify(host.observer, "effect_started", action)
+    result: AgentReplied | AgentFailed
+    if isinstance(host.effects, AsyncAiOpsEffects):
+        result = asyncio.run(perform_aiops_effect_async(action, host.effects))
+    else:
+        result = perform_aiops_effect(action, host.effects)
+    if recorder is not None and mark is not None:
+        invocations = recorded_tool_invocations(recorder.since(mark))
+        notify(host.observer, "tools_recorded", action, invocations)
+        facts["tool_invocations"] = [item.to_record() for item in invocations]
+    notify(host.observer, "effect_finished", action, result)
+    facts["outcome"] = outcome_to_wire(outcome_of(result))
+    facts["observed"] = host.observer is not None
+    return facts
+
+
+@DBOS.step(name="diagnosis_core.aiops_announce")
+def _aiops_announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
+    """Tell this process's AIOps observer of the trace events an agent call appended."""
+    observer = _aiops_configured().observer
+    notify(observer, "run_opened", from_wire(RunConfig, run_wire))
+    for event in events:
+        notify(observer, "event_appended", from_wire(AiOpsTraceEvent, event))
+    return len(events)
+
+
+@DBOS.workflow(name=AIOPS_WORKFLOW_NAME)
+def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
+    """One AIOps run; the finished :class:`AiOpsState` in wire form."""
+    workflow_id = DBOS.workflow_id
+    assert workflow_id is not None
+    request: AiOpsRequest = from_wire(AiOpsRequest, request_wire)
+    recorder = AiOpsJournalRecorder(AiOpsJournal(request))
+    state = start_aiops(request)
+    while not isinstance(action := next_aiops_action(state), AiOpsFinished):
+        started = recorder.begin(action)
+        seq = _begin(workflow_id, started.seq)
+        with _lock:
+            ours = (workflow_id, seq) in _begun
+            _begun.discard((workflow_id, seq))
+        settled = None
+        if not ours:  # begun by a process that died: the AIOps resume rule decides
+            resumed, _ = resume_aiops_journal(recorder.journal)
+            last = resumed.entries[-1]
+            if last.state is EntryState.FINISHED and last.outcome is not None:
+                settled = outcome_to_wire(last.outcome)
+        executor = action.agent.value == "executor"
+        ledger = _records(recorder.journal.entries) if executor else None
+        facts = _aiops_effect(_object(action), ledger, settled)
+        expected = aiops_expected_call(action)
+        if facts.get("input_sha256") != expected.input_sha256:
+            raise JournalError(f"the recorded step of {expected.describe()} is for another input")
+        outcome = load_outcome(facts["outcome"], "outcome", gatekeeper=False)
+        result: AgentReplied | AgentFailed = (
+            AgentReplied(outcome.text)
+            if isinstance(outcome, RecordedReply)
+            else AgentFailed(outcome.kind, outcome.message)
+            if isinstance(outcome, RecordedAgentError)
+            else AgentFailed(FailureKind.NON_RETRYABLE, "not an agent outcome")
+        )
+        fed = recorder.end(result, tool_invocations=_tool_invocations(facts))
+        before = state
+        state = advance_aiops(state, fed)
+        new_events = state.events[len(before.events) :]
+        if facts.get("observed") is True and new_events:
+            _aiops_announce(_object(request.run), [_object(event) for event in new_events])
+    DBOS.set_event(AIOPS_JOURNAL_EVENT, dict(journal_to_wire(recorder.journal)))
+    return _object(state)
+
+
+def start_aiops_dbos(
+    request: AiOpsRequest, *, workflow_id: str | None = None
+) -> WorkflowHandle[dict[str, Any]]:
+    """Start an AIOps run as a DBOS workflow; ``workflow_id`` defaults to ``aiops-<run id>``."""
+    if not isinstance(request, AiOpsRequest):
+        raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
+    chosen = workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}"
+    with SetWorkflowID(chosen):
+        return DBOS.start_workflow(aiops_dbos_workflow, _object(request))
+
+
+def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> AiOpsState:
+    """Run an AIOps request as a DBOS workflow and wait; the finished :class:`AiOpsState`."""
+    handle = start_aiops_dbos(request, workflow_id=workflow_id)
+    state: AiOpsState = from_wire(AiOpsState, handle.get_result())
+    return state
+
+
+def dbos_aiops_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> AiOpsJournal:
+    """The journal a finished AIOps run published (:data:`AIOPS_JOURNAL_EVENT`), loaded strictly."""
+    data = DBOS.get_event(workflow_id, AIOPS_JOURNAL_EVENT, timeout_seconds)
+    if data is None:
+        raise JournalError(f"workflow {workflow_id!r} published no journal")
+    return load_aiops_journal(data)

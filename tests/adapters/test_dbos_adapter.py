@@ -220,3 +220,30 @@ def test_the_worked_example_of_the_adapters_page_runs(
     monkeypatch.chdir(root)
     exec(compile(block, "adapters.md", "exec"), {})  # the page's own code
     assert capsys.readouterr().out == "ANSWERED 5\n"
+
+
+# --- the AIOps workflow ------------------------------------------------------------------
+
+
+def test_every_aiops_example_runs_like_the_sync_driver(system_database: str) -> None:
+    from adapter_support import EXAMPLES_DIR
+
+    import diagnosis_core.aiops as dca
+    from diagnosis_core.adapters.dbos import (
+        configure_aiops_dbos,
+        dbos_aiops_journal,
+        run_aiops_dbos,
+    )
+
+    paths = sorted(EXAMPLES_DIR.glob("aiops*.json"))
+    assert paths
+    _launch(system_database)
+    for path in paths:
+        scenario = dca.load_aiops_scenario(load_doc(path))
+        request = dca.aiops_scenario_request(scenario)
+        expected = dca.run_aiops(request, dca.aiops_scenario_effects(scenario))
+        configure_aiops_dbos(dca.aiops_scenario_effects(scenario))
+        state = run_aiops_dbos(request)
+        assert dc.to_json(state) == dc.to_json(expected), path.name
+        journal = dbos_aiops_journal(f"aiops-{request.run.run_id}")
+        assert dc.to_json(dca.fold_aiops_journal(journal)) == dc.to_json(state)
