@@ -16,15 +16,23 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 pytest.importorskip("dbos")
 
-from adapter_support import RoutedEffects, chat_example_paths, load_doc, side_lines
+from adapter_support import (
+    EXAMPLES_DIR,
+    RoutedEffects,
+    chat_example_paths,
+    load_doc,
+    side_lines,
+)
 from dbos import DBOS
 from tools_support import reference_tooled_state, tooled_effects
 
 import diagnosis_core as dc
+import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.tools as dct
 from diagnosis_core.adapters.dbos import (
@@ -247,3 +255,55 @@ def test_every_aiops_example_runs_like_the_sync_driver(system_database: str) -> 
         assert dc.to_json(state) == dc.to_json(expected), path.name
         journal = dbos_aiops_journal(f"aiops-{request.run.run_id}")
         assert dc.to_json(dca.fold_aiops_journal(journal)) == dc.to_json(state)
+
+
+@pytest.mark.parametrize("hang", ["executor", "reporter"])
+def test_an_aiops_run_killed_during_an_agent_is_recovered_by_a_new_process(
+    tmp_path: Path, hang: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    side = tmp_path / "side.log"
+    script = str(HERE / "dbos_aiops_process.py")
+    first = subprocess.Popen(
+        [sys.executable, script, url, "first", hang, str(side)], env=_environment(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(name == hang for _, _, name in side_lines(side)):
+            assert first.poll() is None, "the first process ended before the agent call"
+            assert time.monotonic() < deadline, "the agent call never began"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    second = subprocess.run(
+        [sys.executable, script, url, "second", "-", str(side)], env=_environment(),
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert second.returncode == 0, second.stderr[-2000:]
+    state = dc.from_wire(dca.AiOpsState, json.loads(second.stdout.strip().splitlines()[-1]))
+    calls = [(who, name) for who, _, name in side_lines(side)]
+    assert [who for who, name in calls if name == "executor"] == ["first"]
+    scenario = dca.load_aiops_scenario(load_doc(EXAMPLES_DIR / "aiops_payload_targeted.json"))
+    scripted = dca.aiops_scenario_effects(scenario)
+    reporter_calls: list[int] = []
+
+    def reporter(input: str, config: dc.RunConfig, /) -> str:
+        reporter_calls.append(1)
+        return str(scripted.reporter(input, config))
+
+    uninterrupted = dca.run_aiops(
+        dca.aiops_scenario_request(scenario), attrs.evolve(scripted, reporter=reporter)
+    )
+    if hang == "executor":  # never called again: the run fails closed
+        assert state.result.reason_code is not None
+        assert state.result.reason_code.value == "EXECUTOR_FAILED"
+    else:  # the reporter is sent again as the same attempt: the uninterrupted result
+        assert dc.to_json(state) == dc.to_json(uninterrupted)
+        # The interrupted attempt is sent again as the same attempt, so the new process
+        # makes exactly the reporter calls of an uninterrupted run.
+        reporters = [who for who, name in calls if name == "reporter"]
+        assert reporters == ["first"] + ["second"] * len(reporter_calls)
