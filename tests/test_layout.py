@@ -41,6 +41,7 @@ OPTIONAL_PUBLIC = (
     "diagnosis_core.adapters.langchain",
     "diagnosis_core.adapters.otel",
     "diagnosis_core.adapters.dbos",
+    "diagnosis_core.adapters.langgraph_aiops",
 )
 
 
