@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -96,4 +97,42 @@ def test_a_reporter_that_died_mid_call_is_sent_again_as_the_same_attempt() -> No
     values = build_aiops_graph(effects, checkpointer=saver).get_state(
         {"configurable": {"thread_id": request.run.run_id}}
     ).values
+    assert dc.to_json(aiops_state_of(values)) == dc.to_json(state)
+
+
+def test_each_executor_entry_carries_the_tool_calls_of_its_call() -> None:
+    import diagnosis_core.tools as dct
+    from diagnosis_core.adapters.langgraph_aiops import AiOpsGraph
+
+    def run_with(recorders: dct.RunRecorders, saver: InMemorySaver) -> AiOpsGraph:
+        _, effects = _scenario(TARGETED)
+        executor = effects.executor
+
+        def calling(input: str, config: dc.RunConfig, /) -> str:
+            recorders.recorder(config.run_id).wrap("query_metrics", lambda: {"p99": 3.4})()
+            return str(executor(input, config))
+
+        return build_aiops_graph(
+            attrs.evolve(effects, executor=calling), checkpointer=saver, tools=recorders
+        )
+
+    request, _ = _scenario(TARGETED)
+    saver = InMemorySaver()
+    first = dct.RunRecorders()
+    state = run_aiops_graph(run_with(first, saver), request)
+    values = run_with(first, saver).get_state(
+        {"configurable": {"thread_id": request.run.run_id}}
+    ).values
+    journal = dca.load_aiops_journal(
+        {"format": dca.AIOPS_JOURNAL_FORMAT, "request": dca.aiops_request_to_wire(request),
+         "entries": [json.loads(text) for text in values["journal"]]}
+    )
+    carried = [
+        [item.invocation_id for item in entry.tool_invocations or ()]
+        for entry in journal.entries
+        if entry.call.value == "executor"
+    ]
+    assert carried and all(carried)
+    flat = [inv for ids in carried for inv in ids]
+    assert flat == [f"inv-{n}" for n in range(1, len(flat) + 1)]
     assert dc.to_json(aiops_state_of(values)) == dc.to_json(state)
