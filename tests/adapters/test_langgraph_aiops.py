@@ -136,3 +136,31 @@ def test_each_executor_entry_carries_the_tool_calls_of_its_call() -> None:
     flat = [inv for ids in carried for inv in ids]
     assert flat == [f"inv-{n}" for n in range(1, len(flat) + 1)]
     assert dc.to_json(aiops_state_of(values)) == dc.to_json(state)
+
+
+@pytest.fixture(scope="module")
+def postgres_conninfo() -> Any:
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    pytest.importorskip("psycopg")
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph_support import postgres_server
+
+    try:
+        with postgres_server() as info:
+            with PostgresSaver.from_conn_string(info) as saver:
+                saver.setup()
+            yield info
+    except LookupError as error:
+        pytest.skip(str(error))
+
+
+@pytest.mark.parametrize("path", AIOPS_EXAMPLES, ids=lambda p: p.stem)
+def test_every_aiops_example_runs_through_postgres_like_the_sync_driver(
+    path: Path, postgres_conninfo: str
+) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    request, effects = _scenario(path)
+    with PostgresSaver.from_conn_string(postgres_conninfo) as saver:
+        state = run_aiops_graph(build_aiops_graph(effects, checkpointer=saver), request)
+    assert dc.to_json(state) == dc.to_json(dca.run_aiops(*_scenario(path)))
