@@ -13,6 +13,11 @@ The ledger a recorder writes (:class:`ToolLedger`, :func:`ledger_from_records`)
 and the reference gatekeeper that checks citations against it
 (:class:`ReferenceGatekeeper` and its binding checks) are here too.
 
+Engines run many runs through one set of effects and may run a run's executor
+and gatekeeper in different processes: their ``tools=`` is a
+:data:`ToolsFactory` — one recorder per run, seeded with the §13 records the
+run's journal holds — and :class:`RunRecorders` is the ready-made one.
+
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
 and ``import diagnosis_core`` does not load it.
