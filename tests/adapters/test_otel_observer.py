@@ -330,8 +330,9 @@ def test_effect_spans_are_timed_by_the_hooks(exported: Exported) -> None:
     run_observed(request, effects, OpenTelemetryObserver(exported.tracer, clock=recording_clock))
     _, children = split_tree(exported.spans, "diagnosis")
     planner = children[0]
-    # readings: effect_started, effect_finished, event_appended (the planner's event), ...
-    assert (planner.start_time, planner.end_time) == (readings[0], readings[1])
+    # readings: run_opened (the run span), effect_started, effect_finished,
+    # event_appended (the planner's event), ...
+    assert (planner.start_time, planner.end_time) == (readings[1], readings[2])
 
 
 def test_one_observer_follows_consecutive_runs(exported: Exported) -> None:
