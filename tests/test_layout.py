@@ -42,6 +42,7 @@ OPTIONAL_PUBLIC = (
     "diagnosis_core.adapters.otel",
     "diagnosis_core.adapters.dbos",
     "diagnosis_core.adapters.langgraph_aiops",
+    "diagnosis_core.adapters.temporal_aiops",
 )
 
 

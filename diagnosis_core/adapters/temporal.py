@@ -76,6 +76,7 @@ from .. import (
     from_wire,
     to_wire,
 )
+from ..aiops import AiOpsEffects, AiOpsObserver, AsyncAiOpsEffects
 from ..journal import (
     INTERRUPTED_MESSAGE,
     EntryState,
@@ -623,6 +624,8 @@ def create_diagnosis_worker(
     heartbeat_interval: timedelta | None = None,
     tools: ToolsFactory | None = None,
     observer: DiagnosisObserver | None = None,
+    aiops_effects: AiOpsEffects | AsyncAiOpsEffects | None = None,
+    aiops_observer: AiOpsObserver | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker running :class:`DiagnosisWorkflow` and the activities of ``effects``.
@@ -635,17 +638,36 @@ def create_diagnosis_worker(
     workflow's journal holds: the executor's entry carries the tool calls
     of its call (spec §13) and a gatekeeper on any worker checks citations
     against the run's whole ledger. ``observer`` is told of each effect by
-    the activity that performs it (see :class:`DiagnosisActivities`). ``worker_options`` go to
+    the activity that performs it (see :class:`DiagnosisActivities`).
+    ``aiops_effects`` makes the same worker serve the AIOps workflow too
+    (:class:`~diagnosis_core.adapters.temporal_aiops.AiOpsWorkflow`, with
+    the same ``tools`` and ``aiops_observer``). ``worker_options`` go to
     :class:`temporalio.worker.Worker` unchanged (``identity``,
     ``graceful_shutdown_timeout``, ``max_concurrent_activities`` …).
     """
+    workflows: list[type] = [DiagnosisWorkflow]
+    activities = list(
+        DiagnosisActivities(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        ).activities
+    )
+    if aiops_effects is not None:
+        from .temporal_aiops import AiOpsActivities, AiOpsWorkflow
+
+        workflows.append(AiOpsWorkflow)
+        activities.extend(
+            AiOpsActivities(
+                aiops_effects,
+                heartbeat_interval=heartbeat_interval,
+                tools=tools,
+                observer=aiops_observer,
+            ).activities
+        )
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[DiagnosisWorkflow],
-        activities=DiagnosisActivities(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        ).activities,
+        workflows=workflows,
+        activities=activities,
         workflow_runner=diagnosis_workflow_runner(),
         **worker_options,
     )
