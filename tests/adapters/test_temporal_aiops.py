@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import uuid
+from datetime import timedelta
+from pathlib import Path
 
+import attrs
 import pytest
 
 pytest.importorskip("temporalio")
 
-from adapter_support import EXAMPLES_DIR, load_doc, scenario_of
+from adapter_support import EXAMPLES_DIR, load_doc, scenario_of, side_lines
 from temporalio.client import Client
 
 import diagnosis_core as dc
@@ -67,8 +77,59 @@ async def test_a_request_that_is_not_valid_starts_nothing(temporal_address: str)
         await start_aiops_workflow(client, {"run": {}}, task_queue="nowhere")  # type: ignore[arg-type]
     request, _ = _scenario(AIOPS_EXAMPLES[0])
     with pytest.raises(dc.ConfigError, match="agent_timeout"):
-        from datetime import timedelta
-
         await start_aiops_workflow(
             client, request, task_queue="nowhere", agent_timeout=timedelta(0)
         )
+
+
+async def test_a_sigkilled_aiops_worker_is_settled_by_the_resume_rule(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """Executor killed: never sent again (EXECUTOR_FAILED); reporter killed: sent again."""
+    from temporal_aiops_worker_process import EXAMPLE, routed_effects
+
+    client = await Client.connect(temporal_address)
+    queue, side = f"aiops-kill-{uuid.uuid4()}", tmp_path / "calls.txt"
+    tag = uuid.uuid4().hex[:8]
+    hangs = {f"kill-executor-{tag}": "executor", f"kill-reporter-{tag}": "reporter"}
+    script = Path(__file__).resolve().parent / "temporal_aiops_worker_process.py"
+    doomed = subprocess.Popen(
+        [sys.executable, str(script), temporal_address, queue, str(side),
+         json.dumps([[run_id, agent] for run_id, agent in hangs.items()])]
+    )
+    base, _ = _scenario(EXAMPLE)
+    requests = {
+        run_id: attrs.evolve(base, run=attrs.evolve(base.run, run_id=run_id)) for run_id in hangs
+    }
+    try:
+        handles = {
+            run_id: await start_aiops_workflow(
+                client, request, task_queue=queue, workflow_id=f"{queue}-{run_id}",
+                heartbeat_timeout=timedelta(seconds=2),
+            )
+            for run_id, request in requests.items()
+        }
+        deadline = time.monotonic() + 60
+        while set(hangs.items()) - {(run, name) for _, run, name in side_lines(side)}:
+            assert doomed.poll() is None and time.monotonic() < deadline, side_lines(side)
+            await asyncio.sleep(0.05)
+    finally:
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait()
+    survivor = routed_effects(dict.fromkeys(hangs), side, "survivor")
+    async with create_aiops_worker(client, survivor, task_queue=queue):
+        states = {
+            run_id: dc.from_wire(dca.AiOpsState, await asyncio.wait_for(handle.result(), 90))
+            for run_id, handle in handles.items()
+        }
+    calls = side_lines(side)
+    executor_run, reporter_run = list(hangs)
+    assert [who for who, run, name in calls if run == executor_run and name == "executor"] == [
+        "doomed"
+    ]
+    reason = states[executor_run].result.reason_code
+    assert reason is not None and reason.value == "EXECUTOR_FAILED"
+    uninterrupted = dca.run_aiops(requests[reporter_run], _scenario(EXAMPLE)[1])
+    assert dc.to_json(states[reporter_run]) == dc.to_json(uninterrupted)
+    reporters = [who for who, run, name in calls if run == reporter_run and name == "reporter"]
+    assert reporters[0] == "doomed" and "survivor" in reporters
