@@ -13,6 +13,11 @@ The ledger a recorder writes (:class:`ToolLedger`, :func:`ledger_from_records`)
 and the reference gatekeeper that checks citations against it
 (:class:`ReferenceGatekeeper` and its binding checks) are here too.
 
+Engines run many runs through one set of effects and may run a run's executor
+and gatekeeper in different processes: their ``tools=`` is a
+:data:`ToolsFactory` — one recorder per run, seeded with the §13 records the
+run's journal holds — and :class:`RunRecorders` is the ready-made one.
+
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
 and ``import diagnosis_core`` does not load it.
@@ -32,6 +37,7 @@ from ._chat.reference_gatekeeper import (
     parse_raw_path,
     resolve_raw_path,
 )
+from ._chat.run_recorders import RunRecorders, ToolsFactory
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
 from ._kernel.tools import RecorderMark, ToolCallError, ToolCallRecord, ToolEnvelope
 
@@ -41,12 +47,14 @@ __all__ = [
     "RecorderGatekeeper",
     "RecorderMark",
     "ReferenceGatekeeper",
+    "RunRecorders",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",
     "ToolInvocation",
     "ToolLedger",
     "ToolRecorder",
+    "ToolsFactory",
     "check_binding",
     "check_bindings",
     "ledger_from_records",

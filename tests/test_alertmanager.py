@@ -124,6 +124,45 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
         0,
         0,
     ),
+    # Grafana-managed alerting: the same body with version "1" and its own fields.
+    "grafana_managed_v1.json": (
+        [
+            dca.Alert(
+                name="CheckoutLatencyHigh",
+                service="checkout",
+                severity="critical",
+                started_at="2024-06-03T08:41:20Z",
+                labels={
+                    "alertname": "CheckoutLatencyHigh", "grafana_folder": "Payments",
+                    "job": "checkout", "severity": "critical",
+                },
+                annotations={
+                    "summary": "checkout p99 latency above 2 s",
+                    "runbook_url": "https://runbooks.example.internal/checkout-latency",
+                },
+            )
+        ],
+        1,
+        0,
+    ),
+    # A calert-style sender: Alertmanager's body without a version.
+    "calert_no_version.json": (
+        [
+            dca.Alert(
+                name="KafkaConsumerLag",
+                service="ledger-consumer",
+                severity="warning",
+                started_at="2024-06-03T09:00:00.000Z",
+                labels={
+                    "alertname": "KafkaConsumerLag", "app": "ledger-consumer",
+                    "severity": "warning",
+                },
+                annotations={"summary": "consumer lag above 10k messages"},
+            )
+        ],
+        0,
+        0,
+    ),
 }  # fmt: skip
 
 
@@ -229,14 +268,27 @@ def test_an_empty_alerts_array_gives_no_alert() -> None:
 
 # --- typed errors with a path --------------------------------------------------------
 
+VERSIONS = "expected '4' (Alertmanager), '1' (Grafana) or none"
+
 ERRORS: list[tuple[object, str]] = [
     ([], "$: expected an object, got array"),
     ("{}", "$: expected an object, got string"),
     (None, "$: expected an object, got null"),
-    ({"alerts": []}, "version: missing"),
-    ({"version": None, "alerts": []}, "version: missing"),
-    ({"version": "3", "alerts": []}, "version: expected '4', got '3'"),
-    ({"version": 4, "alerts": []}, "version: expected '4', got 4"),
+    ({"version": "3", "alerts": []}, f"version: {VERSIONS}, got '3'"),
+    ({"version": 4, "alerts": []}, f"version: {VERSIONS}, got 4"),
+    ({"version": 1, "alerts": []}, f"version: {VERSIONS}, got 1"),
+    ({"version": "", "alerts": []}, f"version: {VERSIONS}, got ''"),
+    ({}, "alerts: missing"),
+    ({"version": "1"}, "alerts: missing"),
+    ({"status": "firing", "receiver": "x"}, "alerts: missing"),
+    (payload(orgId="1"), "orgId: expected an integer, got string"),
+    (payload(orgId=True), "orgId: expected an integer, got boolean"),
+    (payload(state=1), "state: expected a string, got number"),
+    (payload(entry(values=[1])), "alerts[0].values: expected an object, got array"),
+    (payload(entry(values={"B": "93.5"})), "alerts[0].values.B: expected a number, got string"),
+    (payload(entry(values={"C": True})), "alerts[0].values.C: expected a number, got boolean"),
+    (payload(entry(silenceURL=7)), "alerts[0].silenceURL: expected a string, got number"),
+    (payload(entry(valueString={})), "alerts[0].valueString: expected a string, got object"),
     ({"version": "4"}, "alerts: missing"),
     ({"version": "4", "alerts": None}, "alerts: missing"),
     ({"version": "4", "alerts": {"0": {}}}, "alerts: expected an array, got object"),
@@ -353,11 +405,14 @@ def valid_entries(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def valid_payloads(draw: st.DrawFn) -> dict[str, Any]:
-    document: dict[str, Any] = {
-        "version": "4",
-        "alerts": draw(st.lists(valid_entries(), max_size=6)),
-    }
+    document: dict[str, Any] = {"alerts": draw(st.lists(valid_entries(), max_size=6))}
+    # Alertmanager "4", Grafana-managed alerting "1", a calert-style sender none.
+    version = draw(st.sampled_from(("4", "1", None, "absent")))
+    if version != "absent":
+        document["version"] = version
     optional: dict[str, st.SearchStrategy[Any]] = {
+        "orgId": st.integers(0, 10**6), "state": st.sampled_from(("alerting", "ok")),
+        "title": label_text, "message": label_text,
         "groupKey": label_text, "status": st.sampled_from(("firing", "resolved")),
         "receiver": label_text, "externalURL": label_text, "groupLabels": label_maps,
         "commonLabels": label_maps, "commonAnnotations": label_maps,
@@ -394,7 +449,9 @@ def test_valid_payloads_map_one_alert_per_firing_entry(document: dict[str, Any])
 # reported at ({i}: the index of the damaged entry).
 DEFECTS: list[tuple[str, Any, str]] = [
     ("version", "5", "version"),
-    ("version", None, "version"),
+    ("version", 4, "version"),
+    ("orgId", "one", "orgId"),
+    ("entry.values", {"A": "x"}, "alerts[{i}].values.A"),
     ("alerts", {}, "alerts"),
     ("receiver", 1, "receiver"),
     ("commonLabels", {"k": None}, "commonLabels.k"),
@@ -577,7 +634,7 @@ def test_alerts_and_alertmanager_together_are_a_scenario_error() -> None:
     ("webhook", "message"),
     [
         ([], "alertmanager: expected an object, got array"),
-        ({"version": "3", "alerts": []}, "alertmanager.version: expected '4', got '3'"),
+        ({"version": "3", "alerts": []}, f"alertmanager.version: {VERSIONS}, got '3'"),
         (payload(entry(), entry({"env": "prod"})),
          "alertmanager.alerts[1].labels.alertname: missing"),
     ],

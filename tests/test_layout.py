@@ -42,6 +42,9 @@ OPTIONAL_PUBLIC = (
     "diagnosis_core.adapters.temporal",
     "diagnosis_core.adapters.langchain",
     "diagnosis_core.adapters.otel",
+    "diagnosis_core.adapters.dbos",
+    "diagnosis_core.adapters.langgraph_aiops",
+    "diagnosis_core.adapters.temporal_aiops",
 )
 
 

@@ -159,9 +159,15 @@ async def perform_effect_async(
 class _Journaling:
     """The :class:`StepRecorder` of a journaling run: a journal recorder plus the tool marks."""
 
-    def __init__(self, recorder: JournalRecorder, tools: ToolRecorder | None) -> None:
+    def __init__(
+        self,
+        recorder: JournalRecorder,
+        tools: ToolRecorder | None,
+        observer: DiagnosisObserver | None = None,
+    ) -> None:
         self.recorder = recorder
         self._tools = tools
+        self._observer = observer
         self._mark: RecorderMark | None = None
 
     def begin(self, action: InvokeAgent | CallGatekeeper, /) -> None:
@@ -176,6 +182,10 @@ class _Journaling:
         if self._mark is not None and self._tools is not None:
             invocations = recorded_tool_invocations(self._tools.since(self._mark))
             self._mark = None
+            from .._kernel.observe import notify
+
+            # The optional hook: the executor call's recorded tools (spec §13, §14).
+            notify(self._observer, "tools_recorded", action, invocations)
         return self.recorder.end(result, tool_invocations=invocations)
 
 
@@ -206,6 +216,9 @@ class _Run:
 
     def opening(self) -> Iterator[TraceEvent]:
         """Before the first effect: persist a completed interrupted entry, announce its events."""
+        # The optional hook, before any other: a resumed run whose first hook would
+        # be event_appended still names its run (spec §14).
+        self.watcher.notify("run_opened", self.state.request.run)
         if self.resumed_entry is not None and self.sink is not None:
             self.sink.write(self.resumed_entry)
         for event in self.state.events[self.announced :]:
@@ -250,7 +263,7 @@ def _prepare(
         recorder = JournalRecorder(Journal(request), sink=sink, key=key)
         return _Run(
             start_diagnosis(request),
-            _Journaling(recorder, tools),
+            _Journaling(recorder, tools, observer),
             announced=0,
             sink=sink,
             observer=observer,
@@ -265,7 +278,7 @@ def _prepare(
     recorder = JournalRecorder(resumed, sink=sink, key=key)
     return _Run(
         current,
-        _Journaling(recorder, tools),
+        _Journaling(recorder, tools, observer),
         announced=len(before.state.events),
         resumed_entry=completed,
         sink=sink,

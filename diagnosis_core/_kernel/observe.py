@@ -67,6 +67,15 @@ class Observer(Protocol[A_contra, R_contra, E_contra]):
 
     Hooks are called synchronously by the driver, so an observer that reads a
     clock in them times the effect with the driver's clock.
+
+    Two more hooks are optional (not part of this protocol, so every existing
+    observer still fits; :func:`notify` skips a hook an observer lacks):
+    ``run_opened(run)`` — the chat drivers and the engine adapters call it
+    with the run's :class:`RunConfig` before any other hook in a process
+    (a resumed run's first other hook may be ``event_appended``, which names
+    no run); ``tools_recorded(action, invocations)`` — after an executor
+    call of a run given ``tools``, before ``effect_finished``: the tool calls
+    recorded during it, as the journal records them (spec §13).
     """
 
     def effect_started(self, action: A_contra, /) -> None:

@@ -138,6 +138,21 @@ class _ChatModelAgent:
         self.system_prompt = system_prompt
         self.config = config
 
+    @property
+    def provider_name(self) -> str | None:
+        """The model's provider as LangChain names it (``openai``, ``anthropic`` …), or None.
+
+        LangChain's tracing parameter ``ls_provider``; the OpenTelemetry
+        observer takes it as ``gen_ai.provider.name`` of this agent's spans
+        (``provider_names(effects)`` in :mod:`diagnosis_core.adapters.otel`).
+        """
+        try:
+            params = self.model._get_ls_params()
+        except Exception:  # a model that cannot say: the observer's default applies
+            return None
+        provider = params.get("ls_provider") if isinstance(params, Mapping) else None
+        return provider if isinstance(provider, str) and provider else None
+
     def messages(self, input: str) -> list[BaseMessage]:
         """The system prompt (if any), then the input string as the human message."""
         human = HumanMessage(content=input)

@@ -66,6 +66,7 @@ from langgraph.types import Checkpointer, Command, interrupt
 from .. import (
     AsyncEffects,
     DiagnosisConfig,
+    DiagnosisObserver,
     DiagnosisRequest,
     DiagnosisState,
     Effects,
@@ -83,28 +84,34 @@ from ..journal import (
     JournalStatus,
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
+    RecordedToolInvocation,
     entry_result,
     entry_to_wire,
     expected_call,
     finish_entry,
     journal_status,
+    journal_tool_records,
     load_journal,
+    recorded_tool_invocations,
     request_to_wire,
     resent_on_resume,
     resume_journal,
     start_entry,
 )
 from ..machine import (
+    AgentName,
     CallGatekeeper,
     EffectResult,
     Finished,
     InvokeAgent,
     advance,
     next_action,
+    notify,
     perform_effect,
     perform_effect_async,
 )
 from ..protocol import loads_stored
+from ..tools import RecorderMark, ToolRecorder, ToolsFactory
 
 __all__ = [
     "COMPOSER_NODE",
@@ -340,9 +347,18 @@ class _Runs:
     and only the resume rule may settle it.
     """
 
-    def __init__(self, key: bytes | None, resend_gatekeeper: bool) -> None:
+    def __init__(
+        self,
+        key: bytes | None,
+        resend_gatekeeper: bool,
+        tools: ToolsFactory | None = None,
+        observer: DiagnosisObserver | None = None,
+    ) -> None:
         self.key = key
         self.resend_gatekeeper = resend_gatekeeper
+        self.tools = tools
+        self.observer = observer
+        self.recorders: collections.OrderedDict[str, ToolRecorder] = collections.OrderedDict()
         self.folds: collections.OrderedDict[tuple[str, ...], _Folded] = (
             collections.OrderedDict()
         )
@@ -367,6 +383,30 @@ class _Runs:
         assert content is not None  # _load refused anything else
         self.remember(content, folded)
         return content, folded
+
+    def recorder_for(self, journal: Journal) -> ToolRecorder | None:
+        """The run's tool recorder in this process, holding the ledger its journal carries.
+
+        A recorder this process made for the run is kept while it holds
+        exactly the journal's invocations (a live run); otherwise — the run
+        was resumed here, or another process advanced it — the host's
+        factory is asked for a new one seeded from the journal (spec §13).
+        """
+        if self.tools is None:
+            return None
+        run_id = journal.request.run.run_id
+        records = journal_tool_records(journal)
+        cached = self.recorders.get(run_id)
+        if cached is not None and {r.invocation_id for r in cached.records()} == {
+            record["invocation_id"] for record in records
+        }:
+            return cached
+        recorder = self.tools(run_id, records)
+        self.recorders[run_id] = recorder
+        self.recorders.move_to_end(run_id)
+        while len(self.recorders) > _FOLD_CACHE_SIZE:
+            self.recorders.popitem(last=False)
+        return recorder
 
     def remember(self, content: tuple[str, ...], folded: _Folded) -> None:
         self.folds[content] = folded
@@ -455,24 +495,64 @@ class _Node:
         )
         return content, folded, action, perform
 
+    def begin(
+        self, folded: _Folded, action: InvokeAgent | CallGatekeeper
+    ) -> tuple[ToolRecorder, RecorderMark] | None:
+        """Before the effect: the run's recorder (and a mark, for an executor call); observe."""
+        recorder = self.runs.recorder_for(folded.journal)
+        notify(self.runs.observer, "run_opened", folded.journal.request.run)
+        notify(self.runs.observer, "effect_started", action)
+        executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
+        if recorder is None or not executor:
+            return None
+        return recorder, recorder.mark()
+
+    def end(
+        self,
+        action: InvokeAgent | CallGatekeeper,
+        result: EffectResult,
+        marked: tuple[ToolRecorder, RecorderMark] | None,
+    ) -> tuple[EffectResult, Sequence[RecordedToolInvocation] | None]:
+        """After the effect: the tool calls recorded during an executor call."""
+        if marked is None:
+            return result, None
+        recorder, mark = marked
+        invocations = recorded_tool_invocations(recorder.since(mark))
+        notify(self.runs.observer, "tools_recorded", action, invocations)
+        return result, invocations
+
     def finish(
-        self, content: tuple[str, ...], folded: _Folded, result: EffectResult | None
+        self,
+        content: tuple[str, ...],
+        folded: _Folded,
+        result: EffectResult | None,
+        invocations: Sequence[RecordedToolInvocation] | None = None,
     ) -> _Step:
         """The update of phase two: the finished entry and the trace events it produced."""
         journal, before = folded.journal, folded.status.state
         if result is None:  # §12 Resume: an executor (or gatekeeper) whose outcome is unknown
+            # This process's first hook for the run may be event_appended: name the run.
+            notify(self.runs.observer, "run_opened", journal.request.run)
             journal, state = resume_journal(
                 journal, key=self.runs.key, resend_gatekeeper=self.runs.resend_gatekeeper
             )
             entry = journal.entries[-1]
         else:
-            entry = finish_entry(journal, result, key=self.runs.key)
+            entry = finish_entry(
+                journal, result, key=self.runs.key, tool_invocations=invocations
+            )
             journal = Journal(journal.request, (*journal.entries[:-1], entry))
-            state = advance(before, entry_result(entry))
+            recorded = entry_result(entry)
+            # As the drivers do: the observer is told the recorded fact.
+            notify(self.runs.observer, "effect_finished", folded.status.action, recorded)
+            state = advance(before, recorded)
         text = _entry_text(entry)
         action = next_action(state)
         self.runs.remember(_appended(content, text), _Folded(journal, JournalStatus(state, action)))
-        events = [_text(to_wire(event)) for event in state.events[len(before.events) :]]
+        appended = state.events[len(before.events) :]
+        for event in appended:
+            notify(self.runs.observer, "event_appended", event)
+        events = [_text(to_wire(event)) for event in appended]
         return Command(update={"journal": [text], "trace": events}, goto=_node_of(action))
 
 
@@ -482,8 +562,11 @@ def _sync_node(node: _Node, effects: Effects) -> Callable[..., _Step]:
         if isinstance(prepared, Command):
             return prepared
         content, folded, action, perform = prepared
-        result = perform_effect(action, effects) if perform else None
-        return node.finish(content, folded, result)
+        if not perform:
+            return node.finish(content, folded, None)
+        marked = node.begin(folded, action)
+        result, invocations = node.end(action, perform_effect(action, effects), marked)
+        return node.finish(content, folded, result, invocations)
 
     return run
 
@@ -496,8 +579,12 @@ def _async_node(
         if isinstance(prepared, Command):
             return prepared
         content, folded, action, perform = prepared
-        result = await perform_effect_async(action, effects) if perform else None
-        return node.finish(content, folded, result)
+        if not perform:
+            return node.finish(content, folded, None)
+        marked = node.begin(folded, action)
+        performed = await perform_effect_async(action, effects)
+        result, invocations = node.end(action, performed, marked)
+        return node.finish(content, folded, result, invocations)
 
     return run
 
@@ -550,17 +637,20 @@ def diagnosis_state_graph(
     *,
     key: bytes | None = None,
     resend_gatekeeper: bool = False,
+    tools: ToolsFactory | None = None,
+    observer: DiagnosisObserver | None = None,
 ) -> StateGraph[DiagnosisGraphState, None, DiagnosisGraphState, DiagnosisGraphState]:
     """The uncompiled graph, for embedding as a subgraph or compiling with other options.
 
     With :class:`AsyncEffects` the nodes are coroutines: run the compiled
-    graph with ``ainvoke``. ``key`` and ``resend_gatekeeper`` are those of
-    :func:`build_diagnosis_graph`. Compile it with no static
+    graph with ``ainvoke``. ``key``, ``resend_gatekeeper``, ``tools`` and
+    ``observer`` are those of :func:`build_diagnosis_graph`. Compile it with no static
     ``interrupt_before``/``interrupt_after`` on these nodes: a static
     interrupt stops between an effect's two supersteps, after its started
     entry, and the resume rule then settles that call as interrupted.
     """
-    return _state_graph(effects, _Runs(key, resend_gatekeeper), frozenset(), frozenset())
+    runs = _Runs(key, resend_gatekeeper, tools, observer)
+    return _state_graph(effects, runs, frozenset(), frozenset())
 
 
 def build_diagnosis_graph(
@@ -572,6 +662,8 @@ def build_diagnosis_graph(
     key: bytes | None = None,
     resend_gatekeeper: bool = False,
     durability: Durability = "sync",
+    tools: ToolsFactory | None = None,
+    observer: DiagnosisObserver | None = None,
 ) -> DiagnosisGraph:
     """The compiled diagnosis graph; pass a checkpointer to make runs resumable.
 
@@ -585,10 +677,23 @@ def build_diagnosis_graph(
     ``durability`` is the default checkpoint durability of the graph's runs
     (LangGraph's own default is ``async``, which may perform an effect
     before the checkpoint holding its started entry is written).
+
+    ``tools`` (a :data:`~diagnosis_core.tools.ToolsFactory`, e.g. a
+    :class:`~diagnosis_core.tools.RunRecorders`) gives each run its tool
+    recorder in this process, seeded with the invocations its journal
+    already carries: every executor entry carries the tool calls recorded
+    during its call (spec §13), so a gatekeeper that runs after a resume in
+    another process checks citations against the ledger rebuilt from the
+    checkpoint, never an empty one. ``observer`` is told of every effect
+    this process performs and every trace event it appends, exactly as by
+    the drivers (spec §14); the events of effects performed before a resume
+    were announced by the process that performed them. One observer serves
+    every run of the graph: give runs that overlap an observer that tells
+    runs apart (the OpenTelemetry observer follows one run at a time).
     """
     before = _check_nodes(interrupt_before, "interrupt_before")
     after = _check_nodes(interrupt_after, "interrupt_after")
-    runs = _Runs(key, resend_gatekeeper)
+    runs = _Runs(key, resend_gatekeeper, tools, observer)
     compiled = _state_graph(effects, runs, before, after).compile(checkpointer=checkpointer)
     # Without a checkpointer there is nothing to make durable (and LangGraph
     # cannot run a "sync" default there).

@@ -33,15 +33,33 @@ kind ``INTERNAL`` and carries ``diagnosis.run_id``, ``diagnosis.node``,
 ``diagnosis.attempt``, ``diagnosis.status``, ``diagnosis.reason_code`` and
 ``diagnosis.input_sha256`` (when the event has them), the event's counts and
 verdicts as ``diagnosis.details.*``, and ``gen_ai.conversation.id`` (the
-session id). ``gen_ai.provider.name`` is set only when the host names it:
-the observer cannot know which provider an invoker calls.
+session id). Every ``invoke_agent`` span carries ``gen_ai.provider.name``:
+the host's ``provider_name`` — one name, or one per agent
+(:func:`provider_names` reads them from effects whose invokers expose a
+``provider_name``, as the LangChain invokers do) — else
+:data:`DEFAULT_PROVIDER_NAME`.
 
-**Status.** An effect span is ``ERROR`` when its event's status is not
-``COMPLETED``, and a gatekeeper span also when its event carries a routing
-reason (rejected, invalid result, unavailable, no trusted evidence): the
-run leaves for the fallback because of it. The description and
-``error.type`` are the reason code. The run span is ``ERROR`` when the run
-ended in a fallback, with the fallback's reason code.
+**Tool spans.** Each tool call recorded during an executor call (the
+drivers' and engines' optional ``tools_recorded`` hook, spec §13) is an
+``execute_tool <tool name>`` child span of that executor's span
+(``gen_ai.tool.name``, ``gen_ai.tool.call.id`` = the invocation id,
+``gen_ai.tool.type`` ``function``), ending when the executor returned and
+starting ``duration_ms`` earlier when the recorder timed it (else at the
+same instant). A failed call is ``ERROR`` with its exception type as the
+description and ``diagnosis.tool.error_type``; no ``error.type``, since a
+failed tool call does not by itself end the run's path (the executor
+decides what it means).
+
+**Status.** A failed agent attempt that the machine retries is not an
+error: its span keeps status ``UNSET``, gets ``diagnosis.retried`` true and
+a ``diagnosis.retry`` span event with the failure's status and reason code.
+An effect span is ``ERROR`` when its event's status is not ``COMPLETED`` and
+no retry follows it, and a gatekeeper span also when its event carries a
+routing reason (rejected, invalid result, unavailable, no trusted
+evidence): the run leaves for the fallback because of it. The description
+and ``error.type`` are the reason code — set only on the span whose call
+ended the run's path. The run span is ``ERROR`` when the run ended in a
+fallback, with the fallback's reason code.
 
 **No agent text by default.** Span attributes carry no agent input, reply
 or error message unless ``record_text=True``; then agent spans get
@@ -55,7 +73,10 @@ that trace id (:func:`run_trace_context`). Two processes that each observe
 part of one run — a LangGraph or Temporal resume — therefore emit spans of
 the same trace: each its own run span under the same parent. A span that is
 current when the run span starts (a request span of the host) is kept as a
-link.
+link. The drivers and engines call the optional ``run_opened(run)`` hook
+before anything else in a process, so a resumed run whose first hook is
+``event_appended`` (an interrupted call settled by the resume rule) still
+opens its run span in the run's trace, with ``diagnosis.run_id``.
 
 While an effect runs, its span is the current span (unless
 ``activate=False``), so the host's own instrumentation — an LLM client's or
@@ -76,9 +97,9 @@ import json
 import threading
 import time
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import Token
-from typing import Generic, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 import attrs
 from opentelemetry import context as otel_context
@@ -109,8 +130,11 @@ from ..machine import (
 )
 
 __all__ = [
+    "DEFAULT_PROVIDER_NAME",
     "AiOpsOpenTelemetryObserver",
     "OpenTelemetryObserver",
+    "ProviderNames",
+    "provider_names",
     "run_trace_context",
     "trace_id_for_run",
 ]
@@ -120,6 +144,12 @@ R = TypeVar("R")
 E = TypeVar("E")
 
 _INSTRUMENTATION = "diagnosis_core.adapters.otel"
+
+DEFAULT_PROVIDER_NAME = "unknown"
+"""``gen_ai.provider.name`` of an agent whose provider neither the host nor its invoker names."""
+
+ProviderNames: TypeAlias = "str | Mapping[str, str] | None"
+"""``provider_name`` of the observers: one name for every agent, or one per agent name."""
 _COMPLETED = "COMPLETED"
 
 # GenAI semantic conventions (agent spans) and the diagnosis.* names of spec §14.
@@ -128,6 +158,7 @@ _AGENT_NAME = "gen_ai.agent.name"
 _WORKFLOW_NAME = "gen_ai.workflow.name"
 _TOOL_NAME = "gen_ai.tool.name"
 _TOOL_TYPE = "gen_ai.tool.type"
+_TOOL_CALL_ID = "gen_ai.tool.call.id"
 _PROVIDER = "gen_ai.provider.name"
 _CONVERSATION = "gen_ai.conversation.id"
 _INPUT_MESSAGES = "gen_ai.input.messages"
@@ -253,12 +284,50 @@ _AIOPS = _Workflow(
 class _Effect:
     """The span of an effect that was started and whose event has not arrived yet."""
 
-    def __init__(self, node: str, span: Span, token: Token[Context] | None) -> None:
+    def __init__(
+        self, node: str, span: Span, token: Token[Context] | None, start_ns: int
+    ) -> None:
         self.node = node
         self.span = span
         self.token = token
+        self.start_ns = start_ns
         self.end_ns: int | None = None
         self.text: str | None = None
+        self.tools: tuple[object, ...] = ()
+
+
+@attrs.define
+class _Failed:
+    """A failed agent attempt's span, held until the next hook says whether it is retried."""
+
+    span: Span
+    node: str
+    attempt: int
+    end: int
+    status: str
+    code: str
+    text: str | None
+
+
+def provider_names(effects: object) -> dict[str, str]:
+    """The ``gen_ai.provider.name`` of each agent whose invoker names its provider.
+
+    Reads a non-empty string attribute ``provider_name`` from each agent
+    invoker of ``effects`` (chat or AIOps effects; the LangChain invokers
+    expose their chat model's provider). Pass the result as the observers'
+    ``provider_name``; agents it lacks get :data:`DEFAULT_PROVIDER_NAME`.
+    """
+    names: dict[str, str] = {}
+    for agent in sorted(_CHAT.agents | _AIOPS.agents):
+        name = getattr(getattr(effects, agent, None), "provider_name", None)
+        if isinstance(name, str) and name:
+            names[agent] = name
+    return names
+
+
+def _attempt(item: object) -> int:
+    attempt = getattr(item, "attempt", 1)
+    return attempt if isinstance(attempt, int) else 1
 
 
 class _SpanObserver(Generic[A, R, E]):
@@ -271,7 +340,7 @@ class _SpanObserver(Generic[A, R, E]):
         tracer: Tracer | None = None,
         *,
         record_text: bool = False,
-        provider_name: str | None = None,
+        provider_name: ProviderNames = None,
         activate: bool = True,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
@@ -285,14 +354,31 @@ class _SpanObserver(Generic[A, R, E]):
         self._run_id: str | None = None
         self._session_id: str | None = None
         self._effect: _Effect | None = None
+        self._failed: _Failed | None = None
 
-    # --- the three hooks (spec §14) ----------------------------------------------
+    # --- the hooks (spec §14) -----------------------------------------------------
+
+    def run_opened(self, run: RunConfig, /) -> None:
+        """Open the run's span (in the run's trace) if it is not open: before any other hook."""
+        with self._lock:
+            if isinstance(run, RunConfig):
+                self._ensure_run(run.run_id, run.session_id, self._clock())
+
+    def tools_recorded(self, action: A, invocations: Sequence[object], /) -> None:
+        """Keep the tool calls of the running executor call: its span's children (spec §13)."""
+        with self._lock:
+            if self._effect is not None:
+                self._effect.tools = tuple(invocations)
 
     def effect_started(self, action: A, /) -> None:
         """Start the effect's span under the run span (starting the run span first if needed)."""
         with self._lock:
             now = self._clock()
             run_id, session_id = _run_of(action)
+            failed = self._failed
+            if failed is not None:
+                node = self._node_of(action)
+                self._settle(failed.node == node and _attempt(action) > failed.attempt)
             run = self._ensure_run(run_id, session_id, now)
             if self._effect is not None:
                 self._abandon_effect("the next effect started before this one's trace event")
@@ -312,7 +398,7 @@ class _SpanObserver(Generic[A, R, E]):
             token = None
             if self._activate:
                 token = otel_context.attach(trace.set_span_in_context(span))
-            self._effect = _Effect(node, span, token)
+            self._effect = _Effect(node, span, token, now)
 
     def effect_finished(self, action: A, result: R, /) -> None:
         """Note the effect's end time (the span ends with its event, which carries its status)."""
@@ -336,6 +422,8 @@ class _SpanObserver(Generic[A, R, E]):
         """End the matching effect span or emit a pure node's span; the last event ends the run."""
         with self._lock:
             now = self._clock()
+            if self._failed is not None:
+                self._settle(False)  # no retry came: that failure ended the path
             run = self._ensure_run(None, None, now)
             node = str(_value(getattr(event, "node", "")))
             status = str(_value(getattr(event, "status", "")))
@@ -361,15 +449,18 @@ class _SpanObserver(Generic[A, R, E]):
                 end = now
             reason = getattr(event, "reason_code", None)
             failed = status != _COMPLETED or (node in self._workflow.tools and reason is not None)
+            if effect is not None and effect.tools:
+                self._tool_spans(effect, end)
             if failed:
                 code = str(_value(reason)) if reason is not None else status
-                span.set_attribute(_ERROR_TYPE, code)
-                span.set_status(Status(StatusCode.ERROR, code))
                 error = getattr(getattr(event, "details", None), "error", None)
                 text = effect.text if effect is not None and effect.text else error
-                if self._record_text and text:
-                    span.set_attribute("diagnosis.error", text)
-            span.end(end_time=end)
+                self._failed = _Failed(span, node, _attempt(event), end, status, code, text)
+                if effect is None or node not in self._workflow.agents:
+                    self._settle(False)
+                # else: held; the next hook tells whether the attempt is retried
+            else:
+                span.end(end_time=end)
             outcome = self._workflow.outcome(node, status)
             if outcome is not None:
                 self._end_run(outcome, node, reason, now)
@@ -386,6 +477,8 @@ class _SpanObserver(Generic[A, R, E]):
         """
         with self._lock:
             now = self._clock()
+            if self._failed is not None:
+                self._settle(False)
             if self._effect is not None:
                 self._abandon_effect("the run was finished before this effect's trace event")
             run = self._run
@@ -411,8 +504,58 @@ class _SpanObserver(Generic[A, R, E]):
 
     # --- helpers ----------------------------------------------------------------
 
+    def _settle(self, retried: bool) -> None:
+        """End the held failed attempt: retried (no error) or the failure that ended the path."""
+        failed, self._failed = self._failed, None
+        if failed is None:
+            return
+        span = failed.span
+        if retried:
+            span.set_attribute("diagnosis.retried", True)
+            span.add_event(
+                "diagnosis.retry",
+                {"diagnosis.status": failed.status, "diagnosis.reason_code": failed.code},
+                timestamp=failed.end,
+            )
+        else:
+            span.set_attribute(_ERROR_TYPE, failed.code)
+            span.set_status(Status(StatusCode.ERROR, failed.code))
+        if self._record_text and failed.text:
+            span.set_attribute("diagnosis.error", failed.text)
+        span.end(end_time=failed.end)
+
+    def _tool_spans(self, effect: _Effect, end: int) -> None:
+        """One ``execute_tool <name>`` child of the executor span per recorded call (spec §13)."""
+        parent = trace.set_span_in_context(effect.span)
+        for call in effect.tools:
+            name = str(getattr(call, "tool_name", ""))
+            attributes: dict[str, AttributeValue] = {
+                **self._common(),
+                _OPERATION: "execute_tool",
+                _TOOL_NAME: name,
+                _TOOL_TYPE: "function",
+                _TOOL_CALL_ID: str(getattr(call, "invocation_id", "")),
+            }
+            duration = getattr(call, "duration_ms", None)
+            start = end
+            if isinstance(duration, int | float) and not isinstance(duration, bool):
+                start = max(effect.start_ns, end - int(duration * 1_000_000))
+            span = self._tracer.start_span(
+                f"execute_tool {name}",
+                context=parent,
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+                start_time=start,
+            )
+            if getattr(call, "success", True) is False:
+                kind = str(getattr(getattr(call, "error", None), "type", "") or "error")
+                span.set_attribute("diagnosis.tool.error_type", kind)
+                span.set_status(Status(StatusCode.ERROR, kind))
+            span.end(end_time=end)
+
     def _ensure_run(self, run_id: str | None, session_id: str | None, now: int) -> Span:
         if self._run is not None and run_id is not None and run_id != self._run_id:
+            self._settle(False)
             self._run.set_attribute("diagnosis.finished", False)
             self._run.end(end_time=now)
             self._run = None
@@ -479,8 +622,7 @@ class _SpanObserver(Generic[A, R, E]):
             node = str(_value(agent))
             attributes[_OPERATION] = "invoke_agent"
             attributes[_AGENT_NAME] = node
-            if self._provider_name is not None:
-                attributes[_PROVIDER] = self._provider_name
+            attributes[_PROVIDER] = self._provider_for(node)
         else:
             node = "gatekeeper"
             attributes[_OPERATION] = "execute_tool"
@@ -490,6 +632,20 @@ class _SpanObserver(Generic[A, R, E]):
         attributes[f"diagnosis.{position}"] = _value(getattr(action, position, 0))
         attributes["diagnosis.attempt"] = _value(getattr(action, "attempt", 1))
         return node, attributes
+
+    def _node_of(self, action: A) -> str:
+        agent = getattr(action, "agent", None)
+        return "gatekeeper" if agent is None else str(_value(agent))
+
+    def _provider_for(self, agent: str) -> str:
+        names = self._provider_name
+        if isinstance(names, str):
+            return names
+        if names is not None:
+            name = names.get(agent)
+            if isinstance(name, str) and name:
+                return name
+        return DEFAULT_PROVIDER_NAME
 
     def _event_attributes(self, event: E) -> dict[str, AttributeValue]:
         position = self._workflow.position
@@ -541,8 +697,10 @@ class OpenTelemetryObserver(_SpanObserver[InvokeAgent | CallGatekeeper, EffectRe
     ``tracer`` defaults to the global tracer provider's tracer for this
     module. ``record_text`` opts in to agent inputs, replies and error
     messages in span attributes (off: none of them is ever recorded).
-    ``provider_name`` is the ``gen_ai.provider.name`` of the agent spans
-    (omitted when None). ``activate`` makes an effect's span current while it
+    ``provider_name`` is the ``gen_ai.provider.name`` of the agent spans:
+    one name, or a mapping from agent name to provider (see
+    :func:`provider_names`); an agent it does not name gets
+    :data:`DEFAULT_PROVIDER_NAME`. ``activate`` makes an effect's span current while it
     runs. ``clock`` (nanoseconds since the epoch, the SDK's own clock by
     default) times every span: it is read when a hook is called.
     """

@@ -46,6 +46,7 @@ forever.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -63,15 +64,19 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .. import (
     AsyncEffects,
     ConfigError,
+    DiagnosisObserver,
     DiagnosisRequest,
     DiagnosisState,
     Effects,
     FailureKind,
     JournalError,
     PayloadError,
+    RunConfig,
+    TraceEvent,
     from_wire,
     to_wire,
 )
+from ..aiops import AiOpsEffects, AiOpsObserver, AsyncAiOpsEffects
 from ..journal import (
     INTERRUPTED_MESSAGE,
     EntryState,
@@ -82,30 +87,38 @@ from ..journal import (
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
+    RecordedToolInvocation,
     append_entry,
     entry_result,
     expected_call,
     journal_to_wire,
+    journal_tool_records,
     load_outcome,
     outcome_of,
     outcome_to_wire,
+    recorded_tool_invocations,
     resent_on_resume,
     start_entry,
 )
 from ..machine import (
+    AgentName,
     CallGatekeeper,
+    EffectResult,
     Finished,
     InvokeAgent,
     advance,
     describe_error,
     next_action,
+    notify,
     perform_effect,
     perform_effect_async,
     start_diagnosis,
 )
 from ..protocol import describe_value
+from ..tools import ToolRecorder, ToolsFactory
 
 __all__ = [
+    "ANNOUNCE_EVENTS_ACTIVITY",
     "CALL_GATEKEEPER_ACTIVITY",
     "INTERRUPTED_RESENDS",
     "INVOKE_AGENT_ACTIVITY",
@@ -123,6 +136,8 @@ INVOKE_AGENT_ACTIVITY = "diagnosis_core.invoke_agent"
 """The activity name of an agent call."""
 CALL_GATEKEEPER_ACTIVITY = "diagnosis_core.call_gatekeeper"
 """The activity name of a gatekeeper call."""
+ANNOUNCE_EVENTS_ACTIVITY = "diagnosis_core.announce_events"
+"""The local activity that tells a worker's observer of the trace events an effect appended."""
 INTERRUPTED_RESENDS = 3
 """How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
 
@@ -144,10 +159,36 @@ _FALLBACK_HEARTBEAT_SECONDS = 10.0
 
 
 def _activity_result(
-    action: InvokeAgent | CallGatekeeper, outcome: JournalOutcome
+    action: InvokeAgent | CallGatekeeper,
+    outcome: JournalOutcome,
+    tool_records: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     digest = expected_call(action).input_sha256
-    return {"input_sha256": digest, "outcome": outcome_to_wire(outcome)}
+    result: dict[str, Any] = {"input_sha256": digest, "outcome": outcome_to_wire(outcome)}
+    if tool_records is not None:
+        result["tool_invocations"] = tool_records
+    return result
+
+
+_RESULT_KEYS = frozenset({"input_sha256", "outcome"})
+_OPTIONAL_RESULT_KEYS = frozenset({"tool_invocations", "observed"})
+_ANNOUNCE_TIMEOUT = timedelta(seconds=30)
+
+
+def _decode_tool_invocations(
+    data: dict[str, Any], expected: ExpectedCall
+) -> tuple[RecordedToolInvocation, ...] | None:
+    """The §13 tool calls an executor activity recorded (strict, like a journal's)."""
+    if "tool_invocations" not in data:
+        return None
+    if expected.call is not JournalCall.EXECUTOR:
+        raise JournalError("tool_invocations: only executor calls record tool calls")
+    records = data["tool_invocations"]
+    try:
+        recorder = ToolRecorder.from_records(records)
+    except Exception as error:  # LedgerError: the strict §13 entry rules
+        raise JournalError(f"tool_invocations: {error}") from None
+    return recorded_tool_invocations(recorder.records())
 
 
 def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
@@ -157,7 +198,9 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
     worker whose core builds another input (a version skew) is refused like a
     journal entry that does not match its call.
     """
-    if not isinstance(data, dict) or set(data) != {"input_sha256", "outcome"}:
+    if not isinstance(data, dict) or not (
+        _RESULT_KEYS <= data.keys() <= _RESULT_KEYS | _OPTIONAL_RESULT_KEYS
+    ) or data.get("observed", True) is not True:
         raise JournalError(f"not a diagnosis activity result: {data!r:.200}")
     if data["input_sha256"] != expected.input_sha256:
         raise JournalError(
@@ -184,17 +227,24 @@ class DiagnosisActivities:
     """
 
     def __init__(
-        self, effects: Effects | AsyncEffects, *, heartbeat_interval: timedelta | None = None
+        self,
+        effects: Effects | AsyncEffects,
+        *,
+        heartbeat_interval: timedelta | None = None,
+        tools: ToolsFactory | None = None,
+        observer: DiagnosisObserver | None = None,
     ) -> None:
         if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
             raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
         self.effects = effects
         self.heartbeat_interval = heartbeat_interval
+        self.tools = tools
+        self.observer = observer
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
-        return (self.invoke_agent, self.call_gatekeeper)
+        return (self.invoke_agent, self.call_gatekeeper, self.announce_events)
 
     def _interval(self) -> float:
         timeout = activity.info().heartbeat_timeout
@@ -204,8 +254,32 @@ class DiagnosisActivities:
             return min(chosen, limit) if limit else chosen
         return limit * 2 / 3 if limit else _FALLBACK_HEARTBEAT_SECONDS
 
-    async def _perform(self, action: InvokeAgent | CallGatekeeper) -> dict[str, Any]:
+    def _recorder(
+        self, action: InvokeAgent | CallGatekeeper, tool_records: object
+    ) -> ToolRecorder | None:
+        """The run's recorder on this worker, seeded with the ledger of the workflow's journal."""
+        if self.tools is None or tool_records is None:
+            return None
+        if not isinstance(tool_records, list):
+            raise ApplicationError(
+                f"tool_records: expected an array, got {type(tool_records).__name__}",
+                type="JournalError",
+                non_retryable=True,
+            )
+        run_id = action.config.run_id if isinstance(action, InvokeAgent) else action.run_id
+        return self.tools(run_id, tool_records)
+
+    async def _perform(
+        self, action: InvokeAgent | CallGatekeeper, tool_records: object = None
+    ) -> dict[str, Any]:
         """Run the effect in a task, heartbeating until it returns; the entry's facts."""
+        recorder = self._recorder(action, tool_records)
+        executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
+        mark = recorder.mark() if recorder is not None and executor else None
+        run = action.config if isinstance(action, InvokeAgent) else None
+        if run is not None:
+            notify(self.observer, "run_opened", run)
+        notify(self.observer, "effect_started", action)
         effect: asyncio.Future[Any]
         if isinstance(self.effects, AsyncEffects):
             effect = asyncio.ensure_future(perform_effect_async(action, self.effects))
@@ -220,17 +294,57 @@ class DiagnosisActivities:
             raise
         # outcome_of never raises: a reply that is not text, a gatekeeper result
         # that is not JSON are recorded as the journal records them (see _journal).
-        return _activity_result(action, outcome_of(effect.result()))
+        result: EffectResult = effect.result()
+        outcome = outcome_of(result)
+        records = None
+        if recorder is not None and mark is not None:
+            invocations = recorded_tool_invocations(recorder.since(mark))
+            notify(self.observer, "tools_recorded", action, invocations)
+            records = [item.to_record() for item in invocations]
+        notify(self.observer, "effect_finished", action, result)
+        facts = _activity_result(action, outcome, records)
+        if self.observer is not None:
+            # Recorded in the history: the workflow then has this worker's observer
+            # told of the effect's trace events, deterministically on every replay.
+            facts["observed"] = True
+        return facts
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
-    async def invoke_agent(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Invoke one agent; the reply text or the classified error, as journal facts."""
-        return await self._perform(from_wire(InvokeAgent, action))
+    async def invoke_agent(
+        self, action: dict[str, Any], tool_records: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Invoke one agent; the reply text or the classified error, as journal facts.
+
+        ``tool_records`` (executor calls of a worker with ``tools``) are the
+        §13 entries the run's journal holds: the recorder continues after them.
+        """
+        return await self._perform(from_wire(InvokeAgent, action), tool_records)
 
     @activity.defn(name=CALL_GATEKEEPER_ACTIVITY)
-    async def call_gatekeeper(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Call the gatekeeper once; its raw result or its error, as journal facts."""
-        return await self._perform(from_wire(CallGatekeeper, action))
+    async def call_gatekeeper(
+        self, action: dict[str, Any], tool_records: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Call the gatekeeper once; its raw result or its error, as journal facts.
+
+        ``tool_records`` are the §13 entries the run's journal holds, so the
+        gatekeeper reads the run's ledger on whichever worker it runs.
+        """
+        return await self._perform(from_wire(CallGatekeeper, action), tool_records)
+
+    @activity.defn(name=ANNOUNCE_EVENTS_ACTIVITY)
+    async def announce_events(self, run: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        """Tell the observer of the trace events the workflow appended (a local activity).
+
+        The workflow code never calls an observer: it runs again on every
+        replay. It schedules this local activity after an effect whose
+        activity reported an observer; a local activity's completion is
+        recorded, so a replay never announces the events again.
+        """
+        if self.observer is None:
+            return
+        notify(self.observer, "run_opened", from_wire(RunConfig, run))
+        for event in events:
+            notify(self.observer, "event_appended", from_wire(TraceEvent, event))
 
 
 # --- workflow ------------------------------------------------------------------------
@@ -392,12 +506,15 @@ class DiagnosisWorkflow:
         while not isinstance(action := next_action(state), Finished):
             started = start_entry(journal, action)
             self._journal = journal = append_entry(journal, started)
-            finished = await self._perform(action, started)
+            finished, observed = await self._perform(action, started)
             # The fold of the journal, one entry at a time: advance is fed the
             # recorded fact (entry_result), never a raw value.
+            before = state
             state = advance(state, entry_result(finished))
             self._journal, self._state = append_entry(journal, finished), state
             journal = self._journal
+            if observed:
+                await self._announce(state, len(before.events))
         wire = to_wire(state)
         assert isinstance(wire, dict)
         return wire
@@ -418,22 +535,47 @@ class DiagnosisWorkflow:
         assert isinstance(wire, dict)
         return wire
 
+    async def _announce(self, state: DiagnosisState, known: int) -> None:
+        """Have the worker's observer told of the events after ``known`` (never raises)."""
+        events = [to_wire(event) for event in state.events[known:]]
+        if not events:
+            return
+        # An observer only watches: whatever happens to it, the run goes on unchanged.
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_local_activity(
+                ANNOUNCE_EVENTS_ACTIVITY,
+                args=[to_wire(state.request.run), events],
+                start_to_close_timeout=_ANNOUNCE_TIMEOUT,
+                retry_policy=_NO_TEMPORAL_RETRY,
+            )
+
     async def _perform(
         self, action: InvokeAgent | CallGatekeeper, started: JournalEntry
-    ) -> JournalEntry:
-        """The finished entry of ``started``: the activity's facts, or the §12 resume rule."""
+    ) -> tuple[JournalEntry, bool]:
+        """The finished entry of ``started`` (the activity's facts, or the §12 resume rule).
+
+        And whether the worker that performed it has an observer.
+        """
         agent_seconds, gatekeeper_seconds, heartbeat_seconds = self._timeouts
         if isinstance(action, InvokeAgent):
             name, seconds = INVOKE_AGENT_ACTIVITY, agent_seconds
         else:
             name, seconds = CALL_GATEKEEPER_ACTIVITY, gatekeeper_seconds
         expected = expected_call(action)
+        # The executor and the gatekeeper get the run's ledger (spec §13): the
+        # worker that performs them rebuilds the run's recorder from it.
+        ledger: list[Any] | None = None
+        if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER):
+            ledger = [] if self._journal is None else journal_tool_records(self._journal)
+        arguments: list[Any] = [to_wire(action)] if ledger is None else [to_wire(action), ledger]
         resends = 0
+        invocations: tuple[RecordedToolInvocation, ...] | None = None
+        observed = False
         while True:
             try:
                 data = await workflow.execute_activity(
                     name,
-                    to_wire(action),
+                    args=arguments,
                     start_to_close_timeout=timedelta(seconds=seconds),
                     heartbeat_timeout=timedelta(seconds=heartbeat_seconds),
                     retry_policy=_NO_TEMPORAL_RETRY,
@@ -451,6 +593,8 @@ class DiagnosisWorkflow:
             else:
                 try:
                     outcome = _decode_outcome(data, expected)
+                    invocations = _decode_tool_invocations(data, expected)
+                    observed = data.get("observed") is True
                 except JournalError as error:
                     raise ApplicationError(
                         f"a diagnosis activity returned what no worker of this core returns: "
@@ -458,7 +602,10 @@ class DiagnosisWorkflow:
                         type="JournalError",
                         non_retryable=True,
                     ) from None
-            return attrs.evolve(started, state=EntryState.FINISHED, outcome=outcome)
+            finished = attrs.evolve(
+                started, state=EntryState.FINISHED, outcome=outcome, tool_invocations=invocations
+            )
+            return finished, observed
 
 
 # --- worker and client helpers -------------------------------------------------------
@@ -476,20 +623,52 @@ def create_diagnosis_worker(
     *,
     task_queue: str,
     heartbeat_interval: timedelta | None = None,
+    tools: ToolsFactory | None = None,
+    observer: DiagnosisObserver | None = None,
+    aiops_effects: AiOpsEffects | AsyncAiOpsEffects | None = None,
+    aiops_observer: AiOpsObserver | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker running :class:`DiagnosisWorkflow` and the activities of ``effects``.
 
     ``heartbeat_interval`` is how often a running effect heartbeats (see
-    :class:`DiagnosisActivities`). ``worker_options`` go to
+    :class:`DiagnosisActivities`). ``tools`` (a
+    :data:`~diagnosis_core.tools.ToolsFactory`, e.g. a
+    :class:`~diagnosis_core.tools.RunRecorders`) gives each executor and
+    gatekeeper activity the run's recorder, rebuilt from the ledger the
+    workflow's journal holds: the executor's entry carries the tool calls
+    of its call (spec §13) and a gatekeeper on any worker checks citations
+    against the run's whole ledger. ``observer`` is told of each effect by
+    the activity that performs it (see :class:`DiagnosisActivities`).
+    ``aiops_effects`` makes the same worker serve the AIOps workflow too
+    (:class:`~diagnosis_core.adapters.temporal_aiops.AiOpsWorkflow`, with
+    the same ``tools`` and ``aiops_observer``). ``worker_options`` go to
     :class:`temporalio.worker.Worker` unchanged (``identity``,
     ``graceful_shutdown_timeout``, ``max_concurrent_activities`` …).
     """
+    workflows: list[type] = [DiagnosisWorkflow]
+    activities = list(
+        DiagnosisActivities(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        ).activities
+    )
+    if aiops_effects is not None:
+        from .temporal_aiops import AiOpsActivities, AiOpsWorkflow
+
+        workflows.append(AiOpsWorkflow)
+        activities.extend(
+            AiOpsActivities(
+                aiops_effects,
+                heartbeat_interval=heartbeat_interval,
+                tools=tools,
+                observer=aiops_observer,
+            ).activities
+        )
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[DiagnosisWorkflow],
-        activities=DiagnosisActivities(effects, heartbeat_interval=heartbeat_interval).activities,
+        workflows=workflows,
+        activities=activities,
         workflow_runner=diagnosis_workflow_runner(),
         **worker_options,
     )

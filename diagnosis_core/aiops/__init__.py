@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ._alertmanager import (
     ALERTMANAGER_WEBHOOK_VERSION,
+    GRAFANA_WEBHOOK_VERSION,
     AlertmanagerAlerts,
     AlertmanagerPayloadError,
     alerts_from_alertmanager,
@@ -163,6 +164,7 @@ __all__ = [
     "AIOPS_SCHEMA_NAMES",
     "ALERTMANAGER_WEBHOOK_VERSION",
     "DISCOVERY_INSTRUCTION",
+    "GRAFANA_WEBHOOK_VERSION",
     "NO_PROGRESS_REPEATS",
     "AiOpsAction",
     "AiOpsAgent",

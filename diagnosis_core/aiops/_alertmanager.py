@@ -28,6 +28,19 @@ entries are skipped and counted. The mapping:
 An empty label value counts as absent for ``service``, as Prometheus treats
 a label with an empty value as no label at all.
 
+**Other senders of the same body.** Grafana-managed alerting's webhook
+contact point sends this body with ``version`` ``"1"`` and a few fields of
+its own — top level ``orgId`` (integer), ``state``, ``title``, ``message``
+(strings); per alert ``silenceURL``, ``dashboardURL``, ``panelURL``,
+``imageURL``, ``valueString`` (strings) and ``values`` (an object of numbers,
+or null). Senders modelled on Alertmanager's receiver, such as calert-style
+bridges, send it with no ``version`` at all. All three are read with the
+same mapping: ``version`` may be ``"4"``, ``"1"``, absent or null, and the
+Grafana fields are type-checked when present but carried into no alert.
+Any other ``version`` (``"3"``, the number ``4``) is refused, and so is a
+document without ``alerts`` or with an entry that is not an alert: what is
+not a webhook body stays refused.
+
 The reading fails closed: every entry is checked, resolved ones included,
 and so is the type of every documented top-level field that is present
 (``null`` means absent for the optional ones). Unknown keys are ignored at
@@ -51,13 +64,17 @@ from ._payloads import Alert
 
 __all__ = [
     "ALERTMANAGER_WEBHOOK_VERSION",
+    "GRAFANA_WEBHOOK_VERSION",
     "AlertmanagerAlerts",
     "AlertmanagerPayloadError",
     "alerts_from_alertmanager",
 ]
 
 ALERTMANAGER_WEBHOOK_VERSION = "4"
-"""The webhook payload ``version`` :func:`alerts_from_alertmanager` reads."""
+"""The webhook payload ``version`` of Prometheus Alertmanager's ``webhook_config``."""
+GRAFANA_WEBHOOK_VERSION = "1"
+"""The ``version`` Grafana-managed alerting's webhook contact point sends (same body)."""
+_VERSIONS = (ALERTMANAGER_WEBHOOK_VERSION, GRAFANA_WEBHOOK_VERSION)
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -65,11 +82,22 @@ _STATUSES = (FIRING, RESOLVED)
 _SERVICE_LABELS = ("service", "job", "app")
 _OPTIONAL_TOP_STRINGS = ("groupKey", "status", "receiver", "externalURL")
 _OPTIONAL_TOP_MAPPINGS = ("groupLabels", "commonLabels", "commonAnnotations")
-_OPTIONAL_ENTRY_STRINGS = ("endsAt", "generatorURL", "fingerprint")
+_OPTIONAL_ENTRY_STRINGS = (
+    "endsAt",
+    "generatorURL",
+    "fingerprint",
+    # Grafana-managed alerting
+    "silenceURL",
+    "dashboardURL",
+    "panelURL",
+    "imageURL",
+    "valueString",
+)
+_GRAFANA_TOP_STRINGS = ("state", "title", "message")
 
 
 class AlertmanagerPayloadError(DiagnosisError, ValueError):
-    """An Alertmanager webhook payload is not a valid version-4 document.
+    """An alert webhook payload is not a valid document (Alertmanager, Grafana or calert).
 
     ``path`` locates the offending value (``alerts[2].labels.alertname``,
     empty for the document itself) and ``problem`` says what is wrong with it
@@ -150,14 +178,19 @@ def _service(labels: Mapping[str, str]) -> str:
 
 def _check_top_level(document: Mapping[object, object]) -> int:
     """Check the documented top-level fields; the ``truncatedAlerts`` count."""
-    if "version" not in document or document["version"] is None:
-        raise AlertmanagerPayloadError("version", "missing")
-    version = document["version"]
-    if version.__class__ is not str or version != ALERTMANAGER_WEBHOOK_VERSION:
+    version = document.get("version")
+    if version is not None and (version.__class__ is not str or version not in _VERSIONS):
         raise AlertmanagerPayloadError(
             "version",
-            f"expected {ALERTMANAGER_WEBHOOK_VERSION!r}, got {describe_value(version)}",
+            f"expected {ALERTMANAGER_WEBHOOK_VERSION!r} (Alertmanager), "
+            f"{GRAFANA_WEBHOOK_VERSION!r} (Grafana) or none, got {describe_value(version)}",
         )
+    for key in _GRAFANA_TOP_STRINGS:
+        if document.get(key) is not None:
+            _string(document[key], key)
+    org = document.get("orgId")
+    if org is not None and org.__class__ is not int:
+        raise AlertmanagerPayloadError("orgId", f"expected an integer, got {json_type_name(org)}")
     for key in _OPTIONAL_TOP_STRINGS:
         if document.get(key) is not None:
             _string(document[key], key)
@@ -174,6 +207,20 @@ def _check_top_level(document: Mapping[object, object]) -> int:
     if truncated < 0:
         raise AlertmanagerPayloadError("truncatedAlerts", "expected an integer >= 0")
     return truncated
+
+
+def _values(value: object, path: str) -> None:
+    """Grafana's ``values``: the query results by reference id, numbers (or null)."""
+    for key, item in _object(value, path).items():
+        if not isinstance(key, str):
+            raise AlertmanagerPayloadError(
+                path, f"keys must be strings, got {json_type_name(key)}"
+            )
+        if item is not None and (item.__class__ is bool or not isinstance(item, int | float)):
+            raise AlertmanagerPayloadError(
+                json_path_key(path, _string(key, path)),
+                f"expected a number, got {json_type_name(item)}",
+            )
 
 
 def _entry(item: object, path: str) -> Alert | None:
@@ -202,6 +249,8 @@ def _entry(item: object, path: str) -> Alert | None:
     for key in _OPTIONAL_ENTRY_STRINGS:
         if entry.get(key) is not None:
             _string(entry[key], f"{path}.{key}")
+    if entry.get("values") is not None:
+        _values(entry["values"], f"{path}.values")
     if status == RESOLVED:
         return None
     return Alert(
@@ -215,7 +264,11 @@ def _entry(item: object, path: str) -> Alert | None:
 
 
 def alerts_from_alertmanager(payload: object) -> AlertmanagerAlerts:
-    """Map an Alertmanager webhook payload (version ``"4"``) to the flow's alerts.
+    """Map an alert webhook payload to the flow's alerts (Alertmanager, Grafana, calert).
+
+    Prometheus Alertmanager sends ``version`` ``"4"``, Grafana-managed
+    alerting the same body with ``version`` ``"1"``, calert-style senders no
+    ``version``: all are read with the same mapping (module docstring).
 
     ``payload`` is the decoded JSON body of the webhook request. Returns the
     firing entries as alerts (payload order), the number of resolved entries
@@ -224,9 +277,10 @@ def alerts_from_alertmanager(payload: object) -> AlertmanagerAlerts:
     (spec §11, an empty payload is no payload).
 
     Raises:
-        AlertmanagerPayloadError: for anything that is not a version-4 payload
+        AlertmanagerPayloadError: for anything that is not such a payload
             as documented, with the path of the first problem:
-            ``version: expected '4', got '3'``, ``alerts[2].labels.alertname:
+            ``version: expected '4' (Alertmanager), '1' (Grafana) or none, got
+            '3'``, ``alerts[2].labels.alertname:
             missing``, ``alerts[0].annotations.summary: expected a string, got
             number``.
     """

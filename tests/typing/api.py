@@ -331,6 +331,14 @@ def tools() -> dc.ToolLedger:
     effects_gatekeeper: dc.Gatekeeper = gatekeeper
     assert effects_gatekeeper
     resumed = dct.ToolRecorder.from_records(recorder.to_records())
+    # Engines: one recorder per run, seeded from the journal's records (tools=).
+    recorders = dct.RunRecorders(clock=lambda: 0.0, limit=16)
+    factory: dct.ToolsFactory = recorders
+    assert_type(factory("run-1", recorder.to_records()), dct.ToolRecorder)
+    assert_type(recorders.recorder("run-1"), dct.ToolRecorder)
+    per_run: dc.Gatekeeper = recorders.gatekeeper()
+    assert per_run
+    recorders.forget("run-1")
     return resumed.ledger()
 
 
@@ -394,6 +402,7 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
 
 def alertmanager_host(webhook: object) -> tuple[dca.Alert, ...]:
     assert_type(dca.ALERTMANAGER_WEBHOOK_VERSION, str)
+    assert_type(dca.GRAFANA_WEBHOOK_VERSION, str)
     try:
         mapped: dca.AlertmanagerAlerts = dca.alerts_from_alertmanager(webhook)
     except dca.AlertmanagerPayloadError as error:

@@ -1,0 +1,417 @@
+"""Temporal adapter for the AIOps flow: the machine in a workflow, one activity per agent call.
+
+Needs the extra ``temporal``. The same construction as the chat workflow
+(:mod:`diagnosis_core.adapters.temporal`), from public names only:
+:class:`AiOpsWorkflow` keeps the request and the ``aiops_journal_v1`` journal
+and nothing else; each agent call is one ``diagnosis_core.invoke_aiops_agent``
+activity returning the finished entry's facts (input hash, outcome, an
+executor's tool calls); every activity runs with ``maximum_attempts=1`` —
+retries belong to the core.
+
+**A lost worker** (the activity missed its heartbeat timeout) is settled by the
+AIOps resume rule of :func:`resume_aiops_journal`: a supervisor, planner or
+reporter call is sent again as the same attempt (at most
+:data:`~diagnosis_core.adapters.temporal.INTERRUPTED_RESENDS` times), an
+executor call is recorded as failed, ``interrupted: outcome unknown``, and
+never sent again. Any other activity failure is a ``non_retryable`` failure
+``activity failed: …``.
+
+:func:`create_aiops_worker` registers the workflow and its activities; or
+pass ``aiops_effects=`` to
+:func:`~diagnosis_core.adapters.temporal.create_diagnosis_worker` so one worker
+serves both workflows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from .. import ConfigError, FailureKind, JournalError, RunConfig, from_wire, to_wire
+from ..aiops import (
+    AiOpsEffects,
+    AiOpsFinished,
+    AiOpsJournal,
+    AiOpsJournalRecorder,
+    AiOpsObserver,
+    AiOpsRequest,
+    AiOpsState,
+    AiOpsTraceEvent,
+    AsyncAiOpsEffects,
+    InvokeAiOpsAgent,
+    advance_aiops,
+    aiops_expected_call,
+    next_aiops_action,
+    perform_aiops_effect,
+    perform_aiops_effect_async,
+    resume_aiops_journal,
+    start_aiops,
+)
+from ..journal import (
+    INTERRUPTED_MESSAGE,
+    EntryState,
+    RecordedAgentError,
+    RecordedReply,
+    RecordedToolInvocation,
+    journal_to_wire,
+    load_outcome,
+    outcome_of,
+    outcome_to_wire,
+    recorded_tool_invocations,
+)
+from ..machine import AgentFailed, AgentReplied, describe_error, notify
+from ..tools import ToolRecorder, ToolsFactory
+
+__all__ = [
+    "ANNOUNCE_AIOPS_EVENTS_ACTIVITY",
+    "INVOKE_AIOPS_AGENT_ACTIVITY",
+    "AiOpsActivities",
+    "AiOpsWorkflow",
+    "AiOpsWorkflowInput",
+    "create_aiops_worker",
+    "execute_aiops",
+    "start_aiops_workflow",
+]
+
+INVOKE_AIOPS_AGENT_ACTIVITY = "diagnosis_core.invoke_aiops_agent"
+"""The activity name of an AIOps agent call."""
+ANNOUNCE_AIOPS_EVENTS_ACTIVITY = "diagnosis_core.announce_aiops_events"
+"""The local activity that tells a worker's AIOps observer of the events a call appended."""
+
+_RESENDS = 3
+_NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
+_DEFAULT_AGENT_TIMEOUT = timedelta(minutes=10)
+_DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+_ANNOUNCE_TIMEOUT = timedelta(seconds=30)
+
+
+def _object(value: object) -> dict[str, Any]:
+    wire = to_wire(value)
+    assert isinstance(wire, dict)
+    return wire
+
+
+class AiOpsActivities:
+    """The AIOps effects of a worker, as the activities :class:`AiOpsWorkflow` calls.
+
+    Sync effects run in a thread; while an agent runs, the activity
+    heartbeats every ``heartbeat_interval`` (default: a third of the
+    heartbeat timeout). ``tools`` and ``observer`` are as for the chat
+    workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
+    """
+
+    def __init__(
+        self,
+        effects: AiOpsEffects | AsyncAiOpsEffects,
+        *,
+        heartbeat_interval: timedelta | None = None,
+        tools: ToolsFactory | None = None,
+        observer: AiOpsObserver | None = None,
+    ) -> None:
+        if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
+            raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
+        self.effects = effects
+        self.heartbeat_interval = heartbeat_interval
+        self.tools = tools
+        self.observer = observer
+
+    @property
+    def activities(self) -> Sequence[Callable[..., Any]]:
+        """The activity callables to register with a :class:`Worker`."""
+        return (self.invoke_aiops_agent, self.announce_aiops_events)
+
+    def _interval(self) -> float:
+        timeout = activity.info().heartbeat_timeout
+        limit = timeout.total_seconds() / 2 if timeout else None
+        if self.heartbeat_interval is not None:
+            chosen = self.heartbeat_interval.total_seconds()
+            return min(chosen, limit) if limit else chosen
+        return limit * 2 / 3 if limit else 10.0
+
+    @activity.defn(name=INVOKE_AIOPS_AGENT_ACTIVITY)
+    async def invoke_aiops_agent(
+        self, action_wire: dict[str, Any], tool_records: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Invoke one AIOps agent; its reply or classified error, as journal facts."""
+        action: InvokeAiOpsAgent = from_wire(InvokeAiOpsAgent, action_wire)
+        recorder: ToolRecorder | None = None
+        if self.tools is not None and tool_records is not None:
+            recorder = self.tools(action.config.run_id, tool_records)
+        mark = recorder.mark() if recorder is not None else None
+        notify(self.observer, "run_opened", action.config)
+        notify(self.observer, "effect_started", action)
+        effect: asyncio.Future[Any]
+        if isinstance(self.effects, AsyncAiOpsEffects):
+            effect = asyncio.ensure_future(perform_aiops_effect_async(action, self.effects))
+        else:
+            effect = asyncio.ensure_future(
+                asyncio.to_thread(perform_aiops_effect, action, self.effects)
+            )
+        interval = self._interval()
+        try:
+            while not (await asyncio.wait({effect}, timeout=interval))[0]:
+                activity.heartbeat()
+        except BaseException:
+            effect.cancel()
+            raise
+        result: AgentReplied | AgentFailed = effect.result()
+        facts: dict[str, Any] = {
+            "input_sha256": aiops_expected_call(action).input_sha256,
+            "outcome": outcome_to_wire(outcome_of(result)),
+        }
+        if recorder is not None and mark is not None:
+            invocations = recorded_tool_invocations(recorder.since(mark))
+            notify(self.observer, "tools_recorded", action, invocations)
+            facts["tool_invocations"] = [item.to_record() for item in invocations]
+        notify(self.observer, "effect_finished", action, result)
+        if self.observer is not None:
+            facts["observed"] = True
+        return facts
+
+    @activity.defn(name=ANNOUNCE_AIOPS_EVENTS_ACTIVITY)
+    async def announce_aiops_events(
+        self, run: dict[str, Any], events: list[dict[str, Any]]
+    ) -> None:
+        """Tell the observer of the trace events the workflow appended (a local activity)."""
+        if self.observer is None:
+            return
+        notify(self.observer, "run_opened", from_wire(RunConfig, run))
+        for event in events:
+            notify(self.observer, "event_appended", from_wire(AiOpsTraceEvent, event))
+
+
+@dataclasses.dataclass(frozen=True)
+class AiOpsWorkflowInput:
+    """What :class:`AiOpsWorkflow` runs: an AIOps request (wire form) and activity timeouts."""
+
+    request: dict[str, Any]
+    agent_timeout_seconds: float = _DEFAULT_AGENT_TIMEOUT.total_seconds()
+    heartbeat_timeout_seconds: float = _DEFAULT_HEARTBEAT_TIMEOUT.total_seconds()
+
+
+def _decode_request(data: object) -> AiOpsRequest:
+    request: AiOpsRequest = from_wire(AiOpsRequest, data)
+    return request
+
+
+def _tool_invocations(data: Mapping[str, Any]) -> tuple[RecordedToolInvocation, ...] | None:
+    records = data.get("tool_invocations")
+    if records is None:
+        return None
+    try:
+        return recorded_tool_invocations(ToolRecorder.from_records(records).records())
+    except Exception as error:  # LedgerError: the strict §13 rules
+        raise JournalError(f"tool_invocations: {error}") from None
+
+
+def _lost(error: ActivityError) -> bool:
+    cause = error.cause
+    return isinstance(cause, TimeoutError) and cause.type is TimeoutType.HEARTBEAT
+
+
+@workflow.defn(name="AiOpsWorkflow", failure_exception_types=(TypeError,))
+class AiOpsWorkflow:
+    """One AIOps run; returns the finished :class:`AiOpsState` in wire form."""
+
+    @workflow.init
+    def __init__(self, input: AiOpsWorkflowInput) -> None:
+        self._problem: str | None = None
+        self._recorder: AiOpsJournalRecorder | None = None
+        try:
+            self._request = _decode_request(input.request)
+        except Exception as error:  # refused, never retried
+            self._problem = f"{type(error).__name__}: {error}"
+            return
+        self._recorder = AiOpsJournalRecorder(AiOpsJournal(self._request))
+
+    @workflow.run
+    async def run(self, input: AiOpsWorkflowInput) -> dict[str, Any]:
+        """Call the agent the core asks for until it says :class:`AiOpsFinished`."""
+        recorder = self._recorder
+        if recorder is None:
+            raise ApplicationError(
+                f"the workflow input is not a valid AIOps input: {self._problem}",
+                type="DiagnosisInputError",
+                non_retryable=True,
+            )
+        state = start_aiops(self._request)
+        while not isinstance(action := next_aiops_action(state), AiOpsFinished):
+            recorder.begin(action)
+            result, invocations, observed = await self._call(input, recorder, action)
+            fed = recorder.end(result, tool_invocations=invocations)
+            before = state
+            state = advance_aiops(state, fed)
+            events = [_object(event) for event in state.events[len(before.events) :]]
+            if observed and events:
+                with contextlib.suppress(ActivityError):
+                    await workflow.execute_local_activity(
+                        ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
+                        args=[_object(self._request.run), events],
+                        start_to_close_timeout=_ANNOUNCE_TIMEOUT,
+                        retry_policy=_NO_TEMPORAL_RETRY,
+                    )
+        return _object(state)
+
+    async def _call(
+        self, input: AiOpsWorkflowInput, recorder: AiOpsJournalRecorder, action: InvokeAiOpsAgent
+    ) -> tuple[AgentReplied | AgentFailed, tuple[RecordedToolInvocation, ...] | None, bool]:
+        expected = aiops_expected_call(action)
+        executor = action.agent.value == "executor"
+        arguments: list[Any] = [_object(action)]
+        if executor:
+            records = []
+            for entry in recorder.journal.entries:
+                for item in entry.tool_invocations or ():
+                    record = item.to_record()
+                    record.setdefault("input", None)
+                    records.append(record)
+            arguments.append(records)
+        resends = 0
+        while True:
+            try:
+                data = await workflow.execute_activity(
+                    INVOKE_AIOPS_AGENT_ACTIVITY,
+                    args=arguments,
+                    start_to_close_timeout=timedelta(seconds=input.agent_timeout_seconds),
+                    heartbeat_timeout=timedelta(seconds=input.heartbeat_timeout_seconds),
+                    retry_policy=_NO_TEMPORAL_RETRY,
+                    result_type=dict,
+                )
+            except ActivityError as error:
+                if not _lost(error):
+                    message = f"activity failed: {describe_error(error.cause or error)}"
+                    return AgentFailed(FailureKind.NON_RETRYABLE, message), None, False
+                resumed, _ = resume_aiops_journal(recorder.journal)
+                settled = resumed.entries[-1].state is EntryState.FINISHED
+                if not settled and resends < _RESENDS:
+                    resends += 1  # the same attempt, the identical input
+                    continue
+                return AgentFailed(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE), None, False
+            if not isinstance(data, dict) or data.get("input_sha256") != expected.input_sha256:
+                raise ApplicationError(
+                    f"an AIOps activity returned facts for another call: {data!r:.200}",
+                    type="JournalError",
+                    non_retryable=True,
+                )
+            try:
+                outcome = load_outcome(data.get("outcome"), "outcome", gatekeeper=False)
+                invocations = _tool_invocations(data) if executor else None
+            except JournalError as error:
+                raise ApplicationError(
+                    str(error), type="JournalError", non_retryable=True
+                ) from None
+            result: AgentReplied | AgentFailed
+            if isinstance(outcome, RecordedReply):
+                result = AgentReplied(outcome.text)
+            elif isinstance(outcome, RecordedAgentError):
+                result = AgentFailed(outcome.kind, outcome.message)
+            else:
+                raise ApplicationError(
+                    "an AIOps activity returned a gatekeeper outcome",
+                    type="JournalError",
+                    non_retryable=True,
+                )
+            return result, invocations, data.get("observed") is True
+
+    @workflow.query(name="aiops_journal")
+    def aiops_journal(self) -> dict[str, Any]:
+        """The run's journal in wire form (``aiops_journal_v1``)."""
+        if self._recorder is None:
+            raise ApplicationError("no run", type="DiagnosisInputError", non_retryable=True)
+        return dict(journal_to_wire(self._recorder.journal))
+
+
+def _runner() -> SandboxedWorkflowRunner:
+    """The default sandbox with the pure core and its libraries passed through (one copy)."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        "diagnosis_core", "attrs", "cattrs"
+    )
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def create_aiops_worker(
+    client: Client,
+    effects: AiOpsEffects | AsyncAiOpsEffects,
+    *,
+    task_queue: str,
+    heartbeat_interval: timedelta | None = None,
+    tools: ToolsFactory | None = None,
+    observer: AiOpsObserver | None = None,
+    **worker_options: Any,
+) -> Worker:
+    """A worker running :class:`AiOpsWorkflow` and the activities of ``effects``."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AiOpsWorkflow],
+        activities=AiOpsActivities(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        ).activities,
+        workflow_runner=_runner(),
+        **worker_options,
+    )
+
+
+async def start_aiops_workflow(
+    client: Client,
+    request: AiOpsRequest,
+    *,
+    task_queue: str,
+    workflow_id: str | None = None,
+    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
+    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+) -> WorkflowHandle[AiOpsWorkflow, dict[str, Any]]:
+    """Start an AIOps run; ``workflow_id`` defaults to ``aiops-<run id>``.
+
+    ``request`` is validated before anything reaches the server (``TypeError``
+    for something that is not an :class:`AiOpsRequest`, :class:`ConfigError`
+    for a timeout that is not positive).
+    """
+    if not isinstance(request, AiOpsRequest):
+        raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
+    timeouts = (("agent_timeout", agent_timeout), ("heartbeat_timeout", heartbeat_timeout))
+    for name, value in timeouts:
+        if not isinstance(value, timedelta) or not value > timedelta(0):
+            raise ConfigError(f"{name}: expected a positive timedelta, got {value!r:.80}")
+    workflow_input = AiOpsWorkflowInput(
+        _object(request), agent_timeout.total_seconds(), heartbeat_timeout.total_seconds()
+    )
+    return await client.start_workflow(
+        AiOpsWorkflow.run,
+        workflow_input,
+        id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
+        task_queue=task_queue,
+    )
+
+
+async def execute_aiops(
+    client: Client,
+    request: AiOpsRequest,
+    *,
+    task_queue: str,
+    workflow_id: str | None = None,
+    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
+    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+) -> AiOpsState:
+    """Run an AIOps request as a workflow and wait; the finished :class:`AiOpsState`."""
+    handle = await start_aiops_workflow(
+        client,
+        request,
+        task_queue=task_queue,
+        workflow_id=workflow_id,
+        agent_timeout=agent_timeout,
+        heartbeat_timeout=heartbeat_timeout,
+    )
+    state: AiOpsState = from_wire(AiOpsState, await handle.result())
+    return state
