@@ -15,6 +15,7 @@ import attrs
 from adapter_support import EXAMPLES_DIR, load_doc, scenario_of
 
 import diagnosis_core as dc
+import diagnosis_core.journal as dcj
 import diagnosis_core.tools as dct
 
 PAYMENT = EXAMPLES_DIR / "payment_timeout.json"
@@ -87,4 +88,5 @@ def reference_tooled_state(doc_path: Path = PAYMENT) -> dc.DiagnosisState:
     recorders = dct.RunRecorders()
     request, effects = tooled_effects(recorders, doc_path)
     recorder = recorders(request.run.run_id, [])
-    return dc.run_diagnosis(request, effects, tools=recorder)
+    # tools= puts the calls on the executor entry, so it goes with a journal's sink.
+    return dc.run_diagnosis(request, effects, sink=dcj.ListJournalSink(), tools=recorder)
