@@ -18,8 +18,20 @@ All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
   interrupted entry that the rule completes (executor, gatekeeper) is handed
   to the sink first;
 * ``key`` — sign new entries and verify the resumed journal (HMAC-SHA256);
-* ``tools`` — the executor's finished entry carries the tool calls recorded
-  during that call;
+  a v2 journal ends with its end marker, written to the sink when the run
+  ends (spec §12.2);
+* ``head`` — resume only a journal at least as long as the head the host
+  kept outside the store, and not diverging from it (spec §12.2);
+* ``tools`` — the executor's entry carries the tool calls recorded during
+  that call: each one is written to the sink as it finishes, on the
+  executor's ``started`` entry, and the finished entry lists them all
+  (spec §12.3). When ``effects.gatekeeper`` is ``tools.gatekeeper()`` and the
+  recorder holds exactly the journal's tool calls, the gatekeeper entry says
+  ``derived`` and folding re-derives its result (spec §12.4);
+* ``resend_executor`` — the host declares its tools replay-safe: an
+  interrupted executor call is re-sent as the same attempt, and each tool
+  call identical to one the journal records is answered from the journal
+  instead of running (needs ``tools``);
 * ``observer`` — told of every effect and every trace event appended in this
   process (a resumed run's earlier events were announced by the run that
   appended them). A hook that raises is reported and never changes the run.
@@ -29,7 +41,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._effects import (
     AsyncEffects,
@@ -69,8 +81,10 @@ from ._trace import TraceEvent
 
 if TYPE_CHECKING:
     from ._journal import JournalRecorder, JournalSink
+    from ._journal_mac import JournalHead
+    from ._journal_tools import ExecutorTools
     from ._journal_wire import Journal, JournalEntry
-    from ._tools import RecorderMark, ToolRecorder
+    from ._tools import ToolRecorder
 
 __all__ = [
     "aiter_diagnosis",
@@ -142,26 +156,46 @@ async def perform_effect_async(
 
 
 class _Journaling:
-    """The :class:`StepRecorder` of a journaling run: a journal recorder plus the tool marks."""
+    """The :class:`StepRecorder` of a journaling run: a journal recorder plus its tool calls."""
 
     def __init__(self, recorder: JournalRecorder, tools: ToolRecorder | None) -> None:
         self.recorder = recorder
         self._tools = tools
-        self._mark: RecorderMark | None = None
+        self._executor: ExecutorTools | None = None
+        self.gatekeeper: object = None
+
+    def _derived(self) -> bool:
+        """Is the gatekeeper ``tools.gatekeeper()`` over exactly the journal's tools? (§12.4)"""
+        from ._journal_tools import journal_ledger_equals
+        from ._tools import RecorderGatekeeper
+
+        gatekeeper = self.gatekeeper
+        if self._tools is None or not isinstance(gatekeeper, RecorderGatekeeper):
+            return False
+        if gatekeeper.recorder is not self._tools:
+            return False
+        return journal_ledger_equals(self.recorder.journal.entries, self._tools)
 
     def begin(self, action: InvokeAgent | CallGatekeeper, /) -> None:
-        self.recorder.begin(action)  # the sink has the started entry before the effect
+        from ._journal_tools import ExecutorTools
+
+        derived = isinstance(action, CallGatekeeper) and self._derived()
+        # the sink has the started entry before the effect
+        entry = self.recorder.begin(action, derived=derived)
         executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-        self._mark = self._tools.mark() if executor and self._tools is not None else None
+        if executor and self._tools is not None:
+            self._executor = ExecutorTools(self.recorder, self._tools, entry.tool_invocations)
 
     def end(self, action: InvokeAgent | CallGatekeeper, result: EffectResult, /) -> EffectResult:
-        from ._journal import recorded_tool_invocations
-
         invocations = None
-        if self._mark is not None and self._tools is not None:
-            invocations = recorded_tool_invocations(self._tools.since(self._mark))
-            self._mark = None
+        if self._executor is not None:
+            invocations = self._executor.finish()
+            self._executor = None
         return self.recorder.end(result, tool_invocations=invocations)
+
+    def close(self) -> None:
+        """The run ended: the end marker goes to the sink (v2, spec §12.2)."""
+        self.recorder.close()
 
 
 def _events(state: DiagnosisState) -> Sequence[TraceEvent]:
@@ -213,23 +247,38 @@ def _prepare(
     resend_gatekeeper: bool,
     tools: ToolRecorder | None,
     observer: DiagnosisObserver | None,
+    gatekeeper: object = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> _Run:
     """Validate the options and resume the journal; nothing is written yet."""
     if journal is None and sink is None:
+        if resend_executor or head is not None:
+            raise ValueError("resend_executor= and head= resume a journal; pass journal= or sink=")
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
     from ._journal import JournalRecorder, journal_status, resume_journal
-    from ._journal_wire import Journal
+    from ._journal_wire import Journal, is_v1
+
+    if resend_executor and tools is None:
+        raise ValueError(
+            "resend_executor: needs tools= (the run's ToolRecorder answers the recorded tool "
+            "calls from the journal)"
+        )
 
     if state is not None:
         raise ValueError(
             "state: a journaling run starts from its request or its journal, not from a state"
         )
     if journal is None:
+        if head is not None:
+            raise ValueError("head: checks a journal being resumed; pass journal=")
         recorder = JournalRecorder(Journal(request), sink=sink, key=key)
+        journaling = _Journaling(recorder, tools)
+        journaling.gatekeeper = gatekeeper
         return _Run(
             start_diagnosis(request),
-            _Journaling(recorder, tools),
+            journaling,
             announced=0,
             sink=sink,
             observer=observer,
@@ -238,18 +287,34 @@ def _prepare(
         raise JournalError(f"journal: expected a Journal, got {type(journal).__name__}")
     if journal.request != request:
         raise JournalError("request: differs from the journal's request")
-    before = journal_status(journal, key=key)
-    resumed, current = resume_journal(journal, key=key, resend_gatekeeper=resend_gatekeeper)
+    before = journal_status(journal, key=key, head=head)
+    if resend_executor and is_v1(journal) and before.interrupted is not None and (
+        before.interrupted.call.value == "executor"
+    ):
+        raise JournalError(
+            f"resend_executor: a {journal.format} journal does not record tool calls as they "
+            "finish; its interrupted executor call cannot be re-sent"
+        )
+    resumed, current = resume_journal(
+        journal, key=key, resend_gatekeeper=resend_gatekeeper,
+        resend_executor=resend_executor, head=head,
+    )
     completed = resumed.entries[-1] if resumed is not journal else None
     recorder = JournalRecorder(resumed, sink=sink, key=key)
+    journaling = _Journaling(recorder, tools)
+    journaling.gatekeeper = gatekeeper
     return _Run(
         current,
-        _Journaling(recorder, tools),
+        journaling,
         announced=len(before.state.events),
         resumed_entry=completed,
         sink=sink,
         observer=observer,
     )
+
+
+def _gatekeeper_of(effects: Any) -> object:
+    return getattr(effects, "gatekeeper", None)
 
 
 def _check_sync(effects: Effects, driver: str) -> None:
@@ -324,6 +389,8 @@ def run_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> DiagnosisState:
     """Run to END synchronously; returns the finished state.
 
@@ -334,7 +401,10 @@ def run_diagnosis(
     gatekeeper call), ``key`` to sign and verify it, ``tools`` so the
     executor's entries carry their tool calls, and ``observer`` to watch the
     run (spec §14). ``state`` resumes a state saved earlier (not with a
-    journal or a sink: a journal starts from the request).
+    journal or a sink: a journal starts from the request). ``resend_executor``
+    re-sends an interrupted executor call with its recorded tool calls
+    answered from the journal (spec §12.3; needs ``tools``); ``head`` refuses
+    a resumed journal shorter than or diverging from it (spec §12.2).
 
     Raises ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
@@ -344,6 +414,7 @@ def run_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     if run.journaling is None and not run.watched:
         perform = functools.partial(perform_effect, effects=effects)
@@ -366,6 +437,8 @@ async def arun_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state.
 
@@ -377,6 +450,7 @@ async def arun_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     if run.journaling is None and not run.watched:
         perform = functools.partial(perform_effect_async, effects=effects)
@@ -399,6 +473,8 @@ def iter_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> Iterator[TraceEvent | DiagnosisResult]:
     """:func:`run_diagnosis` as an iterator: every trace event as it is appended, then the result.
 
@@ -412,6 +488,7 @@ def iter_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     return _iterate(run, effects)
 
@@ -432,6 +509,8 @@ def aiter_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> AsyncIterator[TraceEvent | DiagnosisResult]:
     """:func:`arun_diagnosis` as an async iterator: the trace events as appended, then the result.
 
@@ -442,6 +521,7 @@ def aiter_diagnosis(
     run = _prepare(
         request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     return _aiterate(run, effects)
 

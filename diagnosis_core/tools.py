@@ -19,6 +19,7 @@ from __future__ import annotations
 from ._tools import (
     RecorderGatekeeper,
     RecorderMark,
+    ReplayedToolError,
     ToolCallError,
     ToolCallRecord,
     ToolEnvelope,
@@ -28,6 +29,7 @@ from ._tools import (
 __all__ = [
     "RecorderGatekeeper",
     "RecorderMark",
+    "ReplayedToolError",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",

@@ -29,11 +29,13 @@ import attrs
 from .._classify import FailureClassifier, default_failure_classifier
 from .._effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent, check_effects_kind
 from .._errors import JournalError
-from .._journal_wire import RecordedToolInvocation, tool_invocation_from_record
+from .._journal_mac import JournalHead
+from .._journal_tools import ExecutorTools
+from .._journal_wire import EntryState, RecordedToolInvocation, is_v1
 from .._loop import adrive, ainvoke_agent, drive, invoke_agent
 from .._machine import AgentFailed, AgentReplied
 from .._reference_gatekeeper import ToolLedger
-from .._tools import RecorderMark, ToolRecorder
+from .._tools import ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import (
     AiOpsJournal,
@@ -151,7 +153,13 @@ async def perform_aiops_effect_async(
 
 
 class _Journaling:
-    """The journal side of one driven run: what to record around each agent call."""
+    """The journal side of one driven run: what to record around each agent call.
+
+    An executor call's tool calls go to the sink as they finish, and an
+    interrupted one re-sent under ``resend_executor`` is answered from the
+    journal (``_journal_tools.py``, spec §12.3); the end marker is written
+    when the run ends (spec §12.2).
+    """
 
     def __init__(
         self,
@@ -160,22 +168,25 @@ class _Journaling:
     ) -> None:
         self._recorder = recorder
         self._tools = tools
-        self._mark: RecorderMark | None = None
+        self._executor: ExecutorTools | None = None
 
     def before(self, action: InvokeAiOpsAgent) -> None:
-        self._recorder.begin(action)
+        entry = self._recorder.begin(action)
         if self._tools is not None and action.agent is AiOpsAgent.EXECUTOR:
-            self._mark = self._tools.mark()
+            self._executor = ExecutorTools(self._recorder, self._tools, entry.tool_invocations)
 
     def after(self, result: AgentReplied | AgentFailed) -> AgentReplied | AgentFailed:
         invocations: tuple[RecordedToolInvocation, ...] | None = None
-        if self._mark is not None and self._tools is not None:
-            invocations = tuple(
-                tool_invocation_from_record(record.to_record(), f"tool_invocations[{index}]")
-                for index, record in enumerate(self._tools.since(self._mark))
-            )
-            self._mark = None
-        return self._recorder.end(result, tool_invocations=invocations)
+        if self._executor is not None:
+            invocations = self._executor.finish()
+            self._executor = None
+        fed = self._recorder.end(result, tool_invocations=invocations)
+        return fed
+
+    def close(self, state: AiOpsState) -> AiOpsState:
+        """The run ended: the end marker goes to the sink."""
+        self._recorder.close()
+        return state
 
 
 def _start(
@@ -186,17 +197,28 @@ def _start(
     key: bytes | None,
     tools: ToolRecorder | None,
     driver: str,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> tuple[AiOpsState, _Journaling | None]:
     """The state to drive from and, when journaling, the journal side of the run."""
     if journal is None and sink is None:
         if key is not None or tools is not None:
             raise TypeError(f"{driver}: key= and tools= record a journal; pass journal= or sink=")
+        if resend_executor or head is not None:
+            raise TypeError(f"{driver}: resend_executor= and head= resume a journal; pass journal=")
         return (start_aiops(request) if state is None else state), None
+    if resend_executor and tools is None:
+        raise TypeError(
+            f"{driver}: resend_executor= needs tools= (the run's ToolRecorder answers the "
+            "recorded tool calls from the journal)"
+        )
     if state is not None:
         raise TypeError(f"{driver}: pass state= or journal=, not both (the journal is the state)")
     if tools is not None and not isinstance(tools, ToolRecorder):
         raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
     if journal is None:
+        if head is not None:
+            raise TypeError(f"{driver}: head= checks a journal being resumed; pass journal=")
         journal = AiOpsJournal(request)
         current = start_aiops(request)
     else:
@@ -205,7 +227,17 @@ def _start(
         if journal.request != request:
             raise JournalError("request: the journal records a different request")
         before = journal
-        journal, current = resume_aiops_journal(journal, key=key)
+        last = journal.entries[-1] if journal.entries else None
+        if resend_executor and is_v1(journal) and last is not None and (
+            last.state is EntryState.STARTED and last.call is AiOpsAgent.EXECUTOR
+        ):
+            raise JournalError(
+                f"resend_executor: a {journal.format} journal does not record tool calls as "
+                "they finish; its interrupted executor call cannot be re-sent"
+            )
+        journal, current = resume_aiops_journal(
+            journal, key=key, resend_executor=resend_executor, head=head
+        )
         if sink is not None and journal is not before:
             sink.write(journal.entries[-1])  # the interrupted executor call, now finished
     recorder = AiOpsJournalRecorder(journal, sink=sink, key=key)
@@ -221,6 +253,8 @@ def run_aiops(
     sink: AiOpsJournalSink | None = None,
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -234,7 +268,11 @@ def run_aiops(
     resumes from that journal (of the same ``request``, verified with
     ``key``) by the resume rule, and goes on recording. ``key`` signs the
     entries; ``tools`` — the run's :class:`ToolRecorder` — puts the tool
-    calls each executor call made on its entry (``tool_invocations``).
+    calls each executor call made on its entry (``tool_invocations``), each
+    written to the sink as it finishes (spec §12.3). ``resend_executor``
+    re-sends an interrupted executor call, answering each tool call identical
+    to a recorded one from the journal (needs ``tools``); ``head`` refuses a
+    resumed journal shorter than or diverging from it (spec §12.2).
     A journal that does not verify is a :class:`JournalError` before any
     agent runs.
     """
@@ -246,13 +284,17 @@ def run_aiops(
         driver="run_aiops",
         other_driver="arun_aiops",
     )
-    current, journaling = _start(request, state, journal, sink, key, tools, "run_aiops")
+    current, journaling = _start(
+        request, state, journal, sink, key, tools, "run_aiops", resend_executor, head
+    )
     perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed] = functools.partial(
         perform_aiops_effect, effects=effects
     )
-    if journaling is not None:
-        perform = functools.partial(_journaled, perform=perform, journaling=journaling)
-    return drive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    if journaling is None:
+        return drive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    perform = functools.partial(_journaled, perform=perform, journaling=journaling)
+    finished = drive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    return journaling.close(finished)
 
 
 def _journaled(
@@ -284,6 +326,8 @@ async def arun_aiops(
     sink: AiOpsJournalSink | None = None,
     key: bytes | None = None,
     tools: ToolRecorder | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
@@ -299,13 +343,17 @@ async def arun_aiops(
         driver="arun_aiops",
         other_driver="run_aiops",
     )
-    current, journaling = _start(request, state, journal, sink, key, tools, "arun_aiops")
+    current, journaling = _start(
+        request, state, journal, sink, key, tools, "arun_aiops", resend_executor, head
+    )
     perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]] = (
         functools.partial(perform_aiops_effect_async, effects=effects)
     )
-    if journaling is not None:
-        perform = functools.partial(_ajournaled, perform=perform, journaling=journaling)
-    return await adrive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    if journaling is None:
+        return await adrive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    perform = functools.partial(_ajournaled, perform=perform, journaling=journaling)
+    finished = await adrive(current, next_aiops_action, AiOpsFinished, perform, advance_aiops)
+    return journaling.close(finished)
 
 
 def evaluate_aiops_run(
