@@ -22,6 +22,7 @@ import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.blocks as dcb
 import diagnosis_core.journal as dcj
+import diagnosis_core.tools as dct
 from diagnosis_core import JournalError
 from diagnosis_core.journal import EntryState, JournalCall
 
@@ -385,3 +386,52 @@ def test_a_v1_journal_cannot_carry_v2_fields() -> None:
     derived["entries"][2]["derived"] = True
     with pytest.raises(JournalError, match=r"^entries\[2\]: unknown key"):
         dcj.load_journal(derived)
+
+
+# --- tool records keep their audit fields; duration_ms is validated ------------------------
+
+
+def test_converting_tool_records_keeps_error_and_duration() -> None:
+    ticks = iter([10.0, 10.25, 20.0, 20.5])
+    recorder = dct.ToolRecorder(clock=lambda: next(ticks))
+    ok = recorder.wrap("ok", lambda: {"a": 1})
+    bad = recorder.wrap("bad", lambda: (_ for _ in ()).throw(ValueError("nope")))
+    ok()
+    with pytest.raises(ValueError, match="nope"):
+        bad()
+    converted = dcj.recorded_tool_invocations(recorder.records())
+    assert [(c.invocation_id, c.success, c.duration_ms) for c in converted] == [
+        ("inv-1", True, 250), ("inv-2", False, 500),
+    ]
+    assert converted[0].error is None and converted[0].output_json == '{"a":1}'
+    assert converted[1].error == dcj.RecordedToolError("ValueError", "nope")
+    assert converted[1].output_json == "null"
+    assert converted[1].input_json == '{"args":[],"kwargs":{}}'
+    assert [c.to_record() for c in converted] == recorder.to_records()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (-1, "duration_ms: expected a number >= 0"),
+        (float("nan"), "duration_ms: expected a number >= 0"),
+        (float("inf"), "duration_ms: expected a number >= 0"),
+        (True, "duration_ms: expected a number, got bool"),
+        ("5", "duration_ms: expected a number, got str"),
+    ],
+)
+def test_duration_ms_is_validated(value: object, message: str) -> None:
+    with pytest.raises(JournalError, match="^" + re.escape(message)):
+        dcj.RecordedToolInvocation("inv-1", "t", True, duration_ms=value)  # type: ignore[arg-type]
+    request, _, sink, _ = signed_run(key=None)
+    wire = wire_of(sink.list.journal(request))
+    wire["entries"][1]["tool_invocations"] = [
+        {"invocation_id": "inv-1", "tool_name": "t", "success": True, "output": None,
+         "duration_ms": value if value == value and value not in (float("inf"),) else -1}
+    ]
+    if isinstance(value, float) and value != value:
+        return  # NaN is not JSON; the loader never sees it
+    with pytest.raises(JournalError, match=r"^entries\[1\]\.tool_invocations\[0\]: duration_ms"):
+        dcj.load_journal(wire)
+    for good in (0, 12, 3.5):
+        assert dcj.RecordedToolInvocation("inv-1", "t", True, duration_ms=good).duration_ms == good
