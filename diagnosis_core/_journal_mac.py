@@ -48,8 +48,11 @@ from ._journal_wire import (
     JournalBase,
     JournalEnd,
     JournalEntryBase,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
     end_to_wire,
     entry_to_wire,
+    escape_surrogates,
     is_v1,
     request_to_wire,
     stored_json,
@@ -101,6 +104,27 @@ def _is_v1_format(format: str) -> bool:
     return format.endswith("_v1")
 
 
+# Stands for a gatekeeper result in an entry's canonical JSON, then replaced by it.
+_RESULT_SLOT = "\x00result\x00"
+_RESULT_SLOT_TEXT = stored_json(_RESULT_SLOT)
+
+
+def _entry_text(entry: JournalEntryBase[Any]) -> str:
+    """The entry's canonical JSON without ``mac`` (:func:`stored_json` of its wire object).
+
+    A gatekeeper result is spliced in as its recorded canonical JSON (surrogates
+    escaped as :func:`stored_json` escapes them) instead of being decoded and
+    encoded again: it can be large, and it is already canonical.
+    """
+    outcome = entry.outcome
+    if not isinstance(outcome, RecordedGatekeeperResult):
+        return stored_json(entry_to_wire(entry, with_mac=False))
+    slotted = attrs.evolve(entry, outcome=RecordedGatekeeperError(_RESULT_SLOT))
+    wire = entry_to_wire(slotted, with_mac=False)
+    wire["outcome"] = {"result": _RESULT_SLOT}
+    return stored_json(wire).replace(_RESULT_SLOT_TEXT, escape_surrogates(outcome.result_json), 1)
+
+
 def entry_mac(
     entry: JournalEntryBase[Any], previous: str, key: bytes, *, format: str = JOURNAL_FORMAT
 ) -> str:
@@ -109,7 +133,7 @@ def entry_mac(
     For a v2 ``format`` (the default) the message starts with the entry's
     domain, ``started:`` or ``finished:``; for a v1 one it does not.
     """
-    text = previous + stored_json(entry_to_wire(entry, with_mac=False))
+    text = previous + _entry_text(entry)
     if not _is_v1_format(format):
         text = f"{entry.state.value}:" + text
     return hmac.new(_check_key(key), text.encode("utf-8"), hashlib.sha256).hexdigest()

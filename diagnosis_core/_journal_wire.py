@@ -85,6 +85,7 @@ __all__ = [
     "bound_input_sha256",
     "end_to_wire",
     "entry_to_wire",
+    "escape_surrogates",
     "is_v1",
     "journal_document_from_json",
     "journal_from_json",
@@ -141,7 +142,11 @@ def stored_json(value: object) -> str:
     them, still valid JSON and encodable as UTF-8. This is the text a journal
     is written as, and the text its MACs are computed over.
     """
-    text = canonical_json(value)
+    return escape_surrogates(canonical_json(value))
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with every surrogate code point written as a ``\\uXXXX`` escape (JSON text)."""
     if text.isascii():
         return text
     try:
