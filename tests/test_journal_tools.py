@@ -410,3 +410,78 @@ def test_sigkill_at_every_tool_call_then_resume_in_a_new_process(
         assert side_lines(side) == EXPECTED_SIDE[:die_at]
         assert executor_tools == FINISHED_IDS[:die_at]  # every finished tool call listed
     assert result_json(status.state) == dcb.canonical_json(json.loads(out.read_text("utf-8")))
+
+
+# --- heads taken at every write, tool calls included (spec §12.2) ----------------------------
+
+
+def test_a_head_taken_at_any_write_accepts_the_journal_that_went_on(tmp_path: Path) -> None:
+    tools = dct.ToolRecorder()
+    heads: list[dcj.JournalHead] = []
+    sink = dcj.ListJournalSink()
+
+    class Heads:
+        def write(self, record: Any, /) -> None:
+            sink.write(record)
+            seq = record.entries if isinstance(record, dcj.JournalEnd) else record.seq
+            heads.append(dcj.JournalHead(seq, record.mac))
+
+    request = request_of()
+    dc.run_diagnosis(request, effects_with_tools(tmp_path / "side", tools), sink=Heads(),
+                     key=KEY, tools=tools)
+    journal = sink.journal(request)
+    executor_writes = [h for h in heads if h.entries == 2]
+    assert len(executor_writes) == len(CALLS) + 2  # started, one per tool call, finished
+    for head in heads:
+        dcj.journal_status(journal, key=KEY, head=head)
+    # A journal rolled back to the executor's started entry with 2 tool calls diverges
+    # from a head taken after the third one finished.
+    started = attrs.evolve(
+        journal.entries[1], state=EntryState.STARTED, outcome=None, mac=None,
+        tool_invocations=(journal.entries[1].tool_invocations or ())[:2],
+    )
+    rolled = dcj.Journal(request, (journal.entries[0],))
+    rolled = dcj.append_entry(rolled, dcj.sign_entry(rolled, started, KEY))
+    dcj.journal_status(rolled, key=KEY, head=executor_writes[2])  # the head of that write
+    with pytest.raises(JournalError, match=r"^head: the journal diverges from the head at entr"):
+        dcj.journal_status(rolled, key=KEY, head=executor_writes[3])
+
+
+def test_heads_and_end_markers_refuse_what_they_cannot_be_taken_of() -> None:
+    scenario = dc.load_scenario(DOC)
+    request = dc.scenario_request(scenario)
+    sink = dcj.ListJournalSink()
+    dc.run_diagnosis(request, dc.scenario_effects(scenario), sink=sink)
+    unsigned = sink.journal(request)
+    with pytest.raises(JournalError, match=r"^end\.mac: missing; an unsigned journal has no head"):
+        dcj.journal_head(unsigned)
+    with pytest.raises(JournalError, match=r"^entries\[4\]\.mac: missing; no head"):
+        dcj.journal_head(attrs.evolve(unsigned, end=None))
+    with pytest.raises(JournalError, match=r"^entries: empty; there is no head"):
+        dcj.journal_head(dcj.Journal(request))
+    recorder = dcj.JournalRecorder(attrs.evolve(unsigned, end=None), key=KEY)
+    with pytest.raises(JournalError, match=r"^entries\[4\]\.mac: missing; cannot sign the end"):
+        recorder.close()
+    started = dcj.Journal(request, (attrs.evolve(
+        unsigned.entries[0], state=EntryState.STARTED, outcome=None),))
+    with pytest.raises(JournalError, match=r"^entries\[0\]: started; the journal cannot end"):
+        dcj.JournalRecorder(started, key=KEY).close()
+    v1 = dcj.Journal(request, unsigned.entries, format=dcj.JOURNAL_FORMAT_V1)
+    assert dcj.JournalRecorder(v1, key=KEY).close() is None  # a v1 journal has no marker
+    empty = dcj.JournalRecorder(dcj.Journal(request), key=KEY)
+    end = empty.close()
+    assert end is not None and end.entries == 0 and empty.head == dcj.JournalHead(0, end.mac or "")
+    signed = dcj.sign_journal(unsigned, KEY)
+    with pytest.raises(JournalError, match=r"^head: expected a JournalHead, got str"):
+        dcj.journal_status(signed, key=KEY, head="5:abc")  # type: ignore[arg-type]
+    with pytest.raises(JournalError, match=r"^head: the journal diverges from the head \(entr"):
+        dcj.journal_status(attrs.evolve(signed, end=None), key=KEY,
+                           head=dcj.JournalHead(0, signed.entries[0].mac or ""))
+    for entries, mac, message in [
+        (True, "0" * 64, "head.entries: expected an integer >= 0"),
+        (-1, "0" * 64, "head.entries: expected an integer >= 0"),
+        (1, "A" * 64, "head.mac: expected 64 lowercase hex digits"),
+        (1, "0" * 63, "head.mac: expected 64 lowercase hex digits"),
+    ]:
+        with pytest.raises(JournalError, match="^" + message):
+            dcj.JournalHead(entries, mac)  # type: ignore[arg-type]
