@@ -95,8 +95,8 @@ class FileSink:
         if isinstance(record, dcj.JournalEnd):
             line = {"end": {"entries": record.entries, "mac": record.mac}}
         else:
-            wire = dcj.journal_to_wire(dcj.Journal(request_of(), (record,)))["entries"]
-            line = {"entry": wire[0]}  # type: ignore[index]
+            entries: Any = dcj.journal_to_wire(dcj.Journal(request_of(), (record,)))["entries"]
+            line = {"entry": entries[0]}
         _append(self.path, json.dumps(line, sort_keys=True))
         if (
             self.die_at is not None

@@ -126,8 +126,8 @@ def test_started_and_finished_entries_are_signed_in_separate_domains() -> None:
     link = oracle_hmac(canonical(wire_of(journal)["request"]))
     for entry in journal.entries:
         start = next(s for s in started if s.seq == entry.seq)
-        bare = {k: v for k, v in dcj.journal_to_wire(dcj.Journal(request, (start,)))[
-            "entries"][0].items() if k != "mac"}
+        wired: Any = dcj.journal_to_wire(dcj.Journal(request, (start,)))["entries"]
+        bare = {k: v for k, v in wired[0].items() if k != "mac"}
         assert start.mac == oracle_hmac("started:" + link + canonical(bare))
         assert start.mac != oracle_hmac("finished:" + link + canonical(bare))
         assert start.mac != entry.mac
@@ -243,6 +243,7 @@ def test_the_head_has_a_codec_and_refuses_a_cut_or_diverging_journal() -> None:
     request, effects, sink, _ = signed_run()
     journal = sink.list.journal(request)
     head = dcj.journal_head(journal)
+    assert journal.end is not None
     assert head == dcj.JournalHead(5, journal.end.mac or "")
     text = head.to_json()
     assert json.loads(text) == {"entries": 5, "mac": journal.end.mac}
@@ -319,7 +320,7 @@ def test_entries_recorded_under_another_run_never_fold_under_this_request(
     planner_input = theirs.entries[0]
     trace_hash = dc.run_diagnosis(request, dc.scenario_effects(
         dc.load_scenario(load("payment_timeout.json")))).events[0].input_sha256
-    bound = oracle_sha(oracle_sha(canonical(wire["request"])) + trace_hash)
+    bound = oracle_sha(oracle_sha(canonical(wire["request"])) + (trace_hash or ""))
     assert planner_input.input_sha256 == bound
 
 
@@ -422,7 +423,7 @@ def test_converting_tool_records_keeps_error_and_duration() -> None:
 )
 def test_duration_ms_is_validated(value: object, message: str) -> None:
     with pytest.raises(JournalError, match="^" + re.escape(message)):
-        dcj.RecordedToolInvocation("inv-1", "t", True, duration_ms=value)  # type: ignore[arg-type]
+        dcj.RecordedToolInvocation("inv-1", "t", True, duration_ms=value)
     request, _, sink, _ = signed_run(key=None)
     wire = wire_of(sink.list.journal(request))
     wire["entries"][1]["tool_invocations"] = [

@@ -185,7 +185,8 @@ def test_a_replayed_tool_error_is_raised_again_with_its_recorded_class() -> None
         raise Custom("boom")
 
     wrapped, wrapped_custom = recorder.wrap("flaky", flaky), recorder.wrap("custom", custom)
-    for call in (lambda: wrapped(1), wrapped_custom):
+    calls: tuple[Any, ...] = (lambda: wrapped(1), wrapped_custom)
+    for call in calls:
         with pytest.raises(Exception):  # noqa: B017 - the live exceptions
             call()
     replaying = dct.ToolRecorder()
@@ -484,4 +485,4 @@ def test_heads_and_end_markers_refuse_what_they_cannot_be_taken_of() -> None:
         (1, "0" * 63, "head.mac: expected 64 lowercase hex digits"),
     ]:
         with pytest.raises(JournalError, match="^" + message):
-            dcj.JournalHead(entries, mac)  # type: ignore[arg-type]
+            dcj.JournalHead(entries, mac)
