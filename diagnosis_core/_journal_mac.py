@@ -302,8 +302,6 @@ def _started_macs(
         return []
     tools = entry.tool_invocations or ()
     forms = [None, *(tools[:count] for count in range(1, len(tools) + 1))]
-    if entry.state is EntryState.STARTED:
-        forms = forms[: len(tools) + 1]
     macs = []
     for prefix in forms:
         started = attrs.evolve(

@@ -436,3 +436,29 @@ def test_duration_ms_is_validated(value: object, message: str) -> None:
         dcj.load_journal(wire)
     for good in (0, 12, 3.5):
         assert dcj.RecordedToolInvocation("inv-1", "t", True, duration_ms=good).duration_ms == good
+
+
+def test_signing_rules_per_version_and_their_refusals() -> None:
+    # A v1 journal's entries are signed by the v1 rule (no domain), entry by entry.
+    text = (FIXTURES / "payment_timeout.signed.json").read_text(encoding="utf-8")
+    v1 = dcj.journal_from_json(text.strip())
+    v1_key = b"v1-fixture-key"
+    for index, entry in enumerate(v1.entries):
+        prefix = attrs.evolve(v1, entries=v1.entries[:index])
+        assert dcj.sign_entry(prefix, entry, v1_key).mac == entry.mac
+    # A v2 journal without its end marker: the head is the last entry's mac.
+    request, _, sink, _ = signed_run()
+    journal = sink.list.journal(request)
+    unended = attrs.evolve(journal, end=None)
+    assert dcj.journal_head(unended) == dcj.JournalHead(5, journal.entries[4].mac or "")
+    entry = journal.entries[2]
+    with pytest.raises(JournalError, match=r"^entries\[2\]: entry 2 is missing; cannot sign$"):
+        dcj.sign_entry(dcj.Journal(request, journal.entries[:1]), entry, KEY)
+    bare = dcj.Journal(request, (*journal.entries[:1], attrs.evolve(journal.entries[1], mac=None)))
+    with pytest.raises(JournalError, match=r"^entries\[1\]\.mac: missing; cannot sign the entry "):
+        dcj.sign_entry(bare, entry, KEY)
+    with pytest.raises(JournalError, match=r"^key: expected non-empty bytes$"):
+        dcj.sign_journal(journal, b"")
+    for bad in ("1", '"x"', "[]"):
+        with pytest.raises(JournalError, match=r'^head: expected an object with exactly "entries"'):
+            dcj.JournalHead.from_json(bad)
