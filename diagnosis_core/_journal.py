@@ -393,7 +393,12 @@ class JournalRecorder(
 
     ``begin(action)`` writes the started entry to the sink and keeps it;
     ``end(result)`` writes the finished entry and returns the result the
-    machine must be fed. :attr:`journal` is the journal so far. Pure apart
+    machine must be fed. ``progress(tool_invocations)`` rewrites a running
+    executor's started entry with the tool calls finished so far (spec
+    §12.3); ``close()`` writes the end marker once the machine has finished
+    (spec §12.2) — a host driving its own loop calls it, or a signed journal
+    never becomes complete; :attr:`head` is the :class:`JournalHead` to keep
+    outside the store. :attr:`journal` is the journal so far. Pure apart
     from the sink calls; the effect itself is the caller's.
     """
 
