@@ -462,3 +462,20 @@ def test_signing_rules_per_version_and_their_refusals() -> None:
     for bad in ("1", '"x"', "[]"):
         with pytest.raises(JournalError, match=r'^head: expected an object with exactly "entries"'):
             dcj.JournalHead.from_json(bad)
+
+
+@pytest.mark.parametrize("name", ["payment_timeout", "aiops_payload_targeted",
+                                  "payment_timeout.signed"])
+def test_the_cli_replays_a_v1_journal_byte_identically(
+    name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from diagnosis_core._cli import main
+
+    arguments = ["run", "--json", str(FIXTURES / f"{name}.json")]
+    if name.endswith("signed"):
+        key_file = tmp_path / "key"
+        key_file.write_bytes(b"v1-fixture-key")
+        arguments[2:2] = ["--journal-key-file", str(key_file)]
+    assert main(arguments) == 0
+    expected = (FIXTURES / f"{name}.output.json").read_text(encoding="utf-8")
+    assert capsys.readouterr().out == expected
