@@ -479,3 +479,21 @@ def test_the_cli_replays_a_v1_journal_byte_identically(
     assert main(arguments) == 0
     expected = (FIXTURES / f"{name}.output.json").read_text(encoding="utf-8")
     assert capsys.readouterr().out == expected
+
+
+def test_an_ended_or_v1_journal_refuses_what_v2_running_entries_do() -> None:
+    request, _, sink, _ = signed_run()
+    journal = sink.list.journal(request)
+    with pytest.raises(JournalError, match=r"^end: the journal has ended; nothing can be appended$"):
+        dcj.append_entry(journal, journal.entries[-1])
+    recorder = dcj.JournalRecorder(attrs.evolve(journal, end=None), key=KEY)
+    with pytest.raises(JournalError, match=r"^the journal's last entry is not started; nothing to"):
+        recorder.progress(())
+    v1 = dcj.journal_from_json(
+        (FIXTURES / "payment_timeout.json").read_text(encoding="utf-8").strip()
+    )
+    cut = attrs.evolve(v1, entries=(*v1.entries[:1], attrs.evolve(
+        v1.entries[1], state=EntryState.STARTED, outcome=None, tool_invocations=None)))
+    with pytest.raises(JournalError, match=r"^tool_invocations: a diagnosis_journal_v1 started"):
+        dcj.JournalRecorder(cut).progress(())
+    assert dcj.JournalRecorder(v1).close() is None and dcj.JournalRecorder(v1).journal.end is None
