@@ -484,7 +484,7 @@ def test_the_cli_replays_a_v1_journal_byte_identically(
 def test_an_ended_or_v1_journal_refuses_what_v2_running_entries_do() -> None:
     request, _, sink, _ = signed_run()
     journal = sink.list.journal(request)
-    with pytest.raises(JournalError, match=r"^end: the journal has ended; nothing can be appended$"):
+    with pytest.raises(JournalError, match=r"^end: the journal has ended; nothing can be appended"):
         dcj.append_entry(journal, journal.entries[-1])
     recorder = dcj.JournalRecorder(attrs.evolve(journal, end=None), key=KEY)
     with pytest.raises(JournalError, match=r"^the journal's last entry is not started; nothing to"):
