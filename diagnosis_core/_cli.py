@@ -3,7 +3,7 @@
 ``run [--json] SCENARIO.json`` replays a scenario (spec §9; a scenario with
 ``"workflow": "aiops"`` is an AIOps scenario, spec §11), ``--journal-out FILE``
 writing the run's journal (spec §12); ``run [--json] JOURNAL.json`` replays a
-journal (told apart by ``"format": "diagnosis_journal_v1"``) to the output of
+journal (told apart by ``"format": "diagnosis_journal_v2"`` or ``…_v1``) to the output of
 the run that recorded it; ``--journal-key-file FILE`` signs the journal
 written and verifies the journal read; ``journal to-scenario JOURNAL`` prints
 the equivalent §9 scenario; ``--store URL`` and the ``runs``, ``sessions``
@@ -79,7 +79,8 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 _WORKFLOWS = ("chat", "aiops")
-_AIOPS_JOURNAL = "aiops_journal_v1"  # the AIOps journal's format (spec §12)
+# the AIOps journal's formats (spec §12): the one written now, and v1 (still read)
+_AIOPS_JOURNAL = ("aiops_journal_v2", "aiops_journal_v1")
 _RESUME = "diagnosis_resume_v1"  # the conformance kit's resume document (spec §9)
 
 
@@ -121,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         if isinstance(data, dict) and "format" in data:
             if args.journal_out is not None:
                 return usage_error("--journal-out: a journal is replayed, not recorded again")
-            if data.get("format") == _AIOPS_JOURNAL:
+            if data.get("format") in _AIOPS_JOURNAL:
                 return _run_aiops_journal(args, data, key)
             if data.get("format") == _RESUME:
                 return _run_resume(args, data, key)
@@ -247,7 +248,7 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
 
 
 def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None) -> int:
-    """Replay an AIOps journal (``"format": "aiops_journal_v1"``, spec §12).
+    """Replay an AIOps journal (``"format": "aiops_journal_v2"`` or ``…_v1``, spec §12).
 
     Refused with exit 2 naming the entry when it does not verify, and when it
     is incomplete (its process died) saying at which call.
@@ -426,7 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="replay a scenario or a run journal JSON file",
         description="Replay a scenario (spec §9), or a run journal (spec §12, told apart by "
-        '"format": "diagnosis_journal_v1") to the output of the run that recorded it.',
+        '"format": "diagnosis_journal_v2" or "diagnosis_journal_v1") to the output of the run '
+        "that recorded it.",
     )
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
     run.add_argument(

@@ -140,7 +140,7 @@ def _runs_ls(args: argparse.Namespace) -> int:
             stored = store.load(summary.run_id)
             rows.append({
                 "run_id": summary.run_id, "session_id": summary.session_id,
-                "workflow": "aiops" if summary.format == "aiops_journal_v1" else "chat",
+                "workflow": "aiops" if summary.format.startswith("aiops_journal_") else "chat",
                 "created_at": summary.created_at, "entries": summary.entry_count,
                 "status": "invalid" if stored is None else _status(stored, key),
             })
@@ -205,7 +205,7 @@ def _runs_resume(args: argparse.Namespace) -> int:
         stored = store.load(args.run_id)
         if stored is None:
             return _fail(f"run {args.run_id!r}: not in the store")
-        if stored.format != "diagnosis_journal_v1":
+        if not stored.format.startswith("diagnosis_journal_"):
             return _fail("runs resume: only a chat run can be resumed from the command line")
         if scenario is None:
             if _status(stored, key) != "complete":

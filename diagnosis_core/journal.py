@@ -8,10 +8,21 @@ normalization and projections as a live reply, and a stored "verdict" cannot
 exist. Folding also verifies: every entry must be the call the machine asks
 for at that point (same call, round, attempt and input hash), so tampering,
 corruption and a core that would route a recorded run differently are
-:class:`JournalError`\\ s naming the entry. With a host key, entries are chained
-with HMAC-SHA256 (:func:`sign_journal`) and every edit is refused.
+:class:`JournalError`\\ s naming the entry. New journals are written as
+``diagnosis_journal_v2`` (``diagnosis_journal_v1`` journals still load, fold and
+replay byte for byte): each entry's input hash is bound to the request, so another
+run's entries never fold under it, even without a key.
 
-The AIOps flow's journal (``aiops_journal_v1``, in :mod:`diagnosis_core.aiops`) is
+With a host key, entries are chained with HMAC-SHA256 (:func:`sign_journal`),
+``started`` and ``finished`` forms in separate domains, and a complete journal ends
+with a signed end marker (:class:`JournalEnd`) covering the entry count. An attacker
+who can write the store but holds no key cannot edit, insert, reorder or graft
+entries, nor make an incomplete journal complete; what remains possible is to **cut
+the journal to a prefix**, which resumes as an interrupted run (spec §12.2). A host
+that keeps the :class:`JournalHead` (:func:`journal_head`: entry count and last
+``mac``) outside the store and passes ``head=`` refuses the cut as well.
+
+The AIOps flow's journal (``aiops_journal_v2``, in :mod:`diagnosis_core.aiops`) is
 the same kernel with its own call names; :func:`journal_to_json`,
 :func:`journal_to_wire`, :func:`sign_journal`, :func:`sign_entry` and
 :func:`entry_mac` accept either workflow's journal.
@@ -33,6 +44,7 @@ from ._chat.entries import entry_from_json, entry_to_json
 from ._chat.journal import (
     INTERRUPTED_MESSAGE,
     JOURNAL_FORMAT,
+    JOURNAL_FORMAT_V1,
     ExpectedCall,
     Journal,
     JournalCall,
@@ -63,6 +75,7 @@ from ._chat.journal import (
 from ._kernel.errors import JournalError
 from ._kernel.journal.codec import (
     EntryState,
+    JournalEnd,
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
@@ -77,17 +90,20 @@ from ._kernel.journal.codec import (
     outcome_to_wire,
     stored_json,
 )
-from ._kernel.journal.mac import entry_mac, sign_entry, sign_journal
+from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "JOURNAL_FORMAT",
+    "JOURNAL_FORMAT_V1",
     "EntryState",
     "ExpectedCall",
     "Journal",
     "JournalCall",
+    "JournalEnd",
     "JournalEntry",
     "JournalError",
+    "JournalHead",
     "JournalOutcome",
     "JournalRecorder",
     "JournalSink",
@@ -109,6 +125,7 @@ __all__ = [
     "finish_entry",
     "fold_journal",
     "journal_from_json",
+    "journal_head",
     "journal_status",
     "journal_to_json",
     "journal_to_scenario",

@@ -39,7 +39,13 @@ from ._chat.reference_gatekeeper import (
 )
 from ._chat.run_recorders import RunRecorders, ToolsFactory
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
-from ._kernel.tools import RecorderMark, ToolCallError, ToolCallRecord, ToolEnvelope
+from ._kernel.tools import (
+    RecorderMark,
+    ReplayedToolError,
+    ToolCallError,
+    ToolCallRecord,
+    ToolEnvelope,
+)
 
 __all__ = [
     "UNRESOLVED",
@@ -47,6 +53,7 @@ __all__ = [
     "RecorderGatekeeper",
     "RecorderMark",
     "ReferenceGatekeeper",
+    "ReplayedToolError",
     "RunRecorders",
     "ToolCallError",
     "ToolCallRecord",

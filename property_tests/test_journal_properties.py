@@ -206,11 +206,12 @@ def _any_edit(draw: st.DrawFn, wire: dict[str, Any]) -> str:
         else:
             wire["request"]["run"]["session_id"] += "x"
         return f"request.{field}"
-    entry = draw(st.sampled_from(wire["entries"]))
+    index = draw(st.integers(0, len(wire["entries"]) - 1))
+    entry = wire["entries"][index]
     if where == "mac":
         mac = entry["mac"]
         entry["mac"] = ("0" if mac[0] != "0" else "1") + mac[1:]
-        return "mac"
+        return f"entries[{index}].mac"
     field = draw(st.sampled_from((*_HEADER_FIELDS, "outcome")))
     if field == "outcome":
         outcome = entry.get("outcome")
@@ -222,13 +223,13 @@ def _any_edit(draw: st.DrawFn, wire: dict[str, Any]) -> str:
             entry["outcome"] = {"result": [outcome["result"]]}
         else:
             outcome["error"]["message"] += "x"
-        return "outcome"
+        return f"entries[{index}].outcome"
     new_value = _header_edit(draw, entry, field)
     assume(new_value != entry[field])
     entry[field] = new_value
     if field == "state":
         entry.pop("outcome", None)
-    return field
+    return f"entries[{index}].{field}"
 
 
 @given(dt.scenarios(), st.data())
@@ -238,12 +239,18 @@ def test_with_a_key_every_edit_is_refused(document: dict[str, Any], data: st.Dat
     dcj.fold_journal(dcj.load_journal(wire), key=KEY)  # the untouched journal verifies
     changed = _any_edit(data.draw, wire)
     note(changed)
+    # The check that refuses the edit is the MAC of the edited entry (an edited request:
+    # the first entry's, whose link is the request's HMAC) — or, for an edit that breaks
+    # the form, the loader naming the edited place.
+    edited = changed.partition(".")[0] if changed.startswith("entries") else "entries[0]"
     try:
         loaded = dcj.load_journal(wire)
-    except JournalError:
+    except JournalError as error:
+        assert str(error).startswith(changed.rpartition(".")[0] or changed), (changed, error)
         return
     try:
         dcj.fold_journal(loaded, key=KEY)
-    except JournalError:
+    except JournalError as error:
+        assert str(error).startswith(f"{edited}.mac: does not match"), (changed, error)
         return
     raise AssertionError(f"an edit of {changed} was accepted with a key")

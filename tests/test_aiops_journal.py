@@ -1,4 +1,4 @@
-"""The AIOps run journal ``aiops_journal_v1`` (spec §12, last bullet; spec §11)."""
+"""The AIOps run journal ``aiops_journal_v2`` (v1 still read; spec §12, last bullet; §11)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def live_run(
     sink = dca.ListAiOpsJournalSink()
     request = dca.aiops_scenario_request(scenario)
     state = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sink, key=key)
-    return AiOpsJournal(request, tuple(sink.entries)), state
+    return sink.journal(request), state
 
 
 def started(entry: AiOpsJournalEntry) -> AiOpsJournalEntry:
@@ -90,15 +90,19 @@ def test_the_wire_form_has_the_aiops_shape() -> None:
     text = dcj.journal_to_json(journal)
     data = json.loads(text)
     assert text == dcp.canonical_json(data)
-    assert data["format"] == "aiops_journal_v1" == dca.AIOPS_JOURNAL_FORMAT == journal.format
+    assert data["format"] == "aiops_journal_v2" == dca.AIOPS_JOURNAL_FORMAT == journal.format
+    assert data["end"] == {"entries": len(data["entries"])}
     assert set(data["request"]) == {"run", "alerts", "config"}
     assert [entry["call"] for entry in data["entries"]] == [
         "supervisor", "planner", "supervisor", "executor", "supervisor", "reporter", "reporter",
     ]
     state = dca.fold_aiops_journal(journal)
-    # Each entry's hash is the trace's hash of the same input; round is the step.
+    # Each entry's hash is the trace's hash of the same input bound to the request (v2);
+    # round is the step.
+    request_sha = hashlib.sha256(dcp.canonical_json(data["request"]).encode("utf-8")).hexdigest()
     for entry, event in zip(data["entries"], state.events, strict=False):
-        assert entry["input_sha256"] == event.input_sha256
+        bound = (request_sha + event.input_sha256).encode("ascii")
+        assert entry["input_sha256"] == hashlib.sha256(bound).hexdigest()
         assert entry["round"] == event.step and entry["attempt"] == event.attempt
     executor = data["entries"][3]
     assert [item["invocation_id"] for item in executor["tool_invocations"]] == [
@@ -198,6 +202,7 @@ def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() 
     wire["entries"][1]["outcome"] = {"error": {"kind": "non_retryable", "message": "boom"}}
     del wire["entries"][1]["tool_invocations"]
     wire["entries"] = wire["entries"][:2]
+    wire["end"] = {"entries": 2}  # without a key, an end marker is a fact like the others
     status = dca.aiops_journal_status(dca.load_aiops_journal(wire))
     assert status.complete
     assert status.state.outcome is dca.AiOpsOutcome.FALLBACK
@@ -219,7 +224,8 @@ def test_only_the_last_entry_may_be_started_for_each_call(agent: AiOpsAgent) -> 
     ("edit", "message"),
     [
         (lambda w: w.pop("format"), "format: missing"),
-        (lambda w: w.update(format="diagnosis_journal_v1"), "format: expected 'aiops_journal_v1'"),
+        (lambda w: w.update(format="diagnosis_journal_v1"),
+         "format: expected 'aiops_journal_v2' or 'aiops_journal_v1'"),
         (lambda w: w.update(extra=1), "$: unknown key 'extra'"),
         (lambda w: w["request"].pop("alerts"), "request.alerts: missing"),
         (lambda w: w["request"].update(question="q"), "request: unknown key 'question'"),
@@ -248,7 +254,9 @@ def test_malformed_aiops_journals_are_refused_with_a_path(edit: Any, message: st
 
 def test_journals_of_the_two_workflows_are_not_interchangeable() -> None:
     journal = dca.record_aiops_scenario(example("aiops_payload_targeted.json"))
-    with pytest.raises(JournalError, match="format: expected 'diagnosis_journal_v1'"):
+    with pytest.raises(
+        JournalError, match="format: expected 'diagnosis_journal_v2' or 'diagnosis_journal_v1'"
+    ):
         dcj.journal_from_json(dcj.journal_to_json(journal))
     with pytest.raises(JournalError, match="expected a Journal, got AiOpsJournal"):
         dcj.fold_journal(journal)  # type: ignore[arg-type]
@@ -271,6 +279,7 @@ def _signed_edits() -> list[Any]:
 
     def drop_last(w: dict[str, Any]) -> None:
         w["entries"].pop()
+        del w["end"]
 
     def mac(w: dict[str, Any]) -> None:
         w["entries"][2]["mac"] = "0" * 64
@@ -402,7 +411,11 @@ def test_the_sink_gets_the_started_entry_before_the_agent_runs() -> None:
         def invoke(text: str, config: dc.RunConfig) -> str:
             last = sink.entries[-1]
             assert last.state is EntryState.STARTED and last.call is agent
-            assert last.input_sha256 == hashlib.sha256(text.encode("utf-8")).hexdigest()
+            # v2: the input hash is bound to the request (SHA-256 of the two hex digests)
+            bound = hashlib.sha256(
+                (request_sha + hashlib.sha256(text.encode("utf-8")).hexdigest()).encode("ascii")
+            ).hexdigest()
+            assert last.input_sha256 == bound
             seen.append((agent.value, last.seq))
             reply: str = inner(text, config)
             return reply
@@ -411,9 +424,12 @@ def test_the_sink_gets_the_started_entry_before_the_agent_runs() -> None:
 
     effects = dca.AiOpsEffects(*(watch(agent) for agent in AiOpsAgent))
     request = dca.aiops_scenario_request(scenario)
+    request_text = dcp.canonical_json(dca.aiops_request_to_wire(request))
+    request_sha = hashlib.sha256(request_text.encode("utf-8")).hexdigest()
     state = dca.run_aiops(request, effects, sink=sink)
     assert [seq for _, seq in seen] == list(range(1, len(sink.entries) + 1))
     assert all(entry.state is EntryState.FINISHED for entry in sink.entries)
+    assert sink.end == dcj.JournalEnd(len(sink.entries))
     assert dca.fold_aiops_journal(AiOpsJournal(request, tuple(sink.entries))) == state
 
 
@@ -496,7 +512,7 @@ def test_the_cli_replays_a_journal_byte_identically(
     ("edit", "message"),
     [
         (lambda w: w["entries"].pop(1), "entries[1].seq: expected 2, got 3"),
-        (lambda w: w["entries"].__delitem__(slice(4, None)),
+        (lambda w: (w["entries"].__delitem__(slice(4, None)), w.pop("end")),
          "the journal is incomplete: ends before supervisor step 3 attempt 1"),
         (lambda w: w["entries"][3].update(state="started", outcome=None),
          "entries[3].outcome: a started entry has none"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,6 +55,7 @@ def record(
     while not isinstance(action := dcm.next_action(state), dcm.Finished):
         recorder.begin(action)
         state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
+    recorder.close()  # the end marker: a signed v2 journal is complete only with it
     return recorder.journal, state
 
 
@@ -102,7 +104,8 @@ def test_the_wire_form_is_canonical_json_with_the_section_12_shape() -> None:
     text = dcj.journal_to_json(journal)
     data = json.loads(text)
     assert text == dcp.canonical_json(data)
-    assert data["format"] == "diagnosis_journal_v1"
+    assert data["format"] == "diagnosis_journal_v2"
+    assert data["end"] == {"entries": 5}  # unsigned: the end marker has no mac
     assert set(data["request"]) == {"question", "run", "history", "skills", "config"}
     assert [entry["call"] for entry in data["entries"]] == [
         "planner", "executor", "gatekeeper", "verifier", "composer",
@@ -110,8 +113,11 @@ def test_the_wire_form_is_canonical_json_with_the_section_12_shape() -> None:
     first = data["entries"][0]
     assert set(first) == {"seq", "call", "round", "attempt", "input_sha256", "state", "outcome"}
     state = dcj.fold_journal(journal)
-    # The entry's hash is the trace's hash of the same input.
-    assert first["input_sha256"] == state.events[0].input_sha256
+    # v2: the entry's hash is the trace's hash of the same input, bound to the request:
+    # SHA-256 of (SHA-256 of the request's canonical JSON) + (the trace's hash), as hex text.
+    request_sha = hashlib.sha256(dcp.canonical_json(data["request"]).encode("utf-8")).hexdigest()
+    bound = (request_sha + state.events[0].input_sha256).encode("ascii")
+    assert first["input_sha256"] == hashlib.sha256(bound).hexdigest()
     assert "result" in data["entries"][2]["outcome"]
 
 
@@ -183,6 +189,7 @@ def test_a_forged_gatekeeper_pass_is_a_fact_and_goes_through_the_parsers() -> No
     assert gatekeeper["call"] == "gatekeeper"
     gatekeeper["outcome"] = {"result": {"status": "pass"}}
     wire["entries"] = wire["entries"][:3]
+    del wire["end"]  # cut like a crashed run (an end marker that covers 5 entries is refused)
     status = dcj.journal_status(dcj.load_journal(wire))
     assert not status.complete
     assert status.describe() == "incomplete: ends before verifier round 1 attempt 1"
@@ -212,7 +219,8 @@ def test_a_journal_that_ends_early_names_the_pending_call() -> None:
     ("edit", "message"),
     [
         (lambda w: w.pop("format"), "format: missing"),
-        (lambda w: w.update(format="aiops_journal_v1"), "format: expected 'diagnosis_journal_v1'"),
+        (lambda w: w.update(format="aiops_journal_v1"),
+         "format: expected 'diagnosis_journal_v2' or 'diagnosis_journal_v1'"),
         (lambda w: w.update(extra=1), "$: unknown key 'extra'"),
         (lambda w: w["request"].pop("question"), "request.question: missing"),
         (lambda w: w["request"]["run"].pop("session_id"), "request.run.session_id: missing"),
@@ -333,7 +341,8 @@ def test_a_lone_surrogate_in_an_error_message_round_trips() -> None:
 def test_with_a_key_every_entry_is_signed_and_verified() -> None:
     journal = record_scenario(example("payment_timeout.json"), key=KEY)
     assert all(entry.mac is not None for entry in journal.entries)
-    assert dcj.sign_journal(Journal(journal.request, journal.entries), KEY) == journal
+    bare_end = dcj.JournalEnd(len(journal.entries))
+    assert dcj.sign_journal(Journal(journal.request, journal.entries, end=bare_end), KEY) == journal
     dcj.fold_journal(journal, key=KEY)
     with pytest.raises(JournalError, match=r"^entries\[0\]\.mac: does not match"):
         dcj.fold_journal(journal, key=b"another key")
@@ -421,7 +430,9 @@ def test_an_interrupted_executor_call_fails_closed_and_is_never_resent(key: byte
     assert state.result.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
     assert state.result.calls.executor == 1
     assert dcj.fold_journal(resumed, key=key) == state
-    assert dcj.journal_status(resumed, key=key).complete
+    # With a key, a v2 journal is complete only once its end marker is written (the
+    # driver writes it when the run ends; resume_journal only settles the entry).
+    assert dcj.journal_status(resumed, key=key).complete is (key is None)
     # Resuming a resumed journal changes nothing.
     assert dcj.resume_journal(resumed, key=key) == (resumed, state)
 

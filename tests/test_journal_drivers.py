@@ -244,12 +244,17 @@ def test_an_interrupted_executor_is_never_re_sent_and_fails_closed(key: bytes | 
     request, plain = setup(document)
     counting = Counting(plain)
     written: list[dcj.JournalEntry] = []
+    ends: list[dcj.JournalEnd] = []
 
     class Sink:
-        def write(self, entry: dcj.JournalEntry, /) -> None:
-            written.append(entry)
+        def write(self, entry: dcj.JournalEntry | dcj.JournalEnd, /) -> None:
+            if isinstance(entry, dcj.JournalEnd):
+                ends.append(entry)  # the end marker, once, after the last entry
+            else:
+                written.append(entry)
 
     state = dc.run_diagnosis(request, counting.effects(), journal=cut, sink=Sink(), key=key)
+    assert len(ends) == 1 and ends[0].entries == len(cut.entries) + len(written) - 1
     assert counting.calls["executor"] == 0 and counting.calls["gk"] == 0
     assert state.result.reason_code is ReasonCode.EXECUTOR_FAILED
     first = written[0]
@@ -259,8 +264,9 @@ def test_an_interrupted_executor_is_never_re_sent_and_fails_closed(key: bytes | 
     assert first.outcome == dcj.RecordedAgentError(
         dc.FailureKind.NON_RETRYABLE, dcj.INTERRUPTED_MESSAGE
     )
-    whole = dcj.Journal(request, (*cut.entries[:-1], *written))
+    whole = dcj.Journal(request, (*cut.entries[:-1], *written), end=ends[0])
     assert dcj.fold_journal(whole, key=key) == state
+    assert dcj.journal_status(whole, key=key).complete
 
 
 @pytest.mark.parametrize("resend", [False, True])

@@ -18,8 +18,20 @@ All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
   interrupted entry that the rule completes (executor, gatekeeper) is handed
   to the sink first;
 * ``key`` — sign new entries and verify the resumed journal (HMAC-SHA256);
-* ``tools`` — the executor's finished entry carries the tool calls recorded
-  during that call;
+  a v2 journal ends with its end marker, written to the sink when the run
+  ends (spec §12.2);
+* ``head`` — resume only a journal at least as long as the head the host
+  kept outside the store, and not diverging from it (spec §12.2);
+* ``tools`` — the executor's entry carries the tool calls recorded during
+  that call: each one is written to the sink as it finishes, on the
+  executor's ``started`` entry, and the finished entry lists them all
+  (spec §12.3). When ``effects.gatekeeper`` is ``tools.gatekeeper()`` and the
+  recorder holds exactly the journal's tool calls, the gatekeeper entry says
+  ``derived`` and folding re-derives its result (spec §12.4);
+* ``resend_executor`` — the host declares its tools replay-safe: an
+  interrupted executor call is re-sent as the same attempt, and each tool
+  call identical to one the journal records is answered from the journal
+  instead of running (needs ``tools``);
 * ``observer`` — told of every effect and every trace event appended in this
   process (a resumed run's earlier events were announced by the run that
   appended them). A hook that raises is reported and never changes the run.
@@ -30,7 +42,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -40,7 +52,7 @@ from .._kernel.effects import (
     reject_awaitable,
     require_awaitable,
 )
-from .._kernel.errors import JournalError
+from .._kernel.errors import JournalError, RunOptionsError
 from .._kernel.facts import repair_text
 from .._kernel.loop import (
     Done,
@@ -53,7 +65,7 @@ from .._kernel.loop import (
     invoke_agent,
 )
 from .._kernel.messages import other_request_error
-from .._kernel.observe import Watcher
+from .._kernel.observe import Watcher, notify
 from .._kernel.provenance import mark_built, require_built_here
 from .effects import AsyncEffects, Effects
 from .enums import AgentName
@@ -77,8 +89,9 @@ from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
+    from .._kernel.journal.mac import JournalHead
     from .._kernel.journal.store import JournalStore
-    from .._kernel.tools import RecorderMark
+    from .._kernel.journal.tool_calls import ExecutorTools
     from .journal import Journal, JournalEntry, JournalRecorder, JournalSink
     from .reference_gatekeeper import ToolRecorder
 
@@ -157,7 +170,7 @@ async def perform_effect_async(
 
 
 class _Journaling:
-    """The :class:`StepRecorder` of a journaling run: a journal recorder plus the tool marks."""
+    """The :class:`StepRecorder` of a journaling run: a journal recorder plus its tool calls."""
 
     def __init__(
         self,
@@ -168,25 +181,44 @@ class _Journaling:
         self.recorder = recorder
         self._tools = tools
         self._observer = observer
-        self._mark: RecorderMark | None = None
+        self._executor: ExecutorTools | None = None
+        self.gatekeeper: object = None
+
+    def _derived(self) -> bool:
+        """Is the gatekeeper ``tools.gatekeeper()`` over exactly the journal's tools? (§12.4)"""
+        from .._kernel.journal.tool_calls import journal_ledger_equals
+        from .reference_gatekeeper import RecorderGatekeeper
+
+        gatekeeper = self.gatekeeper
+        if self._tools is None or not isinstance(gatekeeper, RecorderGatekeeper):
+            return False
+        if gatekeeper.recorder is not self._tools:
+            return False
+        return journal_ledger_equals(self.recorder.journal.entries, self._tools)
 
     def begin(self, action: InvokeAgent | CallGatekeeper, /) -> None:
-        self.recorder.begin(action)  # the sink has the started entry before the effect
+        from .._kernel.journal.tool_calls import ExecutorTools
+
+        derived = isinstance(action, CallGatekeeper) and self._derived()
+        # the sink has the started entry before the effect
+        entry = self.recorder.begin(action, derived=derived)
         executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-        self._mark = self._tools.mark() if executor and self._tools is not None else None
+        if executor and self._tools is not None:
+            self._executor = ExecutorTools(self.recorder, self._tools, entry.tool_invocations)
 
     def end(self, action: InvokeAgent | CallGatekeeper, result: EffectResult, /) -> EffectResult:
-        from .journal import recorded_tool_invocations
-
         invocations = None
-        if self._mark is not None and self._tools is not None:
-            invocations = recorded_tool_invocations(self._tools.since(self._mark))
-            self._mark = None
-            from .._kernel.observe import notify
-
+        if self._executor is not None:
+            invocations = self._executor.finish()
+            self._executor = None
+        if invocations is not None:
             # The optional hook: the executor call's recorded tools (spec §13, §14).
             notify(self._observer, "tools_recorded", action, invocations)
         return self.recorder.end(result, tool_invocations=invocations)
+
+    def close(self) -> None:
+        """The run ended: the end marker goes to the sink (v2, spec §12.2)."""
+        self.recorder.close()
 
 
 def _events(state: DiagnosisState) -> Sequence[TraceEvent]:
@@ -248,22 +280,40 @@ def _prepare(
     resend_gatekeeper: bool,
     tools: ToolRecorder | None,
     observer: DiagnosisObserver | None,
+    gatekeeper: object = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> _Run:
     """Validate the options and resume the journal; nothing is written yet."""
-    journaling = journal is not None or sink is not None
-    check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
-    if not journaling:
+    journaled = journal is not None or sink is not None
+    check_run_options(driver, journaling=journaled, state=state, key=key, tools=tools)
+    if not journaled:
+        if resend_executor or head is not None:
+            raise RunOptionsError(
+                "resend_executor= and head= resume a journal; pass journal= or sink="
+            )
         if state is not None:
             require_built_here(state, driver)
         current = start_diagnosis(request) if state is None else state
         return _Run(current, None, announced=len(current.events), observer=observer)
+    from .._kernel.journal.codec import is_v1
     from .journal import Journal, JournalRecorder, journal_status, resume_journal
 
+    if resend_executor and tools is None:
+        raise RunOptionsError(
+            "resend_executor: needs tools= (the run's ToolRecorder answers the recorded tool "
+            "calls from the journal)"
+        )
+
     if journal is None:
+        if head is not None:
+            raise ValueError("head: checks a journal being resumed; pass journal=")
         recorder = JournalRecorder(Journal(request), sink=sink, key=key)
+        journaling = _Journaling(recorder, tools, observer)
+        journaling.gatekeeper = gatekeeper
         return _Run(
             start_diagnosis(request),
-            _Journaling(recorder, tools, observer),
+            journaling,
             announced=0,
             sink=sink,
             observer=observer,
@@ -272,18 +322,34 @@ def _prepare(
         raise JournalError(f"journal: expected a Journal, got {type(journal).__name__}")
     if journal.request != request:
         raise other_request_error(journal.request, request)
-    before = journal_status(journal, key=key)
-    resumed, current = resume_journal(journal, key=key, resend_gatekeeper=resend_gatekeeper)
+    before = journal_status(journal, key=key, head=head)
+    if resend_executor and is_v1(journal) and before.interrupted is not None and (
+        before.interrupted.call.value == "executor"
+    ):
+        raise JournalError(
+            f"resend_executor: a {journal.format} journal does not record tool calls as they "
+            "finish; its interrupted executor call cannot be re-sent"
+        )
+    resumed, current = resume_journal(
+        journal, key=key, resend_gatekeeper=resend_gatekeeper,
+        resend_executor=resend_executor, head=head,
+    )
     completed = resumed.entries[-1] if resumed is not journal else None
     recorder = JournalRecorder(resumed, sink=sink, key=key)
+    journaling = _Journaling(recorder, tools, observer)
+    journaling.gatekeeper = gatekeeper
     return _Run(
         current,
-        _Journaling(recorder, tools, observer),
+        journaling,
         announced=len(before.state.events),
         resumed_entry=completed,
         sink=sink,
         observer=observer,
     )
+
+
+def _gatekeeper_of(effects: Any) -> object:
+    return getattr(effects, "gatekeeper", None)
 
 
 def _check_sync(effects: Effects, driver: str) -> None:
@@ -365,6 +431,8 @@ def run_diagnosis(
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
     store: JournalStore | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> DiagnosisState:
     """Run to END synchronously; returns the finished state.
 
@@ -383,6 +451,9 @@ def run_diagnosis(
 
     ``store`` (spec §16) records the run there and resumes it when the
     store already holds it (its ``journal`` and ``sink`` come from the store).
+    ``resend_executor`` re-sends an interrupted executor call with its recorded
+    tool calls answered from the journal (spec §12.3; needs ``tools``); ``head``
+    refuses a resumed journal shorter than or diverging from it (spec §12.2).
 
     Raises ``TypeError`` before the run starts when ``effects`` are not sync
     :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
@@ -394,12 +465,14 @@ def run_diagnosis(
         return run_on_store(store, request, lambda journal, sink: run_diagnosis(
             request, effects, journal=journal, sink=sink, key=key,
             resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+            resend_executor=resend_executor, head=head,
         ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state},
            clock=time.monotonic)
     _check_sync(effects, "run_diagnosis")
     run = _prepare(
         "run_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     if run.journaling is None and not run.watched:
         perform = functools.partial(perform_effect, effects=effects)
@@ -423,6 +496,8 @@ async def arun_diagnosis(
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
     store: JournalStore | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state.
 
@@ -436,12 +511,14 @@ async def arun_diagnosis(
         return await arun_on_store(store, request, lambda journal, sink: arun_diagnosis(
             request, effects, journal=journal, sink=sink, key=key,
             resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+            resend_executor=resend_executor, head=head,
         ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state},
            clock=time.monotonic)
     _check_async(effects, "arun_diagnosis")
     run = _prepare(
         "arun_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     if run.journaling is None and not run.watched:
         perform = functools.partial(perform_effect_async, effects=effects)
@@ -464,6 +541,8 @@ def iter_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> Iterator[TraceEvent | DiagnosisResult]:
     """:func:`run_diagnosis` as an iterator: every trace event as it is appended, then the result.
 
@@ -477,6 +556,7 @@ def iter_diagnosis(
     run = _prepare(
         "iter_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     return _iterate(run, effects)
 
@@ -497,6 +577,8 @@ def aiter_diagnosis(
     resend_gatekeeper: bool = False,
     tools: ToolRecorder | None = None,
     observer: DiagnosisObserver | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> AsyncIterator[TraceEvent | DiagnosisResult]:
     """:func:`arun_diagnosis` as an async iterator: the trace events as appended, then the result.
 
@@ -507,6 +589,7 @@ def aiter_diagnosis(
     run = _prepare(
         "aiter_diagnosis", request, state, journal=journal, sink=sink, key=key,
         resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
+        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
     )
     return _aiterate(run, effects)
 

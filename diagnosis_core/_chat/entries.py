@@ -39,18 +39,23 @@ def entry_to_json(entry: JournalEntryBase[Any]) -> str:
 
 
 @overload
-def entry_from_json(text: str) -> JournalEntry: ...
+def entry_from_json(text: str, *, format: str | None = None) -> JournalEntry: ...
 
 
 @overload
-def entry_from_json(text: str, entry_type: type[E]) -> E: ...
+def entry_from_json(text: str, entry_type: type[E], *, format: str | None = None) -> E: ...
 
 
-def entry_from_json(text: str, entry_type: type[Any] = JournalEntry) -> Any:
+def entry_from_json(
+    text: str, entry_type: type[Any] = JournalEntry, *, format: str | None = None
+) -> Any:
     """Parse one entry's text strictly as ``entry_type`` (default: the chat :class:`JournalEntry`).
 
-    Pass ``AiOpsJournalEntry`` for an AIOps entry. Every problem is a
-    :class:`JournalError` naming its path (``entry.outcome: missing ...``).
+    Pass ``AiOpsJournalEntry`` for an AIOps entry, and the journal's
+    ``format`` for an entry of a ``…_v1`` journal (by default the current
+    form: a started executor entry may list the tool calls finished so far).
+    Every problem is a :class:`JournalError` naming its path
+    (``entry.outcome: missing ...``).
     """
     if not isinstance(text, str):
         raise JournalError(f"entry: expected text, got {type(text).__name__}")
@@ -60,7 +65,8 @@ def entry_from_json(text: str, entry_type: type[Any] = JournalEntry) -> Any:
         data = loads_stored(text)
     except PayloadError as error:
         raise JournalError(f"entry{_suffix(error.path)}: {error.problem}") from None
-    return _load_entry(data, "entry", entry_type)
+    v1 = format is not None and format.endswith("_v1")
+    return _load_entry(data, "entry", entry_type, v1)
 
 
 def _suffix(path: str) -> str:

@@ -33,15 +33,17 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 
 from .._kernel.converter import to_wire
+from .._kernel.errors import JournalError
 from .._kernel.facts import repair_text
 from .._kernel.journal.codec import (
     JournalBase,
+    JournalEnd,
     JournalEntryBase,
     JournalForm,
     JournalOutcome,
@@ -49,10 +51,10 @@ from .._kernel.journal.codec import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     RecordedReply,
-    RecordedToolError,
     RecordedToolInvocation,
     journal_document_from_json,
     load_journal_document,
+    recorded_tool_invocations,
 )
 from .._kernel.journal.fold import (
     INTERRUPTED_MESSAGE,
@@ -69,6 +71,7 @@ from .._kernel.journal.fold import (
     resume,
     scenario_response,
     scripted_message,
+    status_fields,
 )
 from .._kernel.journal.fold import (
     append_entry as _append_entry,
@@ -79,7 +82,7 @@ from .._kernel.journal.fold import (
 from .._kernel.journal.fold import (
     start_entry as _start_entry,
 )
-from .._kernel.journal.mac import request_seed
+from .._kernel.journal.mac import JournalHead, request_seed
 from .._kernel.json import JsonValue, canonical_json, sha256_text
 from .._kernel.results import AgentFailed, AgentReplied
 from .enums import AgentName
@@ -101,11 +104,12 @@ from .machine import (
 from .request_codec import load_request, request_to_wire
 
 if TYPE_CHECKING:
-    from .._kernel.tools import ToolCallRecord
+    pass
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "JOURNAL_FORMAT",
+    "JOURNAL_FORMAT_V1",
     "ExpectedCall",
     "Journal",
     "JournalCall",
@@ -115,6 +119,7 @@ __all__ = [
     "JournalStatus",
     "ListJournalSink",
     "append_entry",
+    "derive_gatekeeper",
     "entry_result",
     "expected_call",
     "finish_entry",
@@ -135,8 +140,11 @@ __all__ = [
 ]
 
 
-JOURNAL_FORMAT = "diagnosis_journal_v1"
-"""The ``format`` of a chat diagnosis journal."""
+JOURNAL_FORMAT = "diagnosis_journal_v2"
+"""The ``format`` new chat diagnosis journals are written in."""
+
+JOURNAL_FORMAT_V1 = "diagnosis_journal_v1"
+"""The ``format`` of chat diagnosis journals written before v2; still read, folded and replayed."""
 
 
 class JournalCall(enum.StrEnum):
@@ -157,6 +165,7 @@ _CHAT_FORM = JournalForm(
     request_type=DiagnosisRequest,
     request_to_wire=request_to_wire,
     load_request=load_request,
+    v1_format=JOURNAL_FORMAT_V1,
 )
 
 
@@ -243,6 +252,29 @@ def entry_result(entry: JournalEntry) -> EffectResult:
     return agent_result(entry)
 
 
+def derive_gatekeeper(
+    action: CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
+) -> str:
+    """The canonical JSON of the reference gatekeeper's result over recorded tool calls (§12.4).
+
+    What a ``derived`` gatekeeper entry must hold: the package's reference
+    gatekeeper (the one :meth:`ToolRecorder.gatekeeper` runs) over the
+    ledger of the tool calls the journal records before it. A ledger the
+    journal cannot hold (a duplicate id, a malformed record) is a
+    :class:`JournalError`.
+    """
+    from .._kernel.errors import LedgerError
+    from .._kernel.ledger import ToolLedger, invocation_from_record
+    from .reference_gatekeeper import ReferenceGatekeeper
+
+    try:
+        ledger = ToolLedger(tuple(invocation_from_record(item.to_record()) for item in invocations))
+    except LedgerError as error:
+        raise JournalError(f"tool_invocations: not a ledger ({error})") from None
+    result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
+    return canonical_json(result)
+
+
 _SPEC: JournalSpec[Journal, DiagnosisState, InvokeAgent | CallGatekeeper, EffectResult,
                    ExpectedCall] = JournalSpec(
     journal_type=Journal,
@@ -254,7 +286,8 @@ _SPEC: JournalSpec[Journal, DiagnosisState, InvokeAgent | CallGatekeeper, Effect
     entry_result=entry_result,
     outcome_of=outcome_of,
     resent=frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER}),
-    optionally_resent=frozenset({JournalCall.GATEKEEPER}),
+    optionally_resent=frozenset({JournalCall.GATEKEEPER, JournalCall.EXECUTOR}),
+    derive=derive_gatekeeper,
 )
 
 
@@ -277,27 +310,36 @@ class JournalStatus(
     interrupted: JournalEntry | None = None
 
 
-def journal_status(journal: Journal, *, key: bytes | None = None) -> JournalStatus:
+def journal_status(
+    journal: Journal, *, key: bytes | None = None, head: JournalHead | None = None
+) -> JournalStatus:
     """Fold and verify ``journal`` (spec §12); the first problem is a :class:`JournalError`.
 
     With ``key``, every entry's ``mac`` is checked first (a missing or wrong
     one names the entry); without, ``mac`` fields are ignored. Then each
     entry must be the call the machine asks for, ``seq`` must count from 1,
-    nothing may follow END, and only the last entry may be ``started``.
+    nothing may follow END, and only the last entry may be ``started``; a
+    ``derived`` gatekeeper result must equal the reference gatekeeper's over
+    the recorded tool calls (§12.4); an end marker must follow END and cover
+    every entry. With ``head`` (and ``key``), a journal shorter than the head
+    or diverging from it is refused (§12.2). With ``key``, a v2 journal is
+    :attr:`~JournalStatus.complete` only with its signed end marker.
     """
-    state, action, interrupted = fold(_SPEC, journal, key)
+    state, action, interrupted, ended = fold(_SPEC, journal, key, head)
     assert isinstance(action, InvokeAgent | CallGatekeeper | Finished)
-    return JournalStatus(state, action, interrupted)
+    return JournalStatus(state, action, interrupted, **status_fields(journal, key, ended))
 
 
-def fold_journal(journal: Journal, *, key: bytes | None = None) -> DiagnosisState:
+def fold_journal(
+    journal: Journal, *, key: bytes | None = None, head: JournalHead | None = None
+) -> DiagnosisState:
     """The state ``journal`` folds to (see :func:`journal_status` for what is checked).
 
     A journal that ends before the run does, or whose last entry is
     ``started``, folds to the state before the missing effect; use
     :func:`journal_status` to learn which call that is.
     """
-    return fold(_SPEC, journal, key)[0]
+    return fold(_SPEC, journal, key, head)[0]
 
 
 # --- resume ------------------------------------------------------------------------
@@ -316,7 +358,12 @@ def resent_on_resume(call: JournalCall, *, resend_gatekeeper: bool = False) -> b
 
 
 def resume_journal(
-    journal: Journal, *, key: bytes | None = None, resend_gatekeeper: bool = False
+    journal: Journal,
+    *,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> tuple[Journal, DiagnosisState]:
     """Apply the resume rule of spec §12; returns the journal and the state to continue from.
 
@@ -333,27 +380,48 @@ def resume_journal(
       (→ ``GATEKEEPER_UNAVAILABLE``), unless ``resend_gatekeeper`` (it is
       read-only), which treats it like an LLM call.
 
+    With ``resend_executor`` (the host declares its tools replay-safe, spec
+    §12.3) an interrupted executor call is left started too: it is re-sent
+    as the same attempt, and the driver answers each tool call identical to
+    one the entry records from the journal (see ``run_diagnosis``). A v2
+    journal records the tool calls that finished during the interrupted
+    executor call; the default keeps them on the failed entry.
+
     A completed entry is signed with ``key`` when one is given; the host
     persists the journal's last entry (it replaces the started one). A later
     :func:`fold_journal` of the returned journal gives the returned state.
+    ``head`` is checked as by :func:`journal_status`.
     """
-    resend = _SPEC.optionally_resent if resend_gatekeeper else frozenset()
-    return resume(_SPEC, journal, key, resend)
+    resend: set[JournalCall] = set()
+    if resend_gatekeeper:
+        resend.add(JournalCall.GATEKEEPER)
+    if resend_executor:
+        resend.add(JournalCall.EXECUTOR)
+    return resume(_SPEC, journal, key, frozenset(resend), head)
 
 
 # --- the builder -------------------------------------------------------------------
 
 
 def start_entry(
-    journal: Journal, action: InvokeAgent | CallGatekeeper, *, key: bytes | None = None
+    journal: Journal,
+    action: InvokeAgent | CallGatekeeper,
+    *,
+    key: bytes | None = None,
+    derived: bool = False,
 ) -> JournalEntry:
     """The ``started`` entry to persist before performing ``action``.
 
     Its ``seq`` is one past the last entry, or the last entry's own when that
-    one is a ``started`` entry for the same call (a resumed LLM call re-sent
-    as the same attempt). Signed when ``key`` is given.
+    one is a ``started`` entry for the same call (a resumed call re-sent as
+    the same attempt). Signed when ``key`` is given. ``derived`` marks a
+    gatekeeper call performed by the package's reference gatekeeper over the
+    run's own recorded tool calls (spec §12.4): folding then re-derives its
+    result instead of reading it.
     """
-    entry: JournalEntry = _start_entry(_SPEC, journal, action, key)
+    if derived and not isinstance(action, CallGatekeeper):
+        raise JournalError("derived: only gatekeeper calls are derived")
+    entry: JournalEntry = _start_entry(_SPEC, journal, action, key, derived)
     return entry
 
 
@@ -387,12 +455,16 @@ class JournalSink(Protocol):
     """Where a host persists a journal as the run goes (a file, a table, a queue).
 
     ``write`` receives each ``started`` entry *before* its effect runs, then
-    the ``finished`` entry with the same ``seq``, which replaces it. A sink
-    that raises stops the run before the effect (the host decides what a
-    failed write means); it never changes the machine's state.
+    the ``finished`` entry with the same ``seq``, which replaces it. During
+    an executor call of a v2 journal, the started entry is written again
+    (same ``seq``) each time a tool call finishes, listing the tool calls
+    finished so far (spec §12.3). When the run has ended, ``write`` receives
+    the :class:`JournalEnd` marker once. A sink that raises stops the run
+    before the effect (the host decides what a failed write means); it never
+    changes the machine's state.
     """
 
-    def write(self, entry: JournalEntry, /) -> None: ...
+    def write(self, entry: JournalEntry | JournalEnd, /) -> None: ...
 
 
 # ``ListJournalSink()`` is a ``ListJournalSink[JournalEntry]``, and so is the spelled-out
@@ -416,8 +488,8 @@ class ListJournalSink(ListSinkBase[_Entry]):
     """
 
     def journal(self, request: DiagnosisRequest) -> Journal:
-        """The persisted entries as the journal of ``request``."""
-        return Journal(request, tuple(self.entries))
+        """The persisted entries (and end marker) as the journal of ``request``."""
+        return Journal(request, tuple(self.entries), end=self.end)
 
 class JournalRecorder(
     JournalRecorderBase[Journal, InvokeAgent | CallGatekeeper, EffectResult, JournalEntry]
@@ -426,7 +498,12 @@ class JournalRecorder(
 
     ``begin(action)`` writes the started entry to the sink and keeps it;
     ``end(result)`` writes the finished entry and returns the result the
-    machine must be fed. :attr:`journal` is the journal so far. Pure apart
+    machine must be fed. ``progress(tool_invocations)`` rewrites a running
+    executor's started entry with the tool calls finished so far (spec
+    §12.3); ``close()`` writes the end marker once the machine has finished
+    (spec §12.2) — a host driving its own loop calls it, or a signed journal
+    never becomes complete; :attr:`head` is the :class:`JournalHead` to keep
+    outside the store. :attr:`journal` is the journal so far. Pure apart
     from the sink calls; the effect itself is the caller's.
     """
 
@@ -434,35 +511,6 @@ class JournalRecorder(
 
 
 # --- tool invocations (spec §13) ------------------------------------------------------
-
-
-def recorded_tool_invocations(
-    records: Iterable[ToolCallRecord],
-) -> tuple[RecordedToolInvocation, ...]:
-    """The journal form of a tool recorder's records (what an executor entry carries).
-
-    ``records`` are :class:`~diagnosis_core.tools.ToolCallRecord`\\ s, e.g.
-    ``ToolRecorder.since(mark)``; each becomes the same §13 ledger entry.
-    """
-    converted = []
-    for record in records:
-        wire = record.to_record()
-        error = wire.get("error")
-        duration = wire.get("duration_ms")
-        converted.append(
-            RecordedToolInvocation(
-                invocation_id=record.invocation_id,
-                tool_name=record.tool_name,
-                success=record.success,
-                output_json=canonical_json(wire["output"]),
-                input_json=None if wire.get("input") is None else canonical_json(wire["input"]),
-                error=None if not isinstance(error, dict) else RecordedToolError(
-                    str(error["type"]), str(error["message"])
-                ),
-                duration_ms=duration if isinstance(duration, int | float) else None,
-            )
-        )
-    return tuple(converted)
 
 
 def journal_tool_records(journal: Journal) -> list[dict[str, JsonValue]]:
@@ -474,7 +522,7 @@ def journal_tool_records(journal: Journal) -> list[dict[str, JsonValue]]:
     entry has ``input`` (null when none was recorded).
     """
     records: list[dict[str, JsonValue]] = []
-    for entry in journal.entries:
+    for entry in journal.entries:  # a started executor entry's finished calls included
         for item in entry.tool_invocations or ():
             record = item.to_record()
             record.setdefault("input", None)
@@ -497,7 +545,11 @@ def _gatekeeper_error_entry(
 
 
 def journal_to_scenario(
-    journal: Journal, *, key: bytes | None = None, exact: bool = True
+    journal: Journal,
+    *,
+    key: bytes | None = None,
+    exact: bool = True,
+    head: JournalHead | None = None,
 ) -> dict[str, JsonValue]:
     """The §9 scenario equivalent to a complete journal, for bug reports and regression suites.
 
@@ -518,9 +570,9 @@ def journal_to_scenario(
     replayed trace shows it behind the double's class name.
 
     Raises :class:`JournalError` when the journal does not verify or is not
-    complete.
+    complete (with ``key``, a v2 journal needs its signed end marker).
     """
-    status = journal_status(journal, key=key)
+    status = journal_status(journal, key=key, head=head)
     require_complete(status)
     responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AgentName}
     gatekeeper: list[JsonValue] = []
@@ -542,9 +594,15 @@ def journal_to_scenario(
     return scenario
 
 
-def replay_journal(journal: Journal, *, key: bytes | None = None) -> dict[str, JsonValue]:
-    """The §9 output of the run a complete journal records (the same shape as ``replay``)."""
-    status = journal_status(journal, key=key)
+def replay_journal(
+    journal: Journal, *, key: bytes | None = None, head: JournalHead | None = None
+) -> dict[str, JsonValue]:
+    """The §9 output of the run a complete journal records (the same shape as ``replay``).
+
+    Verified like :func:`journal_status`; an incomplete journal (with ``key``:
+    a v2 one without its signed end marker) is a :class:`JournalError`.
+    """
+    status = journal_status(journal, key=key, head=head)
     require_complete(status)
     wire = to_wire(status.state.result)
     assert isinstance(wire, dict)

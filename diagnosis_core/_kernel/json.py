@@ -969,7 +969,11 @@ def stored_json(value: object) -> str:
     them, still valid JSON and encodable as UTF-8. This is the text a journal
     is written as, and the text its MACs are computed over.
     """
-    text = canonical_json(value)
+    return escape_surrogates(canonical_json(value))
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with every surrogate code point written as a ``\\uXXXX`` escape (JSON text)."""
     if text.isascii():
         return text
     try:

@@ -69,6 +69,9 @@ class StepRecorder(Protocol[A_contra, R]):
 
     def end(self, action: A_contra, result: R, /) -> R: ...
 
+    def close(self) -> None:
+        """The machine said finished: a journal writes its end marker (spec §12.2)."""
+
 
 @attrs.frozen
 class Done(Generic[S]):
@@ -193,6 +196,8 @@ def drive_steps(
     while True:
         action = next_action(state)
         if isinstance(action, finished):
+            if recorder is not None:
+                recorder.close()
             yield Done(state, watcher.failures)
             return
         if recorder is not None:
@@ -227,6 +232,8 @@ async def adrive_steps(
     while True:
         action = next_action(state)
         if isinstance(action, finished):
+            if recorder is not None:
+                recorder.close()
             yield Done(state, watcher.failures)
             return
         if recorder is not None:

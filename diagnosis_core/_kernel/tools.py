@@ -57,10 +57,24 @@ Guarantees and the decisions behind them:
   entry carries, spec §12). :meth:`ToolRecorder.from_records` rebuilds a
   recorder from §13 entries (a resumed run) and numbering continues after
   the highest id.
+* **Journaled as they finish** (spec §12.3). :meth:`ToolRecorder.listen`
+  installs a callback the recorder calls with each record as soon as it is
+  stored — before the wrapped tool returns to the executor — so a journaling
+  driver can hand it to the sink. A callback that raises makes the tool call
+  raise (the record is kept; the output never reaches the model unjournaled).
+* **Replay** (spec §12.3, ``resend_executor``). :meth:`ToolRecorder.replay`
+  holds the tool calls an interrupted executor call recorded: while it is
+  set, a call identical to one of them — same tool name, same canonical
+  input, same occurrence number among identical calls — is answered from the
+  record (the recorded envelope, or the recorded error raised again: the
+  same built-in or package exception class, otherwise a
+  :class:`ReplayedToolError` under the recorded class name) and the tool
+  does not run; any other call runs and gets the next id.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import re
@@ -70,9 +84,10 @@ from typing import Any, ParamSpec, TypedDict
 
 import attrs
 
+from . import errors as _errors
 from .errors import LedgerError
 from .facts import repair_text
-from .json import JsonValue
+from .json import JsonValue, canonical_json
 from .ledger import (
     ToolCallError,
     ToolInvocation,
@@ -84,6 +99,7 @@ from .ledger import (
 
 __all__ = [
     "RecorderMark",
+    "ReplayedToolError",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",
@@ -133,6 +149,47 @@ def _error_message(error: BaseException) -> str:
     return repair_text(message)  # stored as the fact codec stores it (spec §12.1)
 
 
+class ReplayedToolError(Exception):
+    """A recorded tool error raised again by a replayed call (spec §12.3).
+
+    Used when the recorded class is neither a built-in exception nor one of
+    the package's: a subclass named like the recorded class is raised, so
+    the executor's failure reads ``Class: message`` as it did live.
+    ``recorded_type`` is the recorded (module-qualified) class name.
+    """
+
+    def __init__(self, recorded_type: str, message: str) -> None:
+        super().__init__(message)
+        self.recorded_type = recorded_type
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def replayed_error(error: ToolCallError) -> BaseException:
+    """The exception a replayed call raises for a recorded tool error."""
+    module, _, name = error.type.rpartition(".")
+    found: object = None
+    if not module:
+        found = getattr(builtins, name, None)
+    elif module == _errors.__name__:
+        found = getattr(_errors, name, None)
+    if isinstance(found, type) and issubclass(found, Exception):
+        try:
+            return found(error.message)
+        except Exception:  # an exception class that wants other arguments
+            pass
+    short = name.rpartition(".")[2] or "ReplayedToolError"
+    namespace = {"__module__": module or "builtins", "__qualname__": name}
+    cls: type[ReplayedToolError] = type(short, (ReplayedToolError,), namespace)
+    return cls(error.type, error.message)
+
+
+def _call_key(tool_name: str, recorded_input: JsonValue) -> tuple[str, str]:
+    return tool_name, canonical_json(recorded_input)
+
+
 @attrs.frozen
 class RecorderMark:
     """A point in a recorder's call sequence (the number of ids assigned so far)."""
@@ -175,6 +232,8 @@ class ToolRecorder:
         self._finished: dict[int, ToolInvocation] = {}
         self._next = 1
         self._ledger: ToolLedger | None = None
+        self._listener: Callable[[ToolInvocation], None] | None = None
+        self._replay: dict[tuple[str, str], list[ToolInvocation]] = {}
         for position, record in enumerate(records):
             if not isinstance(record, ToolInvocation):
                 raise LedgerError(
@@ -205,6 +264,82 @@ class ToolRecorder:
             raise LedgerError(f"records: expected an array, got {type(records).__name__}")
         parsed = [_record_from_wire(record, f"records[{i}]") for i, record in enumerate(records)]
         return cls(clock=clock, records=parsed)
+
+    # --- journaling hooks (spec §12.3) -------------------------------------------
+
+    def listen(self, callback: Callable[[ToolInvocation], None] | None) -> None:
+        """Call ``callback`` with each record as soon as it is stored (None: stop).
+
+        Called in the tool's thread, before the wrapped tool returns; a
+        callback that raises makes the call raise (the record is kept).
+        """
+        if callback is not None and not callable(callback):
+            raise TypeError("listen: expected a callable or None")
+        with self._lock:
+            self._listener = callback
+
+    def replay(self, records: Sequence[ToolInvocation]) -> None:
+        """Answer calls identical to ``records`` from them instead of running the tool.
+
+        ``records`` are the tool calls an interrupted executor call recorded
+        (ordered by id); each is added to this recorder's records when it is
+        not there yet (an id it holds with other content is a
+        :class:`LedgerError`), and numbering continues after the highest id.
+        Identical means same tool name, same canonical input and same
+        occurrence number among identical calls. ``replay(())`` stops.
+        """
+        table: dict[tuple[str, str], list[ToolInvocation]] = {}
+        checked = []
+        for position, record in enumerate(records):
+            if not isinstance(record, ToolInvocation):
+                raise LedgerError(
+                    f"replay[{position}]: expected a ToolInvocation, got {type(record).__name__}"
+                )
+            number = _sequence_number(record.invocation_id, f"replay[{position}]")
+            recorded_input: JsonValue = thaw_json(record.input)  # type: ignore[assignment]
+            table.setdefault(_call_key(record.tool_name, recorded_input), []).append(record)
+            checked.append((number, record))
+        with self._lock:
+            for number, record in checked:
+                held = self._finished.get(number)
+                if held is not None and held != record:
+                    raise LedgerError(
+                        f"replay: {record.invocation_id} is recorded with other content"
+                    )
+            for number, record in checked:
+                self._finished[number] = record
+                self._next = max(self._next, number + 1)
+            self._ledger = None
+            self._replay = table
+
+    def _replayed(
+        self, tool_name: str, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> ToolInvocation | None:
+        """The recorded call this one is identical to (consumed), or None."""
+        with self._lock:
+            if not self._replay:
+                return None
+        try:
+            recorded_input = _plain_json({"args": list(args), "kwargs": kwargs}, "input")
+        except LedgerError:
+            return None  # refused as usual by _start
+        key = _call_key(tool_name, recorded_input)
+        with self._lock:
+            waiting = self._replay.get(key)
+            if not waiting:
+                return None
+            return waiting.pop(0)
+
+    @staticmethod
+    def _answer(record: ToolInvocation) -> ToolEnvelope:
+        if record.error is not None or not record.success:
+            error = record.error or ToolCallError("ReplayedToolError", "")
+            raise replayed_error(error)
+        return {
+            "invocation_id": record.invocation_id,
+            "tool_name": record.tool_name,
+            "output": thaw_json(record.output),  # type: ignore[typeddict-item]
+        }
 
     # --- recording -------------------------------------------------------------
 
@@ -249,6 +384,9 @@ class ToolRecorder:
         with self._lock:
             self._finished[number] = record
             self._ledger = None
+            listener = self._listener
+        if listener is not None:
+            listener(record)
         return record
 
     def _complete(
@@ -294,6 +432,9 @@ class ToolRecorder:
 
         @functools.wraps(fn)
         def recorded(*args: P.args, **kwargs: P.kwargs) -> ToolEnvelope:
+            replayed = self._replayed(tool_name, args, kwargs)
+            if replayed is not None:
+                return self._answer(replayed)
             number, recorded_input, started = self._start(tool_name, args, kwargs)
             try:
                 result = fn(*args, **kwargs)
@@ -323,6 +464,9 @@ class ToolRecorder:
 
         @functools.wraps(fn)
         async def recorded(*args: P.args, **kwargs: P.kwargs) -> ToolEnvelope:
+            replayed = self._replayed(tool_name, args, kwargs)
+            if replayed is not None:
+                return self._answer(replayed)
             number, recorded_input, started = self._start(tool_name, args, kwargs)
             try:
                 awaitable = fn(*args, **kwargs)

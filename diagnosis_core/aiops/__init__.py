@@ -3,7 +3,7 @@
 A second workflow on the same kernel as the chat diagnosis workflow: the strict JSON
 reader, the converter, the errors, the routing-table drawing, the failure classifier
 and the driver loop are shared; the machine, its payloads, routing table, rules,
-renderers and replay format are its own. Its run journal (``aiops_journal_v1``) is
+renderers and replay format are its own. Its run journal (``aiops_journal_v2``) is
 the chat journal's kernel with its own call names (``AiOpsJournal``,
 ``fold_aiops_journal``, ``run_aiops(..., sink=...)``). ``import diagnosis_core`` does not import
 this package; import it explicitly (``from diagnosis_core.aiops import run_aiops``).
@@ -62,6 +62,7 @@ from ._inputs import (
 )
 from ._journal import (
     AIOPS_JOURNAL_FORMAT,
+    AIOPS_JOURNAL_FORMAT_V1,
     AiOpsExpectedCall,
     AiOpsJournal,
     AiOpsJournalEntry,
@@ -159,6 +160,7 @@ from ._trace import (
 
 __all__ = [
     "AIOPS_JOURNAL_FORMAT",
+    "AIOPS_JOURNAL_FORMAT_V1",
     "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
     "AIOPS_SCHEMA_NAMES",

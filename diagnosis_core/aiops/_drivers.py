@@ -41,8 +41,14 @@ from .._kernel.effects import (
     check_effects_kind,
     check_run_options,
 )
-from .._kernel.errors import JournalError
-from .._kernel.journal.codec import RecordedToolInvocation, tool_invocation_from_record
+from .._kernel.errors import JournalError, RunOptionsError
+from .._kernel.journal.codec import (
+    EntryState,
+    RecordedToolInvocation,
+    is_v1,
+)
+from .._kernel.journal.mac import JournalHead
+from .._kernel.journal.tool_calls import ExecutorTools
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import (
     Done,
@@ -57,7 +63,7 @@ from .._kernel.messages import other_request_error
 from .._kernel.observe import Observer, notify
 from .._kernel.provenance import require_built_here
 from .._kernel.results import AgentFailed, AgentReplied
-from .._kernel.tools import RecorderMark, ToolRecorder
+from .._kernel.tools import ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import (
     AiOpsJournal,
@@ -190,7 +196,13 @@ AiOpsObserver: TypeAlias = Observer[
 
 
 class _Journaling:
-    """The loop's step recorder of a journaling run: the journal plus the tool marks."""
+    """The journal side of one driven run: what to record around each agent call.
+
+    An executor call's tool calls go to the sink as they finish, and an
+    interrupted one re-sent under ``resend_executor`` is answered from the
+    journal (``_kernel/journal/tool_calls.py``, spec §12.3); the end marker is written
+    when the run ends (spec §12.2).
+    """
 
     def __init__(
         self,
@@ -199,24 +211,26 @@ class _Journaling:
     ) -> None:
         self._recorder = recorder
         self._tools = tools
-        self._mark: RecorderMark | None = None
+        self._executor: ExecutorTools | None = None
 
     def begin(self, action: InvokeAiOpsAgent, /) -> None:
-        self._recorder.begin(action)  # the sink has the started entry before the agent runs
+        entry = self._recorder.begin(action)  # the sink has the started entry before the agent runs
         if self._tools is not None and action.agent is AiOpsAgent.EXECUTOR:
-            self._mark = self._tools.mark()
+            self._executor = ExecutorTools(self._recorder, self._tools, entry.tool_invocations)
 
     def end(
         self, action: InvokeAiOpsAgent, result: AgentReplied | AgentFailed, /
     ) -> AgentReplied | AgentFailed:
         invocations: tuple[RecordedToolInvocation, ...] | None = None
-        if self._mark is not None and self._tools is not None:
-            invocations = tuple(
-                tool_invocation_from_record(record.to_record(), f"tool_invocations[{index}]")
-                for index, record in enumerate(self._tools.since(self._mark))
-            )
-            self._mark = None
-        return self._recorder.end(result, tool_invocations=invocations)
+        if self._executor is not None:
+            invocations = self._executor.finish()
+            self._executor = None
+        fed = self._recorder.end(result, tool_invocations=invocations)
+        return fed
+
+    def close(self) -> None:
+        """The run ended: the end marker goes to the sink (spec §12.2)."""
+        self._recorder.close()
 
 
 @attrs.frozen
@@ -248,17 +262,31 @@ def _start(
     tools: ToolRecorder | None,
     observer: AiOpsObserver | None,
     driver: str,
+    *,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> _Run:
     """The state to drive from and, when journaling, the journal side of the run."""
     journaling = journal is not None or sink is not None
     check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
     if not journaling:
+        if resend_executor or head is not None:
+            raise RunOptionsError(
+                f"{driver}: resend_executor= and head= resume a journal; pass journal="
+            )
         if state is not None:
             require_built_here(state, driver)
         current = start_aiops(request) if state is None else state
         return _Run(current, None, len(current.events), observer)
+    if resend_executor and tools is None:
+        raise RunOptionsError(
+            f"{driver}: resend_executor= needs tools= (the run's ToolRecorder answers the "
+            "recorded tool calls from the journal)"
+        )
     announced = 0
     if journal is None:
+        if head is not None:
+            raise RunOptionsError(f"{driver}: head= checks a journal being resumed; pass journal=")
         journal = AiOpsJournal(request)
         current = start_aiops(request)
     else:
@@ -267,8 +295,18 @@ def _start(
         if journal.request != request:
             raise other_request_error(journal.request, request)
         before = journal
-        announced = len(aiops_journal_status(journal, key=key).state.events)
-        journal, current = resume_aiops_journal(journal, key=key)
+        announced = len(aiops_journal_status(journal, key=key, head=head).state.events)
+        last = journal.entries[-1] if journal.entries else None
+        if resend_executor and is_v1(journal) and last is not None and (
+            last.state is EntryState.STARTED and last.call is AiOpsAgent.EXECUTOR
+        ):
+            raise JournalError(
+                f"resend_executor: a {journal.format} journal does not record tool calls as "
+                "they finish; its interrupted executor call cannot be re-sent"
+            )
+        journal, current = resume_aiops_journal(
+            journal, key=key, resend_executor=resend_executor, head=head
+        )
         if sink is not None and journal is not before:
             sink.write(journal.entries[-1])  # the interrupted executor call, now finished
     recorder = AiOpsJournalRecorder(journal, sink=sink, key=key)
@@ -338,6 +376,8 @@ def run_aiops(
     tools: ToolRecorder | None = None,
     observer: AiOpsObserver | None = None,
     store: JournalStore | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -354,7 +394,11 @@ def run_aiops(
     resumes from that journal (of the same ``request``, verified with
     ``key``) by the resume rule, and goes on recording. ``key`` signs the
     entries; ``tools`` — the run's :class:`ToolRecorder` — puts the tool
-    calls each executor call made on its entry (``tool_invocations``).
+    calls each executor call made on its entry (``tool_invocations``), each
+    written to the sink as it finishes (spec §12.3). ``resend_executor``
+    re-sends an interrupted executor call, answering each tool call identical
+    to a recorded one from the journal (needs ``tools``); ``head`` refuses a
+    resumed journal shorter than or diverging from it (spec §12.2).
     A journal that does not verify is a :class:`JournalError` before any
     agent runs. ``observer`` watches the run (spec §14): every agent call
     and every trace event appended in this process; a hook that raises is
@@ -366,11 +410,14 @@ def run_aiops(
 
         return run_on_store(store, request, lambda journal, sink: run_aiops(
             request, effects, journal=journal, sink=sink, key=key, tools=tools,
-            observer=observer,
+            observer=observer, resend_executor=resend_executor, head=head,
         ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state},
            clock=time.monotonic)
     _check_sync(effects, "run_aiops")
-    run = _start(request, state, journal, sink, key, tools, observer, "run_aiops")
+    run = _start(
+        request, state, journal, sink, key, tools, observer, "run_aiops",
+        resend_executor=resend_executor, head=head,
+    )
     if run.journaling is None and run.observer is None:
         perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed] = functools.partial(
             perform_aiops_effect, effects=effects
@@ -394,6 +441,8 @@ async def arun_aiops(
     tools: ToolRecorder | None = None,
     observer: AiOpsObserver | None = None,
     store: JournalStore | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
@@ -407,11 +456,14 @@ async def arun_aiops(
 
         return await arun_on_store(store, request, lambda journal, sink: arun_aiops(
             request, effects, journal=journal, sink=sink, key=key, tools=tools,
-            observer=observer,
+            observer=observer, resend_executor=resend_executor, head=head,
         ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state},
            clock=time.monotonic)
     _check_async(effects, "arun_aiops")
-    run = _start(request, state, journal, sink, key, tools, observer, "arun_aiops")
+    run = _start(
+        request, state, journal, sink, key, tools, observer, "arun_aiops",
+        resend_executor=resend_executor, head=head,
+    )
     if run.journaling is None and run.observer is None:
         perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]] = (
             functools.partial(perform_aiops_effect_async, effects=effects)

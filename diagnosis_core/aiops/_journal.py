@@ -1,6 +1,7 @@
-"""The AIOps run journal ``aiops_journal_v1`` (spec §12, last bullet; spec §11).
+"""The AIOps run journal ``aiops_journal_v2`` (spec §12, last bullet; spec §11).
 
-The same journal as the chat diagnosis's — the same entries, fold-and-verify
+``aiops_journal_v1`` is still read, folded and replayed. The same journal as
+the chat diagnosis's — the same entries, fold-and-verify
 walk, resume rule, builder, sinks and HMAC chain, all from the shared kernel
 (``_journal_kernel.py``) — with this workflow's own parts:
 
@@ -33,6 +34,7 @@ import attrs
 
 from .._kernel.journal.codec import (
     JournalBase,
+    JournalEnd,
     JournalEntryBase,
     JournalForm,
     journal_document_from_json,
@@ -48,7 +50,9 @@ from .._kernel.journal.fold import (
     agent_result,
     fold,
     resume,
+    status_fields,
 )
+from .._kernel.journal.mac import JournalHead
 from .._kernel.json import sha256_text
 from .._kernel.results import AgentFailed, AgentReplied
 from ._enums import AiOpsAgent
@@ -65,6 +69,7 @@ from ._request_codec import aiops_request_to_wire, load_aiops_request
 
 __all__ = [
     "AIOPS_JOURNAL_FORMAT",
+    "AIOPS_JOURNAL_FORMAT_V1",
     "AiOpsExpectedCall",
     "AiOpsJournal",
     "AiOpsJournalEntry",
@@ -81,8 +86,11 @@ __all__ = [
     "resume_aiops_journal",
 ]
 
-AIOPS_JOURNAL_FORMAT = "aiops_journal_v1"
-"""The ``format`` of an AIOps journal."""
+AIOPS_JOURNAL_FORMAT = "aiops_journal_v2"
+"""The ``format`` new AIOps journals are written in (v2: spec §12.2, §12.3)."""
+
+AIOPS_JOURNAL_FORMAT_V1 = "aiops_journal_v1"
+"""The ``format`` of AIOps journals written before v2; still read, folded and replayed."""
 
 
 _FORM = JournalForm(
@@ -93,6 +101,7 @@ _FORM = JournalForm(
     request_type=AiOpsRequest,
     request_to_wire=aiops_request_to_wire,
     load_request=load_aiops_request,
+    v1_format=AIOPS_JOURNAL_FORMAT_V1,
 )
 
 
@@ -143,6 +152,7 @@ _SPEC: JournalSpec[
     entry_result=agent_result,
     outcome_of=agent_outcome,
     resent=frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER}),
+    optionally_resent=frozenset({AiOpsAgent.EXECUTOR}),
     round_name="step",
 )
 
@@ -162,26 +172,35 @@ class AiOpsJournalStatus(
     interrupted: AiOpsJournalEntry | None = None
 
 
-def aiops_journal_status(journal: AiOpsJournal, *, key: bytes | None = None) -> AiOpsJournalStatus:
+def aiops_journal_status(
+    journal: AiOpsJournal, *, key: bytes | None = None, head: JournalHead | None = None
+) -> AiOpsJournalStatus:
     """Fold and verify an AIOps journal; the first problem is a :class:`JournalError`.
 
     Exactly the chat journal's checks (``journal_status``): with ``key`` every
     ``mac`` first, then each entry must be the call the machine asks for
     (agent, step, attempt, input hash), ``seq`` counts from 1, nothing
-    follows END, and only the last entry may be ``started``.
+    follows END, and only the last entry may be ``started``; the end marker
+    and ``head`` as there (spec §12.2).
     """
-    state, action, interrupted = fold(_SPEC, journal, key)
+    state, action, interrupted, ended = fold(_SPEC, journal, key, head)
     assert isinstance(action, InvokeAiOpsAgent | AiOpsFinished)
-    return AiOpsJournalStatus(state, action, interrupted)
+    return AiOpsJournalStatus(state, action, interrupted, **status_fields(journal, key, ended))
 
 
-def fold_aiops_journal(journal: AiOpsJournal, *, key: bytes | None = None) -> AiOpsState:
+def fold_aiops_journal(
+    journal: AiOpsJournal, *, key: bytes | None = None, head: JournalHead | None = None
+) -> AiOpsState:
     """The state an AIOps journal folds to (see :func:`aiops_journal_status`)."""
-    return fold(_SPEC, journal, key)[0]
+    return fold(_SPEC, journal, key, head)[0]
 
 
 def resume_aiops_journal(
-    journal: AiOpsJournal, *, key: bytes | None = None
+    journal: AiOpsJournal,
+    *,
+    key: bytes | None = None,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
 ) -> tuple[AiOpsJournal, AiOpsState]:
     """Apply the resume rule; returns the journal and the state to continue from.
 
@@ -191,20 +210,27 @@ def resume_aiops_journal(
     interrupted executor call is finished (signed with ``key`` when given) as
     a ``non_retryable`` failure ``interrupted: outcome unknown`` — never
     re-sent, its tools may have run — so the run goes on to
-    ``EXECUTOR_FAILED``. The host persists the returned journal's last entry.
+    ``EXECUTOR_FAILED`` (a v2 entry keeps the tool calls that finished).
+    With ``resend_executor`` (the host declares its tools replay-safe, spec
+    §12.3) it is re-sent as the same attempt instead, and the driver answers
+    each tool call identical to a recorded one from the journal. The host
+    persists the returned journal's last entry.
     """
-    return resume(_SPEC, journal, key, frozenset())
+    resend = frozenset({AiOpsAgent.EXECUTOR}) if resend_executor else frozenset()
+    return resume(_SPEC, journal, key, resend, head)
 
 
 class AiOpsJournalSink(Protocol):
     """Where a host persists an AIOps journal as the run goes.
 
     ``write`` receives each ``started`` entry *before* its agent runs, then
-    the ``finished`` entry with the same ``seq``, which replaces it. A sink
-    that raises stops the run before the effect.
+    the ``finished`` entry with the same ``seq``, which replaces it; during an
+    executor call, the started entry again each time a tool call finishes
+    (spec §12.3); once the run has ended, the :class:`JournalEnd` marker. A
+    sink that raises stops the run before the effect.
     """
 
-    def write(self, entry: AiOpsJournalEntry, /) -> None: ...
+    def write(self, entry: AiOpsJournalEntry | JournalEnd, /) -> None: ...
 
 
 # As ``ListJournalSink``: ``ListAiOpsJournalSink[AiOpsJournalEntry]`` is the bare sink.
@@ -220,6 +246,10 @@ else:
 
 class ListAiOpsJournalSink(ListSinkBase[_Entry]):
     """An in-memory :class:`AiOpsJournalSink`: :attr:`entries` holds the persisted entries."""
+
+    def journal(self, request: AiOpsRequest) -> AiOpsJournal:
+        """The persisted entries (and end marker) as the journal of ``request``."""
+        return AiOpsJournal(request, tuple(self.entries), end=self.end)
 
 
 class AiOpsJournalRecorder(

@@ -174,5 +174,5 @@ def record_aiops_scenario(
         )
         first = executors[0]
         entries[first] = attrs.evolve(entries[first], tool_invocations=invocations)
-    journal = AiOpsJournal(request, tuple(entries))
+    journal = AiOpsJournal(request, tuple(entries), end=sink.end)
     return sign_journal(journal, key) if key is not None else journal

@@ -27,7 +27,7 @@ __all__ = ["RESUME_FORMAT", "resume_document_state", "run_document", "run_docume
 RESUME_FORMAT = "diagnosis_resume_v1"
 """The ``format`` of a resume document (see ``docs/protocol.md``, conformance documents)."""
 
-_AIOPS_JOURNAL = "aiops_journal_v1"
+_AIOPS_JOURNAL = ("aiops_journal_v2", "aiops_journal_v1")
 _RESUME_KEYS = frozenset({"format", "journal", "responses", "gatekeeper", "tool_ledger"})
 
 
@@ -63,7 +63,7 @@ def _run(text: str) -> dict[str, JsonValue]:
     data = _parse(text)
     if isinstance(data, dict) and "format" in data:
         form = data.get("format")
-        if form == _AIOPS_JOURNAL:
+        if form in _AIOPS_JOURNAL:
             return _aiops_journal(data)
         if form == RESUME_FORMAT:
             return _resume(data)

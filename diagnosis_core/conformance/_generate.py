@@ -837,7 +837,18 @@ def _journal_bases() -> list[tuple[str, Doc]]:
     ]
 
 
-def _area_journals() -> Iterator[Draft]:
+def _v1_journals(examples: Path) -> Iterator[Draft]:
+    """Journals the previous release wrote (``…_v1``): they still load, fold and replay."""
+    fixtures = examples.parent / "tests" / "fixtures" / "journal_v1"
+    for name in ("payment_timeout", "aiops_payload_targeted"):
+        path = fixtures / f"{name}.json"
+        yield Draft(f"v1_{name}_fold", "§12 a journal in the v1 wire form (no end marker, "
+                    "unbound hashes) still folds to the output of the run that recorded it",
+                    json.loads(path.read_text(encoding="utf-8")))
+
+
+def _area_journals(examples: Path) -> Iterator[Draft]:
+    yield from _v1_journals(examples)
     for base_name, doc in _journal_bases():
         journal = _record(doc)
         yield Draft(f"{base_name}_fold", "§12 a journal is a replay: folding a complete journal "
@@ -845,7 +856,7 @@ def _area_journals() -> Iterator[Draft]:
         responses, gatekeeper = _script_of(journal)
         entries = journal["entries"]
         for k in range(len(entries)):
-            prefix = {**journal, "entries": copy.deepcopy(entries[:k])}
+            prefix = {**_without_end(journal), "entries": copy.deepcopy(entries[:k])}
             yield Draft(f"{base_name}_resume_after_{k}", f"§12 resume from the prefix of {k} "
                         "finished entries: the run continues with the next call and ends as "
                         "the uninterrupted run", _resume_doc(prefix, entries[:k], responses,
@@ -855,7 +866,9 @@ def _area_journals() -> Iterator[Draft]:
             started["state"] = "started"
             for key in ("outcome", "tool_invocations", "mac"):
                 started.pop(key, None)
-            interrupted = {**journal, "entries": [*copy.deepcopy(entries[:k]), started]}
+            interrupted = {
+                **_without_end(journal), "entries": [*copy.deepcopy(entries[:k]), started]
+            }
             consumed = entries[: k + 1] if call in ("executor", "gatekeeper") else entries[:k]
             rule = {
                 "executor": "an interrupted executor is never re-sent: EXECUTOR_FAILED "
@@ -982,6 +995,11 @@ def _area_aiops(examples: Path) -> Iterator[Draft]:
 # --- examples ---------------------------------------------------------------------------------
 
 
+def _without_end(journal: dict[str, Any]) -> dict[str, Any]:
+    """A journal document without its end marker: a prefix is a run that has not ended."""
+    return {key: value for key, value in journal.items() if key != "end"}
+
+
 def _area_examples(examples: Path) -> Iterator[Draft]:
     for path in sorted(examples.glob("*.json")):
         yield Draft(path.stem, f"§9 the bundled example examples/{path.name} replays to its "
@@ -1006,7 +1024,7 @@ def drafts(area: str, examples: Path) -> list[Draft]:
         "agent_inputs": _area_agent_inputs,
         "reference_gatekeeper": _area_reference_gatekeeper,
         "scenarios": _area_scenarios,
-        "journals": _area_journals,
+        "journals": lambda: _area_journals(examples),
         "aiops": lambda: _area_aiops(examples),
     }
     return list(builders[area]())

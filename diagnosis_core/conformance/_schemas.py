@@ -139,7 +139,7 @@ def _aiops_scenario() -> Schema:
 _HEX64 = _string(pattern="^[0-9a-f]{64}$")
 
 
-def _journal(form: str, calls: list[str], request: Schema) -> Schema:
+def _journal(form: str, calls: list[str], request: Schema, *, v2: bool = False) -> Schema:
     agent_outcome = {"oneOf": [
         _object({"text": _string()}, ["text"]),
         _object({"error": _object({"kind": {"enum": ["retryable", "non_retryable",
@@ -162,12 +162,17 @@ def _journal(form: str, calls: list[str], request: Schema) -> Schema:
         "outcome": outcome,
         "tool_invocations": {"type": "array", "items": _LEDGER_ENTRY},
         "mac": _HEX64,
+        **({"derived": {"type": "boolean"}} if v2 else {}),
     }, ["seq", "call", "round", "attempt", "input_sha256", "state"])
     entry["$comment"] = ("a finished entry has an outcome, a started one none; only the last "
                          "entry may be started; entries follow the run's calls (spec §12)")
-    return _object({"format": {"const": form}, "request": request,
-                    "entries": {"type": "array", "items": entry}},
-                   ["format", "request", "entries"])
+    properties: dict[str, Any] = {"format": {"const": form}, "request": request,
+                                  "entries": {"type": "array", "items": entry}}
+    if v2:  # the end marker of a complete run (spec §12.2)
+        properties["end"] = _object(
+            {"entries": {"type": "integer", "minimum": 0}, "mac": _HEX64}, ["entries"]
+        )
+    return _object(properties, ["format", "request", "entries"])
 
 
 def _chat_request() -> Schema:
@@ -242,7 +247,8 @@ def _resume() -> Schema:
     scenario = _chat_scenario()["properties"]
     return _object({
         "format": {"const": "diagnosis_resume_v1"},
-        "journal": {"$ref": schema_id("diagnosis_journal_v1")},
+        "journal": {"anyOf": [{"$ref": schema_id("diagnosis_journal_v2")},
+                              {"$ref": schema_id("diagnosis_journal_v1")}]},
         "responses": scenario["responses"],
         "gatekeeper": scenario["gatekeeper"],
         "tool_ledger": scenario["tool_ledger"],
@@ -269,9 +275,16 @@ def all_schemas() -> dict[str, Schema]:
         "diagnosis_journal_v1": _journal(
             "diagnosis_journal_v1",
             ["planner", "executor", "verifier", "composer", "gatekeeper"], _chat_request()),
+        "diagnosis_journal_v2": _journal(
+            "diagnosis_journal_v2",
+            ["planner", "executor", "verifier", "composer", "gatekeeper"], _chat_request(),
+            v2=True),
         "aiops_journal_v1": _journal(
             "aiops_journal_v1", ["supervisor", "planner", "executor", "reporter"],
             _aiops_request()),
+        "aiops_journal_v2": _journal(
+            "aiops_journal_v2", ["supervisor", "planner", "executor", "reporter"],
+            _aiops_request(), v2=True),
         "diagnosis_resume_v1": _resume(),
     })
     bundle: dict[str, Schema] = {}

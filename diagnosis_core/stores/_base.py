@@ -45,14 +45,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from diagnosis_core.journal import entry_from_json, entry_to_json
-
-from .._kernel.errors import JournalError
+from .._kernel.errors import JournalError, PayloadError
 from .._kernel.journal.codec import (
     EntryState,
     JournalBase,
+    JournalEnd,
     JournalEntryBase,
+    end_to_wire,
     journal_to_json,
+    load_end,
 )
 from .._kernel.journal.store import (
     Feedback,
@@ -63,6 +64,8 @@ from .._kernel.journal.store import (
     StoredRun,
     StoreError,
 )
+from .._kernel.json import loads_stored, stored_json
+from ..journal import entry_from_json, entry_to_json
 from ._feedback import feedback_from_json, feedback_to_json
 
 __all__ = [
@@ -80,6 +83,7 @@ __all__ = [
 ]
 
 _SEALED_PREFIX = "sealed:"
+_END = "end"  # the state of the record that holds a v2 journal's end marker
 
 
 @runtime_checkable
@@ -127,7 +131,12 @@ def _journal_types() -> dict[str, type[JournalBase[Any, Any]]]:
     from ..aiops import AiOpsJournal
     from ..journal import Journal
 
-    return {"diagnosis_journal_v1": Journal, "aiops_journal_v1": AiOpsJournal}
+    return {
+        "diagnosis_journal_v2": Journal,
+        "diagnosis_journal_v1": Journal,
+        "aiops_journal_v2": AiOpsJournal,
+        "aiops_journal_v1": AiOpsJournal,
+    }
 
 
 def _journal_of(format: str, text: str, where: str) -> JournalBase[Any, Any]:
@@ -246,16 +255,29 @@ class StoreBase:
         self._put_run(run_id, request.run.session_id, journal.format, payload, time.time())
 
     def append(
-        self, claim: RunClaim, entry: JournalEntryBase[Any], *, duration_ms: float | None = None
+        self,
+        claim: RunClaim,
+        entry: JournalEntryBase[Any] | JournalEnd,
+        *,
+        duration_ms: float | None = None,
     ) -> None:
         """Write ``entry``: the next one, or the completion of the last ``started`` one.
 
-        Anything else (a gap, a rewrite of a finished entry, an entry of an
-        unclaimed run) is a :class:`StoreError` and nothing is written.
+        A started executor entry may be written again with the tool calls that
+        finished so far (spec §12.3); the :class:`JournalEnd` marker of a v2
+        journal (spec §12.2) is stored as the run's last record, after its last
+        finished entry. Anything else (a gap, a rewrite of a finished entry, an
+        entry of an unclaimed run, anything after the end marker) is a
+        :class:`StoreError` and nothing is written.
         """
         run_id = self._check_claim(claim)
-        text = entry_to_json(entry)
         tail = self._tails.get(claim.token)
+        if isinstance(entry, JournalEnd):
+            self._append_end(claim, run_id, entry, tail)
+            return
+        if tail is not None and tail[1] == _END:
+            raise StoreError(f"run {run_id!r}: the journal has ended; nothing follows its end")
+        text = entry_to_json(entry)
         seq, state = entry.seq, entry.state.value
         last_seq = 0 if tail is None else tail[0]
         replace = tail is not None and seq == last_seq
@@ -274,6 +296,22 @@ class StoreBase:
             run_id, seq, state, payload, duration_ms, claim.token, time.time(), replace=replace
         )
         self._tails[claim.token] = (seq, state)
+
+    def _append_end(
+        self, claim: RunClaim, run_id: str, end: JournalEnd, tail: tuple[int, str] | None
+    ) -> None:
+        last_seq = 0 if tail is None else tail[0]
+        if tail is not None and tail[1] != EntryState.FINISHED.value:
+            raise StoreError(f"run {run_id!r}: the end marker follows a finished entry only")
+        if end.entries != last_seq:
+            raise StoreError(
+                f"run {run_id!r}: the end marker covers {end.entries} entries, the store "
+                f"holds {last_seq}"
+            )
+        seq = last_seq + 1
+        payload = self._seal(stored_json(end_to_wire(end)), f"end\x00{run_id}\x00{seq}")
+        self._put_entry(run_id, seq, _END, payload, None, claim.token, time.time(), replace=False)
+        self._tails[claim.token] = (seq, _END)
 
     def add_feedback(self, run_id: str, feedback: Feedback) -> None:
         """Append a feedback record (see :func:`record_feedback` for the checked way)."""
@@ -306,11 +344,24 @@ class StoreBase:
             raise StoreError(f"{where}: the stored request is run {empty.request.run.run_id!r}")
         entry_type = type(empty)._entry_type
         entries: list[Any] = []
-        for record in raw.entries:
+        end: JournalEnd | None = None
+        records = raw.entries
+        if records and records[-1].state == _END:
+            record = records[-1]
+            place = f"{where} end"
+            text = self._unseal(record.payload, f"end\x00{raw.run_id}\x00{record.seq}", place)
+            try:
+                end = load_end(loads_stored(text))
+            except (JournalError, PayloadError) as error:
+                raise StoreError(f"{place}: {error}") from None
+            records = records[:-1]
+        for record in records:
             place = f"{where} entry {record.seq}"
+            if record.state == _END:
+                raise StoreError(f"{place}: an end marker before the last entry")
             text = self._unseal(record.payload, f"entry\x00{raw.run_id}\x00{record.seq}", place)
             try:
-                entry = entry_from_json(text, entry_type)
+                entry = entry_from_json(text, entry_type, format=raw.format)
             except JournalError as error:
                 raise StoreError(f"{place}: {error}") from None
             if entry.seq != record.seq or entry.state.value != record.state:
@@ -322,7 +373,9 @@ class StoreBase:
             text = self._unseal(payload, f"feedback\x00{raw.run_id}", place)
             feedback.append(attrs.evolve(feedback_from_json(text, place), recorded_at=recorded_at))
         try:
-            journal = type(empty)(empty.request, tuple(entries))
+            journal = type(empty)(
+                empty.request, tuple(entries), format=empty.format, end=end
+            )
         except JournalError as error:  # pragma: no cover - entries are typed above
             raise StoreError(f"{where}: {error}") from None
         return StoredRun(
@@ -331,8 +384,8 @@ class StoreBase:
             format=raw.format,
             created_at=raw.created_at,
             journal=journal,
-            durations=tuple(record.duration_ms for record in raw.entries),
-            written_at=tuple(record.written_at for record in raw.entries),
+            durations=tuple(record.duration_ms for record in records),
+            written_at=tuple(record.written_at for record in records),
             feedback=tuple(feedback),
         )
 

@@ -209,7 +209,7 @@ class JsonlStore(StoreBase):
     def _index_entry(self, record: dict[str, object]) -> None:
         run_id, seq, state = record["run_id"], record["seq"], record["state"]
         payload, duration, at = record["payload"], record["duration_ms"], record["written_at"]
-        if type(seq) is not int or state not in ("started", "finished"):
+        if type(seq) is not int or state not in ("started", "finished", "end"):
             raise TypeError
         if not isinstance(payload, str) or not isinstance(run_id, str):
             raise TypeError
@@ -256,7 +256,10 @@ class JsonlStore(StoreBase):
     def _list_runs(self, session_id: str | None, since: float | None) -> Sequence[RunSummary]:
         self._refresh()
         return [
-            RunSummary(run.run_id, run.session_id, run.format, run.created_at, len(run.entries))
+            RunSummary(
+                run.run_id, run.session_id, run.format, run.created_at,
+                sum(entry.state != "end" for entry in run.entries),
+            )
             for run in self._runs.values()
             if (session_id is None or run.session_id == session_id)
             and (since is None or run.created_at >= since)

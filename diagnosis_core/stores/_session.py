@@ -46,7 +46,7 @@ def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
 
     Raises :class:`JournalError` when the stored journal does not fold.
     """
-    if stored.format == "aiops_journal_v1":
+    if stored.format.startswith("aiops_journal_"):
         from ..aiops import aiops_journal_status
 
         return aiops_journal_status(stored.journal, key=key)
@@ -59,7 +59,8 @@ def _verified_feedback(stored: StoredRun, key: bytes | None) -> tuple[Feedback, 
     if key is None:
         return stored.feedback
     entries = stored.journal.entries
-    link = entries[-1].mac if entries else None
+    end = stored.journal.end
+    link = end.mac if end is not None and end.mac else (entries[-1].mac if entries else None)
     for index, item in enumerate(stored.feedback):
         if link is None or item.mac is None or not hmac.compare_digest(
             feedback_mac(item, link, key), item.mac
@@ -97,7 +98,9 @@ def record_feedback(
     earlier = _verified_feedback(stored, key)
     feedback = Feedback(rating, comment, len(stored.journal.entries))
     if key is not None:
-        link = earlier[-1].mac if earlier else stored.journal.entries[-1].mac
+        end = stored.journal.end
+        last = end.mac if end is not None and end.mac else stored.journal.entries[-1].mac
+        link = earlier[-1].mac if earlier else last
         assert link is not None  # verified above
         feedback = attrs.evolve(feedback, mac=feedback_mac(feedback, link, key))
     store.add_feedback(run_id, feedback)
@@ -166,7 +169,7 @@ def run_story(stored: StoredRun, *, key: bytes | None = None) -> dict[str, JsonV
     story: dict[str, JsonValue] = {
         "run_id": stored.run_id,
         "session_id": stored.session_id,
-        "workflow": "aiops" if stored.format == "aiops_journal_v1" else "chat",
+        "workflow": "aiops" if stored.format.startswith("aiops_journal_") else "chat",
         "created_at": stored.created_at,
     }
     try:

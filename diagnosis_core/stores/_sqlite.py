@@ -43,7 +43,7 @@ CREATE INDEX IF NOT EXISTS diagnosis_runs_created ON diagnosis_runs (created_at)
 CREATE TABLE IF NOT EXISTS diagnosis_entries (
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('started', 'finished')),
+    state TEXT NOT NULL CHECK (state IN ('started', 'finished', 'end')),
     payload TEXT NOT NULL,
     duration_ms REAL,
     token TEXT NOT NULL,
@@ -172,7 +172,8 @@ class SqliteStore(StoreBase):
     def _list_runs(self, session_id: str | None, since: float | None) -> Sequence[RunSummary]:
         rows = self._execute(
             "SELECT r.run_id, r.session_id, r.format, r.created_at, "
-            "(SELECT count(*) FROM diagnosis_entries e WHERE e.run_id = r.run_id) "
+            "(SELECT count(*) FROM diagnosis_entries e "
+            "WHERE e.run_id = r.run_id AND e.state <> 'end') "
             "FROM diagnosis_runs r WHERE (? IS NULL OR r.session_id = ?) "
             "AND (? IS NULL OR r.created_at >= ?) ORDER BY r.ord",
             (session_id, session_id, since, since),

@@ -326,7 +326,7 @@ def test_the_aiops_driver_records_into_the_store(store: StoreBase) -> None:
     state = run_aiops(request, aiops_scenario_effects(scenario), store=store)
     assert state.result == expected.result
     stored = store.load(request.run.run_id)
-    assert stored is not None and stored.format == "aiops_journal_v1"
+    assert stored is not None and stored.format == "aiops_journal_v2"
     assert fold_aiops_journal(stored.journal) == state
 
 

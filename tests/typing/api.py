@@ -339,6 +339,11 @@ def tools() -> dc.ToolLedger:
     per_run: dc.Gatekeeper = recorders.gatekeeper()
     assert per_run
     recorders.forget("run-1")
+    resumed.replay(recorder.records())  # answer identical calls from these records
+    resumed.listen(None)
+    replayed: type[Exception] = dct.ReplayedToolError
+    assert issubclass(replayed, Exception)
+    resumed.replay(())
     return resumed.ledger()
 
 
@@ -645,11 +650,16 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
         assert started.state is dcj.EntryState.STARTED
         assert_type(dcj.expected_call(action), dcj.ExpectedCall)
         state = dcm.advance(state, recorder.end(dcm.perform_effect(action, effects)))
+    end: dcj.JournalEnd | None = recorder.close()
+    assert end is not None and end.entries == len(recorder.journal.entries)
     journal: dcj.Journal = recorder.journal
+    head: dcj.JournalHead = dcj.journal_head(journal)
+    assert dcj.JournalHead.from_json(head.to_json()) == head == recorder.head
+    assert journal.format == dcj.JOURNAL_FORMAT != dcj.JOURNAL_FORMAT_V1
     text = dcj.journal_to_json(journal)
     loaded = dcj.journal_from_json(text)
     assert_type(dcj.load_journal(dcj.journal_to_wire(loaded)), dcj.Journal)
-    status: dcj.JournalStatus = dcj.journal_status(loaded, key=key)
+    status: dcj.JournalStatus = dcj.journal_status(loaded, key=key, head=head)
     pending: dcj.ExpectedCall | None = status.pending
     assert pending is None and status.complete
     resumed, resumed_state = dcj.resume_journal(loaded, key=key, resend_gatekeeper=False)
@@ -722,9 +732,10 @@ def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, k
     sink = dca.ListAiOpsJournalSink()
     sink_protocol: dca.AiOpsJournalSink = sink
     state = dca.run_aiops(request, effects, sink=sink_protocol, key=key, tools=dct.ToolRecorder())
-    journal = dca.AiOpsJournal(request, tuple(sink.entries))
+    journal = dca.AiOpsJournal(request, tuple(sink.entries), end=sink.end)
     entry: dca.AiOpsJournalEntry = journal.entries[0]
     assert entry.call in dca.AiOpsAgent and journal.format == dca.AIOPS_JOURNAL_FORMAT
+    assert dca.AIOPS_JOURNAL_FORMAT_V1 == "aiops_journal_v1"
     assert dca.fold_aiops_journal(journal, key=key) == state
     status: dca.AiOpsJournalStatus = dca.aiops_journal_status(journal, key=key)
     pending: dca.AiOpsExpectedCall | None = status.pending

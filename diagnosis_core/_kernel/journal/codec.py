@@ -1,4 +1,4 @@
-"""The run journal's values and its wire form ``diagnosis_journal_v1`` (spec §12).
+"""The run journal's values and its wire forms ``diagnosis_journal_v2`` and ``_v1`` (spec §12).
 
 A journal holds *facts* only: the request, and for every effect the call the
 machine asked for and what came back (an agent's text or error, the
@@ -23,17 +23,31 @@ names, which call is the executor (the one that may carry
 ``tool_invocations``), which calls are gatekeeper calls (``result`` outcomes)
 and how its request goes to and from the wire (its request codec). Each
 workflow defines its journal in its own package: the chat diagnosis journal
-(``diagnosis_journal_v1``) in ``_chat/journal.py``, the AIOps one in
-``aiops/_journal.py``. Nothing here knows either workflow.
+(``diagnosis_journal_v2``, still reading ``_v1``) in ``_chat/journal.py``, the
+AIOps one in ``aiops/_journal.py``. Nothing here knows either workflow.
+
+Two versions of the wire form are read; new journals are written in the
+second (spec §12.2, §12.3, §12.4; ``docs/protocol.md``):
+
+* ``…_v1``: as it was; loaded, folded, signed and replayed exactly as before.
+* ``…_v2``: each entry's ``input_sha256`` is bound to the request
+  (:func:`bound_input_sha256`), so entries recorded under another run never
+  fold under this request; a ``started`` executor entry may carry the tool
+  calls that finished so far; a gatekeeper entry may say ``"derived": true``
+  (its result is re-derived from the recorded tool calls when folded); the
+  document may end with ``"end": {"entries": n, "mac"?}``, the end marker
+  (:class:`JournalEnd`). With a key, ``started`` and ``finished`` entries and
+  the end marker are signed in separate domains (``_journal_mac.py``).
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 import attrs
@@ -44,14 +58,17 @@ from ..json import (
     JsonValue,
     canonical_json,
     describe_value,
+    escape_surrogates,
     json_type_name,
     loads_stored,
     stored_json,
 )
+from ..ledger import ToolInvocation
 
 __all__ = [
     "EntryState",
     "JournalBase",
+    "JournalEnd",
     "JournalEntryBase",
     "JournalForm",
     "JournalOutcome",
@@ -61,13 +78,20 @@ __all__ = [
     "RecordedReply",
     "RecordedToolError",
     "RecordedToolInvocation",
+    "bound_input_sha256",
+    "end_to_wire",
     "entry_to_wire",
+    "escape_surrogates",
+    "is_v1",
     "journal_document_from_json",
     "journal_to_json",
     "journal_to_wire",
+    "load_end",
     "load_journal_document",
     "load_outcome",
     "outcome_to_wire",
+    "recorded_tool_invocations",
+    "request_digest",
     "request_object",
     "stored_json",
     "tool_invocation_from_record",
@@ -224,7 +248,8 @@ class JournalForm:
     ``{"error": {"message"}}`` instead of an agent's ``{"text"}`` /
     ``{"error": {"kind", "message"}}``. ``request_to_wire`` and
     ``load_request`` convert the request (``load_request`` raises
-    :class:`JournalError` with a path under ``request``).
+    :class:`JournalError` with a path under ``request``). ``format`` is the
+    form new journals are written in, ``v1_format`` the older one still read.
     """
 
     format: str
@@ -234,6 +259,12 @@ class JournalForm:
     request_type: type
     request_to_wire: Callable[[Any], dict[str, JsonValue]]
     load_request: Callable[[object], Any]
+    v1_format: str = ""
+
+    @property
+    def formats(self) -> tuple[str, str]:
+        """Every ``format`` this workflow reads: the current one, then v1."""
+        return (self.format, self.v1_format)
 
 
 @attrs.frozen
@@ -262,6 +293,7 @@ class JournalEntryBase(Generic[C]):
         default=None, converter=_optional_invocations
     )
     mac: str | None = None
+    derived: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         form = type(self)._form
@@ -277,19 +309,11 @@ class JournalEntryBase(Generic[C]):
             raise JournalError("input_sha256: expected 64 lowercase hex digits")
         if self.mac is not None and (not isinstance(self.mac, str) or not _HEX64.match(self.mac)):
             raise JournalError("mac: expected 64 lowercase hex digits")
-        if self.state is EntryState.STARTED:
-            if self.outcome is not None:
-                raise JournalError("outcome: a started entry has no outcome")
-            if self.tool_invocations is not None:
-                raise JournalError("tool_invocations: a started entry has none")
-            return
+        if type(self.derived) is not bool:
+            raise JournalError(f"derived: expected a boolean, got {describe_value(self.derived)}")
         gatekeeper = self.call in form.gatekeeper
-        fits = _GATEKEEPER_OUTCOMES if gatekeeper else _AGENT_OUTCOMES
-        if self.outcome is None:
-            raise JournalError("outcome: missing (a finished entry has one)")
-        if not isinstance(self.outcome, fits):
-            expected = '"result" or "error"' if gatekeeper else '"text" or "error"'
-            raise JournalError(f"outcome: expected {expected} for a {self.call.value} call")
+        if self.derived and not gatekeeper:
+            raise JournalError("derived: only gatekeeper entries are derived")
         if self.tool_invocations is not None:
             if self.call is not form.executor:
                 raise JournalError("tool_invocations: only executor entries carry them")
@@ -298,6 +322,16 @@ class JournalEntryBase(Generic[C]):
                     raise JournalError(
                         f"tool_invocations[{index}]: expected a RecordedToolInvocation"
                     )
+        if self.state is EntryState.STARTED:
+            if self.outcome is not None:
+                raise JournalError("outcome: a started entry has no outcome")
+            return
+        fits = _GATEKEEPER_OUTCOMES if gatekeeper else _AGENT_OUTCOMES
+        if self.outcome is None:
+            raise JournalError("outcome: missing (a finished entry has one)")
+        if not isinstance(self.outcome, fits):
+            expected = '"result" or "error"' if gatekeeper else '"text" or "error"'
+            raise JournalError(f"outcome: expected {expected} for a {self.call.value} call")
 
 
 def _entry_tuple(value: Sequence[Any]) -> tuple[Any, ...]:
@@ -305,11 +339,40 @@ def _entry_tuple(value: Sequence[Any]) -> tuple[Any, ...]:
 
 
 @attrs.frozen
+class JournalEnd:
+    """The end marker of a complete v2 journal (spec §12.2): it covers the entry count.
+
+    Written once, after the run's last entry. ``mac`` is its HMAC under the
+    host key (in the ``end`` domain, chained to the last entry's ``mac``);
+    with a key, a journal without a valid end marker is incomplete whatever
+    its last entry says. Wire form ``{"entries": n, "mac"?: hex}``.
+    """
+
+    entries: int
+    mac: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if type(self.entries) is not int or self.entries < 0:
+            raise JournalError(
+                f"end.entries: expected an integer >= 0, got {describe_value(self.entries)}"
+            )
+        if self.mac is not None and (not isinstance(self.mac, str) or not _HEX64.match(self.mac)):
+            raise JournalError("end.mac: expected 64 lowercase hex digits")
+
+
+def _default_format(journal: JournalBase[Any, Any]) -> str:
+    return type(journal)._form.format
+
+
+@attrs.frozen
 class JournalBase(Generic[Q, E]):
     """The durable record of one run: the request and its entries in call order (spec §12).
 
     Shared by both workflows; a workflow's journal class narrows the request
-    and entry types and sets ``_form`` and ``_entry_type``.
+    and entry types and sets ``_form`` and ``_entry_type``. ``format`` is the
+    wire version (the current one unless given; a loaded v1 journal keeps
+    ``…_v1`` and is folded, signed and written by the v1 rules); ``end`` is
+    the end marker of a complete v2 journal (:class:`JournalEnd`).
     """
 
     _form: ClassVar[JournalForm]
@@ -317,23 +380,64 @@ class JournalBase(Generic[Q, E]):
 
     request: Q
     entries: tuple[E, ...] = attrs.field(default=(), converter=_entry_tuple)
+    end: JournalEnd | None = attrs.field(default=None, kw_only=True)
+    format: str = attrs.field(
+        default=attrs.Factory(_default_format, takes_self=True), kw_only=True
+    )
 
     def __attrs_post_init__(self) -> None:
         entry_type = type(self)._entry_type
         for index, entry in enumerate(self.entries):
             if not isinstance(entry, entry_type):
                 raise JournalError(f"entries[{index}]: expected a {entry_type.__name__}")
-        request_type = type(self)._form.request_type
+        form = type(self)._form
+        request_type = form.request_type
         if not isinstance(self.request, request_type):
             raise TypeError(
                 f"'request' must be {request_type!r} (got {self.request!r} that is a "
                 f"{type(self.request)!r})."
             )
+        if self.format not in form.formats:
+            raise JournalError(
+                f"format: expected one of {', '.join(map(repr, form.formats))}, "
+                f"got {describe_value(self.format)}"
+            )
+        if self.end is not None and not isinstance(self.end, JournalEnd):
+            raise JournalError(f"end: expected a JournalEnd, got {type(self.end).__name__}")
+        if self.format == form.v1_format:
+            _check_v1(self)
 
-    @property
-    def format(self) -> str:
-        """The journal's wire ``format`` (:data:`JOURNAL_FORMAT` for the chat journal)."""
-        return type(self)._form.format
+
+def _check_v1(journal: JournalBase[Any, Any]) -> None:
+    """What a v1 journal cannot hold: an end marker, derived entries, tools on a started entry."""
+    if journal.end is not None:
+        raise JournalError(f"end: a {journal.format} journal has no end marker")
+    for index, entry in enumerate(journal.entries):
+        if entry.derived:
+            raise JournalError(f"entries[{index}].derived: not in a {journal.format} journal")
+        if entry.state is EntryState.STARTED and entry.tool_invocations is not None:
+            raise JournalError(f"entries[{index}].tool_invocations: a started entry has none")
+
+
+def is_v1(journal: JournalBase[Any, Any]) -> bool:
+    """True for a journal in its workflow's v1 wire form (no end marker, unbound hashes)."""
+    return journal.format == type(journal)._form.v1_format
+
+
+def request_digest(journal: JournalBase[Any, Any]) -> str:
+    """SHA-256 hex of the UTF-8 bytes of the request's canonical JSON (:func:`stored_json`)."""
+    text = stored_json(type(journal)._form.request_to_wire(journal.request))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def bound_input_sha256(request_sha256: str, input_sha256: str) -> str:
+    """A v2 entry's ``input_sha256``: SHA-256 hex of the request digest followed by the input's.
+
+    Both are 64 lowercase hex characters; the bound hash is over their
+    128-character concatenation (ASCII). So an entry names the request it was
+    recorded under, with or without a key (spec §12.2).
+    """
+    return hashlib.sha256((request_sha256 + input_sha256).encode("ascii")).hexdigest()
 
 
 _RUN_KEYS = ("run_id", "session_id")
@@ -367,6 +471,37 @@ def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvoca
 # --- to the wire --------------------------------------------------------------------
 
 
+def recorded_tool_invocations(
+    records: Iterable[ToolInvocation],
+) -> tuple[RecordedToolInvocation, ...]:
+    """The journal form of a tool recorder's records (what an executor entry carries).
+
+    ``records`` are :class:`~diagnosis_core.tools.ToolCallRecord`\\ s, e.g.
+    ``ToolRecorder.since(mark)``; each becomes the same §13 ledger entry.
+    """
+    converted = []
+    for record in records:
+        wire = record.to_record()
+        error = wire.get("error")
+        duration = wire.get("duration_ms")
+        converted.append(
+            RecordedToolInvocation(
+                invocation_id=record.invocation_id,
+                tool_name=record.tool_name,
+                success=record.success,
+                output_json=canonical_json(wire["output"]),
+                input_json=None if wire.get("input") is None else canonical_json(wire["input"]),
+                error=None if not isinstance(error, dict) else RecordedToolError(
+                    str(error["type"]), str(error["message"])
+                ),
+                duration_ms=duration if isinstance(duration, int | float) else None,
+            )
+        )
+    return tuple(converted)
+
+
+
+
 def _outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
     if isinstance(outcome, RecordedReply):
         return {"text": outcome.text}
@@ -391,20 +526,32 @@ def entry_to_wire(entry: JournalEntryBase[Any], *, with_mac: bool = True) -> dic
         wire["outcome"] = _outcome_to_wire(entry.outcome)
     if entry.tool_invocations is not None:
         wire["tool_invocations"] = [item.to_record() for item in entry.tool_invocations]
+    if entry.derived:
+        wire["derived"] = True
     if with_mac and entry.mac is not None:
         wire["mac"] = entry.mac
     return wire
 
 
+def end_to_wire(end: JournalEnd, *, with_mac: bool = True) -> dict[str, JsonValue]:
+    """The end marker's wire object (``with_mac=False``: what its MAC is computed over)."""
+    wire: dict[str, JsonValue] = {"entries": end.entries}
+    if with_mac and end.mac is not None:
+        wire["mac"] = end.mac
+    return wire
+
 
 def journal_to_wire(journal: JournalBase[Any, Any]) -> dict[str, JsonValue]:
-    """The whole journal as plain JSON data (``format``, ``request``, ``entries``)."""
+    """The whole journal as plain JSON data (``format``, ``request``, ``entries``, ``end``?)."""
     form = type(journal)._form
-    return {
-        "format": form.format,
+    wire: dict[str, JsonValue] = {
+        "format": journal.format,
         "request": form.request_to_wire(journal.request),
         "entries": [entry_to_wire(entry) for entry in journal.entries],
     }
+    if journal.end is not None:
+        wire["end"] = end_to_wire(journal.end)
+    return wire
 
 
 def journal_to_json(journal: JournalBase[Any, Any]) -> str:
@@ -525,11 +672,12 @@ _ENTRY_KEYS = frozenset(
     {"seq", "call", "round", "attempt", "input_sha256", "state", "outcome", "tool_invocations",
      "mac"}
 )
+_ENTRY_KEYS_V2 = _ENTRY_KEYS | {"derived"}
 
 
-def _load_entry(value: object, path: str, entry_type: type[E]) -> E:
+def _load_entry(value: object, path: str, entry_type: type[E], v1: bool = True) -> E:
     form = entry_type._form
-    data = _object(value, path, _ENTRY_KEYS)
+    data = _object(value, path, _ENTRY_KEYS if v1 else _ENTRY_KEYS_V2)
     seq = _field_int(data, "seq", path)
     call = form.calls(_field_enum(data, "call", path, form.calls))
     round = _field_int(data, "round", path)
@@ -543,9 +691,17 @@ def _load_entry(value: object, path: str, entry_type: type[E]) -> E:
         mac = _field_str(data, "mac", path)
         if not _HEX64.match(mac):
             raise _fail(f"{path}.mac", "expected 64 lowercase hex digits")
+    derived = False
+    if "derived" in data:
+        if data["derived"] is not True:
+            raise _fail(f"{path}.derived", f"expected true, got {describe_value(data['derived'])}")
+        if call not in form.gatekeeper:
+            raise _fail(f"{path}.derived", "only gatekeeper entries are derived")
+        derived = True
     outcome = None
     if state is EntryState.STARTED:
-        for key in ("outcome", "tool_invocations"):
+        # v2: a started executor entry lists the tool calls finished so far (spec §12.3)
+        for key in ("outcome", "tool_invocations") if v1 else ("outcome",):
             if key in data:
                 raise _fail(f"{path}.{key}", "a started entry has none")
     else:
@@ -564,7 +720,9 @@ def _load_entry(value: object, path: str, entry_type: type[E]) -> E:
             for index, item in enumerate(items)
         )
     try:
-        return entry_type(seq, call, round, attempt, digest, state, outcome, invocations, mac)
+        return entry_type(
+            seq, call, round, attempt, digest, state, outcome, invocations, mac, derived=derived
+        )
     except JournalError as error:  # pragma: no cover - every rule is checked above
         raise _fail(path, str(error)) from None
 
@@ -580,11 +738,16 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
     calls the run makes.
     """
     form = journal_type._form
-    top = _object(data, "$", frozenset({"format", "request", "entries"}))
+    top = _object(data, "$", frozenset({"format", "request", "entries", "end"}))
     if "format" not in top:
         raise _fail("format", "missing")
-    if top["format"] != form.format:
-        raise _fail("format", f"expected {form.format!r}, got {describe_value(top['format'])}")
+    if top["format"] not in form.formats:
+        shown = " or ".join(repr(item) for item in form.formats)
+        raise _fail("format", f"expected {shown}, got {describe_value(top['format'])}")
+    version = str(top["format"])
+    v1 = version == form.v1_format
+    if v1 and "end" in top:
+        raise _fail("$", 'unknown key "end"')
     if "request" not in top:
         raise _fail("request", "missing")
     request = form.load_request(top["request"])
@@ -595,9 +758,30 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
         raise _fail("entries", f"expected an array, got {_type(items)}")
     entry_type = journal_type._entry_type
     entries = tuple(
-        _load_entry(item, f"entries[{index}]", entry_type) for index, item in enumerate(items)
+        _load_entry(item, f"entries[{index}]", entry_type, v1) for index, item in enumerate(items)
     )
-    return journal_type(request, entries)
+    end = _load_end(top["end"]) if "end" in top else None
+    return journal_type(request, entries, end=end, format=version)
+
+
+def load_end(value: object) -> JournalEnd:
+    """An end marker's wire object (``{"entries": n, "mac"?}``) as a :class:`JournalEnd`."""
+    return _load_end(value)
+
+
+def _load_end(value: object) -> JournalEnd:
+    data = _object(value, "end", frozenset({"entries", "mac"}))
+    if "entries" not in data:
+        raise _fail("end.entries", "missing")
+    count = data["entries"]
+    if type(count) is not int or count < 0:
+        raise _fail("end.entries", f"expected an integer >= 0, got {describe_value(count)}")
+    mac = None
+    if "mac" in data:
+        mac = _field_str(data, "mac", "end")
+        if not _HEX64.match(mac):
+            raise _fail("end.mac", "expected 64 lowercase hex digits")
+    return JournalEnd(count, mac)
 
 
 def journal_document_from_json(journal_type: type[J], text: str) -> J:

@@ -37,14 +37,27 @@ from ..results import AgentFailed, AgentReplied
 from .codec import (
     EntryState,
     JournalBase,
+    JournalEnd,
     JournalEntryBase,
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
+    RecordedGatekeeperResult,
     RecordedReply,
     RecordedToolInvocation,
+    bound_input_sha256,
+    is_v1,
+    request_digest,
 )
-from .mac import journal_seed, sign_entry, verify_entry_mac
+from .mac import (
+    JournalHead,
+    check_head,
+    journal_seed,
+    sign_end,
+    sign_entry,
+    verify_end_mac,
+    verify_entry_mac,
+)
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -57,9 +70,11 @@ __all__ = [
     "agent_outcome",
     "agent_result",
     "append_entry",
+    "end_journal",
     "finish_entry",
     "fold",
     "inexact",
+    "progress_entry",
     "require_complete",
     "resume",
     "scenario_response",
@@ -116,6 +131,9 @@ class JournalSpec(Generic[J, S, A, R, X]):
     optionally_resent: frozenset[Any] = frozenset()
 
     round_name: str = "round"
+    derive: Callable[[Any, Sequence[RecordedToolInvocation]], str] | None = None
+    """For a ``derived`` gatekeeper entry: the canonical JSON of the result the
+    reference gatekeeper gives over the recorded tool calls (spec §12.4)."""
 
     def describe_entry(self, entry: JournalEntryBase[Any]) -> str:
         """An entry's call in this workflow's words: ``composer round 1 attempt 2``."""
@@ -165,7 +183,9 @@ class JournalStatusBase(Generic[S, A, X]):
 
     ``interrupted`` is the last entry when it is ``started`` (its process
     died during that effect); ``state`` is then the state *before* it.
-    ``action`` is what the machine asks for next from ``state``.
+    ``action`` is what the machine asks for next from ``state``. ``pending``
+    is the header the next entry must carry (for a v2 journal its
+    ``input_sha256`` is bound to the request, ``request_sha256``).
     """
 
     _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]]
@@ -173,11 +193,21 @@ class JournalStatusBase(Generic[S, A, X]):
     state: S
     action: A
     interrupted: Any = None
+    ended: bool = attrs.field(default=False, kw_only=True)
+    end_required: bool = attrs.field(default=False, kw_only=True)
+    request_sha256: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def complete(self) -> bool:
-        """True when the journal records the whole run (it reached END)."""
-        return isinstance(self.action, type(self)._spec.finished_type)
+        """True when the journal records the whole run.
+
+        It reached END and, for a v2 journal verified with a key, ends with
+        its signed end marker (spec §12.2): without one it is incomplete
+        whatever its last entry says (a process died before writing it, or
+        the journal was cut).
+        """
+        finished = isinstance(self.action, type(self)._spec.finished_type)
+        return finished and (self.ended or not self.end_required)
 
     @property
     def pending(self) -> X | None:
@@ -186,12 +216,17 @@ class JournalStatusBase(Generic[S, A, X]):
         if isinstance(self.action, spec.finished_type):
             return None
         expected: X = spec.expected_call(self.action)
+        if self.request_sha256 is not None:  # a v2 journal: as its entry must say it
+            bound = bound_input_sha256(self.request_sha256, expected.input_sha256)
+            expected = attrs.evolve(expected, input_sha256=bound)
         return expected
 
     def describe(self) -> str:
         """``complete``, or which call is missing or was interrupted."""
         pending = self.pending
         if pending is None:
+            if not self.complete:
+                return "incomplete: the run has ended, the journal has no end marker"
             return "complete"
         if self.interrupted is not None:
             return f"incomplete: interrupted during {pending.describe()}"
@@ -217,28 +252,77 @@ def _mismatch(index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBa
     )
 
 
+def expected_entry(spec: JournalSpec[J, S, A, R, X], journal: J, action: A) -> X:
+    """The header an entry of ``journal`` must carry for ``action`` (v2: bound to the request)."""
+    expected: X = spec.expected_call(action)
+    if is_v1(journal):
+        return expected
+    bound = bound_input_sha256(request_digest(journal), expected.input_sha256)
+    return attrs.evolve(expected, input_sha256=bound)
+
+
+def _check_derived(
+    spec: JournalSpec[J, S, A, R, X],
+    index: int,
+    entry: JournalEntryBase[Any],
+    action: object,
+    ledger: Sequence[RecordedToolInvocation],
+) -> None:
+    """A ``derived`` gatekeeper entry's result must be the reference gatekeeper's (spec §12.4)."""
+    outcome = entry.outcome
+    if spec.derive is None:
+        raise JournalError(f"entries[{index}].derived: this workflow has no derived calls")
+    if isinstance(outcome, RecordedGatekeeperError):
+        if outcome.message != INTERRUPTED_MESSAGE:
+            raise JournalError(
+                f"entries[{index}].outcome: a derived gatekeeper call does not fail (only "
+                "an interrupted one is recorded as an error)"
+            )
+        return
+    assert isinstance(outcome, RecordedGatekeeperResult)
+    derived = spec.derive(action, ledger)
+    if derived != outcome.result_json:
+        raise JournalError(
+            f"entries[{index}].outcome.result: differs from the reference gatekeeper's result "
+            "over the recorded tool invocations"
+        )
+
+
 def fold(
-    spec: JournalSpec[J, S, A, R, X], journal: J, key: bytes | None
-) -> tuple[S, object, Any]:
-    """Fold and verify ``journal``: ``(state, next action, interrupted entry or None)``.
+    spec: JournalSpec[J, S, A, R, X],
+    journal: J,
+    key: bytes | None,
+    head: JournalHead | None = None,
+) -> tuple[S, object, Any, bool]:
+    """Fold and verify ``journal``: ``(state, next action, interrupted entry or None, ended)``.
 
     With ``key``, every entry's ``mac`` is checked first (a missing or wrong
     one names the entry); without, ``mac`` fields are ignored. Then each
     entry must be the call the machine asks for, ``seq`` must count from 1,
-    nothing may follow END, and only the last entry may be ``started``. The
-    first problem is a :class:`JournalError` naming the entry.
+    nothing may follow END, and only the last entry may be ``started``; a
+    ``derived`` gatekeeper result must be the one re-derived from the
+    recorded tool calls; a v2 end marker must follow END and cover every
+    entry (and verify, with ``key``); with ``head``, the journal must not be
+    shorter than the head nor diverge from it. The first problem is a
+    :class:`JournalError` naming the entry (or ``end``, or ``head``).
+    ``ended`` is true when a valid end marker closes the journal.
     """
     if not isinstance(journal, spec.journal_type):
         raise JournalError(
             f"expected a {spec.journal_type.__name__}, got {type(journal).__name__}"
         )
+    v1 = is_v1(journal)
+    bind = "" if v1 else request_digest(journal)
     link = journal_seed(journal, key) if key is not None else ""
     state = spec.start(journal.request)
     entries = journal.entries
     last = len(entries) - 1
+    ledger: list[RecordedToolInvocation] = []
+    interrupted: Any = None
+    action: object = None
     for index, entry in enumerate(entries):
         if key is not None:
-            link = verify_entry_mac(entry, link, key, index)
+            link = verify_entry_mac(entry, link, key, index, journal.format)
         if entry.seq != index + 1:
             raise JournalError(f"entries[{index}].seq: expected {index + 1}, got {entry.seq}")
         action = spec.next_action(state)
@@ -248,6 +332,10 @@ def fold(
                 f"{spec.describe_entry(entry)}"
             )
         expected = spec.expected_call(action)  # type: ignore[arg-type]
+        if not v1:
+            expected = attrs.evolve(
+                expected, input_sha256=bound_input_sha256(bind, expected.input_sha256)
+            )
         if (
             entry.call is not expected.call
             or entry.round != expected.round
@@ -260,23 +348,65 @@ def fold(
                 raise JournalError(
                     f"entries[{index}].state: only the last entry may be started"
                 )
-            return state, action, entry
+            interrupted = entry
+            break
+        if entry.derived:
+            _check_derived(spec, index, entry, action, ledger)
+        if entry.tool_invocations:
+            ledger.extend(entry.tool_invocations)
         state = spec.advance(state, spec.entry_result(entry))
-    return state, spec.next_action(state), None
+    if interrupted is None:
+        action = spec.next_action(state)
+    ended = False
+    end = journal.end
+    if end is not None:
+        if interrupted is not None or not isinstance(action, spec.finished_type):
+            raise JournalError("end: the journal has an end marker, but the run has not ended")
+        if end.entries != len(entries):
+            raise JournalError(
+                f"end.entries: the end marker covers {end.entries} entries, the journal has "
+                f"{len(entries)}"
+            )
+        if key is not None:
+            verify_end_mac(end, link, key)
+        ended = True
+    if head is not None:
+        check_head(journal, head, key)
+    return state, action, interrupted, ended
+
+
+def status_fields(
+    journal: JournalBase[Any, Any], key: bytes | None, ended: bool
+) -> dict[str, Any]:
+    """A status's keyword fields: ``ended``, ``end_required`` (v2 with a key), the request hash."""
+    v1 = is_v1(journal)
+    return {
+        "ended": ended,
+        "end_required": key is not None and not v1,
+        "request_sha256": None if v1 else request_digest(journal),
+    }
 
 
 def resume(
-    spec: JournalSpec[J, S, A, R, X], journal: J, key: bytes | None, resend: frozenset[Any]
+    spec: JournalSpec[J, S, A, R, X],
+    journal: J,
+    key: bytes | None,
+    resend: frozenset[Any],
+    head: JournalHead | None = None,
 ) -> tuple[J, S]:
     """Apply the resume rule of spec §12 (see :func:`diagnosis_core.journal.resume_journal`).
 
-    ``resend`` is the part of ``spec.optionally_resent`` the host chose to
-    re-send. A call in ``spec.resent`` or ``resend`` leaves the journal as it
-    is (the next :func:`start_entry` reuses the started entry's ``seq``);
-    any other interrupted call is finished as a failure with
-    :data:`INTERRUPTED_MESSAGE`, signed with ``key`` when one is given.
+    ``resend`` is the part of ``spec.optionally_resent`` (and of the
+    executor, when the host declared its tools replay-safe) the host chose
+    to re-send. A call in ``spec.resent`` or ``resend`` leaves the journal as
+    it is (the next :func:`start_entry` reuses the started entry's ``seq``
+    and keeps its recorded tool calls); any other interrupted call is
+    finished as a failure with :data:`INTERRUPTED_MESSAGE` (an executor's
+    keeps the tool calls that finished), signed with ``key`` when one is
+    given. A v2 journal whose run ended but that has no end marker is
+    returned as it is: the driver writes the end marker.
     """
-    state, _, entry = fold(spec, journal, key)
+    state, _, entry, _ = fold(spec, journal, key, head)
     if entry is None or entry.call in spec.resent or entry.call in resend:
         return journal, state
     outcome: JournalOutcome = (
@@ -301,16 +431,23 @@ def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
 
 
 def start_entry(
-    spec: JournalSpec[J, S, A, R, X], journal: J, action: A, key: bytes | None
+    spec: JournalSpec[J, S, A, R, X],
+    journal: J,
+    action: A,
+    key: bytes | None,
+    derived: bool = False,
 ) -> Any:
     """The ``started`` entry to persist before performing ``action``.
 
     Its ``seq`` is one past the last entry, or the last entry's own when that
-    one is a ``started`` entry for the same call (a resumed LLM call re-sent
-    as the same attempt). Signed when ``key`` is given.
+    one is a ``started`` entry for the same call (a resumed call re-sent as
+    the same attempt; it keeps the tool calls that entry records). Signed
+    when ``key`` is given. ``derived`` (v2 gatekeeper calls only) says the
+    result is the reference gatekeeper's over the recorded tool calls.
     """
-    expected = spec.expected_call(action)
+    expected = expected_entry(spec, journal, action)
     seq = len(journal.entries) + 1
+    tools = None
     if journal.entries and journal.entries[-1].state is EntryState.STARTED:
         last = journal.entries[-1]
         header = (last.call, last.round, last.attempt, last.input_sha256)
@@ -320,6 +457,10 @@ def start_entry(
                 f"{spec.describe_entry(last)}, not for {expected.describe()}"
             )
         seq = last.seq
+        tools = last.tool_invocations
+        derived = last.derived
+    if derived and is_v1(journal):
+        derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
     entry = spec.entry_type()(
         seq=seq,
         call=expected.call,
@@ -327,8 +468,38 @@ def start_entry(
         attempt=expected.attempt,
         input_sha256=expected.input_sha256,
         state=EntryState.STARTED,
+        tool_invocations=tools,
+        derived=derived,
     )
     return sign_entry(journal, entry, key) if key is not None else entry
+
+
+def progress_entry(
+    journal: J, tool_invocations: Sequence[RecordedToolInvocation], key: bytes | None
+) -> Any:
+    """The journal's last (``started`` executor) entry listing the tool calls finished so far.
+
+    Spec §12.3: written to the sink as each tool call finishes, so a process
+    that dies during the executor leaves a durable record of them. It
+    replaces the started entry (same ``seq``), signed in the ``started``
+    domain. v2 only (a v1 started entry carries no tool calls).
+    """
+    if is_v1(journal):
+        raise JournalError(f"tool_invocations: a {journal.format} started entry has none")
+    if not journal.entries or journal.entries[-1].state is not EntryState.STARTED:
+        raise JournalError("the journal's last entry is not started; nothing to add tools to")
+    started = journal.entries[-1]
+    entry = attrs.evolve(started, tool_invocations=tuple(tool_invocations), mac=None)
+    return sign_entry(journal, entry, key) if key is not None else entry
+
+
+def end_journal(journal: J, key: bytes | None) -> JournalEnd:
+    """The end marker of a v2 journal whose run ended: signed with ``key``, bare without."""
+    if key is not None:
+        return sign_end(journal, key)
+    if is_v1(journal):
+        raise JournalError(f"end: a {journal.format} journal has no end marker")
+    return JournalEnd(len(journal.entries))
 
 
 def finish_entry(
@@ -351,6 +522,7 @@ def finish_entry(
         state=EntryState.FINISHED,
         outcome=spec.outcome_of(result),
         tool_invocations=tool_invocations,
+        derived=started.derived,
     )
     return sign_entry(journal, entry, key) if key is not None else entry
 
@@ -362,17 +534,23 @@ def append_entry(journal: J, entry: JournalEntryBase[Any]) -> J:
     on a resumed re-send, by itself). Works on any workflow's journal.
     """
     entries = journal.entries
+    if journal.end is not None:
+        raise JournalError("end: the journal has ended; nothing can be appended")
     if entries and entries[-1].seq == entry.seq:
         if entries[-1].state is not EntryState.STARTED:
             raise JournalError(f"entries[{len(entries) - 1}]: finished; it cannot be replaced")
-        return type(journal)(journal.request, (*entries[:-1], entry))
+        return attrs.evolve(journal, entries=(*entries[:-1], entry))
     if entry.seq != len(entries) + 1:
         raise JournalError(f"seq: expected {len(entries) + 1}, got {entry.seq}")
-    return type(journal)(journal.request, (*entries, entry))
+    return attrs.evolve(journal, entries=(*entries, entry))
 
 
 class EntrySink(Protocol[E_contra]):
-    """Where a host persists one workflow's journal entries as the run goes."""
+    """Where a host persists one workflow's journal entries as the run goes.
+
+    ``write`` also receives the end marker (:class:`JournalEnd`) of a v2
+    journal, once, after the last entry.
+    """
 
     def write(self, entry: E_contra, /) -> None: ...
 
@@ -380,12 +558,19 @@ class EntrySink(Protocol[E_contra]):
 class ListSinkBase(Generic[E]):
     """An in-memory sink: :attr:`entries` holds the persisted entries."""
 
-    def __init__(self, entries: Iterable[E] = ()) -> None:
+    def __init__(self, entries: Iterable[E] = (), end: JournalEnd | None = None) -> None:
         self.entries: list[E] = list(entries)
+        self.end: JournalEnd | None = end
 
-    def write(self, entry: E, /) -> None:
-        """Append ``entry``, or replace the last entry when it has the same ``seq``."""
-        if self.entries and self.entries[-1].seq == entry.seq:
+    def write(self, entry: E | JournalEnd, /) -> None:
+        """Append ``entry``, or replace the last entry when it has the same ``seq``.
+
+        The end marker (:class:`JournalEnd`, written once after the last
+        entry) is kept in :attr:`end`.
+        """
+        if isinstance(entry, JournalEnd):
+            self.end = entry
+        elif self.entries and self.entries[-1].seq == entry.seq:
             self.entries[-1] = entry
         else:
             self.entries.append(entry)
@@ -410,13 +595,38 @@ class JournalRecorderBase(Generic[J, A, R, E]):
         self._sink = sink
         self._key = key
 
-    def begin(self, action: A) -> E:
+    def begin(self, action: A, *, derived: bool = False) -> E:
         """Record that ``action`` is about to be performed."""
-        entry: E = start_entry(type(self)._spec, self.journal, action, self._key)
+        entry: E = start_entry(type(self)._spec, self.journal, action, self._key, derived)
         if self._sink is not None:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)
         return entry
+
+    def progress(self, tool_invocations: Sequence[RecordedToolInvocation]) -> E:
+        """Record the tool calls the running executor has finished so far (spec §12.3)."""
+        entry: E = progress_entry(self.journal, tool_invocations, self._key)
+        if self._sink is not None:
+            self._sink.write(entry)
+        self.journal = append_entry(self.journal, entry)
+        return entry
+
+    def close(self) -> JournalEnd | None:
+        """Write the end marker once the run has ended (v2; nothing for a v1 journal)."""
+        if is_v1(self.journal) or self.journal.end is not None:
+            return None
+        end = end_journal(self.journal, self._key)
+        if self._sink is not None:
+            self._sink.write(end)  # type: ignore[arg-type]
+        self.journal = attrs.evolve(self.journal, end=end)
+        return end
+
+    @property
+    def head(self) -> JournalHead:
+        """The head of the journal so far (signed journals only): keep it outside the store."""
+        from .mac import journal_head
+
+        return journal_head(self.journal)
 
     def end(
         self,

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from ..errors import DiagnosisError, JournalError
-from .codec import EntryState, JournalBase, JournalEntryBase
+from .codec import EntryState, JournalBase, JournalEnd, JournalEntryBase
 
 __all__ = [
     "Feedback",
@@ -136,7 +136,11 @@ class JournalStore(Protocol):
     def begin(self, claim: RunClaim, journal: JournalBase[Any, Any]) -> None: ...
 
     def append(
-        self, claim: RunClaim, entry: JournalEntryBase[Any], *, duration_ms: float | None = None
+        self,
+        claim: RunClaim,
+        entry: JournalEntryBase[Any] | JournalEnd,
+        *,
+        duration_ms: float | None = None,
     ) -> None: ...
 
     def load(self, run_id: str) -> StoredRun | None: ...
@@ -165,9 +169,20 @@ class StoreSink:
         self._clock = clock
         self._started: tuple[int, float] | None = None
 
-    def write(self, entry: JournalEntryBase[Any], /) -> None:
-        """Append ``entry``; a finished entry gets the time since its started one was written."""
+    def write(self, entry: JournalEntryBase[Any] | JournalEnd, /) -> None:
+        """Append ``entry``; a finished entry gets the time since its started one was written.
+
+        A started entry written again (an executor's tool calls so far, spec
+        §12.3) keeps the time of its first write; the end marker (spec §12.2)
+        is stored as is.
+        """
+        if isinstance(entry, JournalEnd):
+            self._store.append(self._claim, entry)
+            return
         if entry.state is EntryState.STARTED:
+            if self._started is not None and self._started[0] == entry.seq:
+                self._store.append(self._claim, entry)  # progress: the same effect still runs
+                return
             self._store.append(self._claim, entry)
             self._started = None if self._clock is None else (entry.seq, self._clock())
             return
