@@ -287,7 +287,12 @@ def test_unknown_exceptions_are_never_classified_retryable(error: BaseException)
 def test_same_scenario_replays_to_byte_identical_json(document: dict[str, Any]) -> None:
     first = canonical_json(replay(document))
     assert canonical_json(replay(copy.deepcopy(document))) == first
-    assert canonical_json(replay(json.loads(json.dumps(document)))) == first
+    reloaded = json.loads(json.dumps(document))
+    # A high and a low surrogate written as two code points come back from any JSON
+    # decoder as one character: that reloaded document is another scenario (another
+    # default run id), not the same one, so it is compared only when JSON kept it.
+    if reloaded == document:
+        assert canonical_json(replay(reloaded)) == first
     scenario = load_scenario(document)
     effects = AsyncEffects.from_sync(scenario_effects(scenario))
     state = asyncio.run(arun_diagnosis(scenario_request(scenario), effects))
