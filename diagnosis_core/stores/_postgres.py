@@ -19,18 +19,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from ._base import (
-    EntryRecord,
     PayloadCodec,
     RawRun,
     RunClaimedError,
-    RunSummary,
-    StoreBase,
     StoreError,
 )
+from ._sql import SqlStore
 
 __all__ = ["PostgresStore"]
 
@@ -51,27 +48,22 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id)",
 )
 
-_UPSERT = (
-    "INSERT INTO diagnosis_entries (run_id, seq, state, payload, duration_ms, token, written_at) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, seq) DO UPDATE SET "
-    "state = excluded.state, payload = excluded.payload, duration_ms = excluded.duration_ms, "
-    "token = excluded.token, written_at = excluded.written_at "
-    "WHERE diagnosis_entries.state = 'started'"
-)
-
-
 def advisory_key(run_id: str) -> int:
     """The signed 64-bit advisory lock key of ``run_id``."""
     digest = hashlib.sha256(b"diagnosis-run\x00" + run_id.encode("utf-8", "surrogatepass"))
     return int.from_bytes(digest.digest()[:8], "big", signed=True)
 
 
-class PostgresStore(StoreBase):
+class PostgresStore(SqlStore):
     """A journal store in a PostgreSQL database (``open_store("postgresql://...")``).
 
     ``conninfo`` is a libpq connection string or URL. Needs the ``postgres``
     extra (``psycopg``). ``codec`` encrypts every payload.
     """
+
+    _marker = "%s"
+    _text_cast = "::text"
+    _real_cast = "::float8"
 
     def __init__(self, conninfo: str, *, codec: PayloadCodec | None = None) -> None:
         super().__init__(codec)
@@ -116,79 +108,13 @@ class PostgresStore(StoreBase):
         with contextlib.suppress(StoreError):
             self._execute("SELECT pg_advisory_unlock(%s)", (handle,))
 
-    def _put_run(
-        self, run_id: str, session_id: str, format: str, payload: str, created_at: float
-    ) -> None:
-        self._execute(
-            "INSERT INTO diagnosis_runs (run_id, session_id, format, created_at, payload) "
-            "VALUES (%s, %s, %s, %s, %s)",
-            (run_id, session_id, format, created_at, payload),
-        )
-
-    def _put_entry(
-        self, run_id: str, seq: int, state: str, payload: str, duration_ms: float | None,
-        token: str, written_at: float, *, replace: bool,
-    ) -> None:
-        cursor = self._execute(
-            _UPSERT, (run_id, seq, state, payload, duration_ms, token, written_at)
-        )
-        if cursor.rowcount != 1:
-            raise StoreError(f"run {run_id!r}: entry {seq} is finished; it is never replaced")
-
-    def _put_feedback(self, run_id: str, payload: str, recorded_at: float) -> None:
-        cursor = self._execute(
-            "INSERT INTO diagnosis_feedback (run_id, payload, recorded_at) "
-            "SELECT %s, %s, %s WHERE EXISTS (SELECT 1 FROM diagnosis_runs WHERE run_id = %s)",
-            (run_id, payload, recorded_at, run_id),
-        )
-        if cursor.rowcount != 1:
-            raise StoreError(f"run {run_id!r}: not in the store")
-
-    def _last_entry(self, run_id: str) -> tuple[int, str] | None:
-        row = self._execute(
-            "SELECT seq, state FROM diagnosis_entries WHERE run_id = %s "
-            "ORDER BY seq DESC LIMIT 1", (run_id,),
-        ).fetchone()
-        return None if row is None else (int(row[0]), str(row[1]))
-
     def _get_run(self, run_id: str) -> RawRun | None:
         try:
             with self._mutex, self._db.transaction():
                 self._db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                run = self._db.execute(
-                    "SELECT run_id, session_id, format, created_at, payload "
-                    "FROM diagnosis_runs WHERE run_id = %s", (run_id,),
-                ).fetchone()
-                entries = self._db.execute(
-                    "SELECT seq, state, payload, duration_ms, written_at "
-                    "FROM diagnosis_entries WHERE run_id = %s ORDER BY seq", (run_id,),
-                ).fetchall()
-                feedback = self._db.execute(
-                    "SELECT payload, recorded_at FROM diagnosis_feedback "
-                    "WHERE run_id = %s ORDER BY id", (run_id,),
-                ).fetchall()
+                return self._read_run(self._db.execute, run_id)
         except self._psycopg.Error as error:
             raise StoreError(f"PostgreSQL store: {error}") from None
-        if run is None:
-            return None
-        return RawRun(
-            run[0], run[1], run[2], float(run[3]), run[4],
-            tuple(EntryRecord(int(seq), state, payload,
-                              None if duration is None else float(duration), float(at))
-                  for seq, state, payload, duration, at in entries),
-            tuple((payload, float(at)) for payload, at in feedback),
-        )
-
-    def _list_runs(self, session_id: str | None, since: float | None) -> Sequence[RunSummary]:
-        rows = self._execute(
-            "SELECT r.run_id, r.session_id, r.format, r.created_at, "
-            "(SELECT count(*) FROM diagnosis_entries e "
-            "WHERE e.run_id = r.run_id AND e.state <> 'end') "
-            "FROM diagnosis_runs r WHERE (%s::text IS NULL OR r.session_id = %s) "
-            "AND (%s::float8 IS NULL OR r.created_at >= %s) ORDER BY r.ord",
-            (session_id, session_id, since, since),
-        ).fetchall()
-        return [RunSummary(row[0], row[1], row[2], float(row[3]), int(row[4])) for row in rows]
 
     def close(self) -> None:
         """Close the connection (the server releases every claim with it)."""
