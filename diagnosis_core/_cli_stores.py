@@ -18,8 +18,10 @@ the problem, like any other bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import DiagnosisError, JournalError, ScenarioError
@@ -44,6 +46,25 @@ def _open(url: str) -> JournalStore:
     from .stores import open_store
 
     return open_store(url)
+
+
+@contextlib.contextmanager
+def _opened(url: str) -> Iterator[JournalStore]:
+    """The store at ``url``, closed when the command is done with it, whatever happened."""
+    store = _open(url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _store_problem(error: DiagnosisError) -> str:
+    """The one line for a failed store command.
+
+    A :class:`ScenarioError` is a bad option (``--journal-key-file``,
+    ``--since``) and names itself; every other error came from the store.
+    """
+    return str(error) if isinstance(error, ScenarioError) else f"store: {error}"
 
 
 def _key(args: argparse.Namespace) -> bytes | None:
@@ -129,25 +150,21 @@ def _status(stored: Any, key: bytes | None) -> str:
 
 def _runs_ls(args: argparse.Namespace) -> int:
 
+    rows: list[dict[str, Any]] = []
     try:
         key = _key(args)
-        store = _open(args.store)
-    except (ScenarioError, DiagnosisError) as error:
-        return _fail(f"store: {error}" if not isinstance(error, ScenarioError) else str(error))
-    try:
-        rows: list[dict[str, Any]] = []
-        for summary in store.runs(session_id=args.session):
-            stored = store.load(summary.run_id)
-            rows.append({
-                "run_id": summary.run_id, "session_id": summary.session_id,
-                "workflow": "aiops" if summary.format.startswith("aiops_journal_") else "chat",
-                "created_at": summary.created_at, "entries": summary.entry_count,
-                "status": "invalid" if stored is None else _status(stored, key),
-            })
+        with _opened(args.store) as store:
+            for summary in store.runs(session_id=args.session):
+                stored = store.load(summary.run_id)
+                rows.append({
+                    "run_id": summary.run_id, "session_id": summary.session_id,
+                    "workflow": "aiops" if summary.format.startswith("aiops_journal_")
+                    else "chat",
+                    "created_at": summary.created_at, "entries": summary.entry_count,
+                    "status": "invalid" if stored is None else _status(stored, key),
+                })
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
-    finally:
-        store.close()
+        return _fail(_store_problem(error))
     if args.json:
         write(canonical_json({"format": "diagnosis_run_list_v1", "runs": rows}) + "\n")
         return 0
@@ -243,17 +260,10 @@ def _sessions_show(args: argparse.Namespace) -> int:
 
     try:
         key = _key(args)
-        store = _open(args.store)
-    except ScenarioError as error:
-        return _fail(str(error))
+        with _opened(args.store) as store:
+            report = session_report(store, args.session, key=key)
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
-    try:
-        report = session_report(store, args.session, key=key)
-    except DiagnosisError as error:
-        return _fail(f"store: {error}")
-    finally:
-        store.close()
+        return _fail(_store_problem(error))
     if args.json:
         write(canonical_json(report) + "\n")
     else:
@@ -286,17 +296,10 @@ def _report(args: argparse.Namespace) -> int:
     try:
         key = _key(args)
         since = _since(args.since)
-        store = _open(args.store)
-    except ScenarioError as error:
-        return _fail(str(error))
+        with _opened(args.store) as store:
+            report = fleet_report(store, since=since, key=key)
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
-    try:
-        report = fleet_report(store, since=since, key=key)
-    except DiagnosisError as error:
-        return _fail(f"store: {error}")
-    finally:
-        store.close()
+        return _fail(_store_problem(error))
     if args.html is not None:
         try:
             with open(args.html, "w", encoding="utf-8", newline="\n") as handle:

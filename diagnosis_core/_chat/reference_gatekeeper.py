@@ -291,15 +291,23 @@ class _CheckCache:
 # --- checking ---------------------------------------------------------------------
 
 
-def _failed(claim_id: str, binding: EvidenceBinding, reason: BindingFailure) -> CheckedBinding:
+def _checked(
+    claim_id: str,
+    binding: EvidenceBinding,
+    status: BindingCheckStatus,
+    *,
+    matched_text: str | None = None,
+    reason: str | None = None,
+) -> CheckedBinding:
+    """The result for ``binding`` under the binding's own key (the projector matches it)."""
     return CheckedBinding(
-        claim_id=claim_id,
-        source_invocation_id=binding.source_invocation_id,
-        tool_name=binding.tool_name,
-        raw_path=binding.raw_path,
-        status=BindingCheckStatus.FAIL,
-        reason=reason.value,
+        claim_id, binding.source_invocation_id, binding.tool_name, binding.raw_path, status,
+        matched_text=matched_text, reason=reason,
     )
+
+
+def _failed(claim_id: str, binding: EvidenceBinding, reason: BindingFailure) -> CheckedBinding:
+    return _checked(claim_id, binding, BindingCheckStatus.FAIL, reason=reason.value)
 
 
 def _exact_text(value: object) -> str | None:
@@ -357,14 +365,7 @@ def _check_binding(
     matched = cache.match(text, excerpt) if excerpt is not None else None
     if matched is None or _SURROGATE.search(matched):
         return _failed(claim_id, binding, BindingFailure.EXCERPT_MISMATCH)
-    return CheckedBinding(
-        claim_id=claim_id,
-        source_invocation_id=binding.source_invocation_id,
-        tool_name=binding.tool_name,
-        raw_path=binding.raw_path,
-        status=BindingCheckStatus.PASS,
-        matched_text=matched,
-    )
+    return _checked(claim_id, binding, BindingCheckStatus.PASS, matched_text=matched)
 
 
 def _checked_entry(entry: CheckedBinding) -> dict[str, object]:

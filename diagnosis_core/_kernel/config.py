@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from .enums import Locale
+from .enums import Locale, member_of
 from .errors import ConfigError
 from .json import describe_value
 
@@ -40,16 +40,12 @@ def int_in_range(low: int, high: int) -> Any:
 def to_locale(value: Locale | str) -> Locale:
     """A :class:`Locale` or its wire value (``"en"``, ``"zh-CN"``); anything else is a
     :class:`ConfigError` (the check stays for untyped callers)."""
-    if isinstance(value, Locale):
-        return value
-    try:
-        if not isinstance(value, str):
-            raise ValueError(value)
-        return Locale(value)
-    except ValueError:
+    locale = member_of(Locale, value)
+    if locale is None:
         allowed = ", ".join(repr(m.value) for m in Locale)
         shown = describe_value(value)
-        raise ConfigError(f"locale: expected one of {allowed}, got {shown}") from None
+        raise ConfigError(f"locale: expected one of {allowed}, got {shown}")
+    return locale
 
 
 def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:

@@ -7,8 +7,11 @@ byte, so the ``value`` of each member is the wire string and never changes.
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
-__all__ = ["FailureKind", "Locale", "NodeStatus"]
+__all__ = ["FailureKind", "Locale", "NodeStatus", "member_of"]
+
+E = TypeVar("E", bound=enum.StrEnum)
 
 
 class NodeStatus(enum.StrEnum):
@@ -33,3 +36,21 @@ class Locale(enum.StrEnum):
 
     EN = "en"
     ZH_CN = "zh-CN"
+
+
+def member_of(kind: type[E], value: object) -> E | None:
+    """The member of ``kind`` that ``value`` is or names by its wire value; None if none.
+
+    Options that take an enumeration also take its wire string (a locale
+    ``"zh-CN"``, a schema profile ``"openai"``); every such option reads the
+    value through this one lookup, so a non-string (``1``, ``None``) never
+    reaches the enum constructor and each caller raises its own typed error.
+    """
+    if isinstance(value, kind):
+        return value
+    if not isinstance(value, str):
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        return None

@@ -71,6 +71,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .enums import member_of
 from .json import JsonValue, is_json_value_type
 
 __all__ = [
@@ -298,15 +299,11 @@ SCHEMA_PROFILES: tuple[str, ...] = tuple(member.value for member in SchemaProfil
 
 def profile_of(profile: object) -> SchemaProfile:
     """``profile`` as a :class:`SchemaProfile`; ``ValueError`` naming the valid ones."""
-    if isinstance(profile, SchemaProfile):
-        return profile
-    try:
-        if not isinstance(profile, str):
-            raise ValueError(profile)
-        return SchemaProfile(profile)
-    except ValueError:
+    member = member_of(SchemaProfile, profile)
+    if member is None:
         valid = ", ".join(repr(known) for known in SCHEMA_PROFILES)
-        raise ValueError(f"unknown schema profile {profile!r}; expected one of {valid}") from None
+        raise ValueError(f"unknown schema profile {profile!r}; expected one of {valid}")
+    return member
 
 
 # A string with at least one character, in a regular expression both ECMA-262 and

@@ -18,7 +18,9 @@ script gives the same run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -54,6 +56,8 @@ __all__ = [
 
 Reply = str | BaseException
 """One scripted agent behaviour: a message text to return, or an exception to raise."""
+
+_Inner = TypeVar("_Inner")
 
 
 class _AgentScript:
@@ -175,115 +179,120 @@ class RecordedCall:
 
 
 class _Recording:
+    """What every recording double shares: its name, the call log, and how an outcome is kept.
+
+    The sync and async twins differ only in awaiting the wrapped effect, so the
+    bookkeeping around that call is written once here.
+    """
+
     def __init__(self, name: str, journal: list[RecordedCall] | None) -> None:
         self.name = name
         self.journal: list[RecordedCall] = journal if journal is not None else []
         """Shared call log (one per recorder); a private list when used alone."""
 
+    @contextlib.contextmanager
+    def _outcome_kept(self, outcomes: list[Any]) -> Iterator[None]:
+        """Keep the exception the wrapped call raised in ``outcomes``, then let it propagate."""
+        try:
+            yield
+        except Exception as error:
+            outcomes.append(error)
+            raise
 
-class RecordingInvoker(_Recording):
+
+class _InvokerRecording(_Recording, Generic[_Inner]):
+    def __init__(
+        self, inner: _Inner, *, name: str = "agent", journal: list[RecordedCall] | None = None
+    ) -> None:
+        super().__init__(name, journal)
+        self._inner = inner
+        self.inputs: list[str] = []
+        self.configs: list[RunConfig] = []
+        self.outputs: list[Reply] = []
+
+    def _started(self, input: str, config: RunConfig) -> None:
+        """Recorded before the wrapped invoker runs, so a call that raises is recorded too."""
+        self.inputs.append(input)
+        self.configs.append(config)
+        self.journal.append(RecordedCall(self.name, input))
+
+    def _replied(self, reply: str) -> str:
+        self.outputs.append(reply)
+        return reply
+
+
+class RecordingInvoker(_InvokerRecording[AgentInvoker]):
     """Wraps an :class:`~diagnosis_core.AgentInvoker` and keeps every input it was given.
 
     The input is recorded before the wrapped invoker runs, so a call that
     raises is recorded too; ``outputs`` holds the reply or the exception.
     """
 
-    def __init__(
-        self, inner: AgentInvoker, *, name: str = "agent", journal: list[RecordedCall] | None = None
-    ) -> None:
-        super().__init__(name, journal)
-        self._inner = inner
-        self.inputs: list[str] = []
-        self.configs: list[RunConfig] = []
-        self.outputs: list[Reply] = []
-
     def __call__(self, input: str, config: RunConfig, /) -> str:
-        self.inputs.append(input)
-        self.configs.append(config)
-        self.journal.append(RecordedCall(self.name, input))
-        try:
+        self._started(input, config)
+        with self._outcome_kept(self.outputs):
             reply = self._inner(input, config)
-        except Exception as error:
-            self.outputs.append(error)
-            raise
-        self.outputs.append(reply)
-        return reply
+        return self._replied(reply)
 
 
-class AsyncRecordingInvoker(_Recording):
+class AsyncRecordingInvoker(_InvokerRecording[AsyncAgentInvoker]):
     """The asyncio twin of :class:`RecordingInvoker`."""
 
-    def __init__(
-        self,
-        inner: AsyncAgentInvoker,
-        *,
-        name: str = "agent",
-        journal: list[RecordedCall] | None = None,
-    ) -> None:
-        super().__init__(name, journal)
-        self._inner = inner
-        self.inputs: list[str] = []
-        self.configs: list[RunConfig] = []
-        self.outputs: list[Reply] = []
-
     async def __call__(self, input: str, config: RunConfig, /) -> str:
-        self.inputs.append(input)
-        self.configs.append(config)
-        self.journal.append(RecordedCall(self.name, input))
-        try:
+        self._started(input, config)
+        with self._outcome_kept(self.outputs):
             reply = await self._inner(input, config)
-        except Exception as error:
-            self.outputs.append(error)
-            raise
-        self.outputs.append(reply)
-        return reply
+        return self._replied(reply)
 
 
-class RecordingGatekeeper(_Recording):
+class _GatekeeperRecording(_Recording, Generic[_Inner]):
+    def __init__(self, inner: _Inner, *, journal: list[RecordedCall] | None = None) -> None:
+        super().__init__("gatekeeper", journal)
+        self._inner = inner
+        self.calls: list[tuple[str, ExecutorEvidence]] = []
+        self.results: list[object] = []
+
+    def _started(self, run_id: str, executor_output: ExecutorEvidence) -> None:
+        self.calls.append((run_id, executor_output))
+        self.journal.append(RecordedCall(self.name, run_id))
+
+    def _returned(self, result: object) -> object:
+        self.results.append(result)
+        return result
+
+
+class RecordingGatekeeper(_GatekeeperRecording[Gatekeeper]):
     """Wraps a :class:`~diagnosis_core.Gatekeeper` and keeps every call and result."""
 
-    def __init__(self, inner: Gatekeeper, *, journal: list[RecordedCall] | None = None) -> None:
-        super().__init__("gatekeeper", journal)
-        self._inner = inner
-        self.calls: list[tuple[str, ExecutorEvidence]] = []
-        self.results: list[object] = []
-
     def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
-        self.calls.append((run_id, executor_output))
-        self.journal.append(RecordedCall(self.name, run_id))
-        try:
+        self._started(run_id, executor_output)
+        with self._outcome_kept(self.results):
             result = self._inner(run_id, executor_output)
-        except Exception as error:
-            self.results.append(error)
-            raise
-        self.results.append(result)
-        return result
+        return self._returned(result)
 
 
-class AsyncRecordingGatekeeper(_Recording):
+class AsyncRecordingGatekeeper(_GatekeeperRecording[AsyncGatekeeper]):
     """The asyncio twin of :class:`RecordingGatekeeper`."""
 
-    def __init__(
-        self, inner: AsyncGatekeeper, *, journal: list[RecordedCall] | None = None
-    ) -> None:
-        super().__init__("gatekeeper", journal)
-        self._inner = inner
-        self.calls: list[tuple[str, ExecutorEvidence]] = []
-        self.results: list[object] = []
-
     async def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
-        self.calls.append((run_id, executor_output))
-        self.journal.append(RecordedCall(self.name, run_id))
-        try:
+        self._started(run_id, executor_output)
+        with self._outcome_kept(self.results):
             result = await self._inner(run_id, executor_output)
-        except Exception as error:
-            self.results.append(error)
-            raise
-        self.results.append(result)
-        return result
+        return self._returned(result)
 
 
-class EffectsRecorder:
+class _EffectsRecording:
+    """What both effects recorders share: one journal of every call, read back per agent."""
+
+    def __init__(self) -> None:
+        self.journal: list[RecordedCall] = []
+
+    def inputs(self, agent: str) -> list[str]:
+        """Every input string ``agent`` (``planner`` … ``composer``) received, in order."""
+        return [call.input for call in self.journal if call.effect == agent]
+
+
+class EffectsRecorder(_EffectsRecording):
     """Wraps every effect of an :class:`~diagnosis_core.Effects` in a recording double.
 
     Pass :attr:`effects` to the driver; afterwards :attr:`journal` lists every
@@ -291,7 +300,7 @@ class EffectsRecorder:
     """
 
     def __init__(self, effects: Effects) -> None:
-        self.journal: list[RecordedCall] = []
+        super().__init__()
         self.planner = RecordingInvoker(effects.planner, name="planner", journal=self.journal)
         self.executor = RecordingInvoker(effects.executor, name="executor", journal=self.journal)
         self.verifier = RecordingInvoker(effects.verifier, name="verifier", journal=self.journal)
@@ -306,16 +315,12 @@ class EffectsRecorder:
             classifier=effects.classifier,
         )
 
-    def inputs(self, agent: str) -> list[str]:
-        """Every input string ``agent`` (``planner`` … ``composer``) received, in order."""
-        return [call.input for call in self.journal if call.effect == agent]
 
-
-class AsyncEffectsRecorder:
+class AsyncEffectsRecorder(_EffectsRecording):
     """The asyncio twin of :class:`EffectsRecorder`, for :class:`~diagnosis_core.AsyncEffects`."""
 
     def __init__(self, effects: AsyncEffects) -> None:
-        self.journal: list[RecordedCall] = []
+        super().__init__()
         journal = self.journal
         self.planner = AsyncRecordingInvoker(effects.planner, name="planner", journal=journal)
         self.executor = AsyncRecordingInvoker(effects.executor, name="executor", journal=journal)
@@ -330,10 +335,6 @@ class AsyncEffectsRecorder:
             gatekeeper=self.gatekeeper,
             classifier=effects.classifier,
         )
-
-    def inputs(self, agent: str) -> list[str]:
-        """Every input string ``agent`` received, in order."""
-        return [call.input for call in self.journal if call.effect == agent]
 
 
 def scripted_effects(

@@ -707,6 +707,15 @@ def _failed_binding(plant: _Planter) -> dict[str, Any]:
     )
 
 
+def _failed_bindings(
+    plant: _Planter, result: _Round, claim_id: str, count: int
+) -> list[dict[str, Any]]:
+    """``count`` bindings of ``claim_id`` that no ledger backs, recorded as expected to fail."""
+    bindings = [_failed_binding(plant) for _ in range(count)]
+    result.failed.extend((claim_id, binding) for binding in bindings)
+    return bindings
+
+
 def _planted_round(plant: _Planter, round: int) -> _Round:
     draw = plant.draw
     found: list[dict[str, Any]] = []
@@ -728,10 +737,7 @@ def _planted_round(plant: _Planter, round: int) -> _Round:
             )
             result.trusted.append((claim_id, binding))
             bindings.append(binding)
-        for _ in range(draw(st.integers(0, 1))):
-            binding = _failed_binding(plant)
-            result.failed.append((claim_id, binding))
-            bindings.append(binding)
+        bindings += _failed_bindings(plant, result, claim_id, draw(st.integers(0, 1)))
         found.append(
             plant.maybe_unknown(
                 {"claim_id": claim_id, "text": plant(kind), "is_critical": draw(st.booleans()),
@@ -741,11 +747,7 @@ def _planted_round(plant: _Planter, round: int) -> _Round:
     for _ in range(draw(st.integers(0, 2))):
         claim_id = plant(Plant.UNTRUSTED_CLAIM)
         result.untrusted_ids.append(claim_id)
-        bindings = []
-        for _ in range(draw(st.integers(1, 2))):
-            binding = _failed_binding(plant)
-            result.failed.append((claim_id, binding))
-            bindings.append(binding)
+        bindings = _failed_bindings(plant, result, claim_id, draw(st.integers(1, 2)))
         found.append(
             plant.maybe_unknown(
                 {"claim_id": claim_id, "text": plant(Plant.UNTRUSTED_CLAIM),
