@@ -14,18 +14,28 @@ string stored in the state, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from types import MappingProxyType
 from typing import Final
 
 import attrs
 
 from .._kernel.config import RunConfig
-from .._kernel.enums import FailureKind, NodeStatus
+from .._kernel.enums import NodeStatus
 from .._kernel.errors import MachineError, PayloadError
 from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import canonical_json
 from .._kernel.json import sha256_text as _sha256
 from .._kernel.provenance import mark_built
-from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of
+from .._kernel.results import (
+    AgentFailed,
+    AgentReplied,
+    FailureReasons,
+    agent_result_for,
+    items_of,
+    raised_outcome,
+    reply_text,
+    retries_left,
+)
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .gaps import RetryContext, build_retry_context, extract_evidence_gaps
@@ -337,12 +347,7 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
     pending = state.pending
     if pending is None:
         raise MachineError("the state awaits nothing; it was not produced by this machine")
-    if not isinstance(result, AgentReplied | AgentFailed):
-        raise MachineError(
-            f"the pending action is a {pending.agent.value} invocation; "
-            f"got {type(result).__name__}"
-        )
-    check_agent_result(result)
+    result = agent_result_for(pending.agent, result)
     state = attrs.evolve(
         state,
         calls=state.calls.incremented(pending.agent.value),
@@ -351,7 +356,9 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
             InvocationRecord(pending.agent, pending.round, pending.attempt, pending.input),
         ),
     )
-    handler = _AGENT_HANDLERS[pending.agent]
+    if isinstance(result, AgentFailed):
+        return _agent_raised(state, pending, result)
+    handler = _REPLY_HANDLERS[pending.agent]
     return handler(state, pending, result)
 
 
@@ -398,21 +405,6 @@ def _event(
         details=details if details is not None else EventDetails(),
     )
     return attrs.evolve(state, events=(*state.events, event))
-
-
-def _failure_status(kind: FailureKind) -> NodeStatus:
-    if kind is FailureKind.RETRYABLE:
-        return NodeStatus.RETRYABLE_FAILED
-    return NodeStatus.NON_RETRYABLE_FAILED
-
-
-def _retries_left(state: DiagnosisState, pending: PendingCall) -> bool:
-    return pending.attempt - 1 < state.request.config.technical_retry_limit
-
-
-def _reply_text(result: AgentReplied) -> str:
-    # advance() checked the type; a ``str`` subclass is read as the plain string.
-    return str.__str__(result.text)
 
 
 def _follow(
@@ -470,17 +462,17 @@ def _route_agent(
     pending: PendingCall,
     status: NodeStatus,
     facts: RoutingFacts,
-    *,
-    failure_reason: ReasonCode,
+    reason: ReasonCode | None,
     details: EventDetails,
 ) -> tuple[DiagnosisState, Route]:
+    """Record the attempt's event and read its route from the table."""
     node = pending.agent.node
     route = choose_route(node, facts)
     state = _event(
         state,
         node,
         status,
-        None if status is NodeStatus.COMPLETED else failure_reason,
+        reason,
         round=pending.round,
         attempt=pending.attempt,
         input_text=pending.input,
@@ -489,9 +481,53 @@ def _route_agent(
     return state, route
 
 
-def _agent_failure(result: AgentFailed) -> tuple[NodeStatus, str]:
-    """Status and error text of an agent that raised."""
-    return _failure_status(result.kind), result.message or result.kind.value
+def _completed(
+    state: DiagnosisState,
+    pending: PendingCall,
+    facts: RoutingFacts | None = None,
+    details: EventDetails | None = None,
+) -> tuple[DiagnosisState, Route]:
+    """Record a COMPLETED attempt (no reason code) and read its route."""
+    if facts is None:
+        facts = RoutingFacts(status=NodeStatus.COMPLETED)
+    return _route_agent(
+        state,
+        pending,
+        NodeStatus.COMPLETED,
+        facts,
+        None,
+        details if details is not None else EventDetails(),
+    )
+
+
+_REASONS: Final = FailureReasons(
+    failed=MappingProxyType(
+        {
+            AgentName.PLANNER: ReasonCode.PLANNER_FAILED,
+            AgentName.EXECUTOR: ReasonCode.EXECUTOR_FAILED,
+            AgentName.VERIFIER: ReasonCode.VERIFIER_FAILED,
+            AgentName.COMPOSER: ReasonCode.COMPOSER_FAILED,
+        }
+    ),
+    executor=AgentName.EXECUTOR,
+    tool_blocked=ReasonCode.EXECUTOR_TOOL_BLOCKED,
+    executor_invalid_output=ReasonCode.EXECUTOR_INVALID_OUTPUT,
+)
+
+
+def _agent_raised(
+    state: DiagnosisState, pending: PendingCall, result: AgentFailed
+) -> DiagnosisState:
+    status, error = raised_outcome(result)
+    reason = _REASONS.raised(pending.agent, result.kind)
+    return _finish_failed_agent(state, pending, status, error, reason)
+
+
+def _invalid_output(
+    state: DiagnosisState, pending: PendingCall, error: PayloadError
+) -> DiagnosisState:
+    reason = _REASONS.invalid_output(pending.agent)
+    return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
 
 
 def _finish_failed_agent(
@@ -501,9 +537,10 @@ def _finish_failed_agent(
     error: str | None,
     reason: ReasonCode,
 ) -> DiagnosisState:
-    facts = RoutingFacts(status=status, retries_left=_retries_left(state, pending))
+    limit = state.request.config.technical_retry_limit
+    facts = RoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
     state, route = _route_agent(
-        state, pending, status, facts, failure_reason=reason, details=EventDetails(error=error)
+        state, pending, status, facts, reason, EventDetails(error=error)
     )
     if route.same_input:
         return _retry(state, pending)
@@ -515,66 +552,31 @@ def _finish_failed_agent(
 # --- planner ---------------------------------------------------------------------
 
 
-def _planner_done(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+def _planner_replied(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied
 ) -> DiagnosisState:
-    if isinstance(result, AgentReplied):
-        try:
-            names = [skill.name for skill in state.request.skills]
-            plan = parse_planner_plan(_reply_text(result), names)
-        except PayloadError as error:
-            return _finish_failed_agent(
-                state, pending, NodeStatus.INVALID_OUTPUT, error.reason, ReasonCode.PLANNER_FAILED
-            )
-        state = attrs.evolve(state, plan=plan)
-        facts = RoutingFacts(status=NodeStatus.COMPLETED)
-        state, route = _route_agent(
-            state,
-            pending,
-            NodeStatus.COMPLETED,
-            facts,
-            failure_reason=ReasonCode.PLANNER_FAILED,
-            details=EventDetails(),
-        )
-        return _follow(state, route, round=1)
-    status, error_text = _agent_failure(result)
-    return _finish_failed_agent(state, pending, status, error_text, ReasonCode.PLANNER_FAILED)
+    try:
+        names = [skill.name for skill in state.request.skills]
+        plan = parse_planner_plan(reply_text(result), names)
+    except PayloadError as error:
+        return _invalid_output(state, pending, error)
+    state, route = _completed(attrs.evolve(state, plan=plan), pending)
+    return _follow(state, route, round=1)
 
 
 # --- executor --------------------------------------------------------------------
 
 
-def _executor_done(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+def _executor_replied(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied
 ) -> DiagnosisState:
-    if isinstance(result, AgentReplied):
-        try:
-            output = parse_executor_evidence(_reply_text(result))
-        except PayloadError as error:
-            return _finish_failed_agent(
-                state,
-                pending,
-                NodeStatus.INVALID_OUTPUT,
-                error.reason,
-                ReasonCode.EXECUTOR_INVALID_OUTPUT,
-            )
-        state = attrs.evolve(state, executor_output=output, verified=None)
-        state, route = _route_agent(
-            state,
-            pending,
-            NodeStatus.COMPLETED,
-            RoutingFacts(status=NodeStatus.COMPLETED),
-            failure_reason=ReasonCode.EXECUTOR_FAILED,
-            details=EventDetails(),
-        )
-        return _follow(state, route, round=pending.round)
-    reason = (
-        ReasonCode.EXECUTOR_TOOL_BLOCKED
-        if result.kind is FailureKind.TOOL_BLOCKED
-        else ReasonCode.EXECUTOR_FAILED
-    )
-    status, error_text = _agent_failure(result)
-    return _finish_failed_agent(state, pending, status, error_text, reason)
+    try:
+        output = parse_executor_evidence(reply_text(result))
+    except PayloadError as error:
+        return _invalid_output(state, pending, error)
+    state = attrs.evolve(state, executor_output=output, verified=None)
+    state, route = _completed(state, pending)
+    return _follow(state, route, round=pending.round)
 
 
 # --- gatekeeper ------------------------------------------------------------------
@@ -731,18 +733,13 @@ def _drop_unknown_claim_ids(
     return filtered, tuple(unknown)
 
 
-def _verifier_done(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+def _verifier_replied(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied
 ) -> DiagnosisState:
-    if isinstance(result, AgentFailed):
-        status, error_text = _agent_failure(result)
-        return _finish_failed_agent(state, pending, status, error_text, ReasonCode.VERIFIER_FAILED)
     try:
-        parsed = parse_verifier_output(_reply_text(result))
+        parsed = parse_verifier_output(reply_text(result))
     except PayloadError as error:
-        return _finish_failed_agent(
-            state, pending, NodeStatus.INVALID_OUTPUT, error.reason, ReasonCode.VERIFIER_FAILED
-        )
+        return _invalid_output(state, pending, error)
     assert state.verified is not None and state.gatekeeper is not None
     output, unknown = _drop_unknown_claim_ids(parsed, state.verified.claim_ids)
     ceiling = verdict_ceiling(state.gatekeeper.status)
@@ -776,14 +773,7 @@ def _verifier_done(
         evaluation=evaluation,
         verifier_evaluations=(*state.verifier_evaluations, evaluation),
     )
-    state, route = _route_agent(
-        state,
-        pending,
-        NodeStatus.COMPLETED,
-        facts,
-        failure_reason=ReasonCode.VERIFIER_FAILED,
-        details=details,
-    )
+    state, route = _completed(state, pending, facts, details)
     return _follow(state, route, round=pending.round)
 
 
@@ -836,27 +826,15 @@ def _schedule_composer(state: DiagnosisState) -> DiagnosisState:
     return _schedule(state, AgentName.COMPOSER, text, round=state.round)
 
 
-def _composer_done(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied | AgentFailed
+def _composer_replied(
+    state: DiagnosisState, pending: PendingCall, result: AgentReplied
 ) -> DiagnosisState:
-    if isinstance(result, AgentFailed):
-        status, error_text = _agent_failure(result)
-        return _finish_failed_agent(state, pending, status, error_text, ReasonCode.COMPOSER_FAILED)
     try:
         allowed_ids = [claim.claim_id for claim in _allowed_claims(state)]
-        output = parse_composer_output(_reply_text(result), allowed_ids)
+        output = parse_composer_output(reply_text(result), allowed_ids)
     except PayloadError as error:
-        return _finish_failed_agent(
-            state, pending, NodeStatus.INVALID_OUTPUT, error.reason, ReasonCode.COMPOSER_FAILED
-        )
-    state, route = _route_agent(
-        state,
-        pending,
-        NodeStatus.COMPLETED,
-        RoutingFacts(status=NodeStatus.COMPLETED),
-        failure_reason=ReasonCode.COMPOSER_FAILED,
-        details=EventDetails(),
-    )
+        return _invalid_output(state, pending, error)
+    state, route = _completed(state, pending)
     state = attrs.evolve(
         state,
         composer_output=output,
@@ -956,9 +934,9 @@ def _post_verification_fallback(state: DiagnosisState) -> DiagnosisState:
     )
 
 
-_AGENT_HANDLERS = {
-    AgentName.PLANNER: _planner_done,
-    AgentName.EXECUTOR: _executor_done,
-    AgentName.VERIFIER: _verifier_done,
-    AgentName.COMPOSER: _composer_done,
+_REPLY_HANDLERS = {
+    AgentName.PLANNER: _planner_replied,
+    AgentName.EXECUTOR: _executor_replied,
+    AgentName.VERIFIER: _verifier_replied,
+    AgentName.COMPOSER: _composer_replied,
 }

@@ -7,15 +7,31 @@ so they live here rather than in either workflow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 import attrs
 
-from .enums import FailureKind
+from .enums import FailureKind, NodeStatus
 from .errors import MachineError
 
-__all__ = ["AgentFailed", "AgentReplied", "check_agent_result", "items_of", "to_tuple"]
+A = TypeVar("A", bound=enum.Enum)
+R = TypeVar("R", bound=enum.Enum)
+
+__all__ = [
+    "AgentFailed",
+    "AgentReplied",
+    "FailureReasons",
+    "agent_result_for",
+    "check_agent_result",
+    "failure_status",
+    "items_of",
+    "raised_outcome",
+    "reply_text",
+    "retries_left",
+    "to_tuple",
+]
 
 
 def items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
@@ -103,3 +119,74 @@ def check_agent_result(result: AgentReplied | AgentFailed) -> None:
             f"AgentReplied.text: expected the agent's message text (a str), "
             f"got {type(text).__name__}"
         )
+
+
+def agent_result_for(agent: enum.Enum, result: object) -> AgentReplied | AgentFailed:
+    """``result`` as the answer to a pending call of ``agent``; :class:`MachineError` if not.
+
+    Both machines take an agent's result only while an agent call is pending:
+    any other value (a gatekeeper result, a string) and an agent result that
+    breaks its own type (:func:`check_agent_result`) are the host's bug.
+    """
+    if not isinstance(result, AgentReplied | AgentFailed):
+        raise MachineError(
+            f"the pending action is a {agent.value} invocation; got {type(result).__name__}"
+        )
+    check_agent_result(result)
+    return result
+
+
+def reply_text(result: AgentReplied) -> str:
+    """The reply as the plain string (a ``str`` subclass is read as its ``str`` value).
+
+    :func:`check_agent_result` has checked the type; reading through
+    ``str.__str__`` keeps a subclass's overridden methods out of the parsers.
+    """
+    return str.__str__(result.text)
+
+
+def failure_status(kind: FailureKind) -> NodeStatus:
+    """The node status of an agent that raised (spec §6.7): only RETRYABLE may be retried."""
+    if kind is FailureKind.RETRYABLE:
+        return NodeStatus.RETRYABLE_FAILED
+    return NodeStatus.NON_RETRYABLE_FAILED
+
+
+def retries_left(attempt: int, limit: int) -> bool:
+    """Whether attempt ``attempt`` of one call may be followed by a technical retry.
+
+    Attempt ``n`` has used ``n - 1`` of the ``limit`` technical retries
+    (spec §6.7); both machines count them from the pending call's attempt.
+    """
+    return attempt - 1 < limit
+
+
+def raised_outcome(result: AgentFailed) -> tuple[NodeStatus, str]:
+    """The status and the error text of an agent that raised (an empty message: its kind)."""
+    return failure_status(result.kind), result.message or result.kind.value
+
+
+@attrs.frozen
+class FailureReasons(Generic[A, R]):
+    """Which reason code a failed agent attempt carries (spec §6.7), as data per workflow.
+
+    Every agent has its own ``*_FAILED`` code; the executor alone has two
+    more: for a blocked tool and for a reply its parser refused. Both
+    machines name their codes in one value of this class and read them
+    through the same two rules.
+    """
+
+    failed: Mapping[A, R]
+    executor: A
+    tool_blocked: R
+    executor_invalid_output: R
+
+    def raised(self, agent: A, kind: FailureKind) -> R:
+        """The reason of ``agent`` raising a ``kind`` failure."""
+        if agent is self.executor and kind is FailureKind.TOOL_BLOCKED:
+            return self.tool_blocked
+        return self.failed[agent]
+
+    def invalid_output(self, agent: A) -> R:
+        """The reason of ``agent`` replying with what its parser refused."""
+        return self.executor_invalid_output if agent is self.executor else self.failed[agent]

@@ -22,17 +22,29 @@ on :attr:`AiOpsResult.report` once the run has finished.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import MappingProxyType
+from typing import Final
 
 import attrs
 
 from .._kernel.config import RunConfig
 from .._kernel.converter import to_wire
-from .._kernel.enums import FailureKind, NodeStatus
+from .._kernel.enums import NodeStatus
 from .._kernel.errors import MachineError, PayloadError
 from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import sha256_text as _sha256
 from .._kernel.provenance import mark_built
-from .._kernel.results import AgentFailed, AgentReplied, check_agent_result, items_of, to_tuple
+from .._kernel.results import (
+    AgentFailed,
+    AgentReplied,
+    FailureReasons,
+    agent_result_for,
+    items_of,
+    raised_outcome,
+    reply_text,
+    retries_left,
+    to_tuple,
+)
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -250,11 +262,7 @@ def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiO
     pending = state.pending
     if pending is None:
         raise MachineError("the state awaits nothing; it was not produced by this machine")
-    if not isinstance(result, AgentReplied | AgentFailed):
-        raise MachineError(
-            f"the pending action is a {pending.agent.value} invocation; got {type(result).__name__}"
-        )
-    check_agent_result(result)
+    result = agent_result_for(pending.agent, result)
     state = attrs.evolve(
         state,
         calls=state.calls.incremented(pending.agent),
@@ -270,11 +278,6 @@ def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiO
 
 
 # --- helpers ----------------------------------------------------------------------
-
-
-def _reply_text(result: AgentReplied) -> str:
-    # advance_aiops() checked the type; a ``str`` subclass is read as the plain string.
-    return str.__str__(result.text)
 
 
 def _event(
@@ -301,22 +304,25 @@ def _event(
     return attrs.evolve(state, events=(*state.events, event))
 
 
-_FAILURE_REASONS = {
-    AiOpsAgent.SUPERVISOR: AiOpsReasonCode.SUPERVISOR_FAILED,
-    AiOpsAgent.PLANNER: AiOpsReasonCode.PLANNER_FAILED,
-    AiOpsAgent.EXECUTOR: AiOpsReasonCode.EXECUTOR_FAILED,
-    AiOpsAgent.REPORTER: AiOpsReasonCode.REPORTER_FAILED,
-}
+_REASONS: Final = FailureReasons(
+    failed=MappingProxyType(
+        {
+            AiOpsAgent.SUPERVISOR: AiOpsReasonCode.SUPERVISOR_FAILED,
+            AiOpsAgent.PLANNER: AiOpsReasonCode.PLANNER_FAILED,
+            AiOpsAgent.EXECUTOR: AiOpsReasonCode.EXECUTOR_FAILED,
+            AiOpsAgent.REPORTER: AiOpsReasonCode.REPORTER_FAILED,
+        }
+    ),
+    executor=AiOpsAgent.EXECUTOR,
+    tool_blocked=AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED,
+    executor_invalid_output=AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT,
+)
 
 
 def _invalid_output(
     state: AiOpsState, pending: AiOpsPendingCall, error: PayloadError
 ) -> AiOpsState:
-    reason = (
-        AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT
-        if pending.agent is AiOpsAgent.EXECUTOR
-        else _FAILURE_REASONS[pending.agent]
-    )
+    reason = _REASONS.invalid_output(pending.agent)
     return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
 
 
@@ -400,8 +406,8 @@ def _finish_failed_agent(
     error: str,
     reason: AiOpsReasonCode,
 ) -> AiOpsState:
-    retries_left = pending.attempt - 1 < state.request.config.technical_retry_limit
-    facts = AiOpsRoutingFacts(status=status, retries_left=retries_left)
+    limit = state.request.config.technical_retry_limit
+    facts = AiOpsRoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
     route = choose_aiops_route(pending.agent.node, facts)
     state = _event(
         state,
@@ -419,15 +425,9 @@ def _finish_failed_agent(
 
 
 def _agent_raised(state: AiOpsState, pending: AiOpsPendingCall, result: AgentFailed) -> AiOpsState:
-    status = (
-        NodeStatus.RETRYABLE_FAILED
-        if result.kind is FailureKind.RETRYABLE
-        else NodeStatus.NON_RETRYABLE_FAILED
-    )
-    reason = _FAILURE_REASONS[pending.agent]
-    if pending.agent is AiOpsAgent.EXECUTOR and result.kind is FailureKind.TOOL_BLOCKED:
-        reason = AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED
-    return _finish_failed_agent(state, pending, status, result.message or result.kind.value, reason)
+    status, error = raised_outcome(result)
+    reason = _REASONS.raised(pending.agent, result.kind)
+    return _finish_failed_agent(state, pending, status, error, reason)
 
 
 # --- agents -----------------------------------------------------------------------
@@ -437,7 +437,7 @@ def _supervisor_replied(
     state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
 ) -> AiOpsState:
     try:
-        choice = parse_supervisor_decision(_reply_text(result)).next
+        choice = parse_supervisor_decision(reply_text(result)).next
     except PayloadError as error:
         return _invalid_output(state, pending, error)
     if choice is SupervisorChoice.FINISH:
@@ -464,7 +464,7 @@ def _planner_replied(
     state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
 ) -> AiOpsState:
     try:
-        plan = parse_aiops_plan(_reply_text(result))
+        plan = parse_aiops_plan(reply_text(result))
     except PayloadError as error:
         return _invalid_output(state, pending, error)
     facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
@@ -476,7 +476,7 @@ def _executor_replied(
     state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
 ) -> AiOpsState:
     try:
-        output = parse_aiops_executor_output(_reply_text(result), state.invocation_ids)
+        output = parse_aiops_executor_output(reply_text(result), state.invocation_ids)
     except PayloadError as error:
         return _invalid_output(state, pending, error)
     seen = set(state.invocation_ids)
@@ -501,7 +501,7 @@ def _reporter_replied(
     state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
 ) -> AiOpsState:
     try:
-        report = parse_aiops_report(_reply_text(result))
+        report = parse_aiops_report(reply_text(result))
     except PayloadError as error:
         return _invalid_output(state, pending, error)
     facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
