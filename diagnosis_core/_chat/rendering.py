@@ -25,7 +25,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import Locale
-from .._kernel.text import sanitize_item
+from .._kernel.text import run_trace_line, sanitize_item
 from .config import DiagnosisConfig
 from .enums import AnswerMode, GatekeeperStatus, ReasonCode
 from .payloads import ToolTraceEntry
@@ -229,9 +229,7 @@ _TEMPLATES: Mapping[Locale, _Templates] = MappingProxyType({Locale.EN: _EN, Loca
 
 
 def _trace_line(templates: _Templates, run_id: str, max_chars: int) -> str:
-    """The closing instruction; an id that sanitizes to nothing gets a placeholder."""
-    safe_run_id = sanitize_item(run_id, max_chars) or templates.unknown_run
-    return templates.trace_line.format(run_id=safe_run_id)
+    return run_trace_line(templates.trace_line, run_id, max_chars, templates.unknown_run)
 
 
 def _bullets(templates: _Templates, items: Sequence[str], max_chars: int) -> list[str]:

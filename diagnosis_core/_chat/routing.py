@@ -17,7 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
-from .._kernel.tables import first_matching_row, index_rows, mermaid_flowchart
+from .._kernel.tables import RETRYABLE_STATUSES, Router, mermaid_flowchart
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
 
 __all__ = [
@@ -70,11 +70,8 @@ class Condition(enum.StrEnum):
     COMPLETED_OTHERWISE = "otherwise COMPLETED"
 
 
-_RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_OUTPUT})
-
-
 def _retry_left(facts: RoutingFacts) -> bool:
-    return facts.status in _RETRYABLE_STATUSES and facts.retries_left
+    return facts.status in RETRYABLE_STATUSES and facts.retries_left
 
 
 def _evidence_gap(facts: RoutingFacts) -> bool:
@@ -161,7 +158,7 @@ ROUTING_TABLE: tuple[Route, ...] = (
 """The chat routing rows, read in order: the first row whose condition holds wins."""
 
 
-_ROWS_BY_NODE = index_rows(ROUTING_TABLE)
+_ROUTER = Router(ROUTING_TABLE, _PREDICATES, "route")
 
 
 def choose_route(
@@ -172,11 +169,7 @@ def choose_route(
     Every node has a catch-all last row, so a route always exists for the
     default table; a custom table without one raises ``LookupError``.
     """
-    rows = _ROWS_BY_NODE if table is ROUTING_TABLE else index_rows(table)
-    row = first_matching_row(rows.get(after, ()), _PREDICATES, facts)
-    if row is None:
-        raise LookupError(f"no route after {after!r} for {facts!r}")
-    return row
+    return _ROUTER.choose(after, facts, table)
 
 
 def routing_mermaid(table: tuple[Route, ...] = ROUTING_TABLE) -> str:

@@ -11,9 +11,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from .enums import NodeStatus
 
 __all__ = [
+    "RETRYABLE_STATUSES",
+    "Router",
     "TableRow",
     "first_matching_row",
     "index_rows",
@@ -67,6 +71,35 @@ def first_matching_row(
         if predicates[row.condition](facts):
             return row
     return None
+
+
+class Router(Generic[Row, Facts]):
+    """A workflow's default routing table, indexed once, with the predicates of its conditions.
+
+    Both machines route every step through :meth:`choose`, so a table passed
+    in by a test is read by exactly the rule the default table is read by.
+    """
+
+    def __init__(
+        self, table: Sequence[Row], predicates: Mapping[Any, Callable[[Facts], bool]], what: str
+    ) -> None:
+        self._table = table
+        self._rows = index_rows(table)
+        self._predicates = predicates
+        self._what = what
+
+    def choose(self, after: object, facts: Facts, table: Sequence[Row]) -> Row:
+        """The first row for ``after`` whose condition holds; ``LookupError`` if none does."""
+        rows = self._rows if table is self._table else index_rows(table)
+        row = first_matching_row(rows.get(after, ()), self._predicates, facts)
+        if row is None:
+            raise LookupError(f"no {self._what} after {after!r} for {facts!r}")
+        return row
+
+
+RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_OUTPUT})
+"""The statuses a technical retry may follow (spec §6.7), in both workflows' tables: a
+retryable failure or an invalid output; a non-retryable failure never is."""
 
 
 def _node_id(node: enum.Enum | None, *, end: bool) -> str:

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterator
 from types import MappingProxyType
 
-__all__ = ["ELLIPSIS", "sanitize_item"]
+__all__ = ["ELLIPSIS", "run_trace_line", "sanitize_item"]
 
 ELLIPSIS = "…"
 
@@ -162,3 +162,13 @@ def sanitize_item(text: str, max_chars: int) -> str:
     if max_chars < 1:
         raise ValueError(f"max_chars: expected at least 1, got {max_chars}")
     return _escape_markdown(_clean_and_cap(text, max_chars))
+
+
+def run_trace_line(template: str, run_id: str, max_chars: int, unknown_run: str) -> str:
+    """The closing line of a fallback text: where to look for the run's trace (spec §6.8).
+
+    The run id is the caller's and is sanitized like every interpolated item;
+    an id that sanitizes to nothing shows ``unknown_run`` instead, so the line
+    never reads as if it named a run. Both workflows' fallbacks end with it.
+    """
+    return template.format(run_id=sanitize_item(run_id, max_chars) or unknown_run)

@@ -20,7 +20,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import Locale
-from .._kernel.text import sanitize_item
+from .._kernel.text import run_trace_line, sanitize_item
 from ._config import AiOpsConfig
 from ._enums import AiOpsMode, AiOpsReasonCode
 from ._payloads import AiOpsReport, Alert
@@ -161,9 +161,8 @@ def _item(templates: _Templates, value: object, cap: int) -> str:
     return sanitize_item(str(value), cap) or templates.empty_item
 
 
-def _trace_line(templates: _Templates, run_id: str, cap: int) -> str:
-    safe_run_id = sanitize_item(run_id, cap) or templates.unknown_run
-    return templates.trace_line.format(run_id=safe_run_id)
+def _trace_line(templates: _Templates, run_id: str, max_chars: int) -> str:
+    return run_trace_line(templates.trace_line, run_id, max_chars, templates.unknown_run)
 
 
 def render_aiops_fallback(

@@ -37,7 +37,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
-from .._kernel.tables import first_matching_row, index_rows, mermaid_flowchart
+from .._kernel.tables import RETRYABLE_STATUSES, Router, mermaid_flowchart
 from ._config import NO_PROGRESS_REPEATS
 from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
@@ -87,9 +87,6 @@ class AiOpsCondition(enum.StrEnum):
     EXECUTOR_AGENT = "executor_agent"
 
 
-_RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_OUTPUT})
-
-
 def _completed_choice(choice: SupervisorChoice) -> Callable[[AiOpsRoutingFacts], bool]:
     return lambda facts: facts.status is NodeStatus.COMPLETED and facts.choice is choice
 
@@ -99,7 +96,7 @@ _PREDICATES: Mapping[AiOpsCondition, Callable[[AiOpsRoutingFacts], bool]] = Mapp
         AiOpsCondition.ALWAYS: lambda facts: True,
         AiOpsCondition.COMPLETED: lambda facts: facts.status is NodeStatus.COMPLETED,
         AiOpsCondition.RETRY_LEFT: lambda facts: (
-            facts.status in _RETRYABLE_STATUSES and facts.retries_left
+            facts.status in RETRYABLE_STATUSES and facts.retries_left
         ),
         AiOpsCondition.ANY_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
         AiOpsCondition.OTHER_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
@@ -160,7 +157,7 @@ AIOPS_ROUTING_TABLE: tuple[AiOpsRoute, ...] = (
 """The AIOps routing rows, read in order: the first row whose condition holds wins."""
 
 
-_ROWS_BY_NODE = index_rows(AIOPS_ROUTING_TABLE)
+_ROUTER = Router(AIOPS_ROUTING_TABLE, _PREDICATES, "AIOps route")
 
 
 def choose_aiops_route(
@@ -174,11 +171,7 @@ def choose_aiops_route(
     covers (a completed supervisor without a choice, a custom table without
     a catch-all) raises ``LookupError``.
     """
-    rows = _ROWS_BY_NODE if table is AIOPS_ROUTING_TABLE else index_rows(table)
-    row = first_matching_row(rows.get(after, ()), _PREDICATES, facts)
-    if row is None:
-        raise LookupError(f"no AIOps route after {after!r} for {facts!r}")
-    return row
+    return _ROUTER.choose(after, facts, table)
 
 
 def aiops_routing_mermaid(table: tuple[AiOpsRoute, ...] = AIOPS_ROUTING_TABLE) -> str:
