@@ -292,12 +292,8 @@ class _CheckCache:
 
 
 def _checked(
-    claim_id: str,
-    binding: EvidenceBinding,
-    status: BindingCheckStatus,
-    *,
-    matched_text: str | None = None,
-    reason: str | None = None,
+    claim_id: str, binding: EvidenceBinding, status: BindingCheckStatus,
+    *, matched_text: str | None = None, reason: str | None = None,
 ) -> CheckedBinding:
     """The result for ``binding`` under the binding's own key (the projector matches it)."""
     return CheckedBinding(

@@ -1,0 +1,110 @@
+"""The rules both workflows read from the kernel: one rule, the same answer in each."""
+
+from __future__ import annotations
+
+import enum
+
+import pytest
+
+from diagnosis_core import ConfigError, DiagnosisConfig, FailureKind, MachineError, ReasonCode
+from diagnosis_core._kernel.enums import Locale, member_of
+from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for
+from diagnosis_core._kernel.schema import SchemaProfile, profile_of
+from diagnosis_core._kernel.tables import Router
+from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
+from diagnosis_core.machine import AgentName
+
+
+class _Text(str):
+    pass
+
+
+def test_member_of_reads_a_member_or_its_wire_string_and_nothing_else() -> None:
+    assert member_of(Locale, Locale.ZH_CN) is Locale.ZH_CN
+    assert member_of(Locale, "zh-CN") is Locale.ZH_CN
+    assert member_of(Locale, _Text("en")) is Locale.EN
+    assert member_of(Locale, "ZH-CN") is None
+    assert member_of(Locale, 1) is None
+    assert member_of(Locale, None) is None
+    assert member_of(SchemaProfile, SchemaProfile.GEMINI) is SchemaProfile.GEMINI
+    assert member_of(SchemaProfile, "openai-strict") is SchemaProfile.OPENAI_STRICT
+
+
+def test_locale_and_profile_keep_their_own_errors() -> None:
+    with pytest.raises(ConfigError, match=r"locale: expected one of 'en', 'zh-CN', got 1"):
+        DiagnosisConfig(locale=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"unknown schema profile 1; expected one of"):
+        profile_of(1)
+
+
+@pytest.mark.parametrize(
+    ("agent", "kind", "chat", "aiops"),
+    [
+        ("planner", FailureKind.RETRYABLE, ReasonCode.PLANNER_FAILED,
+         AiOpsReasonCode.PLANNER_FAILED),
+        ("planner", FailureKind.TOOL_BLOCKED, ReasonCode.PLANNER_FAILED,
+         AiOpsReasonCode.PLANNER_FAILED),
+        ("executor", FailureKind.NON_RETRYABLE, ReasonCode.EXECUTOR_FAILED,
+         AiOpsReasonCode.EXECUTOR_FAILED),
+        ("executor", FailureKind.TOOL_BLOCKED, ReasonCode.EXECUTOR_TOOL_BLOCKED,
+         AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED),
+    ],
+)
+def test_failure_reasons_are_the_same_rule_in_both_machines(
+    agent: str, kind: FailureKind, chat: ReasonCode, aiops: AiOpsReasonCode
+) -> None:
+    from diagnosis_core._chat.machine import _REASONS as CHAT
+    from diagnosis_core.aiops._machine import _REASONS as AIOPS
+
+    assert CHAT.raised(AgentName(agent), kind) is chat
+    assert AIOPS.raised(AiOpsAgent(agent), kind) is aiops
+
+
+def test_only_the_executor_has_its_own_invalid_output_reason() -> None:
+    from diagnosis_core._chat.machine import _REASONS as CHAT
+    from diagnosis_core.aiops._machine import _REASONS as AIOPS
+
+    assert CHAT.invalid_output(AgentName.EXECUTOR) is ReasonCode.EXECUTOR_INVALID_OUTPUT
+    assert CHAT.invalid_output(AgentName.VERIFIER) is ReasonCode.VERIFIER_FAILED
+    assert AIOPS.invalid_output(AiOpsAgent.EXECUTOR) is AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT
+    assert AIOPS.invalid_output(AiOpsAgent.SUPERVISOR) is AiOpsReasonCode.SUPERVISOR_FAILED
+
+
+def test_agent_result_for_refuses_what_is_not_an_agent_result() -> None:
+    replied = AgentReplied("{}")
+    assert agent_result_for(AgentName.PLANNER, replied) is replied
+    failed = AgentFailed(FailureKind.RETRYABLE, "boom")
+    assert agent_result_for(AiOpsAgent.REPORTER, failed) is failed
+    with pytest.raises(MachineError, match="pending action is a reporter invocation; got str"):
+        agent_result_for(AiOpsAgent.REPORTER, "text")
+    with pytest.raises(MachineError, match=r"AgentReplied\.text: expected"):
+        agent_result_for(AgentName.PLANNER, AgentReplied(1))  # type: ignore[arg-type]
+
+
+class _Node(enum.Enum):
+    A = "a"
+    B = "b"
+
+
+class _Cond(enum.Enum):
+    YES = "yes"
+    NO = "no"
+
+
+class _Row:
+    def __init__(self, after: _Node | None, condition: _Cond, next: _Node | None) -> None:
+        self.after, self.condition, self.next = after, condition, next
+        self.reason = None
+        self.reason_from_node = self.same_input = False
+
+
+def test_router_reads_rows_in_order_and_names_the_table_when_none_holds() -> None:
+    first, second = _Row(_Node.A, _Cond.NO, _Node.A), _Row(_Node.A, _Cond.YES, _Node.B)
+    table = (first, second)
+    router = Router(table, {_Cond.YES: lambda facts: True, _Cond.NO: lambda facts: facts}, "x")
+    assert router.choose(_Node.A, False, table) is second
+    assert router.choose(_Node.A, True, table) is first
+    other = (_Row(_Node.A, _Cond.YES, None),)
+    assert router.choose(_Node.A, False, other) is other[0]  # a table passed in is read too
+    with pytest.raises(LookupError, match=r"no x after <_Node\.B: 'b'> for False"):
+        router.choose(_Node.B, False, table)
