@@ -166,20 +166,26 @@ def raised_outcome(result: AgentFailed) -> tuple[NodeStatus, str]:
     return failure_status(result.kind), result.message or result.kind.value
 
 
-@attrs.frozen
 class FailureReasons(Generic[A, R]):
     """Which reason code a failed agent attempt carries (spec §6.7), as data per workflow.
 
     Every agent has its own ``*_FAILED`` code; the executor alone has two
     more: for a blocked tool and for a reply its parser refused. Both
     machines name their codes in one value of this class and read them
-    through the same two rules.
+    through the same two rules. A plain slotted class, not an attrs one: it
+    is built once per workflow at import, and ``import diagnosis_core`` stays
+    cheap.
     """
 
-    failed: Mapping[A, R]
-    executor: A
-    tool_blocked: R
-    executor_invalid_output: R
+    __slots__ = ("executor", "executor_invalid_output", "failed", "tool_blocked")
+
+    def __init__(
+        self, *, failed: Mapping[A, R], executor: A, tool_blocked: R, executor_invalid_output: R
+    ) -> None:
+        self.failed = failed
+        self.executor = executor
+        self.tool_blocked = tool_blocked
+        self.executor_invalid_output = executor_invalid_output
 
     def raised(self, agent: A, kind: FailureKind) -> R:
         """The reason of ``agent`` raising a ``kind`` failure."""
