@@ -306,3 +306,45 @@ def _create_database(admin: str, name: str) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+# --- checkpoint size ---------------------------------------------------------------------
+
+
+def doc_with_executor_output(doc: dict[str, Any], size: int) -> dict[str, Any]:
+    """``doc`` whose executor reply carries ``size`` more characters (in a hypothesis)."""
+    doc = copy.deepcopy(doc)
+    output = json.loads(doc["responses"]["executor"][0]["text"])
+    output["hypotheses"][0]["missing_evidence"] = "x" * size
+    doc["responses"]["executor"][0]["text"] = json.dumps(output)
+    return doc
+
+
+def sqlite_saver_bytes(connection: Any, thread_id: str) -> int:
+    """Bytes the SQLite saver's tables hold for ``thread_id`` (checkpoints, metadata, writes)."""
+    checkpoints = connection.execute(
+        "SELECT coalesce(sum(length(checkpoint)) + sum(length(metadata)), 0) "
+        "FROM checkpoints WHERE thread_id = ?", (thread_id,),
+    ).fetchone()[0]
+    writes = connection.execute(
+        "SELECT coalesce(sum(length(value)), 0) FROM writes WHERE thread_id = ?", (thread_id,)
+    ).fetchone()[0]
+    return int(checkpoints) + int(writes)
+
+
+def postgres_saver_bytes(conninfo: str, thread_id: str) -> int:
+    """Bytes the PostgreSQL saver's tables hold for ``thread_id`` (checkpoints, blobs, writes)."""
+    import psycopg
+
+    with psycopg.connect(conninfo) as connection:
+        row = connection.execute(
+            "SELECT (SELECT coalesce(sum(octet_length(checkpoint::text)"
+            " + octet_length(metadata::text)), 0) FROM checkpoints WHERE thread_id = %(t)s)"
+            " + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs"
+            " WHERE thread_id = %(t)s)"
+            " + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_writes"
+            " WHERE thread_id = %(t)s)",
+            {"t": thread_id},
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
