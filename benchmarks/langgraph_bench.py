@@ -99,8 +99,8 @@ def bench_glue(quick: bool, table: Callable[..., str], target: Callable[..., str
             scripted.reset()
             return dc.run_diagnosis(request, effects)
 
-        def bare_run(bare: Any = bare) -> object:
-            config = {**bare_config, "configurable": {"thread_id": f"b{next(threads)}"}}
+        def bare_run(bare: Any = bare, limit: dict[str, int] = bare_config) -> object:
+            config = {**limit, "configurable": {"thread_id": f"b{next(threads)}"}}
             return bare.invoke({"n": 0}, config)
 
         state = adapter()
