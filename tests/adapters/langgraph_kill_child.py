@@ -31,6 +31,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 import diagnosis_core as dc
 from diagnosis_core.adapters import langgraph as adapter
+from diagnosis_core.adapters import langgraph_aiops as aiops_adapter
 
 with contextlib.suppress(ImportError):
     import langgraph.checkpoint.postgres  # noqa: F401
@@ -51,21 +52,36 @@ def open_saver(saver: dict[str, str]) -> Iterator[Any]:
 
 def run_job(job: dict[str, Any]) -> None:
     kill = tuple(job["kill"]) if job.get("kill") else None
-    request, effects = support.recording_effects(
-        job["doc"], job["side"], kill if kill and kill[2] != "after" else None  # type: ignore[arg-type]
-    )
+    effect_kill = kill if kill and kill[2] not in ("after", "input") else None
+    aiops = job.get("workflow") == "aiops"
+    record = support.recording_aiops_effects if aiops else support.recording_effects
+    request, effects = record(job["doc"], job["side"], effect_kill)  # type: ignore[arg-type]
     key = bytes.fromhex(job["key"]) if job.get("key") else None
+    tools = support.file_tools(job["tools"]) if job.get("tools") else None
     with open_saver(job["saver"]) as saver:
         if kill is not None and kill[2] == "after":
             support.kill_after_checkpoint(saver, kill[0], kill[1])
-        graph = adapter.build_diagnosis_graph(
-            effects, checkpointer=saver, key=key,
-            resend_gatekeeper=bool(job.get("resend_gatekeeper")),
-        )
-        if job["op"] == "run":
-            state = adapter.run_diagnosis_graph(graph, request, thread_id=job["thread"])
+        if kill is not None and kill[2] == "input":
+            support.kill_after_input_checkpoint(saver)
+        if aiops:
+            if tools is not None:
+                effects = support.tooled_aiops(effects, tools, job["tools"], job.get("tool_kill"))
+            graph: Any = aiops_adapter.build_aiops_graph(
+                effects, checkpointer=saver, key=key, tools=tools
+            )
+            run, resume = aiops_adapter.run_aiops_graph, aiops_adapter.resume_aiops_graph
         else:
-            state = adapter.resume_diagnosis_graph(graph, thread_id=job["thread"])
+            if tools is not None:
+                effects = support.tooled_chat(effects, tools, job["tools"], job.get("tool_kill"))
+            graph = adapter.build_diagnosis_graph(
+                effects, checkpointer=saver, key=key, tools=tools,
+                resend_gatekeeper=bool(job.get("resend_gatekeeper")),
+            )
+            run, resume = adapter.run_diagnosis_graph, adapter.resume_diagnosis_graph
+        if job["op"] == "run":
+            state = run(graph, request, thread_id=job["thread"])
+        else:
+            state = resume(graph, thread_id=job["thread"])
     Path(job["out"]).write_text(
         json.dumps({"result": dc.to_json(state.result), "calls": dc.to_wire(state.calls)}),
         encoding="utf-8",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import diagnosis_core as dc
+import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
 
 KILL_POINTS = ("before", "during", "after")
@@ -55,9 +56,36 @@ def side_records(path: str | Path) -> list[dict[str, Any]]:
 
 def side_counts(path: str | Path) -> dict[str, int]:
     counts = {name: 0 for name in ("planner", "executor", "gatekeeper", "verifier", "composer")}
+    counts.update({name: 0 for name in ("supervisor", "reporter")})
     for record in side_records(path):
         counts[record["call"]] += 1
     return counts
+
+
+def _recorder_of(
+    side: str, kill: tuple[str, int, str] | None
+) -> Callable[[str, str], None]:
+    """``enter(call, digest)``: count, record (append + fsync) and maybe die at ``kill``."""
+    seen: dict[str, int] = {}
+
+    def enter(call: str, digest: str) -> None:
+        index = seen.get(call, 0)
+        seen[call] = index + 1
+        at = kill[2] if kill is not None and kill[:2] == (call, index) else None
+        if at == "before":
+            die()
+        _append_fsync(side, {"call": call, "input_sha256": digest, "pid": os.getpid()})
+        if at == "during":
+            die()
+        if at == "stall":
+            Path(side + ".stalled").write_text(str(os.getpid()), encoding="utf-8")
+            time.sleep(120)  # holds the thread until the test kills this process
+
+    return enter
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def recording_effects(
@@ -67,34 +95,25 @@ def recording_effects(
 
     ``kill`` = ``(call, index, point)``: SIGKILL this process at the
     ``index``-th call (0-based) of ``call``, ``before`` it is recorded or
-    ``during`` it (recorded, not yet returned). ``after`` is the saver's
-    business (:func:`kill_after_checkpoint`).
+    ``during`` it (recorded, not yet returned); ``stall`` records it and
+    sleeps (the test kills the process). ``after`` is the saver's business
+    (:func:`kill_after_checkpoint`).
     """
     scenario = dc.load_scenario(doc)
     request, effects = dc.scenario_request(scenario), dc.scenario_effects(scenario)
-    seen: dict[str, int] = {}
-
-    def enter(call: str, digest: str) -> None:
-        index = seen.get(call, 0)
-        seen[call] = index + 1
-        if kill is not None and kill[:2] == (call, index) and kill[2] == "before":
-            die()
-        _append_fsync(side, {"call": call, "input_sha256": digest, "pid": os.getpid()})
-        if kill is not None and kill[:2] == (call, index) and kill[2] == "during":
-            die()
+    enter = _recorder_of(side, kill)
 
     def agent(name: dcm.AgentName) -> dc.AgentInvoker:
         inner = effects.agent(name)
 
         def call(input: str, config: dc.RunConfig, /) -> str:
-            digest = hashlib.sha256(input.encode("utf-8", "surrogatepass")).hexdigest()
-            enter(name.value, digest)
+            enter(name.value, _digest(input))
             return inner(input, config)
 
         return call
 
     def gatekeeper(run_id: str, output: dc.ExecutorEvidence, /) -> object:
-        enter("gatekeeper", hashlib.sha256(run_id.encode()).hexdigest())
+        enter("gatekeeper", _digest(run_id))
         return effects.gatekeeper(run_id, output)
 
     wrapped = dc.Effects(
@@ -105,6 +124,51 @@ def recording_effects(
         gatekeeper=gatekeeper,
     )
     return request, wrapped
+
+
+def recording_aiops_effects(
+    doc: dict[str, Any], side: str, kill: tuple[str, int, str] | None = None
+) -> tuple[dca.AiOpsRequest, dca.AiOpsEffects]:
+    """:func:`recording_effects` for an AIOps scenario (its four agents)."""
+    scenario = dca.load_aiops_scenario(doc)
+    request = dca.aiops_scenario_request(scenario)
+    effects = dca.aiops_scenario_effects(scenario)
+    enter = _recorder_of(side, kill)
+
+    def agent(name: str) -> dc.AgentInvoker:
+        inner = getattr(effects, name)
+
+        def call(input: str, config: dc.RunConfig, /) -> str:
+            enter(name, _digest(input))
+            return str(inner(input, config))
+
+        return call
+
+    wrapped = dca.AiOpsEffects(
+        supervisor=agent("supervisor"),
+        planner=agent("planner"),
+        executor=agent("executor"),
+        reporter=agent("reporter"),
+        classifier=effects.classifier,
+    )
+    return request, wrapped
+
+
+def kill_after_input_checkpoint(saver: Any) -> None:
+    """Make ``saver`` SIGKILL the process right after LangGraph saved a run's input checkpoint.
+
+    That is the instant between ``invoke`` storing the input (on its
+    ``__start__`` channel) and step 0 copying the request into the state.
+    """
+    put = saver.put
+
+    def put_then_die(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        result = put(config, checkpoint, metadata, new_versions)
+        if metadata.get("source") == "input":
+            die()
+        return result
+
+    saver.put = put_then_die
 
 
 def entry_calls(texts: list[str]) -> list[tuple[str, str]]:
@@ -306,3 +370,133 @@ def _create_database(admin: str, name: str) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+# --- checkpoint size ---------------------------------------------------------------------
+
+
+def doc_with_executor_output(doc: dict[str, Any], size: int) -> dict[str, Any]:
+    """``doc`` whose executor reply carries ``size`` more characters (in a hypothesis)."""
+    doc = copy.deepcopy(doc)
+    output = json.loads(doc["responses"]["executor"][0]["text"])
+    output["hypotheses"][0]["missing_evidence"] = "x" * size
+    doc["responses"]["executor"][0]["text"] = json.dumps(output)
+    return doc
+
+
+def sqlite_saver_bytes(connection: Any, thread_id: str) -> int:
+    """Bytes the SQLite saver's tables hold for ``thread_id`` (checkpoints, metadata, writes)."""
+    checkpoints = connection.execute(
+        "SELECT coalesce(sum(length(checkpoint)) + sum(length(metadata)), 0) "
+        "FROM checkpoints WHERE thread_id = ?", (thread_id,),
+    ).fetchone()[0]
+    writes = connection.execute(
+        "SELECT coalesce(sum(length(value)), 0) FROM writes WHERE thread_id = ?", (thread_id,)
+    ).fetchone()[0]
+    return int(checkpoints) + int(writes)
+
+
+def postgres_saver_bytes(conninfo: str, thread_id: str) -> int:
+    """Bytes the PostgreSQL saver's tables hold for ``thread_id`` (checkpoints, blobs, writes)."""
+    import psycopg
+
+    with psycopg.connect(conninfo) as connection:
+        row = connection.execute(
+            "SELECT (SELECT coalesce(sum(octet_length(checkpoint::text)"
+            " + octet_length(metadata::text)), 0) FROM checkpoints WHERE thread_id = %(t)s)"
+            " + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs"
+            " WHERE thread_id = %(t)s)"
+            " + (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_writes"
+            " WHERE thread_id = %(t)s)",
+            {"t": thread_id},
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+# --- file-backed tools (the kill matrix) ---------------------------------------------------
+
+
+def file_tools(path: str) -> Any:
+    """The run recorders of a job whose tools log each performed call to ``path``."""
+    import diagnosis_core.tools as dct
+
+    return dct.RunRecorders()
+
+
+def tool_lines(path: str | Path) -> list[str]:
+    """The tool calls actually performed (one line each, across processes)."""
+    return Path(path).read_text(encoding="utf-8").splitlines() if Path(path).exists() else []
+
+
+def _logged_tool(
+    log: str, tool_kill: list[Any] | None, answer: Callable[[str], dict[str, Any]]
+) -> Callable[[str], dict[str, Any]]:
+    """A tool that logs each call (append + fsync); SIGKILL ``before``/``during`` call N."""
+    count = [0]
+
+    def tool(argument: str) -> dict[str, Any]:
+        index = count[0]
+        count[0] += 1
+        point = tool_kill[1] if tool_kill is not None and tool_kill[0] == index else None
+        if point == "before":
+            die()
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"tool {argument} pid={os.getpid()}\n")
+            out.flush()
+            os.fsync(out.fileno())
+        if point == "during":
+            die()
+        return answer(argument)
+
+    return tool
+
+
+def _after(
+    recorded: Callable[[str], dict[str, Any]], tool_kill: list[Any] | None
+) -> Callable[[str], dict[str, Any]]:
+    """SIGKILL right after call N returned and was recorded (``after``)."""
+    count = [0]
+
+    def call(argument: str) -> dict[str, Any]:
+        index = count[0]
+        count[0] += 1
+        result = recorded(argument)
+        if tool_kill is not None and tool_kill == [index, "after"]:
+            die()
+        return result
+
+    return call
+
+
+def tooled_chat(effects: Any, recorders: Any, log: str, tool_kill: list[Any] | None) -> Any:
+    """Chat effects whose executor calls two logged tools and cites them honestly; the
+    gatekeeper is the reference gatekeeper over the run's ledger."""
+    import attrs
+    from tools_support import honest_evidence, query_logs
+
+    tool = _logged_tool(log, tool_kill, query_logs)
+
+    def executor(input: str, config: dc.RunConfig, /) -> str:
+        effects.executor(input, config)  # recorded in the side file (and maybe killed)
+        call = _after(recorders.recorder(config.run_id).wrap("query_logs", tool), tool_kill)
+        gateway, service = call("gateway"), call("pay-svc")
+        return honest_evidence(gateway["invocation_id"], service["invocation_id"])
+
+    return attrs.evolve(effects, executor=executor, gatekeeper=recorders.gatekeeper())
+
+
+def tooled_aiops(effects: Any, recorders: Any, log: str, tool_kill: list[Any] | None) -> Any:
+    """AIOps effects whose executor calls two logged tools before answering."""
+    import attrs
+
+    tool = _logged_tool(log, tool_kill, lambda name: {"p99": 3.4, "metric": name})
+    inner = effects.executor
+
+    def executor(input: str, config: dc.RunConfig, /) -> str:
+        call = _after(recorders.recorder(config.run_id).wrap("query_metrics", tool), tool_kill)
+        call("latency")
+        call("errors")
+        return str(inner(input, config))
+
+    return attrs.evolve(effects, executor=executor)

@@ -597,7 +597,7 @@ def test_non_ascii_gatekeeper_results_are_stored_as_ascii_text_and_come_back_exa
 def test_a_graph_not_built_here_and_a_small_fold_cache_still_give_the_same_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import diagnosis_core.adapters.langgraph as adapter
+    import diagnosis_core.adapters._langgraph_core as adapter
 
     monkeypatch.setattr(adapter, "_FOLD_CACHE_SIZE", 2)  # folds are evicted: folded again
     doc = load_doc(REDIS)
