@@ -21,7 +21,6 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
 from _harness import Run, WorkerEffects, read_plan
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
@@ -52,10 +51,10 @@ def serve(
     runs = {run.run_id: run for run in read_plan(Path(settings["plan"]))}
     conninfo = settings["conninfo"]
     concurrency = int(settings["concurrency"])
-    pool = ConnectionPool(
+    pool = ConnectionPool(  # shared by the saver and the polls; each drive adds its lock's
         conninfo,
         min_size=1,
-        max_size=concurrency + 2,
+        max_size=8,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )
     saver = PostgresSaver(pool)  # type: ignore[arg-type]
@@ -81,42 +80,43 @@ def serve(
         return run_diagnosis_graph(chat, request, thread_id=run.run_id)
 
     def loop() -> None:
-        with psycopg.connect(conninfo, autocommit=True) as connection:
-            while True:
+        while True:
+            with pool.connection() as connection:
                 rows = connection.execute(
                     "SELECT run_id FROM load_runs WHERE finished IS NULL"
                 ).fetchall()
-                candidates = [row[0] for row in rows]
-                rng.shuffle(candidates)
-                drove = False
-                for run_id in candidates:
+            candidates = [row["run_id"] for row in rows]
+            rng.shuffle(candidates)
+            drove = False
+            for run_id in candidates:
+                with lock:
+                    if run_id in active:
+                        continue
+                    active.add(run_id)
+                try:
+                    state = drive(runs[run_id])
+                except ThreadBusyError:
+                    continue  # another live worker drives it
+                except Exception as error:  # noted; the test fails on any
+                    effects.log.note("X", run_id, type(error).__name__)
+                    traceback.print_exc()
+                    continue
+                finally:
                     with lock:
-                        if run_id in active:
-                            continue
-                        active.add(run_id)
-                    try:
-                        state = drive(runs[run_id])
-                    except ThreadBusyError:
-                        continue  # another live worker drives it
-                    except Exception as error:  # noted; the test fails on any
-                        effects.log.note("X", run_id, type(error).__name__)
-                        traceback.print_exc()
-                        continue
-                    finally:
-                        with lock:
-                            active.discard(run_id)
-                    if not state.finished:
-                        continue
-                    effects.log.note("R", run_id, "finished")
+                        active.discard(run_id)
+                if not state.finished:
+                    continue
+                effects.log.note("R", run_id, "finished")
+                with pool.connection() as connection:
                     connection.execute(
                         "UPDATE load_runs SET finished = %s, state = %s "
                         "WHERE run_id = %s AND finished IS NULL",
                         (time.time(), json.dumps(dc.to_wire(state)), run_id),
                     )
-                    drove = True
-                    break
-                if not drove:
-                    time.sleep(POLL_SECONDS)
+                drove = True
+                break
+            if not drove:
+                time.sleep(POLL_SECONDS)
 
     threads = [threading.Thread(target=loop, daemon=True) for _ in range(concurrency)]
     for thread in threads:

@@ -55,7 +55,8 @@ WORKERS = 3
 KILLS = 6
 HEARTBEAT_SECONDS = 3.0
 STICKY_SECONDS = 2.0
-CONCURRENCY = 8  # runs (DBOS) or activities (Temporal) one worker serves at once
+CONCURRENCY = 14  # runs (DBOS, LangGraph) or activities (Temporal) a worker serves at once;
+# 3 x 14 >= 40: every run of a batch can be in flight at once
 
 ROWS: list[Row] = []
 
