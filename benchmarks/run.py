@@ -23,7 +23,7 @@ Four comparisons, each measured side by side in this one process (see
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
 ``--quick`` (few rounds, a smoke run),
-``--only parse,scaling,large-output,drivers,import,reject,journal,stores`` and
+``--only parse,scaling,large-output,drivers,import,reject,journal,stores,langgraph`` and
 ``--write-docs docs/benchmarks.md`` (also write the output into the page, between its
 markers, so the page shows measured figures: ``tests/test_docs.py`` checks that the
 page's tables have the structure this script prints).
@@ -61,7 +61,7 @@ import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 
 SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal",
-            "stores")
+            "stores", "langgraph")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -667,6 +667,12 @@ def bench_stores(quick: bool) -> None:
     run_stores(quick, _table, _target, _ms)
 
 
+def bench_langgraph(quick: bool) -> None:
+    from langgraph_bench import bench_langgraph as run_langgraph
+
+    run_langgraph(quick, _table, _target, _ms)
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -733,7 +739,7 @@ def run(chosen: list[str], quick: bool) -> None:
     runners = {"parse": bench_parse, "scaling": bench_scaling,
                "large-output": bench_one_large_output, "drivers": bench_drivers,
                "import": bench_import, "reject": bench_reject, "journal": bench_journal,
-               "stores": bench_stores}
+               "stores": bench_stores, "langgraph": bench_langgraph}
     for name in SECTIONS:
         if name in chosen:
             runners[name](quick)

@@ -71,6 +71,8 @@ BLOB_MIN_CHARS = 16 * 1024
 # LangGraph's configurable keys: the run's durability and the task's checkpointer.
 _DURABILITY_KEY = "__pregel_durability"
 _CHECKPOINTER_KEY = "__pregel_checkpointer"
+# Set by the run helpers, whose ``invoke`` reads no node update (see _streams_updates).
+_QUIET_KEY = "__diagnosis_core_values_only"  # "__": LangGraph keeps it out of metadata
 
 
 # --- the state -----------------------------------------------------------------------
@@ -516,6 +518,18 @@ class _Prepared:
     action: Any
     perform: bool
     blobs: bool
+    trace: bool
+
+
+def _streams_updates(config: RunnableConfig | None) -> bool:
+    """Whether this task's update may be read (the trace events ride on it).
+
+    The run and resume helpers drive the graph with ``invoke``, which
+    returns values only, where the trace channel is always empty: they mark
+    their runs so, and the events are not encoded for nobody. A graph driven
+    directly (``stream(..., stream_mode="updates")``) carries them.
+    """
+    return not ((config or {}).get("configurable") or {}).get(_QUIET_KEY)
 
 
 class _Node:
@@ -574,7 +588,7 @@ class _Node:
         with runs.lock:
             ours = token in runs.started
             runs.started.discard(token)
-        return _Prepared(content, folded, action, ours, blobs)
+        return _Prepared(content, folded, action, ours, blobs, _streams_updates(config))
 
     def begin(self, prepared: _Prepared) -> tuple[ToolRecorder, RecorderMark] | None:
         """Before the effect: the run's recorder (and a mark, for an executor call); observe."""
@@ -637,7 +651,8 @@ class _Node:
         appended = state.events[len(prepared.folded.status.state.events) :]
         for event in appended:
             notify(runs.observer, "event_appended", event)
-        update["trace"] = [text(to_wire(event)) for event in appended]
+        if prepared.trace:
+            update["trace"] = [text(to_wire(event)) for event in appended]
         return Command(update=update, goto=flow.node_of(action))
 
 
@@ -873,7 +888,9 @@ class _Drive:
     wait: float | None
 
     def config_for(self, request: Any) -> RunnableConfig:
-        return run_config_for(request.config.max_node_executions, self.thread_id, self.base)
+        run_config = run_config_for(request.config.max_node_executions, self.thread_id, self.base)
+        run_config["configurable"] = {**run_config.get("configurable", {}), _QUIET_KEY: True}
+        return run_config
 
 
 def _drive(

@@ -5,7 +5,7 @@ the step that produced it, and named by its SHA-256 everywhere else. The
 contract measured here, in the saver's own tables: a run whose executor
 output is 1 MB writes at most 3x the journal's canonical JSON size, on the
 SQLite and the PostgreSQL savers. Before, every checkpoint held every entry
-(about 12x for this run). A resumed process reads the entry back from the
+(about 8x for this run). A resumed process reads the entry back from the
 thread's history and checks its hash; a reference to content nowhere in the
 history is a JournalError.
 """
