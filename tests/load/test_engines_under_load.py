@@ -371,12 +371,8 @@ def test_langgraph_workers_on_one_postgres_saver_under_load_with_random_kills(
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    url = _postgres_url(conninfo, "langgraph_load")
-    fields = dict(item.split("=", 1) for item in conninfo.split())
-    database = f"host={fields['host']} port={fields['port']} user={fields['user']} " + (
-        "dbname=langgraph_load"
-    )
-    assert url
+    _postgres_url(conninfo, "langgraph_load")  # a database of its own on the server
+    database = conninfo.rsplit("dbname=", 1)[0] + "dbname=langgraph_load"
     with PostgresSaver.from_conn_string(database) as saver:
         saver.setup()
     with psycopg.connect(database, autocommit=True) as connection:
