@@ -982,6 +982,13 @@ def _pending_input(drive: _Drive, saved: Any) -> Any:
     return flow.load_journal(document).request
 
 
+def _holds_request(saved: Any) -> bool:
+    """Whether a saved checkpoint (None without a saver) holds the run's request in its state."""
+    if saved is None:
+        return True
+    return bool(((saved.checkpoint or {}).get("channel_values") or {}).get("request"))
+
+
 def _resume_plan(
     drive: _Drive, snapshot: Any
 ) -> tuple[Command[Any] | None, RunnableConfig, bool]:
@@ -1017,8 +1024,10 @@ def resume_graph(
     drive = _drive(flow, graph, thread_id, options)
     with owner(drive.saver, thread_id, drive.wait):
         snapshot = graph.get_state(drive.lookup)
-        if not snapshot.values.get("request"):
-            saved = drive.saver.get_tuple(drive.lookup) if drive.saver is not None else None
+        saved = drive.saver.get_tuple(drive.lookup) if drive.saver is not None else None
+        # Decided on the saved checkpoint, not on the snapshot: step 0's pending writes
+        # (saved just before a kill) show the request in the snapshot's values already.
+        if not snapshot.values.get("request") or not _holds_request(saved):
             run_input: Command[Any] | None = None
             run_config = drive.config_for(_pending_input(drive, saved))
         else:
@@ -1037,8 +1046,8 @@ async def aresume_graph(
     drive = _drive(flow, graph, thread_id, options)
     async with aowner(drive.saver, thread_id, drive.wait):
         snapshot = await graph.aget_state(drive.lookup)
-        if not snapshot.values.get("request"):
-            saved = await drive.saver.aget_tuple(drive.lookup) if drive.saver is not None else None
+        saved = await drive.saver.aget_tuple(drive.lookup) if drive.saver is not None else None
+        if not snapshot.values.get("request") or not _holds_request(saved):
             run_input: Command[Any] | None = None
             run_config = drive.config_for(_pending_input(drive, saved))
         else:
