@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -100,8 +99,6 @@ from ..journal import (
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
-    RecordedReply,
-    RecordedToolInvocation,
     append_entry,
     entry_result,
     expected_call,
@@ -109,9 +106,7 @@ from ..journal import (
     journal_tool_records,
     load_journal,
     load_outcome,
-    outcome_of,
     outcome_to_wire,
-    recorded_tool_invocations,
     resent_on_resume,
     start_entry,
 )
@@ -131,6 +126,13 @@ from ..machine import (
     start_diagnosis,
 )
 from ..tools import ToolRecorder, ToolsFactory
+from ._engine import (
+    EffectReport,
+    agent_result,
+    decode_tool_invocations,
+    ledger_records,
+    wire_object,
+)
 
 __all__ = [
     "AIOPS_JOURNAL_EVENT",
@@ -203,13 +205,6 @@ def _configured() -> _Host:
     return _host
 
 
-def _object(value: object) -> dict[str, Any]:
-    """The wire form of an attrs value that encodes as a JSON object."""
-    wire = to_wire(value)
-    assert isinstance(wire, dict)
-    return wire
-
-
 def _decode_request(data: object) -> DiagnosisRequest:
     request: DiagnosisRequest = from_wire(DiagnosisRequest, data)
     if to_wire(request) != data:
@@ -268,19 +263,11 @@ def _effect(
     run_id = action.config.run_id if isinstance(action, InvokeAgent) else action.run_id
     recorder = _recorder(host, run_id, ledger)
     executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-    mark = recorder.mark() if recorder is not None and executor else None
-    if isinstance(action, InvokeAgent):
-        notify(host.observer, "run_opened", action.config)
-    notify(host.observer, "effect_started", action)
-    result = _perform(host, action)
-    if recorder is not None and mark is not None:
-        invocations = recorded_tool_invocations(recorder.since(mark))
-        notify(host.observer, "tools_recorded", action, invocations)
-        facts["tool_invocations"] = [item.to_record() for item in invocations]
-    notify(host.observer, "effect_finished", action, result)
-    facts["outcome"] = outcome_to_wire(outcome_of(result))
-    facts["observed"] = host.observer is not None
-    return facts
+    report = EffectReport(
+        action, expected.input_sha256, host.observer, recorder if executor else None
+    )
+    report.open(action.config if isinstance(action, InvokeAgent) else None)
+    return report.close(_perform(host, action), observed=host.observer is not None)
 
 
 @DBOS.step(name="diagnosis_core.announce")
@@ -294,13 +281,6 @@ def _announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
 
 
 # --- the workflow (deterministic: it only folds recorded facts) -------------------------
-
-
-def _tool_invocations(data: Mapping[str, Any]) -> tuple[RecordedToolInvocation, ...] | None:
-    records = data.get("tool_invocations")
-    if records is None:
-        return None
-    return recorded_tool_invocations(ToolRecorder.from_records(records).records())
 
 
 @DBOS.workflow(name=DIAGNOSIS_WORKFLOW_NAME)
@@ -324,7 +304,7 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
             if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER)
             else None
         )
-        facts = _effect(_object(action), ledger, not ours)
+        facts = _effect(wire_object(action), ledger, not ours)
         if facts.get("input_sha256") != expected.input_sha256:
             raise JournalError(f"the recorded step of {expected.describe()} is for another input")
         outcome = load_outcome(
@@ -334,16 +314,16 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
             started,
             state=EntryState.FINISHED,
             outcome=outcome,
-            tool_invocations=_tool_invocations(facts),
+            tool_invocations=decode_tool_invocations(facts),
         )
         before = state
         state = advance(state, entry_result(finished))
         journal = append_entry(journal, finished)
         new_events = state.events[len(before.events) :]
         if facts.get("observed") is True and new_events:
-            _announce(_object(request.run), [_object(event) for event in new_events])
+            _announce(wire_object(request.run), [wire_object(event) for event in new_events])
     DBOS.set_event(DIAGNOSIS_JOURNAL_EVENT, dict(journal_to_wire(journal)))
-    return _object(state)
+    return wire_object(state)
 
 
 # --- starting and reading runs ----------------------------------------------------------
@@ -359,7 +339,7 @@ def start_diagnosis_dbos(
     """
     if not isinstance(request, DiagnosisRequest):
         raise TypeError(f"request: expected a DiagnosisRequest, got {type(request).__name__}")
-    wire = _object(request)
+    wire = wire_object(request)
     chosen = workflow_id if workflow_id is not None else f"diagnosis-{request.run.run_id}"
     with SetWorkflowID(chosen):
         return DBOS.start_workflow(diagnosis_dbos_workflow, wire)
@@ -427,17 +407,6 @@ def _aiops_configured() -> _AiOpsHost:
     return _aiops_host
 
 
-def _records(entries: Any) -> list[dict[str, Any]]:
-    """The §13 records a journal's executor entries carry (either workflow's journal)."""
-    records: list[dict[str, Any]] = []
-    for entry in entries:
-        for item in entry.tool_invocations or ():
-            record = item.to_record()
-            record.setdefault("input", None)
-            records.append(record)
-    return records
-
-
 @DBOS.step(name="diagnosis_core.aiops_effect")
 def _aiops_effect(
     action_wire: dict[str, Any],
@@ -457,22 +426,14 @@ def _aiops_effect(
         if host.tools is not None and executor
         else None
     )
-    mark = recorder.mark() if recorder is not None else None
-    notify(host.observer, "run_opened", action.config)
-    notify(host.observer, "effect_started", action)
+    report = EffectReport(action, facts["input_sha256"], host.observer, recorder)
+    report.open(action.config)
     result: AgentReplied | AgentFailed
     if isinstance(host.effects, AsyncAiOpsEffects):
         result = asyncio.run(perform_aiops_effect_async(action, host.effects))
     else:
         result = perform_aiops_effect(action, host.effects)
-    if recorder is not None and mark is not None:
-        invocations = recorded_tool_invocations(recorder.since(mark))
-        notify(host.observer, "tools_recorded", action, invocations)
-        facts["tool_invocations"] = [item.to_record() for item in invocations]
-    notify(host.observer, "effect_finished", action, result)
-    facts["outcome"] = outcome_to_wire(outcome_of(result))
-    facts["observed"] = host.observer is not None
-    return facts
+    return report.close(result, observed=host.observer is not None)
 
 
 @DBOS.step(name="diagnosis_core.aiops_announce")
@@ -506,27 +467,20 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
             if last.state is EntryState.FINISHED and last.outcome is not None:
                 settled = outcome_to_wire(last.outcome)
         executor = action.agent.value == "executor"
-        ledger = _records(recorder.journal.entries) if executor else None
-        facts = _aiops_effect(_object(action), ledger, settled)
+        ledger = ledger_records(recorder.journal.entries) if executor else None
+        facts = _aiops_effect(wire_object(action), ledger, settled)
         expected = aiops_expected_call(action)
         if facts.get("input_sha256") != expected.input_sha256:
             raise JournalError(f"the recorded step of {expected.describe()} is for another input")
         outcome = load_outcome(facts["outcome"], "outcome", gatekeeper=False)
-        result: AgentReplied | AgentFailed = (
-            AgentReplied(outcome.text)
-            if isinstance(outcome, RecordedReply)
-            else AgentFailed(outcome.kind, outcome.message)
-            if isinstance(outcome, RecordedAgentError)
-            else AgentFailed(FailureKind.NON_RETRYABLE, "not an agent outcome")
-        )
-        fed = recorder.end(result, tool_invocations=_tool_invocations(facts))
+        fed = recorder.end(agent_result(outcome), tool_invocations=decode_tool_invocations(facts))
         before = state
         state = advance_aiops(state, fed)
         new_events = state.events[len(before.events) :]
         if facts.get("observed") is True and new_events:
-            _aiops_announce(_object(request.run), [_object(event) for event in new_events])
+            _aiops_announce(wire_object(request.run), [wire_object(event) for event in new_events])
     DBOS.set_event(AIOPS_JOURNAL_EVENT, dict(journal_to_wire(recorder.journal)))
-    return _object(state)
+    return wire_object(state)
 
 
 def start_aiops_dbos(
@@ -537,7 +491,7 @@ def start_aiops_dbos(
         raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
     chosen = workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}"
     with SetWorkflowID(chosen):
-        return DBOS.start_workflow(aiops_dbos_workflow, _object(request))
+        return DBOS.start_workflow(aiops_dbos_workflow, wire_object(request))
 
 
 def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> AiOpsState:
