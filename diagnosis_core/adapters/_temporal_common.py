@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -178,3 +178,27 @@ async def announce_events(name: str, run: dict[str, Any], events: list[dict[str,
             start_to_close_timeout=ANNOUNCE_TIMEOUT,
             retry_policy=NO_TEMPORAL_RETRY,
         )
+
+
+@contextlib.contextmanager
+def in_run_trace(run_id: str) -> Iterator[None]:
+    """Client code: start a run with the run's trace as the current context (spec §14).
+
+    Temporal's ``TracingInterceptor`` parents its ``StartWorkflow`` span on
+    the current context and carries it to every workflow and activity span;
+    under the run's remote root (:func:`~diagnosis_core.adapters.otel.run_trace_context`,
+    trace id derived from the run id) they land in the trace the observer's
+    spans are in, on any worker. Without ``opentelemetry-api`` nothing is done.
+    """
+    try:
+        from opentelemetry import context
+
+        from .otel import run_trace_context
+    except ImportError:
+        yield
+        return
+    token = context.attach(run_trace_context(run_id))
+    try:
+        yield
+    finally:
+        context.detach(token)

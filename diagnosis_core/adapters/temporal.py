@@ -121,6 +121,7 @@ from ._temporal_common import (
     HeartbeatingActivities,
     announce_events,
     call_effect_activity,
+    in_run_trace,
     recovery_options,
     sandbox_runner,
 )
@@ -619,12 +620,13 @@ async def start_diagnosis_workflow(
         heartbeat_timeout=heartbeat_timeout,
     )
     run_id = _decode_request(workflow_input.request).run.run_id
-    return await client.start_workflow(
-        DiagnosisWorkflow.run,
-        workflow_input,
-        id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
-        task_queue=task_queue,
-    )
+    with in_run_trace(run_id):
+        return await client.start_workflow(
+            DiagnosisWorkflow.run,
+            workflow_input,
+            id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
+            task_queue=task_queue,
+        )
 
 
 async def execute_diagnosis(

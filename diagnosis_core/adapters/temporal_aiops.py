@@ -80,6 +80,7 @@ from ._temporal_common import (
     HeartbeatingActivities,
     announce_events,
     call_effect_activity,
+    in_run_trace,
     recovery_options,
     sandbox_runner,
 )
@@ -309,12 +310,13 @@ async def start_aiops_workflow(
         agent_timeout=agent_timeout, heartbeat_timeout=heartbeat_timeout
     )
     workflow_input = AiOpsWorkflowInput(wire_object(request), agent_seconds, heartbeat_seconds)
-    return await client.start_workflow(
-        AiOpsWorkflow.run,
-        workflow_input,
-        id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
-        task_queue=task_queue,
-    )
+    with in_run_trace(request.run.run_id):
+        return await client.start_workflow(
+            AiOpsWorkflow.run,
+            workflow_input,
+            id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
+            task_queue=task_queue,
+        )
 
 
 async def execute_aiops(
