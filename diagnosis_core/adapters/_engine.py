@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from .. import ConfigError, FailureKind, JournalError, RunConfig, to_wire
+from .. import ConfigError, FailureKind, JournalError, RunConfig, from_wire, to_wire
 from ..journal import (
     JournalOutcome,
     RecordedAgentError,
@@ -135,3 +135,19 @@ class EffectReport:
         if observed is not None:
             facts["observed"] = observed
         return facts
+
+
+def announce(
+    observer: object, run: dict[str, Any], events: list[dict[str, Any]], kind: type
+) -> int:
+    """Tell ``observer`` of a run's trace events (wire form, decoded as ``kind``); how many.
+
+    Called where the engine records the call (a local activity, a step), never
+    from deterministic workflow code: a replay announces nothing twice.
+    """
+    if observer is None:
+        return len(events)
+    notify(observer, "run_opened", from_wire(RunConfig, run))
+    for event in events:
+        notify(observer, "event_appended", from_wire(kind, event))
+    return len(events)

@@ -27,6 +27,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .. import ConfigError
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
+from ..tools import ToolsFactory
 
 T = TypeVar("T")
 
@@ -79,17 +80,28 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class HeartbeatingActivities:
-    """The part of an effect-activity class that keeps a running effect's heartbeat.
+    """The common part of an effect-activity class: the worker's effects, tools and
+    observer, and a running effect's heartbeat.
 
     While an effect runs, the activity heartbeats every ``heartbeat_interval``
     — by default a third of the activity's heartbeat timeout, and never more
     than half of it — so a dead worker is noticed within the heartbeat timeout.
     """
 
-    def __init__(self, heartbeat_interval: timedelta | None) -> None:
+    def __init__(
+        self,
+        effects: Any,
+        *,
+        heartbeat_interval: timedelta | None = None,
+        tools: ToolsFactory | None = None,
+        observer: Any = None,
+    ) -> None:
         if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
             raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
+        self.effects = effects
         self.heartbeat_interval = heartbeat_interval
+        self.tools = tools
+        self.observer = observer
 
     def _interval(self) -> float:
         timeout = activity.info().heartbeat_timeout

@@ -66,7 +66,6 @@ from .. import (
     FailureKind,
     JournalError,
     PayloadError,
-    RunConfig,
     TraceEvent,
     from_wire,
     to_wire,
@@ -120,7 +119,6 @@ from ..machine import (
     InvokeAgent,
     advance,
     next_action,
-    notify,
     perform_effect,
     perform_effect_async,
     start_diagnosis,
@@ -129,6 +127,7 @@ from ..tools import ToolRecorder, ToolsFactory
 from ._engine import (
     EffectReport,
     agent_result,
+    announce,
     decode_tool_invocations,
     ledger_records,
     wire_object,
@@ -273,11 +272,7 @@ def _effect(
 @DBOS.step(name="diagnosis_core.announce")
 def _announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
     """Tell this process's observer of the trace events an effect appended (spec §14)."""
-    observer = _configured().observer
-    notify(observer, "run_opened", from_wire(RunConfig, run_wire))
-    for event in events:
-        notify(observer, "event_appended", from_wire(TraceEvent, event))
-    return len(events)
+    return announce(_configured().observer, run_wire, events, TraceEvent)
 
 
 # --- the workflow (deterministic: it only folds recorded facts) -------------------------
@@ -439,11 +434,7 @@ def _aiops_effect(
 @DBOS.step(name="diagnosis_core.aiops_announce")
 def _aiops_announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
     """Tell this process's AIOps observer of the trace events an agent call appended."""
-    observer = _aiops_configured().observer
-    notify(observer, "run_opened", from_wire(RunConfig, run_wire))
-    for event in events:
-        notify(observer, "event_appended", from_wire(AiOpsTraceEvent, event))
-    return len(events)
+    return announce(_aiops_configured().observer, run_wire, events, AiOpsTraceEvent)
 
 
 @DBOS.workflow(name=AIOPS_WORKFLOW_NAME)

@@ -218,6 +218,11 @@ def _agents(
     }
 
 
+def _roles(agents: Mapping[AgentName, Any]) -> dict[str, Any]:
+    """The ``Effects`` keyword arguments of the four agents: ``planner=…, executor=…``."""
+    return {agent.value: agents[agent] for agent in AgentName}
+
+
 def chat_model_effects(
     models: BaseChatModel | Mapping[AgentName, BaseChatModel],
     gatekeeper: Gatekeeper,
@@ -228,14 +233,7 @@ def chat_model_effects(
 ) -> Effects:
     """:class:`Effects` whose four agents are chat models (one for all, or one each)."""
     agents = _agents(ChatModelInvoker, models, system_prompts, config)
-    return Effects(
-        planner=agents[AgentName.PLANNER],
-        executor=agents[AgentName.EXECUTOR],
-        verifier=agents[AgentName.VERIFIER],
-        composer=agents[AgentName.COMPOSER],
-        gatekeeper=gatekeeper,
-        classifier=classifier,
-    )
+    return Effects(**_roles(agents), gatekeeper=gatekeeper, classifier=classifier)
 
 
 def async_chat_model_effects(
@@ -248,14 +246,7 @@ def async_chat_model_effects(
 ) -> AsyncEffects:
     """The asyncio variant of :func:`chat_model_effects`."""
     agents = _agents(AsyncChatModelInvoker, models, system_prompts, config)
-    return AsyncEffects(
-        planner=agents[AgentName.PLANNER],
-        executor=agents[AgentName.EXECUTOR],
-        verifier=agents[AgentName.VERIFIER],
-        composer=agents[AgentName.COMPOSER],
-        gatekeeper=gatekeeper,
-        classifier=classifier,
-    )
+    return AsyncEffects(**_roles(agents), gatekeeper=gatekeeper, classifier=classifier)
 
 
 # --- tools (spec §13) ----------------------------------------------------------------------------

@@ -69,7 +69,6 @@ from .. import (
     FailureKind,
     JournalError,
     PayloadError,
-    RunConfig,
     TraceEvent,
     from_wire,
     to_wire,
@@ -103,14 +102,13 @@ from ..machine import (
     InvokeAgent,
     advance,
     next_action,
-    notify,
     perform_effect,
     perform_effect_async,
     start_diagnosis,
 )
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
-from ._engine import EffectReport, check_timedeltas, wire_object
+from ._engine import EffectReport, announce, check_timedeltas, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_GATEKEEPER_TIMEOUT,
@@ -210,6 +208,9 @@ class DiagnosisActivities(HeartbeatingActivities):
     dead worker is noticed within the heartbeat timeout.
     """
 
+    effects: Effects | AsyncEffects
+    observer: DiagnosisObserver | None
+
     def __init__(
         self,
         effects: Effects | AsyncEffects,
@@ -218,10 +219,9 @@ class DiagnosisActivities(HeartbeatingActivities):
         tools: ToolsFactory | None = None,
         observer: DiagnosisObserver | None = None,
     ) -> None:
-        super().__init__(heartbeat_interval)
-        self.effects = effects
-        self.tools = tools
-        self.observer = observer
+        super().__init__(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        )
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -297,11 +297,7 @@ class DiagnosisActivities(HeartbeatingActivities):
         activity reported an observer; a local activity's completion is
         recorded, so a replay never announces the events again.
         """
-        if self.observer is None:
-            return
-        notify(self.observer, "run_opened", from_wire(RunConfig, run))
-        for event in events:
-            notify(self.observer, "event_appended", from_wire(TraceEvent, event))
+        announce(self.observer, run, events, TraceEvent)
 
 
 # --- workflow ------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from .. import FailureKind, JournalError, RunConfig, from_wire
+from .. import FailureKind, JournalError, from_wire
 from ..aiops import (
     AiOpsEffects,
     AiOpsFinished,
@@ -63,11 +63,12 @@ from ..journal import (
     journal_to_wire,
     load_outcome,
 )
-from ..machine import AgentFailed, AgentReplied, notify
+from ..machine import AgentFailed, AgentReplied
 from ..tools import ToolsFactory
 from ._engine import (
     EffectReport,
     agent_result,
+    announce,
     check_timedeltas,
     decode_tool_invocations,
     ledger_records,
@@ -114,6 +115,9 @@ class AiOpsActivities(HeartbeatingActivities):
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
 
+    effects: AiOpsEffects | AsyncAiOpsEffects
+    observer: AiOpsObserver | None
+
     def __init__(
         self,
         effects: AiOpsEffects | AsyncAiOpsEffects,
@@ -122,10 +126,9 @@ class AiOpsActivities(HeartbeatingActivities):
         tools: ToolsFactory | None = None,
         observer: AiOpsObserver | None = None,
     ) -> None:
-        super().__init__(heartbeat_interval)
-        self.effects = effects
-        self.tools = tools
-        self.observer = observer
+        super().__init__(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        )
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -158,11 +161,7 @@ class AiOpsActivities(HeartbeatingActivities):
         self, run: dict[str, Any], events: list[dict[str, Any]]
     ) -> None:
         """Tell the observer of the trace events the workflow appended (a local activity)."""
-        if self.observer is None:
-            return
-        notify(self.observer, "run_opened", from_wire(RunConfig, run))
-        for event in events:
-            notify(self.observer, "event_appended", from_wire(AiOpsTraceEvent, event))
+        announce(self.observer, run, events, AiOpsTraceEvent)
 
 
 @dataclasses.dataclass(frozen=True)
