@@ -5,10 +5,13 @@ checks it), as the worked example of ``docs/adapters.md``.
 
 **One workflow per run, the journal as its step results.** The workflow
 function :func:`diagnosis_dbos_workflow` holds the request and the run's
-journal (spec §12) and nothing else: for each effect the machine asks for it
+journal (spec §12) and nothing else: for an executor or gatekeeper call it
 runs two DBOS steps — ``diagnosis_core.begin`` commits the ``started`` entry
 (its recorded output *is* that commitment), then ``diagnosis_core.effect``
-performs the effect and returns the finished entry's facts (the input hash,
+performs the effect; an LLM call (planner, verifier, composer; supervisor,
+planner, reporter) is the effect step alone, since running it again after a
+crash is exactly what the resume rule does with it. The effect step returns
+the finished entry's facts (the input hash,
 the outcome in its §12 wire form, an executor's tool calls). DBOS records
 each step's output in its system database; a recovered workflow re-runs the
 function, gets every recorded output back instead of running the step, and
@@ -222,6 +225,14 @@ def _begin(workflow_id: str, seq: int) -> int:
     return seq
 
 
+def _begun_here(workflow_id: str, seq: int) -> bool:
+    """Whether this process ran the begin step of entry ``seq`` (forgotten once asked)."""
+    with _lock:
+        ours = (workflow_id, seq) in _begun
+        _begun.discard((workflow_id, seq))
+    return ours
+
+
 def _recorder(host: _Host, run_id: str, ledger: list[dict[str, Any]] | None) -> ToolRecorder | None:
     if host.tools is None or ledger is None:
         return None
@@ -289,11 +300,12 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     while not isinstance(action := next_action(state), Finished):
         started = start_entry(journal, action)
         journal = append_entry(journal, started)
-        seq = _begin(workflow_id, started.seq)
-        with _lock:
-            ours = (workflow_id, seq) in _begun
-            _begun.discard((workflow_id, seq))
         expected = expected_call(action)
+        ours = True
+        if not resent_on_resume(expected.call):
+            # Only a call the resume rule does not send again needs its start
+            # committed: an LLM call that DBOS runs again is the same attempt.
+            ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
         ledger = (
             journal_tool_records(journal)
             if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER)
@@ -447,10 +459,9 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     state = start_aiops(request)
     while not isinstance(action := next_aiops_action(state), AiOpsFinished):
         started = recorder.begin(action)
-        seq = _begin(workflow_id, started.seq)
-        with _lock:
-            ours = (workflow_id, seq) in _begun
-            _begun.discard((workflow_id, seq))
+        ours = True
+        if action.agent.value == "executor":  # the one call never sent again (see above)
+            ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
         settled = None
         if not ours:  # begun by a process that died: the AIOps resume rule decides
             resumed, _ = resume_aiops_journal(recorder.journal)
