@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -51,6 +53,7 @@ import diagnosis_core.tools as dct
 
 HERE = Path(__file__).resolve().parent
 RESENT_AIOPS = frozenset({"supervisor", "planner", "reporter"})
+_FORKED: list[int] = []  # every doomed child forked for this module
 
 
 @attrs.frozen
@@ -169,13 +172,19 @@ def forker() -> Iterator[subprocess.Popen[str]]:
     assert process.stdin is not None
     process.stdin.close()
     process.wait(timeout=30)
+    for pid in _FORKED:  # a child whose point was never reached (a failed case) goes too
+        if not _dead(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _fork(forker: subprocess.Popen[str], order: dict[str, Any]) -> int:
     assert forker.stdin is not None and forker.stdout is not None
     forker.stdin.write(json.dumps(order) + "\n")
     forker.stdin.flush()
-    return int(forker.stdout.readline())
+    pid = int(forker.stdout.readline())
+    _FORKED.append(pid)
+    return pid
 
 
 def _dead(pid: int) -> bool:
