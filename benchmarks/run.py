@@ -18,12 +18,15 @@ Four comparisons, each measured side by side in this one process (see
 6. folding a complete run journal (spec §12) against the live run it recorded,
    unkeyed and keyed, at 20, 1 000 and 10 000 claims;
 7. the journal stores (spec §16): per-entry append cost, 1st vs 24th entry, and
-   ``session_report`` over 10 000 stored runs (``stores_bench.py``).
+   ``session_report`` over 10 000 stored runs (``stores_bench.py``);
+8. the durable engines' glue: the Temporal and DBOS adapters against a bare
+   workflow with as many no-op activities / steps plus the sync driver
+   (``engines_bench.py``).
 
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
 ``--quick`` (few rounds, a smoke run),
-``--only parse,scaling,large-output,drivers,import,reject,journal,stores,langgraph`` and
+``--only parse,scaling,large-output,drivers,import,reject,journal,stores,langgraph,engines`` and
 ``--write-docs docs/benchmarks.md`` (also write the output into the page, between its
 markers, so the page shows measured figures: ``tests/test_docs.py`` checks that the
 page's tables have the structure this script prints).
@@ -61,7 +64,7 @@ import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 
 SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal",
-            "stores", "langgraph")
+            "stores", "langgraph", "engines")
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -673,6 +676,12 @@ def bench_langgraph(quick: bool) -> None:
     run_langgraph(quick, _table, _target, _ms)
 
 
+def bench_engines(quick: bool) -> None:
+    from engines_bench import bench_engines as run_engines
+
+    run_engines(quick, _table, _target, _ms)
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -739,7 +748,8 @@ def run(chosen: list[str], quick: bool) -> None:
     runners = {"parse": bench_parse, "scaling": bench_scaling,
                "large-output": bench_one_large_output, "drivers": bench_drivers,
                "import": bench_import, "reject": bench_reject, "journal": bench_journal,
-               "stores": bench_stores, "langgraph": bench_langgraph}
+               "stores": bench_stores, "langgraph": bench_langgraph,
+               "engines": bench_engines}
     for name in SECTIONS:
         if name in chosen:
             runners[name](quick)

@@ -5,10 +5,13 @@ checks it), as the worked example of ``docs/adapters.md``.
 
 **One workflow per run, the journal as its step results.** The workflow
 function :func:`diagnosis_dbos_workflow` holds the request and the run's
-journal (spec §12) and nothing else: for each effect the machine asks for it
+journal (spec §12) and nothing else: for an executor or gatekeeper call it
 runs two DBOS steps — ``diagnosis_core.begin`` commits the ``started`` entry
 (its recorded output *is* that commitment), then ``diagnosis_core.effect``
-performs the effect and returns the finished entry's facts (the input hash,
+performs the effect; an LLM call (planner, verifier, composer; supervisor,
+planner, reporter) is the effect step alone, since running it again after a
+crash is exactly what the resume rule does with it. The effect step returns
+the finished entry's facts (the input hash,
 the outcome in its §12 wire form, an executor's tool calls). DBOS records
 each step's output in its system database; a recovered workflow re-runs the
 function, gets every recorded output back instead of running the step, and
@@ -52,7 +55,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -67,7 +69,6 @@ from .. import (
     FailureKind,
     JournalError,
     PayloadError,
-    RunConfig,
     TraceEvent,
     from_wire,
     to_wire,
@@ -100,8 +101,6 @@ from ..journal import (
     JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
-    RecordedReply,
-    RecordedToolInvocation,
     append_entry,
     entry_result,
     expected_call,
@@ -109,9 +108,7 @@ from ..journal import (
     journal_tool_records,
     load_journal,
     load_outcome,
-    outcome_of,
     outcome_to_wire,
-    recorded_tool_invocations,
     resent_on_resume,
     start_entry,
 )
@@ -125,12 +122,19 @@ from ..machine import (
     InvokeAgent,
     advance,
     next_action,
-    notify,
     perform_effect,
     perform_effect_async,
     start_diagnosis,
 )
 from ..tools import ToolRecorder, ToolsFactory
+from ._engine import (
+    EffectReport,
+    agent_result,
+    announce,
+    decode_tool_invocations,
+    ledger_records,
+    wire_object,
+)
 
 __all__ = [
     "AIOPS_JOURNAL_EVENT",
@@ -203,13 +207,6 @@ def _configured() -> _Host:
     return _host
 
 
-def _object(value: object) -> dict[str, Any]:
-    """The wire form of an attrs value that encodes as a JSON object."""
-    wire = to_wire(value)
-    assert isinstance(wire, dict)
-    return wire
-
-
 def _decode_request(data: object) -> DiagnosisRequest:
     request: DiagnosisRequest = from_wire(DiagnosisRequest, data)
     if to_wire(request) != data:
@@ -226,6 +223,14 @@ def _begin(workflow_id: str, seq: int) -> int:
     with _lock:
         _begun.add((workflow_id, seq))
     return seq
+
+
+def _begun_here(workflow_id: str, seq: int) -> bool:
+    """Whether this process ran the begin step of entry ``seq`` (forgotten once asked)."""
+    with _lock:
+        ours = (workflow_id, seq) in _begun
+        _begun.discard((workflow_id, seq))
+    return ours
 
 
 def _recorder(host: _Host, run_id: str, ledger: list[dict[str, Any]] | None) -> ToolRecorder | None:
@@ -268,39 +273,20 @@ def _effect(
     run_id = action.config.run_id if isinstance(action, InvokeAgent) else action.run_id
     recorder = _recorder(host, run_id, ledger)
     executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-    mark = recorder.mark() if recorder is not None and executor else None
-    if isinstance(action, InvokeAgent):
-        notify(host.observer, "run_opened", action.config)
-    notify(host.observer, "effect_started", action)
-    result = _perform(host, action)
-    if recorder is not None and mark is not None:
-        invocations = recorded_tool_invocations(recorder.since(mark))
-        notify(host.observer, "tools_recorded", action, invocations)
-        facts["tool_invocations"] = [item.to_record() for item in invocations]
-    notify(host.observer, "effect_finished", action, result)
-    facts["outcome"] = outcome_to_wire(outcome_of(result))
-    facts["observed"] = host.observer is not None
-    return facts
+    report = EffectReport(
+        action, expected.input_sha256, host.observer, recorder if executor else None
+    )
+    report.open(action.config if isinstance(action, InvokeAgent) else None)
+    return report.close(_perform(host, action), observed=host.observer is not None)
 
 
 @DBOS.step(name="diagnosis_core.announce")
 def _announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
     """Tell this process's observer of the trace events an effect appended (spec §14)."""
-    observer = _configured().observer
-    notify(observer, "run_opened", from_wire(RunConfig, run_wire))
-    for event in events:
-        notify(observer, "event_appended", from_wire(TraceEvent, event))
-    return len(events)
+    return announce(_configured().observer, run_wire, events, TraceEvent)
 
 
 # --- the workflow (deterministic: it only folds recorded facts) -------------------------
-
-
-def _tool_invocations(data: Mapping[str, Any]) -> tuple[RecordedToolInvocation, ...] | None:
-    records = data.get("tool_invocations")
-    if records is None:
-        return None
-    return recorded_tool_invocations(ToolRecorder.from_records(records).records())
 
 
 @DBOS.workflow(name=DIAGNOSIS_WORKFLOW_NAME)
@@ -314,17 +300,18 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     while not isinstance(action := next_action(state), Finished):
         started = start_entry(journal, action)
         journal = append_entry(journal, started)
-        seq = _begin(workflow_id, started.seq)
-        with _lock:
-            ours = (workflow_id, seq) in _begun
-            _begun.discard((workflow_id, seq))
         expected = expected_call(action)
+        ours = True
+        if not resent_on_resume(expected.call):
+            # Only a call the resume rule does not send again needs its start
+            # committed: an LLM call that DBOS runs again is the same attempt.
+            ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
         ledger = (
             journal_tool_records(journal)
             if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER)
             else None
         )
-        facts = _effect(_object(action), ledger, not ours)
+        facts = _effect(wire_object(action), ledger, not ours)
         if facts.get("input_sha256") != expected.input_sha256:
             raise JournalError(f"the recorded step of {expected.describe()} is for another input")
         outcome = load_outcome(
@@ -334,16 +321,16 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
             started,
             state=EntryState.FINISHED,
             outcome=outcome,
-            tool_invocations=_tool_invocations(facts),
+            tool_invocations=decode_tool_invocations(facts),
         )
         before = state
         state = advance(state, entry_result(finished))
         journal = append_entry(journal, finished)
         new_events = state.events[len(before.events) :]
         if facts.get("observed") is True and new_events:
-            _announce(_object(request.run), [_object(event) for event in new_events])
+            _announce(wire_object(request.run), [wire_object(event) for event in new_events])
     DBOS.set_event(DIAGNOSIS_JOURNAL_EVENT, dict(journal_to_wire(journal)))
-    return _object(state)
+    return wire_object(state)
 
 
 # --- starting and reading runs ----------------------------------------------------------
@@ -359,7 +346,7 @@ def start_diagnosis_dbos(
     """
     if not isinstance(request, DiagnosisRequest):
         raise TypeError(f"request: expected a DiagnosisRequest, got {type(request).__name__}")
-    wire = _object(request)
+    wire = wire_object(request)
     chosen = workflow_id if workflow_id is not None else f"diagnosis-{request.run.run_id}"
     with SetWorkflowID(chosen):
         return DBOS.start_workflow(diagnosis_dbos_workflow, wire)
@@ -427,17 +414,6 @@ def _aiops_configured() -> _AiOpsHost:
     return _aiops_host
 
 
-def _records(entries: Any) -> list[dict[str, Any]]:
-    """The §13 records a journal's executor entries carry (either workflow's journal)."""
-    records: list[dict[str, Any]] = []
-    for entry in entries:
-        for item in entry.tool_invocations or ():
-            record = item.to_record()
-            record.setdefault("input", None)
-            records.append(record)
-    return records
-
-
 @DBOS.step(name="diagnosis_core.aiops_effect")
 def _aiops_effect(
     action_wire: dict[str, Any],
@@ -457,32 +433,20 @@ def _aiops_effect(
         if host.tools is not None and executor
         else None
     )
-    mark = recorder.mark() if recorder is not None else None
-    notify(host.observer, "run_opened", action.config)
-    notify(host.observer, "effect_started", action)
+    report = EffectReport(action, facts["input_sha256"], host.observer, recorder)
+    report.open(action.config)
     result: AgentReplied | AgentFailed
     if isinstance(host.effects, AsyncAiOpsEffects):
         result = asyncio.run(perform_aiops_effect_async(action, host.effects))
     else:
         result = perform_aiops_effect(action, host.effects)
-    if recorder is not None and mark is not None:
-        invocations = recorded_tool_invocations(recorder.since(mark))
-        notify(host.observer, "tools_recorded", action, invocations)
-        facts["tool_invocations"] = [item.to_record() for item in invocations]
-    notify(host.observer, "effect_finished", action, result)
-    facts["outcome"] = outcome_to_wire(outcome_of(result))
-    facts["observed"] = host.observer is not None
-    return facts
+    return report.close(result, observed=host.observer is not None)
 
 
 @DBOS.step(name="diagnosis_core.aiops_announce")
 def _aiops_announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
     """Tell this process's AIOps observer of the trace events an agent call appended."""
-    observer = _aiops_configured().observer
-    notify(observer, "run_opened", from_wire(RunConfig, run_wire))
-    for event in events:
-        notify(observer, "event_appended", from_wire(AiOpsTraceEvent, event))
-    return len(events)
+    return announce(_aiops_configured().observer, run_wire, events, AiOpsTraceEvent)
 
 
 @DBOS.workflow(name=AIOPS_WORKFLOW_NAME)
@@ -495,10 +459,9 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     state = start_aiops(request)
     while not isinstance(action := next_aiops_action(state), AiOpsFinished):
         started = recorder.begin(action)
-        seq = _begin(workflow_id, started.seq)
-        with _lock:
-            ours = (workflow_id, seq) in _begun
-            _begun.discard((workflow_id, seq))
+        ours = True
+        if action.agent.value == "executor":  # the one call never sent again (see above)
+            ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
         settled = None
         if not ours:  # begun by a process that died: the AIOps resume rule decides
             resumed, _ = resume_aiops_journal(recorder.journal)
@@ -506,27 +469,20 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
             if last.state is EntryState.FINISHED and last.outcome is not None:
                 settled = outcome_to_wire(last.outcome)
         executor = action.agent.value == "executor"
-        ledger = _records(recorder.journal.entries) if executor else None
-        facts = _aiops_effect(_object(action), ledger, settled)
+        ledger = ledger_records(recorder.journal.entries) if executor else None
+        facts = _aiops_effect(wire_object(action), ledger, settled)
         expected = aiops_expected_call(action)
         if facts.get("input_sha256") != expected.input_sha256:
             raise JournalError(f"the recorded step of {expected.describe()} is for another input")
         outcome = load_outcome(facts["outcome"], "outcome", gatekeeper=False)
-        result: AgentReplied | AgentFailed = (
-            AgentReplied(outcome.text)
-            if isinstance(outcome, RecordedReply)
-            else AgentFailed(outcome.kind, outcome.message)
-            if isinstance(outcome, RecordedAgentError)
-            else AgentFailed(FailureKind.NON_RETRYABLE, "not an agent outcome")
-        )
-        fed = recorder.end(result, tool_invocations=_tool_invocations(facts))
+        fed = recorder.end(agent_result(outcome), tool_invocations=decode_tool_invocations(facts))
         before = state
         state = advance_aiops(state, fed)
         new_events = state.events[len(before.events) :]
         if facts.get("observed") is True and new_events:
-            _aiops_announce(_object(request.run), [_object(event) for event in new_events])
+            _aiops_announce(wire_object(request.run), [wire_object(event) for event in new_events])
     DBOS.set_event(AIOPS_JOURNAL_EVENT, dict(journal_to_wire(recorder.journal)))
-    return _object(state)
+    return wire_object(state)
 
 
 def start_aiops_dbos(
@@ -537,7 +493,7 @@ def start_aiops_dbos(
         raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
     chosen = workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}"
     with SetWorkflowID(chosen):
-        return DBOS.start_workflow(aiops_dbos_workflow, _object(request))
+        return DBOS.start_workflow(aiops_dbos_workflow, wire_object(request))
 
 
 def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> AiOpsState:

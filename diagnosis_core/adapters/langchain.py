@@ -196,6 +196,33 @@ def _per_agent(value: _T | Mapping[AgentName, _T], agent: AgentName) -> _T:
     return value
 
 
+_A = TypeVar("_A", ChatModelInvoker, AsyncChatModelInvoker)
+
+
+def _agents(
+    kind: type[_A],
+    models: BaseChatModel | Mapping[AgentName, BaseChatModel],
+    system_prompts: Mapping[AgentName, str] | None,
+    config: RunnableConfig | None,
+) -> dict[AgentName, _A]:
+    """One invoker of ``kind`` per agent: its model, its system prompt, the shared config."""
+    prompts = system_prompts or {}
+    return {
+        agent: kind(
+            _per_agent(models, agent),
+            agent=agent,
+            system_prompt=prompts.get(agent),
+            config=config,
+        )
+        for agent in AgentName
+    }
+
+
+def _roles(agents: Mapping[AgentName, Any]) -> dict[str, Any]:
+    """The ``Effects`` keyword arguments of the four agents: ``planner=…, executor=…``."""
+    return {agent.value: agents[agent] for agent in AgentName}
+
+
 def chat_model_effects(
     models: BaseChatModel | Mapping[AgentName, BaseChatModel],
     gatekeeper: Gatekeeper,
@@ -205,24 +232,8 @@ def chat_model_effects(
     classifier: FailureClassifier = default_failure_classifier,
 ) -> Effects:
     """:class:`Effects` whose four agents are chat models (one for all, or one each)."""
-    prompts = system_prompts or {}
-    agents = {
-        agent: ChatModelInvoker(
-            _per_agent(models, agent),
-            agent=agent,
-            system_prompt=prompts.get(agent),
-            config=config,
-        )
-        for agent in AgentName
-    }
-    return Effects(
-        planner=agents[AgentName.PLANNER],
-        executor=agents[AgentName.EXECUTOR],
-        verifier=agents[AgentName.VERIFIER],
-        composer=agents[AgentName.COMPOSER],
-        gatekeeper=gatekeeper,
-        classifier=classifier,
-    )
+    agents = _agents(ChatModelInvoker, models, system_prompts, config)
+    return Effects(**_roles(agents), gatekeeper=gatekeeper, classifier=classifier)
 
 
 def async_chat_model_effects(
@@ -234,24 +245,8 @@ def async_chat_model_effects(
     classifier: FailureClassifier = default_failure_classifier,
 ) -> AsyncEffects:
     """The asyncio variant of :func:`chat_model_effects`."""
-    prompts = system_prompts or {}
-    agents = {
-        agent: AsyncChatModelInvoker(
-            _per_agent(models, agent),
-            agent=agent,
-            system_prompt=prompts.get(agent),
-            config=config,
-        )
-        for agent in AgentName
-    }
-    return AsyncEffects(
-        planner=agents[AgentName.PLANNER],
-        executor=agents[AgentName.EXECUTOR],
-        verifier=agents[AgentName.VERIFIER],
-        composer=agents[AgentName.COMPOSER],
-        gatekeeper=gatekeeper,
-        classifier=classifier,
-    )
+    agents = _agents(AsyncChatModelInvoker, models, system_prompts, config)
+    return AsyncEffects(**_roles(agents), gatekeeper=gatekeeper, classifier=classifier)
 
 
 # --- tools (spec §13) ----------------------------------------------------------------------------

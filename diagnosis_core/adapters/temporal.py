@@ -46,7 +46,6 @@ forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -56,10 +55,9 @@ from typing import Any
 import attrs
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from .. import (
     AsyncEffects,
@@ -71,14 +69,12 @@ from .. import (
     FailureKind,
     JournalError,
     PayloadError,
-    RunConfig,
     TraceEvent,
     from_wire,
     to_wire,
 )
 from ..aiops import AiOpsEffects, AiOpsObserver, AsyncAiOpsEffects
 from ..journal import (
-    INTERRUPTED_MESSAGE,
     EntryState,
     ExpectedCall,
     Journal,
@@ -94,8 +90,6 @@ from ..journal import (
     journal_to_wire,
     journal_tool_records,
     load_outcome,
-    outcome_of,
-    outcome_to_wire,
     recorded_tool_invocations,
     resent_on_resume,
     start_entry,
@@ -107,15 +101,28 @@ from ..machine import (
     Finished,
     InvokeAgent,
     advance,
-    describe_error,
     next_action,
-    notify,
     perform_effect,
     perform_effect_async,
     start_diagnosis,
 )
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
+from ._engine import EffectReport, announce, check_timedeltas, wire_object
+from ._temporal_common import (
+    DEFAULT_AGENT_TIMEOUT,
+    DEFAULT_GATEKEEPER_TIMEOUT,
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    INTERRUPTED_RESENDS,
+    PASSTHROUGH_MODULES,
+    ActivityFailed,
+    HeartbeatingActivities,
+    announce_events,
+    call_effect_activity,
+    in_run_trace,
+    recovery_options,
+    sandbox_runner,
+)
 
 __all__ = [
     "ANNOUNCE_EVENTS_ACTIVITY",
@@ -138,41 +145,16 @@ CALL_GATEKEEPER_ACTIVITY = "diagnosis_core.call_gatekeeper"
 """The activity name of a gatekeeper call."""
 ANNOUNCE_EVENTS_ACTIVITY = "diagnosis_core.announce_events"
 """The local activity that tells a worker's observer of the trace events an effect appended."""
-INTERRUPTED_RESENDS = 3
-"""How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
-
-# The core is pure and deterministic; passing it through the sandbox keeps one
-# copy of its classes (and of cattrs' generated hooks) for every workflow run.
-PASSTHROUGH_MODULES = ("diagnosis_core", "attrs", "cattrs")
-"""Modules the workflow sandbox passes through: the core is pure and deterministic."""
-
-_NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
-_DEFAULT_AGENT_TIMEOUT = timedelta(minutes=10)
-_DEFAULT_GATEKEEPER_TIMEOUT = timedelta(minutes=2)
-_DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
-# Heartbeat interval when the activity has no heartbeat timeout (heartbeats
-# still deliver cancellation to the activity).
-_FALLBACK_HEARTBEAT_SECONDS = 10.0
+_DEFAULT_AGENT_TIMEOUT = DEFAULT_AGENT_TIMEOUT
+_DEFAULT_GATEKEEPER_TIMEOUT = DEFAULT_GATEKEEPER_TIMEOUT
+_DEFAULT_HEARTBEAT_TIMEOUT = DEFAULT_HEARTBEAT_TIMEOUT
 
 
 # --- the activity result: the finished entry's facts ---------------------------------
 
 
-def _activity_result(
-    action: InvokeAgent | CallGatekeeper,
-    outcome: JournalOutcome,
-    tool_records: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    digest = expected_call(action).input_sha256
-    result: dict[str, Any] = {"input_sha256": digest, "outcome": outcome_to_wire(outcome)}
-    if tool_records is not None:
-        result["tool_invocations"] = tool_records
-    return result
-
-
 _RESULT_KEYS = frozenset({"input_sha256", "outcome"})
 _OPTIONAL_RESULT_KEYS = frozenset({"tool_invocations", "observed"})
-_ANNOUNCE_TIMEOUT = timedelta(seconds=30)
 
 
 def _decode_tool_invocations(
@@ -215,7 +197,7 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
 # --- activities (worker side) -------------------------------------------------------
 
 
-class DiagnosisActivities:
+class DiagnosisActivities(HeartbeatingActivities):
     """The effects of a worker, as the two activities :class:`DiagnosisWorkflow` calls.
 
     Register :attr:`activities` with the worker (or use
@@ -226,6 +208,9 @@ class DiagnosisActivities:
     dead worker is noticed within the heartbeat timeout.
     """
 
+    effects: Effects | AsyncEffects
+    observer: DiagnosisObserver | None
+
     def __init__(
         self,
         effects: Effects | AsyncEffects,
@@ -234,25 +219,14 @@ class DiagnosisActivities:
         tools: ToolsFactory | None = None,
         observer: DiagnosisObserver | None = None,
     ) -> None:
-        if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
-            raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
-        self.effects = effects
-        self.heartbeat_interval = heartbeat_interval
-        self.tools = tools
-        self.observer = observer
+        super().__init__(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        )
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
         return (self.invoke_agent, self.call_gatekeeper, self.announce_events)
-
-    def _interval(self) -> float:
-        timeout = activity.info().heartbeat_timeout
-        limit = timeout.total_seconds() / 2 if timeout else None
-        if self.heartbeat_interval is not None:
-            chosen = self.heartbeat_interval.total_seconds()
-            return min(chosen, limit) if limit else chosen
-        return limit * 2 / 3 if limit else _FALLBACK_HEARTBEAT_SECONDS
 
     def _recorder(
         self, action: InvokeAgent | CallGatekeeper, tool_records: object
@@ -275,39 +249,22 @@ class DiagnosisActivities:
         """Run the effect in a task, heartbeating until it returns; the entry's facts."""
         recorder = self._recorder(action, tool_records)
         executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-        mark = recorder.mark() if recorder is not None and executor else None
-        run = action.config if isinstance(action, InvokeAgent) else None
-        if run is not None:
-            notify(self.observer, "run_opened", run)
-        notify(self.observer, "effect_started", action)
-        effect: asyncio.Future[Any]
+        report = EffectReport(
+            action, expected_call(action).input_sha256, self.observer,
+            recorder if executor else None,
+        )
+        report.open(action.config if isinstance(action, InvokeAgent) else None)
+        work: Any
         if isinstance(self.effects, AsyncEffects):
-            effect = asyncio.ensure_future(perform_effect_async(action, self.effects))
+            work = perform_effect_async(action, self.effects)
         else:
-            effect = asyncio.ensure_future(asyncio.to_thread(perform_effect, action, self.effects))
-        interval = self._interval()
-        try:
-            while not (await asyncio.wait({effect}, timeout=interval))[0]:
-                activity.heartbeat()
-        except BaseException:  # cancelled: the effect goes with the activity
-            effect.cancel()
-            raise
+            work = asyncio.to_thread(perform_effect, action, self.effects)
+        result: EffectResult = await self._heartbeating(work)
         # outcome_of never raises: a reply that is not text, a gatekeeper result
         # that is not JSON are recorded as the journal records them (see _journal).
-        result: EffectResult = effect.result()
-        outcome = outcome_of(result)
-        records = None
-        if recorder is not None and mark is not None:
-            invocations = recorded_tool_invocations(recorder.since(mark))
-            notify(self.observer, "tools_recorded", action, invocations)
-            records = [item.to_record() for item in invocations]
-        notify(self.observer, "effect_finished", action, result)
-        facts = _activity_result(action, outcome, records)
-        if self.observer is not None:
-            # Recorded in the history: the workflow then has this worker's observer
-            # told of the effect's trace events, deterministically on every replay.
-            facts["observed"] = True
-        return facts
+        # ``observed`` is recorded in the history: the workflow then has this
+        # worker's observer told of the effect's trace events, on every replay alike.
+        return report.close(result, observed=True if self.observer is not None else None)
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
     async def invoke_agent(
@@ -340,11 +297,7 @@ class DiagnosisActivities:
         activity reported an observer; a local activity's completion is
         recorded, so a replay never announces the events again.
         """
-        if self.observer is None:
-            return
-        notify(self.observer, "run_opened", from_wire(RunConfig, run))
-        for event in events:
-            notify(self.observer, "event_appended", from_wire(TraceEvent, event))
+        announce(self.observer, run, events, TraceEvent)
 
 
 # --- workflow ------------------------------------------------------------------------
@@ -382,16 +335,11 @@ class DiagnosisWorkflowInput:
         range 0..3``, ``question: missing``, an unknown key) and
         :class:`ConfigError` for a timeout that is not a positive duration.
         """
-        timeouts = {
-            "agent_timeout": agent_timeout,
-            "gatekeeper_timeout": gatekeeper_timeout,
-            "heartbeat_timeout": heartbeat_timeout,
-        }
-        seconds = []
-        for name, value in timeouts.items():
-            if not isinstance(value, timedelta) or not value > timedelta(0):
-                raise ConfigError(f"{name}: expected a positive timedelta, got {value!r:.80}")
-            seconds.append(value.total_seconds())
+        seconds = check_timedeltas(
+            agent_timeout=agent_timeout,
+            gatekeeper_timeout=gatekeeper_timeout,
+            heartbeat_timeout=heartbeat_timeout,
+        )
         wire = to_wire(request) if isinstance(request, DiagnosisRequest) else request
         _decode_request(wire)
         assert isinstance(wire, Mapping)
@@ -446,12 +394,6 @@ def _timeouts_of(input: DiagnosisWorkflowInput) -> tuple[float, float, float]:
         if not (math.isfinite(value) and value > 0):
             raise ConfigError(f"{name}: expected a positive number, got {describe_value(value)}")
     return values
-
-
-def _lost(error: ActivityError) -> bool:
-    """True when the activity missed its heartbeat timeout: its worker is gone or hung."""
-    cause = error.cause
-    return isinstance(cause, TimeoutError) and cause.type is TimeoutType.HEARTBEAT
 
 
 def _failed_outcome(call: JournalCall, message: str) -> JournalOutcome:
@@ -514,10 +456,12 @@ class DiagnosisWorkflow:
             self._journal, self._state = append_entry(journal, finished), state
             journal = self._journal
             if observed:
-                await self._announce(state, len(before.events))
-        wire = to_wire(state)
-        assert isinstance(wire, dict)
-        return wire
+                await announce_events(
+                    ANNOUNCE_EVENTS_ACTIVITY,
+                    wire_object(state.request.run),
+                    [wire_object(event) for event in state.events[len(before.events) :]],
+                )
+        return wire_object(state)
 
     @workflow.query(name="diagnosis_journal")
     def diagnosis_journal(self) -> dict[str, Any]:
@@ -531,23 +475,7 @@ class DiagnosisWorkflow:
         """The run's current state (the journal's fold) in wire form, for dashboards."""
         if self._state is None:
             raise self._refuse()
-        wire = to_wire(self._state)
-        assert isinstance(wire, dict)
-        return wire
-
-    async def _announce(self, state: DiagnosisState, known: int) -> None:
-        """Have the worker's observer told of the events after ``known`` (never raises)."""
-        events = [to_wire(event) for event in state.events[known:]]
-        if not events:
-            return
-        # An observer only watches: whatever happens to it, the run goes on unchanged.
-        with contextlib.suppress(ActivityError):
-            await workflow.execute_local_activity(
-                ANNOUNCE_EVENTS_ACTIVITY,
-                args=[to_wire(state.request.run), events],
-                start_to_close_timeout=_ANNOUNCE_TIMEOUT,
-                retry_policy=_NO_TEMPORAL_RETRY,
-            )
+        return wire_object(self._state)
 
     async def _perform(
         self, action: InvokeAgent | CallGatekeeper, started: JournalEntry
@@ -568,44 +496,33 @@ class DiagnosisWorkflow:
         if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER):
             ledger = [] if self._journal is None else journal_tool_records(self._journal)
         arguments: list[Any] = [to_wire(action)] if ledger is None else [to_wire(action), ledger]
-        resends = 0
         invocations: tuple[RecordedToolInvocation, ...] | None = None
         observed = False
-        while True:
+        data = await call_effect_activity(
+            name,
+            arguments,
+            timeout_seconds=seconds,
+            heartbeat_seconds=heartbeat_seconds,
+            resendable=resent_on_resume(started.call),
+        )
+        if isinstance(data, ActivityFailed):
+            outcome = _failed_outcome(started.call, data.message)
+        else:
             try:
-                data = await workflow.execute_activity(
-                    name,
-                    args=arguments,
-                    start_to_close_timeout=timedelta(seconds=seconds),
-                    heartbeat_timeout=timedelta(seconds=heartbeat_seconds),
-                    retry_policy=_NO_TEMPORAL_RETRY,
-                    result_type=dict,
-                )
-            except ActivityError as error:
-                if not _lost(error):
-                    message = f"activity failed: {describe_error(error.cause or error)}"
-                    outcome = _failed_outcome(started.call, message)
-                elif resent_on_resume(started.call) and resends < INTERRUPTED_RESENDS:
-                    resends += 1  # the same attempt, the identical input
-                    continue
-                else:
-                    outcome = _failed_outcome(started.call, INTERRUPTED_MESSAGE)
-            else:
-                try:
-                    outcome = _decode_outcome(data, expected)
-                    invocations = _decode_tool_invocations(data, expected)
-                    observed = data.get("observed") is True
-                except JournalError as error:
-                    raise ApplicationError(
-                        f"a diagnosis activity returned what no worker of this core returns: "
-                        f"{error}",
-                        type="JournalError",
-                        non_retryable=True,
-                    ) from None
-            finished = attrs.evolve(
-                started, state=EntryState.FINISHED, outcome=outcome, tool_invocations=invocations
-            )
-            return finished, observed
+                outcome = _decode_outcome(data, expected)
+                invocations = _decode_tool_invocations(data, expected)
+                observed = data.get("observed") is True
+            except JournalError as error:
+                raise ApplicationError(
+                    f"a diagnosis activity returned what no worker of this core returns: "
+                    f"{error}",
+                    type="JournalError",
+                    non_retryable=True,
+                ) from None
+        finished = attrs.evolve(
+            started, state=EntryState.FINISHED, outcome=outcome, tool_invocations=invocations
+        )
+        return finished, observed
 
 
 # --- worker and client helpers -------------------------------------------------------
@@ -613,8 +530,7 @@ class DiagnosisWorkflow:
 
 def diagnosis_workflow_runner() -> SandboxedWorkflowRunner:
     """The default sandbox, with the core and its libraries passed through."""
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    return SandboxedWorkflowRunner(restrictions=restrictions)
+    return sandbox_runner()
 
 
 def create_diagnosis_worker(
@@ -670,7 +586,7 @@ def create_diagnosis_worker(
         workflows=workflows,
         activities=activities,
         workflow_runner=diagnosis_workflow_runner(),
-        **worker_options,
+        **recovery_options(worker_options),
     )
 
 
@@ -700,12 +616,13 @@ async def start_diagnosis_workflow(
         heartbeat_timeout=heartbeat_timeout,
     )
     run_id = _decode_request(workflow_input.request).run.run_id
-    return await client.start_workflow(
-        DiagnosisWorkflow.run,
-        workflow_input,
-        id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
-        task_queue=task_queue,
-    )
+    with in_run_trace(run_id):
+        return await client.start_workflow(
+            DiagnosisWorkflow.run,
+            workflow_input,
+            id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
+            task_queue=task_queue,
+        )
 
 
 async def execute_diagnosis(

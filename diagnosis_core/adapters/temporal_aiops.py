@@ -25,20 +25,17 @@ serves both workflows.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .. import ConfigError, FailureKind, JournalError, RunConfig, from_wire, to_wire
+from .. import FailureKind, JournalError, from_wire
 from ..aiops import (
     AiOpsEffects,
     AiOpsFinished,
@@ -59,19 +56,35 @@ from ..aiops import (
     start_aiops,
 )
 from ..journal import (
-    INTERRUPTED_MESSAGE,
     EntryState,
     RecordedAgentError,
     RecordedReply,
     RecordedToolInvocation,
     journal_to_wire,
     load_outcome,
-    outcome_of,
-    outcome_to_wire,
-    recorded_tool_invocations,
 )
-from ..machine import AgentFailed, AgentReplied, describe_error, notify
-from ..tools import ToolRecorder, ToolsFactory
+from ..machine import AgentFailed, AgentReplied
+from ..tools import ToolsFactory
+from ._engine import (
+    EffectReport,
+    agent_result,
+    announce,
+    check_timedeltas,
+    decode_tool_invocations,
+    ledger_records,
+    wire_object,
+)
+from ._temporal_common import (
+    DEFAULT_AGENT_TIMEOUT,
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    ActivityFailed,
+    HeartbeatingActivities,
+    announce_events,
+    call_effect_activity,
+    in_run_trace,
+    recovery_options,
+    sandbox_runner,
+)
 
 __all__ = [
     "ANNOUNCE_AIOPS_EVENTS_ACTIVITY",
@@ -89,20 +102,11 @@ INVOKE_AIOPS_AGENT_ACTIVITY = "diagnosis_core.invoke_aiops_agent"
 ANNOUNCE_AIOPS_EVENTS_ACTIVITY = "diagnosis_core.announce_aiops_events"
 """The local activity that tells a worker's AIOps observer of the events a call appended."""
 
-_RESENDS = 3
-_NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
-_DEFAULT_AGENT_TIMEOUT = timedelta(minutes=10)
-_DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
-_ANNOUNCE_TIMEOUT = timedelta(seconds=30)
+_DEFAULT_AGENT_TIMEOUT = DEFAULT_AGENT_TIMEOUT
+_DEFAULT_HEARTBEAT_TIMEOUT = DEFAULT_HEARTBEAT_TIMEOUT
 
 
-def _object(value: object) -> dict[str, Any]:
-    wire = to_wire(value)
-    assert isinstance(wire, dict)
-    return wire
-
-
-class AiOpsActivities:
+class AiOpsActivities(HeartbeatingActivities):
     """The AIOps effects of a worker, as the activities :class:`AiOpsWorkflow` calls.
 
     Sync effects run in a thread; while an agent runs, the activity
@@ -110,6 +114,9 @@ class AiOpsActivities:
     heartbeat timeout). ``tools`` and ``observer`` are as for the chat
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
+
+    effects: AiOpsEffects | AsyncAiOpsEffects
+    observer: AiOpsObserver | None
 
     def __init__(
         self,
@@ -119,25 +126,14 @@ class AiOpsActivities:
         tools: ToolsFactory | None = None,
         observer: AiOpsObserver | None = None,
     ) -> None:
-        if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
-            raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
-        self.effects = effects
-        self.heartbeat_interval = heartbeat_interval
-        self.tools = tools
-        self.observer = observer
+        super().__init__(
+            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+        )
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
         return (self.invoke_aiops_agent, self.announce_aiops_events)
-
-    def _interval(self) -> float:
-        timeout = activity.info().heartbeat_timeout
-        limit = timeout.total_seconds() / 2 if timeout else None
-        if self.heartbeat_interval is not None:
-            chosen = self.heartbeat_interval.total_seconds()
-            return min(chosen, limit) if limit else chosen
-        return limit * 2 / 3 if limit else 10.0
 
     @activity.defn(name=INVOKE_AIOPS_AGENT_ACTIVITY)
     async def invoke_aiops_agent(
@@ -145,50 +141,27 @@ class AiOpsActivities:
     ) -> dict[str, Any]:
         """Invoke one AIOps agent; its reply or classified error, as journal facts."""
         action: InvokeAiOpsAgent = from_wire(InvokeAiOpsAgent, action_wire)
-        recorder: ToolRecorder | None = None
+        recorder = None
         if self.tools is not None and tool_records is not None:
             recorder = self.tools(action.config.run_id, tool_records)
-        mark = recorder.mark() if recorder is not None else None
-        notify(self.observer, "run_opened", action.config)
-        notify(self.observer, "effect_started", action)
-        effect: asyncio.Future[Any]
+        report = EffectReport(
+            action, aiops_expected_call(action).input_sha256, self.observer, recorder
+        )
+        report.open(action.config)
+        work: Any
         if isinstance(self.effects, AsyncAiOpsEffects):
-            effect = asyncio.ensure_future(perform_aiops_effect_async(action, self.effects))
+            work = perform_aiops_effect_async(action, self.effects)
         else:
-            effect = asyncio.ensure_future(
-                asyncio.to_thread(perform_aiops_effect, action, self.effects)
-            )
-        interval = self._interval()
-        try:
-            while not (await asyncio.wait({effect}, timeout=interval))[0]:
-                activity.heartbeat()
-        except BaseException:
-            effect.cancel()
-            raise
-        result: AgentReplied | AgentFailed = effect.result()
-        facts: dict[str, Any] = {
-            "input_sha256": aiops_expected_call(action).input_sha256,
-            "outcome": outcome_to_wire(outcome_of(result)),
-        }
-        if recorder is not None and mark is not None:
-            invocations = recorded_tool_invocations(recorder.since(mark))
-            notify(self.observer, "tools_recorded", action, invocations)
-            facts["tool_invocations"] = [item.to_record() for item in invocations]
-        notify(self.observer, "effect_finished", action, result)
-        if self.observer is not None:
-            facts["observed"] = True
-        return facts
+            work = asyncio.to_thread(perform_aiops_effect, action, self.effects)
+        result: AgentReplied | AgentFailed = await self._heartbeating(work)
+        return report.close(result, observed=True if self.observer is not None else None)
 
     @activity.defn(name=ANNOUNCE_AIOPS_EVENTS_ACTIVITY)
     async def announce_aiops_events(
         self, run: dict[str, Any], events: list[dict[str, Any]]
     ) -> None:
         """Tell the observer of the trace events the workflow appended (a local activity)."""
-        if self.observer is None:
-            return
-        notify(self.observer, "run_opened", from_wire(RunConfig, run))
-        for event in events:
-            notify(self.observer, "event_appended", from_wire(AiOpsTraceEvent, event))
+        announce(self.observer, run, events, AiOpsTraceEvent)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,21 +176,6 @@ class AiOpsWorkflowInput:
 def _decode_request(data: object) -> AiOpsRequest:
     request: AiOpsRequest = from_wire(AiOpsRequest, data)
     return request
-
-
-def _tool_invocations(data: Mapping[str, Any]) -> tuple[RecordedToolInvocation, ...] | None:
-    records = data.get("tool_invocations")
-    if records is None:
-        return None
-    try:
-        return recorded_tool_invocations(ToolRecorder.from_records(records).records())
-    except Exception as error:  # LedgerError: the strict §13 rules
-        raise JournalError(f"tool_invocations: {error}") from None
-
-
-def _lost(error: ActivityError) -> bool:
-    cause = error.cause
-    return isinstance(cause, TimeoutError) and cause.type is TimeoutType.HEARTBEAT
 
 
 @workflow.defn(name="AiOpsWorkflow", failure_exception_types=(TypeError,))
@@ -252,77 +210,52 @@ class AiOpsWorkflow:
             fed = recorder.end(result, tool_invocations=invocations)
             before = state
             state = advance_aiops(state, fed)
-            events = [_object(event) for event in state.events[len(before.events) :]]
-            if observed and events:
-                with contextlib.suppress(ActivityError):
-                    await workflow.execute_local_activity(
-                        ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
-                        args=[_object(self._request.run), events],
-                        start_to_close_timeout=_ANNOUNCE_TIMEOUT,
-                        retry_policy=_NO_TEMPORAL_RETRY,
-                    )
-        return _object(state)
+            if observed:
+                await announce_events(
+                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
+                    wire_object(self._request.run),
+                    [wire_object(event) for event in state.events[len(before.events) :]],
+                )
+        return wire_object(state)
 
     async def _call(
         self, input: AiOpsWorkflowInput, recorder: AiOpsJournalRecorder, action: InvokeAiOpsAgent
     ) -> tuple[AgentReplied | AgentFailed, tuple[RecordedToolInvocation, ...] | None, bool]:
         expected = aiops_expected_call(action)
         executor = action.agent.value == "executor"
-        arguments: list[Any] = [_object(action)]
+        arguments: list[Any] = [wire_object(action)]
         if executor:
-            records = []
-            for entry in recorder.journal.entries:
-                for item in entry.tool_invocations or ():
-                    record = item.to_record()
-                    record.setdefault("input", None)
-                    records.append(record)
-            arguments.append(records)
-        resends = 0
-        while True:
-            try:
-                data = await workflow.execute_activity(
-                    INVOKE_AIOPS_AGENT_ACTIVITY,
-                    args=arguments,
-                    start_to_close_timeout=timedelta(seconds=input.agent_timeout_seconds),
-                    heartbeat_timeout=timedelta(seconds=input.heartbeat_timeout_seconds),
-                    retry_policy=_NO_TEMPORAL_RETRY,
-                    result_type=dict,
-                )
-            except ActivityError as error:
-                if not _lost(error):
-                    message = f"activity failed: {describe_error(error.cause or error)}"
-                    return AgentFailed(FailureKind.NON_RETRYABLE, message), None, False
-                resumed, _ = resume_aiops_journal(recorder.journal)
-                settled = resumed.entries[-1].state is EntryState.FINISHED
-                if not settled and resends < _RESENDS:
-                    resends += 1  # the same attempt, the identical input
-                    continue
-                return AgentFailed(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE), None, False
-            if not isinstance(data, dict) or data.get("input_sha256") != expected.input_sha256:
-                raise ApplicationError(
-                    f"an AIOps activity returned facts for another call: {data!r:.200}",
-                    type="JournalError",
-                    non_retryable=True,
-                )
-            try:
-                outcome = load_outcome(data.get("outcome"), "outcome", gatekeeper=False)
-                invocations = _tool_invocations(data) if executor else None
-            except JournalError as error:
-                raise ApplicationError(
-                    str(error), type="JournalError", non_retryable=True
-                ) from None
-            result: AgentReplied | AgentFailed
-            if isinstance(outcome, RecordedReply):
-                result = AgentReplied(outcome.text)
-            elif isinstance(outcome, RecordedAgentError):
-                result = AgentFailed(outcome.kind, outcome.message)
-            else:
-                raise ApplicationError(
-                    "an AIOps activity returned a gatekeeper outcome",
-                    type="JournalError",
-                    non_retryable=True,
-                )
-            return result, invocations, data.get("observed") is True
+            arguments.append(ledger_records(recorder.journal.entries))
+        # The AIOps resume rule (resume_aiops_journal) says whether a call whose
+        # worker was lost is sent again: not when it settles the started entry.
+        resumed, _ = resume_aiops_journal(recorder.journal)
+        data = await call_effect_activity(
+            INVOKE_AIOPS_AGENT_ACTIVITY,
+            arguments,
+            timeout_seconds=input.agent_timeout_seconds,
+            heartbeat_seconds=input.heartbeat_timeout_seconds,
+            resendable=resumed.entries[-1].state is not EntryState.FINISHED,
+        )
+        if isinstance(data, ActivityFailed):
+            return AgentFailed(FailureKind.NON_RETRYABLE, data.message), None, False
+        if not isinstance(data, dict) or data.get("input_sha256") != expected.input_sha256:
+            raise ApplicationError(
+                f"an AIOps activity returned facts for another call: {data!r:.200}",
+                type="JournalError",
+                non_retryable=True,
+            )
+        try:
+            outcome = load_outcome(data.get("outcome"), "outcome", gatekeeper=False)
+            invocations = decode_tool_invocations(data) if executor else None
+        except JournalError as error:
+            raise ApplicationError(str(error), type="JournalError", non_retryable=True) from None
+        if not isinstance(outcome, RecordedReply | RecordedAgentError):
+            raise ApplicationError(
+                "an AIOps activity returned a gatekeeper outcome",
+                type="JournalError",
+                non_retryable=True,
+            )
+        return agent_result(outcome), invocations, data.get("observed") is True
 
     @workflow.query(name="aiops_journal")
     def aiops_journal(self) -> dict[str, Any]:
@@ -330,14 +263,6 @@ class AiOpsWorkflow:
         if self._recorder is None:
             raise ApplicationError("no run", type="DiagnosisInputError", non_retryable=True)
         return dict(journal_to_wire(self._recorder.journal))
-
-
-def _runner() -> SandboxedWorkflowRunner:
-    """The default sandbox with the pure core and its libraries passed through (one copy)."""
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(
-        "diagnosis_core", "attrs", "cattrs"
-    )
-    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 def create_aiops_worker(
@@ -358,8 +283,8 @@ def create_aiops_worker(
         activities=AiOpsActivities(
             effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
         ).activities,
-        workflow_runner=_runner(),
-        **worker_options,
+        workflow_runner=sandbox_runner(),
+        **recovery_options(worker_options),
     )
 
 
@@ -380,19 +305,17 @@ async def start_aiops_workflow(
     """
     if not isinstance(request, AiOpsRequest):
         raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
-    timeouts = (("agent_timeout", agent_timeout), ("heartbeat_timeout", heartbeat_timeout))
-    for name, value in timeouts:
-        if not isinstance(value, timedelta) or not value > timedelta(0):
-            raise ConfigError(f"{name}: expected a positive timedelta, got {value!r:.80}")
-    workflow_input = AiOpsWorkflowInput(
-        _object(request), agent_timeout.total_seconds(), heartbeat_timeout.total_seconds()
+    agent_seconds, heartbeat_seconds = check_timedeltas(
+        agent_timeout=agent_timeout, heartbeat_timeout=heartbeat_timeout
     )
-    return await client.start_workflow(
-        AiOpsWorkflow.run,
-        workflow_input,
-        id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
-        task_queue=task_queue,
-    )
+    workflow_input = AiOpsWorkflowInput(wire_object(request), agent_seconds, heartbeat_seconds)
+    with in_run_trace(request.run.run_id):
+        return await client.start_workflow(
+            AiOpsWorkflow.run,
+            workflow_input,
+            id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
+            task_queue=task_queue,
+        )
 
 
 async def execute_aiops(

@@ -1,0 +1,153 @@
+"""What every durable-engine adapter shares: the facts of a finished effect (spec §12, §13).
+
+The Temporal and DBOS adapters, for both workflows, run an effect where the
+engine records its result (an activity, a step) and fold the recorded facts
+in deterministic code. The facts are the same on every engine — the input
+hash of the call, the outcome in its §12 wire form, an executor's §13 tool
+calls, whether the performing process has an observer — and so is the way
+an effect is reported to an observer (spec §14). This module holds that,
+from public ``diagnosis_core`` names only, so the adapters differ only in
+what their engine does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from .. import ConfigError, FailureKind, JournalError, RunConfig, from_wire, to_wire
+from ..journal import (
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedReply,
+    RecordedToolInvocation,
+    outcome_of,
+    outcome_to_wire,
+    recorded_tool_invocations,
+)
+from ..machine import AgentFailed, AgentReplied, EffectResult, notify
+from ..tools import ToolRecorder
+
+
+def wire_object(value: object) -> dict[str, Any]:
+    """The wire form of an attrs value that encodes as a JSON object."""
+    wire = to_wire(value)
+    assert isinstance(wire, dict)
+    return wire
+
+
+def check_timedeltas(**named: object) -> list[float]:
+    """The seconds of each positive :class:`timedelta`; :class:`ConfigError` naming a bad one."""
+    seconds = []
+    for name, value in named.items():
+        if not isinstance(value, timedelta) or not value > timedelta(0):
+            raise ConfigError(f"{name}: expected a positive timedelta, got {value!r:.80}")
+        seconds.append(value.total_seconds())
+    return seconds
+
+
+def ledger_records(entries: Iterable[Any]) -> list[dict[str, Any]]:
+    """The §13 records the executor entries of a journal carry (either workflow's journal).
+
+    A record without ``input`` gets ``"input": null``, as the recorder's
+    :meth:`~diagnosis_core.tools.ToolRecorder.from_records` reads it.
+    """
+    records: list[dict[str, Any]] = []
+    for entry in entries:
+        for item in entry.tool_invocations or ():
+            record = item.to_record()
+            record.setdefault("input", None)
+            records.append(record)
+    return records
+
+
+def decode_tool_invocations(data: Mapping[str, Any]) -> tuple[RecordedToolInvocation, ...] | None:
+    """The §13 tool calls recorded facts carry, read as strictly as a journal's.
+
+    ``None`` when the facts hold none; :class:`JournalError` for records a
+    recorder would refuse.
+    """
+    records = data.get("tool_invocations")
+    if records is None:
+        return None
+    try:
+        return recorded_tool_invocations(ToolRecorder.from_records(records).records())
+    except Exception as error:  # LedgerError: the strict §13 entry rules
+        raise JournalError(f"tool_invocations: {error}") from None
+
+
+def agent_result(outcome: JournalOutcome) -> AgentReplied | AgentFailed:
+    """The agent result a recorded agent outcome stands for; a gatekeeper outcome fails closed."""
+    if isinstance(outcome, RecordedReply):
+        return AgentReplied(outcome.text)
+    if isinstance(outcome, RecordedAgentError):
+        return AgentFailed(outcome.kind, outcome.message)
+    return AgentFailed(FailureKind.NON_RETRYABLE, "not an agent outcome")
+
+
+class EffectReport:
+    """One effect as an observer sees it, and the facts the engine records for it.
+
+    :meth:`open` is called before the effect is performed and :meth:`close`
+    after: the observer hears ``run_opened`` (when ``run`` is given),
+    ``effect_started``, the executor's ``tools_recorded`` and
+    ``effect_finished`` — always from the process that performs the effect,
+    never from deterministic workflow code, which an engine runs again.
+    """
+
+    __slots__ = ("_action", "_digest", "_mark", "_observer", "_recorder")
+
+    def __init__(
+        self,
+        action: object,
+        digest: str,
+        observer: object,
+        recorder: ToolRecorder | None,
+    ) -> None:
+        self._action, self._digest, self._observer = action, digest, observer
+        self._recorder = recorder
+        self._mark = recorder.mark() if recorder is not None else None
+
+    def open(self, run: RunConfig | None) -> None:
+        """Tell the observer the effect starts (and of its run first, when ``run`` is given)."""
+        if run is not None:
+            notify(self._observer, "run_opened", run)
+        notify(self._observer, "effect_started", self._action)
+
+    def close(self, result: EffectResult, *, observed: bool | None) -> dict[str, Any]:
+        """The finished entry's facts for ``result``; the observer is told of the tool calls.
+
+        ``observed`` is recorded as the ``observed`` key (``None``: no key).
+        """
+        records = None
+        if self._recorder is not None and self._mark is not None:
+            invocations = recorded_tool_invocations(self._recorder.since(self._mark))
+            notify(self._observer, "tools_recorded", self._action, invocations)
+            records = [item.to_record() for item in invocations]
+        notify(self._observer, "effect_finished", self._action, result)
+        facts: dict[str, Any] = {
+            "input_sha256": self._digest,
+            "outcome": outcome_to_wire(outcome_of(result)),
+        }
+        if records is not None:
+            facts["tool_invocations"] = records
+        if observed is not None:
+            facts["observed"] = observed
+        return facts
+
+
+def announce(
+    observer: object, run: dict[str, Any], events: list[dict[str, Any]], kind: type
+) -> int:
+    """Tell ``observer`` of a run's trace events (wire form, decoded as ``kind``); how many.
+
+    Called where the engine records the call (a local activity, a step), never
+    from deterministic workflow code: a replay announces nothing twice.
+    """
+    if observer is None:
+        return len(events)
+    notify(observer, "run_opened", from_wire(RunConfig, run))
+    for event in events:
+        notify(observer, "event_appended", from_wire(kind, event))
+    return len(events)

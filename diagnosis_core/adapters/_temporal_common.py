@@ -1,0 +1,216 @@
+"""What the chat and AIOps Temporal adapters share (extra ``temporal``).
+
+The activities' heartbeating, the one way an effect activity is called from
+workflow code and what Temporal's failures of it mean (spec §12's resume
+rule), the local activity that announces trace events, the workflow sandbox
+and the worker's recovery options. Public ``diagnosis_core`` names only.
+
+Determinism: the workflow-side helpers issue exactly the commands the two
+workflows issued before they were shared (same activity names, arguments,
+timeouts and retry policy), so existing histories replay unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Iterator, Mapping
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import attrs
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from .. import ConfigError
+from ..journal import INTERRUPTED_MESSAGE
+from ..machine import describe_error
+from ..tools import ToolsFactory
+
+T = TypeVar("T")
+
+INTERRUPTED_RESENDS = 3
+"""How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
+
+# The core is pure and deterministic; passing it through the sandbox keeps one
+# copy of its classes (and of cattrs' generated hooks) for every workflow run.
+PASSTHROUGH_MODULES = ("diagnosis_core", "attrs", "cattrs")
+"""Modules the workflow sandbox passes through: the core is pure and deterministic."""
+
+NO_TEMPORAL_RETRY = RetryPolicy(maximum_attempts=1)
+DEFAULT_AGENT_TIMEOUT = timedelta(minutes=10)
+DEFAULT_GATEKEEPER_TIMEOUT = timedelta(minutes=2)
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+ANNOUNCE_TIMEOUT = timedelta(seconds=30)
+# How long a workflow task waits on a worker's sticky queue before any worker
+# of the task queue may take it (Temporal's default is 10 s). When a worker
+# dies, the workflow task that reports its lost activity first goes to that
+# worker's sticky queue; this bounds how long it waits there.
+DEFAULT_STICKY_QUEUE_TIMEOUT = timedelta(seconds=3)
+# Heartbeat interval when the activity has no heartbeat timeout (heartbeats
+# still deliver cancellation to the activity).
+FALLBACK_HEARTBEAT_SECONDS = 10.0
+
+
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    """The default sandbox, with the core and its libraries passed through."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A worker's options with the sticky-queue timeout set (unless the host set it).
+
+    Spec §12 asks that a run whose worker died goes on elsewhere; on
+    Temporal that takes the activity's heartbeat timeout *plus* the time
+    the next workflow task waits on the dead worker's sticky queue.
+    """
+    chosen = dict(options)
+    timeout = chosen.setdefault(
+        "sticky_queue_schedule_to_start_timeout", DEFAULT_STICKY_QUEUE_TIMEOUT
+    )
+    if not isinstance(timeout, timedelta) or not timeout > timedelta(0):
+        raise ConfigError(
+            f"sticky_queue_schedule_to_start_timeout: expected a positive timedelta, "
+            f"got {timeout!r:.80}"
+        )
+    return chosen
+
+
+class HeartbeatingActivities:
+    """The common part of an effect-activity class: the worker's effects, tools and
+    observer, and a running effect's heartbeat.
+
+    While an effect runs, the activity heartbeats every ``heartbeat_interval``
+    — by default a third of the activity's heartbeat timeout, and never more
+    than half of it — so a dead worker is noticed within the heartbeat timeout.
+    """
+
+    def __init__(
+        self,
+        effects: Any,
+        *,
+        heartbeat_interval: timedelta | None = None,
+        tools: ToolsFactory | None = None,
+        observer: Any = None,
+    ) -> None:
+        if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
+            raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
+        self.effects = effects
+        self.heartbeat_interval = heartbeat_interval
+        self.tools = tools
+        self.observer = observer
+
+    def _interval(self) -> float:
+        timeout = activity.info().heartbeat_timeout
+        limit = timeout.total_seconds() / 2 if timeout else None
+        if self.heartbeat_interval is not None:
+            chosen = self.heartbeat_interval.total_seconds()
+            return min(chosen, limit) if limit else chosen
+        return limit * 2 / 3 if limit else FALLBACK_HEARTBEAT_SECONDS
+
+    async def _heartbeating(self, work: Awaitable[T]) -> T:
+        """``work``'s result, heartbeating while it runs; cancelled with the activity."""
+        effect = asyncio.ensure_future(work)
+        interval = self._interval()
+        try:
+            while not (await asyncio.wait({effect}, timeout=interval))[0]:
+                activity.heartbeat()
+        except BaseException:  # cancelled: the effect goes with the activity
+            effect.cancel()
+            raise
+        return effect.result()
+
+
+def lost(error: ActivityError) -> bool:
+    """True when the activity missed its heartbeat timeout: its worker is gone or hung."""
+    cause = error.cause
+    return isinstance(cause, TimeoutError) and cause.type is TimeoutType.HEARTBEAT
+
+
+@attrs.frozen
+class ActivityFailed:
+    """What Temporal reported instead of an effect activity's facts: the §12 message."""
+
+    message: str
+
+
+async def call_effect_activity(
+    name: str,
+    arguments: list[Any],
+    *,
+    timeout_seconds: float,
+    heartbeat_seconds: float,
+    resendable: bool,
+) -> dict[str, Any] | ActivityFailed:
+    """Workflow code: the facts of one effect activity, or why there are none.
+
+    A lost worker (heartbeat timeout) gets the call sent again with the
+    identical input, as the same attempt, when ``resendable`` (spec §12: an
+    LLM call), at most :data:`INTERRUPTED_RESENDS` times; otherwise the
+    effect is ``interrupted: outcome unknown``. Any other failure is
+    ``activity failed: …`` — nobody knows whether the call happened.
+    """
+    resends = 0
+    while True:
+        try:
+            data: dict[str, Any] = await workflow.execute_activity(
+                name,
+                args=arguments,
+                start_to_close_timeout=timedelta(seconds=timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=heartbeat_seconds),
+                retry_policy=NO_TEMPORAL_RETRY,
+                result_type=dict,
+            )
+        except ActivityError as error:
+            if not lost(error):
+                return ActivityFailed(f"activity failed: {describe_error(error.cause or error)}")
+            if resendable and resends < INTERRUPTED_RESENDS:
+                resends += 1  # the same attempt, the identical input
+                continue
+            return ActivityFailed(INTERRUPTED_MESSAGE)
+        return data
+
+
+async def announce_events(name: str, run: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    """Workflow code: have the worker's observer told of ``events`` (never raises).
+
+    A local activity's completion is recorded, so a replay never announces
+    the events again; an observer only watches, so whatever happens to it,
+    the run goes on unchanged.
+    """
+    if not events:
+        return
+    with contextlib.suppress(ActivityError):
+        await workflow.execute_local_activity(
+            name,
+            args=[run, events],
+            start_to_close_timeout=ANNOUNCE_TIMEOUT,
+            retry_policy=NO_TEMPORAL_RETRY,
+        )
+
+
+@contextlib.contextmanager
+def in_run_trace(run_id: str) -> Iterator[None]:
+    """Client code: start a run with the run's trace as the current context (spec §14).
+
+    Temporal's ``TracingInterceptor`` parents its ``StartWorkflow`` span on
+    the current context and carries it to every workflow and activity span;
+    under the run's remote root (:func:`~diagnosis_core.adapters.otel.run_trace_context`,
+    trace id derived from the run id) they land in the trace the observer's
+    spans are in, on any worker. Without ``opentelemetry-api`` nothing is done.
+    """
+    try:
+        from opentelemetry import context
+
+        from .otel import run_trace_context
+    except ImportError:
+        yield
+        return
+    token = context.attach(run_trace_context(run_id))
+    try:
+        yield
+    finally:
+        context.detach(token)

@@ -1,0 +1,383 @@
+"""The kill matrix: Temporal and DBOS (SQLite, PostgreSQL), both workflows, real SIGKILL.
+
+For every effect of a run — planner … composer, gatekeeper; supervisor …
+reporter — a process is killed just before it is performed and just after it
+returned (performed, not yet recorded), and for every tool call of the executor
+just before and just after the tool ran (``kill_matrix_support.CrashPlan``).
+A new worker (Temporal) or a new DBOS launch on the same system database
+finishes the run, and:
+
+* the finished state is byte-identical to the uninterrupted run's, or — when
+  the killed entry is one the §12 resume rule never sends again (an executor,
+  a gatekeeper) — to the plain driver's run resumed from the journal cut at
+  that entry (the fail-closed outcome);
+* no tool ran twice, the executor was performed at most once per entry;
+* each agent's counter equals the calls performed, but for the killed call:
+  an LLM call performed and lost is performed once more as the same attempt,
+  an executor or gatekeeper killed before it ran is counted and never performed.
+
+The doomed processes are forked from one warm parent (``kill_matrix_process.py``)
+and the cases of an engine run side by side, so each engine's matrix stays
+within a few minutes of CI time on one Temporal dev server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+pytest.importorskip("temporalio")
+pytest.importorskip("dbos")
+
+from kill_matrix_support import CrashPlan, aiops_case, chat_case, log_lines
+
+import diagnosis_core as dc
+import diagnosis_core.aiops as dca
+import diagnosis_core.journal as dcj
+import diagnosis_core.tools as dct
+
+HERE = Path(__file__).resolve().parent
+RESENT_AIOPS = frozenset({"supervisor", "planner", "reporter"})
+_FORKED: list[int] = []  # every doomed child forked for this module
+
+
+@attrs.frozen
+class Case:
+    workflow: str  # "chat" | "aiops"
+    point: str
+    killed: int  # the index of the journal entry the kill interrupts
+    agent: str  # that entry's call
+    resent: bool  # the §12 rule sends it again
+
+    @property
+    def name(self) -> str:
+        return f"{self.workflow}-{self.point}"
+
+
+def _records(entries: Any) -> list[dict[str, Any]]:
+    records = []
+    for entry in entries:
+        for item in entry.tool_invocations or ():
+            record = item.to_record()
+            record.setdefault("input", None)
+            records.append(record)
+    return records
+
+
+def _call(entry: Any) -> str:
+    return str(getattr(entry.call, "value", entry.call))
+
+
+def _plain(workflow: str, run_id: str, log: Path, journal: Any = None) -> tuple[str, Any]:
+    """The plain driver's run (resumed from ``journal`` when given); its JSON and journal."""
+    recorders = dct.RunRecorders()
+    plan = CrashPlan(None, None)
+    records = _records(journal.entries) if journal is not None else []
+    if workflow == "chat":
+        request, effects = chat_case(run_id, recorders, log, plan)
+        sink = dcj.ListJournalSink()
+        state = dc.run_diagnosis(
+            request, effects, journal=journal, sink=sink, tools=recorders(run_id, records)
+        )
+        return dc.to_json(state), sink.journal(request) if journal is None else None
+    aiops_request, aiops = aiops_case(run_id, recorders, log, plan)
+    aiops_sink = dca.ListAiOpsJournalSink()
+    aiops_state = dca.run_aiops(
+        aiops_request, aiops, journal=journal, sink=aiops_sink, tools=recorders(run_id, records)
+    )
+    return dc.to_json(aiops_state), aiops_sink.journal(aiops_request) if journal is None else None
+
+
+def _cases(workflow: str, scratch: Path) -> list[Case]:
+    _, journal = _plain(workflow, "reference", scratch / f"{workflow}-reference.log")
+    entries = journal.entries
+    executors = [i for i, entry in enumerate(entries) if _call(entry) == "executor"]
+    points = [(f"{when}:{i}", i) for i in range(len(entries)) for when in ("before", "after")]
+    points += [
+        (f"tool-{when}:{j}", executors[j // 2])
+        for j in range(2 * len(executors))
+        for when in ("before", "after")
+    ]
+    cases = []
+    for point, killed in points:
+        agent = _call(entries[killed])
+        resent = (
+            dcj.resent_on_resume(entries[killed].call)
+            if workflow == "chat"
+            else agent in RESENT_AIOPS
+        )
+        cases.append(Case(workflow, point, killed, agent, resent))
+    return cases
+
+
+def _expected(case: Case, run_id: str, scratch: Path) -> str:
+    """The uninterrupted run's JSON, or the fail-closed outcome of the killed entry."""
+    uninterrupted, journal = _plain(case.workflow, run_id, scratch / f"{run_id}.reference.log")
+    if case.resent:
+        return uninterrupted
+    # The fail-closed outcome: the plain driver resumes the journal cut at the killed
+    # entry, left started, and settles it by the §12 rule.
+    entries = journal.entries
+    started = attrs.evolve(
+        entries[case.killed], state=dcj.EntryState.STARTED, outcome=None, tool_invocations=None
+    )
+    cut = attrs.evolve(journal, entries=(*entries[: case.killed], started), end=None)
+    log = scratch / f"{run_id}.cut.log"
+    log.write_text(
+        "".join(f"done {_call(entry)}\n" for entry in entries[: case.killed]), encoding="utf-8"
+    )
+    expected, _ = _plain(case.workflow, run_id, log, cut)
+    return expected
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
+    scratch = tmp_path_factory.mktemp("references")
+    found = [*_cases("chat", scratch), *_cases("aiops", scratch)]
+    only = os.environ.get("KILL_MATRIX_ONLY")  # e.g. "chat-after:0", to look at one case
+    if only:
+        return [case for case in found if case.name == only]
+    # Both kinds of outcome are exercised for both workflows.
+    for workflow in ("chat", "aiops"):
+        kinds = {case.resent for case in found if case.workflow == workflow}
+        assert kinds == {True, False}, workflow
+    return found
+
+
+@pytest.fixture(scope="module")
+def forker() -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "kill_matrix_process.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=HERE,
+    )
+    yield process
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait(timeout=30)
+    for pid in _FORKED:  # a child whose point was never reached (a failed case) goes too
+        if not _dead(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _fork(forker: subprocess.Popen[str], order: dict[str, Any]) -> int:
+    assert forker.stdin is not None and forker.stdout is not None
+    forker.stdin.write(json.dumps(order) + "\n")
+    forker.stdin.flush()
+    pid = int(forker.stdout.readline())
+    _FORKED.append(pid)
+    return pid
+
+
+def _dead(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return status.split(")")[-1].split()[0] in {"Z", "X"}
+
+
+def _wait_killed(fired: Path, pid: int, deadline: float) -> None:
+    while not (fired.exists() and _dead(pid)):
+        assert time.monotonic() < deadline, f"{fired.name}: the process was not killed in time"
+        time.sleep(0.05)
+
+
+def _check(case: Case, run_id: str, state_json: str, journal: Any, log: Path) -> None:
+    assert state_json == _expected(case, run_id, log.parent), case.name
+    lines = log_lines(log)
+    performed = collections.Counter(line.split()[1] for line in lines if line.startswith("call "))
+    entries = collections.Counter(_call(entry) for entry in journal.entries)
+    tools = collections.Counter(line for line in lines if line.startswith("tool "))
+    # No tool twice: each service at most once per executor call performed, which is
+    # at most once per executor entry.
+    assert performed["executor"] <= entries["executor"], case.name
+    assert all(count <= performed["executor"] for count in tools.values()), (case.name, tools)
+    when = case.point.split(":")[0]
+    for agent, count in entries.items():
+        delta = 0
+        if agent == case.agent and when == "after" and case.resent:
+            delta = 1  # performed, lost, performed again as the same attempt
+        if agent == case.agent and when == "before" and not case.resent:
+            delta = -1  # begun, never performed, settled as interrupted
+        assert performed[agent] == count + delta, (case.name, agent, performed, entries)
+
+
+# --- Temporal ------------------------------------------------------------------------------
+
+
+async def _temporal_case(
+    client: Any, address: str, forker: subprocess.Popen[str], case: Case, scratch: Path
+) -> None:
+    from diagnosis_core.adapters.temporal import (
+        DiagnosisWorkflow,
+        create_diagnosis_worker,
+        start_diagnosis_workflow,
+    )
+    from diagnosis_core.adapters.temporal_aiops import (
+        AiOpsWorkflow,
+        create_aiops_worker,
+        start_aiops_workflow,
+    )
+
+    run_id = f"kill-{case.name}-{uuid.uuid4().hex[:6]}".replace(":", "-")
+    queue, log, fired = run_id, scratch / f"{run_id}.log", scratch / f"{run_id}.fired"
+    recorders = dct.RunRecorders()
+    heartbeat = timedelta(seconds=2)
+    if case.workflow == "chat":
+        request, effects = chat_case(run_id, recorders, log, CrashPlan(None, None))
+        handle: Any = await start_diagnosis_workflow(
+            client, request, task_queue=queue, heartbeat_timeout=heartbeat
+        )
+    else:
+        aiops_request, aiops = aiops_case(run_id, recorders, log, CrashPlan(None, None))
+        handle = await start_aiops_workflow(
+            client, aiops_request, task_queue=queue, heartbeat_timeout=heartbeat
+        )
+    order = {"engine": "temporal", "workflow": case.workflow, "run_id": run_id,
+             "point": case.point, "log": str(log), "fired": str(fired),
+             "address": address, "queue": queue}
+    pid = _fork(forker, order)
+    deadline = time.monotonic() + 60
+    while not (fired.exists() and _dead(pid)):
+        assert time.monotonic() < deadline, f"{case.name}: the process was not killed in time"
+        await asyncio.sleep(0.05)
+    if case.workflow == "chat":
+        worker = create_diagnosis_worker(client, effects, task_queue=queue, tools=recorders)
+    else:
+        worker = create_aiops_worker(client, aiops, task_queue=queue, tools=recorders)
+    async with worker:
+        result = await handle.result()
+        if case.workflow == "chat":
+            journal: Any = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+            state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, result))
+        else:
+            journal = dca.load_aiops_journal(await handle.query(AiOpsWorkflow.aiops_journal))
+            state_json = dc.to_json(dc.from_wire(dca.AiOpsState, result))
+    _check(case, run_id, state_json, journal, log)
+
+
+async def test_temporal_kill_matrix(
+    temporal_address: str,
+    forker: subprocess.Popen[str],
+    cases: list[Case],
+    tmp_path: Path,
+) -> None:
+    from temporalio.client import Client
+
+    client = await Client.connect(temporal_address)
+    gate = asyncio.Semaphore(8)
+
+    async def one(case: Case) -> None:
+        async with gate:
+            await _temporal_case(client, temporal_address, forker, case, tmp_path)
+
+    await asyncio.gather(*(one(case) for case in cases))
+
+
+# --- DBOS ----------------------------------------------------------------------------------
+
+
+def _dbos_matrix(
+    forker: subprocess.Popen[str], cases: list[Case], scratch: Path, database: Any
+) -> None:
+    from dbos import DBOS
+    from kill_matrix_process import dbos_config
+
+    from diagnosis_core.adapters.dbos import (
+        configure_aiops_dbos,
+        configure_diagnosis_dbos,
+        dbos_aiops_journal,
+        dbos_diagnosis_journal,
+    )
+
+    doomed = []
+    for index, case in enumerate(cases):
+        run_id = f"kill-{index}-{case.name}".replace(":", "-")
+        url, schema = database(index)
+        log, fired = scratch / f"{run_id}.log", scratch / f"{run_id}.fired"
+        order = {"engine": "dbos", "workflow": case.workflow, "run_id": run_id,
+                 "point": case.point, "log": str(log), "fired": str(fired),
+                 "database_url": url, "schema": schema}
+        doomed.append((case, run_id, url, schema, log, fired, _fork(forker, order)))
+        if len(doomed) % 6 == 0:  # a few DBOS launches at a time on two cores
+            for *_, fired_file, pid in doomed[-6:]:
+                _wait_killed(fired_file, pid, time.monotonic() + 60)
+    for *_, fired_file, pid in doomed:
+        _wait_killed(fired_file, pid, time.monotonic() + 60)
+    for case, run_id, url, schema, log, _, _ in doomed:
+        recorders = dct.RunRecorders()
+        plan = CrashPlan(None, None)
+        if case.workflow == "chat":
+            _, effects = chat_case(run_id, recorders, log, plan)
+            configure_diagnosis_dbos(effects, tools=recorders)
+            workflow_id = f"diagnosis-{run_id}"
+        else:
+            _, aiops = aiops_case(run_id, recorders, log, plan)
+            configure_aiops_dbos(aiops, tools=recorders)
+            workflow_id = f"aiops-{run_id}"
+        DBOS(config=dbos_config(url, schema))
+        DBOS.launch()  # recovers the killed run
+        try:
+            result = DBOS.retrieve_workflow(workflow_id).get_result()
+            if case.workflow == "chat":
+                journal: Any = dbos_diagnosis_journal(workflow_id)
+                state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, result))
+            else:
+                journal = dbos_aiops_journal(workflow_id)
+                state_json = dc.to_json(dc.from_wire(dca.AiOpsState, result))
+        finally:
+            DBOS.destroy()
+        _check(case, run_id, state_json, journal, log)
+
+
+def test_dbos_kill_matrix_on_sqlite(
+    forker: subprocess.Popen[str], cases: list[Case], tmp_path: Path
+) -> None:
+    def database(index: int) -> tuple[str, None]:
+        return f"sqlite:///{tmp_path / f'dbos-{index}.sqlite'}", None
+
+    _dbos_matrix(forker, cases, tmp_path, database)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    pytest.importorskip("psycopg")
+    from langgraph_support import postgres_server
+
+    try:
+        with postgres_server() as conninfo:
+            fields = dict(item.split("=", 1) for item in conninfo.split())
+            yield (
+                f"postgresql://{fields['user']}@{fields['host']}:{fields['port']}/"
+                f"{fields['dbname']}"
+            )
+    except LookupError as error:
+        pytest.skip(str(error))
+
+
+def test_dbos_kill_matrix_on_postgres(
+    forker: subprocess.Popen[str], cases: list[Case], tmp_path: Path, postgres_url: str
+) -> None:
+    def database(index: int) -> tuple[str, str]:
+        return postgres_url, f"kill_{index}"
+
+    _dbos_matrix(forker, cases, tmp_path, database)
