@@ -13,6 +13,8 @@ the group's configuration, and runs ``mutmut`` in it with one child process
     python mutation/journal_mutmut.py --group journal run "diagnosis_core._kernel.journal.mac*"
     python mutation/journal_mutmut.py --group journal sample --size 40 --seed 23
     python mutation/journal_mutmut.py --group journal report         # per-module counts
+    python mutation/journal_mutmut.py --group journal snapshot       # keep results (baseline/)
+    python mutation/journal_mutmut.py --group journal survivors      # names not killed
     python mutation/journal_mutmut.py --group journal results        # survivors
     python mutation/journal_mutmut.py --group journal show NAME       # one mutant's diff
 
@@ -170,9 +172,29 @@ copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(1)
 
 
 def _meta(workdir: Path, module: str) -> dict[str, int | None]:
+    """Each mutant's exit code; one not checked since tests were added keeps its baseline code.
+
+    mutmut forgets every result when the test selection changes. Tests are only
+    ever added, so a mutant killed before stays killed: ``snapshot`` keeps the
+    codes in ``baseline/`` before a re-run of the survivors, and a mutant that
+    was not re-run reports its baseline code.
+    """
     path = workdir / "mutants" / (module + ".meta")
     codes: dict[str, int | None] = json.loads(path.read_text(encoding="utf-8"))["exit_code_by_key"]
+    base = workdir / "baseline" / (module + ".meta")
+    if base.exists():
+        before = json.loads(base.read_text(encoding="utf-8"))["exit_code_by_key"]
+        codes = {n: before.get(n) if c is None else c for n, c in codes.items()}
     return codes
+
+
+def snapshot(workdir: Path, group: Group) -> None:
+    """Keep the current results in ``baseline/`` (merged with an earlier baseline)."""
+    for module in group["modules"]:
+        codes = _meta(workdir, module)
+        target = workdir / "baseline" / (module + ".meta")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"exit_code_by_key": codes}), encoding="utf-8")
 
 
 def _wanted(group: Group, name: str) -> bool:
@@ -230,6 +252,13 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "run"
     if command == "report":
         print(report(workdir, group))
+        return 0
+    if command == "snapshot":
+        snapshot(workdir, group)
+        return 0
+    if command == "survivors":  # the sampled mutants not killed: what a re-run needs
+        print("\n".join(line.split(":")[0].strip() for line in report(workdir, group).splitlines()
+                        if line.startswith("    ")))
         return 0
     if command == "sample":
         options = dict(zip(argv[1::2], argv[2::2], strict=False))
