@@ -234,7 +234,8 @@ def test_a_gatekeeper_error_it_cannot_script_is_refused_exactly_or_kept_approxim
     at = gatekeeper_index(journal)
     with pytest.raises(
         JournalError,
-        match=rf"^entries\[{at}\]\.outcome\.error\.message: a §9 scenario cannot reproduce",
+        match=rf"^entries\[{at}\]\.outcome\.error\.message: a §9 scenario cannot reproduce "
+        r"this message exactly \(pass exact=False for an approximate scenario\)$",
     ):
         dcj.journal_to_scenario(journal)
     scenario = dcj.journal_to_scenario(journal, exact=False)
@@ -494,3 +495,167 @@ def test_a_store_holding_the_other_workflow_s_journal_is_refused_and_released(
         pass
     store.close()
 
+
+
+# --- the resume rule, the request seed, sinks and entries -----------------------------
+
+
+def test_the_resume_rule_re_sends_agents_and_the_gatekeeper_only_when_asked() -> None:
+    for call in (JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER):
+        assert dcj.resent_on_resume(call) is True
+        assert dcj.resent_on_resume(call, resend_gatekeeper=True) is True
+    assert dcj.resent_on_resume(JournalCall.GATEKEEPER) is False
+    assert dcj.resent_on_resume(JournalCall.GATEKEEPER, resend_gatekeeper=True) is True
+    assert dcj.resent_on_resume(JournalCall.EXECUTOR) is False
+
+
+def test_asking_to_re_send_the_gatekeeper_never_re_sends_the_executor() -> None:
+    # The LangGraph and DBOS adapters ask this rule whether to perform an
+    # interrupted effect again, passing the host's resend_gatekeeper: an
+    # interrupted executor must stay failed (its tools may have run).
+    assert dcj.resent_on_resume(JournalCall.EXECUTOR, resend_gatekeeper=True) is False
+
+
+def test_the_request_seed_is_the_hmac_of_the_request_canonical_json() -> None:
+    request, journal = run_journal()
+    wire = wire_of(journal)
+    assert dcj.request_mac(request, KEY) == oracle_hmac(canonical(wire["request"]))
+    assert dcj.request_mac(request, b"other") == oracle_hmac(canonical(wire["request"]), b"other")
+
+
+def test_a_list_sink_built_with_an_end_keeps_it() -> None:
+    request, journal = run_journal(key=None)
+    sink = dcj.ListJournalSink(journal.entries, dcj.JournalEnd(len(journal.entries)))
+    assert sink.journal(request).end == dcj.JournalEnd(len(journal.entries))
+    assert dcj.ListJournalSink(journal.entries).journal(request).end is None
+
+
+def test_appending_and_finishing_name_what_is_wrong() -> None:
+    request, journal = run_journal(key=None)
+    entries = journal.entries
+    with pytest.raises(JournalError, match=r"^seq: expected 3, got 4$"):
+        dcj.append_entry(dcj.Journal(request, entries[:2]), entries[3])
+    with pytest.raises(JournalError, match=r"^entries\[1\]: finished; it cannot be replaced$"):
+        dcj.append_entry(dcj.Journal(request, entries[:2]), entries[1])
+    with pytest.raises(
+        JournalError, match=r"^the journal's last entry is not started; nothing to finish$"
+    ):
+        dcj.finish_entry(dcj.Journal(request, entries[:2]), dcj.entry_result(entries[0]))
+
+
+def test_an_entry_refuses_fields_that_do_not_fit_its_call() -> None:
+    _, journal = run_journal(key=None)
+    planner, gatekeeper = journal.entries[0], journal.entries[2]
+    assert gatekeeper.call is JournalCall.GATEKEEPER
+    cases: list[tuple[Callable[[], object], str]] = [
+        (lambda: attrs.evolve(planner, mac="XYZ"), r"^mac: expected 64 lowercase hex digits$"),
+        (lambda: attrs.evolve(planner, derived=True),
+         r"^derived: only gatekeeper entries are derived$"),
+        (lambda: attrs.evolve(planner, tool_invocations=()),
+         r"^tool_invocations: only executor entries carry them$"),
+        (lambda: attrs.evolve(planner, outcome=None),
+         r"^outcome: missing \(a finished entry has one\)$"),
+        (lambda: attrs.evolve(planner, outcome=gatekeeper.outcome),
+         r'^outcome: expected "text" or "error" for a planner call$'),
+        (lambda: attrs.evolve(gatekeeper, outcome=planner.outcome),
+         r'^outcome: expected "result" or "error" for a gatekeeper call$'),
+    ]
+    for make, message in cases:
+        with pytest.raises(JournalError, match=message):
+            make()
+
+
+def test_a_journal_refuses_an_unknown_format_naming_the_known_ones() -> None:
+    request, _ = run_journal(key=None)
+    with pytest.raises(
+        JournalError,
+        match=r"^format: expected one of 'diagnosis_journal_v2', 'diagnosis_journal_v1', "
+        r"got 'x'$",
+    ):
+        dcj.Journal(request, format="x")
+    with pytest.raises(TypeError, match=r"<class 'str'>"):
+        dcj.Journal("nope")  # type: ignore[arg-type]
+
+
+def test_a_gatekeeper_outcome_loads_as_a_result_and_an_agent_one_refuses_it() -> None:
+    loaded = dcj.load_outcome({"result": {"status": "pass"}}, "x", gatekeeper=True)
+    assert isinstance(loaded, dcj.RecordedGatekeeperResult)
+    assert loaded.result_json == '{"status":"pass"}'
+    with pytest.raises(JournalError, match=r"^x: unknown key 'result'$"):
+        dcj.load_outcome({"result": {"status": "pass"}}, "x", gatekeeper=False)
+
+
+def test_malformed_entry_fields_are_refused_naming_their_path() -> None:
+    _, journal = run_journal(key=None)
+    wire = wire_of(journal)
+    tool = {"invocation_id": "inv-1", "tool_name": "q", "success": True, "output": None,
+            "input": {"args": [], "kwargs": {}}}
+
+    def edited(edit: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
+        data = json.loads(json.dumps(wire))
+        edit(data)
+        return data  # type: ignore[no-any-return]
+
+    cases: list[tuple[dict[str, Any], str]] = [
+        (edited(lambda d: d["entries"][0].update(state="done")),
+         r"^entries\[0\]\.state: expected one of 'started', 'finished', got 'done'$"),
+        (edited(lambda d: d["entries"][0].update(call=5)),
+         r"^entries\[0\]\.call: expected a string, got number$"),
+        (edited(lambda d: d["entries"][2].update(derived=False)),
+         r"^entries\[2\]\.derived: expected true, got false$"),
+        (edited(lambda d: d["entries"][1].update(tool_invocations={})),
+         r"^entries\[1\]\.tool_invocations: expected an array, got object$"),
+        (edited(lambda d: d["entries"][1].update(
+            tool_invocations=[{k: v for k, v in tool.items() if k != "success"}])),
+         r"^entries\[1\]\.tool_invocations\[0\]\.success: missing$"),
+        (edited(lambda d: d["entries"][1].update(
+            tool_invocations=[{k: v for k, v in tool.items() if k != "output"}])),
+         r"^entries\[1\]\.tool_invocations\[0\]\.output: missing$"),
+        (edited(lambda d: d.pop("request")), r"^request: missing$"),
+        (edited(lambda d: d.pop("entries")), r"^entries: missing$"),
+    ]
+    for data, message in cases:
+        with pytest.raises(JournalError, match=message):
+            dcj.load_journal(data)
+
+
+class Crash(BaseException):
+    """A process dying mid-effect."""
+
+
+def test_a_langgraph_host_that_re_sends_the_gatekeeper_never_runs_the_executor_twice() -> None:
+    pytest.importorskip("langgraph")
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from diagnosis_core.adapters.langgraph import (
+        build_diagnosis_graph,
+        resume_diagnosis_graph,
+        run_diagnosis_graph,
+    )
+
+    request, effects = setup()
+    calls: list[str] = []
+
+    def dying(input: str, config: dc.RunConfig, /) -> str:
+        calls.append("executor")
+        raise Crash
+
+    saver = InMemorySaver()
+    graph = build_diagnosis_graph(
+        attrs.evolve(effects, executor=dying), checkpointer=saver, resend_gatekeeper=True
+    )
+    with pytest.raises(Crash):
+        run_diagnosis_graph(graph, request)
+    _, fresh = setup()
+
+    def counted(input: str, config: dc.RunConfig, /) -> str:
+        calls.append("executor")
+        reply: str = fresh.executor(input, config)
+        return reply
+
+    resumer = build_diagnosis_graph(
+        attrs.evolve(fresh, executor=counted), checkpointer=saver, resend_gatekeeper=True
+    )
+    state = resume_diagnosis_graph(resumer, thread_id=request.run.run_id)
+    assert calls == ["executor"]
+    assert state.result.reason_code is dc.ReasonCode.EXECUTOR_FAILED
