@@ -659,3 +659,43 @@ def test_a_langgraph_host_that_re_sends_the_gatekeeper_never_runs_the_executor_t
     state = resume_diagnosis_graph(resumer, thread_id=request.run.run_id)
     assert calls == ["executor"]
     assert state.result.reason_code is dc.ReasonCode.EXECUTOR_FAILED
+
+
+def test_an_effect_that_took_no_time_is_stored_as_zero(tmp_path: Path) -> None:
+    request, journal = run_journal(key=None)
+    store = SpyStore(dcs.SqliteStore(tmp_path / "runs.db"))
+    with store.claim(request.run.run_id) as claim:
+        store.begin(claim, dcj.Journal(request))
+        sink = dcs.StoreSink(store, claim, ticking(7.0, 7.0))
+        first = journal.entries[0]
+        sink.write(attrs.evolve(first, state=EntryState.STARTED, outcome=None))
+        sink.write(first)
+    assert [d for _, d in store.appends] == [None, 0.0]
+    store.close()
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_each_driver_writes_a_timed_journal_to_a_store_and_resumes_from_it(
+    tmp_path: Path, driver: str
+) -> None:
+    def go(store: Any) -> dc.DiagnosisState:
+        request, effects = setup()
+        if driver == "run":
+            return dc.run_diagnosis(request, effects, store=store)
+        return asyncio.run(
+            dc.arun_diagnosis(request, dc.AsyncEffects.from_sync(effects), store=store)
+        )
+
+    store = SpyStore(dcs.SqliteStore(tmp_path / "runs.db"))
+    state = go(store)
+    request, _ = setup()
+    stored = store.load(request.run.run_id)
+    assert stored is not None and len(stored.journal.entries) == 5
+    assert stored.journal.end == dcj.JournalEnd(5)
+    assert all(isinstance(d, float) and d >= 0 for d in stored.durations)
+    written = len(store.appends)
+    assert written == 11  # five started, five finished, the end marker
+    again = go(store)  # resumed from the stored, complete journal: nothing runs or is written
+    assert len(store.appends) == written
+    assert dc.to_json(again.result) == dc.to_json(state.result)
+    store.close()
