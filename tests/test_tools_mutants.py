@@ -143,6 +143,15 @@ def test_a_recorded_package_error_is_raised_as_that_error() -> None:
     assert type(raised) is LedgerError and str(raised) == "refused"
 
 
+def test_an_unknown_name_of_the_package_errors_is_a_replayed_error() -> None:
+    recorded_type = f"{LedgerError.__module__}.NoSuchError"
+    raised = replayed(dct.ToolCallError(recorded_type, "gone"))
+    assert isinstance(raised, dct.ReplayedToolError)
+    assert type(raised).__name__ == "NoSuchError"
+    assert type(raised).__module__ == LedgerError.__module__
+    assert raised.recorded_type == recorded_type and str(raised) == "gone"
+
+
 def test_a_recorded_error_of_another_class_is_a_replayed_error_named_like_it() -> None:
     recorded_type = f"{ServiceDown.__module__}.{ServiceDown.__qualname__}"
     raised = replayed(dct.ToolCallError(recorded_type, "timeout after 3 s"))
@@ -280,6 +289,15 @@ def record(number: int) -> dict[str, Any]:
 def test_run_recorders_refuse_a_limit_that_is_not_a_positive_int(limit: Any) -> None:
     with pytest.raises(ValueError, match=r"^limit: expected a positive int, got "):
         dct.RunRecorders(limit=limit)
+
+
+def test_run_recorders_with_a_limit_of_one_keep_the_latest_run() -> None:
+    recorders = dct.RunRecorders(limit=1)
+    recorders("a", [])
+    latest = recorders("b", [])
+    assert recorders.recorder("b") is latest
+    with pytest.raises(LookupError, match="'a'"):
+        recorders.recorder("a")
 
 
 def test_run_recorders_seed_each_run_with_its_records_and_the_clock() -> None:
