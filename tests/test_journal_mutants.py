@@ -699,3 +699,26 @@ def test_each_driver_writes_a_timed_journal_to_a_store_and_resumes_from_it(
     assert len(store.appends) == written
     assert dc.to_json(again.result) == dc.to_json(state.result)
     store.close()
+
+
+def test_a_resumed_v1_journal_records_the_executor_tool_calls_at_its_end() -> None:
+    fixture = Path(__file__).resolve().parent / "fixtures" / "journal_v1" / "payment_timeout.json"
+    journal = dcj.journal_from_json(fixture.read_text(encoding="utf-8"))
+    assert journal.format == dcj.JOURNAL_FORMAT_V1
+    at = next(i for i, e in enumerate(journal.entries) if e.call is JournalCall.EXECUTOR)
+    cut = dcj.Journal(journal.request, journal.entries[:at], format=journal.format)
+    request, effects = setup()
+    assert request == journal.request
+    assert dcj.journal_tool_records(cut) == []
+    tools = dct.ToolRecorder()
+    sink = dcj.ListJournalSink(cut.entries)
+    dc.run_diagnosis(
+        request, executor_with_tools(tools, 3)(request, effects), journal=cut, sink=sink,
+        tools=tools,
+    )
+    resumed = sink.journal(request)
+    (executor,) = [e for e in resumed.entries if e.call is JournalCall.EXECUTOR]
+    assert executor.tool_invocations is not None
+    assert [(t.invocation_id, t.tool_name) for t in executor.tool_invocations] == [
+        ("inv-1", "query_logs"), ("inv-2", "query_logs"), ("inv-3", "query_logs"),
+    ]
