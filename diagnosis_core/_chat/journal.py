@@ -354,7 +354,7 @@ def resent_on_resume(call: JournalCall, *, resend_gatekeeper: bool = False) -> b
     it is read-only). The one statement of the rule, which
     :func:`resume_journal` and every engine adapter read.
     """
-    return call in _SPEC.resent or (resend_gatekeeper and call in _SPEC.optionally_resent)
+    return call in _SPEC.resent or (resend_gatekeeper and call is JournalCall.GATEKEEPER)
 
 
 def resume_journal(
