@@ -837,6 +837,20 @@ def read_the_descriptors(journal: dcj.Journal, aiops: dca.AiOpsJournal) -> tuple
     )
 
 
+def one_set_of_run_options(
+    request: DiagnosisRequest, effects: Effects, aiops: dca.AiOpsRequest,
+    aiops_effects: dca.AiOpsEffects, store: dcst.SqliteStore,
+) -> int:
+    """Both workflows' drivers take one RunOptions value; the iterators take store= too."""
+    options = dc.RunOptions(sink=dcj.ListJournalSink(), key=b"k" * 32, tools=dct.ToolRecorder())
+    state: DiagnosisState = dc.run_diagnosis(request, effects, options=options)
+    aiops_options = dc.RunOptions(sink=dca.ListAiOpsJournalSink())
+    flow: dca.AiOpsState = dca.run_aiops(aiops, aiops_effects, options=aiops_options)
+    streamed = list(dc.iter_diagnosis(request, effects, options=dc.RunOptions(store=store)))
+    more = list(dca.iter_aiops(aiops, aiops_effects, store=store))
+    return len(state.events) + len(flow.events) + len(streamed) + len(more)
+
+
 def aiops_outputs(state: dca.AiOpsState, scenario: dca.AiOpsScenario) -> str:
     """The AIOps replay output and readable report of a run driven any way."""
     output: dict[str, JsonValue] = dca.aiops_output(state, scenario.tool_ledger)

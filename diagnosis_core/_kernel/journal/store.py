@@ -17,7 +17,8 @@ one, stored beside the entry, never inside it, so the fold cannot read it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -35,6 +36,8 @@ __all__ = [
     "StoreSink",
     "StoredRun",
     "arun_on_store",
+    "iter_on_store",
+    "require_store",
     "run_on_store",
 ]
 
@@ -199,11 +202,16 @@ def _refuse(given: dict[str, object]) -> None:
             raise ValueError(f"{name}: not with store= (the store holds the run's journal)")
 
 
+def require_store(store: object) -> None:
+    """A :class:`StoreError` unless ``store`` is a :class:`JournalStore`."""
+    if not isinstance(store, JournalStore):
+        raise StoreError(f"store: expected a JournalStore, got {type(store).__name__}")
+
+
 def _open(
     store: JournalStore, request: Any, journal_type: type[JournalBase[Any, Any]]
 ) -> tuple[RunClaim, Any]:
-    if not isinstance(store, JournalStore):
-        raise StoreError(f"store: expected a JournalStore, got {type(store).__name__}")
+    require_store(store)
     claim = store.claim(request.run.run_id)
     try:
         stored = store.load(claim.run_id)
@@ -236,6 +244,26 @@ def run_on_store(
     claim, journal = _open(store, request, journal_type)
     try:
         return run(journal, StoreSink(store, claim, clock))
+    finally:
+        store.release(claim)
+
+
+@contextlib.contextmanager
+def iter_on_store(
+    store: JournalStore,
+    request: Any,
+    *,
+    journal_type: type[JournalBase[Any, Any]],
+    clock: Callable[[], float],
+) -> Iterator[tuple[Any, StoreSink]]:
+    """Claim the run for the body of a ``with``: ``(journal_or_None, sink)``; released after.
+
+    What an iterator driver's ``store=`` does: the claim is taken when its
+    iteration starts and released when the iteration ends or is closed.
+    """
+    claim, journal = _open(store, request, journal_type)
+    try:
+        yield journal, StoreSink(store, claim, clock)
     finally:
         store.release(claim)
 
