@@ -289,8 +289,9 @@ class _Run:
             self.watcher.notify("event_appended", event)
             yield event
 
-    def returned(self, done: Done[Any]) -> Any:
+    def returned(self, done: object) -> Any:
         """The finished state a blocking driver returns, with its observer failure count."""
+        assert isinstance(done, Done)  # the step loop always ends with it
         with_failures = self.driving.with_failures
         if done.observer_failures and with_failures is not None:
             return mark_built(with_failures(done.state, done.observer_failures))
@@ -390,30 +391,48 @@ def _start(
     return _prepare(driving, driver, request, state, options, gatekeeper)
 
 
+def _machine(run: _Run, perform: Callable[..., object], effects: object) -> tuple[Any, ...]:
+    """The step loop's positional arguments: state, machine, and ``perform`` bound to effects."""
+    workflow = run.driving.workflow
+    bound = functools.partial(perform, effects=effects)
+    return run.state, workflow.next_action, workflow.finished_type, bound, workflow.advance
+
+
 def _steps(run: _Run, effects: object, *, events: bool) -> Iterator[object]:
     yield from run.opening()
-    workflow = run.driving.workflow
-    perform = functools.partial(run.driving.perform, effects=effects)
-    yield from drive_steps(
-        run.state, workflow.next_action, workflow.finished_type, perform, workflow.advance,
-        **run.loop_arguments(events),
-    )
+    loop = drive_steps(*_machine(run, run.driving.perform, effects), **run.loop_arguments(events))
+    yield from loop
 
 
 async def _asteps(run: _Run, effects: object, *, events: bool) -> AsyncIterator[object]:
     for event in run.opening():
         yield event
-    workflow = run.driving.workflow
-    perform = functools.partial(run.driving.aperform, effects=effects)
-    async for item in adrive_steps(
-        run.state, workflow.next_action, workflow.finished_type, perform, workflow.advance,
-        **run.loop_arguments(events),
-    ):
+    loop = adrive_steps(*_machine(run, run.driving.aperform, effects), **run.loop_arguments(events))
+    async for item in loop:
         yield item
 
 
 def _store_options(options: RunOptions, journal: Any, sink: Any) -> RunOptions:
     return attrs.evolve(options, store=None, journal=journal, sink=sink)
+
+
+def _claimed(driving: Driving[Any, Any, Any], driver: str, options: RunOptions) -> bool:
+    """Check the options; True when the run goes through a store (``store=``)."""
+    options.check(driver, state=None)
+    if options.store is None:
+        return False
+    from .journal.store import require_store
+
+    require_store(options.store)
+    return True
+
+
+def _on_store(options: RunOptions, request: object, driving: Driving[Any, Any, Any]) -> Any:
+    from .journal.store import on_store
+
+    assert options.store is not None
+    return on_store(options.store, request, journal_type=driving.journal_type,
+                         clock=time.monotonic)
 
 
 # --- the four forms ------------------------------------------------------------------
@@ -430,25 +449,17 @@ def run(
     """Run to the end synchronously; returns the finished state."""
     options.check(driver, state=state)
     if options.store is not None:
-        from .journal.store import run_on_store
-
-        return run_on_store(options.store, request, lambda journal, sink: run(
-            driving, driver, request, effects, None, _store_options(options, journal, sink),
-        ), journal_type=driving.journal_type, given={}, clock=time.monotonic)
+        with _on_store(options, request, driving) as (journal, sink):
+            stored = _store_options(options, journal, sink)
+            return run(driving, driver, request, effects, None, stored)
     current = _start(driving, driver, request, effects, state, options, asynchronous=False)
     if current.journaling is None and current.observer is None:
-        workflow = driving.workflow
-        perform = functools.partial(driving.perform, effects=effects)
-        finished: S = drive(
-            current.state, workflow.next_action, workflow.finished_type, perform, workflow.advance
-        )
+        finished: S = drive(*_machine(current, driving.perform, effects))
         return finished
     last: object = None
     for item in _steps(current, effects, events=False):
         last = item  # consumed to the end, so the generator finishes cleanly
-    assert isinstance(last, Done)
-    done: S = current.returned(last)
-    return done
+    return current.returned(last)  # type: ignore[no-any-return]
 
 
 async def arun(
@@ -462,25 +473,17 @@ async def arun(
     """Run to the end on the asyncio event loop; returns the finished state."""
     options.check(driver, state=state)
     if options.store is not None:
-        from .journal.store import arun_on_store
-
-        return await arun_on_store(options.store, request, lambda journal, sink: arun(
-            driving, driver, request, effects, None, _store_options(options, journal, sink),
-        ), journal_type=driving.journal_type, given={}, clock=time.monotonic)
+        with _on_store(options, request, driving) as (journal, sink):
+            stored = _store_options(options, journal, sink)
+            return await arun(driving, driver, request, effects, None, stored)
     current = _start(driving, driver, request, effects, state, options, asynchronous=True)
     if current.journaling is None and current.observer is None:
-        workflow = driving.workflow
-        perform = functools.partial(driving.aperform, effects=effects)
-        finished: S = await adrive(
-            current.state, workflow.next_action, workflow.finished_type, perform, workflow.advance
-        )
+        finished: S = await adrive(*_machine(current, driving.aperform, effects))
         return finished
     last: object = None
     async for item in _asteps(current, effects, events=False):
         last = item  # consumed to the end, so the generator finishes cleanly
-    assert isinstance(last, Done)
-    done: S = current.returned(last)
-    return done
+    return current.returned(last)  # type: ignore[no-any-return]
 
 
 def iterate(
@@ -491,36 +494,33 @@ def iterate(
     state: object,
     options: RunOptions,
 ) -> Iterator[object]:
-    """Every trace event as it is appended, then the run's result (options checked now)."""
+    """Every trace event as it is appended, then the run's result (options checked now).
+
+    With ``store=``, the run is claimed when iteration starts and released
+    when it ends or the iterator is closed.
+    """
     options.check(driver, state=state)
-    if options.store is not None:
-        from .journal.store import require_store
-
-        require_store(options.store)
+    if _claimed(driving, driver, options):
         _check_effects(driving, effects, driver, asynchronous=False)
-        return _iterate_on_store(driving, driver, request, effects, options)
-    return _iterate(_start(driving, driver, request, effects, state, options, asynchronous=False),
-                    effects)
+        return _iterate(driving, driver, request, effects, None, options)
+    return _iterate(driving, driver, request, effects, state, options, prepared=_start(
+        driving, driver, request, effects, state, options, asynchronous=False,
+    ))
 
 
-def _iterate(run: _Run, effects: object) -> Iterator[object]:
-    for item in _steps(run, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
-
-
-def _iterate_on_store(
+def _iterate(
     driving: Driving[Any, Any, Any], driver: str, request: object, effects: object,
-    options: RunOptions,
+    state: object, options: RunOptions, *, prepared: _Run | None = None,
 ) -> Iterator[object]:
-    """The store is claimed when iteration starts and released when it ends (or is closed)."""
-    from .journal.store import iter_on_store
-
-    assert options.store is not None
-    with iter_on_store(options.store, request, journal_type=driving.journal_type,
-                       clock=time.monotonic) as (journal, sink):
-        stored = _store_options(options, journal, sink)
-        run = _start(driving, driver, request, effects, None, stored, asynchronous=False)
-        yield from _iterate(run, effects)
+    if prepared is None:
+        with _on_store(options, request, driving) as (journal, sink):
+            stored = _store_options(options, journal, sink)
+            yield from _iterate(driving, driver, request, effects, None, stored, prepared=_start(
+                driving, driver, request, effects, None, stored, asynchronous=False,
+            ))
+        return
+    for item in _steps(prepared, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item
 
 
 def aiterate(
@@ -533,31 +533,26 @@ def aiterate(
 ) -> AsyncIterator[object]:
     """The async iterator form: trace events as appended, then the result (options checked now)."""
     options.check(driver, state=state)
-    if options.store is not None:
-        from .journal.store import require_store
-
-        require_store(options.store)
+    if _claimed(driving, driver, options):
         _check_effects(driving, effects, driver, asynchronous=True)
-        return _aiterate_on_store(driving, driver, request, effects, options)
-    return _aiterate(_start(driving, driver, request, effects, state, options, asynchronous=True),
-                     effects)
+        return _aiterate(driving, driver, request, effects, None, options)
+    return _aiterate(driving, driver, request, effects, state, options, prepared=_start(
+        driving, driver, request, effects, state, options, asynchronous=True,
+    ))
 
 
-async def _aiterate(run: _Run, effects: object) -> AsyncIterator[object]:
-    async for item in _asteps(run, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
-
-
-async def _aiterate_on_store(
+async def _aiterate(
     driving: Driving[Any, Any, Any], driver: str, request: object, effects: object,
-    options: RunOptions,
+    state: object, options: RunOptions, *, prepared: _Run | None = None,
 ) -> AsyncIterator[object]:
-    from .journal.store import iter_on_store
-
-    assert options.store is not None
-    with iter_on_store(options.store, request, journal_type=driving.journal_type,
-                       clock=time.monotonic) as (journal, sink):
-        stored = _store_options(options, journal, sink)
-        run = _start(driving, driver, request, effects, None, stored, asynchronous=True)
-        async for item in _aiterate(run, effects):
-            yield item
+    if prepared is None:
+        with _on_store(options, request, driving) as (journal, sink):
+            stored = _store_options(options, journal, sink)
+            async for item in _aiterate(
+                driving, driver, request, effects, None, stored,
+                prepared=_start(driving, driver, request, effects, None, stored, asynchronous=True),
+            ):
+                yield item
+        return
+    async for item in _asteps(prepared, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item
