@@ -229,3 +229,12 @@ def test_an_iterator_refuses_a_store_that_is_not_one_when_called(
     flow = FLOWS[flow_name]
     with pytest.raises(dcst.StoreError, match=r"^store: expected a JournalStore, got str"):
         _call(flow, form, store="runs.db")
+
+
+@pytest.mark.parametrize(("flow_name", "form"), CASES)
+def test_an_unknown_keyword_is_a_type_error_naming_it(flow_name: str, form: str) -> None:
+    flow = FLOWS[flow_name]
+    driver = _driver_name(flow, form)
+    unknown = rf"^{driver}\(\) got an unexpected keyword argument 'jounral'"
+    with pytest.raises(TypeError, match=unknown):
+        _call(flow, form, jounral=None)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 import attrs
 
@@ -155,24 +155,18 @@ def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
     )
 
 
-def _options(
-    driver: str,
-    options: RunOptions | None,
-    journal: Journal | None,
-    sink: JournalSink | None,
-    key: bytes | None,
-    resend_gatekeeper: bool,
-    tools: ToolRecorder | None,
-    observer: DiagnosisObserver | None,
-    store: JournalStore | None,
-    resend_executor: bool,
-    head: JournalHead | None,
-) -> RunOptions:
-    return merge_options(
-        driver, options, journal=journal, sink=sink, key=key,
-        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer, store=store,
-        resend_executor=resend_executor, head=head,
-    )
+class _Keywords(TypedDict, total=False):
+    """The run options as loose keywords (each one a :class:`RunOptions` field)."""
+
+    journal: Journal | None
+    sink: JournalSink | None
+    key: bytes | None
+    resend_gatekeeper: bool
+    tools: ToolRecorder | None
+    observer: DiagnosisObserver | None
+    store: JournalStore | None
+    resend_executor: bool
+    head: JournalHead | None
 
 
 # --- the drivers -----------------------------------------------------------------------
@@ -183,16 +177,8 @@ def run_diagnosis(
     effects: Effects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> DiagnosisState:
     """Run to END synchronously; returns the finished state.
 
@@ -222,10 +208,7 @@ def run_diagnosis(
     when options do not go together; :class:`JournalError` when the journal
     does not verify or belongs to another request.
     """
-    chosen = _options(
-        "run_diagnosis", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("run_diagnosis", options, **keywords)
     return _driver.run(_driving(), "run_diagnosis", request, effects, state, chosen)
 
 
@@ -234,16 +217,8 @@ async def arun_diagnosis(
     effects: AsyncEffects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state.
 
@@ -251,10 +226,7 @@ async def arun_diagnosis(
     run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
     callables (spec §15).
     """
-    chosen = _options(
-        "arun_diagnosis", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("arun_diagnosis", options, **keywords)
     return await _driver.arun(_driving(), "arun_diagnosis", request, effects, state, chosen)
 
 
@@ -263,16 +235,8 @@ def iter_diagnosis(
     effects: Effects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> Iterator[TraceEvent | DiagnosisResult]:
     """:func:`run_diagnosis` as an iterator: every trace event as it is appended, then the result.
 
@@ -284,10 +248,7 @@ def iter_diagnosis(
     (with ``store``, the run is claimed when iteration starts and released
     when it ends or the iterator is closed).
     """
-    chosen = _options(
-        "iter_diagnosis", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("iter_diagnosis", options, **keywords)
     items = _driver.iterate(_driving(), "iter_diagnosis", request, effects, state, chosen)
     return cast("Iterator[TraceEvent | DiagnosisResult]", items)
 
@@ -297,25 +258,14 @@ def aiter_diagnosis(
     effects: AsyncEffects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AsyncIterator[TraceEvent | DiagnosisResult]:
     """:func:`arun_diagnosis` as an async iterator: the trace events as appended, then the result.
 
     ``async for item in aiter_diagnosis(request, effects): ...``. Options are
     checked when this is called; effects run as it is iterated.
     """
-    chosen = _options(
-        "aiter_diagnosis", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("aiter_diagnosis", options, **keywords)
     items = _driver.aiterate(_driving(), "aiter_diagnosis", request, effects, state, chosen)
     return cast("AsyncIterator[TraceEvent | DiagnosisResult]", items)

@@ -160,16 +160,21 @@ class RunOptions:
 _DEFAULTS = RunOptions()
 
 
-def merge_options(driver: str, options: RunOptions | None, **keywords: object) -> RunOptions:
+def merge_options(driver: str, options: RunOptions | None, **keywords: Any) -> RunOptions:
     """The run options of a driver call: ``options=``, or the loose keywords; never both.
 
-    A keyword left at its default is not "given". Raises :class:`RunOptionsError`.
+    A keyword given with its default value is not "given". Raises
+    :class:`RunOptionsError`; an unknown keyword is a ``TypeError`` naming it.
     """
-    given = sorted(name for name, value in keywords.items() if value is not getattr(
-        _DEFAULTS, name
-    ) and value != getattr(_DEFAULTS, name))
+    unknown = sorted(set(keywords) - set(attrs.fields_dict(RunOptions)))
+    if unknown:
+        raise TypeError(f"{driver}() got an unexpected keyword argument {unknown[0]!r}")
+    given = sorted(
+        name for name, value in keywords.items() if value is not getattr(_DEFAULTS, name)
+        and value != getattr(_DEFAULTS, name)
+    )
     if options is None:
-        return RunOptions(**keywords)  # type: ignore[arg-type]
+        return RunOptions(**keywords)
     if not isinstance(options, RunOptions):
         raise RunOptionsError(
             f"{driver}: options= must be a RunOptions, got {type(options).__name__}"

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, Unpack, cast
 
 import attrs
 
@@ -175,24 +175,18 @@ def _driving() -> Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]:
     )
 
 
-def _options(
-    driver: str,
-    options: RunOptions | None,
-    journal: AiOpsJournal | None,
-    sink: AiOpsJournalSink | None,
-    key: bytes | None,
-    resend_gatekeeper: bool,
-    tools: ToolRecorder | None,
-    observer: AiOpsObserver | None,
-    store: JournalStore | None,
-    resend_executor: bool,
-    head: JournalHead | None,
-) -> RunOptions:
-    return merge_options(
-        driver, options, journal=journal, sink=sink, key=key,
-        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer, store=store,
-        resend_executor=resend_executor, head=head,
-    )
+class _Keywords(TypedDict, total=False):
+    """The run options as loose keywords (each one a :class:`RunOptions` field)."""
+
+    journal: AiOpsJournal | None
+    sink: AiOpsJournalSink | None
+    key: bytes | None
+    tools: ToolRecorder | None
+    observer: AiOpsObserver | None
+    store: JournalStore | None
+    resend_executor: bool
+    head: JournalHead | None
+    resend_gatekeeper: bool
 
 
 def run_aiops(
@@ -200,16 +194,8 @@ def run_aiops(
     effects: AiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-    resend_gatekeeper: bool = False,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -241,10 +227,7 @@ def run_aiops(
     :class:`RunOptions` value instead (not together with any of the
     keywords); the chat drivers take the same value and check it the same way.
     """
-    chosen = _options(
-        "run_aiops", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("run_aiops", options, **keywords)
     return _driver.run(_driving(), "run_aiops", request, effects, state, chosen)
 
 
@@ -253,16 +236,8 @@ async def arun_aiops(
     effects: AsyncAiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-    resend_gatekeeper: bool = False,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
@@ -270,10 +245,7 @@ async def arun_aiops(
     :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15). The
     options are :func:`run_aiops`'s.
     """
-    chosen = _options(
-        "arun_aiops", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("arun_aiops", options, **keywords)
     return await _driver.arun(_driving(), "arun_aiops", request, effects, state, chosen)
 
 
@@ -282,16 +254,8 @@ def iter_aiops(
     effects: AiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-    resend_gatekeeper: bool = False,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> Iterator[AiOpsTraceEvent | AiOpsResult]:
     """:func:`run_aiops` as an iterator: every trace event as it is appended, then the result.
 
@@ -302,10 +266,7 @@ def iter_aiops(
     ``store``, the run is claimed when iteration starts and released when it
     ends or the iterator is closed).
     """
-    chosen = _options(
-        "iter_aiops", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("iter_aiops", options, **keywords)
     items = _driver.iterate(_driving(), "iter_aiops", request, effects, state, chosen)
     return cast("Iterator[AiOpsTraceEvent | AiOpsResult]", items)
 
@@ -315,26 +276,15 @@ def aiter_aiops(
     effects: AsyncAiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-    resend_gatekeeper: bool = False,
     options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AsyncIterator[AiOpsTraceEvent | AiOpsResult]:
     """:func:`arun_aiops` as an async iterator: the trace events as appended, then the result.
 
     ``async for item in aiter_aiops(request, effects): ...``. Options are
     checked when this is called; agents run as it is iterated.
     """
-    chosen = _options(
-        "aiter_aiops", options, journal, sink, key, resend_gatekeeper, tools, observer, store,
-        resend_executor, head,
-    )
+    chosen = merge_options("aiter_aiops", options, **keywords)
     items = _driver.aiterate(_driving(), "aiter_aiops", request, effects, state, chosen)
     return cast("AsyncIterator[AiOpsTraceEvent | AiOpsResult]", items)
 
