@@ -39,6 +39,7 @@ when a driver is called (an iterator's too); effects run as it is iterated.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -294,6 +295,11 @@ class _Run:
             self.watcher.notify("event_appended", event)
             yield event
 
+    @property
+    def plain(self) -> bool:
+        """Neither journaled nor watched: the loop runs without a recorder or observer."""
+        return self.journaling is None and self.observer is None
+
     def returned(self, done: object) -> Any:
         """The finished state a blocking driver returns, with its observer failure count."""
         assert isinstance(done, Done)  # the step loop always ends with it
@@ -421,9 +427,8 @@ def _store_options(options: RunOptions, journal: Any, sink: Any) -> RunOptions:
     return attrs.evolve(options, store=None, journal=journal, sink=sink)
 
 
-def _claimed(driving: Driving[Any, Any, Any], driver: str, options: RunOptions) -> bool:
-    """Check the options; True when the run goes through a store (``store=``)."""
-    options.check(driver, state=None)
+def _claimed(options: RunOptions) -> bool:
+    """True when the run goes through a store (``store=``), which must be a store."""
     if options.store is None:
         return False
     from .journal.store import require_store
@@ -432,12 +437,17 @@ def _claimed(driving: Driving[Any, Any, Any], driver: str, options: RunOptions) 
     return True
 
 
-def _on_store(options: RunOptions, request: object, driving: Driving[Any, Any, Any]) -> Any:
+@contextlib.contextmanager
+def _on_store(
+    options: RunOptions, request: object, driving: Driving[Any, Any, Any]
+) -> Iterator[RunOptions]:
+    """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
     from .journal.store import on_store
 
     assert options.store is not None
-    return on_store(options.store, request, journal_type=driving.journal_type,
-                         clock=time.monotonic)
+    store, journal_type = options.store, driving.journal_type
+    with on_store(store, request, journal_type=journal_type, clock=time.monotonic) as claimed:
+        yield _store_options(options, *claimed)
 
 
 # --- the four forms ------------------------------------------------------------------
@@ -454,11 +464,10 @@ def run(
     """Run to the end synchronously; returns the finished state."""
     options.check(driver, state=state)
     if options.store is not None:
-        with _on_store(options, request, driving) as (journal, sink):
-            stored = _store_options(options, journal, sink)
+        with _on_store(options, request, driving) as stored:
             return run(driving, driver, request, effects, None, stored)
     current = _start(driving, driver, request, effects, state, options, asynchronous=False)
-    if current.journaling is None and current.observer is None:
+    if current.plain:
         finished: S = drive(*_machine(current, driving.perform, effects))
         return finished
     last: object = None
@@ -478,11 +487,10 @@ async def arun(
     """Run to the end on the asyncio event loop; returns the finished state."""
     options.check(driver, state=state)
     if options.store is not None:
-        with _on_store(options, request, driving) as (journal, sink):
-            stored = _store_options(options, journal, sink)
+        with _on_store(options, request, driving) as stored:
             return await arun(driving, driver, request, effects, None, stored)
     current = _start(driving, driver, request, effects, state, options, asynchronous=True)
-    if current.journaling is None and current.observer is None:
+    if current.plain:
         finished: S = await adrive(*_machine(current, driving.aperform, effects))
         return finished
     last: object = None
@@ -505,7 +513,7 @@ def iterate(
     when it ends or the iterator is closed.
     """
     options.check(driver, state=state)
-    if _claimed(driving, driver, options):
+    if _claimed(options):
         _check_effects(driving, effects, driver, asynchronous=False)
         return _iterate(driving, driver, request, effects, None, options)
     return _iterate(driving, driver, request, effects, state, options, prepared=_start(
@@ -518,8 +526,7 @@ def _iterate(
     state: object, options: RunOptions, *, prepared: _Run | None = None,
 ) -> Iterator[object]:
     if prepared is None:
-        with _on_store(options, request, driving) as (journal, sink):
-            stored = _store_options(options, journal, sink)
+        with _on_store(options, request, driving) as stored:
             yield from _iterate(driving, driver, request, effects, None, stored, prepared=_start(
                 driving, driver, request, effects, None, stored, asynchronous=False,
             ))
@@ -538,7 +545,7 @@ def aiterate(
 ) -> AsyncIterator[object]:
     """The async iterator form: trace events as appended, then the result (options checked now)."""
     options.check(driver, state=state)
-    if _claimed(driving, driver, options):
+    if _claimed(options):
         _check_effects(driving, effects, driver, asynchronous=True)
         return _aiterate(driving, driver, request, effects, None, options)
     return _aiterate(driving, driver, request, effects, state, options, prepared=_start(
@@ -551,8 +558,7 @@ async def _aiterate(
     state: object, options: RunOptions, *, prepared: _Run | None = None,
 ) -> AsyncIterator[object]:
     if prepared is None:
-        with _on_store(options, request, driving) as (journal, sink):
-            stored = _store_options(options, journal, sink)
+        with _on_store(options, request, driving) as stored:
             async for item in _aiterate(
                 driving, driver, request, effects, None, stored,
                 prepared=_start(driving, driver, request, effects, None, stored, asynchronous=True),
