@@ -35,6 +35,7 @@ from ._chat.config import (
     DiagnosisConfig,
 )
 from ._chat.drivers import (
+    RunOptions,
     aiter_diagnosis,
     arun_diagnosis,
     iter_diagnosis,
@@ -295,6 +296,7 @@ __all__ = [
     "ReasonCode",
     "ReferenceGatekeeper",
     "RunConfig",
+    "RunOptions",
     "RunOptionsError",
     "Scenario",
     "ScenarioError",

@@ -9,7 +9,10 @@ machine decides with — the routing table as data (:data:`ROUTING_TABLE`,
 drawn by :func:`routing_mermaid`), the verified-input projection, the verdict
 ceiling, the gatekeeper normalization, the fallback renderers — and the
 pieces of a driver loop (:func:`perform_effect`, failure classification,
-observers). A host that only runs diagnoses uses the drivers of
+observers), and the workflow descriptor (:class:`Workflow`,
+:data:`DIAGNOSIS_WORKFLOW`): the machine, call names, request codec and resume
+rule in one typed value, which the journal, the drivers and the engine
+adapters read. A host that only runs diagnoses uses the drivers of
 :mod:`diagnosis_core` instead.
 """
 
@@ -92,6 +95,9 @@ from ._chat.verdict import (
     apply_verdict_ceiling,
     verdict_ceiling,
 )
+from ._chat.workflow import (
+    DIAGNOSIS_WORKFLOW,
+)
 from ._kernel.classify import (
     HTTP_CLIENT_ERRORS,
     FailureClassifier,
@@ -119,8 +125,12 @@ from ._kernel.results import (
 from ._kernel.text import (
     sanitize_item,
 )
+from ._kernel.workflow import (
+    Workflow,
+)
 
 __all__ = [
+    "DIAGNOSIS_WORKFLOW",
     "HTTP_CLIENT_ERRORS",
     "ROUTING_TABLE",
     "Action",
@@ -167,6 +177,7 @@ __all__ = [
     "VerifiedEvidence",
     "VerifiedInput",
     "VerifierEvaluation",
+    "Workflow",
     "advance",
     "answer_mode_for",
     "apply_verdict_ceiling",

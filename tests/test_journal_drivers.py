@@ -449,10 +449,10 @@ def test_the_journal_and_streaming_snippets_of_the_embedding_page_run(
     page = (EXAMPLES.parent / "docs" / "embedding.md").read_text(encoding="utf-8")
     section = page[page.index("## Journal and resume") : page.index("## Orchestrator adapters")]
     blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     monkeypatch.chdir(EXAMPLES.parent)
     for block in blocks:
         exec(compile(block, "embedding.md", "exec"), {})  # the page's own code
     printed = capsys.readouterr().out
     assert "incomplete: interrupted during verifier round 1 attempt 1" in printed
-    assert printed.count("ANSWERED") == 2
+    assert printed.count("ANSWERED") == 3  # resumed, streamed, run with options=

@@ -153,7 +153,7 @@ def test_resend_executor_answers_recorded_tool_calls_from_the_journal(
 def test_resend_executor_needs_the_tool_recorder_and_a_v2_journal(tmp_path: Path) -> None:
     scenario = dc.load_scenario(DOC)
     request, effects = dc.scenario_request(scenario), dc.scenario_effects(scenario)
-    with pytest.raises(ValueError, match=r"^resend_executor: needs tools="):
+    with pytest.raises(dc.RunOptionsError, match=r"^run_diagnosis: resend_executor= needs tools="):
         dc.run_diagnosis(request, effects, sink=dcj.ListJournalSink(), resend_executor=True)
     fixture = Path(__file__).resolve().parent / "fixtures" / "journal_v1" / "payment_timeout.json"
     wire = json.loads(fixture.read_text(encoding="utf-8"))

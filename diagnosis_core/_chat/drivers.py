@@ -7,68 +7,30 @@ classified by the run's :class:`FailureClassifier`; the gatekeeper: always
 cancellation, ``KeyboardInterrupt``) propagate untouched.
 
 All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
-:func:`iter_diagnosis`, :func:`aiter_diagnosis`) are the one step loop of
-``_kernel/loop.py`` with the same options (spec §12, §14):
-
-* ``sink`` — the run writes its journal as it goes: each ``started`` entry is
-  handed to the sink *before* its effect runs, then the ``finished`` entry
-  (same ``seq``), and the machine is fed the recorded fact;
-* ``journal`` — resume: the journal is folded and verified, the resume rule
-  applied (:func:`resume_journal`), and the run continues from there; an
-  interrupted entry that the rule completes (executor, gatekeeper) is handed
-  to the sink first;
-* ``key`` — sign new entries and verify the resumed journal (HMAC-SHA256);
-  a v2 journal ends with its end marker, written to the sink when the run
-  ends (spec §12.2);
-* ``head`` — resume only a journal at least as long as the head the host
-  kept outside the store, and not diverging from it (spec §12.2);
-* ``tools`` — the executor's entry carries the tool calls recorded during
-  that call: each one is written to the sink as it finishes, on the
-  executor's ``started`` entry, and the finished entry lists them all
-  (spec §12.3). When ``effects.gatekeeper`` is ``tools.gatekeeper()`` and the
-  recorder holds exactly the journal's tool calls, the gatekeeper entry says
-  ``derived`` and folding re-derives its result (spec §12.4);
-* ``resend_executor`` — the host declares its tools replay-safe: an
-  interrupted executor call is re-sent as the same attempt, and each tool
-  call identical to one the journal records is answered from the journal
-  instead of running (needs ``tools``);
-* ``observer`` — told of every effect and every trace event appended in this
-  process (a resumed run's earlier events were announced by the run that
-  appended them). A hook that raises is reported and never changes the run.
+:func:`iter_diagnosis`, :func:`aiter_diagnosis`) are thin typed wrappers over
+the kernel's one driver (``_kernel/driver.py``) for :data:`DIAGNOSIS_WORKFLOW`,
+with the AIOps drivers' options: a :class:`RunOptions` value as ``options=``
+(or the same-named keywords; not both) — ``journal``, ``sink``, ``key``,
+``head``, ``tools``, ``resend_gatekeeper``, ``resend_executor``, ``observer``,
+``store`` — checked the same way, with the same errors (see
+``_kernel/driver.py`` for what each does). The descriptor and the journal
+classes are loaded at the first run, so ``import diagnosis_core`` stays cheap.
 """
 
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 import attrs
 
-from .._kernel.effects import (
-    check_effects_kind,
-    check_run_options,
-    reject_awaitable,
-    require_awaitable,
-)
-from .._kernel.errors import JournalError, RunOptionsError
+from .._kernel import driver as _driver
+from .._kernel.driver import Driving, RunOptions, merge_options
+from .._kernel.effects import reject_awaitable, require_awaitable
 from .._kernel.facts import repair_text
-from .._kernel.loop import (
-    Done,
-    adrive,
-    adrive_steps,
-    ainvoke_agent,
-    describe_error,
-    drive,
-    drive_steps,
-    invoke_agent,
-)
-from .._kernel.messages import other_request_error
-from .._kernel.observe import Watcher, notify
-from .._kernel.provenance import mark_built, require_built_here
+from .._kernel.loop import ainvoke_agent, describe_error, invoke_agent
 from .effects import AsyncEffects, Effects
-from .enums import AgentName
 from .facts import gatekeeper_fact
 from .machine import (
     PLAIN_FACT,
@@ -77,13 +39,9 @@ from .machine import (
     DiagnosisResult,
     DiagnosisState,
     EffectResult,
-    Finished,
     GatekeeperFailed,
     GatekeeperReturned,
     InvokeAgent,
-    advance,
-    next_action,
-    start_diagnosis,
 )
 from .observe import DiagnosisObserver
 from .trace import TraceEvent
@@ -91,11 +49,11 @@ from .trace import TraceEvent
 if TYPE_CHECKING:
     from .._kernel.journal.mac import JournalHead
     from .._kernel.journal.store import JournalStore
-    from .._kernel.journal.tool_calls import ExecutorTools
-    from .journal import Journal, JournalEntry, JournalRecorder, JournalSink
+    from .journal import Journal, JournalSink
     from .reference_gatekeeper import ToolRecorder
 
 __all__ = [
+    "RunOptions",
     "aiter_diagnosis",
     "arun_diagnosis",
     "describe_error",
@@ -166,254 +124,49 @@ async def perform_effect_async(
     return GatekeeperReturned(gatekeeper_fact(raw), origin=PLAIN_FACT)
 
 
-# --- journaling and observing --------------------------------------------------------
+# --- the workflow's parts of the one driver -------------------------------------------
 
 
-class _Journaling:
-    """The :class:`StepRecorder` of a journaling run: a journal recorder plus its tool calls."""
-
-    def __init__(
-        self,
-        recorder: JournalRecorder,
-        tools: ToolRecorder | None,
-        observer: DiagnosisObserver | None = None,
-    ) -> None:
-        self.recorder = recorder
-        self._tools = tools
-        self._observer = observer
-        self._executor: ExecutorTools | None = None
-        self.gatekeeper: object = None
-
-    def _derived(self) -> bool:
-        """Is the gatekeeper ``tools.gatekeeper()`` over exactly the journal's tools? (§12.4)"""
-        from .._kernel.journal.tool_calls import journal_ledger_equals
-        from .reference_gatekeeper import RecorderGatekeeper
-
-        gatekeeper = self.gatekeeper
-        if self._tools is None or not isinstance(gatekeeper, RecorderGatekeeper):
-            return False
-        if gatekeeper.recorder is not self._tools:
-            return False
-        return journal_ledger_equals(self.recorder.journal.entries, self._tools)
-
-    def begin(self, action: InvokeAgent | CallGatekeeper, /) -> None:
-        from .._kernel.journal.tool_calls import ExecutorTools
-
-        derived = isinstance(action, CallGatekeeper) and self._derived()
-        # the sink has the started entry before the effect
-        entry = self.recorder.begin(action, derived=derived)
-        executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-        if executor and self._tools is not None:
-            self._executor = ExecutorTools(self.recorder, self._tools, entry.tool_invocations)
-
-    def end(self, action: InvokeAgent | CallGatekeeper, result: EffectResult, /) -> EffectResult:
-        invocations = None
-        if self._executor is not None:
-            invocations = self._executor.finish()
-            self._executor = None
-        if invocations is not None:
-            # The optional hook: the executor call's recorded tools (spec §13, §14).
-            notify(self._observer, "tools_recorded", action, invocations)
-        return self.recorder.end(result, tool_invocations=invocations)
-
-    def close(self) -> None:
-        """The run ended: the end marker goes to the sink (v2, spec §12.2)."""
-        self.recorder.close()
+def _with_failures(state: DiagnosisState, failures: int) -> DiagnosisState:
+    return attrs.evolve(state, observer_failures=failures)
 
 
-def _events(state: DiagnosisState) -> Sequence[TraceEvent]:
-    return state.events
+def _derived(action: object, gatekeeper: object, tools: ToolRecorder | None, journal: Any) -> bool:
+    """Is the gatekeeper ``tools.gatekeeper()`` over exactly the journal's tools? (§12.4)"""
+    from .._kernel.journal.tool_calls import journal_ledger_equals
+    from .reference_gatekeeper import RecorderGatekeeper
+
+    if not isinstance(action, CallGatekeeper) or tools is None:
+        return False
+    if not isinstance(gatekeeper, RecorderGatekeeper) or gatekeeper.recorder is not tools:
+        return False
+    return journal_ledger_equals(journal.entries, tools)
 
 
-class _Run:
-    """A run ready to go: where it starts, its journaling, what this process must announce."""
+@functools.cache
+def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
+    """The chat workflow's parts, loaded at the first run (not by ``import diagnosis_core``)."""
+    from .journal import Journal, JournalRecorder
+    from .workflow import DIAGNOSIS_WORKFLOW
 
-    def __init__(
-        self,
-        state: DiagnosisState,
-        journaling: _Journaling | None,
-        *,
-        announced: int,
-        resumed_entry: JournalEntry | None = None,
-        sink: JournalSink | None = None,
-        observer: DiagnosisObserver | None = None,
-    ) -> None:
-        self.state = state
-        self.journaling = journaling
-        self.announced = announced
-        self.resumed_entry = resumed_entry
-        self.sink = sink
-        self.observer = observer
-        self.watcher = Watcher(observer)  # counts hook failures across the whole run
-
-    def opening(self) -> Iterator[TraceEvent]:
-        """Before the first effect: persist a completed interrupted entry, announce its events."""
-        # The optional hook, before any other: a resumed run whose first hook would
-        # be event_appended still names its run (spec §14).
-        self.watcher.notify("run_opened", self.state.request.run)
-        if self.resumed_entry is not None and self.sink is not None:
-            self.sink.write(self.resumed_entry)
-        for event in self.state.events[self.announced :]:
-            self.watcher.notify("event_appended", event)
-            yield event
-
-    @property
-    def watched(self) -> bool:
-        return self.observer is not None
-
-
-def _returned(done: Done[DiagnosisState]) -> DiagnosisState:
-    """The finished state a blocking driver returns, with its observer failure count."""
-    if done.observer_failures:
-        return mark_built(attrs.evolve(done.state, observer_failures=done.observer_failures))
-    return done.state
-
-
-def _prepare(
-    driver: str,
-    request: DiagnosisRequest,
-    state: DiagnosisState | None,
-    *,
-    journal: Journal | None,
-    sink: JournalSink | None,
-    key: bytes | None,
-    resend_gatekeeper: bool,
-    tools: ToolRecorder | None,
-    observer: DiagnosisObserver | None,
-    gatekeeper: object = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-) -> _Run:
-    """Validate the options and resume the journal; nothing is written yet."""
-    journaled = journal is not None or sink is not None
-    check_run_options(driver, journaling=journaled, state=state, key=key, tools=tools)
-    if not journaled:
-        if resend_executor or head is not None:
-            raise RunOptionsError(
-                "resend_executor= and head= resume a journal; pass journal= or sink="
-            )
-        if state is not None:
-            require_built_here(state, driver)
-        current = start_diagnosis(request) if state is None else state
-        return _Run(current, None, announced=len(current.events), observer=observer)
-    from .._kernel.journal.codec import is_v1
-    from .journal import Journal, JournalRecorder, journal_status, resume_journal
-
-    if resend_executor and tools is None:
-        raise RunOptionsError(
-            "resend_executor: needs tools= (the run's ToolRecorder answers the recorded tool "
-            "calls from the journal)"
-        )
-
-    if journal is None:
-        if head is not None:
-            raise ValueError("head: checks a journal being resumed; pass journal=")
-        recorder = JournalRecorder(Journal(request), sink=sink, key=key)
-        journaling = _Journaling(recorder, tools, observer)
-        journaling.gatekeeper = gatekeeper
-        return _Run(
-            start_diagnosis(request),
-            journaling,
-            announced=0,
-            sink=sink,
-            observer=observer,
-        )
-    if not isinstance(journal, Journal):
-        raise JournalError(f"journal: expected a Journal, got {type(journal).__name__}")
-    if journal.request != request:
-        raise other_request_error(journal.request, request)
-    before = journal_status(journal, key=key, head=head)
-    if resend_executor and is_v1(journal) and before.interrupted is not None and (
-        before.interrupted.call.value == "executor"
-    ):
-        raise JournalError(
-            f"resend_executor: a {journal.format} journal does not record tool calls as they "
-            "finish; its interrupted executor call cannot be re-sent"
-        )
-    resumed, current = resume_journal(
-        journal, key=key, resend_gatekeeper=resend_gatekeeper,
-        resend_executor=resend_executor, head=head,
-    )
-    completed = resumed.entries[-1] if resumed is not journal else None
-    recorder = JournalRecorder(resumed, sink=sink, key=key)
-    journaling = _Journaling(recorder, tools, observer)
-    journaling.gatekeeper = gatekeeper
-    return _Run(
-        current,
-        journaling,
-        announced=len(before.state.events),
-        resumed_entry=completed,
-        sink=sink,
-        observer=observer,
+    return Driving(
+        DIAGNOSIS_WORKFLOW, Journal, JournalRecorder, Effects, AsyncEffects, _EFFECT_NAMES,
+        perform_effect, perform_effect_async, with_failures=_with_failures, derived=_derived,
     )
 
 
-def _gatekeeper_of(effects: Any) -> object:
-    return getattr(effects, "gatekeeper", None)
+class _Keywords(TypedDict, total=False):
+    """The run options as loose keywords (each one a :class:`RunOptions` field)."""
 
-
-def _check_sync(effects: Effects, driver: str) -> None:
-    check_effects_kind(
-        effects,
-        Effects,
-        _EFFECT_NAMES,
-        asynchronous=False,
-        driver=driver,
-        other_driver=f"a{driver}",
-    )
-
-
-def _check_async(effects: AsyncEffects, driver: str) -> None:
-    check_effects_kind(
-        effects,
-        AsyncEffects,
-        _EFFECT_NAMES,
-        asynchronous=True,
-        driver=driver,
-        other_driver=driver[1:],
-    )
-
-
-def _steps(
-    run: _Run, effects: Effects, *, events: bool
-) -> Iterator[TraceEvent | Done[DiagnosisState]]:
-    yield from run.opening()
-    perform = functools.partial(perform_effect, effects=effects)
-    yield from drive_steps(
-        run.state,
-        next_action,
-        Finished,
-        perform,
-        advance,
-        recorder=run.journaling,
-        observer=run.watcher,
-        events=_events if events or run.watched else None,
-    )
-
-
-async def _asteps(
-    run: _Run, effects: AsyncEffects, *, events: bool
-) -> AsyncIterator[TraceEvent | Done[DiagnosisState]]:
-    for event in run.opening():
-        yield event
-    perform = functools.partial(perform_effect_async, effects=effects)
-    async for item in adrive_steps(
-        run.state,
-        next_action,
-        Finished,
-        perform,
-        advance,
-        recorder=run.journaling,
-        observer=run.watcher,
-        events=_events if events or run.watched else None,
-    ):
-        yield item
-
-
-def _journal_type() -> type[Journal]:
-    from .journal import Journal
-
-    return Journal
+    journal: Journal | None
+    sink: JournalSink | None
+    key: bytes | None
+    resend_gatekeeper: bool
+    tools: ToolRecorder | None
+    observer: DiagnosisObserver | None
+    store: JournalStore | None
+    resend_executor: bool
+    head: JournalHead | None
 
 
 # --- the drivers -----------------------------------------------------------------------
@@ -424,15 +177,8 @@ def run_diagnosis(
     effects: Effects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> DiagnosisState:
     """Run to END synchronously; returns the finished state.
 
@@ -454,34 +200,16 @@ def run_diagnosis(
     ``resend_executor`` re-sends an interrupted executor call with its recorded
     tool calls answered from the journal (spec §12.3; needs ``tools``); ``head``
     refuses a resumed journal shorter than or diverging from it (spec §12.2).
+    ``options`` gives all of these as one :class:`RunOptions` value instead
+    (not together with any of the keywords).
 
     Raises ``TypeError`` before the run starts when ``effects`` are not sync
-    :class:`Effects` of sync callables (spec §15); :class:`JournalError` when
-    the journal does not verify or belongs to another request.
+    :class:`Effects` of sync callables (spec §15); :class:`RunOptionsError`
+    when options do not go together; :class:`JournalError` when the journal
+    does not verify or belongs to another request.
     """
-    if store is not None:
-        from .._kernel.journal.store import run_on_store
-
-        return run_on_store(store, request, lambda journal, sink: run_diagnosis(
-            request, effects, journal=journal, sink=sink, key=key,
-            resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
-            resend_executor=resend_executor, head=head,
-        ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state},
-           clock=time.monotonic)
-    _check_sync(effects, "run_diagnosis")
-    run = _prepare(
-        "run_diagnosis", request, state, journal=journal, sink=sink, key=key,
-        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
-        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
-    )
-    if run.journaling is None and not run.watched:
-        perform = functools.partial(perform_effect, effects=effects)
-        return drive(run.state, next_action, Finished, perform, advance)
-    last: object = None
-    for item in _steps(run, effects, events=False):
-        last = item
-    assert isinstance(last, Done)
-    return _returned(last)
+    chosen = merge_options("run_diagnosis", options, **keywords)
+    return _driver.run(_driving(), "run_diagnosis", request, effects, state, chosen)
 
 
 async def arun_diagnosis(
@@ -489,15 +217,8 @@ async def arun_diagnosis(
     effects: AsyncEffects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> DiagnosisState:
     """Run to END on the asyncio event loop; returns the finished state.
 
@@ -505,29 +226,8 @@ async def arun_diagnosis(
     run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
     callables (spec §15).
     """
-    if store is not None:
-        from .._kernel.journal.store import arun_on_store
-
-        return await arun_on_store(store, request, lambda journal, sink: arun_diagnosis(
-            request, effects, journal=journal, sink=sink, key=key,
-            resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
-            resend_executor=resend_executor, head=head,
-        ), journal_type=_journal_type(), given={"journal": journal, "sink": sink, "state": state},
-           clock=time.monotonic)
-    _check_async(effects, "arun_diagnosis")
-    run = _prepare(
-        "arun_diagnosis", request, state, journal=journal, sink=sink, key=key,
-        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
-        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
-    )
-    if run.journaling is None and not run.watched:
-        perform = functools.partial(perform_effect_async, effects=effects)
-        return await adrive(run.state, next_action, Finished, perform, advance)
-    last: object = None
-    async for item in _asteps(run, effects, events=False):
-        last = item
-    assert isinstance(last, Done)
-    return _returned(last)
+    chosen = merge_options("arun_diagnosis", options, **keywords)
+    return await _driver.arun(_driving(), "arun_diagnosis", request, effects, state, chosen)
 
 
 def iter_diagnosis(
@@ -535,14 +235,8 @@ def iter_diagnosis(
     effects: Effects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> Iterator[TraceEvent | DiagnosisResult]:
     """:func:`run_diagnosis` as an iterator: every trace event as it is appended, then the result.
 
@@ -550,20 +244,13 @@ def iter_diagnosis(
     streaming host and a blocking one run the same pipeline (spec §14): the
     events are exactly the finished state's trace (for a resumed run, those
     appended in this process), the last item is its :class:`DiagnosisResult`.
-    Options are checked when this is called; effects run as it is iterated.
+    Options are checked when this is called; effects run as it is iterated
+    (with ``store``, the run is claimed when iteration starts and released
+    when it ends or the iterator is closed).
     """
-    _check_sync(effects, "iter_diagnosis")
-    run = _prepare(
-        "iter_diagnosis", request, state, journal=journal, sink=sink, key=key,
-        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
-        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
-    )
-    return _iterate(run, effects)
-
-
-def _iterate(run: _Run, effects: Effects) -> Iterator[TraceEvent | DiagnosisResult]:
-    for item in _steps(run, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
+    chosen = merge_options("iter_diagnosis", options, **keywords)
+    items = _driver.iterate(_driving(), "iter_diagnosis", request, effects, state, chosen)
+    return cast("Iterator[TraceEvent | DiagnosisResult]", items)
 
 
 def aiter_diagnosis(
@@ -571,31 +258,14 @@ def aiter_diagnosis(
     effects: AsyncEffects,
     *,
     state: DiagnosisState | None = None,
-    journal: Journal | None = None,
-    sink: JournalSink | None = None,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    tools: ToolRecorder | None = None,
-    observer: DiagnosisObserver | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AsyncIterator[TraceEvent | DiagnosisResult]:
     """:func:`arun_diagnosis` as an async iterator: the trace events as appended, then the result.
 
     ``async for item in aiter_diagnosis(request, effects): ...``. Options are
     checked when this is called; effects run as it is iterated.
     """
-    _check_async(effects, "aiter_diagnosis")
-    run = _prepare(
-        "aiter_diagnosis", request, state, journal=journal, sink=sink, key=key,
-        resend_gatekeeper=resend_gatekeeper, tools=tools, observer=observer,
-        gatekeeper=_gatekeeper_of(effects), resend_executor=resend_executor, head=head,
-    )
-    return _aiterate(run, effects)
-
-
-async def _aiterate(
-    run: _Run, effects: AsyncEffects
-) -> AsyncIterator[TraceEvent | DiagnosisResult]:
-    async for item in _asteps(run, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
+    chosen = merge_options("aiter_diagnosis", options, **keywords)
+    items = _driver.aiterate(_driving(), "aiter_diagnosis", request, effects, state, chosen)
+    return cast("AsyncIterator[TraceEvent | DiagnosisResult]", items)

@@ -15,16 +15,12 @@ finished entry — the recorded fact, never the raw object — so the live state
 and the fold of the journal are equal by construction.
 
 The walk, the resume rule, the builder and the sinks are the workflow-free
-kernel of ``_kernel/journal/fold.py``; this module is the chat diagnosis
-workflow's :class:`JournalSpec` and its typed public functions.
+kernel of ``_kernel/journal/fold.py``, applied to the chat workflow's
+descriptor :data:`DIAGNOSIS_WORKFLOW` (``workflow.py``, where the recorded
+facts are decided); this module is its typed public functions.
 
 Decisions where the spec is silent:
 
-* An agent that returns something other than text is recorded as a
-  ``non_retryable`` error (``TypeError: …``): a journal holds text only.
-* A gatekeeper result that is not JSON is recorded as the result
-  ``{"unserializable": "<repr>"}``, which normalizes to
-  ``GATEKEEPER_INVALID_RESULT`` like the live value.
 * :func:`journal_to_scenario` converts a *complete* journal only, and by
   default only when the §9 scripted doubles reproduce every recorded error
   message exactly (see there).
@@ -32,7 +28,6 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -40,13 +35,10 @@ import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
-from .._kernel.facts import repair_text
 from .._kernel.journal.codec import (
     JournalBase,
     JournalEnd,
     JournalEntryBase,
-    JournalForm,
-    JournalOutcome,
     RecordedAgentError,
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
@@ -58,13 +50,9 @@ from .._kernel.journal.codec import (
 )
 from .._kernel.journal.fold import (
     INTERRUPTED_MESSAGE,
-    ExpectedCallBase,
     JournalRecorderBase,
-    JournalSpec,
     JournalStatusBase,
     ListSinkBase,
-    agent_outcome,
-    agent_result,
     fold,
     inexact,
     require_complete,
@@ -83,28 +71,29 @@ from .._kernel.journal.fold import (
     start_entry as _start_entry,
 )
 from .._kernel.journal.mac import JournalHead, request_seed
-from .._kernel.json import JsonValue, canonical_json, sha256_text
-from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.json import JsonValue
 from .enums import AgentName
-from .facts import gatekeeper_fact
 from .machine import (
-    PLAIN_FACT,
     CallGatekeeper,
     DiagnosisRequest,
     DiagnosisState,
     EffectResult,
     Finished,
-    GatekeeperFailed,
-    GatekeeperReturned,
     InvokeAgent,
-    advance,
-    next_action,
-    start_diagnosis,
 )
-from .request_codec import load_request, request_to_wire
-
-if TYPE_CHECKING:
-    pass
+from .request_codec import request_to_wire
+from .workflow import (
+    DIAGNOSIS_WORKFLOW,
+    JOURNAL_FORMAT,
+    JOURNAL_FORMAT_V1,
+    DiagnosisWorkflow,
+    ExpectedCall,
+    JournalCall,
+    derive_gatekeeper,
+    entry_result,
+    expected_call,
+    outcome_of,
+)
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -140,35 +129,6 @@ __all__ = [
 ]
 
 
-JOURNAL_FORMAT = "diagnosis_journal_v2"
-"""The ``format`` new chat diagnosis journals are written in."""
-
-JOURNAL_FORMAT_V1 = "diagnosis_journal_v1"
-"""The ``format`` of chat diagnosis journals written before v2; still read, folded and replayed."""
-
-
-class JournalCall(enum.StrEnum):
-    """The effect an entry records: one of the four agents, or the gatekeeper."""
-
-    PLANNER = "planner"
-    EXECUTOR = "executor"
-    VERIFIER = "verifier"
-    COMPOSER = "composer"
-    GATEKEEPER = "gatekeeper"
-
-
-_CHAT_FORM = JournalForm(
-    format=JOURNAL_FORMAT,
-    calls=JournalCall,
-    executor=JournalCall.EXECUTOR,
-    gatekeeper=frozenset({JournalCall.GATEKEEPER}),
-    request_type=DiagnosisRequest,
-    request_to_wire=request_to_wire,
-    load_request=load_request,
-    v1_format=JOURNAL_FORMAT_V1,
-)
-
-
 @attrs.frozen
 class JournalEntry(JournalEntryBase[JournalCall]):
     """One effect of a chat run: the call the machine asked for and, once finished, its outcome.
@@ -181,14 +141,14 @@ class JournalEntry(JournalEntryBase[JournalCall]):
     link (see ``_kernel/journal/mac.py``). Construction raises :class:`JournalError`.
     """
 
-    _form: ClassVar[JournalForm] = _CHAT_FORM
+    _form: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
 
 
 @attrs.frozen
 class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
     """The durable record of one run: the request and its entries in call order (spec §12)."""
 
-    _form: ClassVar[JournalForm] = _CHAT_FORM
+    _form: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
     _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
 
 
@@ -210,87 +170,6 @@ def request_mac(request: DiagnosisRequest, key: bytes) -> str:
     """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
     return request_seed(request_to_wire(request), key)
 
-@attrs.frozen
-class ExpectedCall(ExpectedCallBase[JournalCall]):
-    """The call the machine asks for: what a journal entry must say."""
-
-
-def expected_call(action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
-    """The entry header an action must be recorded under (hash included)."""
-    if isinstance(action, InvokeAgent):
-        return ExpectedCall(
-            JournalCall(action.agent.value), action.round, action.attempt, sha256_text(action.input)
-        )
-    document = {"run_id": action.run_id, "executor_output": to_wire(action.executor_output)}
-    return ExpectedCall(
-        JournalCall.GATEKEEPER, action.round, 1, sha256_text(canonical_json(document))
-    )
-
-
-# --- outcomes <-> machine results --------------------------------------------------
-
-
-def outcome_of(result: EffectResult) -> JournalOutcome:
-    """The fact to record for an effect result (see the module's decisions)."""
-    if isinstance(result, AgentReplied | AgentFailed):
-        return agent_outcome(result)
-    if isinstance(result, GatekeeperReturned):
-        # The one fact codec (spec §12.1): a storable plain copy, or the
-        # ``unserializable`` stand-in; never raises.
-        return RecordedGatekeeperResult(canonical_json(gatekeeper_fact(result.raw)))
-    message = repair_text(result.message) if isinstance(result.message, str) else ""
-    return RecordedGatekeeperError(message)
-
-
-def entry_result(entry: JournalEntry) -> EffectResult:
-    """The machine result a finished entry stands for: what :func:`advance` is fed."""
-    outcome = entry.outcome
-    if isinstance(outcome, RecordedGatekeeperResult):
-        return GatekeeperReturned(outcome.result, origin=PLAIN_FACT)  # a fresh decoded copy
-    if isinstance(outcome, RecordedGatekeeperError):
-        return GatekeeperFailed(outcome.message)
-    return agent_result(entry)
-
-
-def derive_gatekeeper(
-    action: CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
-) -> str:
-    """The canonical JSON of the reference gatekeeper's result over recorded tool calls (§12.4).
-
-    What a ``derived`` gatekeeper entry must hold: the package's reference
-    gatekeeper (the one :meth:`ToolRecorder.gatekeeper` runs) over the
-    ledger of the tool calls the journal records before it. A ledger the
-    journal cannot hold (a duplicate id, a malformed record) is a
-    :class:`JournalError`.
-    """
-    from .._kernel.errors import LedgerError
-    from .._kernel.ledger import ToolLedger, invocation_from_record
-    from .reference_gatekeeper import ReferenceGatekeeper
-
-    try:
-        ledger = ToolLedger(tuple(invocation_from_record(item.to_record()) for item in invocations))
-    except LedgerError as error:
-        raise JournalError(f"tool_invocations: not a ledger ({error})") from None
-    result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
-    return canonical_json(result)
-
-
-_SPEC: JournalSpec[Journal, DiagnosisState, InvokeAgent | CallGatekeeper, EffectResult,
-                   ExpectedCall] = JournalSpec(
-    journal_type=Journal,
-    start=start_diagnosis,
-    next_action=next_action,
-    advance=advance,
-    finished_type=Finished,
-    expected_call=expected_call,
-    entry_result=entry_result,
-    outcome_of=outcome_of,
-    resent=frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER}),
-    optionally_resent=frozenset({JournalCall.GATEKEEPER, JournalCall.EXECUTOR}),
-    derive=derive_gatekeeper,
-)
-
-
 # --- fold and verify ---------------------------------------------------------------
 
 
@@ -305,7 +184,7 @@ class JournalStatus(
     ``action`` is what the machine asks for next from ``state``.
     """
 
-    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+    _workflow: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
 
     interrupted: JournalEntry | None = None
 
@@ -325,8 +204,8 @@ def journal_status(
     or diverging from it is refused (§12.2). With ``key``, a v2 journal is
     :attr:`~JournalStatus.complete` only with its signed end marker.
     """
-    state, action, interrupted, ended = fold(_SPEC, journal, key, head)
-    assert isinstance(action, InvokeAgent | CallGatekeeper | Finished)
+    folded = fold(DIAGNOSIS_WORKFLOW, journal, key, head)
+    state, action, interrupted, ended = folded
     return JournalStatus(state, action, interrupted, **status_fields(journal, key, ended))
 
 
@@ -339,22 +218,28 @@ def fold_journal(
     ``started``, folds to the state before the missing effect; use
     :func:`journal_status` to learn which call that is.
     """
-    return fold(_SPEC, journal, key, head)[0]
+    return fold(DIAGNOSIS_WORKFLOW, journal, key, head)[0]
 
 
 # --- resume ------------------------------------------------------------------------
 
 
-def resent_on_resume(call: JournalCall, *, resend_gatekeeper: bool = False) -> bool:
+def resent_on_resume(
+    call: JournalCall, *, resend_gatekeeper: bool = False, resend_executor: bool = False
+) -> bool:
     """Whether an interrupted ``call`` is re-sent when a run resumes (spec §12 Resume).
 
     Planner, verifier and composer calls are re-sent with the identical input
-    as the same attempt; an executor call never is (its tools may have run),
+    as the same attempt; an executor call only when the host declares its
+    tools replay-safe (``resend_executor``, spec §12.3: they may have run),
     and a gatekeeper call only when the host asks for it (``resend_gatekeeper``:
-    it is read-only). The one statement of the rule, which
-    :func:`resume_journal` and every engine adapter read.
+    it is read-only). The rule is :data:`DIAGNOSIS_WORKFLOW`'s
+    (:meth:`Workflow.resent_on_resume`), which :func:`resume_journal` and
+    every engine adapter read.
     """
-    return call in _SPEC.resent or (resend_gatekeeper and call is JournalCall.GATEKEEPER)
+    return DIAGNOSIS_WORKFLOW.resent_on_resume(
+        call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
+    )
 
 
 def resume_journal(
@@ -392,12 +277,10 @@ def resume_journal(
     :func:`fold_journal` of the returned journal gives the returned state.
     ``head`` is checked as by :func:`journal_status`.
     """
-    resend: set[JournalCall] = set()
-    if resend_gatekeeper:
-        resend.add(JournalCall.GATEKEEPER)
-    if resend_executor:
-        resend.add(JournalCall.EXECUTOR)
-    return resume(_SPEC, journal, key, frozenset(resend), head)
+    return resume(
+        DIAGNOSIS_WORKFLOW, journal, key, resend_gatekeeper=resend_gatekeeper,
+        resend_executor=resend_executor, head=head,
+    )
 
 
 # --- the builder -------------------------------------------------------------------
@@ -421,7 +304,7 @@ def start_entry(
     """
     if derived and not isinstance(action, CallGatekeeper):
         raise JournalError("derived: only gatekeeper calls are derived")
-    entry: JournalEntry = _start_entry(_SPEC, journal, action, key, derived)
+    entry: JournalEntry = _start_entry(DIAGNOSIS_WORKFLOW, journal, action, key, derived)
     return entry
 
 
@@ -438,7 +321,7 @@ def finish_entry(
     recorded during the call. Feed the machine :func:`entry_result` of the
     returned entry, not ``result`` itself.
     """
-    entry: JournalEntry = _finish_entry(_SPEC, journal, result, tool_invocations, key)
+    entry: JournalEntry = _finish_entry(DIAGNOSIS_WORKFLOW, journal, result, tool_invocations, key)
     return entry
 
 
@@ -507,7 +390,7 @@ class JournalRecorder(
     from the sink calls; the effect itself is the caller's.
     """
 
-    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+    _workflow: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
 
 
 # --- tool invocations (spec §13) ------------------------------------------------------

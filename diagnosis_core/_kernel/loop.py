@@ -168,6 +168,65 @@ def _no_events(state: object) -> Sequence[object]:
     return ()
 
 
+class _Steps(Generic[S, A, R, E]):
+    """The lines of one step loop that do not await: the sync and async loops share them.
+
+    :meth:`ask` returns the next effect (after ``recorder.begin`` and
+    ``effect_started``) or :data:`_FINISHED` (after ``recorder.close``);
+    :meth:`feed` records the performed effect's result, advances the state
+    and yields each new trace event, announcing it as it is yielded.
+    """
+
+    __slots__ = ("advance", "finished", "next_action", "recorder", "state", "trace", "watcher")
+
+    def __init__(
+        self,
+        state: S,
+        next_action: Callable[[S], object],
+        finished: type,
+        advance: Callable[[S, R], S],
+        recorder: StepRecorder[A, R] | None,
+        observer: object,
+        events: Callable[[S], Sequence[E]] | None,
+    ) -> None:
+        self.state = state
+        self.next_action = next_action
+        self.finished = finished
+        self.advance = advance
+        self.recorder = recorder
+        self.watcher = watcher_of(observer)
+        self.trace: Callable[[S], Sequence[object]] = _no_events if events is None else events
+
+    def ask(self) -> A | object:
+        action = self.next_action(self.state)
+        if isinstance(action, self.finished):
+            if self.recorder is not None:
+                self.recorder.close()
+            return _FINISHED
+        if self.recorder is not None:
+            self.recorder.begin(action)  # type: ignore[arg-type]
+        self.watcher.notify("effect_started", action)
+        return action
+
+    def feed(self, action: A, result: R) -> Iterator[E]:
+        if self.recorder is not None:
+            result = self.recorder.end(action, result)
+        if self.watcher.observer is not None:
+            self.watcher.notify("effect_finished", action, observed_result(result))
+        before = self.state
+        self.state = self.advance(before, result)
+        for event in new_events(self.trace(before), self.trace(self.state)):
+            self.watcher.notify("event_appended", event)
+            yield event  # type: ignore[misc]
+
+    def done(self) -> Done[S]:
+        return Done(self.state, self.watcher.failures)
+
+
+_FINISHED = object()
+"""What :meth:`_Steps.ask` returns once the machine says finished."""
+
+
 def drive_steps(
     state: S,
     next_action: Callable[[S], object],
@@ -191,28 +250,12 @@ def drive_steps(
     Every action of the machine that is not ``finished`` is an effect ``perform``
     accepts: that is the machine's contract, which its own types state.
     """
-    trace = _no_events if events is None else events
-    watcher = watcher_of(observer)
-    while True:
-        action = next_action(state)
-        if isinstance(action, finished):
-            if recorder is not None:
-                recorder.close()
-            yield Done(state, watcher.failures)
-            return
-        if recorder is not None:
-            recorder.begin(action)  # type: ignore[arg-type]
-        watcher.notify("effect_started", action)
-        result = perform(action)  # type: ignore[arg-type]
-        if recorder is not None:
-            result = recorder.end(action, result)  # type: ignore[arg-type]
-        if watcher.observer is not None:
-            watcher.notify("effect_finished", action, observed_result(result))
-        before = state
-        state = advance(state, result)
-        for event in new_events(trace(before), trace(state)):
-            watcher.notify("event_appended", event)
-            yield event  # type: ignore[misc]
+    steps: _Steps[S, A, R, E] = _Steps(
+        state, next_action, finished, advance, recorder, observer, events
+    )
+    while (action := steps.ask()) is not _FINISHED:
+        yield from steps.feed(action, perform(action))  # type: ignore[arg-type]
+    yield steps.done()
 
 
 async def adrive_steps(
@@ -227,28 +270,13 @@ async def adrive_steps(
     events: Callable[[S], Sequence[E]] | None = None,
 ) -> AsyncIterator[E | Done[S]]:
     """:func:`drive_steps` on the asyncio event loop: each effect is awaited in turn."""
-    trace = _no_events if events is None else events
-    watcher = watcher_of(observer)
-    while True:
-        action = next_action(state)
-        if isinstance(action, finished):
-            if recorder is not None:
-                recorder.close()
-            yield Done(state, watcher.failures)
-            return
-        if recorder is not None:
-            recorder.begin(action)  # type: ignore[arg-type]
-        watcher.notify("effect_started", action)
-        result = await perform(action)  # type: ignore[arg-type]
-        if recorder is not None:
-            result = recorder.end(action, result)  # type: ignore[arg-type]
-        if watcher.observer is not None:
-            watcher.notify("effect_finished", action, observed_result(result))
-        before = state
-        state = advance(state, result)
-        for event in new_events(trace(before), trace(state)):
-            watcher.notify("event_appended", event)
-            yield event  # type: ignore[misc]
+    steps: _Steps[S, A, R, E] = _Steps(
+        state, next_action, finished, advance, recorder, observer, events
+    )
+    while (action := steps.ask()) is not _FINISHED:
+        for event in steps.feed(action, await perform(action)):  # type: ignore[arg-type]
+            yield event
+    yield steps.done()
 
 
 def drive(

@@ -5,7 +5,8 @@ reader, the converter, the errors, the routing-table drawing, the failure classi
 and the driver loop are shared; the machine, its payloads, routing table, rules,
 renderers and replay format are its own. Its run journal (``aiops_journal_v2``) is
 the chat journal's kernel with its own call names (``AiOpsJournal``,
-``fold_aiops_journal``, ``run_aiops(..., sink=...)``). ``import diagnosis_core`` does not import
+``fold_aiops_journal``, ``run_aiops(..., sink=...)``), described to the kernel by one
+value, ``AIOPS_WORKFLOW``. ``import diagnosis_core`` does not import
 this package; import it explicitly (``from diagnosis_core.aiops import run_aiops``).
 """
 
@@ -157,6 +158,9 @@ from ._trace import (
     AiOpsInvocationRecord,
     AiOpsTraceEvent,
 )
+from ._workflow import (
+    AIOPS_WORKFLOW,
+)
 
 __all__ = [
     "AIOPS_JOURNAL_FORMAT",
@@ -164,6 +168,7 @@ __all__ = [
     "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
     "AIOPS_SCHEMA_NAMES",
+    "AIOPS_WORKFLOW",
     "ALERTMANAGER_WEBHOOK_VERSION",
     "DISCOVERY_INSTRUCTION",
     "GRAFANA_WEBHOOK_VERSION",

@@ -9,8 +9,10 @@ result back; it decides nothing. An exception of an agent becomes
 propagate untouched.
 
 The four drivers (:func:`run_aiops`, :func:`arun_aiops`, :func:`iter_aiops`,
-:func:`aiter_aiops`) are the kernel's one step loop, like the chat drivers,
-with the same options. ``observer=`` (an :data:`AiOpsObserver`) is told of
+:func:`aiter_aiops`) are thin typed wrappers over the kernel's one driver
+(``_kernel/driver.py``) for :data:`AIOPS_WORKFLOW`, like the chat drivers,
+with the same :class:`RunOptions` (``options=`` or the same-named keywords),
+checked the same way with the same errors. ``observer=`` (an :data:`AiOpsObserver`) is told of
 every agent call and every trace event appended in this process (spec §14).
 
 With ``journal=`` or ``sink=`` a driver also writes the run's journal
@@ -27,63 +29,32 @@ the tool ledger the host recorded.
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, Unpack, cast
 
 import attrs
 
+from .._kernel import driver as _driver
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.effects import (
-    AgentInvoker,
-    AsyncAgentInvoker,
-    awaitable_agent,
-    check_effects_kind,
-    check_run_options,
-)
-from .._kernel.errors import JournalError, RunOptionsError
-from .._kernel.journal.codec import (
-    EntryState,
-    RecordedToolInvocation,
-    is_v1,
-)
-from .._kernel.journal.mac import JournalHead
-from .._kernel.journal.tool_calls import ExecutorTools
+from .._kernel.driver import Driving, RunOptions, merge_options
+from .._kernel.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
 from .._kernel.ledger import ToolLedger
-from .._kernel.loop import (
-    Done,
-    adrive,
-    adrive_steps,
-    ainvoke_agent,
-    drive,
-    drive_steps,
-    invoke_agent,
-)
-from .._kernel.messages import other_request_error
-from .._kernel.observe import Observer, notify
-from .._kernel.provenance import require_built_here
+from .._kernel.loop import ainvoke_agent, invoke_agent
+from .._kernel.observe import Observer
 from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.tools import ToolRecorder
 from ._enums import AiOpsAgent
-from ._journal import (
-    AiOpsJournal,
-    AiOpsJournalRecorder,
-    AiOpsJournalSink,
-    aiops_journal_status,
-    resume_aiops_journal,
-)
+from ._journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink
 from ._machine import (
-    AiOpsFinished,
     AiOpsRequest,
     AiOpsResult,
     AiOpsState,
     InvokeAiOpsAgent,
-    advance_aiops,
-    next_aiops_action,
-    start_aiops,
 )
+from ._workflow import AIOPS_WORKFLOW
 
 if TYPE_CHECKING:
+    from .._kernel.journal.mac import JournalHead
     from .._kernel.journal.store import JournalStore
 from ._rules import (
     AIOPS_RULES,
@@ -195,174 +166,27 @@ AiOpsObserver: TypeAlias = Observer[
 """An observer of the AIOps drivers (spec §14): the kernel's protocol, narrowed."""
 
 
-class _Journaling:
-    """The journal side of one driven run: what to record around each agent call.
-
-    An executor call's tool calls go to the sink as they finish, and an
-    interrupted one re-sent under ``resend_executor`` is answered from the
-    journal (``_kernel/journal/tool_calls.py``, spec §12.3); the end marker is written
-    when the run ends (spec §12.2).
-    """
-
-    def __init__(
-        self,
-        recorder: AiOpsJournalRecorder,
-        tools: ToolRecorder | None,
-    ) -> None:
-        self._recorder = recorder
-        self._tools = tools
-        self._executor: ExecutorTools | None = None
-
-    def begin(self, action: InvokeAiOpsAgent, /) -> None:
-        entry = self._recorder.begin(action)  # the sink has the started entry before the agent runs
-        if self._tools is not None and action.agent is AiOpsAgent.EXECUTOR:
-            self._executor = ExecutorTools(self._recorder, self._tools, entry.tool_invocations)
-
-    def end(
-        self, action: InvokeAiOpsAgent, result: AgentReplied | AgentFailed, /
-    ) -> AgentReplied | AgentFailed:
-        invocations: tuple[RecordedToolInvocation, ...] | None = None
-        if self._executor is not None:
-            invocations = self._executor.finish()
-            self._executor = None
-        fed = self._recorder.end(result, tool_invocations=invocations)
-        return fed
-
-    def close(self) -> None:
-        """The run ended: the end marker goes to the sink (spec §12.2)."""
-        self._recorder.close()
+@functools.cache
+def _driving() -> Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]:
+    """The AIOps workflow's parts of the kernel's one driver."""
+    return Driving(
+        AIOPS_WORKFLOW, AiOpsJournal, AiOpsJournalRecorder, AiOpsEffects, AsyncAiOpsEffects,
+        _AGENT_NAMES, perform_aiops_effect, perform_aiops_effect_async,
+    )
 
 
-@attrs.frozen
-class _Run:
-    """A run ready to go: where it starts, its journaling, what this process must announce."""
+class _Keywords(TypedDict, total=False):
+    """The run options as loose keywords (each one a :class:`RunOptions` field)."""
 
-    state: AiOpsState
-    journaling: _Journaling | None
-    announced: int
+    journal: AiOpsJournal | None
+    sink: AiOpsJournalSink | None
+    key: bytes | None
+    tools: ToolRecorder | None
     observer: AiOpsObserver | None
-
-    def opening(self) -> Iterator[AiOpsTraceEvent]:
-        """The events a resume appended (an interrupted call finished), announced first."""
-        for event in self.state.events[self.announced :]:
-            notify(self.observer, "event_appended", event)
-            yield event
-
-
-def _events(state: AiOpsState) -> Sequence[AiOpsTraceEvent]:
-    return state.events
-
-
-def _start(
-    request: AiOpsRequest,
-    state: AiOpsState | None,
-    journal: AiOpsJournal | None,
-    sink: AiOpsJournalSink | None,
-    key: bytes | None,
-    tools: ToolRecorder | None,
-    observer: AiOpsObserver | None,
-    driver: str,
-    *,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-) -> _Run:
-    """The state to drive from and, when journaling, the journal side of the run."""
-    journaling = journal is not None or sink is not None
-    check_run_options(driver, journaling=journaling, state=state, key=key, tools=tools)
-    if not journaling:
-        if resend_executor or head is not None:
-            raise RunOptionsError(
-                f"{driver}: resend_executor= and head= resume a journal; pass journal="
-            )
-        if state is not None:
-            require_built_here(state, driver)
-        current = start_aiops(request) if state is None else state
-        return _Run(current, None, len(current.events), observer)
-    if resend_executor and tools is None:
-        raise RunOptionsError(
-            f"{driver}: resend_executor= needs tools= (the run's ToolRecorder answers the "
-            "recorded tool calls from the journal)"
-        )
-    announced = 0
-    if journal is None:
-        if head is not None:
-            raise RunOptionsError(f"{driver}: head= checks a journal being resumed; pass journal=")
-        journal = AiOpsJournal(request)
-        current = start_aiops(request)
-    else:
-        if not isinstance(journal, AiOpsJournal):
-            raise JournalError(f"expected an AiOpsJournal, got {type(journal).__name__}")
-        if journal.request != request:
-            raise other_request_error(journal.request, request)
-        before = journal
-        announced = len(aiops_journal_status(journal, key=key, head=head).state.events)
-        last = journal.entries[-1] if journal.entries else None
-        if resend_executor and is_v1(journal) and last is not None and (
-            last.state is EntryState.STARTED and last.call is AiOpsAgent.EXECUTOR
-        ):
-            raise JournalError(
-                f"resend_executor: a {journal.format} journal does not record tool calls as "
-                "they finish; its interrupted executor call cannot be re-sent"
-            )
-        journal, current = resume_aiops_journal(
-            journal, key=key, resend_executor=resend_executor, head=head
-        )
-        if sink is not None and journal is not before:
-            sink.write(journal.entries[-1])  # the interrupted executor call, now finished
-    recorder = AiOpsJournalRecorder(journal, sink=sink, key=key)
-    return _Run(current, _Journaling(recorder, tools), announced, observer)
-
-
-def _steps(
-    run: _Run, effects: AiOpsEffects, *, events: bool
-) -> Iterator[AiOpsTraceEvent | Done[AiOpsState]]:
-    yield from run.opening()
-    perform = functools.partial(perform_aiops_effect, effects=effects)
-    watched = events or run.observer is not None
-    yield from drive_steps(
-        run.state,
-        next_aiops_action,
-        AiOpsFinished,
-        perform,
-        advance_aiops,
-        recorder=run.journaling,
-        observer=run.observer,
-        events=_events if watched else None,
-    )
-
-
-async def _asteps(
-    run: _Run, effects: AsyncAiOpsEffects, *, events: bool
-) -> AsyncIterator[AiOpsTraceEvent | Done[AiOpsState]]:
-    for event in run.opening():
-        yield event
-    perform = functools.partial(perform_aiops_effect_async, effects=effects)
-    watched = events or run.observer is not None
-    async for item in adrive_steps(
-        run.state,
-        next_aiops_action,
-        AiOpsFinished,
-        perform,
-        advance_aiops,
-        recorder=run.journaling,
-        observer=run.observer,
-        events=_events if watched else None,
-    ):
-        yield item
-
-
-def _check_sync(effects: AiOpsEffects, driver: str) -> None:
-    check_effects_kind(
-        effects, AiOpsEffects, _AGENT_NAMES,
-        asynchronous=False, driver=driver, other_driver=f"a{driver}",
-    )
-
-
-def _check_async(effects: AsyncAiOpsEffects, driver: str) -> None:
-    check_effects_kind(
-        effects, AsyncAiOpsEffects, _AGENT_NAMES,
-        asynchronous=True, driver=driver, other_driver=driver[1:],
-    )
+    store: JournalStore | None
+    resend_executor: bool
+    head: JournalHead | None
+    resend_gatekeeper: bool
 
 
 def run_aiops(
@@ -370,14 +194,8 @@ def run_aiops(
     effects: AiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AiOpsState:
     """Run an AIOps request to END synchronously; returns the finished state.
 
@@ -404,30 +222,13 @@ def run_aiops(
     and every trace event appended in this process; a hook that raises is
     reported and never changes the run. ``store`` (spec §16) records the run
     there and resumes it when the store already holds it.
+    ``resend_gatekeeper`` is accepted for symmetry (this flow has no
+    gatekeeper call). ``options`` gives all of these as one
+    :class:`RunOptions` value instead (not together with any of the
+    keywords); the chat drivers take the same value and check it the same way.
     """
-    if store is not None:
-        from .._kernel.journal.store import run_on_store
-
-        return run_on_store(store, request, lambda journal, sink: run_aiops(
-            request, effects, journal=journal, sink=sink, key=key, tools=tools,
-            observer=observer, resend_executor=resend_executor, head=head,
-        ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state},
-           clock=time.monotonic)
-    _check_sync(effects, "run_aiops")
-    run = _start(
-        request, state, journal, sink, key, tools, observer, "run_aiops",
-        resend_executor=resend_executor, head=head,
-    )
-    if run.journaling is None and run.observer is None:
-        perform: Callable[[InvokeAiOpsAgent], AgentReplied | AgentFailed] = functools.partial(
-            perform_aiops_effect, effects=effects
-        )
-        return drive(run.state, next_aiops_action, AiOpsFinished, perform, advance_aiops)
-    last: object = None
-    for item in _steps(run, effects, events=False):
-        last = item
-    assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
+    chosen = merge_options("run_aiops", options, **keywords)
+    return _driver.run(_driving(), "run_aiops", request, effects, state, chosen)
 
 
 async def arun_aiops(
@@ -435,45 +236,17 @@ async def arun_aiops(
     effects: AsyncAiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
-    store: JournalStore | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AiOpsState:
     """Run an AIOps request to END on the asyncio event loop; returns the finished state.
 
     Raises ``TypeError`` before the run starts when ``effects`` are not
-    :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15).
-    ``journal``, ``sink``, ``key``, ``tools``, ``observer`` and ``store`` are
-    :func:`run_aiops`'s.
+    :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15). The
+    options are :func:`run_aiops`'s.
     """
-    if store is not None:
-        from .._kernel.journal.store import arun_on_store
-
-        return await arun_on_store(store, request, lambda journal, sink: arun_aiops(
-            request, effects, journal=journal, sink=sink, key=key, tools=tools,
-            observer=observer, resend_executor=resend_executor, head=head,
-        ), journal_type=AiOpsJournal, given={"journal": journal, "sink": sink, "state": state},
-           clock=time.monotonic)
-    _check_async(effects, "arun_aiops")
-    run = _start(
-        request, state, journal, sink, key, tools, observer, "arun_aiops",
-        resend_executor=resend_executor, head=head,
-    )
-    if run.journaling is None and run.observer is None:
-        perform: Callable[[InvokeAiOpsAgent], Awaitable[AgentReplied | AgentFailed]] = (
-            functools.partial(perform_aiops_effect_async, effects=effects)
-        )
-        return await adrive(run.state, next_aiops_action, AiOpsFinished, perform, advance_aiops)
-    last: object = None
-    async for item in _asteps(run, effects, events=False):
-        last = item
-    assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
+    chosen = merge_options("arun_aiops", options, **keywords)
+    return await _driver.arun(_driving(), "arun_aiops", request, effects, state, chosen)
 
 
 def iter_aiops(
@@ -481,27 +254,21 @@ def iter_aiops(
     effects: AiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> Iterator[AiOpsTraceEvent | AiOpsResult]:
     """:func:`run_aiops` as an iterator: every trace event as it is appended, then the result.
 
     The same loop and options as :func:`run_aiops` (spec §14): the events are
     exactly the finished state's trace (for a resumed run, those appended in
     this process), the last item is its :class:`AiOpsResult`. Options are
-    checked when this is called; agents run as it is iterated.
+    checked when this is called; agents run as it is iterated (with
+    ``store``, the run is claimed when iteration starts and released when it
+    ends or the iterator is closed).
     """
-    _check_sync(effects, "iter_aiops")
-    run = _start(request, state, journal, sink, key, tools, observer, "iter_aiops")
-    return _iterate(run, effects)
-
-
-def _iterate(run: _Run, effects: AiOpsEffects) -> Iterator[AiOpsTraceEvent | AiOpsResult]:
-    for item in _steps(run, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
+    chosen = merge_options("iter_aiops", options, **keywords)
+    items = _driver.iterate(_driving(), "iter_aiops", request, effects, state, chosen)
+    return cast("Iterator[AiOpsTraceEvent | AiOpsResult]", items)
 
 
 def aiter_aiops(
@@ -509,27 +276,17 @@ def aiter_aiops(
     effects: AsyncAiOpsEffects,
     *,
     state: AiOpsState | None = None,
-    journal: AiOpsJournal | None = None,
-    sink: AiOpsJournalSink | None = None,
-    key: bytes | None = None,
-    tools: ToolRecorder | None = None,
-    observer: AiOpsObserver | None = None,
+    options: RunOptions | None = None,
+    **keywords: Unpack[_Keywords],
 ) -> AsyncIterator[AiOpsTraceEvent | AiOpsResult]:
     """:func:`arun_aiops` as an async iterator: the trace events as appended, then the result.
 
     ``async for item in aiter_aiops(request, effects): ...``. Options are
     checked when this is called; agents run as it is iterated.
     """
-    _check_async(effects, "aiter_aiops")
-    run = _start(request, state, journal, sink, key, tools, observer, "aiter_aiops")
-    return _aiterate(run, effects)
-
-
-async def _aiterate(
-    run: _Run, effects: AsyncAiOpsEffects
-) -> AsyncIterator[AiOpsTraceEvent | AiOpsResult]:
-    async for item in _asteps(run, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
+    chosen = merge_options("aiter_aiops", options, **keywords)
+    items = _driver.aiterate(_driving(), "aiter_aiops", request, effects, state, chosen)
+    return cast("AsyncIterator[AiOpsTraceEvent | AiOpsResult]", items)
 
 
 def evaluate_aiops_run(

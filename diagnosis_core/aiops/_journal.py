@@ -3,7 +3,8 @@
 ``aiops_journal_v1`` is still read, folded and replayed. The same journal as
 the chat diagnosis's — the same entries, fold-and-verify
 walk, resume rule, builder, sinks and HMAC chain, all from the shared kernel
-(``_journal_kernel.py``) — with this workflow's own parts:
+(``_kernel/journal/``) applied to this workflow's descriptor
+:data:`AIOPS_WORKFLOW` (``_workflow.py``) — with this workflow's own parts:
 
 * ``format`` is ``aiops_journal_v1``; ``request`` is the :class:`AiOpsRequest`
   wire form ``{"run", "alerts", "config"}``;
@@ -36,24 +37,18 @@ from .._kernel.journal.codec import (
     JournalBase,
     JournalEnd,
     JournalEntryBase,
-    JournalForm,
     journal_document_from_json,
     load_journal_document,
 )
 from .._kernel.journal.fold import (
-    ExpectedCallBase,
     JournalRecorderBase,
-    JournalSpec,
     JournalStatusBase,
     ListSinkBase,
-    agent_outcome,
-    agent_result,
     fold,
     resume,
     status_fields,
 )
 from .._kernel.journal.mac import JournalHead
-from .._kernel.json import sha256_text
 from .._kernel.results import AgentFailed, AgentReplied
 from ._enums import AiOpsAgent
 from ._machine import (
@@ -61,11 +56,16 @@ from ._machine import (
     AiOpsRequest,
     AiOpsState,
     InvokeAiOpsAgent,
-    advance_aiops,
-    next_aiops_action,
-    start_aiops,
 )
-from ._request_codec import aiops_request_to_wire, load_aiops_request
+from ._request_codec import aiops_request_to_wire
+from ._workflow import (
+    AIOPS_JOURNAL_FORMAT,
+    AIOPS_JOURNAL_FORMAT_V1,
+    AIOPS_WORKFLOW,
+    AiOpsExpectedCall,
+    AiOpsWorkflow,
+    aiops_expected_call,
+)
 
 __all__ = [
     "AIOPS_JOURNAL_FORMAT",
@@ -86,25 +86,6 @@ __all__ = [
     "resume_aiops_journal",
 ]
 
-AIOPS_JOURNAL_FORMAT = "aiops_journal_v2"
-"""The ``format`` new AIOps journals are written in (v2: spec §12.2, §12.3)."""
-
-AIOPS_JOURNAL_FORMAT_V1 = "aiops_journal_v1"
-"""The ``format`` of AIOps journals written before v2; still read, folded and replayed."""
-
-
-_FORM = JournalForm(
-    format=AIOPS_JOURNAL_FORMAT,
-    calls=AiOpsAgent,
-    executor=AiOpsAgent.EXECUTOR,
-    gatekeeper=frozenset(),
-    request_type=AiOpsRequest,
-    request_to_wire=aiops_request_to_wire,
-    load_request=load_aiops_request,
-    v1_format=AIOPS_JOURNAL_FORMAT_V1,
-)
-
-
 @attrs.frozen
 class AiOpsJournalEntry(JournalEntryBase[AiOpsAgent]):
     """One agent call of an AIOps run and, once finished, what came back.
@@ -114,47 +95,15 @@ class AiOpsJournalEntry(JournalEntryBase[AiOpsAgent]):
     Construction raises :class:`JournalError`.
     """
 
-    _form: ClassVar[JournalForm] = _FORM
+    _form: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
 
 
 @attrs.frozen
 class AiOpsJournal(JournalBase[AiOpsRequest, AiOpsJournalEntry]):
     """The durable record of one AIOps run: the request and its entries in call order."""
 
-    _form: ClassVar[JournalForm] = _FORM
+    _form: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
     _entry_type: ClassVar[type[JournalEntryBase[Any]]] = AiOpsJournalEntry
-
-
-@attrs.frozen
-class AiOpsExpectedCall(ExpectedCallBase[AiOpsAgent]):
-    """The agent call the AIOps machine asks for: what a journal entry must say.
-
-    ``round`` is the supervisor step; :meth:`describe` says ``executor step 2 attempt 1``.
-    """
-
-    _round_name: ClassVar[str] = "step"
-
-
-def aiops_expected_call(action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
-    """The entry header an action must be recorded under: agent, step, attempt, input hash."""
-    return AiOpsExpectedCall(action.agent, action.step, action.attempt, sha256_text(action.input))
-
-
-_SPEC: JournalSpec[
-    AiOpsJournal, AiOpsState, InvokeAiOpsAgent, AgentReplied | AgentFailed, AiOpsExpectedCall
-] = JournalSpec(
-    journal_type=AiOpsJournal,
-    start=start_aiops,
-    next_action=next_aiops_action,
-    advance=advance_aiops,
-    finished_type=AiOpsFinished,
-    expected_call=aiops_expected_call,
-    entry_result=agent_result,
-    outcome_of=agent_outcome,
-    resent=frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER}),
-    optionally_resent=frozenset({AiOpsAgent.EXECUTOR}),
-    round_name="step",
-)
 
 
 @attrs.frozen
@@ -167,7 +116,7 @@ class AiOpsJournalStatus(
     then the state *before* it. ``action`` is what the machine asks for next.
     """
 
-    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+    _workflow: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
 
     interrupted: AiOpsJournalEntry | None = None
 
@@ -183,8 +132,8 @@ def aiops_journal_status(
     follows END, and only the last entry may be ``started``; the end marker
     and ``head`` as there (spec §12.2).
     """
-    state, action, interrupted, ended = fold(_SPEC, journal, key, head)
-    assert isinstance(action, InvokeAiOpsAgent | AiOpsFinished)
+    folded = fold(AIOPS_WORKFLOW, journal, key, head)
+    state, action, interrupted, ended = folded
     return AiOpsJournalStatus(state, action, interrupted, **status_fields(journal, key, ended))
 
 
@@ -192,7 +141,7 @@ def fold_aiops_journal(
     journal: AiOpsJournal, *, key: bytes | None = None, head: JournalHead | None = None
 ) -> AiOpsState:
     """The state an AIOps journal folds to (see :func:`aiops_journal_status`)."""
-    return fold(_SPEC, journal, key, head)[0]
+    return fold(AIOPS_WORKFLOW, journal, key, head)[0]
 
 
 def resume_aiops_journal(
@@ -216,8 +165,7 @@ def resume_aiops_journal(
     each tool call identical to a recorded one from the journal. The host
     persists the returned journal's last entry.
     """
-    resend = frozenset({AiOpsAgent.EXECUTOR}) if resend_executor else frozenset()
-    return resume(_SPEC, journal, key, resend, head)
+    return resume(AIOPS_WORKFLOW, journal, key, resend_executor=resend_executor, head=head)
 
 
 class AiOpsJournalSink(Protocol):
@@ -264,7 +212,7 @@ class AiOpsJournalRecorder(
     the machine must be fed (:func:`advance_aiops`).
     """
 
-    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]] = _SPEC
+    _workflow: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
 
 
 def load_aiops_journal(data: object) -> AiOpsJournal:

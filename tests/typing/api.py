@@ -816,6 +816,41 @@ def engine_adapter_step(journal: dcj.Journal, effects: Effects, key: bytes) -> s
     return dcj.stored_json([request_wire, entry_wire, resent])
 
 
+def read_the_descriptors(journal: dcj.Journal, aiops: dca.AiOpsJournal) -> tuple[bool, ...]:
+    """An engine adapter reads the resume rule and the machine from a workflow's descriptor."""
+    chat: dcm.Workflow[
+        DiagnosisRequest, DiagnosisState, dcm.InvokeAgent | dcm.CallGatekeeper, dcm.Finished,
+        dcm.EffectResult, dcj.JournalCall, dcj.ExpectedCall,
+    ] = dcm.DIAGNOSIS_WORKFLOW
+    state: DiagnosisState = chat.start(journal.request)
+    action = chat.next_action(state)
+    assert_type(action, dcm.InvokeAgent | dcm.CallGatekeeper | dcm.Finished)
+    if not isinstance(action, dcm.Finished):
+        assert_type(chat.expected_call(action), dcj.ExpectedCall)
+    flow = dca.AIOPS_WORKFLOW
+    assert_type(flow.start(aiops.request), dca.AiOpsState)
+    return (
+        chat.resent_on_resume(dcj.JournalCall.EXECUTOR, resend_executor=True),
+        chat.resent_on_resume(dcj.JournalCall.GATEKEEPER, resend_gatekeeper=True),
+        flow.resent_on_resume(dca.AiOpsAgent.EXECUTOR),
+        dcj.resent_on_resume(dcj.JournalCall.EXECUTOR, resend_executor=True),
+    )
+
+
+def one_set_of_run_options(
+    request: DiagnosisRequest, effects: Effects, aiops: dca.AiOpsRequest,
+    aiops_effects: dca.AiOpsEffects, store: dcst.SqliteStore,
+) -> int:
+    """Both workflows' drivers take one RunOptions value; the iterators take store= too."""
+    options = dc.RunOptions(sink=dcj.ListJournalSink(), key=b"k" * 32, tools=dct.ToolRecorder())
+    state: DiagnosisState = dc.run_diagnosis(request, effects, options=options)
+    aiops_options = dc.RunOptions(sink=dca.ListAiOpsJournalSink())
+    flow: dca.AiOpsState = dca.run_aiops(aiops, aiops_effects, options=aiops_options)
+    streamed = list(dc.iter_diagnosis(request, effects, options=dc.RunOptions(store=store)))
+    more = list(dca.iter_aiops(aiops, aiops_effects, store=store))
+    return len(state.events) + len(flow.events) + len(streamed) + len(more)
+
+
 def aiops_outputs(state: dca.AiOpsState, scenario: dca.AiOpsScenario) -> str:
     """The AIOps replay output and readable report of a run driven any way."""
     output: dict[str, JsonValue] = dca.aiops_output(state, scenario.tool_ledger)

@@ -18,10 +18,11 @@ UTF-8 and the fact comes back unchanged.
 
 Both workflows share this form (spec §12): the entry and journal classes here
 are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
-workflow narrows with a :class:`JournalForm` — its ``format``, its call
-names, which call is the executor (the one that may carry
-``tool_invocations``), which calls are gatekeeper calls (``result`` outcomes)
-and how its request goes to and from the wire (its request codec). Each
+workflow narrows with its descriptor (``_kernel/workflow.py``; what the codec
+reads of it is :class:`WireForm`) — its ``format``, its call names, which
+call is the executor (the one that may carry ``tool_invocations``), which
+calls are gatekeeper calls (``result`` outcomes) and how its request goes to
+and from the wire (its request codec). Each
 workflow defines its journal in its own package: the chat diagnosis journal
 (``diagnosis_journal_v2``, still reading ``_v1``) in ``_chat/journal.py``, the
 AIOps one in ``aiops/_journal.py``. Nothing here knows either workflow.
@@ -48,7 +49,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 
@@ -70,7 +71,6 @@ __all__ = [
     "JournalBase",
     "JournalEnd",
     "JournalEntryBase",
-    "JournalForm",
     "JournalOutcome",
     "RecordedAgentError",
     "RecordedGatekeeperError",
@@ -78,6 +78,7 @@ __all__ = [
     "RecordedReply",
     "RecordedToolError",
     "RecordedToolInvocation",
+    "WireForm",
     "bound_input_sha256",
     "end_to_wire",
     "entry_to_wire",
@@ -238,33 +239,46 @@ Q = TypeVar("Q")
 E = TypeVar("E", bound="JournalEntryBase[Any]")
 
 
-@attrs.frozen
-class JournalForm:
-    """What makes one workflow's journal its own; everything else is shared.
+class WireForm(Protocol):
+    """What the codec reads of a workflow's descriptor (``_kernel/workflow.py``).
 
-    ``calls`` is the enumeration of call names, ``executor`` the one call
-    whose finished entries may carry ``tool_invocations`` (it runs tools),
-    ``gatekeeper`` the calls whose outcome is ``{"result"}`` /
-    ``{"error": {"message"}}`` instead of an agent's ``{"text"}`` /
-    ``{"error": {"kind", "message"}}``. ``request_to_wire`` and
-    ``load_request`` convert the request (``load_request`` raises
-    :class:`JournalError` with a path under ``request``). ``format`` is the
-    form new journals are written in, ``v1_format`` the older one still read.
+    A :class:`~diagnosis_core.machine.Workflow` is one: ``calls`` is the
+    enumeration of call names, ``executor`` the one call whose entries may
+    carry ``tool_invocations`` (it runs tools), ``gatekeeper`` the calls whose
+    outcome is ``{"result"}`` / ``{"error": {"message"}}`` instead of an
+    agent's ``{"text"}`` / ``{"error": {"kind", "message"}}``.
+    ``request_to_wire`` and ``load_request`` convert the request
+    (``load_request`` raises :class:`JournalError` with a path under
+    ``request``). ``format`` is the form new journals are written in,
+    ``v1_format`` the older one still read.
     """
 
-    format: str
-    calls: type[enum.StrEnum]
-    executor: enum.StrEnum
-    gatekeeper: frozenset[enum.StrEnum]
-    request_type: type
-    request_to_wire: Callable[[Any], dict[str, JsonValue]]
-    load_request: Callable[[object], Any]
-    v1_format: str = ""
+    @property
+    def format(self) -> str: ...
 
     @property
-    def formats(self) -> tuple[str, str]:
-        """Every ``format`` this workflow reads: the current one, then v1."""
-        return (self.format, self.v1_format)
+    def v1_format(self) -> str: ...
+
+    @property
+    def formats(self) -> tuple[str, str]: ...
+
+    @property
+    def calls(self) -> type[enum.StrEnum]: ...
+
+    @property
+    def executor(self) -> enum.StrEnum: ...
+
+    @property
+    def gatekeeper(self) -> frozenset[enum.StrEnum]: ...
+
+    @property
+    def request_type(self) -> type: ...
+
+    @property
+    def request_to_wire(self) -> Callable[[Any], dict[str, JsonValue]]: ...
+
+    @property
+    def load_request(self) -> Callable[[object], object]: ...
 
 
 @attrs.frozen
@@ -280,7 +294,7 @@ class JournalEntryBase(Generic[C]):
     ``mac.py``). Construction raises :class:`JournalError`.
     """
 
-    _form: ClassVar[JournalForm]
+    _form: ClassVar[WireForm]
 
     seq: int
     call: C
@@ -375,7 +389,7 @@ class JournalBase(Generic[Q, E]):
     the end marker of a complete v2 journal (:class:`JournalEnd`).
     """
 
-    _form: ClassVar[JournalForm]
+    _form: ClassVar[WireForm]
     _entry_type: ClassVar[type[JournalEntryBase[Any]]]
 
     request: Q

@@ -3,19 +3,11 @@
 Fold-and-verify, the resume rule, the ``seq``/``state``/``started`` checks,
 the entry builder and the sinks are the same for every workflow; only the
 machine, the call names, the request and the outcome types differ. A
-workflow states those differences once, in a :class:`JournalSpec`, and its
-public functions (``fold_journal`` for the chat diagnosis, ``fold_aiops_journal``
-for the AIOps flow, …) are this kernel applied to its spec:
-
-* ``journal_type`` — its journal class (which carries the wire form);
-* ``start`` / ``next_action`` / ``advance`` and ``finished_type`` — its machine;
-* ``expected_call`` — how an action maps to (call, round, attempt, input hash);
-* ``entry_result`` / ``outcome_of`` — a recorded outcome as the machine's
-  result, and a result as the fact to record;
-* ``resent`` — the calls the resume rule re-sends as the same attempt (LLM
-  calls; never an executor, whose tools may have run), and
-  ``optionally_resent`` — the calls the host may choose to re-send (the
-  read-only gatekeeper).
+workflow states those differences once, in its descriptor (:class:`Workflow`,
+``_kernel/workflow.py``), and its public functions (``fold_journal`` for the
+chat diagnosis, ``fold_aiops_journal`` for the AIOps flow, …) are this kernel
+applied to its descriptor; the resume rule is the descriptor's
+:meth:`Workflow.resent_on_resume`.
 
 Every other interrupted call is folded as a failure with
 :data:`INTERRUPTED_MESSAGE`: a ``non_retryable`` agent error, or a
@@ -24,7 +16,8 @@ gatekeeper error for a gatekeeper call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import enum
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
@@ -34,6 +27,7 @@ from ..errors import JournalError
 from ..facts import not_text_message, repair_text
 from ..json import JsonValue
 from ..results import AgentFailed, AgentReplied
+from ..workflow import ExpectedCallBase, Workflow
 from .codec import (
     EntryState,
     JournalBase,
@@ -61,10 +55,10 @@ from .mac import (
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
+    "AnyWorkflow",
     "EntrySink",
     "ExpectedCallBase",
     "JournalRecorderBase",
-    "JournalSpec",
     "JournalStatusBase",
     "ListSinkBase",
     "agent_outcome",
@@ -85,63 +79,20 @@ __all__ = [
 INTERRUPTED_MESSAGE = "interrupted: outcome unknown"
 """The recorded message of an executor (or gatekeeper) call whose process died."""
 
-C = TypeVar("C")
+C = TypeVar("C", bound=enum.StrEnum)
 J = TypeVar("J", bound=JournalBase[Any, Any])
+Q = TypeVar("Q")
 S = TypeVar("S")
 A = TypeVar("A")
+F = TypeVar("F")
 R = TypeVar("R")
-X = TypeVar("X", bound="ExpectedCallBase[Any]")
+X = TypeVar("X", bound=ExpectedCallBase[Any])
 E = TypeVar("E", bound=JournalEntryBase[Any])
 E_contra = TypeVar("E_contra", bound=JournalEntryBase[Any], contravariant=True)
 
 
-@attrs.frozen
-class ExpectedCallBase(Generic[C]):
-    """The call the machine asks for: what a journal entry must say."""
-
-    _round_name: ClassVar[str] = "round"
-
-    call: C
-    round: int
-    attempt: int
-    input_sha256: str
-
-    def describe(self) -> str:
-        """``verifier round 1 attempt 2`` (the AIOps journal says ``step``)."""
-        return self.header(getattr(self.call, "value", self.call), self.round, self.attempt)
-
-    def header(self, call: object, round: int, attempt: int) -> str:
-        """A call in this workflow's words: ``executor step 2 attempt 1``."""
-        return f"{call} {self._round_name} {round} attempt {attempt}"
-
-
-@attrs.frozen
-class JournalSpec(Generic[J, S, A, R, X]):
-    """How one workflow's machine meets the journal (see the module docstring)."""
-
-    journal_type: type[J]
-    start: Callable[[Any], S]
-    next_action: Callable[[S], object]
-    advance: Callable[[S, R], S]
-    finished_type: type
-    expected_call: Callable[[A], X]
-    entry_result: Callable[[Any], R]
-    outcome_of: Callable[[R], JournalOutcome]
-    resent: frozenset[Any]
-    optionally_resent: frozenset[Any] = frozenset()
-
-    round_name: str = "round"
-    derive: Callable[[Any, Sequence[RecordedToolInvocation]], str] | None = None
-    """For a ``derived`` gatekeeper entry: the canonical JSON of the result the
-    reference gatekeeper gives over the recorded tool calls (spec §12.4)."""
-
-    def describe_entry(self, entry: JournalEntryBase[Any]) -> str:
-        """An entry's call in this workflow's words: ``composer round 1 attempt 2``."""
-        return f"{entry.call.value} {self.round_name} {entry.round} attempt {entry.attempt}"
-
-    def entry_type(self) -> type[JournalEntryBase[Any]]:
-        """The journal's entry class."""
-        return self.journal_type._entry_type
+AnyWorkflow = Workflow[Any, Any, Any, Any, Any, Any, Any]
+"""A workflow of any types: what a status or recorder class names in ``_workflow``."""
 
 
 # --- outcomes <-> machine results (the agent part both workflows share) -------------
@@ -188,7 +139,7 @@ class JournalStatusBase(Generic[S, A, X]):
     ``input_sha256`` is bound to the request, ``request_sha256``).
     """
 
-    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]]
+    _workflow: ClassVar[AnyWorkflow]
 
     state: S
     action: A
@@ -206,16 +157,16 @@ class JournalStatusBase(Generic[S, A, X]):
         whatever its last entry says (a process died before writing it, or
         the journal was cut).
         """
-        finished = isinstance(self.action, type(self)._spec.finished_type)
+        finished = isinstance(self.action, type(self)._workflow.finished_type)
         return finished and (self.ended or not self.end_required)
 
     @property
     def pending(self) -> X | None:
         """The call the run needs next (None once complete)."""
-        spec = type(self)._spec
-        if isinstance(self.action, spec.finished_type):
+        workflow = type(self)._workflow
+        if isinstance(self.action, workflow.finished_type):
             return None
-        expected: X = spec.expected_call(self.action)
+        expected: X = workflow.expected_call(self.action)
         if self.request_sha256 is not None:  # a v2 journal: as its entry must say it
             bound = bound_input_sha256(self.request_sha256, expected.input_sha256)
             expected = attrs.evolve(expected, input_sha256=bound)
@@ -252,9 +203,9 @@ def _mismatch(index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBa
     )
 
 
-def expected_entry(spec: JournalSpec[J, S, A, R, X], journal: J, action: A) -> X:
+def expected_entry(workflow: Workflow[Q, S, A, F, R, C, X], journal: J, action: A) -> X:
     """The header an entry of ``journal`` must carry for ``action`` (v2: bound to the request)."""
-    expected: X = spec.expected_call(action)
+    expected: X = workflow.expected_call(action)
     if is_v1(journal):
         return expected
     bound = bound_input_sha256(request_digest(journal), expected.input_sha256)
@@ -262,15 +213,16 @@ def expected_entry(spec: JournalSpec[J, S, A, R, X], journal: J, action: A) -> X
 
 
 def _check_derived(
-    spec: JournalSpec[J, S, A, R, X],
+    workflow: Workflow[Q, S, A, F, R, C, X],
     index: int,
     entry: JournalEntryBase[Any],
-    action: object,
+    action: A,
     ledger: Sequence[RecordedToolInvocation],
 ) -> None:
     """A ``derived`` gatekeeper entry's result must be the reference gatekeeper's (spec §12.4)."""
     outcome = entry.outcome
-    if spec.derive is None:
+    derive = workflow.derive
+    if derive is None:
         raise JournalError(f"entries[{index}].derived: this workflow has no derived calls")
     if isinstance(outcome, RecordedGatekeeperError):
         if outcome.message != INTERRUPTED_MESSAGE:
@@ -280,7 +232,7 @@ def _check_derived(
             )
         return
     assert isinstance(outcome, RecordedGatekeeperResult)
-    derived = spec.derive(action, ledger)
+    derived = derive(action, ledger)
     if derived != outcome.result_json:
         raise JournalError(
             f"entries[{index}].outcome.result: differs from the reference gatekeeper's result "
@@ -289,11 +241,11 @@ def _check_derived(
 
 
 def fold(
-    spec: JournalSpec[J, S, A, R, X],
+    workflow: Workflow[Q, S, A, F, R, C, X],
     journal: J,
     key: bytes | None,
     head: JournalHead | None = None,
-) -> tuple[S, object, Any, bool]:
+) -> tuple[S, A | F, Any, bool]:
     """Fold and verify ``journal``: ``(state, next action, interrupted entry or None, ended)``.
 
     With ``key``, every entry's ``mac`` is checked first (a missing or wrong
@@ -307,31 +259,34 @@ def fold(
     :class:`JournalError` naming the entry (or ``end``, or ``head``).
     ``ended`` is true when a valid end marker closes the journal.
     """
-    if not isinstance(journal, spec.journal_type):
-        raise JournalError(
-            f"expected a {spec.journal_type.__name__}, got {type(journal).__name__}"
-        )
+    if getattr(type(journal), "_form", None) is not workflow:
+        raise JournalError(f"expected a {workflow.journal_name}, got {type(journal).__name__}")
     v1 = is_v1(journal)
     bind = "" if v1 else request_digest(journal)
     link = journal_seed(journal, key) if key is not None else ""
-    state = spec.start(journal.request)
+    state = workflow.start(journal.request)
+    next_action = workflow.next_action
+    finished_type = workflow.finished_type
+    expected_call = workflow.expected_call
+    advance = workflow.advance
+    entry_result = workflow.entry_result
     entries = journal.entries
     last = len(entries) - 1
     ledger: list[RecordedToolInvocation] = []
     interrupted: Any = None
-    action: object = None
+    action: A | F
     for index, entry in enumerate(entries):
         if key is not None:
             link = verify_entry_mac(entry, link, key, index, journal.format)
         if entry.seq != index + 1:
             raise JournalError(f"entries[{index}].seq: expected {index + 1}, got {entry.seq}")
-        action = spec.next_action(state)
-        if isinstance(action, spec.finished_type):
+        action = next_action(state)
+        if isinstance(action, finished_type):
             raise JournalError(
                 f"entries[{index}]: the run has ended, the journal has "
-                f"{spec.describe_entry(entry)}"
+                f"{workflow.describe_entry(entry)}"
             )
-        expected = spec.expected_call(action)  # type: ignore[arg-type]
+        expected = expected_call(action)
         if not v1:
             expected = attrs.evolve(
                 expected, input_sha256=bound_input_sha256(bind, expected.input_sha256)
@@ -351,16 +306,16 @@ def fold(
             interrupted = entry
             break
         if entry.derived:
-            _check_derived(spec, index, entry, action, ledger)
+            _check_derived(workflow, index, entry, action, ledger)
         if entry.tool_invocations:
             ledger.extend(entry.tool_invocations)
-        state = spec.advance(state, spec.entry_result(entry))
+        state = advance(state, entry_result(entry))
     if interrupted is None:
-        action = spec.next_action(state)
+        action = next_action(state)
     ended = False
     end = journal.end
     if end is not None:
-        if interrupted is not None or not isinstance(action, spec.finished_type):
+        if interrupted is not None or not isinstance(action, finished_type):
             raise JournalError("end: the journal has an end marker, but the run has not ended")
         if end.entries != len(entries):
             raise JournalError(
@@ -388,17 +343,19 @@ def status_fields(
 
 
 def resume(
-    spec: JournalSpec[J, S, A, R, X],
+    workflow: Workflow[Q, S, A, F, R, C, X],
     journal: J,
     key: bytes | None,
-    resend: frozenset[Any],
+    *,
+    resend_gatekeeper: bool = False,
+    resend_executor: bool = False,
     head: JournalHead | None = None,
 ) -> tuple[J, S]:
     """Apply the resume rule of spec §12 (see :func:`diagnosis_core.journal.resume_journal`).
 
-    ``resend`` is the part of ``spec.optionally_resent`` (and of the
-    executor, when the host declared its tools replay-safe) the host chose
-    to re-send. A call in ``spec.resent`` or ``resend`` leaves the journal as
+    The rule is the workflow's :meth:`Workflow.resent_on_resume`, with the
+    host's choices ``resend_gatekeeper`` (the read-only gatekeeper) and
+    ``resend_executor`` (tools declared replay-safe). A re-sent call leaves the journal as
     it is (the next :func:`start_entry` reuses the started entry's ``seq``
     and keeps its recorded tool calls); any other interrupted call is
     finished as a failure with :data:`INTERRUPTED_MESSAGE` (an executor's
@@ -406,19 +363,21 @@ def resume(
     given. A v2 journal whose run ended but that has no end marker is
     returned as it is: the driver writes the end marker.
     """
-    state, _, entry, _ = fold(spec, journal, key, head)
-    if entry is None or entry.call in spec.resent or entry.call in resend:
+    state, _, entry, _ = fold(workflow, journal, key, head)
+    if entry is None or workflow.resent_on_resume(
+        entry.call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
+    ):
         return journal, state
     outcome: JournalOutcome = (
         RecordedGatekeeperError(INTERRUPTED_MESSAGE)
-        if entry.call in spec.journal_type._form.gatekeeper
+        if entry.call in workflow.gatekeeper
         else RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
     )
     finished = attrs.evolve(entry, state=EntryState.FINISHED, outcome=outcome, mac=None)
     if key is not None:
         finished = sign_entry(journal, finished, key)
     resumed = append_entry(journal, finished)
-    return resumed, spec.advance(state, spec.entry_result(finished))
+    return resumed, workflow.advance(state, workflow.entry_result(finished))
 
 
 def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
@@ -431,7 +390,7 @@ def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
 
 
 def start_entry(
-    spec: JournalSpec[J, S, A, R, X],
+    workflow: Workflow[Q, S, A, F, R, C, X],
     journal: J,
     action: A,
     key: bytes | None,
@@ -445,7 +404,7 @@ def start_entry(
     when ``key`` is given. ``derived`` (v2 gatekeeper calls only) says the
     result is the reference gatekeeper's over the recorded tool calls.
     """
-    expected = expected_entry(spec, journal, action)
+    expected = expected_entry(workflow, journal, action)
     seq = len(journal.entries) + 1
     tools = None
     if journal.entries and journal.entries[-1].state is EntryState.STARTED:
@@ -454,14 +413,14 @@ def start_entry(
         if header != (expected.call, expected.round, expected.attempt, expected.input_sha256):
             raise JournalError(
                 f"entries[{len(journal.entries) - 1}]: started for "
-                f"{spec.describe_entry(last)}, not for {expected.describe()}"
+                f"{workflow.describe_entry(last)}, not for {expected.describe()}"
             )
         seq = last.seq
         tools = last.tool_invocations
         derived = last.derived
     if derived and is_v1(journal):
         derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
-    entry = spec.entry_type()(
+    entry = type(journal)._entry_type(
         seq=seq,
         call=expected.call,
         round=expected.round,
@@ -503,7 +462,7 @@ def end_journal(journal: J, key: bytes | None) -> JournalEnd:
 
 
 def finish_entry(
-    spec: JournalSpec[J, S, A, R, X],
+    workflow: Workflow[Q, S, A, F, R, C, X],
     journal: J,
     result: R,
     tool_invocations: Sequence[RecordedToolInvocation] | None,
@@ -513,14 +472,14 @@ def finish_entry(
     if not journal.entries or journal.entries[-1].state is not EntryState.STARTED:
         raise JournalError("the journal's last entry is not started; nothing to finish")
     started = journal.entries[-1]
-    entry = spec.entry_type()(
+    entry = type(journal)._entry_type(
         seq=started.seq,
         call=started.call,
         round=started.round,
         attempt=started.attempt,
         input_sha256=started.input_sha256,
         state=EntryState.FINISHED,
-        outcome=spec.outcome_of(result),
+        outcome=workflow.outcome_of(result),
         tool_invocations=tool_invocations,
         derived=started.derived,
     )
@@ -583,10 +542,10 @@ class JournalRecorderBase(Generic[J, A, R, E]):
     ``end(result)`` writes the finished entry and returns the result the
     machine must be fed. :attr:`journal` is the journal so far. Pure apart
     from the sink calls; the effect itself is the caller's. A workflow's
-    recorder sets ``_spec``.
+    recorder names its descriptor in ``_workflow``.
     """
 
-    _spec: ClassVar[JournalSpec[Any, Any, Any, Any, Any]]
+    _workflow: ClassVar[AnyWorkflow]
 
     def __init__(
         self, journal: J, *, sink: EntrySink[E] | None = None, key: bytes | None = None
@@ -597,7 +556,7 @@ class JournalRecorderBase(Generic[J, A, R, E]):
 
     def begin(self, action: A, *, derived: bool = False) -> E:
         """Record that ``action`` is about to be performed."""
-        entry: E = start_entry(type(self)._spec, self.journal, action, self._key, derived)
+        entry: E = start_entry(type(self)._workflow, self.journal, action, self._key, derived)
         if self._sink is not None:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)
@@ -635,12 +594,12 @@ class JournalRecorderBase(Generic[J, A, R, E]):
         tool_invocations: Sequence[RecordedToolInvocation] | None = None,
     ) -> R:
         """Record the effect's result; returns what to feed the machine's ``advance``."""
-        spec = type(self)._spec
-        entry: E = finish_entry(spec, self.journal, result, tool_invocations, self._key)
+        workflow = type(self)._workflow
+        entry: E = finish_entry(workflow, self.journal, result, tool_invocations, self._key)
         if self._sink is not None:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)
-        fed: R = spec.entry_result(entry)
+        fed: R = workflow.entry_result(entry)
         return fed
 
 

@@ -2,7 +2,7 @@
 
 A driver given ``store=`` needs only this: the :class:`JournalStore`
 protocol (claim a run, begin it, append entries, load it back), the values a
-store hands over, and :func:`run_on_store`, which claims the request's run,
+store hands over, and :func:`on_store`, which claims the request's run,
 loads what the store holds of it and calls the driver again with the
 ``journal=`` (resume, §12) and ``sink=`` arguments built from it. The
 concrete stores (JSON Lines, SQLite, PostgreSQL) live in
@@ -17,7 +17,8 @@ one, stored beside the entry, never inside it, so the fold cannot read it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -34,8 +35,8 @@ __all__ = [
     "StoreError",
     "StoreSink",
     "StoredRun",
-    "arun_on_store",
-    "run_on_store",
+    "on_store",
+    "require_store",
 ]
 
 S = TypeVar("S")
@@ -193,17 +194,16 @@ class StoreSink:
         self._store.append(self._claim, entry, duration_ms=duration)
 
 
-def _refuse(given: dict[str, object]) -> None:
-    for name, value in given.items():
-        if value is not None:
-            raise ValueError(f"{name}: not with store= (the store holds the run's journal)")
+def require_store(store: object) -> None:
+    """A :class:`StoreError` unless ``store`` is a :class:`JournalStore`."""
+    if not isinstance(store, JournalStore):
+        raise StoreError(f"store: expected a JournalStore, got {type(store).__name__}")
 
 
 def _open(
     store: JournalStore, request: Any, journal_type: type[JournalBase[Any, Any]]
 ) -> tuple[RunClaim, Any]:
-    if not isinstance(store, JournalStore):
-        raise StoreError(f"store: expected a JournalStore, got {type(store).__name__}")
+    require_store(store)
     claim = store.claim(request.run.run_id)
     try:
         stored = store.load(claim.run_id)
@@ -218,41 +218,21 @@ def _open(
         raise
 
 
-def run_on_store(
+@contextlib.contextmanager
+def on_store(
     store: JournalStore,
     request: Any,
-    run: Callable[[Any, StoreSink], S],
     *,
     journal_type: type[JournalBase[Any, Any]],
-    given: dict[str, object],
     clock: Callable[[], float],
-) -> S:
-    """Claim the run, call ``run(journal_or_None, sink)``, release; what a driver's ``store=`` does.
+) -> Iterator[tuple[Any, StoreSink]]:
+    """Claim the run for the body of a ``with``: ``(journal_or_None, sink)``; released after.
 
-    ``given`` are the driver options that conflict with a store (``journal``,
-    ``sink``, ``state``): any that is set is a ``ValueError``.
+    What a driver's ``store=`` does (an iterator's when its iteration
+    starts; released when the iteration ends or is closed).
     """
-    _refuse(given)
     claim, journal = _open(store, request, journal_type)
     try:
-        return run(journal, StoreSink(store, claim, clock))
-    finally:
-        store.release(claim)
-
-
-async def arun_on_store(
-    store: JournalStore,
-    request: Any,
-    run: Callable[[Any, StoreSink], Awaitable[S]],
-    *,
-    journal_type: type[JournalBase[Any, Any]],
-    given: dict[str, object],
-    clock: Callable[[], float],
-) -> S:
-    """:func:`run_on_store` for the asyncio driver (store calls block briefly)."""
-    _refuse(given)
-    claim, journal = _open(store, request, journal_type)
-    try:
-        return await run(journal, StoreSink(store, claim, clock))
+        yield journal, StoreSink(store, claim, clock)
     finally:
         store.release(claim)

@@ -1,0 +1,199 @@
+"""The chat diagnosis workflow as the kernel sees it: :data:`DIAGNOSIS_WORKFLOW` (spec §12).
+
+One descriptor (``_kernel/workflow.py``) states what the journal, the fold,
+the resume rule, the recorder and the driver need to know of this workflow:
+the journal's call names (:class:`JournalCall`: the four agents and the
+gatekeeper), the machine (:func:`start_diagnosis`, :func:`next_action`,
+:func:`advance`), the request codec, how an action is recorded
+(:func:`expected_call`), how a recorded outcome is fed back
+(:func:`entry_result`, :func:`outcome_of`), the §12.4 derivation of a
+gatekeeper result from recorded tool calls, and the resume rule: planner,
+verifier and composer calls are re-sent; the executor only when the host
+declares its tools replay-safe; the read-only gatekeeper when the host asks.
+
+Decisions where the spec is silent:
+
+* An agent that returns something other than text is recorded as a
+  ``non_retryable`` error (``TypeError: …``): a journal holds text only.
+* A gatekeeper result that is not JSON is recorded as the result
+  ``{"unserializable": "<repr>"}``, which normalizes to
+  ``GATEKEEPER_INVALID_RESULT`` like the live value.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import ClassVar
+
+import attrs
+
+from .._kernel.converter import to_wire
+from .._kernel.errors import JournalError
+from .._kernel.facts import repair_text
+from .._kernel.journal.codec import (
+    JournalEntryBase,
+    JournalOutcome,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    RecordedToolInvocation,
+)
+from .._kernel.journal.fold import agent_outcome, agent_result
+from .._kernel.json import canonical_json, sha256_text
+from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.workflow import ExpectedCallBase, Workflow
+from .facts import gatekeeper_fact
+from .machine import (
+    PLAIN_FACT,
+    CallGatekeeper,
+    DiagnosisRequest,
+    DiagnosisState,
+    EffectResult,
+    Finished,
+    GatekeeperFailed,
+    GatekeeperReturned,
+    InvokeAgent,
+    advance,
+    next_action,
+    start_diagnosis,
+)
+from .request_codec import load_request, request_to_wire
+
+__all__ = [
+    "DIAGNOSIS_WORKFLOW",
+    "JOURNAL_FORMAT",
+    "JOURNAL_FORMAT_V1",
+    "DiagnosisWorkflow",
+    "ExpectedCall",
+    "JournalCall",
+    "derive_gatekeeper",
+    "entry_result",
+    "expected_call",
+    "outcome_of",
+]
+
+
+JOURNAL_FORMAT = "diagnosis_journal_v2"
+"""The ``format`` new chat diagnosis journals are written in."""
+
+JOURNAL_FORMAT_V1 = "diagnosis_journal_v1"
+"""The ``format`` of chat diagnosis journals written before v2; still read, folded and replayed."""
+
+
+class JournalCall(enum.StrEnum):
+    """The effect an entry records: one of the four agents, or the gatekeeper."""
+
+    PLANNER = "planner"
+    EXECUTOR = "executor"
+    VERIFIER = "verifier"
+    COMPOSER = "composer"
+    GATEKEEPER = "gatekeeper"
+
+
+def expected_call(action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
+    """The entry header an action must be recorded under (hash included)."""
+    if isinstance(action, InvokeAgent):
+        return ExpectedCall(
+            JournalCall(action.agent.value), action.round, action.attempt, sha256_text(action.input)
+        )
+    document = {"run_id": action.run_id, "executor_output": to_wire(action.executor_output)}
+    return ExpectedCall(
+        JournalCall.GATEKEEPER, action.round, 1, sha256_text(canonical_json(document))
+    )
+
+
+def outcome_of(result: EffectResult) -> JournalOutcome:
+    """The fact to record for an effect result (see the module's decisions)."""
+    if isinstance(result, AgentReplied | AgentFailed):
+        return agent_outcome(result)
+    if isinstance(result, GatekeeperReturned):
+        # The one fact codec (spec §12.1): a storable plain copy, or the
+        # ``unserializable`` stand-in; never raises.
+        return RecordedGatekeeperResult(canonical_json(gatekeeper_fact(result.raw)))
+    message = repair_text(result.message) if isinstance(result.message, str) else ""
+    return RecordedGatekeeperError(message)
+
+
+def entry_result(entry: JournalEntryBase[JournalCall]) -> EffectResult:
+    """The machine result a finished entry stands for: what :func:`advance` is fed."""
+    outcome = entry.outcome
+    if isinstance(outcome, RecordedGatekeeperResult):
+        return GatekeeperReturned(outcome.result, origin=PLAIN_FACT)  # a fresh decoded copy
+    if isinstance(outcome, RecordedGatekeeperError):
+        return GatekeeperFailed(outcome.message)
+    return agent_result(entry)
+
+
+def derive_gatekeeper(
+    action: CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
+) -> str:
+    """The canonical JSON of the reference gatekeeper's result over recorded tool calls (§12.4).
+
+    What a ``derived`` gatekeeper entry must hold: the package's reference
+    gatekeeper (the one :meth:`ToolRecorder.gatekeeper` runs) over the
+    ledger of the tool calls the journal records before it. A ledger the
+    journal cannot hold (a duplicate id, a malformed record) is a
+    :class:`JournalError`.
+    """
+    from .._kernel.errors import LedgerError
+    from .._kernel.ledger import ToolLedger, invocation_from_record
+    from .reference_gatekeeper import ReferenceGatekeeper
+
+    try:
+        ledger = ToolLedger(tuple(invocation_from_record(item.to_record()) for item in invocations))
+    except LedgerError as error:
+        raise JournalError(f"tool_invocations: not a ledger ({error})") from None
+    result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
+    return canonical_json(result)
+
+
+def _derive(
+    action: InvokeAgent | CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
+) -> str:
+    if not isinstance(action, CallGatekeeper):  # the codec allows derived gatekeeper entries only
+        raise JournalError("derived: only gatekeeper calls are derived")
+    return derive_gatekeeper(action, invocations)
+
+
+DiagnosisWorkflow = Workflow[
+    DiagnosisRequest,
+    DiagnosisState,
+    InvokeAgent | CallGatekeeper,
+    Finished,
+    EffectResult,
+    JournalCall,
+    "ExpectedCall",
+]
+"""The type of :data:`DIAGNOSIS_WORKFLOW`: the chat workflow's descriptor."""
+
+
+DIAGNOSIS_WORKFLOW: DiagnosisWorkflow = Workflow(
+    name="diagnosis",
+    journal_name="Journal",
+    format=JOURNAL_FORMAT,
+    v1_format=JOURNAL_FORMAT_V1,
+    calls=JournalCall,
+    executor=JournalCall.EXECUTOR,
+    gatekeeper=frozenset({JournalCall.GATEKEEPER}),
+    resent=frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER}),
+    request_type=DiagnosisRequest,
+    request_to_wire=request_to_wire,
+    load_request=load_request,
+    start=start_diagnosis,
+    next_action=next_action,
+    advance=advance,
+    finished_type=Finished,
+    expected_call=expected_call,
+    entry_result=entry_result,
+    outcome_of=outcome_of,
+    round_name="round",
+    derive=_derive,
+)
+"""The chat diagnosis workflow (spec §2, §12): its machine, journal form and resume rule."""
+
+
+@attrs.frozen
+class ExpectedCall(ExpectedCallBase[JournalCall]):
+    """The call the machine asks for: what a journal entry must say."""
+
+    _workflow: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW

@@ -1,0 +1,569 @@
+"""The one driver of every workflow: run options, journaling, resume, store (spec §12, §14, §16).
+
+A workflow's drivers (``run_diagnosis`` / ``arun_diagnosis`` /
+``iter_diagnosis`` / ``aiter_diagnosis``, ``run_aiops`` and its three
+twins) are thin typed wrappers over :func:`run`, :func:`arun`,
+:func:`iterate` and :func:`aiterate` here, parameterized by a
+:class:`Driving`: the workflow's descriptor (``_kernel/workflow.py``), its
+journal and recorder classes, its effects classes and how one effect is
+performed. So both workflows take the same :class:`RunOptions`, validate
+them the same way (:meth:`RunOptions.check`, one :class:`RunOptionsError`
+for every misuse) and have the same four forms, ``observer=`` and
+``store=``.
+
+Options (spec §12, §14, §16):
+
+* ``sink`` — the run writes its journal as it goes: each ``started`` entry is
+  handed to the sink *before* its effect runs, then the ``finished`` entry
+  (same ``seq``), and the machine is fed the recorded fact;
+* ``journal`` — resume: the journal is folded and verified, the resume rule
+  of the workflow's descriptor applied, and the run continues from there; an
+  interrupted entry that the rule completes is handed to the sink first;
+* ``key`` — sign new entries and verify the resumed journal (HMAC-SHA256);
+  a v2 journal ends with its end marker, written when the run ends (§12.2);
+* ``head`` — resume only a journal at least as long as the head the host
+  kept outside the store, and not diverging from it (§12.2);
+* ``tools`` — the executor's entry carries the tool calls recorded during
+  that call, each written to the sink as it finishes (§12.3);
+* ``resend_executor`` / ``resend_gatekeeper`` — the host's choices in the
+  resume rule (:meth:`Workflow.resent_on_resume`);
+* ``observer`` — told of every effect and every trace event appended in this
+  process; a hook that raises is reported and never changes the run (§14);
+* ``store`` — the run is recorded in a :class:`JournalStore` and resumed
+  from it when the store already holds it (§16).
+
+The blocking forms return the finished state; the iterator forms yield each
+trace event as it is appended, then the run's result. Options are checked
+when a driver is called (an iterator's too); effects run as it is iterated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import attrs
+
+from .effects import check_effects_kind, check_run_options
+from .errors import JournalError, RunOptionsError
+from .loop import Done, adrive, adrive_steps, drive, drive_steps
+from .messages import other_request_error
+from .observe import Watcher, notify
+from .provenance import mark_built, require_built_here
+
+if TYPE_CHECKING:
+    from .journal.codec import JournalBase
+    from .journal.fold import EntrySink, JournalRecorderBase
+    from .journal.mac import JournalHead
+    from .journal.store import JournalStore
+    from .journal.tool_calls import ExecutorTools
+    from .tools import ToolRecorder
+    from .workflow import Workflow
+
+__all__ = ["Driving", "RunOptions", "aiterate", "arun", "iterate", "merge_options", "run"]
+
+S = TypeVar("S")
+Eff = TypeVar("Eff")
+AEff = TypeVar("AEff")
+
+
+def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:
+    def check(_instance: object, _attribute: attrs.Attribute[bool], value: object) -> None:
+        if type(value) is not bool:  # a truthy string must not re-send an executor
+            raise RunOptionsError(f"{name}: expected True or False, got {type(value).__name__}")
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """How a driver runs: journaling, resume, signing, tools, observer, store (spec §12, §14, §16).
+
+    One value for both workflows' drivers, given as ``options=`` (or, as
+    before, as the same-named keywords; not both). Everything a driver takes
+    beyond its request, effects and ``state=``:
+
+    * ``journal`` — resume this journal (same request; the resume rule of the
+      workflow applies); ``sink`` — write the run's journal as it goes;
+    * ``key`` — sign new entries, verify the resumed journal; ``head`` — refuse
+      a resumed journal shorter than or diverging from it (§12.2);
+    * ``tools`` — the run's :class:`ToolRecorder`: executor entries carry the
+      tool calls (§12.3);
+    * ``resend_gatekeeper`` / ``resend_executor`` — re-send an interrupted
+      gatekeeper (read-only) / executor (tools declared replay-safe; needs
+      ``tools``) call as the same attempt;
+    * ``observer`` — watches the run (§14);
+    * ``store`` — record the run in a :class:`JournalStore`, resuming it when
+      the store holds it (§16; not with ``journal``, ``sink`` or ``state``).
+
+    The flags must be booleans (``RunOptionsError`` otherwise): a truthy
+    string would silently re-send an executor whose tools may have run.
+    Whether the options go together is checked by the driver
+    (:meth:`check`), with the same rules and errors for every workflow.
+    """
+
+    journal: JournalBase[Any, Any] | None = None
+    sink: EntrySink[Any] | None = None
+    key: bytes | None = None
+    tools: ToolRecorder | None = None
+    observer: object = None
+    resend_gatekeeper: bool = attrs.field(default=False, validator=_flag("resend_gatekeeper"))
+    resend_executor: bool = attrs.field(default=False, validator=_flag("resend_executor"))
+    head: JournalHead | None = None
+    store: JournalStore | None = None
+
+    @property
+    def journaling(self) -> bool:
+        """True when the run records a journal (``journal=`` or ``sink=`` given)."""
+        return self.journal is not None or self.sink is not None
+
+    def check(self, driver: str, *, state: object = None) -> None:
+        """Refuse options that do not go together, before anything runs.
+
+        Raises :class:`RunOptionsError` (a ``ValueError`` and a ``TypeError``)
+        naming ``driver``: ``store=`` with ``journal=``, ``sink=`` or
+        ``state=``; ``state=`` with a journal or sink; ``key=`` / ``tools=``
+        without one; ``resend_executor=`` / ``head=`` without a journal to
+        resume; ``resend_executor=`` without ``tools=``; ``head=`` with a
+        sink but no journal. ``tools=`` that is not a tool recorder is a
+        ``TypeError``.
+        """
+        if self.store is not None:
+            for name, value in (("journal", self.journal), ("sink", self.sink), ("state", state)):
+                if value is not None:
+                    raise RunOptionsError(
+                        f"{driver}: {name}: not with store= (the store holds the run's journal)"
+                    )
+            journaling = True
+        else:
+            journaling = self.journaling
+        check_run_options(
+            driver, journaling=journaling, state=state, key=self.key, tools=self.tools
+        )
+        if not journaling:
+            if self.resend_executor or self.head is not None:
+                raise RunOptionsError(
+                    f"{driver}: resend_executor= and head= resume a journal; pass journal="
+                )
+            return
+        if self.resend_executor and self.tools is None:
+            raise RunOptionsError(
+                f"{driver}: resend_executor= needs tools= (the run's ToolRecorder answers the "
+                "recorded tool calls from the journal)"
+            )
+        if self.store is None and self.journal is None and self.head is not None:
+            raise RunOptionsError(f"{driver}: head= checks a journal being resumed; pass journal=")
+
+
+_DEFAULTS = RunOptions()
+
+
+def merge_options(driver: str, options: RunOptions | None, **keywords: Any) -> RunOptions:
+    """The run options of a driver call: ``options=``, or the loose keywords; never both.
+
+    A keyword given with its default value is not "given". Raises
+    :class:`RunOptionsError`; an unknown keyword is a ``TypeError`` naming it.
+    """
+    unknown = sorted(set(keywords) - set(attrs.fields_dict(RunOptions)))
+    if unknown:
+        raise TypeError(f"{driver}() got an unexpected keyword argument {unknown[0]!r}")
+    given = sorted(
+        name for name, value in keywords.items() if value is not getattr(_DEFAULTS, name)
+        and value != getattr(_DEFAULTS, name)
+    )
+    if options is None:
+        return RunOptions(**keywords)
+    if not isinstance(options, RunOptions):
+        raise RunOptionsError(
+            f"{driver}: options= must be a RunOptions, got {type(options).__name__}"
+        )
+    if given:
+        raise RunOptionsError(
+            f"{driver}: pass the run options as options= or as keywords, not both "
+            f"(got options= and {', '.join(name + '=' for name in given)})"
+        )
+    return options
+
+
+@attrs.frozen
+class Driving(Generic[S, Eff, AEff]):
+    """What the one driver needs of a workflow beyond its descriptor.
+
+    ``perform(action, effects=…)`` / ``aperform`` perform one effect with
+    the workflow's effects (sync / async), ``effects_type`` / ``async_effects_type`` and
+    ``effect_names`` let the driver refuse effects of the other kind before a
+    run starts (spec §15). ``journal_type`` / ``recorder_type`` are the
+    workflow's journal and recorder classes. ``with_failures`` returns a
+    finished state carrying the observer failure count (None: the state has
+    no such field). ``derived(action, gatekeeper, tools, journal)`` says
+    whether a gatekeeper call is the reference gatekeeper over exactly the
+    journal's tool calls (spec §12.4); None when the workflow has no
+    gatekeeper.
+    """
+
+    workflow: Workflow[Any, S, Any, Any, Any, Any, Any]
+    journal_type: type[JournalBase[Any, Any]]
+    recorder_type: type[JournalRecorderBase[Any, Any, Any, Any]]
+    effects_type: type[Eff]
+    async_effects_type: type[AEff]
+    effect_names: tuple[str, ...]
+    perform: Callable[..., object]
+    aperform: Callable[..., Awaitable[object]]
+    with_failures: Callable[[S, int], S] | None = None
+    derived: Callable[[object, object, Any, Any], bool] | None = None
+
+
+# --- journaling and the run ----------------------------------------------------------
+
+
+class _Journaling:
+    """The step recorder of a journaling run: the journal recorder plus the executor's tools."""
+
+    def __init__(
+        self,
+        driving: Driving[Any, Any, Any],
+        recorder: JournalRecorderBase[Any, Any, Any, Any],
+        tools: ToolRecorder | None,
+        observer: object,
+        gatekeeper: object,
+    ) -> None:
+        self.recorder = recorder
+        self._driving = driving
+        self._tools = tools
+        self._observer = observer
+        self._gatekeeper = gatekeeper
+        self._executor: ExecutorTools | None = None
+
+    def begin(self, action: object, /) -> None:
+        from .journal.tool_calls import ExecutorTools
+
+        derive = self._driving.derived
+        derived = derive is not None and derive(
+            action, self._gatekeeper, self._tools, self.recorder.journal
+        )
+        entry = self.recorder.begin(action, derived=derived)  # before the effect runs
+        if self._tools is not None and entry.call is self._driving.workflow.executor:
+            self._executor = ExecutorTools(self.recorder, self._tools, entry.tool_invocations)
+
+    def end(self, action: object, result: object, /) -> object:
+        invocations = None
+        if self._executor is not None:
+            invocations = self._executor.finish()
+            self._executor = None
+            # The optional hook: the executor call's recorded tools (spec §13, §14).
+            notify(self._observer, "tools_recorded", action, invocations)
+        return self.recorder.end(result, tool_invocations=invocations)
+
+    def close(self) -> None:
+        """The run ended: the end marker goes to the sink (v2, spec §12.2)."""
+        self.recorder.close()
+
+
+class _Run:
+    """A run ready to go: where it starts, its journaling, what this process must announce."""
+
+    def __init__(
+        self,
+        driving: Driving[Any, Any, Any],
+        state: Any,
+        journaling: _Journaling | None,
+        options: RunOptions,
+        *,
+        announced: int,
+        resumed_entry: object = None,
+    ) -> None:
+        self.driving = driving
+        self.state = state
+        self.journaling = journaling
+        self.announced = announced
+        self.resumed_entry = resumed_entry
+        self.sink = options.sink
+        self.observer = options.observer
+        self.watcher = Watcher(options.observer)  # counts hook failures across the whole run
+
+    def opening(self) -> Iterator[object]:
+        """Before the first effect: persist a completed interrupted entry, announce its events."""
+        # The optional hook, before any other: a resumed run whose first hook would
+        # be event_appended still names its run (spec §14).
+        self.watcher.notify("run_opened", self.state.request.run)
+        if self.resumed_entry is not None and self.sink is not None:
+            self.sink.write(self.resumed_entry)
+        for event in self.state.events[self.announced :]:
+            self.watcher.notify("event_appended", event)
+            yield event
+
+    @property
+    def plain(self) -> bool:
+        """Neither journaled nor watched: the loop runs without a recorder or observer."""
+        return self.journaling is None and self.observer is None
+
+    def returned(self, done: object) -> Any:
+        """The finished state a blocking driver returns, with its observer failure count."""
+        assert isinstance(done, Done)  # the step loop always ends with it
+        with_failures = self.driving.with_failures
+        if done.observer_failures and with_failures is not None:
+            return mark_built(with_failures(done.state, done.observer_failures))
+        return done.state
+
+    def loop_arguments(self, events: bool) -> dict[str, Any]:
+        """The step loop's keywords: recorder, observer, and whether to read the trace."""
+        watched = events or self.observer is not None
+        return {
+            "recorder": self.journaling,
+            "observer": self.watcher,
+            "events": _events if watched else None,
+        }
+
+
+def _events(state: Any) -> Sequence[object]:
+    events: Sequence[object] = state.events
+    return events
+
+
+def _prepare(
+    driving: Driving[Any, Any, Any],
+    driver: str,
+    request: object,
+    state: object,
+    options: RunOptions,
+    gatekeeper: object,
+) -> _Run:
+    """Resume the journal (options already checked); nothing is written yet."""
+    workflow = driving.workflow
+    if not options.journaling:
+        if state is not None:
+            require_built_here(state, driver)
+        current: Any = workflow.start(request) if state is None else state
+        return _Run(driving, current, None, options, announced=len(current.events))
+    from .journal.codec import is_v1
+    from .journal.fold import fold, resume
+
+    journal = options.journal
+    key = options.key
+    if journal is None:
+        recorder = driving.recorder_type(driving.journal_type(request), sink=options.sink, key=key)
+        journaling = _Journaling(driving, recorder, options.tools, options.observer, gatekeeper)
+        return _Run(driving, workflow.start(request), journaling, options, announced=0)
+    if getattr(type(journal), "_form", None) is not workflow:
+        raise JournalError(
+            f"journal: expected a {workflow.journal_name}, got {type(journal).__name__}"
+        )
+    if journal.request != request:
+        raise other_request_error(journal.request, request)
+    before, _, interrupted, _ = fold(workflow, journal, key, options.head)
+    if options.resend_executor and is_v1(journal) and interrupted is not None and (
+        interrupted.call is workflow.executor
+    ):
+        raise JournalError(
+            f"resend_executor: a {journal.format} journal does not record tool calls as they "
+            "finish; its interrupted executor call cannot be re-sent"
+        )
+    resumed, current = resume(
+        workflow, journal, key, resend_gatekeeper=options.resend_gatekeeper,
+        resend_executor=options.resend_executor, head=options.head,
+    )
+    completed = resumed.entries[-1] if resumed is not journal else None
+    recorder = driving.recorder_type(resumed, sink=options.sink, key=key)
+    journaling = _Journaling(driving, recorder, options.tools, options.observer, gatekeeper)
+    return _Run(
+        driving, current, journaling, options,
+        announced=len(before.events), resumed_entry=completed,
+    )
+
+
+def _check_effects(driving: Driving[Any, Any, Any], effects: object, driver: str, *,
+                   asynchronous: bool) -> None:
+    check_effects_kind(
+        effects,
+        driving.async_effects_type if asynchronous else driving.effects_type,
+        driving.effect_names,
+        asynchronous=asynchronous,
+        driver=driver,
+        other_driver=driver[1:] if asynchronous else f"a{driver}",
+    )
+
+
+def _start(
+    driving: Driving[Any, Any, Any],
+    driver: str,
+    request: object,
+    effects: object,
+    state: object,
+    options: RunOptions,
+    *,
+    asynchronous: bool,
+) -> _Run:
+    """Check the effects, then prepare the run (options are checked by the caller)."""
+    _check_effects(driving, effects, driver, asynchronous=asynchronous)
+    gatekeeper = getattr(effects, "gatekeeper", None)
+    return _prepare(driving, driver, request, state, options, gatekeeper)
+
+
+def _machine(run: _Run, perform: Callable[..., object], effects: object) -> tuple[Any, ...]:
+    """The step loop's positional arguments: state, machine, and ``perform`` bound to effects."""
+    workflow = run.driving.workflow
+    bound = functools.partial(perform, effects=effects)
+    return run.state, workflow.next_action, workflow.finished_type, bound, workflow.advance
+
+
+def _steps(run: _Run, effects: object, *, events: bool) -> Iterator[object]:
+    yield from run.opening()
+    loop = drive_steps(*_machine(run, run.driving.perform, effects), **run.loop_arguments(events))
+    yield from loop
+
+
+async def _asteps(run: _Run, effects: object, *, events: bool) -> AsyncIterator[object]:
+    for event in run.opening():
+        yield event
+    loop = adrive_steps(*_machine(run, run.driving.aperform, effects), **run.loop_arguments(events))
+    async for item in loop:
+        yield item
+
+
+def _store_options(options: RunOptions, journal: Any, sink: Any) -> RunOptions:
+    return attrs.evolve(options, store=None, journal=journal, sink=sink)
+
+
+def _claimed(options: RunOptions) -> bool:
+    """True when the run goes through a store (``store=``), which must be a store."""
+    if options.store is None:
+        return False
+    from .journal.store import require_store
+
+    require_store(options.store)
+    return True
+
+
+@contextlib.contextmanager
+def _on_store(
+    options: RunOptions, request: object, driving: Driving[Any, Any, Any]
+) -> Iterator[RunOptions]:
+    """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
+    from .journal.store import on_store
+
+    assert options.store is not None
+    store, journal_type = options.store, driving.journal_type
+    with on_store(store, request, journal_type=journal_type, clock=time.monotonic) as claimed:
+        yield _store_options(options, *claimed)
+
+
+# --- the four forms ------------------------------------------------------------------
+
+
+def run(
+    driving: Driving[S, Eff, Any],
+    driver: str,
+    request: object,
+    effects: Eff,
+    state: S | None,
+    options: RunOptions,
+) -> S:
+    """Run to the end synchronously; returns the finished state."""
+    options.check(driver, state=state)
+    if options.store is not None:
+        with _on_store(options, request, driving) as stored:
+            return run(driving, driver, request, effects, None, stored)
+    current = _start(driving, driver, request, effects, state, options, asynchronous=False)
+    if current.plain:
+        finished: S = drive(*_machine(current, driving.perform, effects))
+        return finished
+    last: object = None
+    for item in _steps(current, effects, events=False):
+        last = item  # consumed to the end, so the generator finishes cleanly
+    return current.returned(last)  # type: ignore[no-any-return]
+
+
+async def arun(
+    driving: Driving[S, Any, AEff],
+    driver: str,
+    request: object,
+    effects: AEff,
+    state: S | None,
+    options: RunOptions,
+) -> S:
+    """Run to the end on the asyncio event loop; returns the finished state."""
+    options.check(driver, state=state)
+    if options.store is not None:
+        with _on_store(options, request, driving) as stored:
+            return await arun(driving, driver, request, effects, None, stored)
+    current = _start(driving, driver, request, effects, state, options, asynchronous=True)
+    if current.plain:
+        finished: S = await adrive(*_machine(current, driving.aperform, effects))
+        return finished
+    last: object = None
+    async for item in _asteps(current, effects, events=False):
+        last = item  # consumed to the end, so the generator finishes cleanly
+    return current.returned(last)  # type: ignore[no-any-return]
+
+
+def iterate(
+    driving: Driving[Any, Eff, Any],
+    driver: str,
+    request: object,
+    effects: Eff,
+    state: object,
+    options: RunOptions,
+) -> Iterator[object]:
+    """Every trace event as it is appended, then the run's result (options checked now).
+
+    With ``store=``, the run is claimed when iteration starts and released
+    when it ends or the iterator is closed.
+    """
+    options.check(driver, state=state)
+    if _claimed(options):
+        _check_effects(driving, effects, driver, asynchronous=False)
+        return _iterate(driving, driver, request, effects, None, options)
+    return _iterate(driving, driver, request, effects, state, options, prepared=_start(
+        driving, driver, request, effects, state, options, asynchronous=False,
+    ))
+
+
+def _iterate(
+    driving: Driving[Any, Any, Any], driver: str, request: object, effects: object,
+    state: object, options: RunOptions, *, prepared: _Run | None = None,
+) -> Iterator[object]:
+    if prepared is None:
+        with _on_store(options, request, driving) as stored:
+            yield from _iterate(driving, driver, request, effects, None, stored, prepared=_start(
+                driving, driver, request, effects, None, stored, asynchronous=False,
+            ))
+        return
+    for item in _steps(prepared, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item
+
+
+def aiterate(
+    driving: Driving[Any, Any, AEff],
+    driver: str,
+    request: object,
+    effects: AEff,
+    state: object,
+    options: RunOptions,
+) -> AsyncIterator[object]:
+    """The async iterator form: trace events as appended, then the result (options checked now)."""
+    options.check(driver, state=state)
+    if _claimed(options):
+        _check_effects(driving, effects, driver, asynchronous=True)
+        return _aiterate(driving, driver, request, effects, None, options)
+    return _aiterate(driving, driver, request, effects, state, options, prepared=_start(
+        driving, driver, request, effects, state, options, asynchronous=True,
+    ))
+
+
+async def _aiterate(
+    driving: Driving[Any, Any, Any], driver: str, request: object, effects: object,
+    state: object, options: RunOptions, *, prepared: _Run | None = None,
+) -> AsyncIterator[object]:
+    if prepared is None:
+        with _on_store(options, request, driving) as stored:
+            async for item in _aiterate(
+                driving, driver, request, effects, None, stored,
+                prepared=_start(driving, driver, request, effects, None, stored, asynchronous=True),
+            ):
+                yield item
+        return
+    async for item in _asteps(prepared, effects, events=True):
+        yield item.state.result if isinstance(item, Done) else item

@@ -1,0 +1,99 @@
+"""The AIOps workflow as the kernel sees it: :data:`AIOPS_WORKFLOW` (spec §11, §12).
+
+The same kernel descriptor as the chat diagnosis's (``_kernel/workflow.py``):
+the journal's calls are the four agents (:class:`AiOpsAgent`:
+``supervisor|planner|executor|reporter``; there is no gatekeeper in this
+flow), a ``round`` is the supervisor ``step``, every outcome is an agent's,
+and the request is the :class:`AiOpsRequest` wire form ``{"run", "alerts",
+"config"}``. The resume rule: supervisor, planner and reporter calls are
+re-sent with the identical input as the same attempt; the executor only when
+the host declares its tools replay-safe (spec §12.3).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from .._kernel.journal.fold import agent_outcome, agent_result
+from .._kernel.json import sha256_text
+from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.workflow import ExpectedCallBase, Workflow
+from ._enums import AiOpsAgent
+from ._machine import (
+    AiOpsFinished,
+    AiOpsRequest,
+    AiOpsState,
+    InvokeAiOpsAgent,
+    advance_aiops,
+    next_aiops_action,
+    start_aiops,
+)
+from ._request_codec import aiops_request_to_wire, load_aiops_request
+
+__all__ = [
+    "AIOPS_JOURNAL_FORMAT",
+    "AIOPS_JOURNAL_FORMAT_V1",
+    "AIOPS_WORKFLOW",
+    "AiOpsExpectedCall",
+    "AiOpsWorkflow",
+    "aiops_expected_call",
+]
+
+AIOPS_JOURNAL_FORMAT = "aiops_journal_v2"
+"""The ``format`` new AIOps journals are written in (v2: spec §12.2, §12.3)."""
+
+AIOPS_JOURNAL_FORMAT_V1 = "aiops_journal_v1"
+"""The ``format`` of AIOps journals written before v2; still read, folded and replayed."""
+
+
+def aiops_expected_call(action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
+    """The entry header an action must be recorded under: agent, step, attempt, input hash."""
+    return AiOpsExpectedCall(action.agent, action.step, action.attempt, sha256_text(action.input))
+
+
+AiOpsWorkflow = Workflow[
+    AiOpsRequest,
+    AiOpsState,
+    InvokeAiOpsAgent,
+    AiOpsFinished,
+    AgentReplied | AgentFailed,
+    AiOpsAgent,
+    "AiOpsExpectedCall",
+]
+"""The type of :data:`AIOPS_WORKFLOW`: the AIOps workflow's descriptor."""
+
+
+AIOPS_WORKFLOW: AiOpsWorkflow = Workflow(
+    name="aiops",
+    journal_name="AiOpsJournal",
+    format=AIOPS_JOURNAL_FORMAT,
+    v1_format=AIOPS_JOURNAL_FORMAT_V1,
+    calls=AiOpsAgent,
+    executor=AiOpsAgent.EXECUTOR,
+    gatekeeper=frozenset(),
+    resent=frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER}),
+    request_type=AiOpsRequest,
+    request_to_wire=aiops_request_to_wire,
+    load_request=load_aiops_request,
+    start=start_aiops,
+    next_action=next_aiops_action,
+    advance=advance_aiops,
+    finished_type=AiOpsFinished,
+    expected_call=aiops_expected_call,
+    entry_result=agent_result,
+    outcome_of=agent_outcome,
+    round_name="step",
+)
+"""The AIOps workflow (spec §11, §12): its machine, journal form and resume rule."""
+
+
+@attrs.frozen
+class AiOpsExpectedCall(ExpectedCallBase[AiOpsAgent]):
+    """The agent call the AIOps machine asks for: what a journal entry must say.
+
+    ``round`` is the supervisor step; :meth:`describe` says ``executor step 2 attempt 1``.
+    """
+
+    _workflow: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW

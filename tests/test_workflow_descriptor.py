@@ -1,0 +1,157 @@
+"""The workflow descriptors: one typed value per workflow, the resume rule read from it (§12)."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import sys
+import typing
+
+import attrs
+import pytest
+
+import diagnosis_core.aiops as dca
+import diagnosis_core.journal as dcj
+import diagnosis_core.machine as dcm
+from diagnosis_core.machine import DIAGNOSIS_WORKFLOW, Workflow
+
+AIOPS_WORKFLOW = dca.AIOPS_WORKFLOW
+Call = dcj.JournalCall
+Agent = dca.AiOpsAgent
+
+# The resume rule of spec §12 (Resume) and §12.3, written out call by call:
+# (call, resend_gatekeeper, resend_executor) -> re-sent as the same attempt?
+# LLM calls always; the executor only when its tools are declared replay-safe;
+# the read-only gatekeeper only when the host asks.
+FLAGS = list(itertools.product((False, True), repeat=2))
+CHAT_RULE: dict[tuple[Call, bool, bool], bool] = {}
+for gk, ex in FLAGS:
+    CHAT_RULE[(Call.PLANNER, gk, ex)] = True
+    CHAT_RULE[(Call.VERIFIER, gk, ex)] = True
+    CHAT_RULE[(Call.COMPOSER, gk, ex)] = True
+    CHAT_RULE[(Call.EXECUTOR, gk, ex)] = ex
+    CHAT_RULE[(Call.GATEKEEPER, gk, ex)] = gk
+AIOPS_RULE: dict[tuple[dca.AiOpsAgent, bool, bool], bool] = {}
+for gk, ex in FLAGS:
+    AIOPS_RULE[(Agent.SUPERVISOR, gk, ex)] = True
+    AIOPS_RULE[(Agent.PLANNER, gk, ex)] = True
+    AIOPS_RULE[(Agent.REPORTER, gk, ex)] = True
+    AIOPS_RULE[(Agent.EXECUTOR, gk, ex)] = ex  # there is no gatekeeper call in this flow
+
+
+def test_the_tables_cover_every_call_and_flag_combination() -> None:
+    assert len(CHAT_RULE) == len(Call) * 4
+    assert len(AIOPS_RULE) == len(Agent) * 4
+
+
+@pytest.mark.parametrize(("key", "expected"), sorted(CHAT_RULE.items()))
+def test_the_chat_resume_rule(key: tuple[Call, bool, bool], expected: bool) -> None:
+    call, gk, ex = key
+    assert DIAGNOSIS_WORKFLOW.resent_on_resume(
+        call, resend_gatekeeper=gk, resend_executor=ex
+    ) is expected
+    assert dcj.resent_on_resume(call, resend_gatekeeper=gk, resend_executor=ex) is expected
+
+
+@pytest.mark.parametrize(("key", "expected"), sorted(AIOPS_RULE.items()))
+def test_the_aiops_resume_rule(key: tuple[dca.AiOpsAgent, bool, bool], expected: bool) -> None:
+    call, gk, ex = key
+    assert AIOPS_WORKFLOW.resent_on_resume(
+        call, resend_gatekeeper=gk, resend_executor=ex
+    ) is expected
+
+
+def test_asking_for_the_gatekeeper_does_not_resend_the_executor() -> None:
+    """Regression: ``resend_gatekeeper=True`` used to say an executor call is re-sent too."""
+    assert dcj.resent_on_resume(Call.EXECUTOR, resend_gatekeeper=True) is False
+    assert dcj.resent_on_resume(Call.GATEKEEPER, resend_gatekeeper=True) is True
+
+
+def test_the_descriptors_values() -> None:
+    chat, flow = DIAGNOSIS_WORKFLOW, AIOPS_WORKFLOW
+    assert (chat.name, chat.format, chat.v1_format) == (
+        "diagnosis", "diagnosis_journal_v2", "diagnosis_journal_v1"
+    )
+    assert (flow.name, flow.format, flow.v1_format) == (
+        "aiops", "aiops_journal_v2", "aiops_journal_v1"
+    )
+    assert chat.formats == (dcj.JOURNAL_FORMAT, dcj.JOURNAL_FORMAT_V1)
+    assert flow.formats == (dca.AIOPS_JOURNAL_FORMAT, dca.AIOPS_JOURNAL_FORMAT_V1)
+    assert chat.calls is Call and flow.calls is Agent
+    assert chat.executor is Call.EXECUTOR and flow.executor is Agent.EXECUTOR
+    assert chat.gatekeeper == frozenset({Call.GATEKEEPER}) and flow.gatekeeper == frozenset()
+    assert (chat.round_name, flow.round_name) == ("round", "step")
+    assert chat.request_type is dcm.DiagnosisRequest and flow.request_type is dca.AiOpsRequest
+    assert chat.start is dcm.start_diagnosis and flow.start is dca.start_aiops
+    assert chat.next_action is dcm.next_action and flow.next_action is dca.next_aiops_action
+    assert chat.advance is dcm.advance and flow.advance is dca.advance_aiops
+    assert chat.finished_type is dcm.Finished and flow.finished_type is dca.AiOpsFinished
+    assert chat.expected_call is dcj.expected_call
+    assert flow.expected_call is dca.aiops_expected_call
+    assert chat.entry_result is dcj.entry_result and chat.outcome_of is dcj.outcome_of
+    assert chat.request_to_wire is dcj.request_to_wire
+    assert flow.request_to_wire is dca.aiops_request_to_wire
+    assert chat.derive is not None and flow.derive is None
+
+
+def test_the_journal_classes_read_their_descriptor() -> None:
+    assert dcj.Journal._form is DIAGNOSIS_WORKFLOW
+    assert dcj.JournalEntry._form is DIAGNOSIS_WORKFLOW
+    assert dca.AiOpsJournal._form is AIOPS_WORKFLOW
+    assert dca.AiOpsJournalEntry._form is AIOPS_WORKFLOW
+
+
+def test_an_expected_call_says_a_round_in_its_workflows_words() -> None:
+    assert dcj.ExpectedCall(Call.VERIFIER, 1, 2, "0" * 64).describe() == (
+        "verifier round 1 attempt 2"
+    )
+    assert dca.AiOpsExpectedCall(Agent.EXECUTOR, 2, 1, "0" * 64).describe() == (
+        "executor step 2 attempt 1"
+    )
+
+
+def test_a_descriptor_is_frozen() -> None:
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        DIAGNOSIS_WORKFLOW.round_name = "step"  # type: ignore[misc]
+
+
+def test_a_descriptor_refuses_to_always_resend_the_executor_or_the_gatekeeper() -> None:
+    with pytest.raises(ValueError, match=r"^resent: the executor and gatekeeper calls"):
+        attrs.evolve(DIAGNOSIS_WORKFLOW, resent=frozenset({Call.PLANNER, Call.EXECUTOR}))
+    with pytest.raises(ValueError, match=r"\['gatekeeper'\]"):
+        attrs.evolve(DIAGNOSIS_WORKFLOW, resent=frozenset({Call.GATEKEEPER}))
+
+
+def _mentions_any(hint: object) -> bool:
+    if hint is typing.Any:
+        return True
+    args = list(hint) if isinstance(hint, list) else typing.get_args(hint)  # Callable's [params]
+    return any(_mentions_any(arg) for arg in args)
+
+
+def test_the_any_check_sees_inside_callables() -> None:
+    assert _mentions_any(typing.Callable[[int, typing.Any], int])
+    assert _mentions_any(dict[str, typing.Any] | None)
+    assert not _mentions_any(typing.Callable[[int], str])
+
+
+def test_no_public_signature_of_the_descriptor_says_any() -> None:
+    namespace = vars(sys.modules[Workflow.__module__])  # where its annotations are written
+    fields = typing.get_type_hints(Workflow, globalns=namespace)
+    assert set(fields) >= {
+        "name", "format", "v1_format", "calls", "executor", "gatekeeper", "resent",
+        "request_type", "request_to_wire", "load_request", "start", "next_action", "advance",
+        "finished_type", "expected_call", "entry_result", "outcome_of", "round_name", "derive",
+    }
+    offenders = [name for name, hint in fields.items() if _mentions_any(hint)]
+    for name, member in inspect.getmembers(Workflow):
+        if name.startswith("_"):
+            continue
+        function = member.fget if isinstance(member, property) else member
+        if not inspect.isfunction(function):
+            continue
+        hints = typing.get_type_hints(function, globalns=namespace)
+        offenders += [f"{name}.{arg}" for arg, hint in hints.items() if _mentions_any(hint)]
+    assert offenders == []
+    assert typing.get_type_hints(Workflow.resent_on_resume)["return"] is bool
+
