@@ -459,11 +459,11 @@ def test_store_refuses_the_options_it_replaces_and_what_is_not_a_store(tmp_path:
     request, effects = setup()
     store = dcs.SqliteStore(tmp_path / "runs.db")
     with pytest.raises(
-        ValueError, match=r"^sink: not with store= \(the store holds the run's journal\)$"
+        ValueError, match=r"^run_diagnosis: sink: not with store= \(the store holds the run's journal\)$"
     ):
         dc.run_diagnosis(request, effects, store=store, sink=dcj.ListJournalSink())
     with pytest.raises(
-        ValueError, match=r"^journal: not with store= \(the store holds the run's journal\)$"
+        ValueError, match=r"^arun_diagnosis: journal: not with store= \(the store holds the run's journal\)$"
     ):
         asyncio.run(dc.arun_diagnosis(
             request, dc.AsyncEffects.from_sync(effects), store=store,
