@@ -124,10 +124,30 @@ _LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
 # number); the lookbehind makes the scan linear (one try per run of digits), and
 # coming after the first digit it leaves the engine its fast scan for a digit.
 _UNSAFE_DIGIT_RUN = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
+# A run of more than ``_SAFE_DIGITS`` digits covers at least one whole aligned
+# block of ``_DIGIT_BLOCK`` characters (it is at least ``2 * _DIGIT_BLOCK - 1`` long).
+_DIGIT_BLOCK = _SAFE_DIGITS // 2
+_ASCII_DIGIT = re.compile("[0-9]")
 
 
 def _has_long_digit_run(text: str) -> bool:
-    return _UNSAFE_DIGIT_RUN.search(text) is not None
+    """Whether ``text`` holds a run of more than ``_SAFE_DIGITS`` ASCII digits.
+
+    Exact, and cheap in the common case: a block can only be all digits if
+    its first character is one, so only the blocks whose first character (one
+    in every ``_DIGIT_BLOCK``, sampled by a strided slice) is a digit are
+    looked at, and the exact scan of the whole text runs only when one of them
+    is all digits. A text of mostly digits costs at most that scan more.
+    """
+    if len(text) <= _SAFE_DIGITS:
+        return False
+    block = _DIGIT_BLOCK
+    for match in _ASCII_DIGIT.finditer(text[::block]):
+        start = match.start() * block
+        piece = text[start : start + block]
+        if len(piece) == block and piece.isascii() and piece.isdigit():
+            return _UNSAFE_DIGIT_RUN.search(text) is not None
+    return False
 
 
 
