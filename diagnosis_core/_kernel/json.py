@@ -100,8 +100,13 @@ def canonical_json(value: object) -> str:
         # says which, or writes the same text.
         return _canonical_json_exact(value)
     if (
-        _LONG_INTEGER_TOKEN.search(text) is not None or _LONG_INTEGER_START.match(text) is not None
-    ) and _holds_long_integer(value):
+        _may_hold_digit_run(text, MAX_INT_DIGITS)
+        and (
+            _LONG_INTEGER_TOKEN.search(text) is not None
+            or _LONG_INTEGER_START.match(text) is not None
+        )
+        and _holds_long_integer(value)
+    ):
         raise ValueError(f"an integer has more than {MAX_INT_DIGITS} digits")
     return text
 
@@ -124,30 +129,36 @@ _LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
 # number); the lookbehind makes the scan linear (one try per run of digits), and
 # coming after the first digit it leaves the engine its fast scan for a digit.
 _UNSAFE_DIGIT_RUN = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
-# A run of more than ``_SAFE_DIGITS`` digits covers at least one whole aligned
-# block of ``_DIGIT_BLOCK`` characters (it is at least ``2 * _DIGIT_BLOCK - 1`` long).
-_DIGIT_BLOCK = _SAFE_DIGITS // 2
 _ASCII_DIGIT = re.compile("[0-9]")
 
 
-def _has_long_digit_run(text: str) -> bool:
-    """Whether ``text`` holds a run of more than ``_SAFE_DIGITS`` ASCII digits.
+def _may_hold_digit_run(text: str, longer_than: int) -> bool:
+    """False only when ``text`` has no run of more than ``longer_than`` ASCII digits.
 
-    Exact, and cheap in the common case: a block can only be all digits if
-    its first character is one, so only the blocks whose first character (one
-    in every ``_DIGIT_BLOCK``, sampled by a strided slice) is a digit are
-    looked at, and the exact scan of the whole text runs only when one of them
-    is all digits. A text of mostly digits costs at most that scan more.
+    A run of ``longer_than + 1`` digits covers at least one whole aligned
+    block of ``(longer_than + 1) // 2`` characters, and a block can only be
+    all digits if its first character is one: so only the blocks whose first
+    character (sampled by a strided slice, at C speed) is a digit are looked
+    at. True means such a block is all digits; the caller's exact scan then
+    decides. A text of mostly digits costs one Python step per block more.
     """
-    if len(text) <= _SAFE_DIGITS:
+    if len(text) <= longer_than:
         return False
-    block = _DIGIT_BLOCK
+    block = (longer_than + 1) // 2
     for match in _ASCII_DIGIT.finditer(text[::block]):
         start = match.start() * block
         piece = text[start : start + block]
         if len(piece) == block and piece.isascii() and piece.isdigit():
-            return _UNSAFE_DIGIT_RUN.search(text) is not None
+            return True
     return False
+
+
+def _has_long_digit_run(text: str) -> bool:
+    """Whether ``text`` holds a run of more than ``_SAFE_DIGITS`` ASCII digits (exact)."""
+    return (
+        _may_hold_digit_run(text, _SAFE_DIGITS)
+        and _UNSAFE_DIGIT_RUN.search(text) is not None
+    )
 
 
 
