@@ -102,13 +102,40 @@ def canonical_json(value: object) -> str:
     if (
         _may_hold_digit_run(text, MAX_INT_DIGITS)
         and (
-            _LONG_INTEGER_TOKEN.search(text) is not None
-            or _LONG_INTEGER_START.match(text) is not None
+            _LONG_INTEGER_TOKEN.compiled.search(text) is not None
+            or _LONG_INTEGER_START.compiled.match(text) is not None
         )
         and _holds_long_integer(value)
     ):
         raise ValueError(f"an integer has more than {MAX_INT_DIGITS} digits")
     return text
+
+
+# --- patterns of the rare paths ------------------------------------------------------
+
+
+class LazyPattern:
+    """A regular expression compiled when it is first used.
+
+    For the patterns only rare paths need (a long integer, a surrogate
+    escape, a syntax error's message, a second code fence): compiling them
+    all at import would be a measurable part of ``import diagnosis_core``,
+    which must stay cheap.
+    """
+
+    __slots__ = ("_compiled", "_source")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled once; a race compiles it twice, harmlessly)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._source)
+        return compiled
 
 
 # --- the digit limit (spec §5, v1.1) ---------------------------------------------
@@ -122,13 +149,13 @@ _SAFE_POWER: int = 10**_SAFE_DIGITS
 _TOO_LONG: int = 10**MAX_INT_DIGITS  # the smallest magnitude with 4301 digits
 # In canonical text a number starts the document or follows ``[``, ``,`` or ``:``.
 # A hit may also be inside a string; the exact walk over the value decides.
-_LONG_INTEGER_TOKEN = re.compile(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
-_LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
+_LONG_INTEGER_TOKEN = LazyPattern(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
+_LONG_INTEGER_START = LazyPattern(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
 # A run of more digits than every interpreter converts. Without one, no literal
 # can reach either limit and the C conversion is used (no Python hook per
 # number); the lookbehind makes the scan linear (one try per run of digits), and
 # coming after the first digit it leaves the engine its fast scan for a digit.
-_UNSAFE_DIGIT_RUN = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
+_UNSAFE_DIGIT_RUN = LazyPattern(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
 _ASCII_DIGIT = re.compile("[0-9]")
 
 
@@ -157,7 +184,7 @@ def _has_long_digit_run(text: str) -> bool:
     """Whether ``text`` holds a run of more than ``_SAFE_DIGITS`` ASCII digits (exact)."""
     return (
         _may_hold_digit_run(text, _SAFE_DIGITS)
-        and _UNSAFE_DIGIT_RUN.search(text) is not None
+        and _UNSAFE_DIGIT_RUN.compiled.search(text) is not None
     )
 
 
@@ -422,11 +449,11 @@ def _strict_int(literal: str) -> int:
 # it may also hit an escaped backslash followed by ``ud800`` or a valid pair,
 # which the exact check below tells apart.
 _SURROGATE_ESCAPE_HINT = re.compile(r"\\u[dD][89a-fA-F]")
-_ESCAPED_BACKSLASH = re.compile(r"\\\\")
+_ESCAPED_BACKSLASH = LazyPattern(r"\\\\")
 # A high escape not followed by a low one, or a low escape not preceded by a
 # high one. Both branches start with the literal ``\\u[dD]`` (the lookbehind
 # of the low branch covers it), so the engine scans for ``\\u`` at C speed.
-_LONE_SURROGATE_ESCAPE = re.compile(
+_LONE_SURROGATE_ESCAPE = LazyPattern(
     r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD])[c-fC-F][0-9a-fA-F]{2})"
 )
@@ -466,8 +493,8 @@ def _has_lone_surrogate_escape(text: str) -> bool:
     if hint is None:
         return False
     # Blanking keeps every offset, so no real escape starts before the first hint.
-    blanked = _ESCAPED_BACKSLASH.sub("__", text) if "\\\\" in text else text
-    return _LONE_SURROGATE_ESCAPE.search(blanked, hint.start()) is not None
+    blanked = _ESCAPED_BACKSLASH.compiled.sub("__", text) if "\\\\" in text else text
+    return _LONE_SURROGATE_ESCAPE.compiled.search(blanked, hint.start()) is not None
 
 
 class _Pairs(list[tuple[str, object]]):
@@ -549,7 +576,7 @@ def _unclosed(text: str) -> str:
 
 _PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
 # The start of a literal or a number that the end of the text cut short.
-_CUT_LITERAL = re.compile(
+_CUT_LITERAL = LazyPattern(
     r"t(?:r(?:u)?)?|f(?:a(?:l(?:s)?)?)?|n(?:u(?:l)?)?|-?[0-9]*\.?[0-9]*[eE]?[-+]?"
 )
 
@@ -563,7 +590,7 @@ def _syntax_error(text: str, exc: json.JSONDecodeError) -> PayloadError:
     if (
         message.startswith("Unterminated string")
         or (position >= end and end > 0)
-        or _CUT_LITERAL.fullmatch(text, position, end) is not None
+        or _CUT_LITERAL.compiled.fullmatch(text, position, end) is not None
         or (message.startswith("Invalid \\u") and end - text.rfind("\\", 0, end) <= 6)
     ):
         closers = _unclosed(text)
@@ -944,7 +971,7 @@ def _strip_last_line_ending(text: str) -> str | None:
     return None
 
 
-_INNER_FENCE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*(?:```|~~~)")
+_INNER_FENCE = LazyPattern(r"(?:\A|[\r\n])[^\S\r\n]*(?:```|~~~)")
 
 
 def extract_json_text(text: str) -> str:
@@ -994,7 +1021,7 @@ def extract_json_text(text: str) -> str:
         if rest[: -len(_FENCE)].endswith("`"):
             raise PayloadError("$", "code fences longer than three backticks are not accepted")
         raise PayloadError("$", "closing code fence must be a line of exactly three backticks")
-    if (_FENCE in body or "~~~" in body) and _INNER_FENCE.search(body):
+    if (_FENCE in body or "~~~" in body) and _INNER_FENCE.compiled.search(body):
         raise PayloadError("$", "only one code fence is accepted")
     if not body.strip():
         raise PayloadError("$", "empty code fence")
