@@ -201,6 +201,8 @@ def bench_parse(quick: bool) -> None:
         vs_floor, vs_floor_median = ratio(core_s, floor)
         vs_peer, vs_peer_median = ratio(core_s, peer_s)
         status = ""
+        if size == 10_000:
+            status = f"≤3× json.loads: {_target('parse 10 KB ≤ 3× json.loads', vs_floor, 3.0)}"
         if size == 1_000_000:
             status = (f"≤3× json.loads: {_target('parse 1 MB ≤ 3× json.loads', vs_floor, 3.0)}; "
                       f"≤1.5× pydantic: {_target('parse 1 MB ≤ 1.5× pydantic', vs_peer, 1.5)}")

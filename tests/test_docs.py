@@ -271,17 +271,23 @@ def _printed_format() -> tuple[list[re.Pattern[str]], set[tuple[str, ...]]]:
     """The headings and table headers ``benchmarks/run.py`` prints, read from its source.
 
     A heading is a ``print("## …")`` (its formatted parts match anything); a table header
-    is the first argument of a ``_table([...])`` call, or the header line of
+    is the first argument of a ``_table([...])`` call (``table([...])`` in
+    ``stores_bench.py``, which receives ``_table``), or the header line of
     ``rejection.py``'s table.
     """
     import ast
 
     headings: list[re.Pattern[str]] = []
     headers: set[tuple[str, ...]] = set()
-    tree = ast.parse((ROOT / "benchmarks" / "run.py").read_text("utf-8"))
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-            continue
+    # run.py and the section modules it hands its ``_table`` to (as ``table``).
+    sources = [(ROOT / "benchmarks" / name).read_text("utf-8")
+               for name in ("run.py", "stores_bench.py")]
+    calls = [
+        node for source in sources for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    ]
+    for node in calls:
+        assert isinstance(node.func, ast.Name)
         first = node.args[0] if node.args else None
         if node.func.id == "print" and isinstance(first, ast.Constant | ast.JoinedStr):
             parts = first.values if isinstance(first, ast.JoinedStr) else [first]
@@ -291,7 +297,7 @@ def _printed_format() -> tuple[list[re.Pattern[str]], set[tuple[str, ...]]]:
             )
             if text.startswith(re.escape("## ")):
                 headings.append(re.compile(text))
-        if node.func.id == "_table" and isinstance(first, ast.List):
+        if node.func.id in ("_table", "table") and isinstance(first, ast.List):
             headers.add(tuple(ast.literal_eval(item) for item in first.elts))
     rejection = (ROOT / "benchmarks" / "rejection.py").read_text("utf-8")
     line = re.search(r'"(\| case \|[^"]*)"', rejection)

@@ -228,3 +228,66 @@ def test_bad_data_still_is_a_payload_error() -> None:
         dc.from_wire(dcp.ComposerOutput, {"answer": 1})
     assert caught.value.path == "answer"
     assert json.loads(dc.to_json(dcp.ComposerOutput("a"))) == {"answer": "a", "cited_claim_ids": []}
+
+
+# --- the sampled digit-run check (the fast path's choice of integer conversion) ---------
+
+
+def _longest_digit_run(text: str) -> int:
+    longest = current = 0
+    for char in text:
+        current = current + 1 if "0" <= char <= "9" else 0
+        longest = max(longest, current)
+    return longest
+
+
+@pytest.mark.parametrize("length", [299, 300, 599, 600, 601, 602, 900, 4301])
+def test_the_digit_run_check_finds_every_long_run_at_every_alignment(length: int) -> None:
+    from diagnosis_core._kernel.json import _has_long_digit_run
+
+    for offset in range(0, 302):
+        for before, after in (("x", "y"), ("é", ""), ("1 ", " 2")):
+            text = "a" * offset + before + "7" * length + after + "b" * 301
+            assert _has_long_digit_run(text) is (_longest_digit_run(text) > 600), (offset, before)
+
+
+@pytest.mark.parametrize("length", [2149, 2150, 4299, 4300, 4301, 4302, 9000])
+def test_the_long_integer_prefilter_never_misses_a_run(length: int) -> None:
+    from diagnosis_core._kernel.json import _may_hold_digit_run
+
+    for offset in [*range(0, 40), *range(2100, 2200), *range(4280, 4310)]:
+        text = '["' + "a" * offset + '",' + "7" * length + "]"
+        if _longest_digit_run(text) > 4300:
+            assert _may_hold_digit_run(text, 4300), offset
+
+
+def test_canonical_json_refuses_long_integers_at_any_offset_whatever_the_interpreter() -> None:
+    code = """
+        import diagnosis_core.protocol as dcp
+        for offset in [*range(0, 30), *range(2130, 2170), *range(4290, 4310)]:
+            assert dcp.canonical_json(["x" * offset, 10**4299]).endswith("0]")
+            try:
+                dcp.canonical_json(["x" * offset, -(10**4300)])
+            except ValueError as error:
+                assert "4300" in str(error), error
+            else:
+                raise AssertionError(offset)
+        print("ok")
+    """
+    completed = _run_python(code, "0")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "ok"
+
+
+def test_integers_longer_than_every_interpreter_converts_parse_exactly_at_any_offset() -> None:
+    code = """
+        import diagnosis_core.protocol as dcp
+        for offset in range(0, 301, 7):
+            for digits in (641, 1000, 4300):
+                text = '{"p": "' + "x" * offset + '", "n": ' + "9" * digits + "}"
+                assert dcp.loads_strict(text)["n"] == 10**digits - 1, (offset, digits)
+        print("ok")
+    """
+    completed = _run_python(code, "640")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "ok"

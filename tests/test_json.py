@@ -322,3 +322,31 @@ def test_prose_or_a_second_object_around_the_json_is_invalid(text: str, problem:
 
 def test_parse_json_object_accepts_a_fenced_object() -> None:
     assert parse_json_object('```json\n{"a": [1]}\n```\n') == {"a": [1]}
+
+
+def test_the_rare_paths_patterns_are_compiled_on_first_use_only() -> None:
+    # Compiling them at import is a measurable part of `import diagnosis_core`.
+    import subprocess
+    import sys
+
+    code = (
+        "import diagnosis_core, diagnosis_core.protocol as p\n"
+        "from diagnosis_core._kernel import json as j, converter as c\n"
+        "rare = (j._LONG_INTEGER_TOKEN, j._UNSAFE_DIGIT_RUN, j._LONE_SURROGATE_ESCAPE,\n"
+        "        j._CUT_LITERAL, j._INNER_FENCE, c._PATH_STEP)\n"
+        "print(sum(pattern._compiled is None for pattern in rare))\n"
+        "p.parse_executor_evidence(p.canonical_json({'schema_version': 'executor_evidence_v2',\n"
+        "    'evidence_status': 'no_evidence', 'claims': [], 'note': '\\\\\\\\ud800'}))\n"
+        "print(sum(pattern._compiled is None for pattern in rare))\n"
+        "try:\n"
+        "    p.loads_strict('{\"a\": tru')\n"
+        "except Exception as error:\n"
+        "    print(error)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[:2] == ["6", "5"]  # the escaped backslash before "ud800" needed the exact scan
+    assert lines[2].startswith("$: the JSON is cut off: the text ends early at line 1 column 10")

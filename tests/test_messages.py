@@ -119,6 +119,16 @@ def test_each_malformed_reply_gets_one_actionable_message(reply: str, problem: s
     assert problem_of(reply) == problem
 
 
+def test_a_byte_order_mark_is_named_by_every_parser() -> None:
+    # json.loads refuses it before decoding; the parsers' kept decoders must too.
+    expected = "invalid JSON at line 1 column 1: unexpected UTF-8 BOM (decode using utf-8-sig)"
+    assert problem_of('\ufeff{"steps": []}') == expected
+    for parse in (dcp.loads_strict, dcp.loads_stored, dcp.parse_executor_evidence):
+        with pytest.raises(dc.PayloadError) as info:
+            parse('\ufeff{"schema_version": "executor_evidence_v2"}')
+        assert (info.value.path, info.value.problem) == ("$", expected)
+
+
 def test_a_key_in_the_wrong_case_names_the_key_to_write() -> None:
     wrong = {("Verdict" if key == "verdict" else key): value for key, value in VERIFIER.items()}
     with pytest.raises(dc.PayloadError) as info:

@@ -27,7 +27,6 @@ import inspect
 import itertools
 import json
 import math
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -48,6 +47,7 @@ from .errors import ConfigError, PayloadError
 from .json import (
     DuplicateKey,
     JsonValue,
+    LazyPattern,
     canonical_json,
     describe_value,
     is_json_value_type,
@@ -1075,7 +1075,7 @@ def from_wire(cls: type[T], data: object) -> T:
     return detailed
 
 
-_PATH_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
+_PATH_STEP = LazyPattern(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
 
 
 def _key_case_hint(error: PayloadError, data: object) -> PayloadError:
@@ -1089,7 +1089,7 @@ def _key_case_hint(error: PayloadError, data: object) -> PayloadError:
     steps: list[str | int] = []
     position = 0
     while position < len(error.path):
-        match = _PATH_STEP.match(error.path, position)
+        match = _PATH_STEP.compiled.match(error.path, position)
         if match is None:  # a key written ['…']: no hint
             return error
         steps.append(match.group(1) if match.group(1) is not None else int(match.group(2)))

@@ -100,10 +100,42 @@ def canonical_json(value: object) -> str:
         # says which, or writes the same text.
         return _canonical_json_exact(value)
     if (
-        _LONG_INTEGER_TOKEN.search(text) is not None or _LONG_INTEGER_START.match(text) is not None
-    ) and _holds_long_integer(value):
+        _may_hold_digit_run(text, MAX_INT_DIGITS)
+        and (
+            _LONG_INTEGER_TOKEN.compiled.search(text) is not None
+            or _LONG_INTEGER_START.compiled.match(text) is not None
+        )
+        and _holds_long_integer(value)
+    ):
         raise ValueError(f"an integer has more than {MAX_INT_DIGITS} digits")
     return text
+
+
+# --- patterns of the rare paths ------------------------------------------------------
+
+
+class LazyPattern:
+    """A regular expression compiled when it is first used.
+
+    For the patterns only rare paths need (a long integer, a surrogate
+    escape, a syntax error's message, a second code fence): compiling them
+    all at import would be a measurable part of ``import diagnosis_core``,
+    which must stay cheap.
+    """
+
+    __slots__ = ("_compiled", "_source")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled once; a race compiles it twice, harmlessly)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._source)
+        return compiled
 
 
 # --- the digit limit (spec §5, v1.1) ---------------------------------------------
@@ -117,17 +149,43 @@ _SAFE_POWER: int = 10**_SAFE_DIGITS
 _TOO_LONG: int = 10**MAX_INT_DIGITS  # the smallest magnitude with 4301 digits
 # In canonical text a number starts the document or follows ``[``, ``,`` or ``:``.
 # A hit may also be inside a string; the exact walk over the value decides.
-_LONG_INTEGER_TOKEN = re.compile(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
-_LONG_INTEGER_START = re.compile(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
+_LONG_INTEGER_TOKEN = LazyPattern(r"[\[,:]-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
+_LONG_INTEGER_START = LazyPattern(r"-?[0-9]{" + str(MAX_INT_DIGITS + 1) + "}")
 # A run of more digits than every interpreter converts. Without one, no literal
 # can reach either limit and the C conversion is used (no Python hook per
 # number); the lookbehind makes the scan linear (one try per run of digits), and
 # coming after the first digit it leaves the engine its fast scan for a digit.
-_UNSAFE_DIGIT_RUN = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
+_UNSAFE_DIGIT_RUN = LazyPattern(r"[0-9](?<![0-9][0-9])[0-9]{" + str(_SAFE_DIGITS) + "}")
+_ASCII_DIGIT = re.compile("[0-9]")
+
+
+def _may_hold_digit_run(text: str, longer_than: int) -> bool:
+    """False only when ``text`` has no run of more than ``longer_than`` ASCII digits.
+
+    A run of ``longer_than + 1`` digits covers at least one whole aligned
+    block of ``(longer_than + 1) // 2`` characters, and a block can only be
+    all digits if its first character is one: so only the blocks whose first
+    character (sampled by a strided slice, at C speed) is a digit are looked
+    at. True means such a block is all digits; the caller's exact scan then
+    decides. A text of mostly digits costs one Python step per block more.
+    """
+    if len(text) <= longer_than:
+        return False
+    block = (longer_than + 1) // 2
+    for match in _ASCII_DIGIT.finditer(text[::block]):
+        start = match.start() * block
+        piece = text[start : start + block]
+        if len(piece) == block and piece.isascii() and piece.isdigit():
+            return True
+    return False
 
 
 def _has_long_digit_run(text: str) -> bool:
-    return _UNSAFE_DIGIT_RUN.search(text) is not None
+    """Whether ``text`` holds a run of more than ``_SAFE_DIGITS`` ASCII digits (exact)."""
+    return (
+        _may_hold_digit_run(text, _SAFE_DIGITS)
+        and _UNSAFE_DIGIT_RUN.compiled.search(text) is not None
+    )
 
 
 
@@ -391,11 +449,11 @@ def _strict_int(literal: str) -> int:
 # it may also hit an escaped backslash followed by ``ud800`` or a valid pair,
 # which the exact check below tells apart.
 _SURROGATE_ESCAPE_HINT = re.compile(r"\\u[dD][89a-fA-F]")
-_ESCAPED_BACKSLASH = re.compile(r"\\\\")
+_ESCAPED_BACKSLASH = LazyPattern(r"\\\\")
 # A high escape not followed by a low one, or a low escape not preceded by a
 # high one. Both branches start with the literal ``\\u[dD]`` (the lookbehind
 # of the low branch covers it), so the engine scans for ``\\u`` at C speed.
-_LONE_SURROGATE_ESCAPE = re.compile(
+_LONE_SURROGATE_ESCAPE = LazyPattern(
     r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD])[c-fC-F][0-9a-fA-F]{2})"
 )
@@ -435,8 +493,8 @@ def _has_lone_surrogate_escape(text: str) -> bool:
     if hint is None:
         return False
     # Blanking keeps every offset, so no real escape starts before the first hint.
-    blanked = _ESCAPED_BACKSLASH.sub("__", text) if "\\\\" in text else text
-    return _LONE_SURROGATE_ESCAPE.search(blanked, hint.start()) is not None
+    blanked = _ESCAPED_BACKSLASH.compiled.sub("__", text) if "\\\\" in text else text
+    return _LONE_SURROGATE_ESCAPE.compiled.search(blanked, hint.start()) is not None
 
 
 class _Pairs(list[tuple[str, object]]):
@@ -518,7 +576,7 @@ def _unclosed(text: str) -> str:
 
 _PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
 # The start of a literal or a number that the end of the text cut short.
-_CUT_LITERAL = re.compile(
+_CUT_LITERAL = LazyPattern(
     r"t(?:r(?:u)?)?|f(?:a(?:l(?:s)?)?)?|n(?:u(?:l)?)?|-?[0-9]*\.?[0-9]*[eE]?[-+]?"
 )
 
@@ -532,7 +590,7 @@ def _syntax_error(text: str, exc: json.JSONDecodeError) -> PayloadError:
     if (
         message.startswith("Unterminated string")
         or (position >= end and end > 0)
-        or _CUT_LITERAL.fullmatch(text, position, end) is not None
+        or _CUT_LITERAL.compiled.fullmatch(text, position, end) is not None
         or (message.startswith("Invalid \\u") and end - text.rfind("\\", 0, end) <= 6)
     ):
         closers = _unclosed(text)
@@ -790,18 +848,47 @@ def loads_stored(text: str) -> JsonValue:
     return _loads(text, stored=True)
 
 
+_DECODERS: dict[Callable[[list[tuple[str, Any]]], object], json.JSONDecoder] = {}
+_MAX_DECODERS = 32
+
+
+def _strict_decode(
+    text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], object], long_digits: bool
+) -> Any:
+    """``json.loads`` of ``text`` with the strict hooks and ``object_pairs_hook``.
+
+    Exactly that call, without building a decoder each time: in the common
+    case (no long digit run, no byte order mark, which ``json.loads`` refuses
+    before decoding) a decoder kept per hook decodes the text. That is a few
+    microseconds of every small payload.
+    """
+    if long_digits or text.startswith("\ufeff"):
+        return json.loads(
+            text,
+            object_pairs_hook=object_pairs_hook,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_strict_int if long_digits else None,
+        )
+    function = type(object_pairs_hook) is types.FunctionType  # hashable by identity
+    decoder = _DECODERS.get(object_pairs_hook) if function else None
+    if decoder is None:
+        decoder = json.JSONDecoder(
+            object_pairs_hook=object_pairs_hook,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
+        if function and len(_DECODERS) < _MAX_DECODERS:  # a fresh hook per call is not kept
+            _DECODERS[object_pairs_hook] = decoder
+    return decoder.decode(text)
+
+
 def _loads(text: str, *, stored: bool) -> JsonValue:
     if not isinstance(text, str):
         raise PayloadError("$", f"expected text, got {type(text).__name__}")
     long_digits = _has_long_digit_run(text)
     try:
-        value: JsonValue = json.loads(
-            text,
-            object_pairs_hook=_strict_pairs,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            parse_int=_strict_int if long_digits else None,
-        )
+        value: JsonValue = _strict_decode(text, _strict_pairs, long_digits)
     except json.JSONDecodeError as exc:
         raise _syntax_error(text, exc) from None
     except _Problem:
@@ -841,13 +928,7 @@ def loads_strict_with_objects(
         return False, None
     long_digits = _has_long_digit_run(text)
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=object_pairs_hook,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            parse_int=_strict_int if long_digits else None,
-        )
+        value = _strict_decode(text, object_pairs_hook, long_digits)
     except MemoryError:
         raise
     except json.JSONDecodeError as exc:
@@ -890,7 +971,7 @@ def _strip_last_line_ending(text: str) -> str | None:
     return None
 
 
-_INNER_FENCE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*(?:```|~~~)")
+_INNER_FENCE = LazyPattern(r"(?:\A|[\r\n])[^\S\r\n]*(?:```|~~~)")
 
 
 def extract_json_text(text: str) -> str:
@@ -940,7 +1021,7 @@ def extract_json_text(text: str) -> str:
         if rest[: -len(_FENCE)].endswith("`"):
             raise PayloadError("$", "code fences longer than three backticks are not accepted")
         raise PayloadError("$", "closing code fence must be a line of exactly three backticks")
-    if (_FENCE in body or "~~~" in body) and _INNER_FENCE.search(body):
+    if (_FENCE in body or "~~~" in body) and _INNER_FENCE.compiled.search(body):
         raise PayloadError("$", "only one code fence is accepted")
     if not body.strip():
         raise PayloadError("$", "empty code fence")
