@@ -31,6 +31,7 @@ from diagnosis_core.journal import EntryState, JournalCall
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = b"mutation-oracle-key"
+STORE_HOLDS = r"not with store= \(the store holds the run's journal\)"
 
 
 def load(name: str) -> dict[str, Any]:
@@ -194,6 +195,25 @@ def test_the_aiops_status_reports_the_end_the_key_and_the_request_hash() -> None
     unended = attrs.evolve(journal, end=None)
     status = dca.aiops_journal_status(unended, key=KEY)
     assert (status.ended, status.end_required, status.complete) == (False, True, False)
+
+
+def test_each_request_keeps_its_own_hash_while_hashes_are_reused() -> None:
+    # The request digest is computed once per request value and reused (spec §12.2
+    # binds it into every entry); a journal over another request — one id apart, or
+    # the same values rebuilt — must still report its own request's hash.
+    _, journal = aiops_journal()
+    journals = [journal]
+    for number in range(70):
+        run = attrs.evolve(journal.request.run, run_id=f"run-{number}")
+        request = attrs.evolve(journal.request, run=run)
+        journals.append(dca.AiOpsJournal(request))
+    journals.append(dca.AiOpsJournal(attrs.evolve(journal.request)))
+    for _ in range(2):
+        for each in journals:
+            wire = wire_of(each)
+            expected = hashlib.sha256(canonical(wire["request"]).encode("utf-8")).hexdigest()
+            assert dca.aiops_journal_status(each).request_sha256 == expected
+    assert len({dca.aiops_journal_status(each).request_sha256 for each in journals}) == 71
 
 
 # --- converting a journal to a scenario -----------------------------------------
@@ -459,11 +479,13 @@ def test_store_refuses_the_options_it_replaces_and_what_is_not_a_store(tmp_path:
     request, effects = setup()
     store = dcs.SqliteStore(tmp_path / "runs.db")
     with pytest.raises(
-        ValueError, match=r"^run_diagnosis: sink: not with store= \(the store holds the run's journal\)$"
+        ValueError,
+        match=rf"^run_diagnosis: sink: {STORE_HOLDS}$",
     ):
         dc.run_diagnosis(request, effects, store=store, sink=dcj.ListJournalSink())
     with pytest.raises(
-        ValueError, match=r"^arun_diagnosis: journal: not with store= \(the store holds the run's journal\)$"
+        ValueError,
+        match=rf"^arun_diagnosis: journal: {STORE_HOLDS}$",
     ):
         asyncio.run(dc.arun_diagnosis(
             request, dc.AsyncEffects.from_sync(effects), store=store,

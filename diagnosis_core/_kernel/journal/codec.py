@@ -438,10 +438,34 @@ def is_v1(journal: JournalBase[Any, Any]) -> bool:
     return journal.format == type(journal)._form.v1_format
 
 
+_DIGEST_CACHE_SIZE = 64
+_digests: dict[int, tuple[object, object, str]] = {}
+"""``id(request)`` → ``(request, form, digest)`` of the last requests hashed.
+
+Every v2 entry built or checked binds the request digest (spec §12.2), and
+a run's journals share one request value (``attrs.evolve`` keeps it), so
+the canonical JSON and SHA-256 of the whole request are computed once per
+request, not once per entry. Keyed on identity, not equality (two equal
+requests may still differ on the wire, e.g. ``1`` and ``1.0``); the entry
+holds the request itself, so its ``id`` cannot be reused while cached. A
+request is deeply immutable (frozen attrs, tuples, read-only mappings), so
+a cached digest never goes stale.
+"""
+
+
 def request_digest(journal: JournalBase[Any, Any]) -> str:
     """SHA-256 hex of the UTF-8 bytes of the request's canonical JSON (:func:`stored_json`)."""
-    text = stored_json(type(journal)._form.request_to_wire(journal.request))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    request = journal.request
+    form = type(journal)._form
+    found = _digests.get(id(request))
+    if found is not None and found[0] is request and found[1] is form:
+        return found[2]
+    text = stored_json(form.request_to_wire(request))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(_digests) >= _DIGEST_CACHE_SIZE:
+        _digests.clear()
+    _digests[id(request)] = (request, form, digest)
+    return digest
 
 
 def bound_input_sha256(request_sha256: str, input_sha256: str) -> str:
