@@ -15,7 +15,7 @@ from typing import Protocol
 import attrs
 
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
+from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, awaitable_agent
 from .enums import AgentName
 from .payloads import ExecutorEvidence
 
@@ -40,7 +40,7 @@ class AsyncGatekeeper(Protocol):
 
 
 @attrs.frozen
-class Effects:
+class Effects(AgentTable[AgentName, AgentInvoker]):
     """The four agents, the gatekeeper and the failure classifier of a sync run."""
 
     planner: AgentInvoker
@@ -49,11 +49,6 @@ class Effects:
     composer: AgentInvoker
     gatekeeper: Gatekeeper
     classifier: FailureClassifier = default_failure_classifier
-
-    def agent(self, name: AgentName) -> AgentInvoker:
-        """The invoker for ``name``."""
-        invoker: AgentInvoker = getattr(self, name.value)
-        return invoker
 
 
 def awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
@@ -64,7 +59,7 @@ def awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
 
 
 @attrs.frozen
-class AsyncEffects:
+class AsyncEffects(AgentTable[AgentName, AsyncAgentInvoker]):
     """The four agents, the gatekeeper and the failure classifier of an asyncio run."""
 
     planner: AsyncAgentInvoker
@@ -73,11 +68,6 @@ class AsyncEffects:
     composer: AsyncAgentInvoker
     gatekeeper: AsyncGatekeeper
     classifier: FailureClassifier = default_failure_classifier
-
-    def agent(self, name: AgentName) -> AsyncAgentInvoker:
-        """The invoker for ``name``."""
-        invoker: AsyncAgentInvoker = getattr(self, name.value)
-        return invoker
 
     @classmethod
     def from_sync(cls, effects: Effects) -> AsyncEffects:

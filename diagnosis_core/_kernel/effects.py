@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Sequence
-from typing import Any, Protocol
+from enum import Enum
+from typing import Any, Generic, Protocol, TypeVar
 
 from .config import RunConfig
 from .errors import RunOptionsError
 
 __all__ = [
     "AgentInvoker",
+    "AgentTable",
     "AsyncAgentInvoker",
     "awaitable_agent",
     "check_effects_kind",
@@ -38,6 +40,26 @@ class AsyncAgentInvoker(Protocol):
     """The asyncio variant of :class:`AgentInvoker`."""
 
     def __call__(self, input: str, config: RunConfig, /) -> Awaitable[str]: ...
+
+
+N = TypeVar("N", bound=Enum)
+V = TypeVar("V")
+
+
+class AgentTable(Generic[N, V]):
+    """Effects that hold one invoker per agent, in the field named by the agent's value.
+
+    Both workflows' sync and asyncio effects share this lookup: an agent
+    enum's value is the field name (spec §2), so a driver asks for the agent
+    an action names without a table of its own.
+    """
+
+    __slots__ = ()
+
+    def agent(self, name: N) -> V:
+        """The invoker for ``name``."""
+        invoker: V = getattr(self, name.value)
+        return invoker
 
 
 def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:

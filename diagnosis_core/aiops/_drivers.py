@@ -37,7 +37,7 @@ import attrs
 from .._kernel import driver as _driver
 from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.driver import Driving, RunOptions, merge_options
-from .._kernel.effects import AgentInvoker, AsyncAgentInvoker, awaitable_agent
+from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, awaitable_agent
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
 from .._kernel.observe import Observer
@@ -80,7 +80,7 @@ __all__ = [
 
 
 @attrs.frozen
-class AiOpsEffects:
+class AiOpsEffects(AgentTable[AiOpsAgent, AgentInvoker]):
     """The four agents and the failure classifier of a synchronous AIOps run."""
 
     supervisor: AgentInvoker
@@ -89,14 +89,9 @@ class AiOpsEffects:
     reporter: AgentInvoker
     classifier: FailureClassifier = default_failure_classifier
 
-    def agent(self, name: AiOpsAgent) -> AgentInvoker:
-        """The invoker for ``name``."""
-        invoker: AgentInvoker = getattr(self, name.value)
-        return invoker
-
 
 @attrs.frozen
-class AsyncAiOpsEffects:
+class AsyncAiOpsEffects(AgentTable[AiOpsAgent, AsyncAgentInvoker]):
     """The four agents and the failure classifier of an asyncio AIOps run."""
 
     supervisor: AsyncAgentInvoker
@@ -104,11 +99,6 @@ class AsyncAiOpsEffects:
     executor: AsyncAgentInvoker
     reporter: AsyncAgentInvoker
     classifier: FailureClassifier = default_failure_classifier
-
-    def agent(self, name: AiOpsAgent) -> AsyncAgentInvoker:
-        """The invoker for ``name``."""
-        invoker: AsyncAgentInvoker = getattr(self, name.value)
-        return invoker
 
     @classmethod
     def from_sync(cls, effects: AiOpsEffects) -> AsyncAiOpsEffects:
