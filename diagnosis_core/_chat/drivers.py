@@ -81,13 +81,7 @@ def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> Ef
     driver: ``TypeError``, never a result (spec §15).
     """
     if isinstance(action, InvokeAgent):
-        return invoke_agent(
-            effects.agent(action.agent),
-            action.input,
-            action.config,
-            effects.classifier,
-            what=f"Effects.{action.agent.value}",
-        )
+        return invoke_agent(effects, action, "Effects")
     try:
         raw = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
@@ -105,13 +99,7 @@ async def perform_effect_async(
     the asyncio driver: ``TypeError``, never a result (spec §15).
     """
     if isinstance(action, InvokeAgent):
-        return await ainvoke_agent(
-            effects.agent(action.agent),
-            action.input,
-            action.config,
-            effects.classifier,
-            what=f"AsyncEffects.{action.agent.value}",
-        )
+        return await ainvoke_agent(effects, action, "AsyncEffects")
     try:
         called = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Sequence
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
+from .classify import FailureClassifier
 from .config import RunConfig
 from .errors import RunOptionsError
 
@@ -55,6 +56,9 @@ class AgentTable(Generic[N, V]):
     """
 
     __slots__ = ()
+
+    classifier: FailureClassifier
+    """Classifies an agent's exception (each effects class holds one; spec §15)."""
 
     def agent(self, name: N) -> V:
         """The invoker for ``name``."""

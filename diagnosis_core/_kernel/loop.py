@@ -21,19 +21,27 @@ shown a copy of a mutable result; spec §12.5, §14).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Generic, Protocol, TypeVar
+from enum import Enum
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
 from .classify import FailureClassifier, classify_failure
 from .config import RunConfig
-from .effects import AgentInvoker, AsyncAgentInvoker, reject_awaitable, require_awaitable
+from .effects import (
+    AgentInvoker,
+    AgentTable,
+    AsyncAgentInvoker,
+    reject_awaitable,
+    require_awaitable,
+)
 from .enums import FailureKind
 from .facts import not_text_message, repair_text
 from .observe import Watcher, new_events, observed_result
 from .results import AgentFailed, AgentReplied
 
 __all__ = [
+    "AgentAction",
     "Done",
     "StepRecorder",
     "adrive",
@@ -118,49 +126,56 @@ def reply_fact(text: object) -> AgentReplied | AgentFailed:
     return AgentFailed(FailureKind.NON_RETRYABLE, not_text_message(text))
 
 
-def invoke_agent(
-    invoker: AgentInvoker,
-    input: str,
-    config: RunConfig,
-    classifier: FailureClassifier,
-    *,
-    what: str,
-) -> AgentReplied | AgentFailed:
-    """Call one agent synchronously; its exception becomes a classified failure.
+class AgentAction(Protocol):
+    """An action invoking one agent: the agent (its value names the effect), input, config."""
 
-    An agent that returns an awaitable is an async effect given to the sync
-    driver: ``TypeError`` naming ``what``, never a result (spec §15).
+    @property
+    def agent(self) -> Enum: ...
+
+    @property
+    def input(self) -> str: ...
+
+    @property
+    def config(self) -> RunConfig: ...
+
+
+def invoke_agent(
+    effects: AgentTable[Any, AgentInvoker], action: AgentAction, effects_name: str
+) -> AgentReplied | AgentFailed:
+    """Call the agent ``action`` names synchronously; its exception becomes a classified failure.
+
+    Both workflows' sync drivers perform their agent actions here. An agent
+    that returns an awaitable is an async effect given to the sync driver:
+    ``TypeError`` naming ``effects_name.<agent>``, never a result (spec §15).
     """
     try:
-        text = invoker(input, config)
+        text = effects.agent(action.agent)(action.input, action.config)
     except Exception as error:
-        return failed_agent(classifier, error)
-    reject_awaitable(text, what, "the sync driver")
+        return failed_agent(effects.classifier, error)
+    reject_awaitable(text, f"{effects_name}.{action.agent.value}", "the sync driver")
     return reply_fact(text)
 
 
 async def ainvoke_agent(
-    invoker: AsyncAgentInvoker,
-    input: str,
-    config: RunConfig,
-    classifier: FailureClassifier,
-    *,
-    what: str,
+    effects: AgentTable[Any, AsyncAgentInvoker], action: AgentAction, effects_name: str
 ) -> AgentReplied | AgentFailed:
-    """Await one agent on the event loop; its exception becomes a classified failure.
+    """Await the agent ``action`` names on the event loop; its exception becomes a failure.
 
     An agent that returns something not awaitable is a sync effect given to
-    the asyncio driver: ``TypeError`` naming ``what``, never a result (spec §15).
+    the asyncio driver: ``TypeError`` naming ``effects_name.<agent>``, never a
+    result (spec §15).
     """
     try:
-        pending = invoker(input, config)
+        pending = effects.agent(action.agent)(action.input, action.config)
     except Exception as error:
-        return failed_agent(classifier, error)
-    reply = require_awaitable(pending, what, "the asyncio driver")
+        return failed_agent(effects.classifier, error)
+    reply = require_awaitable(
+        pending, f"{effects_name}.{action.agent.value}", "the asyncio driver"
+    )
     try:
         text = await reply
     except Exception as error:
-        return failed_agent(classifier, error)
+        return failed_agent(effects.classifier, error)
     return reply_fact(text)
 
 

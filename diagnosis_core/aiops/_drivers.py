@@ -123,14 +123,7 @@ def perform_aiops_effect(
     An agent that returns an awaitable is an async effect given to the sync
     driver: ``TypeError``, never a result (spec §15).
     """
-    invoker = effects.agent(action.agent)
-    return invoke_agent(
-        invoker,
-        action.input,
-        action.config,
-        effects.classifier,
-        what=f"AiOpsEffects.{action.agent.value}",
-    )
+    return invoke_agent(effects, action, "AiOpsEffects")
 
 
 async def perform_aiops_effect_async(
@@ -141,13 +134,7 @@ async def perform_aiops_effect_async(
     An agent that returns something not awaitable is a sync effect given to
     the asyncio driver: ``TypeError``, never a result (spec §15).
     """
-    return await ainvoke_agent(
-        effects.agent(action.agent),
-        action.input,
-        action.config,
-        effects.classifier,
-        what=f"AsyncAiOpsEffects.{action.agent.value}",
-    )
+    return await ainvoke_agent(effects, action, "AsyncAiOpsEffects")
 
 
 AiOpsObserver: TypeAlias = Observer[
