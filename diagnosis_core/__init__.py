@@ -108,6 +108,7 @@ from ._kernel.errors import (
 from ._kernel.json import (
     JsonValue,
 )
+from ._kernel.lazy import lazy_attributes
 from ._kernel.observe import (
     Observer,
     ObserverWarning,
@@ -390,6 +391,7 @@ _MOVED: dict[str, str] = {
 }
 
 if not TYPE_CHECKING:
+    _load = lazy_attributes(__name__, __name__, _LAZY, globals())
 
     def __getattr__(name: str) -> object:
         home = _MOVED.get(name)
@@ -400,12 +402,7 @@ if not TYPE_CHECKING:
                 stacklevel=2,
             )
             return getattr(importlib.import_module(home), name)
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, __name__), name)
-        globals()[name] = value
-        return value
+        return _load(name)
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *_LAZY, *_MOVED})

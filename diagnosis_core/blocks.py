@@ -13,8 +13,9 @@ home.
 
 from __future__ import annotations
 
-import importlib
 import warnings
+
+from ._kernel.lazy import lazy_attributes
 
 _HOMES: dict[str, tuple[str, ...]] = {
     "machine": (
@@ -107,19 +108,11 @@ _HOMES: dict[str, tuple[str, ...]] = {
 :func:`__getattr__` and ``__all__``): the shim keeps no import list of its own,
 so a name can only be served from the home ``tests/test_layout.py`` checks."""
 
-_HOME_OF = {name: home for home, names in _HOMES.items() for name in names}
+_HOME_OF = {name: f".{home}" for home, names in _HOMES.items() for name in names}
 
 __all__ = sorted(_HOME_OF)
 
-
-def __getattr__(name: str) -> object:
-    """An old name, from its new home (imported on first use, then kept here)."""
-    home = _HOME_OF.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __package__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, __package__, _HOME_OF, globals())
 
 
 warnings.warn(

@@ -11,7 +11,6 @@ asking for constrained decoding, needs all of it.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from ._chat.enums import (
@@ -88,6 +87,7 @@ from ._kernel.json import (
     loads_strict,
     parse_json_object,
 )
+from ._kernel.lazy import lazy_attributes
 from ._kernel.plan import (
     PlanStep,
 )
@@ -179,14 +179,7 @@ _LAZY: dict[str, str] = {
 }
 
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, __package__), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_attributes(__name__, __package__, _LAZY, globals())
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *_LAZY})
