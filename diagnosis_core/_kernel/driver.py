@@ -219,23 +219,16 @@ class Driving(Generic[S, Eff, AEff]):
 # --- journaling and the run ----------------------------------------------------------
 
 
+@attrs.define(eq=False)
 class _Journaling:
     """The step recorder of a journaling run: the journal recorder plus the executor's tools."""
 
-    def __init__(
-        self,
-        driving: Driving[Any, Any, Any],
-        recorder: JournalRecorderBase[Any, Any, Any, Any],
-        tools: ToolRecorder | None,
-        observer: object,
-        gatekeeper: object,
-    ) -> None:
-        self.recorder = recorder
-        self._driving = driving
-        self._tools = tools
-        self._observer = observer
-        self._gatekeeper = gatekeeper
-        self._executor: ExecutorTools | None = None
+    _driving: Driving[Any, Any, Any]
+    recorder: JournalRecorderBase[Any, Any, Any, Any]
+    _tools: ToolRecorder | None
+    _observer: object
+    _gatekeeper: object
+    _executor: ExecutorTools | None = attrs.field(default=None, init=False)
 
     def begin(self, action: object, /) -> None:
         from .journal.tool_calls import ExecutorTools
