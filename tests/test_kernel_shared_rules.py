@@ -7,12 +7,12 @@ import enum
 import pytest
 
 from diagnosis_core import ConfigError, DiagnosisConfig, FailureKind, MachineError, ReasonCode
-from diagnosis_core._kernel.enums import Locale, member_of
+from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
 from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for
 from diagnosis_core._kernel.schema import SchemaProfile, profile_of
-from diagnosis_core._kernel.tables import Router
-from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
-from diagnosis_core.machine import AgentName
+from diagnosis_core._kernel.tables import Router, always, completed, failed, retry_left
+from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode, AiOpsRoutingFacts
+from diagnosis_core.machine import AgentName, RoutingFacts
 
 
 class _Text(str):
@@ -108,3 +108,27 @@ def test_router_reads_rows_in_order_and_names_the_table_when_none_holds() -> Non
     assert router.choose(_Node.A, False, other) is other[0]  # a table passed in is read too
     with pytest.raises(LookupError, match=r"no x after <_Node\.B: 'b'> for False"):
         router.choose(_Node.B, False, table)
+
+
+@pytest.mark.parametrize("facts_type", [RoutingFacts, AiOpsRoutingFacts])
+@pytest.mark.parametrize(
+    ("status", "retries", "expected"),
+    [
+        # (completed, failed, retry_left), spec §6.7: only a retryable status with retries left
+        (NodeStatus.COMPLETED, True, (True, False, False)),
+        (NodeStatus.RETRYABLE_FAILED, True, (False, True, True)),
+        (NodeStatus.RETRYABLE_FAILED, False, (False, True, False)),
+        (NodeStatus.INVALID_OUTPUT, True, (False, True, True)),
+        (NodeStatus.NON_RETRYABLE_FAILED, True, (False, True, False)),
+        (None, True, (False, True, False)),
+    ],
+)
+def test_the_shared_conditions_read_both_workflows_facts_alike(
+    facts_type: type[RoutingFacts] | type[AiOpsRoutingFacts],
+    status: NodeStatus | None,
+    retries: bool,
+    expected: tuple[bool, bool, bool],
+) -> None:
+    facts = facts_type(status=status, retries_left=retries)
+    assert (completed(facts), failed(facts), retry_left(facts)) == expected
+    assert always(facts) is True
