@@ -6,7 +6,14 @@ import enum
 
 import pytest
 
-from diagnosis_core import ConfigError, DiagnosisConfig, FailureKind, MachineError, ReasonCode
+from diagnosis_core import (
+    ConfigError,
+    DiagnosisConfig,
+    FailureKind,
+    MachineError,
+    PayloadError,
+    ReasonCode,
+)
 from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
 from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for
 from diagnosis_core._kernel.schema import SchemaProfile, profile_of
@@ -68,6 +75,29 @@ def test_only_the_executor_has_its_own_invalid_output_reason() -> None:
     assert CHAT.invalid_output(AgentName.VERIFIER) is ReasonCode.VERIFIER_FAILED
     assert AIOPS.invalid_output(AiOpsAgent.EXECUTOR) is AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT
     assert AIOPS.invalid_output(AiOpsAgent.SUPERVISOR) is AiOpsReasonCode.SUPERVISOR_FAILED
+
+
+def test_a_failed_attempt_reads_status_error_and_reason_from_one_rule() -> None:
+    from diagnosis_core._chat.machine import _REASONS as CHAT
+    from diagnosis_core.aiops._machine import _REASONS as AIOPS
+
+    blocked = AgentFailed(FailureKind.TOOL_BLOCKED, "")
+    assert CHAT.of(AgentName.EXECUTOR, blocked) == (
+        NodeStatus.NON_RETRYABLE_FAILED, "TOOL_BLOCKED", ReasonCode.EXECUTOR_TOOL_BLOCKED
+    )
+    flaky = AgentFailed(FailureKind.RETRYABLE, "timed out")
+    assert AIOPS.of(AiOpsAgent.REPORTER, flaky) == (
+        NodeStatus.RETRYABLE_FAILED, "timed out", AiOpsReasonCode.REPORTER_FAILED
+    )
+    refused = PayloadError("findings[0].text", "blank")
+    assert AIOPS.of(AiOpsAgent.EXECUTOR, refused) == (
+        NodeStatus.INVALID_OUTPUT,
+        "findings[0].text: blank",
+        AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT,
+    )
+    assert CHAT.of(AgentName.COMPOSER, refused) == (
+        NodeStatus.INVALID_OUTPUT, "findings[0].text: blank", ReasonCode.COMPOSER_FAILED
+    )
 
 
 def test_agent_result_for_refuses_what_is_not_an_agent_result() -> None:

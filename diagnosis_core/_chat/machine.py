@@ -32,7 +32,6 @@ from .._kernel.results import (
     FailureReasons,
     agent_result_for,
     items_of,
-    raised_outcome,
     reply_text,
     retries_left,
 )
@@ -357,7 +356,7 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
         ),
     )
     if isinstance(result, AgentFailed):
-        return _agent_raised(state, pending, result)
+        return _failed_attempt(state, pending, result)
     handler = _REPLY_HANDLERS[pending.agent]
     return handler(state, pending, result)
 
@@ -515,28 +514,11 @@ _REASONS: Final = FailureReasons(
 )
 
 
-def _agent_raised(
-    state: DiagnosisState, pending: PendingCall, result: AgentFailed
+def _failed_attempt(
+    state: DiagnosisState, pending: PendingCall, failure: AgentFailed | PayloadError
 ) -> DiagnosisState:
-    status, error = raised_outcome(result)
-    reason = _REASONS.raised(pending.agent, result.kind)
-    return _finish_failed_agent(state, pending, status, error, reason)
-
-
-def _invalid_output(
-    state: DiagnosisState, pending: PendingCall, error: PayloadError
-) -> DiagnosisState:
-    reason = _REASONS.invalid_output(pending.agent)
-    return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
-
-
-def _finish_failed_agent(
-    state: DiagnosisState,
-    pending: PendingCall,
-    status: NodeStatus,
-    error: str | None,
-    reason: ReasonCode,
-) -> DiagnosisState:
+    """An attempt that raised or whose reply was refused: retry the same input or leave."""
+    status, error, reason = _REASONS.of(pending.agent, failure)
     limit = state.request.config.technical_retry_limit
     facts = RoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
     state, route = _route_agent(
@@ -559,7 +541,7 @@ def _planner_replied(
         names = [skill.name for skill in state.request.skills]
         plan = parse_planner_plan(reply_text(result), names)
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     state, route = _completed(attrs.evolve(state, plan=plan), pending)
     return _follow(state, route, round=1)
 
@@ -573,7 +555,7 @@ def _executor_replied(
     try:
         output = parse_executor_evidence(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     state = attrs.evolve(state, executor_output=output, verified=None)
     state, route = _completed(state, pending)
     return _follow(state, route, round=pending.round)
@@ -739,7 +721,7 @@ def _verifier_replied(
     try:
         parsed = parse_verifier_output(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     assert state.verified is not None and state.gatekeeper is not None
     output, unknown = _drop_unknown_claim_ids(parsed, state.verified.claim_ids)
     ceiling = verdict_ceiling(state.gatekeeper.status)
@@ -833,7 +815,7 @@ def _composer_replied(
         allowed_ids = [claim.claim_id for claim in _allowed_claims(state)]
         output = parse_composer_output(reply_text(result), allowed_ids)
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     state, route = _completed(state, pending)
     state = attrs.evolve(
         state,

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from .enums import FailureKind, NodeStatus
-from .errors import MachineError
+from .errors import MachineError, PayloadError
 
 A = TypeVar("A", bound=enum.Enum)
 R = TypeVar("R", bound=enum.Enum)
@@ -196,3 +196,16 @@ class FailureReasons(Generic[A, R]):
     def invalid_output(self, agent: A) -> R:
         """The reason of ``agent`` replying with what its parser refused."""
         return self.executor_invalid_output if agent is self.executor else self.failed[agent]
+
+    def of(self, agent: A, failure: AgentFailed | PayloadError) -> tuple[NodeStatus, str, R]:
+        """The status, error text and reason of a failed attempt of ``agent`` (spec §6.7).
+
+        ``failure`` is the call's classified exception (:class:`AgentFailed`)
+        or the :class:`PayloadError` its parser refused the reply with. Both
+        machines record either the same way (an event, then a technical retry
+        or a route away), so they read the three values from this one rule.
+        """
+        if isinstance(failure, AgentFailed):
+            status, error = raised_outcome(failure)
+            return status, error, self.raised(agent, failure.kind)
+        return NodeStatus.INVALID_OUTPUT, failure.reason, self.invalid_output(agent)

@@ -40,7 +40,6 @@ from .._kernel.results import (
     FailureReasons,
     agent_result_for,
     items_of,
-    raised_outcome,
     reply_text,
     retries_left,
     to_tuple,
@@ -272,7 +271,7 @@ def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiO
         ),
     )
     if isinstance(result, AgentFailed):
-        return _agent_raised(state, pending, result)
+        return _failed_attempt(state, pending, result)
     handler = _REPLY_HANDLERS[pending.agent]
     return handler(state, pending, result)
 
@@ -317,13 +316,6 @@ _REASONS: Final = FailureReasons(
     tool_blocked=AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED,
     executor_invalid_output=AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT,
 )
-
-
-def _invalid_output(
-    state: AiOpsState, pending: AiOpsPendingCall, error: PayloadError
-) -> AiOpsState:
-    reason = _REASONS.invalid_output(pending.agent)
-    return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
 
 
 def _schedule(
@@ -399,13 +391,11 @@ def _completed(
     return state, route
 
 
-def _finish_failed_agent(
-    state: AiOpsState,
-    pending: AiOpsPendingCall,
-    status: NodeStatus,
-    error: str,
-    reason: AiOpsReasonCode,
+def _failed_attempt(
+    state: AiOpsState, pending: AiOpsPendingCall, failure: AgentFailed | PayloadError
 ) -> AiOpsState:
+    """An attempt that raised or whose reply was refused: retry the same input or leave."""
+    status, error, reason = _REASONS.of(pending.agent, failure)
     limit = state.request.config.technical_retry_limit
     facts = AiOpsRoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
     route = choose_aiops_route(pending.agent.node, facts)
@@ -424,12 +414,6 @@ def _finish_failed_agent(
     return _follow(state, route, reason=reason if route.reason_from_node else route.reason)
 
 
-def _agent_raised(state: AiOpsState, pending: AiOpsPendingCall, result: AgentFailed) -> AiOpsState:
-    status, error = raised_outcome(result)
-    reason = _REASONS.raised(pending.agent, result.kind)
-    return _finish_failed_agent(state, pending, status, error, reason)
-
-
 # --- agents -----------------------------------------------------------------------
 
 
@@ -439,7 +423,7 @@ def _supervisor_replied(
     try:
         choice = parse_supervisor_decision(reply_text(result)).next
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     if choice is SupervisorChoice.FINISH:
         repeats = 0
     elif state.decisions and state.decisions[-1] is choice:
@@ -466,7 +450,7 @@ def _planner_replied(
     try:
         plan = parse_aiops_plan(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
     state, route = _completed(state, pending, facts, AiOpsEventDetails(plan_steps=len(plan.steps)))
     return _follow(attrs.evolve(state, plan=plan), route)
@@ -478,7 +462,7 @@ def _executor_replied(
     try:
         output = parse_aiops_executor_output(reply_text(result), state.invocation_ids)
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     seen = set(state.invocation_ids)
     new_ids = tuple(value for value in output.tool_invocation_ids if value not in seen)
     details = AiOpsEventDetails(
@@ -503,7 +487,7 @@ def _reporter_replied(
     try:
         report = parse_aiops_report(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
     details = AiOpsEventDetails(findings=len(report.findings))
     state, route = _completed(state, pending, facts, details)
