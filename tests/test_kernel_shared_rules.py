@@ -15,9 +15,16 @@ from diagnosis_core import (
     ReasonCode,
 )
 from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
-from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for
+from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for, awaited
 from diagnosis_core._kernel.schema import SchemaProfile, profile_of
-from diagnosis_core._kernel.tables import Router, always, completed, failed, retry_left
+from diagnosis_core._kernel.tables import (
+    Router,
+    always,
+    completed,
+    failed,
+    leaving_reason,
+    retry_left,
+)
 from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode, AiOpsRoutingFacts
 from diagnosis_core.machine import AgentName, RoutingFacts
 
@@ -162,3 +169,25 @@ def test_the_shared_conditions_read_both_workflows_facts_alike(
     facts = facts_type(status=status, retries_left=retries)
     assert (completed(facts), failed(facts), retry_left(facts)) == expected
     assert always(facts) is True
+
+
+def test_awaited_passes_the_pending_call_through_and_refuses_none() -> None:
+    pending = ("planner", 1)
+    assert awaited(pending) is pending
+    with pytest.raises(MachineError, match=r"^the state awaits nothing; it was not produced by"):
+        awaited(None)
+
+
+def test_leaving_reason_is_the_node_s_where_the_row_says_so_else_the_row_s() -> None:
+    from diagnosis_core.aiops import AIOPS_ROUTING_TABLE
+    from diagnosis_core.machine import ROUTING_TABLE
+
+    from_node = next(row for row in ROUTING_TABLE if row.reason_from_node)
+    fixed = next(row for row in ROUTING_TABLE if row.reason is ReasonCode.PLANNER_FAILED)
+    assert leaving_reason(from_node, ReasonCode.EXECUTOR_TOOL_BLOCKED) is (
+        ReasonCode.EXECUTOR_TOOL_BLOCKED
+    )
+    assert leaving_reason(from_node, None) is None
+    assert leaving_reason(fixed, ReasonCode.EXECUTOR_TOOL_BLOCKED) is ReasonCode.PLANNER_FAILED
+    budget = next(row for row in AIOPS_ROUTING_TABLE if row.reason is not None)
+    assert leaving_reason(budget, AiOpsReasonCode.EXECUTOR_FAILED) is budget.reason

@@ -31,10 +31,12 @@ from .._kernel.results import (
     AgentReplied,
     FailureReasons,
     agent_result_for,
+    awaited,
     items_of,
     reply_text,
     retries_left,
 )
+from .._kernel.tables import leaving_reason
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .gaps import RetryContext, build_retry_context, extract_evidence_gaps
@@ -316,12 +318,10 @@ def next_action(state: DiagnosisState) -> Action:
         return Finished(state.result)
     if state.awaiting_gatekeeper and state.executor_output is not None:
         return CallGatekeeper(state.request.run.run_id, state.executor_output, state.round)
-    if state.pending is not None:
-        pending = state.pending
-        return InvokeAgent(
-            pending.agent, pending.input, state.request.run, pending.round, pending.attempt
-        )
-    raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
+    return InvokeAgent(
+        pending.agent, pending.input, state.request.run, pending.round, pending.attempt
+    )
 
 
 def advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
@@ -343,9 +343,7 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
         raise MachineError(
             f"the pending action is a gatekeeper call; got {type(result).__name__}"
         )
-    pending = state.pending
-    if pending is None:
-        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
     result = agent_result_for(pending.agent, result)
     state = attrs.evolve(
         state,
@@ -526,9 +524,7 @@ def _failed_attempt(
     )
     if route.same_input:
         return _retry(state, pending)
-    return _follow(
-        state, route, round=pending.round, reason=reason if route.reason_from_node else route.reason
-    )
+    return _follow(state, route, round=pending.round, reason=leaving_reason(route, reason))
 
 
 # --- planner ---------------------------------------------------------------------
@@ -625,7 +621,7 @@ def _gatekeeper_done(
     leaving = route.next is NodeName.PRE_VERIFICATION_FALLBACK
     reason = None
     if leaving:
-        reason = normalized.reason_code if route.reason_from_node else route.reason
+        reason = leaving_reason(route, normalized.reason_code)
     if leaving and reason is None:  # fail closed: a REJECT always names its reason
         reason = ReasonCode.GATEKEEPER_INVALID_RESULT
     audit = GatekeeperAudit(

@@ -18,12 +18,14 @@ from .errors import MachineError, PayloadError
 
 A = TypeVar("A", bound=enum.Enum)
 R = TypeVar("R", bound=enum.Enum)
+P = TypeVar("P")
 
 __all__ = [
     "AgentFailed",
     "AgentReplied",
     "FailureReasons",
     "agent_result_for",
+    "awaited",
     "check_agent_result",
     "failure_status",
     "items_of",
@@ -134,6 +136,14 @@ def agent_result_for(agent: enum.Enum, result: object) -> AgentReplied | AgentFa
         )
     check_agent_result(result)
     return result
+
+
+def awaited(pending: P | None) -> P:
+    """The call a state awaits: a state of either machine awaiting nothing (and not
+    finished) cannot have come from that machine, so it is refused in one wording."""
+    if pending is None:
+        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    return pending
 
 
 def reply_text(result: AgentReplied) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "failed",
     "first_matching_row",
     "index_rows",
+    "leaving_reason",
     "mermaid_flowchart",
     "retry_left",
     "text_cell",
@@ -55,6 +56,24 @@ class TableRow(Protocol):
 
 Row = TypeVar("Row", bound=TableRow)
 Facts = TypeVar("Facts")
+Reason = TypeVar("Reason", bound=enum.Enum)
+Reason_co = TypeVar("Reason_co", bound=enum.Enum, covariant=True)
+
+
+class ReasonRow(Protocol[Reason_co]):
+    """The part of a routing row that says which reason code a run leaves with."""
+
+    @property
+    def reason(self) -> Reason_co | None: ...
+
+    @property
+    def reason_from_node(self) -> bool: ...
+
+
+def leaving_reason(row: ReasonRow[Reason], node_reason: Reason | None) -> Reason | None:
+    """The reason ``row`` sends a run away with (spec §7): the node's own where the row
+    says so (executor failures, gatekeeper rejections), else the row's fixed code."""
+    return node_reason if row.reason_from_node else row.reason
 
 
 def index_rows(table: Sequence[Row]) -> Mapping[object, tuple[Row, ...]]:

@@ -39,11 +39,13 @@ from .._kernel.results import (
     AgentReplied,
     FailureReasons,
     agent_result_for,
+    awaited,
     items_of,
     reply_text,
     retries_left,
     to_tuple,
 )
+from .._kernel.tables import leaving_reason
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -237,9 +239,7 @@ def next_aiops_action(state: AiOpsState) -> AiOpsAction:
     """Which agent the run needs next, or :class:`AiOpsFinished` with the result."""
     if state.outcome is not None:
         return AiOpsFinished(state.result)
-    pending = state.pending
-    if pending is None:
-        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
     return InvokeAiOpsAgent(
         pending.agent, pending.input, state.request.run, pending.step, pending.attempt
     )
@@ -258,9 +258,7 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
 def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
     if state.outcome is not None:
         raise MachineError("the AIOps run has finished; there is nothing to advance")
-    pending = state.pending
-    if pending is None:
-        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
     result = agent_result_for(pending.agent, result)
     state = attrs.evolve(
         state,
@@ -411,7 +409,7 @@ def _failed_attempt(
     )
     if route.same_input:
         return _retry(state, pending)
-    return _follow(state, route, reason=reason if route.reason_from_node else route.reason)
+    return _follow(state, route, reason=leaving_reason(route, reason))
 
 
 # --- agents -----------------------------------------------------------------------
