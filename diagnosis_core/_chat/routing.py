@@ -17,14 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
-from .._kernel.tables import (
-    Router,
-    always,
-    completed,
-    failed,
-    mermaid_flowchart,
-    retry_left,
-)
+from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
 
 __all__ = [

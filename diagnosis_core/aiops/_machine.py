@@ -367,13 +367,20 @@ def _retry(state: AiOpsState, pending: AiOpsPendingCall) -> AiOpsState:
     )
 
 
+_COMPLETED: Final = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
+
+
 def _completed(
     state: AiOpsState,
     pending: AiOpsPendingCall,
-    facts: AiOpsRoutingFacts,
     details: AiOpsEventDetails,
+    facts: AiOpsRoutingFacts = _COMPLETED,
 ) -> tuple[AiOpsState, AiOpsRoute]:
-    """Record a COMPLETED attempt; its reason code is the fallback's when the route leaves."""
+    """Record a COMPLETED attempt; its reason code is the fallback's when the route leaves.
+
+    Only the supervisor's facts say more than the status (its choice, the
+    budget, the repeats); the other agents route on COMPLETED alone.
+    """
     route = choose_aiops_route(pending.agent.node, facts)
     leaving = route.next is AiOpsNode.FALLBACK
     state = _event(
@@ -437,7 +444,7 @@ def _supervisor_replied(
     details = AiOpsEventDetails(
         next=choice, repeats=None if choice is SupervisorChoice.FINISH else repeats
     )
-    state, route = _completed(state, pending, facts, details)
+    state, route = _completed(state, pending, details, facts)
     state = attrs.evolve(state, decisions=(*state.decisions, choice), repeats=repeats)
     return _follow(state, route, reason=route.reason)
 
@@ -449,8 +456,7 @@ def _planner_replied(
         plan = parse_aiops_plan(reply_text(result))
     except PayloadError as error:
         return _failed_attempt(state, pending, error)
-    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
-    state, route = _completed(state, pending, facts, AiOpsEventDetails(plan_steps=len(plan.steps)))
+    state, route = _completed(state, pending, AiOpsEventDetails(plan_steps=len(plan.steps)))
     return _follow(attrs.evolve(state, plan=plan), route)
 
 
@@ -468,8 +474,7 @@ def _executor_replied(
         tool_invocations=len(output.tool_invocation_ids),
         new_tool_invocations=len(new_ids),
     )
-    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
-    state, route = _completed(state, pending, facts, details)
+    state, route = _completed(state, pending, details)
     state = attrs.evolve(
         state,
         findings=(*state.findings, *output.findings),
@@ -486,9 +491,8 @@ def _reporter_replied(
         report = parse_aiops_report(reply_text(result))
     except PayloadError as error:
         return _failed_attempt(state, pending, error)
-    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
     details = AiOpsEventDetails(findings=len(report.findings))
-    state, route = _completed(state, pending, facts, details)
+    state, route = _completed(state, pending, details)
     state = attrs.evolve(state, report=report, outcome=AiOpsOutcome.REPORTED, reason_code=None)
     return _follow(state, route)
 
@@ -521,5 +525,5 @@ def _fallback(state: AiOpsState, reason: AiOpsReasonCode) -> AiOpsState:
     state = attrs.evolve(
         state, outcome=AiOpsOutcome.FALLBACK, reason_code=reason, fallback=text, report=None
     )
-    route = choose_aiops_route(AiOpsNode.FALLBACK, AiOpsRoutingFacts(status=NodeStatus.COMPLETED))
+    route = choose_aiops_route(AiOpsNode.FALLBACK, _COMPLETED)
     return _follow(state, route)
