@@ -6,13 +6,27 @@ import enum
 
 import pytest
 
-from diagnosis_core import ConfigError, DiagnosisConfig, FailureKind, MachineError, ReasonCode
-from diagnosis_core._kernel.enums import Locale, member_of
-from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for
+from diagnosis_core import (
+    ConfigError,
+    DiagnosisConfig,
+    FailureKind,
+    MachineError,
+    PayloadError,
+    ReasonCode,
+)
+from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
+from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for, awaited
 from diagnosis_core._kernel.schema import SchemaProfile, profile_of
-from diagnosis_core._kernel.tables import Router
-from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
-from diagnosis_core.machine import AgentName
+from diagnosis_core._kernel.tables import (
+    Router,
+    always,
+    completed,
+    failed,
+    leaving_reason,
+    retry_left,
+)
+from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode, AiOpsRoutingFacts
+from diagnosis_core.machine import AgentName, RoutingFacts
 
 
 class _Text(str):
@@ -70,6 +84,29 @@ def test_only_the_executor_has_its_own_invalid_output_reason() -> None:
     assert AIOPS.invalid_output(AiOpsAgent.SUPERVISOR) is AiOpsReasonCode.SUPERVISOR_FAILED
 
 
+def test_a_failed_attempt_reads_status_error_and_reason_from_one_rule() -> None:
+    from diagnosis_core._chat.machine import _REASONS as CHAT
+    from diagnosis_core.aiops._machine import _REASONS as AIOPS
+
+    blocked = AgentFailed(FailureKind.TOOL_BLOCKED, "")
+    assert CHAT.of(AgentName.EXECUTOR, blocked) == (
+        NodeStatus.NON_RETRYABLE_FAILED, "TOOL_BLOCKED", ReasonCode.EXECUTOR_TOOL_BLOCKED
+    )
+    flaky = AgentFailed(FailureKind.RETRYABLE, "timed out")
+    assert AIOPS.of(AiOpsAgent.REPORTER, flaky) == (
+        NodeStatus.RETRYABLE_FAILED, "timed out", AiOpsReasonCode.REPORTER_FAILED
+    )
+    refused = PayloadError("findings[0].text", "blank")
+    assert AIOPS.of(AiOpsAgent.EXECUTOR, refused) == (
+        NodeStatus.INVALID_OUTPUT,
+        "findings[0].text: blank",
+        AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT,
+    )
+    assert CHAT.of(AgentName.COMPOSER, refused) == (
+        NodeStatus.INVALID_OUTPUT, "findings[0].text: blank", ReasonCode.COMPOSER_FAILED
+    )
+
+
 def test_agent_result_for_refuses_what_is_not_an_agent_result() -> None:
     replied = AgentReplied("{}")
     assert agent_result_for(AgentName.PLANNER, replied) is replied
@@ -108,3 +145,49 @@ def test_router_reads_rows_in_order_and_names_the_table_when_none_holds() -> Non
     assert router.choose(_Node.A, False, other) is other[0]  # a table passed in is read too
     with pytest.raises(LookupError, match=r"no x after <_Node\.B: 'b'> for False"):
         router.choose(_Node.B, False, table)
+
+
+@pytest.mark.parametrize("facts_type", [RoutingFacts, AiOpsRoutingFacts])
+@pytest.mark.parametrize(
+    ("status", "retries", "expected"),
+    [
+        # (completed, failed, retry_left), spec §6.7: only a retryable status with retries left
+        (NodeStatus.COMPLETED, True, (True, False, False)),
+        (NodeStatus.RETRYABLE_FAILED, True, (False, True, True)),
+        (NodeStatus.RETRYABLE_FAILED, False, (False, True, False)),
+        (NodeStatus.INVALID_OUTPUT, True, (False, True, True)),
+        (NodeStatus.NON_RETRYABLE_FAILED, True, (False, True, False)),
+        (None, True, (False, True, False)),
+    ],
+)
+def test_the_shared_conditions_read_both_workflows_facts_alike(
+    facts_type: type[RoutingFacts] | type[AiOpsRoutingFacts],
+    status: NodeStatus | None,
+    retries: bool,
+    expected: tuple[bool, bool, bool],
+) -> None:
+    facts = facts_type(status=status, retries_left=retries)
+    assert (completed(facts), failed(facts), retry_left(facts)) == expected
+    assert always(facts) is True
+
+
+def test_awaited_passes_the_pending_call_through_and_refuses_none() -> None:
+    pending = ("planner", 1)
+    assert awaited(pending) is pending
+    with pytest.raises(MachineError, match=r"^the state awaits nothing; it was not produced by"):
+        awaited(None)
+
+
+def test_leaving_reason_is_the_node_s_where_the_row_says_so_else_the_row_s() -> None:
+    from diagnosis_core.aiops import AIOPS_ROUTING_TABLE
+    from diagnosis_core.machine import ROUTING_TABLE
+
+    from_node = next(row for row in ROUTING_TABLE if row.reason_from_node)
+    fixed = next(row for row in ROUTING_TABLE if row.reason is ReasonCode.PLANNER_FAILED)
+    assert leaving_reason(from_node, ReasonCode.EXECUTOR_TOOL_BLOCKED) is (
+        ReasonCode.EXECUTOR_TOOL_BLOCKED
+    )
+    assert leaving_reason(from_node, None) is None
+    assert leaving_reason(fixed, ReasonCode.EXECUTOR_TOOL_BLOCKED) is ReasonCode.PLANNER_FAILED
+    budget = next(row for row in AIOPS_ROUTING_TABLE if row.reason is not None)
+    assert leaving_reason(budget, AiOpsReasonCode.EXECUTOR_FAILED) is budget.reason

@@ -31,11 +31,12 @@ from .._kernel.results import (
     AgentReplied,
     FailureReasons,
     agent_result_for,
+    awaited,
     items_of,
-    raised_outcome,
     reply_text,
     retries_left,
 )
+from .._kernel.tables import leaving_reason
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .gaps import RetryContext, build_retry_context, extract_evidence_gaps
@@ -317,12 +318,10 @@ def next_action(state: DiagnosisState) -> Action:
         return Finished(state.result)
     if state.awaiting_gatekeeper and state.executor_output is not None:
         return CallGatekeeper(state.request.run.run_id, state.executor_output, state.round)
-    if state.pending is not None:
-        pending = state.pending
-        return InvokeAgent(
-            pending.agent, pending.input, state.request.run, pending.round, pending.attempt
-        )
-    raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
+    return InvokeAgent(
+        pending.agent, pending.input, state.request.run, pending.round, pending.attempt
+    )
 
 
 def advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
@@ -344,9 +343,7 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
         raise MachineError(
             f"the pending action is a gatekeeper call; got {type(result).__name__}"
         )
-    pending = state.pending
-    if pending is None:
-        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
     result = agent_result_for(pending.agent, result)
     state = attrs.evolve(
         state,
@@ -357,7 +354,7 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
         ),
     )
     if isinstance(result, AgentFailed):
-        return _agent_raised(state, pending, result)
+        return _failed_attempt(state, pending, result)
     handler = _REPLY_HANDLERS[pending.agent]
     return handler(state, pending, result)
 
@@ -515,28 +512,11 @@ _REASONS: Final = FailureReasons(
 )
 
 
-def _agent_raised(
-    state: DiagnosisState, pending: PendingCall, result: AgentFailed
+def _failed_attempt(
+    state: DiagnosisState, pending: PendingCall, failure: AgentFailed | PayloadError
 ) -> DiagnosisState:
-    status, error = raised_outcome(result)
-    reason = _REASONS.raised(pending.agent, result.kind)
-    return _finish_failed_agent(state, pending, status, error, reason)
-
-
-def _invalid_output(
-    state: DiagnosisState, pending: PendingCall, error: PayloadError
-) -> DiagnosisState:
-    reason = _REASONS.invalid_output(pending.agent)
-    return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
-
-
-def _finish_failed_agent(
-    state: DiagnosisState,
-    pending: PendingCall,
-    status: NodeStatus,
-    error: str | None,
-    reason: ReasonCode,
-) -> DiagnosisState:
+    """An attempt that raised or whose reply was refused: retry the same input or leave."""
+    status, error, reason = _REASONS.of(pending.agent, failure)
     limit = state.request.config.technical_retry_limit
     facts = RoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
     state, route = _route_agent(
@@ -544,9 +524,7 @@ def _finish_failed_agent(
     )
     if route.same_input:
         return _retry(state, pending)
-    return _follow(
-        state, route, round=pending.round, reason=reason if route.reason_from_node else route.reason
-    )
+    return _follow(state, route, round=pending.round, reason=leaving_reason(route, reason))
 
 
 # --- planner ---------------------------------------------------------------------
@@ -559,7 +537,7 @@ def _planner_replied(
         names = [skill.name for skill in state.request.skills]
         plan = parse_planner_plan(reply_text(result), names)
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     state, route = _completed(attrs.evolve(state, plan=plan), pending)
     return _follow(state, route, round=1)
 
@@ -573,7 +551,7 @@ def _executor_replied(
     try:
         output = parse_executor_evidence(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     state = attrs.evolve(state, executor_output=output, verified=None)
     state, route = _completed(state, pending)
     return _follow(state, route, round=pending.round)
@@ -643,7 +621,7 @@ def _gatekeeper_done(
     leaving = route.next is NodeName.PRE_VERIFICATION_FALLBACK
     reason = None
     if leaving:
-        reason = normalized.reason_code if route.reason_from_node else route.reason
+        reason = leaving_reason(route, normalized.reason_code)
     if leaving and reason is None:  # fail closed: a REJECT always names its reason
         reason = ReasonCode.GATEKEEPER_INVALID_RESULT
     audit = GatekeeperAudit(
@@ -739,7 +717,7 @@ def _verifier_replied(
     try:
         parsed = parse_verifier_output(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     assert state.verified is not None and state.gatekeeper is not None
     output, unknown = _drop_unknown_claim_ids(parsed, state.verified.claim_ids)
     ceiling = verdict_ceiling(state.gatekeeper.status)
@@ -833,7 +811,7 @@ def _composer_replied(
         allowed_ids = [claim.claim_id for claim in _allowed_claims(state)]
         output = parse_composer_output(reply_text(result), allowed_ids)
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     state, route = _completed(state, pending)
     state = attrs.evolve(
         state,

@@ -17,7 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
-from .._kernel.tables import RETRYABLE_STATUSES, Router, mermaid_flowchart
+from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
 
 __all__ = [
@@ -70,10 +70,6 @@ class Condition(enum.StrEnum):
     COMPLETED_OTHERWISE = "otherwise COMPLETED"
 
 
-def _retry_left(facts: RoutingFacts) -> bool:
-    return facts.status in RETRYABLE_STATUSES and facts.retries_left
-
-
 def _evidence_gap(facts: RoutingFacts) -> bool:
     return (
         facts.status is NodeStatus.COMPLETED
@@ -85,11 +81,11 @@ def _evidence_gap(facts: RoutingFacts) -> bool:
 
 _PREDICATES: Mapping[Condition, Callable[[RoutingFacts], bool]] = MappingProxyType(
     {
-        Condition.ALWAYS: lambda facts: True,
-        Condition.COMPLETED: lambda facts: facts.status is NodeStatus.COMPLETED,
-        Condition.RETRY_LEFT: _retry_left,
-        Condition.ANY_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
-        Condition.OTHERWISE: lambda facts: True,
+        Condition.ALWAYS: always,
+        Condition.COMPLETED: completed,
+        Condition.RETRY_LEFT: retry_left,
+        Condition.ANY_FAILURE: failed,
+        Condition.OTHERWISE: always,
         Condition.GATEKEEPER_PASS: lambda facts: facts.gatekeeper_status is GatekeeperStatus.PASS,
         Condition.LOW_CONFID_TRUSTED: lambda facts: (
             facts.gatekeeper_status is GatekeeperStatus.LOW_CONFID and facts.trusted_bindings >= 1
@@ -98,12 +94,10 @@ _PREDICATES: Mapping[Condition, Callable[[RoutingFacts], bool]] = MappingProxyTy
             facts.gatekeeper_status is GatekeeperStatus.LOW_CONFID and facts.trusted_bindings == 0
         ),
         # Anything that is neither PASS nor LOW_CONFID fails closed into REJECT.
-        Condition.GATEKEEPER_REJECT: lambda facts: True,
-        Condition.NON_RETRYABLE_OR_EXHAUSTED: lambda facts: (
-            facts.status is not NodeStatus.COMPLETED
-        ),
+        Condition.GATEKEEPER_REJECT: always,
+        Condition.NON_RETRYABLE_OR_EXHAUSTED: failed,
         Condition.EVIDENCE_GAP: _evidence_gap,
-        Condition.COMPLETED_OTHERWISE: lambda facts: facts.status is NodeStatus.COMPLETED,
+        Condition.COMPLETED_OTHERWISE: completed,
     }
 )
 

@@ -14,16 +14,18 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from .enums import FailureKind, NodeStatus
-from .errors import MachineError
+from .errors import MachineError, PayloadError
 
 A = TypeVar("A", bound=enum.Enum)
 R = TypeVar("R", bound=enum.Enum)
+P = TypeVar("P")
 
 __all__ = [
     "AgentFailed",
     "AgentReplied",
     "FailureReasons",
     "agent_result_for",
+    "awaited",
     "check_agent_result",
     "failure_status",
     "items_of",
@@ -136,6 +138,14 @@ def agent_result_for(agent: enum.Enum, result: object) -> AgentReplied | AgentFa
     return result
 
 
+def awaited(pending: P | None) -> P:
+    """The call a state awaits: a state of either machine awaiting nothing (and not
+    finished) cannot have come from that machine, so it is refused in one wording."""
+    if pending is None:
+        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    return pending
+
+
 def reply_text(result: AgentReplied) -> str:
     """The reply as the plain string (a ``str`` subclass is read as its ``str`` value).
 
@@ -196,3 +206,16 @@ class FailureReasons(Generic[A, R]):
     def invalid_output(self, agent: A) -> R:
         """The reason of ``agent`` replying with what its parser refused."""
         return self.executor_invalid_output if agent is self.executor else self.failed[agent]
+
+    def of(self, agent: A, failure: AgentFailed | PayloadError) -> tuple[NodeStatus, str, R]:
+        """The status, error text and reason of a failed attempt of ``agent`` (spec §6.7).
+
+        ``failure`` is the call's classified exception (:class:`AgentFailed`)
+        or the :class:`PayloadError` its parser refused the reply with. Both
+        machines record either the same way (an event, then a technical retry
+        or a route away), so they read the three values from this one rule.
+        """
+        if isinstance(failure, AgentFailed):
+            status, error = raised_outcome(failure)
+            return status, error, self.raised(agent, failure.kind)
+        return NodeStatus.INVALID_OUTPUT, failure.reason, self.invalid_output(agent)

@@ -19,9 +19,14 @@ __all__ = [
     "RETRYABLE_STATUSES",
     "Router",
     "TableRow",
+    "always",
+    "completed",
+    "failed",
     "first_matching_row",
     "index_rows",
+    "leaving_reason",
     "mermaid_flowchart",
+    "retry_left",
     "text_cell",
     "trace_table_lines",
 ]
@@ -51,6 +56,24 @@ class TableRow(Protocol):
 
 Row = TypeVar("Row", bound=TableRow)
 Facts = TypeVar("Facts")
+Reason = TypeVar("Reason", bound=enum.Enum)
+Reason_co = TypeVar("Reason_co", bound=enum.Enum, covariant=True)
+
+
+class ReasonRow(Protocol[Reason_co]):
+    """The part of a routing row that says which reason code a run leaves with."""
+
+    @property
+    def reason(self) -> Reason_co | None: ...
+
+    @property
+    def reason_from_node(self) -> bool: ...
+
+
+def leaving_reason(row: ReasonRow[Reason], node_reason: Reason | None) -> Reason | None:
+    """The reason ``row`` sends a run away with (spec §7): the node's own where the row
+    says so (executor failures, gatekeeper rejections), else the row's fixed code."""
+    return node_reason if row.reason_from_node else row.reason
 
 
 def index_rows(table: Sequence[Row]) -> Mapping[object, tuple[Row, ...]]:
@@ -100,6 +123,40 @@ class Router(Generic[Row, Facts]):
 RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_OUTPUT})
 """The statuses a technical retry may follow (spec §6.7), in both workflows' tables: a
 retryable failure or an invalid output; a non-retryable failure never is."""
+
+
+class StatusFacts(Protocol):
+    """What the conditions both workflows share look at: the node's status and retry budget."""
+
+    @property
+    def status(self) -> NodeStatus | None: ...
+
+    @property
+    def retries_left(self) -> bool: ...
+
+
+# The conditions both routing tables name (spec §6.7, §7), defined once so that the
+# technical-retry rule cannot drift between the chat and the AIOps tables.
+
+
+def always(facts: object) -> bool:
+    """The condition of a catch-all row (``always``, ``otherwise``): it always holds."""
+    return True
+
+
+def completed(facts: StatusFacts) -> bool:
+    """The node just finished COMPLETED."""
+    return facts.status is NodeStatus.COMPLETED
+
+
+def failed(facts: StatusFacts) -> bool:
+    """The node just finished with any status but COMPLETED."""
+    return facts.status is not NodeStatus.COMPLETED
+
+
+def retry_left(facts: StatusFacts) -> bool:
+    """A technical retry follows: a retryable status and retries left (spec §6.7)."""
+    return facts.status in RETRYABLE_STATUSES and facts.retries_left
 
 
 def _node_id(node: enum.Enum | None, *, end: bool) -> str:

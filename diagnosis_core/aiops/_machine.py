@@ -39,12 +39,13 @@ from .._kernel.results import (
     AgentReplied,
     FailureReasons,
     agent_result_for,
+    awaited,
     items_of,
-    raised_outcome,
     reply_text,
     retries_left,
     to_tuple,
 )
+from .._kernel.tables import leaving_reason
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -238,9 +239,7 @@ def next_aiops_action(state: AiOpsState) -> AiOpsAction:
     """Which agent the run needs next, or :class:`AiOpsFinished` with the result."""
     if state.outcome is not None:
         return AiOpsFinished(state.result)
-    pending = state.pending
-    if pending is None:
-        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
     return InvokeAiOpsAgent(
         pending.agent, pending.input, state.request.run, pending.step, pending.attempt
     )
@@ -259,9 +258,7 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
 def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
     if state.outcome is not None:
         raise MachineError("the AIOps run has finished; there is nothing to advance")
-    pending = state.pending
-    if pending is None:
-        raise MachineError("the state awaits nothing; it was not produced by this machine")
+    pending = awaited(state.pending)
     result = agent_result_for(pending.agent, result)
     state = attrs.evolve(
         state,
@@ -272,7 +269,7 @@ def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiO
         ),
     )
     if isinstance(result, AgentFailed):
-        return _agent_raised(state, pending, result)
+        return _failed_attempt(state, pending, result)
     handler = _REPLY_HANDLERS[pending.agent]
     return handler(state, pending, result)
 
@@ -317,13 +314,6 @@ _REASONS: Final = FailureReasons(
     tool_blocked=AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED,
     executor_invalid_output=AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT,
 )
-
-
-def _invalid_output(
-    state: AiOpsState, pending: AiOpsPendingCall, error: PayloadError
-) -> AiOpsState:
-    reason = _REASONS.invalid_output(pending.agent)
-    return _finish_failed_agent(state, pending, NodeStatus.INVALID_OUTPUT, error.reason, reason)
 
 
 def _schedule(
@@ -377,13 +367,20 @@ def _retry(state: AiOpsState, pending: AiOpsPendingCall) -> AiOpsState:
     )
 
 
+_COMPLETED: Final = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
+
+
 def _completed(
     state: AiOpsState,
     pending: AiOpsPendingCall,
-    facts: AiOpsRoutingFacts,
     details: AiOpsEventDetails,
+    facts: AiOpsRoutingFacts = _COMPLETED,
 ) -> tuple[AiOpsState, AiOpsRoute]:
-    """Record a COMPLETED attempt; its reason code is the fallback's when the route leaves."""
+    """Record a COMPLETED attempt; its reason code is the fallback's when the route leaves.
+
+    Only the supervisor's facts say more than the status (its choice, the
+    budget, the repeats); the other agents route on COMPLETED alone.
+    """
     route = choose_aiops_route(pending.agent.node, facts)
     leaving = route.next is AiOpsNode.FALLBACK
     state = _event(
@@ -399,13 +396,11 @@ def _completed(
     return state, route
 
 
-def _finish_failed_agent(
-    state: AiOpsState,
-    pending: AiOpsPendingCall,
-    status: NodeStatus,
-    error: str,
-    reason: AiOpsReasonCode,
+def _failed_attempt(
+    state: AiOpsState, pending: AiOpsPendingCall, failure: AgentFailed | PayloadError
 ) -> AiOpsState:
+    """An attempt that raised or whose reply was refused: retry the same input or leave."""
+    status, error, reason = _REASONS.of(pending.agent, failure)
     limit = state.request.config.technical_retry_limit
     facts = AiOpsRoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
     route = choose_aiops_route(pending.agent.node, facts)
@@ -421,13 +416,7 @@ def _finish_failed_agent(
     )
     if route.same_input:
         return _retry(state, pending)
-    return _follow(state, route, reason=reason if route.reason_from_node else route.reason)
-
-
-def _agent_raised(state: AiOpsState, pending: AiOpsPendingCall, result: AgentFailed) -> AiOpsState:
-    status, error = raised_outcome(result)
-    reason = _REASONS.raised(pending.agent, result.kind)
-    return _finish_failed_agent(state, pending, status, error, reason)
+    return _follow(state, route, reason=leaving_reason(route, reason))
 
 
 # --- agents -----------------------------------------------------------------------
@@ -439,7 +428,7 @@ def _supervisor_replied(
     try:
         choice = parse_supervisor_decision(reply_text(result)).next
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     if choice is SupervisorChoice.FINISH:
         repeats = 0
     elif state.decisions and state.decisions[-1] is choice:
@@ -455,7 +444,7 @@ def _supervisor_replied(
     details = AiOpsEventDetails(
         next=choice, repeats=None if choice is SupervisorChoice.FINISH else repeats
     )
-    state, route = _completed(state, pending, facts, details)
+    state, route = _completed(state, pending, details, facts)
     state = attrs.evolve(state, decisions=(*state.decisions, choice), repeats=repeats)
     return _follow(state, route, reason=route.reason)
 
@@ -466,9 +455,8 @@ def _planner_replied(
     try:
         plan = parse_aiops_plan(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
-    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
-    state, route = _completed(state, pending, facts, AiOpsEventDetails(plan_steps=len(plan.steps)))
+        return _failed_attempt(state, pending, error)
+    state, route = _completed(state, pending, AiOpsEventDetails(plan_steps=len(plan.steps)))
     return _follow(attrs.evolve(state, plan=plan), route)
 
 
@@ -478,7 +466,7 @@ def _executor_replied(
     try:
         output = parse_aiops_executor_output(reply_text(result), state.invocation_ids)
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
+        return _failed_attempt(state, pending, error)
     seen = set(state.invocation_ids)
     new_ids = tuple(value for value in output.tool_invocation_ids if value not in seen)
     details = AiOpsEventDetails(
@@ -486,8 +474,7 @@ def _executor_replied(
         tool_invocations=len(output.tool_invocation_ids),
         new_tool_invocations=len(new_ids),
     )
-    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
-    state, route = _completed(state, pending, facts, details)
+    state, route = _completed(state, pending, details)
     state = attrs.evolve(
         state,
         findings=(*state.findings, *output.findings),
@@ -503,10 +490,9 @@ def _reporter_replied(
     try:
         report = parse_aiops_report(reply_text(result))
     except PayloadError as error:
-        return _invalid_output(state, pending, error)
-    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
+        return _failed_attempt(state, pending, error)
     details = AiOpsEventDetails(findings=len(report.findings))
-    state, route = _completed(state, pending, facts, details)
+    state, route = _completed(state, pending, details)
     state = attrs.evolve(state, report=report, outcome=AiOpsOutcome.REPORTED, reason_code=None)
     return _follow(state, route)
 
@@ -539,5 +525,5 @@ def _fallback(state: AiOpsState, reason: AiOpsReasonCode) -> AiOpsState:
     state = attrs.evolve(
         state, outcome=AiOpsOutcome.FALLBACK, reason_code=reason, fallback=text, report=None
     )
-    route = choose_aiops_route(AiOpsNode.FALLBACK, AiOpsRoutingFacts(status=NodeStatus.COMPLETED))
+    route = choose_aiops_route(AiOpsNode.FALLBACK, _COMPLETED)
     return _follow(state, route)

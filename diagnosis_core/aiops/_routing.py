@@ -37,7 +37,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
-from .._kernel.tables import RETRYABLE_STATUSES, Router, mermaid_flowchart
+from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from ._config import NO_PROGRESS_REPEATS
 from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
@@ -93,14 +93,12 @@ def _completed_choice(choice: SupervisorChoice) -> Callable[[AiOpsRoutingFacts],
 
 _PREDICATES: Mapping[AiOpsCondition, Callable[[AiOpsRoutingFacts], bool]] = MappingProxyType(
     {
-        AiOpsCondition.ALWAYS: lambda facts: True,
-        AiOpsCondition.COMPLETED: lambda facts: facts.status is NodeStatus.COMPLETED,
-        AiOpsCondition.RETRY_LEFT: lambda facts: (
-            facts.status in RETRYABLE_STATUSES and facts.retries_left
-        ),
-        AiOpsCondition.ANY_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
-        AiOpsCondition.OTHER_FAILURE: lambda facts: facts.status is not NodeStatus.COMPLETED,
-        AiOpsCondition.OTHERWISE: lambda facts: True,
+        AiOpsCondition.ALWAYS: always,
+        AiOpsCondition.COMPLETED: completed,
+        AiOpsCondition.RETRY_LEFT: retry_left,
+        AiOpsCondition.ANY_FAILURE: failed,
+        AiOpsCondition.OTHER_FAILURE: failed,
+        AiOpsCondition.OTHERWISE: always,
         AiOpsCondition.FINISH: _completed_choice(SupervisorChoice.FINISH),
         AiOpsCondition.NO_PROGRESS: lambda facts: (
             facts.status is NodeStatus.COMPLETED and facts.repeats >= NO_PROGRESS_REPEATS
