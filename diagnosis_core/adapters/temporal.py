@@ -91,10 +91,10 @@ from ..journal import (
     journal_tool_records,
     load_outcome,
     recorded_tool_invocations,
-    resent_on_resume,
     start_entry,
 )
 from ..machine import (
+    DIAGNOSIS_WORKFLOW,
     AgentName,
     CallGatekeeper,
     EffectResult,
@@ -503,7 +503,7 @@ class DiagnosisWorkflow:
             arguments,
             timeout_seconds=seconds,
             heartbeat_seconds=heartbeat_seconds,
-            resendable=resent_on_resume(started.call),
+            resendable=DIAGNOSIS_WORKFLOW.resent_on_resume(started.call),
         )
         if isinstance(data, ActivityFailed):
             outcome = _failed_outcome(started.call, data.message)

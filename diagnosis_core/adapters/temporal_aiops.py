@@ -9,7 +9,7 @@ executor's tool calls); every activity runs with ``maximum_attempts=1`` —
 retries belong to the core.
 
 **A lost worker** (the activity missed its heartbeat timeout) is settled by the
-AIOps resume rule of :func:`resume_aiops_journal`: a supervisor, planner or
+AIOps resume rule (``AIOPS_WORKFLOW.resent_on_resume``): a supervisor, planner or
 reporter call is sent again as the same attempt (at most
 :data:`~diagnosis_core.adapters.temporal.INTERRUPTED_RESENDS` times), an
 executor call is recorded as failed, ``interrupted: outcome unknown``, and
@@ -37,6 +37,7 @@ from temporalio.worker import Worker
 
 from .. import FailureKind, JournalError, from_wire
 from ..aiops import (
+    AIOPS_WORKFLOW,
     AiOpsEffects,
     AiOpsFinished,
     AiOpsJournal,
@@ -52,11 +53,9 @@ from ..aiops import (
     next_aiops_action,
     perform_aiops_effect,
     perform_aiops_effect_async,
-    resume_aiops_journal,
     start_aiops,
 )
 from ..journal import (
-    EntryState,
     RecordedAgentError,
     RecordedReply,
     RecordedToolInvocation,
@@ -226,15 +225,14 @@ class AiOpsWorkflow:
         arguments: list[Any] = [wire_object(action)]
         if executor:
             arguments.append(ledger_records(recorder.journal.entries))
-        # The AIOps resume rule (resume_aiops_journal) says whether a call whose
-        # worker was lost is sent again: not when it settles the started entry.
-        resumed, _ = resume_aiops_journal(recorder.journal)
+        # The AIOps resume rule says whether a call whose worker was lost is
+        # sent again (never the executor: its tools may have run).
         data = await call_effect_activity(
             INVOKE_AIOPS_AGENT_ACTIVITY,
             arguments,
             timeout_seconds=input.agent_timeout_seconds,
             heartbeat_seconds=input.heartbeat_timeout_seconds,
-            resendable=resumed.entries[-1].state is not EntryState.FINISHED,
+            resendable=AIOPS_WORKFLOW.resent_on_resume(expected.call),
         )
         if isinstance(data, ActivityFailed):
             return AgentFailed(FailureKind.NON_RETRYABLE, data.message), None, False
