@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 from temporalio import activity, workflow
@@ -30,6 +30,8 @@ from ..machine import describe_error
 from ..tools import ToolsFactory
 
 T = TypeVar("T")
+EffectsT = TypeVar("EffectsT")
+ObserverT = TypeVar("ObserverT")
 
 INTERRUPTED_RESENDS = 3
 """How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
@@ -79,22 +81,29 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-class HeartbeatingActivities:
+class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
     """The common part of an effect-activity class: the worker's effects, tools and
     observer, and a running effect's heartbeat.
+
+    Generic in the effects ``EffectsT`` and observer ``ObserverT`` of one workflow, so the
+    chat and AIOps activity classes share this constructor and still type
+    their ``effects`` and ``observer`` exactly.
 
     While an effect runs, the activity heartbeats every ``heartbeat_interval``
     — by default a third of the activity's heartbeat timeout, and never more
     than half of it — so a dead worker is noticed within the heartbeat timeout.
     """
 
+    effects: EffectsT
+    observer: ObserverT | None
+
     def __init__(
         self,
-        effects: Any,
+        effects: EffectsT,
         *,
         heartbeat_interval: timedelta | None = None,
         tools: ToolsFactory | None = None,
-        observer: Any = None,
+        observer: ObserverT | None = None,
     ) -> None:
         if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
             raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")

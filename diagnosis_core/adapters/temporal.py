@@ -197,7 +197,7 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
 # --- activities (worker side) -------------------------------------------------------
 
 
-class DiagnosisActivities(HeartbeatingActivities):
+class DiagnosisActivities(HeartbeatingActivities[Effects | AsyncEffects, DiagnosisObserver]):
     """The effects of a worker, as the two activities :class:`DiagnosisWorkflow` calls.
 
     Register :attr:`activities` with the worker (or use
@@ -207,21 +207,6 @@ class DiagnosisActivities(HeartbeatingActivities):
     the activity's heartbeat timeout, and never more than half of it — so a
     dead worker is noticed within the heartbeat timeout.
     """
-
-    effects: Effects | AsyncEffects
-    observer: DiagnosisObserver | None
-
-    def __init__(
-        self,
-        effects: Effects | AsyncEffects,
-        *,
-        heartbeat_interval: timedelta | None = None,
-        tools: ToolsFactory | None = None,
-        observer: DiagnosisObserver | None = None,
-    ) -> None:
-        super().__init__(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        )
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:

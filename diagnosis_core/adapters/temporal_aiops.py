@@ -105,7 +105,7 @@ _DEFAULT_AGENT_TIMEOUT = DEFAULT_AGENT_TIMEOUT
 _DEFAULT_HEARTBEAT_TIMEOUT = DEFAULT_HEARTBEAT_TIMEOUT
 
 
-class AiOpsActivities(HeartbeatingActivities):
+class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, AiOpsObserver]):
     """The AIOps effects of a worker, as the activities :class:`AiOpsWorkflow` calls.
 
     Sync effects run in a thread; while an agent runs, the activity
@@ -113,21 +113,6 @@ class AiOpsActivities(HeartbeatingActivities):
     heartbeat timeout). ``tools`` and ``observer`` are as for the chat
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
-
-    effects: AiOpsEffects | AsyncAiOpsEffects
-    observer: AiOpsObserver | None
-
-    def __init__(
-        self,
-        effects: AiOpsEffects | AsyncAiOpsEffects,
-        *,
-        heartbeat_interval: timedelta | None = None,
-        tools: ToolsFactory | None = None,
-        observer: AiOpsObserver | None = None,
-    ) -> None:
-        super().__init__(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        )
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
