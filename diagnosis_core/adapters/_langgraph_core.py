@@ -395,6 +395,7 @@ class _Folded:
 _Token: TypeAlias = tuple[str, str, str, str]
 
 
+@attrs.define(eq=False)
 class _Runs:
     """What one compiled graph knows in this process: folds it verified, entries it started.
 
@@ -404,28 +405,23 @@ class _Runs:
     verified) whole. ``started`` holds the ``started`` entries this graph
     committed and whose effect has not begun: a started entry that is not
     there was committed by a process that died (or a run that was aborted),
-    and only the resume rule may settle it.
+    and only the resume rule may settle it. Compared by identity: one per
+    compiled graph.
     """
 
-    def __init__(
-        self,
-        flow: Flow,
-        key: bytes | None,
-        resend_gatekeeper: bool,
-        tools: ToolsFactory | None,
-        observer: object | None,
-    ) -> None:
-        self.flow = flow
-        self.key = key
-        self.resend_gatekeeper = resend_gatekeeper
-        self.tools = tools
-        self.observer = observer
-        self.lock = threading.Lock()
-        self.recorders: collections.OrderedDict[str, ToolRecorder] = collections.OrderedDict()
-        self.folds: collections.OrderedDict[tuple[str, ...], _Folded] = (
-            collections.OrderedDict()
-        )
-        self.started: set[_Token] = set()
+    flow: Flow
+    key: bytes | None
+    resend_gatekeeper: bool
+    tools: ToolsFactory | None
+    observer: object | None
+    lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    recorders: collections.OrderedDict[str, ToolRecorder] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+    folds: collections.OrderedDict[tuple[str, ...], _Folded] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+    started: set[_Token] = attrs.field(init=False, factory=set)
 
     def cached(self, values: Mapping[str, Any]) -> tuple[tuple[str, ...] | None, _Folded | None]:
         request = values.get("request")
