@@ -37,6 +37,16 @@ def wire_object(value: object) -> dict[str, Any]:
     return wire
 
 
+def new_events(before: Any, after: Any) -> list[dict[str, Any]]:
+    """The trace events the state ``after`` appended to ``before``'s, in wire form.
+
+    What a workflow hands to the step or activity that tells an observer
+    (spec §14): the workflow code itself never calls one, since an engine
+    runs it again on recovery.
+    """
+    return [wire_object(event) for event in after.events[len(before.events) :]]
+
+
 def check_timedeltas(**named: object) -> list[float]:
     """The seconds of each positive :class:`timedelta`; :class:`ConfigError` naming a bad one."""
     seconds = []

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 from temporalio import activity, workflow
@@ -28,6 +28,7 @@ from .. import ConfigError
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
 from ..tools import ToolsFactory
+from ._engine import EffectReport
 
 T = TypeVar("T")
 EffectsT = TypeVar("EffectsT")
@@ -81,6 +82,19 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return chosen
 
 
+@attrs.frozen
+class Performing:
+    """How one workflow performs an action: the table its activity class reads.
+
+    ``perform(action, effects)`` for sync effects (run in a thread),
+    ``perform_async(action, effects)`` for effects of ``async_effects_type``.
+    """
+
+    async_effects_type: type[Any]
+    perform: Callable[[Any, Any], Any]
+    perform_async: Callable[[Any, Any], Awaitable[Any]]
+
+
 class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
     """The common part of an effect-activity class: the worker's effects, tools and
     observer, and a running effect's heartbeat.
@@ -96,6 +110,8 @@ class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
 
     effects: EffectsT
     observer: ObserverT | None
+    performing: ClassVar[Performing]
+    """How the workflow performs an action (each subclass names its own)."""
 
     def __init__(
         self,
@@ -119,6 +135,23 @@ class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
             chosen = self.heartbeat_interval.total_seconds()
             return min(chosen, limit) if limit else chosen
         return limit * 2 / 3 if limit else FALLBACK_HEARTBEAT_SECONDS
+
+    async def _performed(self, action: Any, report: EffectReport) -> dict[str, Any]:
+        """Perform ``action`` with the worker's effects, heartbeating; ``report`` closed with it.
+
+        Sync effects run in a thread so they never block the worker's event
+        loop. ``observed`` is recorded in the history: the workflow then has
+        this worker's observer told of the effect's trace events, on every
+        replay alike.
+        """
+        form = self.performing
+        work: Awaitable[Any]
+        if isinstance(self.effects, form.async_effects_type):
+            work = form.perform_async(action, self.effects)
+        else:
+            work = asyncio.to_thread(form.perform, action, self.effects)
+        result = await self._heartbeating(work)
+        return report.close(result, observed=True if self.observer is not None else None)
 
     async def _heartbeating(self, work: Awaitable[T]) -> T:
         """``work``'s result, heartbeating while it runs; cancelled with the activity."""

@@ -134,6 +134,7 @@ from ._engine import (
     announce,
     decode_tool_invocations,
     ledger_records,
+    new_events,
     wire_object,
 )
 
@@ -327,9 +328,8 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
         before = state
         state = advance(state, entry_result(finished))
         journal = append_entry(journal, finished)
-        new_events = state.events[len(before.events) :]
-        if facts.get("observed") is True and new_events:
-            _announce(wire_object(request.run), [wire_object(event) for event in new_events])
+        if facts.get("observed") is True and (events := new_events(before, state)):
+            _announce(wire_object(request.run), events)
     DBOS.set_event(DIAGNOSIS_JOURNAL_EVENT, dict(journal_to_wire(journal)))
     return wire_object(state)
 
@@ -479,9 +479,8 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
         fed = recorder.end(agent_result(outcome), tool_invocations=decode_tool_invocations(facts))
         before = state
         state = advance_aiops(state, fed)
-        new_events = state.events[len(before.events) :]
-        if facts.get("observed") is True and new_events:
-            _aiops_announce(wire_object(request.run), [wire_object(event) for event in new_events])
+        if facts.get("observed") is True and (events := new_events(before, state)):
+            _aiops_announce(wire_object(request.run), events)
     DBOS.set_event(AIOPS_JOURNAL_EVENT, dict(journal_to_wire(recorder.journal)))
     return wire_object(state)
 

@@ -45,7 +45,6 @@ forever.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -97,7 +96,6 @@ from ..machine import (
     DIAGNOSIS_WORKFLOW,
     AgentName,
     CallGatekeeper,
-    EffectResult,
     Finished,
     InvokeAgent,
     advance,
@@ -108,7 +106,7 @@ from ..machine import (
 )
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
-from ._engine import EffectReport, announce, check_timedeltas, wire_object
+from ._engine import EffectReport, announce, check_timedeltas, new_events, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_GATEKEEPER_TIMEOUT,
@@ -117,6 +115,7 @@ from ._temporal_common import (
     PASSTHROUGH_MODULES,
     ActivityFailed,
     HeartbeatingActivities,
+    Performing,
     announce_events,
     call_effect_activity,
     in_run_trace,
@@ -208,6 +207,8 @@ class DiagnosisActivities(HeartbeatingActivities[Effects | AsyncEffects, Diagnos
     dead worker is noticed within the heartbeat timeout.
     """
 
+    performing = Performing(AsyncEffects, perform_effect, perform_effect_async)
+
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
@@ -239,17 +240,9 @@ class DiagnosisActivities(HeartbeatingActivities[Effects | AsyncEffects, Diagnos
             recorder if executor else None,
         )
         report.open(action.config if isinstance(action, InvokeAgent) else None)
-        work: Any
-        if isinstance(self.effects, AsyncEffects):
-            work = perform_effect_async(action, self.effects)
-        else:
-            work = asyncio.to_thread(perform_effect, action, self.effects)
-        result: EffectResult = await self._heartbeating(work)
         # outcome_of never raises: a reply that is not text, a gatekeeper result
         # that is not JSON are recorded as the journal records them (see _journal).
-        # ``observed`` is recorded in the history: the workflow then has this
-        # worker's observer told of the effect's trace events, on every replay alike.
-        return report.close(result, observed=True if self.observer is not None else None)
+        return await self._performed(action, report)
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
     async def invoke_agent(
@@ -441,10 +434,9 @@ class DiagnosisWorkflow:
             self._journal, self._state = append_entry(journal, finished), state
             journal = self._journal
             if observed:
+                events = new_events(before, state)
                 await announce_events(
-                    ANNOUNCE_EVENTS_ACTIVITY,
-                    wire_object(state.request.run),
-                    [wire_object(event) for event in state.events[len(before.events) :]],
+                    ANNOUNCE_EVENTS_ACTIVITY, wire_object(state.request.run), events
                 )
         return wire_object(state)
 

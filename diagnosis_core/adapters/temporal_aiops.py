@@ -24,7 +24,6 @@ serves both workflows.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -71,6 +70,7 @@ from ._engine import (
     check_timedeltas,
     decode_tool_invocations,
     ledger_records,
+    new_events,
     wire_object,
 )
 from ._temporal_common import (
@@ -78,6 +78,7 @@ from ._temporal_common import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     ActivityFailed,
     HeartbeatingActivities,
+    Performing,
     announce_events,
     call_effect_activity,
     in_run_trace,
@@ -114,6 +115,8 @@ class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, A
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
 
+    performing = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
+
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
         """The activity callables to register with a :class:`Worker`."""
@@ -132,13 +135,7 @@ class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, A
             action, aiops_expected_call(action).input_sha256, self.observer, recorder
         )
         report.open(action.config)
-        work: Any
-        if isinstance(self.effects, AsyncAiOpsEffects):
-            work = perform_aiops_effect_async(action, self.effects)
-        else:
-            work = asyncio.to_thread(perform_aiops_effect, action, self.effects)
-        result: AgentReplied | AgentFailed = await self._heartbeating(work)
-        return report.close(result, observed=True if self.observer is not None else None)
+        return await self._performed(action, report)
 
     @activity.defn(name=ANNOUNCE_AIOPS_EVENTS_ACTIVITY)
     async def announce_aiops_events(
@@ -195,10 +192,9 @@ class AiOpsWorkflow:
             before = state
             state = advance_aiops(state, fed)
             if observed:
+                events = new_events(before, state)
                 await announce_events(
-                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
-                    wire_object(self._request.run),
-                    [wire_object(event) for event in state.events[len(before.events) :]],
+                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY, wire_object(self._request.run), events
                 )
         return wire_object(state)
 
