@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -28,7 +28,7 @@ from .. import ConfigError
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
 from ..tools import ToolsFactory
-from ._engine import EffectReport
+from ._engine import EffectReport, Performing
 
 T = TypeVar("T")
 EffectsT = TypeVar("EffectsT")
@@ -82,19 +82,6 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-@attrs.frozen
-class Performing:
-    """How one workflow performs an action: the table its activity class reads.
-
-    ``perform(action, effects)`` for sync effects (run in a thread),
-    ``perform_async(action, effects)`` for effects of ``async_effects_type``.
-    """
-
-    async_effects_type: type[Any]
-    perform: Callable[[Any, Any], Any]
-    perform_async: Callable[[Any, Any], Awaitable[Any]]
-
-
 class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
     """The common part of an effect-activity class: the worker's effects, tools and
     observer, and a running effect's heartbeat.
@@ -139,18 +126,11 @@ class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
     async def _performed(self, action: Any, report: EffectReport) -> dict[str, Any]:
         """Perform ``action`` with the worker's effects, heartbeating; ``report`` closed with it.
 
-        Sync effects run in a thread so they never block the worker's event
-        loop. ``observed`` is recorded in the history: the workflow then has
+        ``observed`` is recorded in the history: the workflow then has
         this worker's observer told of the effect's trace events, on every
         replay alike.
         """
-        form = self.performing
-        work: Awaitable[Any]
-        if isinstance(self.effects, form.async_effects_type):
-            work = form.perform_async(action, self.effects)
-        else:
-            work = asyncio.to_thread(form.perform, action, self.effects)
-        result = await self._heartbeating(work)
+        result = await self._heartbeating(self.performing.awaitable(action, self.effects))
         return report.close(result, observed=True if self.observer is not None else None)
 
     async def _heartbeating(self, work: Awaitable[T]) -> T:

@@ -54,7 +54,6 @@ as failed and never called again.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any
 
@@ -130,6 +129,7 @@ from ..machine import (
 from ..tools import ToolRecorder, ToolsFactory
 from ._engine import (
     EffectReport,
+    Performing,
     agent_result,
     announce,
     decode_tool_invocations,
@@ -241,10 +241,8 @@ def _recorder(host: _Host, run_id: str, ledger: list[dict[str, Any]] | None) -> 
     return host.tools(run_id, ledger)
 
 
-def _perform(host: _Host, action: InvokeAgent | CallGatekeeper) -> EffectResult:
-    if isinstance(host.effects, AsyncEffects):
-        return asyncio.run(perform_effect_async(action, host.effects))
-    return perform_effect(action, host.effects)
+_PERFORMING = Performing(AsyncEffects, perform_effect, perform_effect_async)
+_AIOPS_PERFORMING = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
 
 
 @DBOS.step(name="diagnosis_core.effect")
@@ -279,7 +277,8 @@ def _effect(
         action, expected.input_sha256, host.observer, recorder if executor else None
     )
     report.open(action.config if isinstance(action, InvokeAgent) else None)
-    return report.close(_perform(host, action), observed=host.observer is not None)
+    result: EffectResult = _PERFORMING.blocking(action, host.effects)
+    return report.close(result, observed=host.observer is not None)
 
 
 @DBOS.step(name="diagnosis_core.announce")
@@ -436,11 +435,7 @@ def _aiops_effect(
     )
     report = EffectReport(action, facts["input_sha256"], host.observer, recorder)
     report.open(action.config)
-    result: AgentReplied | AgentFailed
-    if isinstance(host.effects, AsyncAiOpsEffects):
-        result = asyncio.run(perform_aiops_effect_async(action, host.effects))
-    else:
-        result = perform_aiops_effect(action, host.effects)
+    result: AgentReplied | AgentFailed = _AIOPS_PERFORMING.blocking(action, host.effects)
     return report.close(result, observed=host.observer is not None)
 
 

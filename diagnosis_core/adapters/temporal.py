@@ -106,7 +106,7 @@ from ..machine import (
 )
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
-from ._engine import EffectReport, announce, check_timedeltas, new_events, wire_object
+from ._engine import EffectReport, Performing, announce, check_timedeltas, new_events, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_GATEKEEPER_TIMEOUT,
@@ -115,7 +115,6 @@ from ._temporal_common import (
     PASSTHROUGH_MODULES,
     ActivityFailed,
     HeartbeatingActivities,
-    Performing,
     announce_events,
     call_effect_activity,
     in_run_trace,

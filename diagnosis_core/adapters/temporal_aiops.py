@@ -65,6 +65,7 @@ from ..machine import AgentFailed, AgentReplied
 from ..tools import ToolsFactory
 from ._engine import (
     EffectReport,
+    Performing,
     agent_result,
     announce,
     check_timedeltas,
@@ -78,7 +79,6 @@ from ._temporal_common import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     ActivityFailed,
     HeartbeatingActivities,
-    Performing,
     announce_events,
     call_effect_activity,
     in_run_trace,
