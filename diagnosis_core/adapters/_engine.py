@@ -12,9 +12,12 @@ what their engine does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
+
+import attrs
 
 from .. import ConfigError, FailureKind, JournalError, RunConfig, from_wire, to_wire
 from ..journal import (
@@ -35,6 +38,42 @@ def wire_object(value: object) -> dict[str, Any]:
     wire = to_wire(value)
     assert isinstance(wire, dict)
     return wire
+
+
+@attrs.frozen
+class Performing:
+    """How one workflow performs an action: the table an engine's effect step reads.
+
+    ``perform(action, effects)`` for sync effects, ``perform_async(action,
+    effects)`` for effects of ``async_effects_type``. One table per workflow,
+    so the chat and AIOps steps of an engine share the code that picks one.
+    """
+
+    async_effects_type: type[Any]
+    perform: Callable[[Any, Any], Any]
+    perform_async: Callable[[Any, Any], Coroutine[Any, Any, Any]]
+
+    def awaitable(self, action: Any, effects: Any) -> Awaitable[Any]:
+        """The effect as an awaitable: sync effects run in a thread, never on the event loop."""
+        if isinstance(effects, self.async_effects_type):
+            return self.perform_async(action, effects)
+        return asyncio.to_thread(self.perform, action, effects)
+
+    def blocking(self, action: Any, effects: Any) -> Any:
+        """The effect's result, performed in this thread (asyncio effects in their own loop)."""
+        if isinstance(effects, self.async_effects_type):
+            return asyncio.run(self.perform_async(action, effects))
+        return self.perform(action, effects)
+
+
+def new_events(before: Any, after: Any) -> list[dict[str, Any]]:
+    """The trace events the state ``after`` appended to ``before``'s, in wire form.
+
+    What a workflow hands to the step or activity that tells an observer
+    (spec §14): the workflow code itself never calls one, since an engine
+    runs it again on recovery.
+    """
+    return [wire_object(event) for event in after.events[len(before.events) :]]
 
 
 def check_timedeltas(**named: object) -> list[float]:

@@ -30,7 +30,7 @@ from langgraph.types import Checkpointer, Command, interrupt
 
 from .. import JournalError, JsonValue, MachineError, PayloadError, to_wire
 from ..journal import EntryState, RecordedToolInvocation, recorded_tool_invocations
-from ..machine import notify
+from ..machine import Workflow, notify
 from ..protocol import loads_stored
 from ..tools import RecorderMark, ToolRecorder, ToolsFactory
 from ._langgraph_owner import ThreadBusyError, aowner, owner
@@ -136,32 +136,59 @@ AnyGraph: TypeAlias = CompiledStateGraph[Any, None, Any, Any]
 class Flow:
     """What differs between the workflows; every callable is a public ``diagnosis_core`` name.
 
-    ``resume(journal, key, resend_gatekeeper)`` applies the workflow's §12
-    resume rule; ``node_of(action)`` names the node that performs it (END
-    when the run is finished); ``recorder(journal, key)`` is its journal
-    recorder; ``entry_text(entry)`` its ASCII JSON text, ``seq`` first.
+    ``workflow`` is the workflow's descriptor (``DIAGNOSIS_WORKFLOW`` /
+    ``AIOPS_WORKFLOW``): the machine, the request codec and the journal
+    format are read from it, not listed again, so a graph cannot drift from
+    the drivers. ``resume(journal, key, resend_gatekeeper)`` applies the
+    workflow's §12 resume rule; ``node_of(action)`` names the node that
+    performs it (END when the run is finished); ``recorder(journal, key)`` is
+    its journal recorder; ``entry_text(entry)`` its ASCII JSON text, ``seq``
+    first.
     """
 
     name: str
-    journal_format: str
+    workflow: Workflow[Any, Any, Any, Any, Any, Any, Any]
     nodes: tuple[str, ...]
-    request_type: type[Any]
     effects_type: type[Any]
     async_effects_type: type[Any]
-    request_to_wire: Callable[[Any], JsonValue]
     load_journal: Callable[[object], Any]
     status: Callable[[Any, bytes | None], Any]
     resume: Callable[[Any, bytes | None, bool], tuple[Any, Any]]
     recorder: Callable[[Any, bytes | None], Any]
-    advance: Callable[[Any, Any], Any]
-    next_action: Callable[[Any], Any]
     node_of: Callable[[Any], str]
-    describe: Callable[[Any], str]
     perform: Callable[[Any, Any], Any]
     perform_async: Callable[[Any, Any], Awaitable[Any]]
     is_executor: Callable[[Any], bool]
     entry_text: Callable[[Any], str]
     input_hint: str
+
+    @property
+    def journal_format(self) -> str:
+        """The format the graph's journal is written in (the workflow's current one)."""
+        return self.workflow.format
+
+    @property
+    def request_type(self) -> type[Any]:
+        return self.workflow.request_type
+
+    @property
+    def request_to_wire(self) -> Callable[[Any], JsonValue]:
+        return self.workflow.request_to_wire
+
+    @property
+    def advance(self) -> Callable[[Any, Any], Any]:
+        return self.workflow.advance
+
+    @property
+    def next_action(self) -> Callable[[Any], Any]:
+        return self.workflow.next_action
+
+    def describe(self, action: Any) -> str:
+        """An action in the workflow's words (``END`` once the run is finished)."""
+        if isinstance(action, self.workflow.finished_type):
+            return "END"
+        described: str = self.workflow.expected_call(action).describe()
+        return described
 
 
 # --- encoding ------------------------------------------------------------------------
@@ -368,6 +395,7 @@ class _Folded:
 _Token: TypeAlias = tuple[str, str, str, str]
 
 
+@attrs.define(eq=False)
 class _Runs:
     """What one compiled graph knows in this process: folds it verified, entries it started.
 
@@ -377,28 +405,23 @@ class _Runs:
     verified) whole. ``started`` holds the ``started`` entries this graph
     committed and whose effect has not begun: a started entry that is not
     there was committed by a process that died (or a run that was aborted),
-    and only the resume rule may settle it.
+    and only the resume rule may settle it. Compared by identity: one per
+    compiled graph.
     """
 
-    def __init__(
-        self,
-        flow: Flow,
-        key: bytes | None,
-        resend_gatekeeper: bool,
-        tools: ToolsFactory | None,
-        observer: object | None,
-    ) -> None:
-        self.flow = flow
-        self.key = key
-        self.resend_gatekeeper = resend_gatekeeper
-        self.tools = tools
-        self.observer = observer
-        self.lock = threading.Lock()
-        self.recorders: collections.OrderedDict[str, ToolRecorder] = collections.OrderedDict()
-        self.folds: collections.OrderedDict[tuple[str, ...], _Folded] = (
-            collections.OrderedDict()
-        )
-        self.started: set[_Token] = set()
+    flow: Flow
+    key: bytes | None
+    resend_gatekeeper: bool
+    tools: ToolsFactory | None
+    observer: object | None
+    lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    recorders: collections.OrderedDict[str, ToolRecorder] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+    folds: collections.OrderedDict[tuple[str, ...], _Folded] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+    started: set[_Token] = attrs.field(init=False, factory=set)
 
     def cached(self, values: Mapping[str, Any]) -> tuple[tuple[str, ...] | None, _Folded | None]:
         request = values.get("request")

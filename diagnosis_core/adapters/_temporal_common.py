@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 from temporalio import activity, workflow
@@ -28,8 +28,11 @@ from .. import ConfigError
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
 from ..tools import ToolsFactory
+from ._engine import EffectReport, Performing
 
 T = TypeVar("T")
+EffectsT = TypeVar("EffectsT")
+ObserverT = TypeVar("ObserverT")
 
 INTERRUPTED_RESENDS = 3
 """How often an LLM call whose worker was lost is sent again (same attempt) before it fails."""
@@ -79,22 +82,31 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-class HeartbeatingActivities:
+class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
     """The common part of an effect-activity class: the worker's effects, tools and
     observer, and a running effect's heartbeat.
+
+    Generic in the effects ``EffectsT`` and observer ``ObserverT`` of one workflow, so the
+    chat and AIOps activity classes share this constructor and still type
+    their ``effects`` and ``observer`` exactly.
 
     While an effect runs, the activity heartbeats every ``heartbeat_interval``
     — by default a third of the activity's heartbeat timeout, and never more
     than half of it — so a dead worker is noticed within the heartbeat timeout.
     """
 
+    effects: EffectsT
+    observer: ObserverT | None
+    performing: ClassVar[Performing]
+    """How the workflow performs an action (each subclass names its own)."""
+
     def __init__(
         self,
-        effects: Any,
+        effects: EffectsT,
         *,
         heartbeat_interval: timedelta | None = None,
         tools: ToolsFactory | None = None,
-        observer: Any = None,
+        observer: ObserverT | None = None,
     ) -> None:
         if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
             raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
@@ -110,6 +122,16 @@ class HeartbeatingActivities:
             chosen = self.heartbeat_interval.total_seconds()
             return min(chosen, limit) if limit else chosen
         return limit * 2 / 3 if limit else FALLBACK_HEARTBEAT_SECONDS
+
+    async def _performed(self, action: Any, report: EffectReport) -> dict[str, Any]:
+        """Perform ``action`` with the worker's effects, heartbeating; ``report`` closed with it.
+
+        ``observed`` is recorded in the history: the workflow then has
+        this worker's observer told of the effect's trace events, on every
+        replay alike.
+        """
+        result = await self._heartbeating(self.performing.awaitable(action, self.effects))
+        return report.close(result, observed=True if self.observer is not None else None)
 
     async def _heartbeating(self, work: Awaitable[T]) -> T:
         """``work``'s result, heartbeating while it runs; cancelled with the activity."""

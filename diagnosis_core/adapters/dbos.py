@@ -22,9 +22,10 @@ the workflow event ``diagnosis_journal`` (:func:`dbos_diagnosis_journal`).
 its process died during it. The adapter does not let it decide: a
 ``begin`` step whose body ran in *this* process marks its effect as ours; when
 a recovered workflow finds a recorded ``begin`` it did not run, the effect was
-interrupted by the death of its process, and :func:`resent_on_resume` says
-what happens — the planner, verifier and composer are sent again with the
-identical input as the same attempt; the executor is recorded as failed,
+interrupted by the death of its process, and the workflow descriptor's rule
+(``DIAGNOSIS_WORKFLOW.resent_on_resume``) says what happens — the planner,
+verifier and composer are sent again with the identical input as the same
+attempt; the executor is recorded as failed,
 ``interrupted: outcome unknown`` (its tools may have run, so it is never
 called twice); the gatekeeper as unavailable unless the host re-sends it
 (``resend_gatekeeper=True``). That decision is the ``effect`` step's recorded
@@ -46,14 +47,13 @@ with :func:`start_diagnosis_dbos` or :func:`run_diagnosis_dbos`.
 **The AIOps flow** is the same construction (:func:`configure_aiops_dbos`,
 :func:`start_aiops_dbos`, :func:`run_aiops_dbos`, :func:`dbos_aiops_journal`,
 workflow :data:`AIOPS_WORKFLOW_NAME`): its resume rule is read from
-:func:`resume_aiops_journal` — an interrupted supervisor, planner or reporter
+``AIOPS_WORKFLOW.resent_on_resume`` — an interrupted supervisor, planner or reporter
 call is sent again as the same attempt, an interrupted executor is recorded
 as failed and never called again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any
 
@@ -74,6 +74,7 @@ from .. import (
     to_wire,
 )
 from ..aiops import (
+    AIOPS_WORKFLOW,
     AiOpsEffects,
     AiOpsFinished,
     AiOpsJournal,
@@ -90,7 +91,6 @@ from ..aiops import (
     next_aiops_action,
     perform_aiops_effect,
     perform_aiops_effect_async,
-    resume_aiops_journal,
     start_aiops,
 )
 from ..journal import (
@@ -109,10 +109,10 @@ from ..journal import (
     load_journal,
     load_outcome,
     outcome_to_wire,
-    resent_on_resume,
     start_entry,
 )
 from ..machine import (
+    DIAGNOSIS_WORKFLOW,
     AgentFailed,
     AgentName,
     AgentReplied,
@@ -129,10 +129,12 @@ from ..machine import (
 from ..tools import ToolRecorder, ToolsFactory
 from ._engine import (
     EffectReport,
+    Performing,
     agent_result,
     announce,
     decode_tool_invocations,
     ledger_records,
+    new_events,
     wire_object,
 )
 
@@ -239,10 +241,8 @@ def _recorder(host: _Host, run_id: str, ledger: list[dict[str, Any]] | None) -> 
     return host.tools(run_id, ledger)
 
 
-def _perform(host: _Host, action: InvokeAgent | CallGatekeeper) -> EffectResult:
-    if isinstance(host.effects, AsyncEffects):
-        return asyncio.run(perform_effect_async(action, host.effects))
-    return perform_effect(action, host.effects)
+_PERFORMING = Performing(AsyncEffects, perform_effect, perform_effect_async)
+_AIOPS_PERFORMING = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
 
 
 @DBOS.step(name="diagnosis_core.effect")
@@ -260,7 +260,7 @@ def _effect(
     )
     expected = expected_call(action)
     facts: dict[str, Any] = {"input_sha256": expected.input_sha256}
-    if interrupted and not resent_on_resume(
+    if interrupted and not DIAGNOSIS_WORKFLOW.resent_on_resume(
         expected.call, resend_gatekeeper=host.resend_gatekeeper
     ):
         outcome: JournalOutcome = (
@@ -277,7 +277,8 @@ def _effect(
         action, expected.input_sha256, host.observer, recorder if executor else None
     )
     report.open(action.config if isinstance(action, InvokeAgent) else None)
-    return report.close(_perform(host, action), observed=host.observer is not None)
+    result: EffectResult = _PERFORMING.blocking(action, host.effects)
+    return report.close(result, observed=host.observer is not None)
 
 
 @DBOS.step(name="diagnosis_core.announce")
@@ -302,7 +303,7 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
         journal = append_entry(journal, started)
         expected = expected_call(action)
         ours = True
-        if not resent_on_resume(expected.call):
+        if not DIAGNOSIS_WORKFLOW.resent_on_resume(expected.call):
             # Only a call the resume rule does not send again needs its start
             # committed: an LLM call that DBOS runs again is the same attempt.
             ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
@@ -326,9 +327,8 @@ def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
         before = state
         state = advance(state, entry_result(finished))
         journal = append_entry(journal, finished)
-        new_events = state.events[len(before.events) :]
-        if facts.get("observed") is True and new_events:
-            _announce(wire_object(request.run), [wire_object(event) for event in new_events])
+        if facts.get("observed") is True and (events := new_events(before, state)):
+            _announce(wire_object(request.run), events)
     DBOS.set_event(DIAGNOSIS_JOURNAL_EVENT, dict(journal_to_wire(journal)))
     return wire_object(state)
 
@@ -395,7 +395,7 @@ def configure_aiops_dbos(
 
     As :func:`configure_diagnosis_dbos`, for the AIOps flow (spec §11): the
     executor's tool calls go on its entry, an interrupted executor is never
-    called again (the AIOps resume rule, :func:`resume_aiops_journal`).
+    called again (the AIOps resume rule, ``AIOPS_WORKFLOW.resent_on_resume``).
     """
     if not isinstance(effects, AiOpsEffects | AsyncAiOpsEffects):
         raise TypeError(
@@ -435,11 +435,7 @@ def _aiops_effect(
     )
     report = EffectReport(action, facts["input_sha256"], host.observer, recorder)
     report.open(action.config)
-    result: AgentReplied | AgentFailed
-    if isinstance(host.effects, AsyncAiOpsEffects):
-        result = asyncio.run(perform_aiops_effect_async(action, host.effects))
-    else:
-        result = perform_aiops_effect(action, host.effects)
+    result: AgentReplied | AgentFailed = _AIOPS_PERFORMING.blocking(action, host.effects)
     return report.close(result, observed=host.observer is not None)
 
 
@@ -459,28 +455,27 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     state = start_aiops(request)
     while not isinstance(action := next_aiops_action(state), AiOpsFinished):
         started = recorder.begin(action)
-        ours = True
-        if action.agent.value == "executor":  # the one call never sent again (see above)
-            ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
+        expected = aiops_expected_call(action)
         settled = None
-        if not ours:  # begun by a process that died: the AIOps resume rule decides
-            resumed, _ = resume_aiops_journal(recorder.journal)
-            last = resumed.entries[-1]
-            if last.state is EntryState.FINISHED and last.outcome is not None:
-                settled = outcome_to_wire(last.outcome)
+        # Only a call the resume rule does not send again (the executor) needs
+        # its start committed; begun by a process that died, it is settled.
+        if not AIOPS_WORKFLOW.resent_on_resume(expected.call) and not _begun_here(
+            workflow_id, _begin(workflow_id, started.seq)
+        ):
+            settled = outcome_to_wire(
+                RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
+            )
         executor = action.agent.value == "executor"
         ledger = ledger_records(recorder.journal.entries) if executor else None
         facts = _aiops_effect(wire_object(action), ledger, settled)
-        expected = aiops_expected_call(action)
         if facts.get("input_sha256") != expected.input_sha256:
             raise JournalError(f"the recorded step of {expected.describe()} is for another input")
         outcome = load_outcome(facts["outcome"], "outcome", gatekeeper=False)
         fed = recorder.end(agent_result(outcome), tool_invocations=decode_tool_invocations(facts))
         before = state
         state = advance_aiops(state, fed)
-        new_events = state.events[len(before.events) :]
-        if facts.get("observed") is True and new_events:
-            _aiops_announce(wire_object(request.run), [wire_object(event) for event in new_events])
+        if facts.get("observed") is True and (events := new_events(before, state)):
+            _aiops_announce(wire_object(request.run), events)
     DBOS.set_event(AIOPS_JOURNAL_EVENT, dict(journal_to_wire(recorder.journal)))
     return wire_object(state)
 

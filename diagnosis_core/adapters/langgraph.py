@@ -89,26 +89,23 @@ from .. import (
     Effects,
 )
 from ..journal import (
-    JOURNAL_FORMAT,
     Journal,
     JournalEntry,
     JournalRecorder,
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     entry_to_wire,
-    expected_call,
     journal_status,
     load_journal,
     request_to_wire,
     resume_journal,
 )
 from ..machine import (
+    DIAGNOSIS_WORKFLOW,
     AgentName,
     CallGatekeeper,
     Finished,
     InvokeAgent,
-    advance,
-    next_action,
     perform_effect,
     perform_effect_async,
 )
@@ -211,32 +208,23 @@ def _node_of(action: InvokeAgent | CallGatekeeper | Finished) -> str:
     return END
 
 
-def _describe(action: InvokeAgent | CallGatekeeper | Finished) -> str:
-    return "END" if isinstance(action, Finished) else expected_call(action).describe()
-
-
 def _is_executor(action: InvokeAgent | CallGatekeeper) -> bool:
     return isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
 
 
 _FLOW = core.Flow(
     name="diagnosis",
-    journal_format=JOURNAL_FORMAT,
+    workflow=DIAGNOSIS_WORKFLOW,
     nodes=EFFECT_NODES,
-    request_type=DiagnosisRequest,
     effects_type=Effects,
     async_effects_type=AsyncEffects,
-    request_to_wire=request_to_wire,
     load_journal=load_journal,
     status=lambda journal, key: journal_status(journal, key=key),
     resume=lambda journal, key, resend: resume_journal(
         journal, key=key, resend_gatekeeper=resend
     ),
     recorder=lambda journal, key: JournalRecorder(journal, key=key),
-    advance=advance,
-    next_action=next_action,
     node_of=_node_of,
-    describe=_describe,
     perform=perform_effect,
     perform_async=perform_effect_async,
     is_executor=_is_executor,

@@ -82,29 +82,18 @@ def _node_of(action: aiops.InvokeAiOpsAgent | aiops.AiOpsFinished) -> str:
     return END if isinstance(action, aiops.AiOpsFinished) else action.agent.value
 
 
-def _describe(action: aiops.InvokeAiOpsAgent | aiops.AiOpsFinished) -> str:
-    if isinstance(action, aiops.AiOpsFinished):
-        return "END"
-    return aiops.aiops_expected_call(action).describe()
-
-
 _FLOW = core.Flow(
     name="aiops",
-    journal_format=aiops.AIOPS_JOURNAL_FORMAT,
+    workflow=aiops.AIOPS_WORKFLOW,
     nodes=AIOPS_NODES,
-    request_type=aiops.AiOpsRequest,
     effects_type=aiops.AiOpsEffects,
     async_effects_type=aiops.AsyncAiOpsEffects,
-    request_to_wire=aiops.aiops_request_to_wire,
     load_journal=aiops.load_aiops_journal,
     status=lambda journal, key: aiops.aiops_journal_status(journal, key=key),
     # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
     resume=lambda journal, key, resend: aiops.resume_aiops_journal(journal, key=key),
     recorder=lambda journal, key: aiops.AiOpsJournalRecorder(journal, key=key),
-    advance=aiops.advance_aiops,
-    next_action=aiops.next_aiops_action,
     node_of=_node_of,
-    describe=_describe,
     perform=aiops.perform_aiops_effect,
     perform_async=aiops.perform_aiops_effect_async,
     is_executor=lambda action: action.agent is aiops.AiOpsAgent.EXECUTOR,

@@ -45,7 +45,6 @@ forever.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -91,13 +90,12 @@ from ..journal import (
     journal_tool_records,
     load_outcome,
     recorded_tool_invocations,
-    resent_on_resume,
     start_entry,
 )
 from ..machine import (
+    DIAGNOSIS_WORKFLOW,
     AgentName,
     CallGatekeeper,
-    EffectResult,
     Finished,
     InvokeAgent,
     advance,
@@ -108,7 +106,7 @@ from ..machine import (
 )
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
-from ._engine import EffectReport, announce, check_timedeltas, wire_object
+from ._engine import EffectReport, Performing, announce, check_timedeltas, new_events, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_GATEKEEPER_TIMEOUT,
@@ -197,7 +195,7 @@ def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
 # --- activities (worker side) -------------------------------------------------------
 
 
-class DiagnosisActivities(HeartbeatingActivities):
+class DiagnosisActivities(HeartbeatingActivities[Effects | AsyncEffects, DiagnosisObserver]):
     """The effects of a worker, as the two activities :class:`DiagnosisWorkflow` calls.
 
     Register :attr:`activities` with the worker (or use
@@ -208,20 +206,7 @@ class DiagnosisActivities(HeartbeatingActivities):
     dead worker is noticed within the heartbeat timeout.
     """
 
-    effects: Effects | AsyncEffects
-    observer: DiagnosisObserver | None
-
-    def __init__(
-        self,
-        effects: Effects | AsyncEffects,
-        *,
-        heartbeat_interval: timedelta | None = None,
-        tools: ToolsFactory | None = None,
-        observer: DiagnosisObserver | None = None,
-    ) -> None:
-        super().__init__(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        )
+    performing = Performing(AsyncEffects, perform_effect, perform_effect_async)
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -254,17 +239,9 @@ class DiagnosisActivities(HeartbeatingActivities):
             recorder if executor else None,
         )
         report.open(action.config if isinstance(action, InvokeAgent) else None)
-        work: Any
-        if isinstance(self.effects, AsyncEffects):
-            work = perform_effect_async(action, self.effects)
-        else:
-            work = asyncio.to_thread(perform_effect, action, self.effects)
-        result: EffectResult = await self._heartbeating(work)
         # outcome_of never raises: a reply that is not text, a gatekeeper result
         # that is not JSON are recorded as the journal records them (see _journal).
-        # ``observed`` is recorded in the history: the workflow then has this
-        # worker's observer told of the effect's trace events, on every replay alike.
-        return report.close(result, observed=True if self.observer is not None else None)
+        return await self._performed(action, report)
 
     @activity.defn(name=INVOKE_AGENT_ACTIVITY)
     async def invoke_agent(
@@ -456,10 +433,9 @@ class DiagnosisWorkflow:
             self._journal, self._state = append_entry(journal, finished), state
             journal = self._journal
             if observed:
+                events = new_events(before, state)
                 await announce_events(
-                    ANNOUNCE_EVENTS_ACTIVITY,
-                    wire_object(state.request.run),
-                    [wire_object(event) for event in state.events[len(before.events) :]],
+                    ANNOUNCE_EVENTS_ACTIVITY, wire_object(state.request.run), events
                 )
         return wire_object(state)
 
@@ -503,7 +479,7 @@ class DiagnosisWorkflow:
             arguments,
             timeout_seconds=seconds,
             heartbeat_seconds=heartbeat_seconds,
-            resendable=resent_on_resume(started.call),
+            resendable=DIAGNOSIS_WORKFLOW.resent_on_resume(started.call),
         )
         if isinstance(data, ActivityFailed):
             outcome = _failed_outcome(started.call, data.message)

@@ -9,7 +9,7 @@ executor's tool calls); every activity runs with ``maximum_attempts=1`` —
 retries belong to the core.
 
 **A lost worker** (the activity missed its heartbeat timeout) is settled by the
-AIOps resume rule of :func:`resume_aiops_journal`: a supervisor, planner or
+AIOps resume rule (``AIOPS_WORKFLOW.resent_on_resume``): a supervisor, planner or
 reporter call is sent again as the same attempt (at most
 :data:`~diagnosis_core.adapters.temporal.INTERRUPTED_RESENDS` times), an
 executor call is recorded as failed, ``interrupted: outcome unknown``, and
@@ -24,7 +24,6 @@ serves both workflows.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -37,6 +36,7 @@ from temporalio.worker import Worker
 
 from .. import FailureKind, JournalError, from_wire
 from ..aiops import (
+    AIOPS_WORKFLOW,
     AiOpsEffects,
     AiOpsFinished,
     AiOpsJournal,
@@ -52,11 +52,9 @@ from ..aiops import (
     next_aiops_action,
     perform_aiops_effect,
     perform_aiops_effect_async,
-    resume_aiops_journal,
     start_aiops,
 )
 from ..journal import (
-    EntryState,
     RecordedAgentError,
     RecordedReply,
     RecordedToolInvocation,
@@ -67,11 +65,13 @@ from ..machine import AgentFailed, AgentReplied
 from ..tools import ToolsFactory
 from ._engine import (
     EffectReport,
+    Performing,
     agent_result,
     announce,
     check_timedeltas,
     decode_tool_invocations,
     ledger_records,
+    new_events,
     wire_object,
 )
 from ._temporal_common import (
@@ -106,7 +106,7 @@ _DEFAULT_AGENT_TIMEOUT = DEFAULT_AGENT_TIMEOUT
 _DEFAULT_HEARTBEAT_TIMEOUT = DEFAULT_HEARTBEAT_TIMEOUT
 
 
-class AiOpsActivities(HeartbeatingActivities):
+class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, AiOpsObserver]):
     """The AIOps effects of a worker, as the activities :class:`AiOpsWorkflow` calls.
 
     Sync effects run in a thread; while an agent runs, the activity
@@ -115,20 +115,7 @@ class AiOpsActivities(HeartbeatingActivities):
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
 
-    effects: AiOpsEffects | AsyncAiOpsEffects
-    observer: AiOpsObserver | None
-
-    def __init__(
-        self,
-        effects: AiOpsEffects | AsyncAiOpsEffects,
-        *,
-        heartbeat_interval: timedelta | None = None,
-        tools: ToolsFactory | None = None,
-        observer: AiOpsObserver | None = None,
-    ) -> None:
-        super().__init__(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        )
+    performing = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -148,13 +135,7 @@ class AiOpsActivities(HeartbeatingActivities):
             action, aiops_expected_call(action).input_sha256, self.observer, recorder
         )
         report.open(action.config)
-        work: Any
-        if isinstance(self.effects, AsyncAiOpsEffects):
-            work = perform_aiops_effect_async(action, self.effects)
-        else:
-            work = asyncio.to_thread(perform_aiops_effect, action, self.effects)
-        result: AgentReplied | AgentFailed = await self._heartbeating(work)
-        return report.close(result, observed=True if self.observer is not None else None)
+        return await self._performed(action, report)
 
     @activity.defn(name=ANNOUNCE_AIOPS_EVENTS_ACTIVITY)
     async def announce_aiops_events(
@@ -211,10 +192,9 @@ class AiOpsWorkflow:
             before = state
             state = advance_aiops(state, fed)
             if observed:
+                events = new_events(before, state)
                 await announce_events(
-                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
-                    wire_object(self._request.run),
-                    [wire_object(event) for event in state.events[len(before.events) :]],
+                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY, wire_object(self._request.run), events
                 )
         return wire_object(state)
 
@@ -226,15 +206,14 @@ class AiOpsWorkflow:
         arguments: list[Any] = [wire_object(action)]
         if executor:
             arguments.append(ledger_records(recorder.journal.entries))
-        # The AIOps resume rule (resume_aiops_journal) says whether a call whose
-        # worker was lost is sent again: not when it settles the started entry.
-        resumed, _ = resume_aiops_journal(recorder.journal)
+        # The AIOps resume rule says whether a call whose worker was lost is
+        # sent again (never the executor: its tools may have run).
         data = await call_effect_activity(
             INVOKE_AIOPS_AGENT_ACTIVITY,
             arguments,
             timeout_seconds=input.agent_timeout_seconds,
             heartbeat_seconds=input.heartbeat_timeout_seconds,
-            resendable=resumed.entries[-1].state is not EntryState.FINISHED,
+            resendable=AIOPS_WORKFLOW.resent_on_resume(expected.call),
         )
         if isinstance(data, ActivityFailed):
             return AgentFailed(FailureKind.NON_RETRYABLE, data.message), None, False
