@@ -150,6 +150,16 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
     assert done.returncode == 0, done.stderr
 
 
+def test_import_diagnosis_core_loads_neither_hashlib_nor_logging() -> None:
+    """Both are loaded on first use: OpenSSL and logging are a tenth of the import's CPU."""
+    done = _fresh(
+        "import sys, diagnosis_core\n"
+        "loaded = [m for m in ('hashlib', '_hashlib', 'logging') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_aiops_package_imports_on_its_own_and_writes_sparse_details() -> None:
     done = _fresh(
         "import json\n"

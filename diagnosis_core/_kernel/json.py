@@ -20,7 +20,6 @@ found, by a second, slower pass.
 from __future__ import annotations
 
 import collections.abc
-import hashlib
 import itertools
 import json
 import math
@@ -1065,7 +1064,14 @@ def escape_surrogates(text: str) -> str:
 
 
 def sha256_text(text: str) -> str:
-    """SHA-256 hex of ``text`` as UTF-8, a lone surrogate encoded as is (the trace's hashes)."""
+    """SHA-256 hex of ``text`` as UTF-8, a lone surrogate encoded as is (the trace's hashes).
+
+    ``hashlib`` is imported here, not at the top: loading it loads OpenSSL, a
+    noticeable share of ``import diagnosis_core`` for a host that never hashes
+    before its first run (issue floor: import ≤ 2× ``import cattrs``).
+    """
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -32,7 +32,6 @@ chat workflow's observer is ``DiagnosisObserver`` (``_chat/observe.py``).
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
@@ -101,7 +100,9 @@ class ObserverWarning(RuntimeWarning):
     """
 
 
-_LOG = logging.getLogger("diagnosis_core.observe")
+_LOGGER_NAME = "diagnosis_core.observe"
+"""The logger hook failures are reported on (spec §12.5). ``logging`` is loaded
+on the first failure only: a run whose observers behave never pays for it."""
 
 
 def _describe(error: Exception) -> str:
@@ -146,7 +147,9 @@ def _call(observer: object, hook: str, args: tuple[object, ...]) -> bool:
             method(*args)
     except Exception as error:
         with contextlib.suppress(Exception):  # a broken logging handler of the host
-            _LOG.warning(
+            import logging
+
+            logging.getLogger(_LOGGER_NAME).warning(
                 "observer hook %s raised %s; the run continues unchanged",
                 hook,
                 _describe(error),
