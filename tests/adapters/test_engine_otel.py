@@ -19,10 +19,9 @@ pytest.importorskip("langgraph.checkpoint.sqlite")
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.sqlite import SqliteSaver
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from otel_support import Exported
 from tools_support import tooled_effects
 
 import diagnosis_core as dc
@@ -41,18 +40,6 @@ from diagnosis_core.adapters.otel import (
     provider_names,
     trace_id_for_run,
 )
-
-
-class Exported:
-    def __init__(self) -> None:
-        self.memory = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        self.tracer = self.provider.get_tracer("tests")
-
-    @property
-    def spans(self) -> tuple[ReadableSpan, ...]:
-        return tuple(self.memory.get_finished_spans())
 
 
 def _attributes(span: ReadableSpan) -> dict[str, Any]:

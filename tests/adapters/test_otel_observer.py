@@ -29,16 +29,13 @@ pytest.importorskip("opentelemetry.sdk")
 
 from adapter_support import EXAMPLES_DIR, chat_example_paths, load_doc
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import (
-    SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-    InMemorySpanExporter,
-)
 from opentelemetry.trace import StatusCode
+from otel_support import Exported
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
@@ -89,18 +86,6 @@ def run_aiops_observed(
 # --- exporting --------------------------------------------------------------------
 
 
-class Exported:
-    """A fresh tracer provider whose spans end up in memory, in the order they ended."""
-
-    def __init__(self, exporter: SpanExporter | None = None) -> None:
-        self.memory = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(exporter or self.memory))
-        self.tracer = self.provider.get_tracer("tests")
-
-    @property
-    def spans(self) -> tuple[ReadableSpan, ...]:
-        return tuple(self.memory.get_finished_spans())
 
 
 @pytest.fixture

@@ -15,10 +15,9 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Span, Tracer
+from otel_support import Exported
 from tools_support import tooled_effects
 
 import diagnosis_core as dc
@@ -31,18 +30,6 @@ from diagnosis_core.adapters.otel import (
     OpenTelemetryObserver,
     trace_id_for_run,
 )
-
-
-class Exported:
-    def __init__(self) -> None:
-        self.memory = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        self.tracer = self.provider.get_tracer("tests")
-
-    @property
-    def spans(self) -> tuple[ReadableSpan, ...]:
-        return tuple(self.memory.get_finished_spans())
 
 
 def _ours(span: ReadableSpan) -> bool:
