@@ -549,3 +549,11 @@ def tooled_aiops(effects: Any, recorders: Any, log: str, tool_kill: list[Any] | 
         return str(inner(input, config))
 
     return attrs.evolve(effects, executor=executor)
+
+
+@contextlib.contextmanager
+def postgres_server_url() -> Iterator[str]:
+    """:func:`postgres_server` as a ``postgresql://`` URL (what DBOS takes), same lifetime."""
+    with postgres_server() as conninfo:
+        fields = dict(item.split("=", 1) for item in conninfo.split())
+        yield f"postgresql://{fields['user']}@{fields['host']}:{fields['port']}/{fields['dbname']}"

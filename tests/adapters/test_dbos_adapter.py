@@ -48,15 +48,11 @@ HERE = Path(__file__).resolve().parent
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server started for this module, as a DBOS system database URL."""
     pytest.importorskip("psycopg")
-    from langgraph_support import postgres_server
+    from langgraph_support import postgres_server_url
 
     try:
-        with postgres_server() as conninfo:
-            fields = dict(item.split("=", 1) for item in conninfo.split())
-            yield (
-                f"postgresql://{fields['user']}@{fields['host']}:{fields['port']}/"
-                f"{fields['dbname']}"
-            )
+        with postgres_server_url() as url:
+            yield url
     except LookupError as error:
         pytest.skip(str(error))
 

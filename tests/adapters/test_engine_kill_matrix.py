@@ -361,15 +361,11 @@ def test_dbos_kill_matrix_on_sqlite(
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     pytest.importorskip("psycopg")
-    from langgraph_support import postgres_server
+    from langgraph_support import postgres_server_url
 
     try:
-        with postgres_server() as conninfo:
-            fields = dict(item.split("=", 1) for item in conninfo.split())
-            yield (
-                f"postgresql://{fields['user']}@{fields['host']}:{fields['port']}/"
-                f"{fields['dbname']}"
-            )
+        with postgres_server_url() as url:
+            yield url
     except LookupError as error:
         pytest.skip(str(error))
 
