@@ -24,7 +24,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,26 @@ def _explain(
 # --- Temporal ---------------------------------------------------------------------------
 
 
+def _with_kills(pool: Pool, batch: Callable[[threading.Event], float]) -> float:
+    """Run ``batch`` while a thread SIGKILLs random busy workers of ``pool`` (seeded).
+
+    ``batch`` sets the event it is given once every run is submitted, so the
+    kills land while runs are in flight; returns what ``batch`` returns.
+    """
+    done, submitted = threading.Event(), threading.Event()
+    killer = threading.Thread(
+        target=chaos,
+        args=(pool, KILLS, lambda: not done.is_set(), random.Random(22), submitted),
+    )
+    killer.start()
+    try:
+        return batch(submitted)
+    finally:
+        done.set()
+        submitted.set()
+        killer.join()
+
+
 async def _temporal_batch(
     address: str, queue: str, runs: list[Run], finished: dict[str, Finished],
     submitted: threading.Event | None = None,
@@ -213,20 +233,9 @@ def test_temporal_workers_under_load_with_random_kills(
         pool.start_all()
         first = asyncio.run(_temporal_batch(temporal_address, queue, plain, finished))
         pool.check_alive()
-        done, submitted = threading.Event(), threading.Event()
-        killer = threading.Thread(
-            target=chaos,
-            args=(pool, KILLS, lambda: not done.is_set(), random.Random(22), submitted),
-        )
-        killer.start()
-        try:
-            second_started = asyncio.run(
-                _temporal_batch(temporal_address, queue, killed, finished, submitted)
-            )
-        finally:
-            done.set()
-            submitted.set()
-            killer.join()
+        second_started = _with_kills(pool, lambda submitted: asyncio.run(
+            _temporal_batch(temporal_address, queue, killed, finished, submitted)
+        ))
     finally:
         pool.stop()
     note = f"heartbeat {HEARTBEAT_SECONDS:g} s, sticky {STICKY_SECONDS:g} s"
@@ -307,18 +316,9 @@ def test_dbos_workers_on_postgres_under_load_with_random_kills(
         try:
             first = _dbos_batch(client, plain, finished)
             pool.check_alive()
-            done, submitted = threading.Event(), threading.Event()
-            killer = threading.Thread(
-                target=chaos,
-                args=(pool, KILLS, lambda: not done.is_set(), random.Random(22), submitted),
+            second_started = _with_kills(
+                pool, lambda submitted: _dbos_batch(client, killed, finished, submitted)
             )
-            killer.start()
-            try:
-                second_started = _dbos_batch(client, killed, finished, submitted)
-            finally:
-                done.set()
-                submitted.set()
-                killer.join()
         finally:
             client.destroy()
     finally:
@@ -389,18 +389,9 @@ def test_langgraph_workers_on_one_postgres_saver_under_load_with_random_kills(
         pool.start_all()
         first = _langgraph_batch(database, plain, finished)
         pool.check_alive()
-        done, submitted = threading.Event(), threading.Event()
-        killer = threading.Thread(
-            target=chaos,
-            args=(pool, KILLS, lambda: not done.is_set(), random.Random(22), submitted),
+        second_started = _with_kills(
+            pool, lambda submitted: _langgraph_batch(database, killed, finished, submitted)
         )
-        killer.start()
-        try:
-            second_started = _langgraph_batch(database, killed, finished, submitted)
-        finally:
-            done.set()
-            submitted.set()
-            killer.join()
     finally:
         pool.stop()
     _verdict(
