@@ -29,7 +29,7 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
@@ -59,7 +59,6 @@ from .._kernel.journal.fold import (
     resume,
     scenario_response,
     scripted_message,
-    status_fields,
 )
 from .._kernel.journal.fold import (
     append_entry as _append_entry,
@@ -71,7 +70,9 @@ from .._kernel.journal.fold import (
     start_entry as _start_entry,
 )
 from .._kernel.journal.mac import JournalHead, request_seed
+from .._kernel.journal.status import journal_status_of
 from .._kernel.json import JsonValue
+from .._kernel.typevars import DefaultTypeVar
 from .enums import AgentName
 from .machine import (
     CallGatekeeper,
@@ -204,9 +205,7 @@ def journal_status(
     or diverging from it is refused (§12.2). With ``key``, a v2 journal is
     :attr:`~JournalStatus.complete` only with its signed end marker.
     """
-    folded = fold(DIAGNOSIS_WORKFLOW, journal, key, head)
-    state, action, interrupted, ended = folded
-    return JournalStatus(state, action, interrupted, **status_fields(journal, key, ended))
+    return journal_status_of(JournalStatus, journal, key, head)
 
 
 def fold_journal(
@@ -351,16 +350,9 @@ class JournalSink(Protocol):
 
 
 # ``ListJournalSink()`` is a ``ListJournalSink[JournalEntry]``, and so is the spelled-out
-# ``ListJournalSink[JournalEntry]()``: a type variable with a default (PEP 696, known to
-# type checkers through ``typing_extensions``; at run time a plain one).
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar as _DefaultTypeVar
-
-    _Entry = _DefaultTypeVar("_Entry", bound=JournalEntry, default=JournalEntry)
-else:
-    from typing import TypeVar as _DefaultTypeVar
-
-    _Entry = _DefaultTypeVar("_Entry", bound=JournalEntry)
+# ``ListJournalSink[JournalEntry]()``: a type variable with a default (PEP 696; see
+# ``_kernel/typevars.py``).
+_Entry = DefaultTypeVar("_Entry", bound=JournalEntry, default=JournalEntry)
 
 
 class ListJournalSink(ListSinkBase[_Entry]):

@@ -29,7 +29,7 @@ Serialising and signing use the shared functions of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
@@ -46,10 +46,11 @@ from .._kernel.journal.fold import (
     ListSinkBase,
     fold,
     resume,
-    status_fields,
 )
 from .._kernel.journal.mac import JournalHead
+from .._kernel.journal.status import journal_status_of
 from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.typevars import DefaultTypeVar
 from ._enums import AiOpsAgent
 from ._machine import (
     AiOpsFinished,
@@ -132,9 +133,7 @@ def aiops_journal_status(
     follows END, and only the last entry may be ``started``; the end marker
     and ``head`` as there (spec §12.2).
     """
-    folded = fold(AIOPS_WORKFLOW, journal, key, head)
-    state, action, interrupted, ended = folded
-    return AiOpsJournalStatus(state, action, interrupted, **status_fields(journal, key, ended))
+    return journal_status_of(AiOpsJournalStatus, journal, key, head)
 
 
 def fold_aiops_journal(
@@ -182,14 +181,7 @@ class AiOpsJournalSink(Protocol):
 
 
 # As ``ListJournalSink``: ``ListAiOpsJournalSink[AiOpsJournalEntry]`` is the bare sink.
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar as _DefaultTypeVar
-
-    _Entry = _DefaultTypeVar("_Entry", bound=AiOpsJournalEntry, default=AiOpsJournalEntry)
-else:
-    from typing import TypeVar as _DefaultTypeVar
-
-    _Entry = _DefaultTypeVar("_Entry", bound=AiOpsJournalEntry)
+_Entry = DefaultTypeVar("_Entry", bound=AiOpsJournalEntry, default=AiOpsJournalEntry)
 
 
 class ListAiOpsJournalSink(ListSinkBase[_Entry]):
