@@ -17,6 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
+from .._kernel.routes import RouteRow, StatusRoutingFacts
 from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
 
@@ -31,12 +32,12 @@ __all__ = [
 
 
 @attrs.frozen
-class RoutingFacts:
+class RoutingFacts(StatusRoutingFacts):
     """Everything a routing condition may look at, gathered by the machine.
 
+    Besides ``status`` and ``retries_left`` (retries used in this round < L):
+
     Attributes:
-        status: the execution status of the node just finished (None for start).
-        retries_left: for an LLM node, whether retries used in this round < L.
         gatekeeper_status: the normalized gatekeeper status (gatekeeper node).
         trusted_bindings: executor bindings matched by gatekeeper-passed keys.
         effective_verdict: the verifier's verdict after the ceiling.
@@ -44,8 +45,6 @@ class RoutingFacts:
         evidence_retry_left: whether evidence retries used < the configured limit.
     """
 
-    status: NodeStatus | None = None
-    retries_left: bool = False
     gatekeeper_status: GatekeeperStatus | None = None
     trusted_bindings: int = 0
     effective_verdict: Verdict | None = None
@@ -103,21 +102,12 @@ _PREDICATES: Mapping[Condition, Callable[[RoutingFacts], bool]] = MappingProxyTy
 
 
 @attrs.frozen
-class Route:
-    """One row of the routing table.
+class Route(RouteRow[NodeName, Condition, ReasonCode]):
+    """One row of the chat routing table (its fields: :class:`RouteRow`).
 
-    ``after`` is None for the start of a run; ``next`` is None for END.
-    ``reason`` is the fixed reason code the row sends the run away with;
-    ``reason_from_node`` means the reason is the one the node reported
-    (executor failures, gatekeeper rejections).
+    A node's own reason (``reason_from_node``) is that of an executor failure
+    or a gatekeeper rejection.
     """
-
-    after: NodeName | None
-    condition: Condition
-    next: NodeName | None
-    reason: ReasonCode | None = None
-    reason_from_node: bool = False
-    same_input: bool = False
 
 
 _N = NodeName

@@ -37,6 +37,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
+from .._kernel.routes import RouteRow, StatusRoutingFacts
 from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from ._config import NO_PROGRESS_REPEATS
 from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
@@ -52,20 +53,18 @@ __all__ = [
 
 
 @attrs.frozen
-class AiOpsRoutingFacts:
+class AiOpsRoutingFacts(StatusRoutingFacts):
     """Everything an AIOps routing condition may look at, gathered by the machine.
 
+    Besides ``status`` and ``retries_left`` (retries used for this call < L):
+
     Attributes:
-        status: the execution status of the node just finished (None for start).
-        retries_left: for an LLM node, whether retries used for this call < L.
         choice: the supervisor's ``next`` (supervisor node, when COMPLETED).
         last_step: whether this supervisor decision used the last step of the budget.
         repeats: how many times in a row the chosen agent has now been chosen
             with no new tool invocation id reported in between.
     """
 
-    status: NodeStatus | None = None
-    retries_left: bool = False
     choice: SupervisorChoice | None = None
     last_step: bool = False
     repeats: int = 0
@@ -113,20 +112,11 @@ _PREDICATES: Mapping[AiOpsCondition, Callable[[AiOpsRoutingFacts], bool]] = Mapp
 
 
 @attrs.frozen
-class AiOpsRoute:
-    """One row of the AIOps routing table.
+class AiOpsRoute(RouteRow[AiOpsNode, AiOpsCondition, AiOpsReasonCode]):
+    """One row of the AIOps routing table (its fields: :class:`RouteRow`).
 
-    ``after`` is None for the start of a run; ``next`` is None for END.
-    ``reason`` is the fixed reason code the row sends the run away with;
-    ``reason_from_node`` means the node's own reason (executor failures).
+    A node's own reason (``reason_from_node``) is that of an executor failure.
     """
-
-    after: AiOpsNode | None
-    condition: AiOpsCondition
-    next: AiOpsNode | None
-    reason: AiOpsReasonCode | None = None
-    reason_from_node: bool = False
-    same_input: bool = False
 
 
 _N = AiOpsNode
