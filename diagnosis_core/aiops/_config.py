@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 
 from .._kernel.config import int_in_range, to_locale
+from .._kernel.config_fields import max_item_chars_field, technical_retry_limit_field
 from .._kernel.enums import Locale
 
 __all__ = ["NO_PROGRESS_REPEATS", "AiOpsConfig"]
@@ -35,9 +36,9 @@ class AiOpsConfig:
         locale: ``en`` or ``zh-CN`` for the rendered texts.
     """
 
-    technical_retry_limit: int = attrs.field(default=1, validator=int_in_range(0, 3))
+    technical_retry_limit: int = technical_retry_limit_field()
     max_supervisor_steps: int = attrs.field(default=8, validator=int_in_range(1, 50))
-    max_item_chars: int = attrs.field(default=500, validator=int_in_range(20, 10000))
+    max_item_chars: int = max_item_chars_field()
     locale: Locale = attrs.field(default=Locale.EN, converter=to_locale)
 
     @property
