@@ -9,13 +9,13 @@ returns the raw result mapping of spec §6.1 (or raises).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Protocol
 
 import attrs
 
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, awaitable_agent
+from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
 from .enums import AgentName
 from .payloads import ExecutorEvidence
 
@@ -51,15 +51,8 @@ class Effects(AgentTable[AgentName, AgentInvoker]):
     classifier: FailureClassifier = default_failure_classifier
 
 
-def awaitable_gatekeeper(gatekeeper: Gatekeeper) -> AsyncGatekeeper:
-    async def call(run_id: str, executor_output: ExecutorEvidence, /) -> object:
-        return gatekeeper(run_id, executor_output)
-
-    return call
-
-
 @attrs.frozen
-class AsyncEffects(AgentTable[AgentName, AsyncAgentInvoker]):
+class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
     """The four agents, the gatekeeper and the failure classifier of an asyncio run."""
 
     planner: AsyncAgentInvoker
@@ -68,19 +61,6 @@ class AsyncEffects(AgentTable[AgentName, AsyncAgentInvoker]):
     composer: AsyncAgentInvoker
     gatekeeper: AsyncGatekeeper
     classifier: FailureClassifier = default_failure_classifier
-
-    @classmethod
-    def from_sync(cls, effects: Effects) -> AsyncEffects:
-        """Wrap synchronous effects (called inline, on the event loop thread)."""
-        wrap: Callable[[AgentInvoker], AsyncAgentInvoker] = awaitable_agent
-        return cls(
-            planner=wrap(effects.planner),
-            executor=wrap(effects.executor),
-            verifier=wrap(effects.verifier),
-            composer=wrap(effects.composer),
-            gatekeeper=awaitable_gatekeeper(effects.gatekeeper),
-            classifier=effects.classifier,
-        )
 
 
 # --- the right kind of effects for the driver (spec §15, a local error) ------------

@@ -10,9 +10,11 @@ sync/async mix-up into a ``TypeError`` before the run starts.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+
+import attrs
 
 from .classify import FailureClassifier
 from .config import RunConfig
@@ -22,7 +24,9 @@ __all__ = [
     "AgentInvoker",
     "AgentTable",
     "AsyncAgentInvoker",
+    "AsyncAgentTable",
     "awaitable_agent",
+    "awaitable_call",
     "check_effects_kind",
     "check_run_options",
     "is_async_callable",
@@ -45,6 +49,10 @@ class AsyncAgentInvoker(Protocol):
 
 N = TypeVar("N", bound=Enum)
 V = TypeVar("V")
+A1 = TypeVar("A1")
+A2 = TypeVar("A2")
+R = TypeVar("R")
+Sync = TypeVar("Sync", bound="AgentTable[Any, Any]")
 
 
 class AgentTable(Generic[N, V]):
@@ -60,17 +68,60 @@ class AgentTable(Generic[N, V]):
     classifier: FailureClassifier
     """Classifies an agent's exception (each effects class holds one; spec §15)."""
 
+    __attrs_attrs__: ClassVar[tuple[attrs.Attribute[Any], ...]]
+    """Each effects class is an ``attrs`` class: its fields are its effects."""
+
     def agent(self, name: N) -> V:
         """The invoker for ``name``."""
         invoker: V = getattr(self, name.value)
         return invoker
 
 
-def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
-    async def call(input: str, config: RunConfig, /) -> str:
-        return invoker(input, config)
+def awaitable_call(call: Callable[[A1, A2], R]) -> Callable[[A1, A2], Awaitable[R]]:
+    """``call`` as an ``async def``: it runs inline, on the event loop thread, when awaited.
 
-    return call
+    Every effect of both workflows (an agent, the gatekeeper) takes two positional
+    arguments, so this one wrapper serves :meth:`AsyncAgentTable.from_sync` for all.
+    """
+
+    async def wrapped(first: A1, second: A2, /) -> R:
+        return call(first, second)
+
+    return wrapped
+
+
+def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
+    """A sync agent as an async one (see :func:`awaitable_call`)."""
+    return awaitable_call(invoker)
+
+
+class AsyncAgentTable(AgentTable[N, AsyncAgentInvoker], Generic[N, Sync]):
+    """Asyncio effects whose sync twin is ``Sync``: both workflows' ``from_sync`` in one place.
+
+    The asyncio effects of a workflow have the fields of its sync effects, each
+    effect ``async``; :meth:`from_sync` wraps every one of them, so a host can run
+    sync agents on the asyncio drivers without writing a wrapper per field.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def from_sync(cls, effects: Sync) -> Self:
+        """Wrap synchronous effects (called inline, on the event loop thread).
+
+        Every effect field is wrapped by :func:`awaitable_call`; the failure
+        classifier is kept as it is.
+        """
+        fields = {
+            field.name: (
+                effects.classifier
+                if field.name == "classifier"
+                else awaitable_call(getattr(effects, field.name))
+            )
+            for field in attrs.fields(cls)
+        }
+        construct: Callable[..., Self] = cls
+        return construct(**fields)
 
 
 def is_async_callable(value: object) -> bool:

@@ -37,7 +37,7 @@ import attrs
 from .._kernel import driver as _driver
 from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.driver import Driving, RunOptions, merge_options
-from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, awaitable_agent
+from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
 from .._kernel.observe import Observer
@@ -91,7 +91,7 @@ class AiOpsEffects(AgentTable[AiOpsAgent, AgentInvoker]):
 
 
 @attrs.frozen
-class AsyncAiOpsEffects(AgentTable[AiOpsAgent, AsyncAgentInvoker]):
+class AsyncAiOpsEffects(AsyncAgentTable[AiOpsAgent, AiOpsEffects]):
     """The four agents and the failure classifier of an asyncio AIOps run."""
 
     supervisor: AsyncAgentInvoker
@@ -99,17 +99,6 @@ class AsyncAiOpsEffects(AgentTable[AiOpsAgent, AsyncAgentInvoker]):
     executor: AsyncAgentInvoker
     reporter: AsyncAgentInvoker
     classifier: FailureClassifier = default_failure_classifier
-
-    @classmethod
-    def from_sync(cls, effects: AiOpsEffects) -> AsyncAiOpsEffects:
-        """Wrap synchronous effects (called inline, on the event loop thread)."""
-        return cls(
-            supervisor=awaitable_agent(effects.supervisor),
-            planner=awaitable_agent(effects.planner),
-            executor=awaitable_agent(effects.executor),
-            reporter=awaitable_agent(effects.reporter),
-            classifier=effects.classifier,
-        )
 
 
 _AGENT_NAMES = tuple(agent.value for agent in AiOpsAgent)
