@@ -171,11 +171,12 @@ __all__ = [
 # Schemas are built from the payload types on first use, which keeps this import
 # cheap; the names are typed through the TYPE_CHECKING imports above.
 _LAZY: dict[str, str] = {
-    "SCHEMA_NAMES": "._chat.schema",
-    "class_json_schema": "._chat.schema",
-    "json_schema": "._chat.schema",
-    "SCHEMA_PROFILES": "._kernel.schema",
-    "SchemaProfile": "._kernel.schema",
+    name: home
+    for home, names in (
+        ("._chat.schema", ("SCHEMA_NAMES", "class_json_schema", "json_schema")),
+        ("._kernel.schema", ("SCHEMA_PROFILES", "SchemaProfile")),
+    )
+    for name in names
 }
 
 if not TYPE_CHECKING:
