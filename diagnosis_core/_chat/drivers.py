@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, Unpack, cast
 
 import attrs
 
@@ -29,6 +29,7 @@ from .._kernel import driver as _driver
 from .._kernel.driver import Driving, RunOptions, merge_options
 from .._kernel.effects import reject_awaitable, require_awaitable
 from .._kernel.facts import repair_text
+from .._kernel.keywords import RunKeywords
 from .._kernel.loop import ainvoke_agent, describe_error, invoke_agent
 from .effects import AsyncEffects, Effects
 from .facts import gatekeeper_fact
@@ -47,8 +48,6 @@ from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
-    from .._kernel.journal.mac import JournalHead
-    from .._kernel.journal.store import JournalStore
     from .journal import Journal, JournalSink
     from .reference_gatekeeper import ToolRecorder
 
@@ -143,18 +142,8 @@ def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
     )
 
 
-class _Keywords(TypedDict, total=False):
-    """The run options as loose keywords (each one a :class:`RunOptions` field)."""
-
-    journal: Journal | None
-    sink: JournalSink | None
-    key: bytes | None
-    resend_gatekeeper: bool
-    tools: ToolRecorder | None
-    observer: DiagnosisObserver | None
-    store: JournalStore | None
-    resend_executor: bool
-    head: JournalHead | None
+_Keywords: TypeAlias = RunKeywords["Journal", "JournalSink", DiagnosisObserver, "ToolRecorder"]
+"""The run options as loose keywords (each one a :class:`RunOptions` field)."""
 
 
 # --- the drivers -----------------------------------------------------------------------

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeAlias, TypedDict, Unpack, cast
+from typing import TypeAlias, Unpack, cast
 
 import attrs
 
@@ -38,6 +38,7 @@ from .._kernel import driver as _driver
 from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.driver import Driving, RunOptions, merge_options
 from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
+from .._kernel.keywords import RunKeywords
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
 from .._kernel.observe import Observer
@@ -51,11 +52,6 @@ from ._machine import (
     AiOpsState,
     InvokeAiOpsAgent,
 )
-from ._workflow import AIOPS_WORKFLOW
-
-if TYPE_CHECKING:
-    from .._kernel.journal.mac import JournalHead
-    from .._kernel.journal.store import JournalStore
 from ._rules import (
     AIOPS_RULES,
     AiOpsRule,
@@ -64,6 +60,7 @@ from ._rules import (
     evaluate_aiops_report,
 )
 from ._trace import AiOpsTraceEvent
+from ._workflow import AIOPS_WORKFLOW
 
 __all__ = [
     "AiOpsEffects",
@@ -141,18 +138,8 @@ def _driving() -> Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]:
     )
 
 
-class _Keywords(TypedDict, total=False):
-    """The run options as loose keywords (each one a :class:`RunOptions` field)."""
-
-    journal: AiOpsJournal | None
-    sink: AiOpsJournalSink | None
-    key: bytes | None
-    tools: ToolRecorder | None
-    observer: AiOpsObserver | None
-    store: JournalStore | None
-    resend_executor: bool
-    head: JournalHead | None
-    resend_gatekeeper: bool
+_Keywords: TypeAlias = RunKeywords[AiOpsJournal, AiOpsJournalSink, AiOpsObserver, ToolRecorder]
+"""The run options as loose keywords (each one a :class:`RunOptions` field)."""
 
 
 def run_aiops(
