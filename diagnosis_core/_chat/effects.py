@@ -53,7 +53,11 @@ class Effects(AgentTable[AgentName, AgentInvoker]):
 
 @attrs.frozen
 class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
-    """The four agents, the gatekeeper and the failure classifier of an asyncio run."""
+    """The four agents, the gatekeeper and the failure classifier of an asyncio run.
+
+    ``AsyncEffects.from_sync(effects)`` wraps sync :class:`Effects` (inherited from
+    the kernel's ``AsyncAgentTable``: each effect then runs inline, on the event loop thread).
+    """
 
     planner: AsyncAgentInvoker
     executor: AsyncAgentInvoker

@@ -35,9 +35,9 @@ __all__ = [
 class RoutingFacts(StatusRoutingFacts):
     """Everything a routing condition may look at, gathered by the machine.
 
-    Besides ``status`` and ``retries_left`` (retries used in this round < L):
-
     Attributes:
+        status: the execution status of the node just finished (None for start).
+        retries_left: for an LLM node, whether retries used in this round < L.
         gatekeeper_status: the normalized gatekeeper status (gatekeeper node).
         trusted_bindings: executor bindings matched by gatekeeper-passed keys.
         effective_verdict: the verifier's verdict after the ceiling.
@@ -103,10 +103,12 @@ _PREDICATES: Mapping[Condition, Callable[[RoutingFacts], bool]] = MappingProxyTy
 
 @attrs.frozen
 class Route(RouteRow[NodeName, Condition, ReasonCode]):
-    """One row of the chat routing table (its fields: :class:`RouteRow`).
+    """One row of the chat routing table.
 
-    A node's own reason (``reason_from_node``) is that of an executor failure
-    or a gatekeeper rejection.
+    After ``after`` (None: the start of a run), when ``condition`` holds, the
+    run goes to ``next`` (None: END), leaving with ``reason`` — or, with
+    ``reason_from_node``, with the reason the node reported (executor
+    failures, gatekeeper rejections). ``same_input`` marks a technical retry.
     """
 
 

@@ -89,7 +89,10 @@ class AiOpsEffects(AgentTable[AiOpsAgent, AgentInvoker]):
 
 @attrs.frozen
 class AsyncAiOpsEffects(AsyncAgentTable[AiOpsAgent, AiOpsEffects]):
-    """The four agents and the failure classifier of an asyncio AIOps run."""
+    """The four agents and the failure classifier of an asyncio AIOps run.
+
+    To run sync agents here, wrap them: ``AsyncAiOpsEffects.from_sync(effects)``.
+    """
 
     supervisor: AsyncAgentInvoker
     planner: AsyncAgentInvoker

@@ -56,7 +56,8 @@ __all__ = [
 class AiOpsRoutingFacts(StatusRoutingFacts):
     """Everything an AIOps routing condition may look at, gathered by the machine.
 
-    Besides ``status`` and ``retries_left`` (retries used for this call < L):
+    ``status`` and ``retries_left`` as in :class:`~diagnosis_core.machine.RoutingFacts`
+    (retries are counted per call here), and:
 
     Attributes:
         choice: the supervisor's ``next`` (supervisor node, when COMPLETED).
@@ -113,9 +114,9 @@ _PREDICATES: Mapping[AiOpsCondition, Callable[[AiOpsRoutingFacts], bool]] = Mapp
 
 @attrs.frozen
 class AiOpsRoute(RouteRow[AiOpsNode, AiOpsCondition, AiOpsReasonCode]):
-    """One row of the AIOps routing table (its fields: :class:`RouteRow`).
+    """One row of the AIOps routing table, read like a :class:`~diagnosis_core.machine.Route`.
 
-    A node's own reason (``reason_from_node``) is that of an executor failure.
+    The only node whose own reason a row takes (``reason_from_node``) is the executor.
     """
 
 
