@@ -57,6 +57,12 @@ def _check_ids(path: str, ids: Sequence[str], *, unique: bool) -> None:
         seen.add(value)
 
 
+def _check_text(path: str, text: str) -> None:
+    """A text field (finding, evidence, action) must say something: not blank."""
+    if not text.strip():
+        raise PayloadError(f"{path}.text", _BLANK)
+
+
 def _check_alert_ref(path: str, alert_name: str | None, service: str | None) -> None:
     """An optional alert reference names both the alert and its service, or neither."""
     if alert_name == "":
@@ -116,8 +122,7 @@ def parse_aiops_executor_output(
     citable = set(known_invocation_ids).union(output.tool_invocation_ids)
     for index, finding in enumerate(output.findings):
         path = f"findings[{index}]"
-        if not finding.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
+        _check_text(path, finding.text)
         _check_alert_ref(path, finding.alert_name, finding.service)
         cited_path = f"{path}.cited_invocation_ids"
         _check_ids(cited_path, finding.cited_invocation_ids, unique=False)
@@ -149,20 +154,17 @@ def validate_aiops_report(report: AiOpsReport) -> None:
             raise PayloadError(f"{path}.alert_name", _EMPTY)
         if not finding.service:
             raise PayloadError(f"{path}.service", _EMPTY)
-        if not finding.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
+        _check_text(path, finding.text)
         _check_ids(f"{path}.cited_invocation_ids", finding.cited_invocation_ids, unique=False)
     for index, item in enumerate(report.evidence):
         path = f"evidence[{index}]"
-        if not item.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
+        _check_text(path, item.text)
         if not item.cited_invocation_ids:
             raise PayloadError(f"{path}.cited_invocation_ids", _EMPTY)
         _check_ids(f"{path}.cited_invocation_ids", item.cited_invocation_ids, unique=False)
     for index, action in enumerate(report.recommended_actions):
         path = f"recommended_actions[{index}]"
-        if not action.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
+        _check_text(path, action.text)
         _check_alert_ref(path, action.alert_name, action.service)
 
 
