@@ -294,3 +294,24 @@ def test_alert_round_trips_through_the_wire() -> None:
     assert from_wire(Alert, json.loads(json.dumps(to_wire(alert)))) == alert
     with pytest.raises(PayloadError, match=r"labels\.env: expected a string"):
         from_wire(Alert, {**to_wire(alert), "labels": {"env": 1}})  # type: ignore[dict-item]
+
+
+def test_findings_and_actions_name_their_alert_the_same_way() -> None:
+    """An executor finding and a report action read their optional alert reference
+    alike: ``(alert_name, service)`` when both are given, else None."""
+    output = parse_aiops_executor_output(
+        _text(
+            {
+                "tool_invocation_ids": ["inv-1"],
+                "findings": [
+                    {"text": "disk full", "alert_name": "DiskFull", "service": "db"},
+                    {"text": "general"},
+                ],
+            }
+        )
+    )
+    assert [finding.alert_key for finding in output.findings] == [("DiskFull", "db"), None]
+    aimed = AiOpsRecommendedAction(text="grow the volume", alert_name="DiskFull", service="db")
+    assert aimed.alert_key == ("DiskFull", "db")
+    assert AiOpsRecommendedAction(text="check backups").alert_key is None
+    assert output.findings[0] != AiOpsRecommendedAction("disk full", "DiskFull", "db")

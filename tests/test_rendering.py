@@ -305,7 +305,7 @@ def test_pre_fallback_run_id_appears_sanitized_in_trace_line(config: DiagnosisCo
 @pytest.mark.parametrize("config", [EN, ZH])
 def test_run_id_that_sanitizes_to_nothing_gets_a_placeholder(config: DiagnosisConfig) -> None:
     line = trace_line(pre(run_id="\u200b", config=config))
-    assert _TEMPLATES[config.locale].unknown_run in line
+    assert _TEMPLATES[config.locale].shared.unknown_run in line
 
 
 def test_pre_fallback_english() -> None:

@@ -394,3 +394,49 @@ tool_names = st.text(alphabet="abcwxz019_.:-", min_size=1, max_size=64).filter(
 def test_no_tool_name_produces_markdown(name: str) -> None:
     assert_items_inert(lambda value: chat_pre_tool(value, Locale.EN), name, cap=64)
 
+
+
+# --- the lines both workflows share ------------------------------------------------------
+
+_SHARED_LINES = {
+    Locale.EN: (
+        "- Reason code: ",
+        "### Recommended actions",
+        "Inspect the trace of run run-9 for details.",
+        "- None.",
+    ),
+    Locale.ZH_CN: (
+        "- 原因代码：",
+        "### 建议的操作",
+        "请查看运行 run-9 的追踪记录以了解详情。",
+        "- 无。",
+    ),
+}
+
+
+@pytest.mark.parametrize("locale", list(Locale))
+def test_both_workflows_say_the_shared_lines_in_the_same_words(locale: Locale) -> None:
+    """The reason-code line, the actions heading, the trace pointer and the "none"
+    bullet read the same in the chat and the AIOps texts of one locale."""
+    reason_code, actions_title, trace_pointer, none_line = _SHARED_LINES[locale]
+    pre = chat_pre("run-9", locale)
+    post = render_post_verification_fallback(
+        run_id="run-9",
+        answer_mode=AnswerMode.DEGRADED,
+        allowed_claims=(),
+        missing_info=(),
+        recommended_actions=(),
+        config=DiagnosisConfig(max_item_chars=CAP, locale=locale),
+    )
+    fallback = aiops_fallback("run-9", locale)
+    report = render_aiops_report(
+        AiOpsReport(summary="", findings=(), evidence=(), recommended_actions=()),
+        AiOpsConfig(max_item_chars=CAP, locale=locale),
+    )
+    assert f"\n{reason_code}GATEKEEPER_REJECTED\n" in pre
+    assert f"\n{reason_code}NO_PROGRESS\n" in fallback
+    for text in (pre, post, fallback):
+        assert text.endswith(f"\n\n{trace_pointer}")
+    assert f"\n{actions_title}\n\n{none_line}\n\n{trace_pointer}" in post
+    assert report.endswith(f"\n{actions_title}\n\n{none_line}")
+    assert report.count(f"\n\n{none_line}") == 4  # summary, findings, evidence, actions

@@ -25,7 +25,8 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import Locale
-from .._kernel.text import run_trace_line, sanitize_item
+from .._kernel.rendering_common import SHARED_TEXTS, SharedTexts, titled_section, trace_pointer
+from .._kernel.text import sanitize_item
 from .config import DiagnosisConfig
 from .enums import AnswerMode, GatekeeperStatus, ReasonCode
 from .payloads import ToolTraceEntry
@@ -97,10 +98,13 @@ class _Templates:
 
     Placeholders are filled with ``str.format`` after each value went
     through :func:`sanitize_item`. No template contains ``&``, ``<`` or ``>``.
+    The lines the AIOps renderings say too are in ``shared``
+    (:data:`~diagnosis_core._kernel.rendering_common.SHARED_TEXTS`).
     """
 
+    shared: SharedTexts
+
     pre_title: str
-    reason_code_line: str
     gatekeeper_line: str
     bindings_line: str
     tools_title: str
@@ -116,15 +120,11 @@ class _Templates:
     answer_modes: Mapping[AnswerMode, str]
     claims_title: str
     missing_title: str
-    actions_title: str
-    none_line: str
-    trace_line: str
-    unknown_run: str
 
 
 _EN = _Templates(
+    shared=SHARED_TEXTS[Locale.EN],
     pre_title="## Diagnosis could not be completed",
-    reason_code_line="- Reason code: {code}",
     gatekeeper_line="- Evidence check status: {status}",
     bindings_line="- Evidence bindings: {checked} checked, {passed} passed, {failed} failed",
     tools_title="### Tool calls",
@@ -173,15 +173,11 @@ _EN = _Templates(
     ),
     claims_title="### Verified findings",
     missing_title="### Missing information",
-    actions_title="### Recommended actions",
-    none_line="- None.",
-    trace_line="Inspect the trace of run {run_id} for details.",
-    unknown_run="(unknown run)",
 )
 
 _ZH_CN = _Templates(
+    shared=SHARED_TEXTS[Locale.ZH_CN],
     pre_title="## 诊断未能完成",
-    reason_code_line="- 原因代码：{code}",
     gatekeeper_line="- 证据校验状态：{status}",
     bindings_line="- 证据绑定：已检查 {checked}，通过 {passed}，失败 {failed}",
     tools_title="### 工具调用",
@@ -216,10 +212,6 @@ _ZH_CN = _Templates(
     ),
     claims_title="### 已验证的结论",
     missing_title="### 缺失的信息",
-    actions_title="### 建议的操作",
-    none_line="- 无。",
-    trace_line="请查看运行 {run_id} 的追踪记录以了解详情。",
-    unknown_run="（未知运行）",
 )
 
 _TEMPLATES: Mapping[Locale, _Templates] = MappingProxyType({Locale.EN: _EN, Locale.ZH_CN: _ZH_CN})
@@ -228,14 +220,10 @@ _TEMPLATES: Mapping[Locale, _Templates] = MappingProxyType({Locale.EN: _EN, Loca
 # --- renderers --------------------------------------------------------------------
 
 
-def _trace_line(templates: _Templates, run_id: str, max_chars: int) -> str:
-    return run_trace_line(templates.trace_line, run_id, max_chars, templates.unknown_run)
-
-
-def _bullets(templates: _Templates, items: Sequence[str], max_chars: int) -> list[str]:
-    """One bullet per item that is not empty once sanitized; a "none" line otherwise."""
+def _bullets(items: Sequence[str], max_chars: int) -> list[str]:
+    """One bullet per item that is not empty once sanitized."""
     rendered = [safe for safe in (sanitize_item(item, max_chars) for item in items) if safe]
-    return [f"- {safe}" for safe in rendered] or [templates.none_line]
+    return [f"- {safe}" for safe in rendered]
 
 
 def render_pre_verification_fallback(
@@ -270,7 +258,7 @@ def render_pre_verification_fallback(
         "",
         templates.reasons[reason_code],
         "",
-        templates.reason_code_line.format(code=item(reason_code.value)),
+        templates.shared.reason_code_line.format(code=item(reason_code.value)),
     ]
     if gatekeeper_status is not None:
         lines.append(templates.gatekeeper_line.format(status=item(gatekeeper_status.value)))
@@ -281,18 +269,17 @@ def render_pre_verification_fallback(
                 checked=item(checked), passed=item(passed), failed=item(failed)
             )
         )
-    lines += ["", templates.tools_title, ""]
-    usage = summarize_tool_usage(tool_trace)
-    lines += [
+    tools = [
         templates.tool_line.format(
             name=templates.unnamed_tool if tool.name is None else item(tool.name),
             calls=item(tool.calls),
             failures=item(tool.failures),
         )
-        for tool in usage
-    ] or [templates.no_tools]
+        for tool in summarize_tool_usage(tool_trace)
+    ]
+    lines += ["", *titled_section(templates.tools_title, tools, templates.no_tools)]
     note = templates.pre_note_earlier_round if earlier_round_verified else templates.pre_note
-    lines += ["", note, "", _trace_line(templates, run_id, cap)]
+    lines += ["", note, "", trace_pointer(templates.shared, run_id, cap)]
     return "\n".join(lines)
 
 
@@ -314,7 +301,10 @@ def render_post_verification_fallback(
     an error while rendering propagates.
     """
     templates = _TEMPLATES[config.locale]
+    shared = templates.shared
+    none = shared.none_line
     cap = config.max_item_chars
+    claims = _bullets([claim.text for claim in allowed_claims], cap)
     lines = [
         templates.post_title,
         "",
@@ -325,18 +315,12 @@ def render_post_verification_fallback(
             description=templates.answer_modes[answer_mode],
         ),
         "",
-        templates.claims_title,
+        *titled_section(templates.claims_title, claims, none),
         "",
-        *_bullets(templates, [claim.text for claim in allowed_claims], cap),
+        *titled_section(templates.missing_title, _bullets(missing_info, cap), none),
         "",
-        templates.missing_title,
+        *titled_section(shared.actions_title, _bullets(recommended_actions, cap), none),
         "",
-        *_bullets(templates, missing_info, cap),
-        "",
-        templates.actions_title,
-        "",
-        *_bullets(templates, recommended_actions, cap),
-        "",
-        _trace_line(templates, run_id, cap),
+        trace_pointer(shared, run_id, cap),
     ]
     return "\n".join(lines)

@@ -12,6 +12,10 @@ this package; import it explicitly (``from diagnosis_core.aiops import run_aiops
 
 from __future__ import annotations
 
+# The enum and payload modules are public in full: their ``__all__`` is the
+# list (star imports re-export exactly it, and mypy sees each name), added to
+# this package's ``__all__`` below instead of being written out a second time.
+from . import _enums, _payloads
 from ._alertmanager import (
     ALERTMANAGER_WEBHOOK_VERSION,
     GRAFANA_WEBHOOK_VERSION,
@@ -35,14 +39,7 @@ from ._drivers import (
     perform_aiops_effect_async,
     run_aiops,
 )
-from ._enums import (
-    AiOpsAgent,
-    AiOpsMode,
-    AiOpsNode,
-    AiOpsOutcome,
-    AiOpsReasonCode,
-    SupervisorChoice,
-)
+from ._enums import *  # noqa: F403
 from ._inputs import (
     DISCOVERY_INSTRUCTION,
     AiOpsExecutorInput,
@@ -105,17 +102,7 @@ from ._parsing import (
     parse_supervisor_decision,
     validate_aiops_report,
 )
-from ._payloads import (
-    AiOpsEvidence,
-    AiOpsExecutorFinding,
-    AiOpsExecutorOutput,
-    AiOpsFinding,
-    AiOpsPlan,
-    AiOpsRecommendedAction,
-    AiOpsReport,
-    Alert,
-    SupervisorDecision,
-)
+from ._payloads import *  # noqa: F403
 from ._rendering import (
     render_aiops_fallback,
     render_aiops_report,
@@ -174,18 +161,13 @@ __all__ = [
     "GRAFANA_WEBHOOK_VERSION",
     "NO_PROGRESS_REPEATS",
     "AiOpsAction",
-    "AiOpsAgent",
     "AiOpsCallCounts",
     "AiOpsCondition",
     "AiOpsConfig",
     "AiOpsEffects",
     "AiOpsEventDetails",
-    "AiOpsEvidence",
-    "AiOpsExecutorFinding",
     "AiOpsExecutorInput",
-    "AiOpsExecutorOutput",
     "AiOpsExpectedCall",
-    "AiOpsFinding",
     "AiOpsFinished",
     "AiOpsInput",
     "AiOpsInvocationRecord",
@@ -194,17 +176,10 @@ __all__ = [
     "AiOpsJournalRecorder",
     "AiOpsJournalSink",
     "AiOpsJournalStatus",
-    "AiOpsMode",
-    "AiOpsNode",
     "AiOpsObserver",
-    "AiOpsOutcome",
     "AiOpsPayloadName",
     "AiOpsPendingCall",
-    "AiOpsPlan",
     "AiOpsPlannerInput",
-    "AiOpsReasonCode",
-    "AiOpsRecommendedAction",
-    "AiOpsReport",
     "AiOpsRequest",
     "AiOpsResult",
     "AiOpsRoute",
@@ -217,7 +192,6 @@ __all__ = [
     "AiOpsState",
     "AiOpsTask",
     "AiOpsTraceEvent",
-    "Alert",
     "AlertDiscoveryTask",
     "AlertPayloadTask",
     "AlertmanagerAlerts",
@@ -227,8 +201,6 @@ __all__ = [
     "LedgerSource",
     "ListAiOpsJournalSink",
     "ReporterInput",
-    "SupervisorChoice",
-    "SupervisorDecision",
     "SupervisorInput",
     "advance_aiops",
     "aiops_expected_call",
@@ -279,3 +251,5 @@ __all__ = [
     "start_aiops",
     "validate_aiops_report",
 ]
+__all__ += _enums.__all__
+__all__ += _payloads.__all__

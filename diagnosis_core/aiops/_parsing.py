@@ -23,6 +23,7 @@ from ._payloads import (
     AiOpsPlan,
     AiOpsReport,
     SupervisorDecision,
+    _TextAboutAnAlert,
 )
 
 __all__ = [
@@ -47,18 +48,34 @@ class AiOpsPayloadName(enum.StrEnum):
     AIOPS_REPORT = "aiops_report"
 
 
-def _check_ids(path: str, ids: Sequence[str], *, unique: bool) -> None:
+def _check_ids(owner: str, field: str, ids: Sequence[str], *, unique: bool) -> None:
+    """Every id non-empty (and unique when asked); ``owner`` is the item's path, "" at the top.
+
+    The error path is written only when there is an error: this runs for every
+    item of a payload.
+    """
     seen: set[str] = set()
     for index, value in enumerate(ids):
-        if not value:
-            raise PayloadError(f"{path}[{index}]", _EMPTY)
-        if unique and value in seen:
-            raise PayloadError(f"{path}[{index}]", f"duplicate {describe_value(value)}")
+        if not value or (unique and value in seen):
+            path = f"{owner}.{field}[{index}]" if owner else f"{field}[{index}]"
+            if not value:
+                raise PayloadError(path, _EMPTY)
+            raise PayloadError(path, f"duplicate {describe_value(value)}")
         seen.add(value)
 
 
-def _check_alert_ref(path: str, alert_name: str | None, service: str | None) -> None:
-    """An optional alert reference names both the alert and its service, or neither."""
+def _check_text(path: str, text: str) -> None:
+    """A text field (finding, evidence, action) must say something: not blank."""
+    if not text.strip():
+        raise PayloadError(f"{path}.text", _BLANK)
+
+
+def _check_text_about_an_alert(path: str, item: _TextAboutAnAlert) -> None:
+    """An executor finding or a report action: non-blank text, and an optional
+    alert reference that names both the alert and its service, or neither."""
+    if not item.text.strip():
+        raise PayloadError(f"{path}.text", _BLANK)
+    alert_name, service = item.alert_name, item.service
     if alert_name == "":
         raise PayloadError(f"{path}.alert_name", _EMPTY)
     if service == "":
@@ -112,19 +129,16 @@ def parse_aiops_executor_output(
     tool call nobody reported.
     """
     output = from_wire(AiOpsExecutorOutput, parse_json_object(text))
-    _check_ids("tool_invocation_ids", output.tool_invocation_ids, unique=True)
+    _check_ids("", "tool_invocation_ids", output.tool_invocation_ids, unique=True)
     citable = set(known_invocation_ids).union(output.tool_invocation_ids)
     for index, finding in enumerate(output.findings):
         path = f"findings[{index}]"
-        if not finding.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
-        _check_alert_ref(path, finding.alert_name, finding.service)
-        cited_path = f"{path}.cited_invocation_ids"
-        _check_ids(cited_path, finding.cited_invocation_ids, unique=False)
+        _check_text_about_an_alert(path, finding)
+        _check_ids(path, "cited_invocation_ids", finding.cited_invocation_ids, unique=False)
         for position, invocation_id in enumerate(finding.cited_invocation_ids):
             if invocation_id not in citable:
                 raise PayloadError(
-                    f"{cited_path}[{position}]",
+                    f"{path}.cited_invocation_ids[{position}]",
                     f"{describe_value(invocation_id)} is not a reported tool invocation",
                 )
     return output
@@ -149,21 +163,17 @@ def validate_aiops_report(report: AiOpsReport) -> None:
             raise PayloadError(f"{path}.alert_name", _EMPTY)
         if not finding.service:
             raise PayloadError(f"{path}.service", _EMPTY)
-        if not finding.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
-        _check_ids(f"{path}.cited_invocation_ids", finding.cited_invocation_ids, unique=False)
+        _check_text(path, finding.text)
+        _check_ids(path, "cited_invocation_ids", finding.cited_invocation_ids, unique=False)
     for index, item in enumerate(report.evidence):
         path = f"evidence[{index}]"
-        if not item.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
+        _check_text(path, item.text)
         if not item.cited_invocation_ids:
             raise PayloadError(f"{path}.cited_invocation_ids", _EMPTY)
-        _check_ids(f"{path}.cited_invocation_ids", item.cited_invocation_ids, unique=False)
+        _check_ids(path, "cited_invocation_ids", item.cited_invocation_ids, unique=False)
     for index, action in enumerate(report.recommended_actions):
         path = f"recommended_actions[{index}]"
-        if not action.text.strip():
-            raise PayloadError(f"{path}.text", _BLANK)
-        _check_alert_ref(path, action.alert_name, action.service)
+        _check_text_about_an_alert(path, action)
 
 
 def parse_aiops_report(text: str) -> AiOpsReport:

@@ -129,12 +129,30 @@ class AiOpsPlan:
 
 
 @attrs.frozen
-class AiOpsExecutorFinding:
-    """One thing the executor found, optionally about one alert, citing tool invocations."""
+class _TextAboutAnAlert:
+    """A text that may be aimed at one alert: both ``alert_name`` and ``service``, or neither.
+
+    The executor's findings and the report's recommended actions share this
+    optional alert reference (one parser rule, one schema note, one
+    :attr:`alert_key`), so it is written once; each payload adds its own fields.
+    """
 
     text: str
     alert_name: str | None = None
     service: str | None = None
+
+    @property
+    def alert_key(self) -> tuple[str, str] | None:
+        """``(alert_name, service)`` when the text is aimed at an alert, else None."""
+        if self.alert_name is None or self.service is None:
+            return None
+        return (self.alert_name, self.service)
+
+
+@attrs.frozen
+class AiOpsExecutorFinding(_TextAboutAnAlert):
+    """One thing the executor found, optionally about one alert, citing tool invocations."""
+
     cited_invocation_ids: tuple[str, ...] = ()
 
 
@@ -177,19 +195,8 @@ class AiOpsEvidence:
 
 
 @attrs.frozen
-class AiOpsRecommendedAction:
+class AiOpsRecommendedAction(_TextAboutAnAlert):
     """A recommended action, either general or aimed at one alert (both names or neither)."""
-
-    text: str
-    alert_name: str | None = None
-    service: str | None = None
-
-    @property
-    def alert_key(self) -> tuple[str, str] | None:
-        """``(alert_name, service)`` when the action is aimed at an alert, else None."""
-        if self.alert_name is None or self.service is None:
-            return None
-        return (self.alert_name, self.service)
 
 
 @attrs.frozen

@@ -20,7 +20,8 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import Locale
-from .._kernel.text import run_trace_line, sanitize_item
+from .._kernel.rendering_common import SHARED_TEXTS, SharedTexts, titled_section, trace_pointer
+from .._kernel.text import sanitize_item
 from ._config import AiOpsConfig
 from ._enums import AiOpsMode, AiOpsReasonCode
 from ._payloads import AiOpsReport, Alert
@@ -31,11 +32,16 @@ __all__ = ["render_aiops_fallback", "render_aiops_report"]
 
 @attrs.frozen
 class _Templates:
-    """Every fixed text of the AIOps renderings for one locale (no ``&``, ``<``, ``>``)."""
+    """Every fixed text of the AIOps renderings for one locale (no ``&``, ``<``, ``>``).
+
+    The lines the chat fallbacks say too are in ``shared``
+    (:data:`~diagnosis_core._kernel.rendering_common.SHARED_TEXTS`).
+    """
+
+    shared: SharedTexts
 
     fallback_title: str
     reasons: Mapping[AiOpsReasonCode, str]
-    reason_code_line: str
     mode_line: str
     steps_line: str
     calls_line: str
@@ -44,22 +50,19 @@ class _Templates:
     alert_line: str
     discovery_line: str
     fallback_note: str
-    trace_line: str
-    unknown_run: str
     report_title: str
     summary_title: str
     findings_title: str
     finding_line: str
     evidence_title: str
     evidence_line: str
-    actions_title: str
     action_line: str
     targeted_action_line: str
-    none_line: str
     empty_item: str
 
 
 _EN = _Templates(
+    shared=SHARED_TEXTS[Locale.EN],
     fallback_title="## AIOps diagnosis could not be completed",
     reasons=MappingProxyType(
         {
@@ -84,7 +87,6 @@ _EN = _Templates(
             ),
         }
     ),
-    reason_code_line="- Reason code: {code}",
     mode_line="- Mode: {mode}",
     steps_line="- Supervisor steps: {steps} of {max_steps}",
     calls_line=(
@@ -96,22 +98,19 @@ _EN = _Templates(
     alert_line="- {name} on {service}, severity {severity}, since {started_at}",
     discovery_line="- No alert payload was given; the active alerts were to be discovered.",
     fallback_note="No report was produced, so this answer contains no diagnosis.",
-    trace_line="Inspect the trace of run {run_id} for details.",
-    unknown_run="(unknown run)",
     report_title="## AIOps alert report",
     summary_title="### Summary",
     findings_title="### Findings",
     finding_line="- {name} on {service}: {text}{cites}",
     evidence_title="### Evidence",
     evidence_line="- {text}{cites}",
-    actions_title="### Recommended actions",
     action_line="- {text}",
     targeted_action_line="- {text} (for {name} on {service})",
-    none_line="- None.",
     empty_item="(empty)",
 )
 
 _ZH_CN = _Templates(
+    shared=SHARED_TEXTS[Locale.ZH_CN],
     fallback_title="## AIOps 诊断未能完成",
     reasons=MappingProxyType(
         {
@@ -125,7 +124,6 @@ _ZH_CN = _Templates(
             AiOpsReasonCode.NO_PROGRESS: "调度连续三次选择同一个 Agent，且没有任何新的工具调用。",
         }
     ),
-    reason_code_line="- 原因代码：{code}",
     mode_line="- 模式：{mode}",
     steps_line="- 调度步数：{steps} / {max_steps}",
     calls_line=(
@@ -137,18 +135,14 @@ _ZH_CN = _Templates(
     alert_line="- {name}（{service}），级别 {severity}，开始于 {started_at}",
     discovery_line="- 未提供告警 payload；应先发现当前活跃告警。",
     fallback_note="未能生成报告，因此本回答不包含诊断结论。",
-    trace_line="请查看运行 {run_id} 的追踪记录以了解详情。",
-    unknown_run="（未知运行）",
     report_title="## AIOps 告警报告",
     summary_title="### 摘要",
     findings_title="### 发现",
     finding_line="- {name}（{service}）：{text}{cites}",
     evidence_title="### 证据",
     evidence_line="- {text}{cites}",
-    actions_title="### 建议的操作",
     action_line="- {text}",
     targeted_action_line="- {text}（针对 {name}，{service}）",
-    none_line="- 无。",
     empty_item="（空）",
 )
 
@@ -159,10 +153,6 @@ _CITES = MappingProxyType({Locale.EN: " (cites: {ids})", Locale.ZH_CN: "（引�
 def _item(templates: _Templates, value: object, cap: int) -> str:
     """One sanitized item; a value that sanitizes to nothing shows a placeholder."""
     return sanitize_item(str(value), cap) or templates.empty_item
-
-
-def _trace_line(templates: _Templates, run_id: str, max_chars: int) -> str:
-    return run_trace_line(templates.trace_line, run_id, max_chars, templates.unknown_run)
 
 
 def render_aiops_fallback(
@@ -194,7 +184,7 @@ def render_aiops_fallback(
         "",
         templates.reasons[reason_code],
         "",
-        templates.reason_code_line.format(code=item(reason_code.value)),
+        templates.shared.reason_code_line.format(code=item(reason_code.value)),
         templates.mode_line.format(mode=item(mode.value)),
         templates.steps_line.format(
             steps=item(supervisor_steps), max_steps=item(config.max_supervisor_steps)
@@ -222,7 +212,7 @@ def render_aiops_fallback(
         ]
     else:
         lines.append(templates.discovery_line)
-    lines += ["", templates.fallback_note, "", _trace_line(templates, run_id, cap)]
+    lines += ["", templates.fallback_note, "", trace_pointer(templates.shared, run_id, cap)]
     return "\n".join(lines)
 
 
@@ -269,23 +259,16 @@ def render_aiops_report(report: AiOpsReport, config: AiOpsConfig) -> str:
                     text=item(action.text), name=item(key[0]), service=item(key[1])
                 )
             )
+    none = templates.shared.none_line
     lines = [
         templates.report_title,
         "",
-        templates.summary_title,
+        *titled_section(templates.summary_title, [summary] if summary else [], none),
         "",
-        summary or templates.none_line,
+        *titled_section(templates.findings_title, findings, none),
         "",
-        templates.findings_title,
+        *titled_section(templates.evidence_title, evidence, none),
         "",
-        *(findings or [templates.none_line]),
-        "",
-        templates.evidence_title,
-        "",
-        *(evidence or [templates.none_line]),
-        "",
-        templates.actions_title,
-        "",
-        *(actions or [templates.none_line]),
+        *titled_section(templates.shared.actions_title, actions, none),
     ]
     return "\n".join(lines)
