@@ -531,8 +531,13 @@ def _token(config: RunnableConfig | None, content: tuple[str, ...]) -> _Token:
 
 
 def _appended(content: tuple[str, ...], entry_text: str) -> tuple[str, ...]:
-    """The content the journal reducer makes of ``content`` and one new entry text."""
-    return (content[0], *_reduce_journal(list(content[1:]), [entry_text]))
+    """The content the journal reducer makes of ``content`` and one new entry text.
+
+    :func:`_reduce_journal` for one entry, without copying the list twice.
+    """
+    if len(content) > 1 and _seq_prefix(content[-1]) == _seq_prefix(entry_text):
+        return (*content[:-1], entry_text)
+    return (*content, entry_text)
 
 
 def _stores_blobs(config: RunnableConfig | None) -> bool:
