@@ -141,7 +141,9 @@ class Flow:
     format are read from it, not listed again, so a graph cannot drift from
     the drivers. ``resume(journal, key, resend_gatekeeper)`` applies the
     workflow's §12 resume rule; ``node_of(action)`` names the node that
-    performs it (END when the run is finished); ``recorder(journal, key)`` is
+    performs an effect (the workflow's finished type goes to END, and its
+    executor call is the node named like ``workflow.executor``, so neither is
+    restated by a front); ``recorder(journal, key)`` is
     its journal recorder; ``entry_text(entry)`` its ASCII JSON text, ``seq``
     first.
     """
@@ -158,7 +160,6 @@ class Flow:
     node_of: Callable[[Any], str]
     perform: Callable[[Any, Any], Any]
     perform_async: Callable[[Any, Any], Awaitable[Any]]
-    is_executor: Callable[[Any], bool]
     entry_text: Callable[[Any], str]
     input_hint: str
 
@@ -182,6 +183,17 @@ class Flow:
     @property
     def next_action(self) -> Callable[[Any], Any]:
         return self.workflow.next_action
+
+    def node(self, action: Any) -> str:
+        """The node that performs ``action`` (every node is named like its journal call)."""
+        if isinstance(action, self.workflow.finished_type):
+            return END
+        return self.node_of(action)
+
+    def is_executor(self, action: Any) -> bool:
+        """Whether ``action`` is the workflow's executor call (its tools are recorded)."""
+        executor: str = self.workflow.executor.value
+        return self.node(action) == executor
 
     def describe(self, action: Any) -> str:
         """An action in the workflow's words (``END`` once the run is finished)."""
@@ -619,7 +631,7 @@ class _Node:
         runs, flow = self.runs, self.runs.flow
         content, folded = runs.fold(values, config, find)
         action = folded.action
-        if flow.node_of(action) != self.name:
+        if flow.node(action) != self.name:
             raise MachineError(
                 f"the {self.name} node ran while the run awaits {flow.describe(action)}"
             )
@@ -708,7 +720,7 @@ class _Node:
             notify(runs.observer, "event_appended", event)
         if prepared.trace:
             update["trace"] = [text(to_wire(event)) for event in appended]
-        return Command(update=update, goto=flow.node_of(action))
+        return Command(update=update, goto=flow.node(action))
 
 
 def _opened(
@@ -799,7 +811,7 @@ def _state_graph(
 
     def route(values: GraphState, config: RunnableConfig) -> str:
         """The one conditional edge: the node that performs what the core asks for next."""
-        return flow.node_of(runs.fold(values, config, True)[1].action)
+        return flow.node(runs.fold(values, config, True)[1].action)
 
     targets = (*flow.nodes, END)
     is_async = isinstance(effects, flow.async_effects_type)
@@ -1062,7 +1074,7 @@ def _resume_plan(
     else:
         folded = runs.fold(values)[1]
     run_config = drive.config_for(folded.state.request)
-    wanted = flow.node_of(folded.action)
+    wanted = flow.node(folded.action)
     reroute = tuple(snapshot.next) != (() if wanted == END else (wanted,))
     # ``Command(resume=...)`` continues past a dynamic interrupt of this graph.
     resume_input: Command[Any] | None = (

@@ -76,7 +76,7 @@ from typing import Any, Literal, TypeAlias, Unpack
 
 import attrs
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
@@ -102,9 +102,7 @@ from ..journal import (
 )
 from ..machine import (
     DIAGNOSIS_WORKFLOW,
-    AgentName,
     CallGatekeeper,
-    Finished,
     InvokeAgent,
     perform_effect,
     perform_effect_async,
@@ -200,16 +198,8 @@ def _entry_text(entry: JournalEntry) -> str:
     return core.text(wire).replace(_RESULT_SLOT_TEXT, core.ascii_text(outcome.result_json), 1)
 
 
-def _node_of(action: InvokeAgent | CallGatekeeper | Finished) -> str:
-    if isinstance(action, InvokeAgent):
-        return action.agent.value
-    if isinstance(action, CallGatekeeper):
-        return GATEKEEPER_NODE
-    return END
-
-
-def _is_executor(action: InvokeAgent | CallGatekeeper) -> bool:
-    return isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
+def _node_of(action: InvokeAgent | CallGatekeeper) -> str:
+    return action.agent.value if isinstance(action, InvokeAgent) else GATEKEEPER_NODE
 
 
 _FLOW = core.Flow(
@@ -227,7 +217,6 @@ _FLOW = core.Flow(
     node_of=_node_of,
     perform=perform_effect,
     perform_async=perform_effect_async,
-    is_executor=_is_executor,
     entry_text=_entry_text,
     input_hint="graph_input(request)",
 )
