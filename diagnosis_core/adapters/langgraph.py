@@ -6,7 +6,13 @@ The graph performs effects; the core decides. The LangGraph state
 (:class:`DiagnosisGraphState`) holds the request and the run's journal
 entries (spec §12) — facts only, never the derived state: every node folds
 the journal (verifying it, and its HMAC chain when the graph has a host key)
-and asks :func:`next_action` what to do. No node or edge decides anything
+and asks :func:`next_action` what to do. The fold is incremental for what
+this process wrote itself: each entry a node appends is folded once, as it
+is appended, and the next node finds that fold by the exact entry texts;
+graph values this process did not produce (a checkpoint read on resume, a
+state edited with ``update_state``, another process's step) are folded and
+verified whole, their large entries read back from the checkpoint history
+first. No node or edge decides anything
 itself, so a LangGraph run is the same run as :func:`run_diagnosis` (the
 parity tests prove it), and a checkpoint cannot carry a conclusion: a stored
 "gatekeeper PASS" is not something the state can hold, and an edited outcome
