@@ -3,7 +3,8 @@
 1. The adapter's own glue: a run of ``redis_latency_evidence_retry`` through
    ``build_diagnosis_graph`` divided by (a bare LangGraph graph with the same
    number of no-op supersteps + the sync driver on the same run), without a
-   saver and with ``InMemorySaver``. Target: at most 1.2×.
+   saver, with ``InMemorySaver`` and with ``SqliteSaver`` (a file each, for
+   the adapter and the bare graph). Target: at most 1.2×.
 2. Checkpoint bytes per run (``SqliteSaver``, its tables' bytes for the
    thread) for ``payment_timeout`` with a 1 KB and a 1 MB executor output,
    against the journal's canonical JSON (``docs/langgraph.md``; the tested
@@ -73,6 +74,7 @@ def _bare_graph(steps: int, checkpointer: Any) -> Any:
 def bench_glue(quick: bool, table: Callable[..., str], target: Callable[..., str],
                ms: Callable[[float], str]) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
 
     from diagnosis_core.adapters.langgraph import build_diagnosis_graph, run_diagnosis_graph
 
@@ -86,7 +88,23 @@ def bench_glue(quick: bool, table: Callable[..., str], target: Callable[..., str
     steps = 2 * len(sink.entries)  # every effect takes two supersteps
     threads = itertools.count()
     rows = []
-    for label, saver_factory in (("no saver", lambda: None), ("InMemorySaver", InMemorySaver)):
+    folder = tempfile.TemporaryDirectory()
+    connections: list[sqlite3.Connection] = []
+    files = itertools.count()
+
+    def sqlite_saver() -> SqliteSaver:
+        connection = sqlite3.connect(
+            Path(folder.name) / f"c{next(files)}.sqlite", check_same_thread=False
+        )
+        connections.append(connection)
+        return SqliteSaver(connection)
+
+    savers: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("no saver", lambda: None),
+        ("InMemorySaver", InMemorySaver),
+        ("SqliteSaver", sqlite_saver),
+    )
+    for label, saver_factory in savers:
         graph = build_diagnosis_graph(effects, checkpointer=saver_factory())
         bare = _bare_graph(steps, saver_factory())
         bare_config = {"recursion_limit": steps + 5}
@@ -132,6 +150,9 @@ def bench_glue(quick: bool, table: Callable[..., str], target: Callable[..., str
             f"{glue:.2f}× ({median:.2f}×)", f"{journaled:.2f}× ({journaled_median:.2f}×)",
             status,
         ])
+    for connection in connections:
+        connection.close()
+    folder.cleanup()
     print(table(["saver", "supersteps", "bare graph ms", "sync driver ms",
                  "journaling driver ms", "adapter ms",
                  "adapter ÷ (bare + driver) best (median)",

@@ -141,7 +141,9 @@ class Flow:
     format are read from it, not listed again, so a graph cannot drift from
     the drivers. ``resume(journal, key, resend_gatekeeper)`` applies the
     workflow's §12 resume rule; ``node_of(action)`` names the node that
-    performs it (END when the run is finished); ``recorder(journal, key)`` is
+    performs an effect (the workflow's finished type goes to END, and its
+    executor call is the node named like ``workflow.executor``, so neither is
+    restated by a front); ``recorder(journal, key)`` is
     its journal recorder; ``entry_text(entry)`` its ASCII JSON text, ``seq``
     first.
     """
@@ -158,7 +160,6 @@ class Flow:
     node_of: Callable[[Any], str]
     perform: Callable[[Any, Any], Any]
     perform_async: Callable[[Any, Any], Awaitable[Any]]
-    is_executor: Callable[[Any], bool]
     entry_text: Callable[[Any], str]
     input_hint: str
 
@@ -183,6 +184,17 @@ class Flow:
     def next_action(self) -> Callable[[Any], Any]:
         return self.workflow.next_action
 
+    def node(self, action: Any) -> str:
+        """The node that performs ``action`` (every node is named like its journal call)."""
+        if isinstance(action, self.workflow.finished_type):
+            return END
+        return self.node_of(action)
+
+    def is_executor(self, action: Any) -> bool:
+        """Whether ``action`` is the workflow's executor call (its tools are recorded)."""
+        executor: str = self.workflow.executor.value
+        return self.node(action) == executor
+
     def describe(self, action: Any) -> str:
         """An action in the workflow's words (``END`` once the run is finished)."""
         if isinstance(action, self.workflow.finished_type):
@@ -194,9 +206,13 @@ class Flow:
 # --- encoding ------------------------------------------------------------------------
 
 
+# Built once: ``json.dumps`` with options constructs a new encoder at every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
 def text(value: JsonValue) -> str:
     """JSON text that every checkpoint serializer keeps exactly (ASCII only, key order kept)."""
-    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -388,8 +404,20 @@ def status_of(flow: Flow, values: Mapping[str, Any], key: bytes | None) -> Any:
 
 @attrs.frozen
 class _Folded:
+    """A journal and what its fold says: the state, the next action, an interrupted entry.
+
+    Built from a verified :func:`status_of` when values are folded whole, and
+    step by step (no fold) from the entries this process itself appends.
+    """
+
     journal: Any
-    status: Any
+    state: Any
+    action: Any
+    interrupted: Any
+
+    @classmethod
+    def of(cls, journal: Any, status: Any) -> _Folded:
+        return cls(journal, status.state, status.action, status.interrupted)
 
 
 _Token: TypeAlias = tuple[str, str, str, str]
@@ -439,12 +467,24 @@ class _Runs:
                 self.folds.move_to_end(content)
         return content, found
 
-    def fold(self, values: Mapping[str, Any]) -> tuple[tuple[str, ...], _Folded]:
+    def fold(
+        self, values: Mapping[str, Any], config: RunnableConfig | None = None, find: bool = False
+    ) -> tuple[tuple[str, ...], _Folded]:
+        """The verified fold of ``values``: remembered, or folded whole (and remembered).
+
+        Content this process folded or appended itself is found by its exact
+        texts, so a live run neither re-reads its journal nor looks for blobs;
+        anything else is folded whole. ``find``: before that, read the
+        entries stored by content hash from the saver in ``config`` (sync
+        callers only; the async nodes read them first).
+        """
         content, found = self.cached(values)
         if content is not None and found is not None:
             return content, found
+        if find:
+            _ensure_blobs(values, config)
         journal = journal_of(self.flow, values)
-        folded = _Folded(journal, self.flow.status(journal, self.key))
+        folded = _Folded.of(journal, self.flow.status(journal, self.key))
         assert content is not None  # journal_of refused anything else
         self.remember(content, folded)
         return content, folded
@@ -503,8 +543,13 @@ def _token(config: RunnableConfig | None, content: tuple[str, ...]) -> _Token:
 
 
 def _appended(content: tuple[str, ...], entry_text: str) -> tuple[str, ...]:
-    """The content the journal reducer makes of ``content`` and one new entry text."""
-    return (content[0], *_reduce_journal(list(content[1:]), [entry_text]))
+    """The content the journal reducer makes of ``content`` and one new entry text.
+
+    :func:`_reduce_journal` for one entry, without copying the list twice.
+    """
+    if len(content) > 1 and _seq_prefix(content[-1]) == _seq_prefix(entry_text):
+        return (*content[:-1], entry_text)
+    return (*content, entry_text)
 
 
 def _stores_blobs(config: RunnableConfig | None) -> bool:
@@ -580,19 +625,19 @@ class _Node:
         return _appended(content, entry_text), {"journal": [entry_text]}
 
     def prepare(
-        self, values: Mapping[str, Any], config: RunnableConfig | None
+        self, values: Mapping[str, Any], config: RunnableConfig | None, find: bool
     ) -> _Step | _Prepared:
         """Either the update of phase one, or what phase two needs (and whether to perform)."""
         runs, flow = self.runs, self.runs.flow
-        content, folded = runs.fold(values)
-        action = folded.status.action
-        if flow.node_of(action) != self.name:
+        content, folded = runs.fold(values, config, find)
+        action = folded.action
+        if flow.node(action) != self.name:
             raise MachineError(
                 f"the {self.name} node ran while the run awaits {flow.describe(action)}"
             )
         journal = folded.journal
         blobs = _stores_blobs(config)
-        if folded.status.interrupted is None:
+        if folded.interrupted is None:
             point = _interrupt_point(self.name, journal, self.before, self.after)
             if point is not None:
                 interrupt(point)
@@ -601,7 +646,7 @@ class _Node:
             new_content, update = self._update(content, flow.entry_text(entry), blobs)
             runs.remember(
                 new_content,
-                _Folded(recorder.journal, attrs.evolve(folded.status, interrupted=entry)),
+                _Folded(recorder.journal, folded.state, action, entry),
             )
             with runs.lock:
                 runs.started.add(_token(config, new_content))
@@ -662,28 +707,27 @@ class _Node:
         fed = recorder.end(result, tool_invocations=invocations)
         # As the drivers do: the observer is told the recorded fact.
         notify(runs.observer, "effect_finished", prepared.action, fed)
-        state = flow.advance(prepared.folded.status.state, fed)
+        state = flow.advance(prepared.folded.state, fed)
         return self._finished(prepared, recorder.journal, recorder.journal.entries[-1], state)
 
     def _finished(self, prepared: _Prepared, journal: Any, entry: Any, state: Any) -> _Step:
         runs, flow = self.runs, self.runs.flow
         action = flow.next_action(state)
         new_content, update = self._update(prepared.content, flow.entry_text(entry), prepared.blobs)
-        status = attrs.evolve(prepared.folded.status, state=state, action=action, interrupted=None)
-        runs.remember(new_content, _Folded(journal, status))
-        appended = state.events[len(prepared.folded.status.state.events) :]
+        runs.remember(new_content, _Folded(journal, state, action, None))
+        appended = state.events[len(prepared.folded.state.events) :]
         for event in appended:
             notify(runs.observer, "event_appended", event)
         if prepared.trace:
             update["trace"] = [text(to_wire(event)) for event in appended]
-        return Command(update=update, goto=flow.node_of(action))
+        return Command(update=update, goto=flow.node(action))
 
 
 def _opened(
-    node: _Node, values: GraphState, config: RunnableConfig
+    node: _Node, values: GraphState, config: RunnableConfig, find: bool
 ) -> _Step | tuple[_Prepared, tuple[ToolRecorder, RecorderMark] | None]:
     """A step that performs nothing (phase one, or §12 settled), or the effect to perform."""
-    prepared = node.prepare(values, config)
+    prepared = node.prepare(values, config, find)
     if isinstance(prepared, Command):
         return prepared
     settled = node.settled(prepared)
@@ -692,8 +736,7 @@ def _opened(
 
 def _sync_node(node: _Node, effects: Any) -> Callable[..., _Step]:
     def run(values: GraphState, config: RunnableConfig) -> _Step:
-        _ensure_blobs(values, config)
-        opened = _opened(node, values, config)
+        opened = _opened(node, values, config, True)
         if isinstance(opened, Command):
             return opened
         result = node.runs.flow.perform(opened[0].action, effects)
@@ -704,8 +747,9 @@ def _sync_node(node: _Node, effects: Any) -> Callable[..., _Step]:
 
 def _async_node(node: _Node, effects: Any) -> Callable[..., Awaitable[_Step]]:
     async def run(values: GraphState, config: RunnableConfig) -> _Step:
-        await _aensure_blobs(values, config)
-        opened = _opened(node, values, config)
+        if node.runs.cached(values)[1] is None:
+            await _aensure_blobs(values, config)
+        opened = _opened(node, values, config, False)
         if isinstance(opened, Command):
             return opened
         performed = await node.runs.flow.perform_async(opened[0].action, effects)
@@ -767,8 +811,7 @@ def _state_graph(
 
     def route(values: GraphState, config: RunnableConfig) -> str:
         """The one conditional edge: the node that performs what the core asks for next."""
-        _ensure_blobs(values, config)
-        return flow.node_of(runs.fold(values)[1].status.action)
+        return flow.node(runs.fold(values, config, True)[1].action)
 
     targets = (*flow.nodes, END)
     is_async = isinstance(effects, flow.async_effects_type)
@@ -861,7 +904,7 @@ def _state(flow: Flow, graph: AnyGraph, values: Mapping[str, Any]) -> Any:
     runs = _runs_of(graph)
     if runs is None:
         return status_of(flow, values, None).state
-    return runs.fold(values)[1].status.state
+    return runs.fold(values)[1].state
 
 
 def _durability(graph: AnyGraph, durability: Durability | None) -> Durability | None:
@@ -1027,11 +1070,11 @@ def _resume_plan(
     runs = _runs_of(drive.graph)
     if runs is None:
         journal = journal_of(flow, values)
-        folded = _Folded(journal, flow.status(journal, None))
+        folded = _Folded.of(journal, flow.status(journal, None))
     else:
         folded = runs.fold(values)[1]
-    run_config = drive.config_for(folded.status.state.request)
-    wanted = flow.node_of(folded.status.action)
+    run_config = drive.config_for(folded.state.request)
+    wanted = flow.node(folded.action)
     reroute = tuple(snapshot.next) != (() if wanted == END else (wanted,))
     # ``Command(resume=...)`` continues past a dynamic interrupt of this graph.
     resume_input: Command[Any] | None = (

@@ -6,7 +6,13 @@ The graph performs effects; the core decides. The LangGraph state
 (:class:`DiagnosisGraphState`) holds the request and the run's journal
 entries (spec §12) — facts only, never the derived state: every node folds
 the journal (verifying it, and its HMAC chain when the graph has a host key)
-and asks :func:`next_action` what to do. No node or edge decides anything
+and asks :func:`next_action` what to do. The fold is incremental for what
+this process wrote itself: each entry a node appends is folded once, as it
+is appended, and the next node finds that fold by the exact entry texts;
+graph values this process did not produce (a checkpoint read on resume, a
+state edited with ``update_state``, another process's step) are folded and
+verified whole, their large entries read back from the checkpoint history
+first. No node or edge decides anything
 itself, so a LangGraph run is the same run as :func:`run_diagnosis` (the
 parity tests prove it), and a checkpoint cannot carry a conclusion: a stored
 "gatekeeper PASS" is not something the state can hold, and an edited outcome
@@ -76,7 +82,7 @@ from typing import Any, Literal, TypeAlias, Unpack
 
 import attrs
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
@@ -102,9 +108,7 @@ from ..journal import (
 )
 from ..machine import (
     DIAGNOSIS_WORKFLOW,
-    AgentName,
     CallGatekeeper,
-    Finished,
     InvokeAgent,
     perform_effect,
     perform_effect_async,
@@ -200,16 +204,8 @@ def _entry_text(entry: JournalEntry) -> str:
     return core.text(wire).replace(_RESULT_SLOT_TEXT, core.ascii_text(outcome.result_json), 1)
 
 
-def _node_of(action: InvokeAgent | CallGatekeeper | Finished) -> str:
-    if isinstance(action, InvokeAgent):
-        return action.agent.value
-    if isinstance(action, CallGatekeeper):
-        return GATEKEEPER_NODE
-    return END
-
-
-def _is_executor(action: InvokeAgent | CallGatekeeper) -> bool:
-    return isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
+def _node_of(action: InvokeAgent | CallGatekeeper) -> str:
+    return action.agent.value if isinstance(action, InvokeAgent) else GATEKEEPER_NODE
 
 
 _FLOW = core.Flow(
@@ -227,7 +223,6 @@ _FLOW = core.Flow(
     node_of=_node_of,
     perform=perform_effect,
     perform_async=perform_effect_async,
-    is_executor=_is_executor,
     entry_text=_entry_text,
     input_hint="graph_input(request)",
 )

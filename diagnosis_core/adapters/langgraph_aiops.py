@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias, Unpack
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
@@ -78,10 +78,6 @@ AiOpsGraph: TypeAlias = CompiledStateGraph[
 """The compiled LangGraph graph of an AIOps run."""
 
 
-def _node_of(action: aiops.InvokeAiOpsAgent | aiops.AiOpsFinished) -> str:
-    return END if isinstance(action, aiops.AiOpsFinished) else action.agent.value
-
-
 _FLOW = core.Flow(
     name="aiops",
     workflow=aiops.AIOPS_WORKFLOW,
@@ -93,10 +89,9 @@ _FLOW = core.Flow(
     # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
     resume=lambda journal, key, resend: aiops.resume_aiops_journal(journal, key=key),
     recorder=lambda journal, key: aiops.AiOpsJournalRecorder(journal, key=key),
-    node_of=_node_of,
+    node_of=lambda action: action.agent.value,
     perform=aiops.perform_aiops_effect,
     perform_async=aiops.perform_aiops_effect_async,
-    is_executor=lambda action: action.agent is aiops.AiOpsAgent.EXECUTOR,
     entry_text=lambda entry: core.text(entry_to_wire(entry)),
     input_hint="aiops_graph_input(request)",
 )
