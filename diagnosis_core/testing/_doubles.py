@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -63,6 +63,10 @@ _Second = TypeVar("_Second")
 _Out = TypeVar("_Out")
 _Agent = TypeVar("_Agent")
 _Gate = TypeVar("_Gate")
+_In = TypeVar("_In")
+_GateIn = TypeVar("_GateIn")
+_In_contra = TypeVar("_In_contra", contravariant=True)
+_Out_co = TypeVar("_Out_co", covariant=True)
 
 
 class _AgentScript:
@@ -287,23 +291,46 @@ class AsyncRecordingGatekeeper(_GatekeeperRecording[AsyncGatekeeper]):
         return await self._acall(self._inner, run_id, executor_output)
 
 
+class _Wrapper(Protocol[_In_contra, _Out_co]):
+    """A recording double's class: wraps ``inner`` and logs its calls to ``journal``."""
+
+    def __call__(self, inner: _In_contra, *, journal: list[RecordedCall] | None) -> _Out_co: ...
+
+
+class _AgentWrapper(Protocol[_In_contra, _Out_co]):
+    """A recording invoker's class: as :class:`_Wrapper`, logging under the agent's ``name``."""
+
+    def __call__(
+        self, inner: _In_contra, *, name: str, journal: list[RecordedCall] | None
+    ) -> _Out_co: ...
+
+
 class _EffectsRecording(Generic[_Agent, _Gate]):
     """What both effects recorders share: one journal of every call, read back per agent.
 
     The sync and async recorders differ only in the recording doubles they
-    wrap each effect in (``agent(name)``, ``gatekeeper()``), so the wrapping
+    wrap each effect in (``agent_type``, ``gatekeeper_type``), so the wrapping
     of the four agents and the gatekeeper is written once here.
     """
 
     def __init__(
-        self, agent: Callable[[AgentName], _Agent], gatekeeper: Callable[[], _Gate]
+        self,
+        agents: Callable[[AgentName], _In],
+        gatekeeper: _GateIn,
+        agent_type: _AgentWrapper[_In, _Agent],
+        gatekeeper_type: _Wrapper[_GateIn, _Gate],
     ) -> None:
-        self.journal: list[RecordedCall] = []
-        self.planner = agent(AgentName.PLANNER)
-        self.executor = agent(AgentName.EXECUTOR)
-        self.verifier = agent(AgentName.VERIFIER)
-        self.composer = agent(AgentName.COMPOSER)
-        self.gatekeeper = gatekeeper()
+        journal: list[RecordedCall] = []
+        self.journal = journal
+
+        def wrapped(name: AgentName) -> _Agent:
+            return agent_type(agents(name), name=name.value, journal=journal)
+
+        self.planner = wrapped(AgentName.PLANNER)
+        self.executor = wrapped(AgentName.EXECUTOR)
+        self.verifier = wrapped(AgentName.VERIFIER)
+        self.composer = wrapped(AgentName.COMPOSER)
+        self.gatekeeper = gatekeeper_type(gatekeeper, journal=journal)
 
     def _agents(self) -> tuple[_Agent, _Agent, _Agent, _Agent]:
         """The four recording agents in the effects' field order (planner … composer)."""
@@ -322,12 +349,7 @@ class EffectsRecorder(_EffectsRecording[RecordingInvoker, RecordingGatekeeper]):
     """
 
     def __init__(self, effects: Effects) -> None:
-        super().__init__(
-            lambda agent: RecordingInvoker(
-                effects.agent(agent), name=agent.value, journal=self.journal
-            ),
-            lambda: RecordingGatekeeper(effects.gatekeeper, journal=self.journal),
-        )
+        super().__init__(effects.agent, effects.gatekeeper, RecordingInvoker, RecordingGatekeeper)
         self.effects = Effects(*self._agents(), self.gatekeeper, effects.classifier)
 
 
@@ -336,10 +358,7 @@ class AsyncEffectsRecorder(_EffectsRecording[AsyncRecordingInvoker, AsyncRecordi
 
     def __init__(self, effects: AsyncEffects) -> None:
         super().__init__(
-            lambda agent: AsyncRecordingInvoker(
-                effects.agent(agent), name=agent.value, journal=self.journal
-            ),
-            lambda: AsyncRecordingGatekeeper(effects.gatekeeper, journal=self.journal),
+            effects.agent, effects.gatekeeper, AsyncRecordingInvoker, AsyncRecordingGatekeeper
         )
         self.effects = AsyncEffects(*self._agents(), self.gatekeeper, effects.classifier)
 
