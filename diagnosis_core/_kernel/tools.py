@@ -519,6 +519,7 @@ class ToolRecorder:
             return tuple(self._finished[number] for number in numbers)
 
 
+@attrs.frozen(eq=False)
 class _PendingCall:
     """One recorded tool call between its start and its end, shared by the sync and async wraps.
 
@@ -527,17 +528,11 @@ class _PendingCall:
     propagates; :meth:`complete` records the result and returns the envelope.
     """
 
-    __slots__ = ("number", "recorded_input", "recorder", "started", "tool_name")
-
-    def __init__(
-        self, recorder: ToolRecorder, number: int, tool_name: str, recorded_input: JsonValue,
-        started: float | None,
-    ) -> None:
-        self.recorder = recorder
-        self.number = number
-        self.tool_name = tool_name
-        self.recorded_input = recorded_input
-        self.started = started
+    recorder: ToolRecorder
+    number: int
+    tool_name: str
+    recorded_input: JsonValue
+    started: float | None
 
     def __enter__(self) -> None:
         return None
