@@ -308,7 +308,7 @@ def _events(state: Any) -> Sequence[object]:
     return events
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class _Call:
     """One driver call: the workflow, the driver's name, the request and the effects.
 
