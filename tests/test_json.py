@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from diagnosis_core._kernel.errors import PayloadError
 from diagnosis_core._kernel.json import (
     canonical_json,
+    escape_surrogates,
     extract_json_text,
     loads_strict,
     parse_json_object,
@@ -350,3 +351,22 @@ def test_the_rare_paths_patterns_are_compiled_on_first_use_only() -> None:
     lines = completed.stdout.splitlines()
     assert lines[:2] == ["6", "5"]  # the escaped backslash before "ud800" needed the exact scan
     assert lines[2].startswith("$: the JSON is cut off: the text ends early at line 1 column 10")
+
+
+# --- escape_surrogates ------------------------------------------------------------------
+
+
+@given(st.text(st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr))))
+def test_escape_surrogates_escapes_exactly_the_surrogate_code_points(text: str) -> None:
+    # Oracle: each code point on its own, the surrogates written as \uXXXX.
+    expected = "".join(
+        f"\\u{ord(char):04x}" if 0xD800 <= ord(char) <= 0xDFFF else char for char in text
+    )
+    assert escape_surrogates(text) == expected
+    escape_surrogates(text).encode("utf-8")  # always encodable
+
+
+def test_escape_surrogates_keeps_text_without_one_as_it_is() -> None:
+    for text in ("", "plain", "é中文😀"):
+        assert escape_surrogates(text) is text
+    assert escape_surrogates("é\ud83d\ude00x") == "é\\ud83d\\ude00x"  # a pair is two escapes

@@ -39,6 +39,7 @@ when a driver is called (an iterator's too); effects run as it is iterated.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import time
@@ -49,7 +50,7 @@ import attrs
 
 from .effects import check_effects_kind, check_run_options
 from .errors import JournalError, RunOptionsError
-from .loop import Done, adrive, adrive_steps, drive, drive_steps
+from .loop import Done, adrive_steps, drive_steps
 from .messages import other_request_error
 from .observe import Watcher, notify
 from .provenance import mark_built, require_built_here
@@ -255,43 +256,34 @@ class _Journaling:
         self.recorder.close()
 
 
+@attrs.define(eq=False)
 class _Run:
     """A run ready to go: where it starts, its journaling, what this process must announce."""
 
-    def __init__(
-        self,
-        driving: Driving[Any, Any, Any],
-        state: Any,
-        journaling: _Journaling | None,
-        options: RunOptions,
-        *,
-        announced: int,
-        resumed_entry: object = None,
-    ) -> None:
-        self.driving = driving
-        self.state = state
-        self.journaling = journaling
-        self.announced = announced
-        self.resumed_entry = resumed_entry
-        self.sink = options.sink
-        self.observer = options.observer
-        self.watcher = Watcher(options.observer)  # counts hook failures across the whole run
+    driving: Driving[Any, Any, Any]
+    state: Any
+    journaling: _Journaling | None
+    options: RunOptions
+    announced: int = attrs.field(kw_only=True)
+    resumed_entry: object = attrs.field(default=None, kw_only=True)
+    watcher: Watcher = attrs.field(init=False)
+    """Calls the run's observer; counts hook failures across the whole run."""
+
+    @watcher.default
+    def _watcher(self) -> Watcher:
+        return Watcher(self.options.observer)
 
     def opening(self) -> Iterator[object]:
         """Before the first effect: persist a completed interrupted entry, announce its events."""
         # The optional hook, before any other: a resumed run whose first hook would
         # be event_appended still names its run (spec §14).
         self.watcher.notify("run_opened", self.state.request.run)
-        if self.resumed_entry is not None and self.sink is not None:
-            self.sink.write(self.resumed_entry)
+        sink = self.options.sink
+        if self.resumed_entry is not None and sink is not None:
+            sink.write(self.resumed_entry)
         for event in self.state.events[self.announced :]:
             self.watcher.notify("event_appended", event)
             yield event
-
-    @property
-    def plain(self) -> bool:
-        """Neither journaled nor watched: the loop runs without a recorder or observer."""
-        return self.journaling is None and self.observer is None
 
     def returned(self, done: object) -> Any:
         """The finished state a blocking driver returns, with its observer failure count."""
@@ -303,7 +295,7 @@ class _Run:
 
     def loop_arguments(self, events: bool) -> dict[str, Any]:
         """The step loop's keywords: recorder, observer, and whether to read the trace."""
-        watched = events or self.observer is not None
+        watched = events or self.options.observer is not None
         return {
             "recorder": self.journaling,
             "observer": self.watcher,
@@ -316,19 +308,94 @@ def _events(state: Any) -> Sequence[object]:
     return events
 
 
-def _prepare(
-    driving: Driving[Any, Any, Any],
-    driver: str,
-    request: object,
-    state: object,
-    options: RunOptions,
-    gatekeeper: object,
-) -> _Run:
+@attrs.frozen(eq=False)
+class _Call:
+    """One driver call: the workflow, the driver's name, the request and the effects.
+
+    Every step of a run below works on one call; the four forms differ only
+    in ``asynchronous`` (which effects they take) and in awaiting the loop.
+    """
+
+    driving: Driving[Any, Any, Any]
+    driver: str
+    request: object
+    effects: object
+    asynchronous: bool
+
+    def check_effects(self) -> None:
+        """Refuse effects of the other kind before the run starts (spec §15)."""
+        driving, driver, asynchronous = self.driving, self.driver, self.asynchronous
+        check_effects_kind(
+            self.effects,
+            driving.async_effects_type if asynchronous else driving.effects_type,
+            driving.effect_names,
+            asynchronous=asynchronous,
+            driver=driver,
+            other_driver=driver[1:] if asynchronous else f"a{driver}",
+        )
+
+    def start(self, state: object, options: RunOptions) -> _Run:
+        """Check the effects, then prepare the run (options are checked by the caller)."""
+        self.check_effects()
+        return _prepare(self, state, options)
+
+    @contextlib.contextmanager
+    def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
+        """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
+        from .journal.store import on_store
+
+        assert options.store is not None
+        store, journal_type = options.store, self.driving.journal_type
+        with on_store(
+            store, self.request, journal_type=journal_type, clock=time.monotonic
+        ) as claimed:
+            yield _store_options(options, *claimed)
+
+    @contextlib.contextmanager
+    def opened(self, state: object, options: RunOptions) -> Iterator[_Run]:
+        """The run a blocking driver drives: options checked, its store claimed, run started.
+
+        With ``store=``, the store's journal and sink replace it (checked in
+        turn) and the run stays claimed until the driver leaves the block.
+        """
+        options.check(self.driver, state=state)
+        if options.store is None:
+            yield self.start(state, options)
+            return
+        with self.on_store(options) as stored:
+            stored.check(self.driver)
+            yield self.start(None, stored)
+
+    def prepared(self, state: object, options: RunOptions) -> _Run | None:
+        """An iterator form's run, started now; None when its store is claimed as it starts.
+
+        Options and effects are checked now either way, so a misuse is an
+        error of the call, not of the first ``next``.
+        """
+        options.check(self.driver, state=state)
+        if _claimed(options):
+            self.check_effects()
+            return None
+        return self.start(state, options)
+
+    @contextlib.contextmanager
+    def claimed(self, prepared: _Run | None, options: RunOptions) -> Iterator[_Run]:
+        """An iterator form's run as iteration starts: ``prepared``, or started in its store."""
+        if prepared is not None:
+            yield prepared
+            return
+        with self.on_store(options) as stored:
+            yield self.start(None, stored)
+
+
+def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
     """Resume the journal (options already checked); nothing is written yet."""
+    driving, request = call.driving, call.request
+    gatekeeper = getattr(call.effects, "gatekeeper", None)
     workflow = driving.workflow
     if not options.journaling:
         if state is not None:
-            require_built_here(state, driver)
+            require_built_here(state, call.driver)
         current: Any = workflow.start(request) if state is None else state
         return _Run(driving, current, None, options, announced=len(current.events))
     from .journal.codec import is_v1
@@ -367,34 +434,6 @@ def _prepare(
     )
 
 
-def _check_effects(driving: Driving[Any, Any, Any], effects: object, driver: str, *,
-                   asynchronous: bool) -> None:
-    check_effects_kind(
-        effects,
-        driving.async_effects_type if asynchronous else driving.effects_type,
-        driving.effect_names,
-        asynchronous=asynchronous,
-        driver=driver,
-        other_driver=driver[1:] if asynchronous else f"a{driver}",
-    )
-
-
-def _start(
-    driving: Driving[Any, Any, Any],
-    driver: str,
-    request: object,
-    effects: object,
-    state: object,
-    options: RunOptions,
-    *,
-    asynchronous: bool,
-) -> _Run:
-    """Check the effects, then prepare the run (options are checked by the caller)."""
-    _check_effects(driving, effects, driver, asynchronous=asynchronous)
-    gatekeeper = getattr(effects, "gatekeeper", None)
-    return _prepare(driving, driver, request, state, options, gatekeeper)
-
-
 def _machine(run: _Run, perform: Callable[..., object], effects: object) -> tuple[Any, ...]:
     """The step loop's positional arguments: state, machine, and ``perform`` bound to effects."""
     workflow = run.driving.workflow
@@ -430,19 +469,6 @@ def _claimed(options: RunOptions) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _on_store(
-    options: RunOptions, request: object, driving: Driving[Any, Any, Any]
-) -> Iterator[RunOptions]:
-    """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
-    from .journal.store import on_store
-
-    assert options.store is not None
-    store, journal_type = options.store, driving.journal_type
-    with on_store(store, request, journal_type=journal_type, clock=time.monotonic) as claimed:
-        yield _store_options(options, *claimed)
-
-
 # --- the four forms ------------------------------------------------------------------
 
 
@@ -455,18 +481,11 @@ def run(
     options: RunOptions,
 ) -> S:
     """Run to the end synchronously; returns the finished state."""
-    options.check(driver, state=state)
-    if options.store is not None:
-        with _on_store(options, request, driving) as stored:
-            return run(driving, driver, request, effects, None, stored)
-    current = _start(driving, driver, request, effects, state, options, asynchronous=False)
-    if current.plain:
-        finished: S = drive(*_machine(current, driving.perform, effects))
-        return finished
-    last: object = None
-    for item in _steps(current, effects, events=False):
-        last = item  # consumed to the end, so the generator finishes cleanly
-    return current.returned(last)  # type: ignore[no-any-return]
+    call = _Call(driving, driver, request, effects, asynchronous=False)
+    with call.opened(state, options) as current:
+        # Consumed to the end (the last item kept), so the generator finishes cleanly.
+        last = collections.deque(_steps(current, effects, events=False), maxlen=1)
+        return current.returned(last.pop())  # type: ignore[no-any-return]
 
 
 async def arun(
@@ -478,18 +497,12 @@ async def arun(
     options: RunOptions,
 ) -> S:
     """Run to the end on the asyncio event loop; returns the finished state."""
-    options.check(driver, state=state)
-    if options.store is not None:
-        with _on_store(options, request, driving) as stored:
-            return await arun(driving, driver, request, effects, None, stored)
-    current = _start(driving, driver, request, effects, state, options, asynchronous=True)
-    if current.plain:
-        finished: S = await adrive(*_machine(current, driving.aperform, effects))
-        return finished
-    last: object = None
-    async for item in _asteps(current, effects, events=False):
-        last = item  # consumed to the end, so the generator finishes cleanly
-    return current.returned(last)  # type: ignore[no-any-return]
+    call = _Call(driving, driver, request, effects, asynchronous=True)
+    with call.opened(state, options) as current:
+        last: object = None
+        async for item in _asteps(current, effects, events=False):
+            last = item  # consumed to the end, so the generator finishes cleanly
+        return current.returned(last)  # type: ignore[no-any-return]
 
 
 def iterate(
@@ -505,27 +518,14 @@ def iterate(
     With ``store=``, the run is claimed when iteration starts and released
     when it ends or the iterator is closed.
     """
-    options.check(driver, state=state)
-    if _claimed(options):
-        _check_effects(driving, effects, driver, asynchronous=False)
-        return _iterate(driving, driver, request, effects, None, options)
-    return _iterate(driving, driver, request, effects, state, options, prepared=_start(
-        driving, driver, request, effects, state, options, asynchronous=False,
-    ))
+    call = _Call(driving, driver, request, effects, asynchronous=False)
+    return _iterate(call, call.prepared(state, options), options)
 
 
-def _iterate(
-    driving: Driving[Any, Any, Any], driver: str, request: object, effects: object,
-    state: object, options: RunOptions, *, prepared: _Run | None = None,
-) -> Iterator[object]:
-    if prepared is None:
-        with _on_store(options, request, driving) as stored:
-            yield from _iterate(driving, driver, request, effects, None, stored, prepared=_start(
-                driving, driver, request, effects, None, stored, asynchronous=False,
-            ))
-        return
-    for item in _steps(prepared, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
+def _iterate(call: _Call, prepared: _Run | None, options: RunOptions) -> Iterator[object]:
+    with call.claimed(prepared, options) as current:
+        for item in _steps(current, call.effects, events=True):
+            yield item.state.result if isinstance(item, Done) else item
 
 
 def aiterate(
@@ -537,26 +537,13 @@ def aiterate(
     options: RunOptions,
 ) -> AsyncIterator[object]:
     """The async iterator form: trace events as appended, then the result (options checked now)."""
-    options.check(driver, state=state)
-    if _claimed(options):
-        _check_effects(driving, effects, driver, asynchronous=True)
-        return _aiterate(driving, driver, request, effects, None, options)
-    return _aiterate(driving, driver, request, effects, state, options, prepared=_start(
-        driving, driver, request, effects, state, options, asynchronous=True,
-    ))
+    call = _Call(driving, driver, request, effects, asynchronous=True)
+    return _aiterate(call, call.prepared(state, options), options)
 
 
 async def _aiterate(
-    driving: Driving[Any, Any, Any], driver: str, request: object, effects: object,
-    state: object, options: RunOptions, *, prepared: _Run | None = None,
+    call: _Call, prepared: _Run | None, options: RunOptions
 ) -> AsyncIterator[object]:
-    if prepared is None:
-        with _on_store(options, request, driving) as stored:
-            async for item in _aiterate(
-                driving, driver, request, effects, None, stored,
-                prepared=_start(driving, driver, request, effects, None, stored, asynchronous=True),
-            ):
-                yield item
-        return
-    async for item in _asteps(prepared, effects, events=True):
-        yield item.state.result if isinstance(item, Done) else item
+    with call.claimed(prepared, options) as current:
+        async for item in _asteps(current, call.effects, events=True):
+            yield item.state.result if isinstance(item, Done) else item

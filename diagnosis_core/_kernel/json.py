@@ -1053,12 +1053,12 @@ def stored_json(value: object) -> str:
 
 
 def escape_surrogates(text: str) -> str:
-    """``text`` with every surrogate code point written as a ``\\uXXXX`` escape (JSON text)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    """``text`` with every surrogate code point written as a ``\\uXXXX`` escape (JSON text).
+
+    Text without one (nearly all) is returned as it is, after the same cheap
+    test the parser makes (:func:`_has_raw_surrogate`).
+    """
+    if _has_raw_surrogate(text):
         return SURROGATE.sub(_escape_surrogate, text)
     return text
 

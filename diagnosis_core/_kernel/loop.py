@@ -9,8 +9,8 @@ once. ``BaseException``s that are not ``Exception`` (task cancellation,
 ``KeyboardInterrupt``) propagate untouched.
 
 One loop serves every host: :func:`drive_steps` / :func:`adrive_steps` yield
-each trace event as the machine appends it and then :class:`Done`; the
-blocking :func:`drive` / :func:`adrive` only consume them. Around each effect
+each trace event as the machine appends it and then :class:`Done`; a
+blocking driver only consumes them. Around each effect
 the loop calls an optional :class:`StepRecorder` (a journal: ``begin`` before
 the effect runs, ``end`` after, and the machine is fed what ``end`` returns —
 the recorded fact) and an optional observer (through a :class:`Watcher`, so
@@ -44,11 +44,9 @@ __all__ = [
     "AgentAction",
     "Done",
     "StepRecorder",
-    "adrive",
     "adrive_steps",
     "ainvoke_agent",
     "describe_error",
-    "drive",
     "drive_steps",
     "failed_agent",
     "invoke_agent",
@@ -292,47 +290,3 @@ async def adrive_steps(
         for event in steps.feed(action, await perform(action)):  # type: ignore[arg-type]
             yield event
     yield steps.done()
-
-
-def drive(
-    state: S,
-    next_action: Callable[[S], object],
-    finished: type,
-    perform: Callable[[A], R],
-    advance: Callable[[S, R], S],
-    *,
-    recorder: StepRecorder[A, R] | None = None,
-    observer: object = None,
-    events: Callable[[S], Sequence[E]] | None = None,
-) -> S:
-    """:func:`drive_steps` to the end; returns the finished state."""
-    last: object = None
-    for item in drive_steps(
-        state, next_action, finished, perform, advance,
-        recorder=recorder, observer=observer, events=events,
-    ):
-        last = item  # consumed to the end, so the generator finishes cleanly
-    assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]
-
-
-async def adrive(
-    state: S,
-    next_action: Callable[[S], object],
-    finished: type,
-    perform: Callable[[A], Awaitable[R]],
-    advance: Callable[[S, R], S],
-    *,
-    recorder: StepRecorder[A, R] | None = None,
-    observer: object = None,
-    events: Callable[[S], Sequence[E]] | None = None,
-) -> S:
-    """:func:`adrive_steps` to the end; returns the finished state."""
-    last: object = None
-    async for item in adrive_steps(
-        state, next_action, finished, perform, advance,
-        recorder=recorder, observer=observer, events=events,
-    ):
-        last = item  # consumed to the end, so the generator finishes cleanly
-    assert isinstance(last, Done)
-    return last.state  # type: ignore[no-any-return]

@@ -343,15 +343,23 @@ class ToolRecorder:
 
     # --- recording -------------------------------------------------------------
 
-    def _start(self, tool_name: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[
-        int, JsonValue, float | None
-    ]:
+    def _begin(
+        self, tool_name: str, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> ToolEnvelope | _PendingCall:
+        """A wrapped tool's call as it starts: the replayed answer, or the call to record.
+
+        The id is assigned here, before the tool runs (§13); a replayed call
+        that failed raises its recorded error instead.
+        """
+        replayed = self._replayed(tool_name, args, kwargs)
+        if replayed is not None:
+            return self._answer(replayed)
         recorded_input = _plain_json({"args": list(args), "kwargs": kwargs}, "input")
         started = self._clock() if self._clock is not None else None
         with self._lock:
             number = self._next
             self._next += 1
-        return number, recorded_input, started
+        return _PendingCall(self, number, tool_name, recorded_input, started)
 
     def _elapsed_ms(self, started: float | None) -> int | None:
         if started is None or self._clock is None:
@@ -432,18 +440,14 @@ class ToolRecorder:
 
         @functools.wraps(fn)
         def recorded(*args: P.args, **kwargs: P.kwargs) -> ToolEnvelope:
-            replayed = self._replayed(tool_name, args, kwargs)
-            if replayed is not None:
-                return self._answer(replayed)
-            number, recorded_input, started = self._start(tool_name, args, kwargs)
-            try:
+            call = self._begin(tool_name, args, kwargs)
+            if not isinstance(call, _PendingCall):
+                return call  # the replayed answer
+            with call:
                 result = fn(*args, **kwargs)
-            except BaseException as error:
-                self._failed(number, tool_name, recorded_input, started, error)
-                raise
             if inspect.iscoroutine(result):
                 result.close()  # never awaited: recorded as a non-JSON output below
-            return self._complete(number, tool_name, recorded_input, started, result)
+            return call.complete(result)
 
         return recorded
 
@@ -464,21 +468,17 @@ class ToolRecorder:
 
         @functools.wraps(fn)
         async def recorded(*args: P.args, **kwargs: P.kwargs) -> ToolEnvelope:
-            replayed = self._replayed(tool_name, args, kwargs)
-            if replayed is not None:
-                return self._answer(replayed)
-            number, recorded_input, started = self._start(tool_name, args, kwargs)
-            try:
+            call = self._begin(tool_name, args, kwargs)
+            if not isinstance(call, _PendingCall):
+                return call  # the replayed answer
+            with call:
                 awaitable = fn(*args, **kwargs)
                 if not inspect.isawaitable(awaitable):
                     raise TypeError(
                         f"tool {tool_name!r} returned {type(awaitable).__name__}, not an awaitable"
                     )
                 result = await awaitable
-            except BaseException as error:
-                self._failed(number, tool_name, recorded_input, started, error)
-                raise
-            return self._complete(number, tool_name, recorded_input, started, result)
+            return call.complete(result)
 
         return recorded
 
@@ -517,6 +517,38 @@ class ToolRecorder:
         with self._lock:
             numbers = sorted(number for number in self._finished if number > mark.position)
             return tuple(self._finished[number] for number in numbers)
+
+
+@attrs.frozen(eq=False)
+class _PendingCall:
+    """One recorded tool call between its start and its end, shared by the sync and async wraps.
+
+    Used as ``with call: <run the tool>``: an exception the tool raises (any
+    ``BaseException``, cancellation too) is recorded as the call's error and
+    propagates; :meth:`complete` records the result and returns the envelope.
+    """
+
+    recorder: ToolRecorder
+    number: int
+    tool_name: str
+    recorded_input: JsonValue
+    started: float | None
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: object
+    ) -> None:
+        if error is not None:
+            self.recorder._failed(
+                self.number, self.tool_name, self.recorded_input, self.started, error
+            )
+
+    def complete(self, result: object) -> ToolEnvelope:
+        return self.recorder._complete(
+            self.number, self.tool_name, self.recorded_input, self.started, result
+        )
 
 
 def _check_tool_name(tool_name: object) -> None:

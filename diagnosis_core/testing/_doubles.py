@@ -19,8 +19,8 @@ script gives the same run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -37,6 +37,7 @@ from .. import (
     RunConfig,
     default_failure_classifier,
 )
+from ..machine import AgentName
 
 __all__ = [
     "AsyncEffectsRecorder",
@@ -58,6 +59,14 @@ Reply = str | BaseException
 """One scripted agent behaviour: a message text to return, or an exception to raise."""
 
 _Inner = TypeVar("_Inner")
+_Second = TypeVar("_Second")
+_Out = TypeVar("_Out")
+_Agent = TypeVar("_Agent")
+_Gate = TypeVar("_Gate")
+_In = TypeVar("_In")
+_GateIn = TypeVar("_GateIn")
+_In_contra = TypeVar("_In_contra", contravariant=True)
+_Out_co = TypeVar("_Out_co", covariant=True)
 
 
 class _AgentScript:
@@ -178,47 +187,64 @@ class RecordedCall:
     input: str
 
 
-class _Recording:
+class _Recording(Generic[_Second]):
     """What every recording double shares: its name, the call log, and how an outcome is kept.
 
-    The sync and async twins differ only in awaiting the wrapped effect, so the
-    bookkeeping around that call is written once here.
+    The four recording doubles differ only in the second argument they are
+    called with and in awaiting the wrapped effect, so the bookkeeping around
+    that call is written once here: :meth:`_call` and :meth:`_acall`.
     """
 
-    def __init__(self, name: str, journal: list[RecordedCall] | None) -> None:
+    def __init__(self, name: str, journal: list[RecordedCall] | None, outcomes: list[Any]) -> None:
         self.name = name
         self.journal: list[RecordedCall] = journal if journal is not None else []
         """Shared call log (one per recorder); a private list when used alone."""
+        self._outcomes = outcomes
+
+    def _record(self, first: str, second: _Second) -> None:
+        """Recorded before the wrapped effect runs, so a call that raises is recorded too."""
+        self.journal.append(RecordedCall(self.name, first))
 
     @contextlib.contextmanager
-    def _outcome_kept(self, outcomes: list[Any]) -> Iterator[None]:
-        """Keep the exception the wrapped call raised in ``outcomes``, then let it propagate."""
+    def _outcome_kept(self) -> Iterator[None]:
+        """Keep the exception the wrapped call raised as its outcome, then let it propagate."""
         try:
             yield
         except Exception as error:
-            outcomes.append(error)
+            self._outcomes.append(error)
             raise
 
+    def _call(self, inner: Callable[[str, _Second], _Out], first: str, second: _Second) -> _Out:
+        self._record(first, second)
+        with self._outcome_kept():
+            outcome = inner(first, second)
+        self._outcomes.append(outcome)
+        return outcome
 
-class _InvokerRecording(_Recording, Generic[_Inner]):
+    async def _acall(
+        self, inner: Callable[[str, _Second], Awaitable[_Out]], first: str, second: _Second
+    ) -> _Out:
+        self._record(first, second)
+        with self._outcome_kept():
+            outcome = await inner(first, second)
+        self._outcomes.append(outcome)
+        return outcome
+
+
+class _InvokerRecording(_Recording[RunConfig], Generic[_Inner]):
     def __init__(
         self, inner: _Inner, *, name: str = "agent", journal: list[RecordedCall] | None = None
     ) -> None:
-        super().__init__(name, journal)
+        self.outputs: list[Reply] = []
+        super().__init__(name, journal, self.outputs)
         self._inner = inner
         self.inputs: list[str] = []
         self.configs: list[RunConfig] = []
-        self.outputs: list[Reply] = []
 
-    def _started(self, input: str, config: RunConfig) -> None:
-        """Recorded before the wrapped invoker runs, so a call that raises is recorded too."""
-        self.inputs.append(input)
-        self.configs.append(config)
-        self.journal.append(RecordedCall(self.name, input))
-
-    def _replied(self, reply: str) -> str:
-        self.outputs.append(reply)
-        return reply
+    def _record(self, first: str, second: RunConfig) -> None:
+        self.inputs.append(first)
+        self.configs.append(second)
+        super()._record(first, second)
 
 
 class RecordingInvoker(_InvokerRecording[AgentInvoker]):
@@ -229,70 +255,93 @@ class RecordingInvoker(_InvokerRecording[AgentInvoker]):
     """
 
     def __call__(self, input: str, config: RunConfig, /) -> str:
-        self._started(input, config)
-        with self._outcome_kept(self.outputs):
-            reply = self._inner(input, config)
-        return self._replied(reply)
+        return self._call(self._inner, input, config)
 
 
 class AsyncRecordingInvoker(_InvokerRecording[AsyncAgentInvoker]):
     """The asyncio twin of :class:`RecordingInvoker`."""
 
     async def __call__(self, input: str, config: RunConfig, /) -> str:
-        self._started(input, config)
-        with self._outcome_kept(self.outputs):
-            reply = await self._inner(input, config)
-        return self._replied(reply)
+        return await self._acall(self._inner, input, config)
 
 
-class _GatekeeperRecording(_Recording, Generic[_Inner]):
+class _GatekeeperRecording(_Recording[ExecutorEvidence], Generic[_Inner]):
     def __init__(self, inner: _Inner, *, journal: list[RecordedCall] | None = None) -> None:
-        super().__init__("gatekeeper", journal)
+        self.results: list[object] = []
+        super().__init__("gatekeeper", journal, self.results)
         self._inner = inner
         self.calls: list[tuple[str, ExecutorEvidence]] = []
-        self.results: list[object] = []
 
-    def _started(self, run_id: str, executor_output: ExecutorEvidence) -> None:
-        self.calls.append((run_id, executor_output))
-        self.journal.append(RecordedCall(self.name, run_id))
-
-    def _returned(self, result: object) -> object:
-        self.results.append(result)
-        return result
+    def _record(self, first: str, second: ExecutorEvidence) -> None:
+        self.calls.append((first, second))
+        super()._record(first, second)
 
 
 class RecordingGatekeeper(_GatekeeperRecording[Gatekeeper]):
     """Wraps a :class:`~diagnosis_core.Gatekeeper` and keeps every call and result."""
 
     def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
-        self._started(run_id, executor_output)
-        with self._outcome_kept(self.results):
-            result = self._inner(run_id, executor_output)
-        return self._returned(result)
+        return self._call(self._inner, run_id, executor_output)
 
 
 class AsyncRecordingGatekeeper(_GatekeeperRecording[AsyncGatekeeper]):
     """The asyncio twin of :class:`RecordingGatekeeper`."""
 
     async def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> object:
-        self._started(run_id, executor_output)
-        with self._outcome_kept(self.results):
-            result = await self._inner(run_id, executor_output)
-        return self._returned(result)
+        return await self._acall(self._inner, run_id, executor_output)
 
 
-class _EffectsRecording:
-    """What both effects recorders share: one journal of every call, read back per agent."""
+class _Wrapper(Protocol[_In_contra, _Out_co]):
+    """A recording double's class: wraps ``inner`` and logs its calls to ``journal``."""
 
-    def __init__(self) -> None:
-        self.journal: list[RecordedCall] = []
+    def __call__(self, inner: _In_contra, *, journal: list[RecordedCall] | None) -> _Out_co: ...
+
+
+class _AgentWrapper(Protocol[_In_contra, _Out_co]):
+    """A recording invoker's class: as :class:`_Wrapper`, logging under the agent's ``name``."""
+
+    def __call__(
+        self, inner: _In_contra, *, name: str, journal: list[RecordedCall] | None
+    ) -> _Out_co: ...
+
+
+class _EffectsRecording(Generic[_Agent, _Gate]):
+    """What both effects recorders share: one journal of every call, read back per agent.
+
+    The sync and async recorders differ only in the recording doubles they
+    wrap each effect in (``agent_type``, ``gatekeeper_type``), so the wrapping
+    of the four agents and the gatekeeper is written once here.
+    """
+
+    def __init__(
+        self,
+        agents: Callable[[AgentName], _In],
+        gatekeeper: _GateIn,
+        agent_type: _AgentWrapper[_In, _Agent],
+        gatekeeper_type: _Wrapper[_GateIn, _Gate],
+    ) -> None:
+        journal: list[RecordedCall] = []
+        self.journal = journal
+
+        def wrapped(name: AgentName) -> _Agent:
+            return agent_type(agents(name), name=name.value, journal=journal)
+
+        self.planner = wrapped(AgentName.PLANNER)
+        self.executor = wrapped(AgentName.EXECUTOR)
+        self.verifier = wrapped(AgentName.VERIFIER)
+        self.composer = wrapped(AgentName.COMPOSER)
+        self.gatekeeper = gatekeeper_type(gatekeeper, journal=journal)
+
+    def _agents(self) -> tuple[_Agent, _Agent, _Agent, _Agent]:
+        """The four recording agents in the effects' field order (planner … composer)."""
+        return self.planner, self.executor, self.verifier, self.composer
 
     def inputs(self, agent: str) -> list[str]:
         """Every input string ``agent`` (``planner`` … ``composer``) received, in order."""
         return [call.input for call in self.journal if call.effect == agent]
 
 
-class EffectsRecorder(_EffectsRecording):
+class EffectsRecorder(_EffectsRecording[RecordingInvoker, RecordingGatekeeper]):
     """Wraps every effect of an :class:`~diagnosis_core.Effects` in a recording double.
 
     Pass :attr:`effects` to the driver; afterwards :attr:`journal` lists every
@@ -300,41 +349,18 @@ class EffectsRecorder(_EffectsRecording):
     """
 
     def __init__(self, effects: Effects) -> None:
-        super().__init__()
-        self.planner = RecordingInvoker(effects.planner, name="planner", journal=self.journal)
-        self.executor = RecordingInvoker(effects.executor, name="executor", journal=self.journal)
-        self.verifier = RecordingInvoker(effects.verifier, name="verifier", journal=self.journal)
-        self.composer = RecordingInvoker(effects.composer, name="composer", journal=self.journal)
-        self.gatekeeper = RecordingGatekeeper(effects.gatekeeper, journal=self.journal)
-        self.effects = Effects(
-            planner=self.planner,
-            executor=self.executor,
-            verifier=self.verifier,
-            composer=self.composer,
-            gatekeeper=self.gatekeeper,
-            classifier=effects.classifier,
-        )
+        super().__init__(effects.agent, effects.gatekeeper, RecordingInvoker, RecordingGatekeeper)
+        self.effects = Effects(*self._agents(), self.gatekeeper, effects.classifier)
 
 
-class AsyncEffectsRecorder(_EffectsRecording):
+class AsyncEffectsRecorder(_EffectsRecording[AsyncRecordingInvoker, AsyncRecordingGatekeeper]):
     """The asyncio twin of :class:`EffectsRecorder`, for :class:`~diagnosis_core.AsyncEffects`."""
 
     def __init__(self, effects: AsyncEffects) -> None:
-        super().__init__()
-        journal = self.journal
-        self.planner = AsyncRecordingInvoker(effects.planner, name="planner", journal=journal)
-        self.executor = AsyncRecordingInvoker(effects.executor, name="executor", journal=journal)
-        self.verifier = AsyncRecordingInvoker(effects.verifier, name="verifier", journal=journal)
-        self.composer = AsyncRecordingInvoker(effects.composer, name="composer", journal=journal)
-        self.gatekeeper = AsyncRecordingGatekeeper(effects.gatekeeper, journal=journal)
-        self.effects = AsyncEffects(
-            planner=self.planner,
-            executor=self.executor,
-            verifier=self.verifier,
-            composer=self.composer,
-            gatekeeper=self.gatekeeper,
-            classifier=effects.classifier,
+        super().__init__(
+            effects.agent, effects.gatekeeper, AsyncRecordingInvoker, AsyncRecordingGatekeeper
         )
+        self.effects = AsyncEffects(*self._agents(), self.gatekeeper, effects.classifier)
 
 
 def scripted_effects(

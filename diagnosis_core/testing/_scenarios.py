@@ -207,10 +207,13 @@ def _as_exception(error: BaseException) -> Exception:
 
 @attrs.frozen
 class _Plan:
-    planner: tuple[object, ...]
-    executor: tuple[object, ...]
-    verifier: tuple[object, ...]
-    composer: tuple[object, ...]
+    """One run's drawn replies, in the form both a scenario document and a script read.
+
+    ``agents`` maps each agent's name to its replies, planner to composer in
+    this order (the order of a scenario's ``responses`` and of the effects).
+    """
+
+    agents: dict[str, tuple[object, ...]]
     gatekeeper: tuple[object, ...]
     executor_outputs: tuple[ExecutorEvidence, ...]
 
@@ -323,7 +326,8 @@ def _draw_plan(
             gatekeeper.append(gatekeeper_result(draw(gatekeeper_raw_results(output))))
         else:
             gatekeeper.append(draw(gatekeeper_hostile))
-    return _Plan(planner, executor, verifier, composer, tuple(gatekeeper), outputs)
+    agents = {"planner": planner, "executor": executor, "verifier": verifier, "composer": composer}
+    return _Plan(agents, tuple(gatekeeper), outputs)
 
 
 # --- scenario documents --------------------------------------------------------------------
@@ -377,12 +381,7 @@ def scenarios(
     document: dict[str, Any] = {
         "question": draw(texts(min_size=1).filter(str.strip)),
         "config": to_wire(config),
-        "responses": {
-            "planner": list(plan.planner),
-            "executor": list(plan.executor),
-            "verifier": list(plan.verifier),
-            "composer": list(plan.composer),
-        },
+        "responses": {agent: list(replies) for agent, replies in plan.agents.items()},
     }
     if draw(st.booleans()):
         document["run"] = to_wire(draw(run_configs()))
@@ -518,14 +517,8 @@ def effect_scripts(
             st.sampled_from(hostile_gatekeeper_factories()).map(_Fresh) if adversarial else None
         ),
     )
-    return EffectScript(
-        request=request,
-        planner=_replies(plan.planner),
-        executor=_replies(plan.executor),
-        verifier=_replies(plan.verifier),
-        composer=_replies(plan.composer),
-        gatekeeper=plan.gatekeeper,
-    )
+    agents = {agent: _replies(replies) for agent, replies in plan.agents.items()}
+    return EffectScript(request=request, **agents, gatekeeper=plan.gatekeeper)
 
 
 # --- planted canaries ----------------------------------------------------------------------
