@@ -238,3 +238,29 @@ def test_an_unknown_keyword_is_a_type_error_naming_it(flow_name: str, form: str)
     unknown = rf"^{driver}\(\) got an unexpected keyword argument 'jounral'"
     with pytest.raises(TypeError, match=unknown):
         _call(flow, form, jounral=None)
+
+
+@pytest.mark.parametrize(("flow_name", "form"), CASES)
+def test_a_head_for_a_run_the_store_does_not_hold_is_refused_in_every_form(
+    tmp_path: pathlib.Path, flow_name: str, form: str
+) -> None:
+    # The host kept the head of a run whose journal the store no longer holds (a
+    # swapped or restored database): every form refuses before any effect runs,
+    # and the claim is released for a later driver (spec §12.2).
+    flow = FLOWS[flow_name]
+    store = SqliteStore(tmp_path / "runs.db")
+    head = dcj.JournalHead(3, "0" * 64)
+    try:
+        with pytest.raises(
+            dcj.JournalError,
+            match=r"^head: the store holds no journal of this run; the head commits 3 entries",
+        ):
+            if form in ("iter", "aiter"):
+                _drive(flow, form, store=store, key=KEY, head=head)
+            else:
+                _call(flow, form, store=store, key=KEY, head=head)
+        stored = store.load(flow.request.run.run_id)
+        assert stored is None or stored.journal.entries == ()  # nothing ran
+        assert _drive(flow, form, store=store, key=KEY) == _drive(flow, "run")
+    finally:
+        store.close()

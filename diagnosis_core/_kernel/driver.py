@@ -349,6 +349,14 @@ class _Call:
         with on_store(
             store, self.request, journal_type=journal_type, clock=time.monotonic
         ) as claimed:
+            journal, _ = claimed
+            if journal is None and options.head is not None:
+                # A head commits entries the host saw written; a store without the
+                # run lost them: refuse, in every form, before anything runs (§12.2).
+                raise JournalError(
+                    f"head: the store holds no journal of this run; the head commits "
+                    f"{options.head.entries} entries"
+                )
             yield _store_options(options, *claimed)
 
     @contextlib.contextmanager
