@@ -160,6 +160,44 @@ def test_import_diagnosis_core_loads_neither_hashlib_nor_logging() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None:
+    """Fallback rendering, replay, the reference gatekeeper and the ledger load on first use."""
+    done = _fresh(
+        "import sys, diagnosis_core\n"
+        "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.text',"
+        " 'diagnosis_core._chat.replay', 'diagnosis_core._chat.reference_gatekeeper',"
+        " 'diagnosis_core._kernel.ledger', 'diagnosis_core._chat.schema',"
+        " 'diagnosis_core._chat.journal')\n"
+        "loaded = [m for m in lazy if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "assert diagnosis_core.ReferenceGatekeeper.__module__ =="
+        " 'diagnosis_core._chat.reference_gatekeeper'\n"
+        "assert 'diagnosis_core._chat.reference_gatekeeper' in sys.modules\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_fallback_run_loads_the_renderer_it_needs() -> None:
+    """The machine imports the fallback renderer inside the fallback node (not at import)."""
+    done = _fresh(
+        "import sys\n"
+        "from diagnosis_core import DiagnosisRequest, Effects, Outcome, run_diagnosis\n"
+        "from diagnosis_core import RunConfig\n"
+        "assert 'diagnosis_core._chat.rendering' not in sys.modules\n"
+        "def agent(text, config):\n"
+        "    raise RuntimeError('agent down')\n"
+        "def gatekeeper(run_id, output):\n"
+        "    raise RuntimeError('gatekeeper down')\n"
+        "request = DiagnosisRequest('why?', RunConfig('r', 's'))\n"
+        "state = run_diagnosis(request, Effects(planner=agent, executor=agent, verifier=agent,"
+        " composer=agent, gatekeeper=gatekeeper))\n"
+        "assert state.result.outcome is Outcome.PRE_VERIFICATION_FALLBACK, state.result\n"
+        "assert 'r' in state.result.answer, state.result.answer\n"
+        "assert 'diagnosis_core._chat.rendering' in sys.modules\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_aiops_package_imports_on_its_own_and_writes_sparse_details() -> None:
     done = _fresh(
         "import json\n"

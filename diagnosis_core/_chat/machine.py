@@ -75,7 +75,6 @@ from .projection import (
     project_verified_input,
     select_allowed_claims,
 )
-from .rendering import render_post_verification_fallback, render_pre_verification_fallback
 from .routing import Route, RoutingFacts, choose_route
 from .trace import (
     CallCounts,
@@ -874,6 +873,8 @@ def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> Dia
     earlier_verified = any(
         audit.round < round and audit.trusted_bindings > 0 for audit in audits
     )
+    from .rendering import render_pre_verification_fallback  # fallback runs only
+
     answer = render_pre_verification_fallback(
         reason_code=reason,
         run_id=state.request.run.run_id,
@@ -895,6 +896,8 @@ def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> Dia
 def _post_verification_fallback(state: DiagnosisState) -> DiagnosisState:
     assert state.evaluation is not None
     output = state.evaluation.output
+    from .rendering import render_post_verification_fallback  # fallback runs only
+
     answer = render_post_verification_fallback(
         run_id=state.request.run.run_id,
         answer_mode=_answer_mode(state),

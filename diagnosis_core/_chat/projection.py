@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from .._kernel.records import attrs_repr
 from .enums import BindingCheckStatus
 from .payloads import CheckedBinding, ExecutorEvidence
 
@@ -33,6 +34,8 @@ BindingKey = tuple[str, str, str, str]
 class VerifiedBinding:
     """A trusted binding as the verifier sees it: no excerpt."""
 
+    __repr__ = attrs_repr
+
     source_invocation_id: str
     tool_name: str
     raw_path: str
@@ -41,6 +44,8 @@ class VerifiedBinding:
 @attrs.frozen
 class VerifiedClaim:
     """A claim with at least one trusted binding, and only those bindings."""
+
+    __repr__ = attrs_repr
 
     claim_id: str
     text: str
@@ -52,6 +57,8 @@ class VerifiedClaim:
 class VerifiedEvidence:
     """One trusted binding with the *gatekeeper's* matched text."""
 
+    __repr__ = attrs_repr
+
     claim_id: str
     source_invocation_id: str
     tool_name: str
@@ -62,6 +69,8 @@ class VerifiedEvidence:
 @attrs.frozen
 class VerifiedInput:
     """Output of the projector: the only executor material the verifier may see."""
+
+    __repr__ = attrs_repr
 
     verified_executor_output: tuple[VerifiedClaim, ...] = ()
     verified_evidence: tuple[VerifiedEvidence, ...] = ()
@@ -75,6 +84,8 @@ class VerifiedInput:
 @attrs.frozen
 class AllowedClaim:
     """A claim the composer may express: its id and its *verified* text."""
+
+    __repr__ = attrs_repr
 
     claim_id: str
     text: str

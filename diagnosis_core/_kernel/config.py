@@ -16,6 +16,7 @@ import attrs
 from .enums import Locale, member_of
 from .errors import ConfigError
 from .json import describe_value
+from .records import attrs_repr
 
 __all__ = ["RunConfig", "int_in_range", "to_locale"]
 
@@ -75,6 +76,8 @@ class RunConfig:
     The chat session id *is* the diagnosis session id. ``metadata`` is a
     read-only mapping of strings.
     """
+
+    __repr__ = attrs_repr
 
     run_id: str = attrs.field(validator=_non_empty_str("run_id"))
     session_id: str = attrs.field(validator=_non_empty_str("session_id"))
