@@ -14,23 +14,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Iterator, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar
 
 import attrs
 from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .. import ConfigError
+from .. import ConfigError, from_wire
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
 from ..tools import ToolsFactory
-from ._engine import EffectReport, Performing
+from ._engine import EffectReport, Performing, check_timedeltas
 
 T = TypeVar("T")
+P = ParamSpec("P")
+W = TypeVar("W")
+I = TypeVar("I")  # noqa: E741 - a workflow's input type
 EffectsT = TypeVar("EffectsT")
 ObserverT = TypeVar("ObserverT")
 
@@ -236,3 +241,65 @@ def in_run_trace(run_id: str) -> Iterator[None]:
         yield
     finally:
         context.detach(token)
+
+
+async def start_run(
+    client: Client,
+    run: Callable[[W, I], Awaitable[dict[str, Any]]],
+    workflow_input: I,
+    *,
+    run_id: str,
+    prefix: str,
+    task_queue: str,
+    workflow_id: str | None,
+    workflow_task_timeout: timedelta | None,
+) -> WorkflowHandle[W, dict[str, Any]]:
+    """Client code: start a validated run (id ``<prefix>-<run id>`` unless ``workflow_id``).
+
+    ``workflow_task_timeout`` is Temporal's workflow task timeout (its
+    default, 10 s, when ``None``): how long a workflow task a worker has
+    taken may go unanswered before another worker gets it — what a run
+    waits for when its worker died in the middle of one (spec §12: the run
+    goes on elsewhere). Checked before anything reaches the server.
+    """
+    task_timeout = None
+    if workflow_task_timeout is not None:
+        check_timedeltas(workflow_task_timeout=workflow_task_timeout)
+        task_timeout = workflow_task_timeout
+    with in_run_trace(run_id):
+        return await client.start_workflow(
+            run,
+            workflow_input,
+            id=workflow_id if workflow_id is not None else f"{prefix}-{run_id}",
+            task_queue=task_queue,
+            task_timeout=task_timeout,
+        )
+
+
+def executing(
+    start: Callable[P, Awaitable[WorkflowHandle[Any, dict[str, Any]]]],
+    state_type: type[T],
+    name: str,
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """The ``execute_…`` twin of a ``start_…`` function: same arguments, waits for the state.
+
+    One signature, stated once (on ``start``): the waiting variant cannot
+    drift from it, and validates exactly as it does.
+    """
+
+    async def execute(*args: P.args, **kwargs: P.kwargs) -> T:
+        handle = await start(*args, **kwargs)
+        state: T = from_wire(state_type, await handle.result())
+        return state
+
+    execute.__name__ = execute.__qualname__ = name
+    execute.__doc__ = (
+        f"Run a request as a workflow and wait; the finished :class:`{state_type.__name__}`.\n\n"
+        f"Takes exactly the arguments of :func:`{start.__name__}` and validates like it "
+        "(nothing is started for a request that is not valid)."
+    )
+    execute.__module__ = start.__module__
+    # What help() and inspect show: start's parameters, returning the state.
+    signature = inspect.signature(start).replace(return_annotation=state_type.__name__)
+    vars(execute)["__signature__"] = signature
+    return execute

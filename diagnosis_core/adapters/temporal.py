@@ -117,9 +117,10 @@ from ._temporal_common import (
     HeartbeatingActivities,
     announce_events,
     call_effect_activity,
-    in_run_trace,
+    executing,
     recovery_options,
     sandbox_runner,
+    start_run,
 )
 
 __all__ = [
@@ -575,6 +576,7 @@ async def start_diagnosis_workflow(
     agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
     gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
     heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+    workflow_task_timeout: timedelta | None = None,
 ) -> WorkflowHandle[DiagnosisWorkflow, dict[str, Any]]:
     """Start a run; ``workflow_id`` defaults to ``diagnosis-<run id>``.
 
@@ -582,8 +584,10 @@ async def start_diagnosis_workflow(
     validated before anything reaches the server: :class:`PayloadError` for
     a request that does not decode, :class:`ConfigError` for a timeout that
     is not positive — and then no workflow is started. The timeouts are the
-    start-to-close timeouts of one agent / gatekeeper activity and the
-    heartbeat timeout of every activity.
+    start-to-close timeouts of one agent / gatekeeper activity, the
+    heartbeat timeout of every activity, and Temporal's workflow task
+    timeout (``None``: Temporal's default, 10 s) — how long a run waits for
+    a workflow task its dead worker had taken before another worker gets it.
     """
     workflow_input = DiagnosisWorkflowInput.of(
         request,
@@ -591,38 +595,25 @@ async def start_diagnosis_workflow(
         gatekeeper_timeout=gatekeeper_timeout,
         heartbeat_timeout=heartbeat_timeout,
     )
-    run_id = _decode_request(workflow_input.request).run.run_id
-    with in_run_trace(run_id):
-        return await client.start_workflow(
-            DiagnosisWorkflow.run,
-            workflow_input,
-            id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
-            task_queue=task_queue,
-        )
-
-
-async def execute_diagnosis(
-    client: Client,
-    request: DiagnosisRequest | Mapping[str, Any],
-    *,
-    task_queue: str,
-    workflow_id: str | None = None,
-    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
-    gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
-    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
-) -> DiagnosisState:
-    """Run ``request`` as a workflow and wait; the finished :class:`DiagnosisState`.
-
-    Validates like :func:`start_diagnosis_workflow` (nothing is started for
-    a request that is not valid).
-    """
-    handle = await start_diagnosis_workflow(
+    return await start_run(
         client,
-        request,
+        DiagnosisWorkflow.run,
+        workflow_input,
+        run_id=workflow_input.request["run"]["run_id"],  # the request decoded: it is there
+        prefix="diagnosis",
         task_queue=task_queue,
         workflow_id=workflow_id,
-        agent_timeout=agent_timeout,
-        gatekeeper_timeout=gatekeeper_timeout,
-        heartbeat_timeout=heartbeat_timeout,
+        workflow_task_timeout=workflow_task_timeout,
     )
-    return from_wire(DiagnosisState, await handle.result())
+
+
+execute_diagnosis = executing(
+    start_diagnosis_workflow,
+    DiagnosisState,
+    "execute_diagnosis",
+)
+"""Run a request as a workflow and wait; the finished :class:`DiagnosisState`.
+
+Takes exactly the arguments of :func:`start_diagnosis_workflow` and validates
+like it (nothing is started for a request that is not valid).
+"""

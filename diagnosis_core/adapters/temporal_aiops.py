@@ -81,9 +81,10 @@ from ._temporal_common import (
     HeartbeatingActivities,
     announce_events,
     call_effect_activity,
-    in_run_trace,
+    executing,
     recovery_options,
     sandbox_runner,
+    start_run,
 )
 
 __all__ = [
@@ -275,45 +276,38 @@ async def start_aiops_workflow(
     workflow_id: str | None = None,
     agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
     heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+    workflow_task_timeout: timedelta | None = None,
 ) -> WorkflowHandle[AiOpsWorkflow, dict[str, Any]]:
     """Start an AIOps run; ``workflow_id`` defaults to ``aiops-<run id>``.
 
     ``request`` is validated before anything reaches the server (``TypeError``
     for something that is not an :class:`AiOpsRequest`, :class:`ConfigError`
-    for a timeout that is not positive).
+    for a timeout that is not positive). ``workflow_task_timeout`` is as for
+    :func:`~diagnosis_core.adapters.temporal.start_diagnosis_workflow`.
     """
     if not isinstance(request, AiOpsRequest):
         raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
     agent_seconds, heartbeat_seconds = check_timedeltas(
         agent_timeout=agent_timeout, heartbeat_timeout=heartbeat_timeout
     )
-    workflow_input = AiOpsWorkflowInput(wire_object(request), agent_seconds, heartbeat_seconds)
-    with in_run_trace(request.run.run_id):
-        return await client.start_workflow(
-            AiOpsWorkflow.run,
-            workflow_input,
-            id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
-            task_queue=task_queue,
-        )
-
-
-async def execute_aiops(
-    client: Client,
-    request: AiOpsRequest,
-    *,
-    task_queue: str,
-    workflow_id: str | None = None,
-    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
-    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
-) -> AiOpsState:
-    """Run an AIOps request as a workflow and wait; the finished :class:`AiOpsState`."""
-    handle = await start_aiops_workflow(
+    return await start_run(
         client,
-        request,
+        AiOpsWorkflow.run,
+        AiOpsWorkflowInput(wire_object(request), agent_seconds, heartbeat_seconds),
+        run_id=request.run.run_id,
+        prefix="aiops",
         task_queue=task_queue,
         workflow_id=workflow_id,
-        agent_timeout=agent_timeout,
-        heartbeat_timeout=heartbeat_timeout,
+        workflow_task_timeout=workflow_task_timeout,
     )
-    state: AiOpsState = from_wire(AiOpsState, await handle.result())
-    return state
+
+
+execute_aiops = executing(
+    start_aiops_workflow,
+    AiOpsState,
+    "execute_aiops",
+)
+"""Run an AIOps request as a workflow and wait; the finished :class:`AiOpsState`.
+
+Takes exactly the arguments of :func:`start_aiops_workflow`.
+"""
