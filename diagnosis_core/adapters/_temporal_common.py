@@ -23,14 +23,14 @@ import attrs
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .. import ConfigError, from_wire
+from .. import ConfigError, JournalError, from_wire
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
 from ..tools import ToolsFactory
-from ._engine import EffectReport, Performing, check_timedeltas
+from ._engine import EffectReport, Flow, Performing, check_timedeltas, new_events, wire_object
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -199,6 +199,61 @@ async def call_effect_activity(
                 continue
             return ActivityFailed(INTERRUPTED_MESSAGE)
         return data
+
+
+async def run_effects(
+    flow: Flow,
+    recorder: Any,
+    state: Any,
+    *,
+    activity_of: Callable[[Any], tuple[str, float]],
+    heartbeat_seconds: float,
+    announce_activity: str,
+    on_state: Callable[[Any], None],
+) -> Any:
+    """Workflow code: perform what ``flow``'s machine asks for until it has finished.
+
+    Each effect is the activity ``activity_of(action)`` names (with its
+    start-to-close timeout in seconds); its facts, or the §12 outcome of
+    what Temporal reported instead, finish the recorder's started entry and
+    advance ``state`` by that one entry. ``on_state`` sees each new state
+    (for the workflow's queries); an effect whose worker has an observer has
+    its trace events announced by ``announce_activity``. Returns the final state.
+    """
+    machine = flow.machine
+    run_wire = wire_object(recorder.journal.request.run)
+    while not isinstance(action := machine.next_action(state), machine.finished_type):
+        recorder.begin(action)
+        expected = machine.expected_call(action)
+        name, seconds = activity_of(action)
+        arguments: list[Any] = [wire_object(action)]
+        ledger = flow.ledger(expected.call, recorder.journal.entries)
+        if ledger is not None:
+            arguments.append(ledger)
+        data = await call_effect_activity(
+            name,
+            arguments,
+            timeout_seconds=seconds,
+            heartbeat_seconds=heartbeat_seconds,
+            resendable=machine.resent_on_resume(expected.call),
+        )
+        if isinstance(data, ActivityFailed):
+            outcome, invocations, observed = flow.failed(expected.call, data.message), None, False
+        else:
+            try:
+                outcome, invocations, observed = flow.recorded(data, expected)
+            except JournalError as error:
+                raise ApplicationError(
+                    f"an activity returned what no worker of this core returns: {error}",
+                    type="JournalError",
+                    non_retryable=True,
+                ) from None
+        before = state
+        state = flow.fold(recorder, state, outcome, invocations)
+        on_state(state)
+        if observed:
+            await announce_events(announce_activity, run_wire, new_events(before, state))
+    return state
 
 
 async def announce_events(name: str, run: dict[str, Any], events: list[dict[str, Any]]) -> None:

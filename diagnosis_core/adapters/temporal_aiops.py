@@ -34,12 +34,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from .. import FailureKind, JournalError, from_wire
+from .. import from_wire
 from ..aiops import (
-    AIOPS_WORKFLOW,
     AiOpsEffects,
-    AiOpsFinished,
-    AiOpsJournal,
     AiOpsJournalRecorder,
     AiOpsObserver,
     AiOpsRequest,
@@ -47,42 +44,19 @@ from ..aiops import (
     AiOpsTraceEvent,
     AsyncAiOpsEffects,
     InvokeAiOpsAgent,
-    advance_aiops,
     aiops_expected_call,
-    next_aiops_action,
-    perform_aiops_effect,
-    perform_aiops_effect_async,
     start_aiops,
 )
-from ..journal import (
-    RecordedAgentError,
-    RecordedReply,
-    RecordedToolInvocation,
-    journal_to_wire,
-    load_outcome,
-)
-from ..machine import AgentFailed, AgentReplied
+from ..journal import journal_to_wire
 from ..tools import ToolsFactory
-from ._engine import (
-    EffectReport,
-    Performing,
-    agent_result,
-    announce,
-    check_timedeltas,
-    decode_tool_invocations,
-    ledger_records,
-    new_events,
-    wire_object,
-)
+from ._engine import AIOPS, EffectReport, announce, check_timedeltas, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_HEARTBEAT_TIMEOUT,
-    ActivityFailed,
     HeartbeatingActivities,
-    announce_events,
-    call_effect_activity,
     executing,
     recovery_options,
+    run_effects,
     sandbox_runner,
     start_run,
 )
@@ -116,7 +90,7 @@ class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, A
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
 
-    performing = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
+    performing = AIOPS.performing
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -173,7 +147,7 @@ class AiOpsWorkflow:
         except Exception as error:  # refused, never retried
             self._problem = f"{type(error).__name__}: {error}"
             return
-        self._recorder = AiOpsJournalRecorder(AiOpsJournal(self._request))
+        self._recorder = AIOPS.recorder(self._request)
 
     @workflow.run
     async def run(self, input: AiOpsWorkflowInput) -> dict[str, Any]:
@@ -185,57 +159,18 @@ class AiOpsWorkflow:
                 type="DiagnosisInputError",
                 non_retryable=True,
             )
-        state = start_aiops(self._request)
-        while not isinstance(action := next_aiops_action(state), AiOpsFinished):
-            recorder.begin(action)
-            result, invocations, observed = await self._call(input, recorder, action)
-            fed = recorder.end(result, tool_invocations=invocations)
-            before = state
-            state = advance_aiops(state, fed)
-            if observed:
-                events = new_events(before, state)
-                await announce_events(
-                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY, wire_object(self._request.run), events
-                )
-        return wire_object(state)
-
-    async def _call(
-        self, input: AiOpsWorkflowInput, recorder: AiOpsJournalRecorder, action: InvokeAiOpsAgent
-    ) -> tuple[AgentReplied | AgentFailed, tuple[RecordedToolInvocation, ...] | None, bool]:
-        expected = aiops_expected_call(action)
-        executor = action.agent.value == "executor"
-        arguments: list[Any] = [wire_object(action)]
-        if executor:
-            arguments.append(ledger_records(recorder.journal.entries))
         # The AIOps resume rule says whether a call whose worker was lost is
         # sent again (never the executor: its tools may have run).
-        data = await call_effect_activity(
-            INVOKE_AIOPS_AGENT_ACTIVITY,
-            arguments,
-            timeout_seconds=input.agent_timeout_seconds,
+        state = await run_effects(
+            AIOPS,
+            recorder,
+            start_aiops(self._request),
+            activity_of=lambda action: (INVOKE_AIOPS_AGENT_ACTIVITY, input.agent_timeout_seconds),
             heartbeat_seconds=input.heartbeat_timeout_seconds,
-            resendable=AIOPS_WORKFLOW.resent_on_resume(expected.call),
+            announce_activity=ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
+            on_state=lambda state: None,
         )
-        if isinstance(data, ActivityFailed):
-            return AgentFailed(FailureKind.NON_RETRYABLE, data.message), None, False
-        if not isinstance(data, dict) or data.get("input_sha256") != expected.input_sha256:
-            raise ApplicationError(
-                f"an AIOps activity returned facts for another call: {data!r:.200}",
-                type="JournalError",
-                non_retryable=True,
-            )
-        try:
-            outcome = load_outcome(data.get("outcome"), "outcome", gatekeeper=False)
-            invocations = decode_tool_invocations(data) if executor else None
-        except JournalError as error:
-            raise ApplicationError(str(error), type="JournalError", non_retryable=True) from None
-        if not isinstance(outcome, RecordedReply | RecordedAgentError):
-            raise ApplicationError(
-                "an AIOps activity returned a gatekeeper outcome",
-                type="JournalError",
-                non_retryable=True,
-            )
-        return agent_result(outcome), invocations, data.get("observed") is True
+        return wire_object(state)
 
     @workflow.query(name="aiops_journal")
     def aiops_journal(self) -> dict[str, Any]:

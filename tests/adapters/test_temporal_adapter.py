@@ -53,6 +53,7 @@ import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.scenarios as dcs
+from diagnosis_core.adapters._engine import CHAT
 from diagnosis_core.adapters.temporal import (
     INTERRUPTED_RESENDS,
     INVOKE_AGENT_ACTIVITY,
@@ -60,7 +61,6 @@ from diagnosis_core.adapters.temporal import (
     DiagnosisActivities,
     DiagnosisWorkflow,
     DiagnosisWorkflowInput,
-    _decode_outcome,
     create_diagnosis_worker,
     diagnosis_workflow_runner,
     execute_diagnosis,
@@ -553,7 +553,7 @@ async def _outcome(
         activities.call_gatekeeper
     )
     data = await environment.run(run, dc.to_wire(action))  # type: ignore[arg-type]
-    return _decode_outcome(data, dcj.expected_call(action))
+    return CHAT.recorded(data, dcj.expected_call(action))[0]
 
 
 async def test_an_agent_error_comes_back_as_a_classified_result_not_an_activity_failure() -> None:
@@ -683,7 +683,7 @@ def test_a_malformed_activity_result_fails_loudly(data: object) -> None:
     if isinstance(data, dict) and data.get("input_sha256") == "<right>":
         data = {**data, "input_sha256": expected.input_sha256}
     with pytest.raises(dc.JournalError):
-        _decode_outcome(data, expected)
+        CHAT.recorded(data, expected)
 
 
 @pytest.mark.parametrize(
