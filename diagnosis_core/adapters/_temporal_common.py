@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, ParamSpec, TypeVar
 
@@ -24,6 +24,7 @@ from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .. import ConfigError, JournalError, from_wire
@@ -85,6 +86,28 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
             f"got {timeout!r:.80}"
         )
     return chosen
+
+
+def create_worker(
+    client: Client,
+    task_queue: str,
+    workflows: list[type],
+    activities: Sequence[Callable[..., Any]],
+    options: Mapping[str, Any],
+) -> Worker:
+    """A worker of ``workflows`` and ``activities`` in the core's sandbox, with recovery options.
+
+    ``options`` go to :class:`temporalio.worker.Worker` unchanged, but for the
+    sticky-queue timeout this sets unless the host did (:func:`recovery_options`).
+    """
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=workflows,
+        activities=activities,
+        workflow_runner=sandbox_runner(),
+        **recovery_options(options),
+    )
 
 
 class HeartbeatingActivities(Generic[EffectsT, ObserverT]):

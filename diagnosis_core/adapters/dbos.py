@@ -170,14 +170,28 @@ class _Workflow:
 
     ``decode`` reads the workflow input, ``journal_event`` is the event the
     finished journal is published as, ``configure`` names the function that
-    sets ``host`` (the process's effects, tools and observer).
+    sets ``host`` (the process's effects, tools and observer), ``prefix``
+    starts a run's default workflow id.
     """
 
     flow: Flow
     decode: Callable[[object], Any]
     journal_event: str
     configure: str
+    prefix: str
     host: _Host | None = None
+    function: Callable[[dict[str, Any]], dict[str, Any]] = attrs.field(init=False)
+    """The registered DBOS workflow function (set once it is defined below)."""
+
+    def workflow_id(self, request: object, chosen: str | None) -> str:
+        """``chosen``, or ``<prefix>-<run id>``; ``TypeError`` for a request of another workflow."""
+        request_type = self.flow.machine.request_type
+        if not isinstance(request, request_type):
+            raise TypeError(
+                f"request: expected {_article(request_type.__name__)}, "
+                f"got {type(request).__name__}"
+            )
+        return chosen if chosen is not None else f"{self.prefix}-{request.run.run_id}"
 
     def configured(self) -> _Host:
         if self.host is None:
@@ -188,8 +202,16 @@ class _Workflow:
         return self.host
 
 
-_CHAT = _Workflow(CHAT, _decode_request, DIAGNOSIS_JOURNAL_EVENT, "configure_diagnosis_dbos")
-_AIOPS = _Workflow(AIOPS, _decode_aiops_request, AIOPS_JOURNAL_EVENT, "configure_aiops_dbos")
+def _article(name: str) -> str:
+    return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
+
+
+_CHAT = _Workflow(
+    CHAT, _decode_request, DIAGNOSIS_JOURNAL_EVENT, "configure_diagnosis_dbos", "diagnosis"
+)
+_AIOPS = _Workflow(
+    AIOPS, _decode_aiops_request, AIOPS_JOURNAL_EVENT, "configure_aiops_dbos", "aiops"
+)
 
 
 def configure_diagnosis_dbos(
@@ -349,7 +371,22 @@ def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     return _run(_AIOPS, request_wire)
 
 
+_CHAT.function, _AIOPS.function = diagnosis_dbos_workflow, aiops_dbos_workflow
+
+
 # --- starting and reading runs ----------------------------------------------------------
+
+
+def _start(
+    run: _Workflow, request: object, workflow_id: str | None
+) -> WorkflowHandle[dict[str, Any]]:
+    with SetWorkflowID(run.workflow_id(request, workflow_id)):
+        return DBOS.start_workflow(run.function, wire_object(request))
+
+
+def _run_here(run: _Workflow, request: object, workflow_id: str | None) -> object:
+    with SetWorkflowID(run.workflow_id(request, workflow_id)):
+        return run.function(wire_object(request))
 
 
 def start_diagnosis_dbos(
@@ -360,10 +397,7 @@ def start_diagnosis_dbos(
     Starting an id that already exists returns that run's handle (DBOS's
     idempotence), so a host that retries a start never runs a diagnosis twice.
     """
-    if not isinstance(request, DiagnosisRequest):
-        raise TypeError(f"request: expected a DiagnosisRequest, got {type(request).__name__}")
-    with SetWorkflowID(_workflow_id(request, workflow_id, "diagnosis")):
-        return DBOS.start_workflow(diagnosis_dbos_workflow, wire_object(request))
+    return _start(_CHAT, request, workflow_id)
 
 
 def run_diagnosis_dbos(
@@ -375,11 +409,7 @@ def run_diagnosis_dbos(
     not run again: its result is awaited, as :func:`start_diagnosis_dbos`'s
     handle would).
     """
-    if not isinstance(request, DiagnosisRequest):
-        raise TypeError(f"request: expected a DiagnosisRequest, got {type(request).__name__}")
-    with SetWorkflowID(_workflow_id(request, workflow_id, "diagnosis")):
-        wire = diagnosis_dbos_workflow(wire_object(request))
-    state: DiagnosisState = from_wire(DiagnosisState, wire)
+    state: DiagnosisState = from_wire(DiagnosisState, _run_here(_CHAT, request, workflow_id))
     return state
 
 
@@ -389,10 +419,6 @@ def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -
     :class:`JournalError` when the run has published none within ``timeout_seconds``.
     """
     return load_journal(_published(workflow_id, DIAGNOSIS_JOURNAL_EVENT, timeout_seconds))
-
-
-def _workflow_id(request: DiagnosisRequest | AiOpsRequest, chosen: str | None, prefix: str) -> str:
-    return chosen if chosen is not None else f"{prefix}-{request.run.run_id}"
 
 
 def _published(workflow_id: str, event: str, timeout_seconds: float) -> object:
@@ -409,19 +435,12 @@ def start_aiops_dbos(
     request: AiOpsRequest, *, workflow_id: str | None = None
 ) -> WorkflowHandle[dict[str, Any]]:
     """Start an AIOps run as a DBOS workflow; ``workflow_id`` defaults to ``aiops-<run id>``."""
-    if not isinstance(request, AiOpsRequest):
-        raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
-    with SetWorkflowID(_workflow_id(request, workflow_id, "aiops")):
-        return DBOS.start_workflow(aiops_dbos_workflow, wire_object(request))
+    return _start(_AIOPS, request, workflow_id)
 
 
 def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> AiOpsState:
     """Run an AIOps request as a DBOS workflow and wait (in the calling thread); its state."""
-    if not isinstance(request, AiOpsRequest):
-        raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
-    with SetWorkflowID(_workflow_id(request, workflow_id, "aiops")):
-        wire = aiops_dbos_workflow(wire_object(request))
-    state: AiOpsState = from_wire(AiOpsState, wire)
+    state: AiOpsState = from_wire(AiOpsState, _run_here(_AIOPS, request, workflow_id))
     return state
 
 

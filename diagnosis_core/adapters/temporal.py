@@ -82,8 +82,8 @@ from ._temporal_common import (
     INTERRUPTED_RESENDS,
     PASSTHROUGH_MODULES,
     HeartbeatingActivities,
+    create_worker,
     executing,
-    recovery_options,
     run_effects,
     sandbox_runner,
     start_run,
@@ -429,14 +429,7 @@ def create_diagnosis_worker(
                 observer=aiops_observer,
             ).activities
         )
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=workflows,
-        activities=activities,
-        workflow_runner=diagnosis_workflow_runner(),
-        **recovery_options(worker_options),
-    )
+    return create_worker(client, task_queue, workflows, activities, worker_options)
 
 
 async def start_diagnosis_workflow(

@@ -54,10 +54,9 @@ from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_HEARTBEAT_TIMEOUT,
     HeartbeatingActivities,
+    create_worker,
     executing,
-    recovery_options,
     run_effects,
-    sandbox_runner,
     start_run,
 )
 
@@ -191,16 +190,10 @@ def create_aiops_worker(
     **worker_options: Any,
 ) -> Worker:
     """A worker running :class:`AiOpsWorkflow` and the activities of ``effects``."""
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AiOpsWorkflow],
-        activities=AiOpsActivities(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        ).activities,
-        workflow_runner=sandbox_runner(),
-        **recovery_options(worker_options),
-    )
+    activities = AiOpsActivities(
+        effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+    ).activities
+    return create_worker(client, task_queue, [AiOpsWorkflow], activities, worker_options)
 
 
 async def start_aiops_workflow(
