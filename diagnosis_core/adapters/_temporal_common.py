@@ -14,23 +14,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Iterator, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar
 
 import attrs
 from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .. import ConfigError
+from .. import ConfigError, JournalError, from_wire
 from ..journal import INTERRUPTED_MESSAGE
 from ..machine import describe_error
 from ..tools import ToolsFactory
-from ._engine import EffectReport, Performing
+from ._engine import EffectReport, Flow, Performing, check_timedeltas, new_events, wire_object
 
 T = TypeVar("T")
+P = ParamSpec("P")
+W = TypeVar("W")
+I = TypeVar("I")  # noqa: E741 - a workflow's input type
 EffectsT = TypeVar("EffectsT")
 ObserverT = TypeVar("ObserverT")
 
@@ -80,6 +86,28 @@ def recovery_options(options: Mapping[str, Any]) -> dict[str, Any]:
             f"got {timeout!r:.80}"
         )
     return chosen
+
+
+def create_worker(
+    client: Client,
+    task_queue: str,
+    workflows: list[type],
+    activities: Sequence[Callable[..., Any]],
+    options: Mapping[str, Any],
+) -> Worker:
+    """A worker of ``workflows`` and ``activities`` in the core's sandbox, with recovery options.
+
+    ``options`` go to :class:`temporalio.worker.Worker` unchanged, but for the
+    sticky-queue timeout this sets unless the host did (:func:`recovery_options`).
+    """
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=workflows,
+        activities=activities,
+        workflow_runner=sandbox_runner(),
+        **recovery_options(options),
+    )
 
 
 class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
@@ -196,6 +224,61 @@ async def call_effect_activity(
         return data
 
 
+async def run_effects(
+    flow: Flow,
+    recorder: Any,
+    state: Any,
+    *,
+    activity_of: Callable[[Any], tuple[str, float]],
+    heartbeat_seconds: float,
+    announce_activity: str,
+    on_state: Callable[[Any], None],
+) -> Any:
+    """Workflow code: perform what ``flow``'s machine asks for until it has finished.
+
+    Each effect is the activity ``activity_of(action)`` names (with its
+    start-to-close timeout in seconds); its facts, or the §12 outcome of
+    what Temporal reported instead, finish the recorder's started entry and
+    advance ``state`` by that one entry. ``on_state`` sees each new state
+    (for the workflow's queries); an effect whose worker has an observer has
+    its trace events announced by ``announce_activity``. Returns the final state.
+    """
+    machine = flow.machine
+    run_wire = wire_object(recorder.journal.request.run)
+    while not isinstance(action := machine.next_action(state), machine.finished_type):
+        recorder.begin(action)
+        expected = machine.expected_call(action)
+        name, seconds = activity_of(action)
+        arguments: list[Any] = [wire_object(action)]
+        ledger = flow.ledger(expected.call, recorder.journal.entries)
+        if ledger is not None:
+            arguments.append(ledger)
+        data = await call_effect_activity(
+            name,
+            arguments,
+            timeout_seconds=seconds,
+            heartbeat_seconds=heartbeat_seconds,
+            resendable=machine.resent_on_resume(expected.call),
+        )
+        if isinstance(data, ActivityFailed):
+            outcome, invocations, observed = flow.failed(expected.call, data.message), None, False
+        else:
+            try:
+                outcome, invocations, observed = flow.recorded(data, expected)
+            except JournalError as error:
+                raise ApplicationError(
+                    f"an activity returned what no worker of this core returns: {error}",
+                    type="JournalError",
+                    non_retryable=True,
+                ) from None
+        before = state
+        state = flow.fold(recorder, state, outcome, invocations)
+        on_state(state)
+        if observed:
+            await announce_events(announce_activity, run_wire, new_events(before, state))
+    return state
+
+
 async def announce_events(name: str, run: dict[str, Any], events: list[dict[str, Any]]) -> None:
     """Workflow code: have the worker's observer told of ``events`` (never raises).
 
@@ -236,3 +319,65 @@ def in_run_trace(run_id: str) -> Iterator[None]:
         yield
     finally:
         context.detach(token)
+
+
+async def start_run(
+    client: Client,
+    run: Callable[[W, I], Awaitable[dict[str, Any]]],
+    workflow_input: I,
+    *,
+    run_id: str,
+    prefix: str,
+    task_queue: str,
+    workflow_id: str | None,
+    workflow_task_timeout: timedelta | None,
+) -> WorkflowHandle[W, dict[str, Any]]:
+    """Client code: start a validated run (id ``<prefix>-<run id>`` unless ``workflow_id``).
+
+    ``workflow_task_timeout`` is Temporal's workflow task timeout (its
+    default, 10 s, when ``None``): how long a workflow task a worker has
+    taken may go unanswered before another worker gets it — what a run
+    waits for when its worker died in the middle of one (spec §12: the run
+    goes on elsewhere). Checked before anything reaches the server.
+    """
+    task_timeout = None
+    if workflow_task_timeout is not None:
+        check_timedeltas(workflow_task_timeout=workflow_task_timeout)
+        task_timeout = workflow_task_timeout
+    with in_run_trace(run_id):
+        return await client.start_workflow(
+            run,
+            workflow_input,
+            id=workflow_id if workflow_id is not None else f"{prefix}-{run_id}",
+            task_queue=task_queue,
+            task_timeout=task_timeout,
+        )
+
+
+def executing(
+    start: Callable[P, Awaitable[WorkflowHandle[Any, dict[str, Any]]]],
+    state_type: type[T],
+    name: str,
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """The ``execute_…`` twin of a ``start_…`` function: same arguments, waits for the state.
+
+    One signature, stated once (on ``start``): the waiting variant cannot
+    drift from it, and validates exactly as it does.
+    """
+
+    async def execute(*args: P.args, **kwargs: P.kwargs) -> T:
+        handle = await start(*args, **kwargs)
+        state: T = from_wire(state_type, await handle.result())
+        return state
+
+    execute.__name__ = execute.__qualname__ = name
+    execute.__doc__ = (
+        f"Run a request as a workflow and wait; the finished :class:`{state_type.__name__}`.\n\n"
+        f"Takes exactly the arguments of :func:`{start.__name__}` and validates like it "
+        "(nothing is started for a request that is not valid)."
+    )
+    execute.__module__ = start.__module__
+    # What help() and inspect show: start's parameters, returning the state.
+    signature = inspect.signature(start).replace(return_annotation=state_type.__name__)
+    vars(execute)["__signature__"] = signature
+    return execute

@@ -5,31 +5,46 @@ checks it), as the worked example of ``docs/adapters.md``.
 
 **One workflow per run, the journal as its step results.** The workflow
 function :func:`diagnosis_dbos_workflow` holds the request and the run's
-journal (spec §12) and nothing else: for an executor or gatekeeper call it
-runs two DBOS steps — ``diagnosis_core.begin`` commits the ``started`` entry
-(its recorded output *is* that commitment), then ``diagnosis_core.effect``
-performs the effect; an LLM call (planner, verifier, composer; supervisor,
-planner, reporter) is the effect step alone, since running it again after a
-crash is exactly what the resume rule does with it. The effect step returns
-the finished entry's facts (the input hash,
-the outcome in its §12 wire form, an executor's tool calls). DBOS records
-each step's output in its system database; a recovered workflow re-runs the
-function, gets every recorded output back instead of running the step, and
-folds the same journal to the same state. The run's journal is published as
-the workflow event ``diagnosis_journal`` (:func:`dbos_diagnosis_journal`).
+journal (spec §12) and nothing else: each effect is one DBOS step,
+``diagnosis_core.effect``, returning the finished entry's facts (the input
+hash, the outcome in its §12 wire form, an executor's tool calls). DBOS
+records each step's output in its system database; a recovered workflow
+re-runs the function, gets every recorded output back instead of running the
+step, and folds the same journal to the same state. The run's journal is
+published as the workflow event ``diagnosis_journal``
+(:func:`dbos_diagnosis_journal`).
+
+**The started entry rides on the step before it.** A call the resume rule
+never sends again (the executor, the gatekeeper) must have its ``started``
+entry committed before it is performed, so that a resume finds it and fails
+closed. The workflow is deterministic: once the step before it (an LLM call,
+or the executor before a gatekeeper) has a recorded output, the next action
+— and its started entry — follows from the journal alone. So that recorded
+output *is* the commitment: no write of its own, one engine round-trip per
+effect. Only a run whose very first action is such a call commits its start
+with a ``diagnosis_core.begin`` step.
 
 **The §12 resume rule, not DBOS's at-least-once.** DBOS runs a step again when
-its process died during it. The adapter does not let it decide: a
-``begin`` step whose body ran in *this* process marks its effect as ours; when
-a recovered workflow finds a recorded ``begin`` it did not run, the effect was
-interrupted by the death of its process, and the workflow descriptor's rule
-(``DIAGNOSIS_WORKFLOW.resent_on_resume``) says what happens — the planner,
+its process died during it. The adapter does not let it decide: when the step
+that committed a start ran in *this* execution of the workflow function, the
+effect is ours and is performed; when a recovered workflow got that step's
+recorded output back instead, the start was committed by a process that died
+before the effect's own output was recorded — it may have run (or begun, or
+not yet begun: the same §12 case) — and the workflow descriptor's rule
+(``DIAGNOSIS_WORKFLOW.resent_on_resume``) says what happens: the planner,
 verifier and composer are sent again with the identical input as the same
-attempt; the executor is recorded as failed,
-``interrupted: outcome unknown`` (its tools may have run, so it is never
-called twice); the gatekeeper as unavailable unless the host re-sends it
+attempt; the executor is recorded as failed, ``interrupted: outcome
+unknown`` (its tools may have run, so it is never called twice); the
+gatekeeper as unavailable unless the host re-sends it
 (``resend_gatekeeper=True``). That decision is the ``effect`` step's recorded
-output, so it is taken once.
+output, so it is taken once. A crash in the instant between the committing
+step's record and the effect's start fails closed too — that is §12's
+"started and not yet begun", settled like any interrupted call.
+
+**Verify on resume only.** A step that ran in this execution hands the
+workflow its decoded outcome and tool calls directly; a recorded output read
+back on recovery is decoded and checked strictly (the input hash of the call,
+the §12 outcome, the §13 tool calls), as a journal's entries are.
 
 **Tools and observers.** ``tools`` (a :data:`~diagnosis_core.tools.ToolsFactory`)
 gives each executor and gatekeeper step the run's recorder, rebuilt from the
@@ -54,7 +69,7 @@ as failed and never called again.
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -66,74 +81,36 @@ from .. import (
     DiagnosisRequest,
     DiagnosisState,
     Effects,
-    FailureKind,
     JournalError,
     PayloadError,
-    TraceEvent,
     from_wire,
     to_wire,
 )
 from ..aiops import (
-    AIOPS_WORKFLOW,
     AiOpsEffects,
-    AiOpsFinished,
     AiOpsJournal,
-    AiOpsJournalRecorder,
     AiOpsObserver,
     AiOpsRequest,
     AiOpsState,
-    AiOpsTraceEvent,
     AsyncAiOpsEffects,
-    InvokeAiOpsAgent,
-    advance_aiops,
-    aiops_expected_call,
     load_aiops_journal,
-    next_aiops_action,
-    perform_aiops_effect,
-    perform_aiops_effect_async,
-    start_aiops,
 )
 from ..journal import (
     INTERRUPTED_MESSAGE,
-    EntryState,
     Journal,
-    JournalCall,
     JournalOutcome,
-    RecordedAgentError,
-    RecordedGatekeeperError,
-    append_entry,
-    entry_result,
-    expected_call,
+    RecordedToolInvocation,
     journal_to_wire,
-    journal_tool_records,
     load_journal,
-    load_outcome,
     outcome_to_wire,
-    start_entry,
 )
-from ..machine import (
-    DIAGNOSIS_WORKFLOW,
-    AgentFailed,
-    AgentName,
-    AgentReplied,
-    CallGatekeeper,
-    EffectResult,
-    Finished,
-    InvokeAgent,
-    advance,
-    next_action,
-    perform_effect,
-    perform_effect_async,
-    start_diagnosis,
-)
-from ..tools import ToolRecorder, ToolsFactory
+from ..tools import ToolsFactory
 from ._engine import (
+    AIOPS,
+    CHAT,
     EffectReport,
-    Performing,
-    agent_result,
+    Flow,
     announce,
-    decode_tool_invocations,
-    ledger_records,
     new_events,
     wire_object,
 )
@@ -167,17 +144,74 @@ AIOPS_JOURNAL_EVENT = "aiops_journal"
 
 @attrs.frozen
 class _Host:
-    effects: Effects | AsyncEffects
+    """What a process configured for one workflow: its effects, tools and observer."""
+
+    effects: Any
     tools: ToolsFactory | None
-    observer: DiagnosisObserver | None
-    resend_gatekeeper: bool
+    observer: Any
+    resend_gatekeeper: bool = False
 
 
-_host: _Host | None = None
-# The (workflow id, seq) of every started entry whose begin step ran in this process:
-# a recorded begin step that is not here was run by a process that died.
-_begun: set[tuple[str, int]] = set()
-_lock = threading.Lock()
+def _decode_request(data: object) -> DiagnosisRequest:
+    request: DiagnosisRequest = from_wire(DiagnosisRequest, data)
+    if to_wire(request) != data:
+        raise PayloadError("request", "does not round-trip (an unknown key or a default spelt out)")
+    return request
+
+
+def _decode_aiops_request(data: object) -> AiOpsRequest:
+    request: AiOpsRequest = from_wire(AiOpsRequest, data)
+    return request
+
+
+@attrs.define(eq=False)
+class _Workflow:
+    """One workflow as the DBOS loop runs it: its engine row and what is DBOS's own.
+
+    ``decode`` reads the workflow input, ``journal_event`` is the event the
+    finished journal is published as, ``configure`` names the function that
+    sets ``host`` (the process's effects, tools and observer), ``prefix``
+    starts a run's default workflow id.
+    """
+
+    flow: Flow
+    decode: Callable[[object], Any]
+    journal_event: str
+    configure: str
+    prefix: str
+    host: _Host | None = None
+    function: Callable[[dict[str, Any]], dict[str, Any]] = attrs.field(init=False)
+    """The registered DBOS workflow function (set once it is defined below)."""
+
+    def workflow_id(self, request: object, chosen: str | None) -> str:
+        """``chosen``, or ``<prefix>-<run id>``; ``TypeError`` for a request of another workflow."""
+        request_type = self.flow.machine.request_type
+        if not isinstance(request, request_type):
+            raise TypeError(
+                f"request: expected {_article(request_type.__name__)}, "
+                f"got {type(request).__name__}"
+            )
+        return chosen if chosen is not None else f"{self.prefix}-{request.run.run_id}"
+
+    def configured(self) -> _Host:
+        if self.host is None:
+            raise RuntimeError(
+                f"no effects for {self.flow.machine.name} workflows in this process: call "
+                f"{self.configure}(effects) before DBOS.launch()"
+            )
+        return self.host
+
+
+def _article(name: str) -> str:
+    return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
+
+
+_CHAT = _Workflow(
+    CHAT, _decode_request, DIAGNOSIS_JOURNAL_EVENT, "configure_diagnosis_dbos", "diagnosis"
+)
+_AIOPS = _Workflow(
+    AIOPS, _decode_aiops_request, AIOPS_JOURNAL_EVENT, "configure_aiops_dbos", "aiops"
+)
 
 
 def configure_diagnosis_dbos(
@@ -196,193 +230,7 @@ def configure_diagnosis_dbos(
     """
     if not isinstance(effects, Effects | AsyncEffects):
         raise TypeError(f"effects: expected Effects or AsyncEffects, got {type(effects).__name__}")
-    global _host
-    _host = _Host(effects, tools, observer, resend_gatekeeper)
-
-
-def _configured() -> _Host:
-    if _host is None:
-        raise RuntimeError(
-            "no effects for diagnosis workflows in this process: call "
-            "configure_diagnosis_dbos(effects) before DBOS.launch()"
-        )
-    return _host
-
-
-def _decode_request(data: object) -> DiagnosisRequest:
-    request: DiagnosisRequest = from_wire(DiagnosisRequest, data)
-    if to_wire(request) != data:
-        raise PayloadError("request", "does not round-trip (an unknown key or a default spelt out)")
-    return request
-
-
-# --- steps (they run; their outputs are recorded) ---------------------------------------
-
-
-@DBOS.step(name="diagnosis_core.begin")
-def _begin(workflow_id: str, seq: int) -> int:
-    """Commit a started entry: the recorded output is the commitment, the set says 'ours'."""
-    with _lock:
-        _begun.add((workflow_id, seq))
-    return seq
-
-
-def _begun_here(workflow_id: str, seq: int) -> bool:
-    """Whether this process ran the begin step of entry ``seq`` (forgotten once asked)."""
-    with _lock:
-        ours = (workflow_id, seq) in _begun
-        _begun.discard((workflow_id, seq))
-    return ours
-
-
-def _recorder(host: _Host, run_id: str, ledger: list[dict[str, Any]] | None) -> ToolRecorder | None:
-    if host.tools is None or ledger is None:
-        return None
-    return host.tools(run_id, ledger)
-
-
-_PERFORMING = Performing(AsyncEffects, perform_effect, perform_effect_async)
-_AIOPS_PERFORMING = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
-
-
-@DBOS.step(name="diagnosis_core.effect")
-def _effect(
-    action_wire: dict[str, Any],
-    ledger: list[dict[str, Any]] | None,
-    interrupted: bool,
-) -> dict[str, Any]:
-    """Perform the effect (or settle it by the §12 rule); the finished entry's facts."""
-    host = _configured()
-    action: InvokeAgent | CallGatekeeper = (
-        from_wire(InvokeAgent, action_wire)
-        if "agent" in action_wire
-        else from_wire(CallGatekeeper, action_wire)
-    )
-    expected = expected_call(action)
-    facts: dict[str, Any] = {"input_sha256": expected.input_sha256}
-    if interrupted and not DIAGNOSIS_WORKFLOW.resent_on_resume(
-        expected.call, resend_gatekeeper=host.resend_gatekeeper
-    ):
-        outcome: JournalOutcome = (
-            RecordedGatekeeperError(INTERRUPTED_MESSAGE)
-            if expected.call is JournalCall.GATEKEEPER
-            else RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
-        )
-        facts["outcome"] = outcome_to_wire(outcome)
-        return facts
-    run_id = action.config.run_id if isinstance(action, InvokeAgent) else action.run_id
-    recorder = _recorder(host, run_id, ledger)
-    executor = isinstance(action, InvokeAgent) and action.agent is AgentName.EXECUTOR
-    report = EffectReport(
-        action, expected.input_sha256, host.observer, recorder if executor else None
-    )
-    report.open(action.config if isinstance(action, InvokeAgent) else None)
-    result: EffectResult = _PERFORMING.blocking(action, host.effects)
-    return report.close(result, observed=host.observer is not None)
-
-
-@DBOS.step(name="diagnosis_core.announce")
-def _announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
-    """Tell this process's observer of the trace events an effect appended (spec §14)."""
-    return announce(_configured().observer, run_wire, events, TraceEvent)
-
-
-# --- the workflow (deterministic: it only folds recorded facts) -------------------------
-
-
-@DBOS.workflow(name=DIAGNOSIS_WORKFLOW_NAME)
-def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
-    """One diagnosis run; the finished :class:`DiagnosisState` in wire form."""
-    workflow_id = DBOS.workflow_id
-    assert workflow_id is not None
-    request = _decode_request(request_wire)
-    journal = Journal(request)
-    state = start_diagnosis(request)
-    while not isinstance(action := next_action(state), Finished):
-        started = start_entry(journal, action)
-        journal = append_entry(journal, started)
-        expected = expected_call(action)
-        ours = True
-        if not DIAGNOSIS_WORKFLOW.resent_on_resume(expected.call):
-            # Only a call the resume rule does not send again needs its start
-            # committed: an LLM call that DBOS runs again is the same attempt.
-            ours = _begun_here(workflow_id, _begin(workflow_id, started.seq))
-        ledger = (
-            journal_tool_records(journal)
-            if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER)
-            else None
-        )
-        facts = _effect(wire_object(action), ledger, not ours)
-        if facts.get("input_sha256") != expected.input_sha256:
-            raise JournalError(f"the recorded step of {expected.describe()} is for another input")
-        outcome = load_outcome(
-            facts["outcome"], "outcome", gatekeeper=expected.call is JournalCall.GATEKEEPER
-        )
-        finished = attrs.evolve(
-            started,
-            state=EntryState.FINISHED,
-            outcome=outcome,
-            tool_invocations=decode_tool_invocations(facts),
-        )
-        before = state
-        state = advance(state, entry_result(finished))
-        journal = append_entry(journal, finished)
-        if facts.get("observed") is True and (events := new_events(before, state)):
-            _announce(wire_object(request.run), events)
-    DBOS.set_event(DIAGNOSIS_JOURNAL_EVENT, dict(journal_to_wire(journal)))
-    return wire_object(state)
-
-
-# --- starting and reading runs ----------------------------------------------------------
-
-
-def start_diagnosis_dbos(
-    request: DiagnosisRequest, *, workflow_id: str | None = None
-) -> WorkflowHandle[dict[str, Any]]:
-    """Start ``request`` as a DBOS workflow; ``workflow_id`` defaults to ``diagnosis-<run id>``.
-
-    Starting an id that already exists returns that run's handle (DBOS's
-    idempotence), so a host that retries a start never runs a diagnosis twice.
-    """
-    if not isinstance(request, DiagnosisRequest):
-        raise TypeError(f"request: expected a DiagnosisRequest, got {type(request).__name__}")
-    wire = wire_object(request)
-    chosen = workflow_id if workflow_id is not None else f"diagnosis-{request.run.run_id}"
-    with SetWorkflowID(chosen):
-        return DBOS.start_workflow(diagnosis_dbos_workflow, wire)
-
-
-def run_diagnosis_dbos(
-    request: DiagnosisRequest, *, workflow_id: str | None = None
-) -> DiagnosisState:
-    """Run ``request`` as a DBOS workflow and wait; the finished :class:`DiagnosisState`."""
-    handle = start_diagnosis_dbos(request, workflow_id=workflow_id)
-    state: DiagnosisState = from_wire(DiagnosisState, handle.get_result())
-    return state
-
-
-def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> Journal:
-    """The journal a finished run published (:data:`DIAGNOSIS_JOURNAL_EVENT`), loaded strictly.
-
-    :class:`JournalError` when the run has published none within ``timeout_seconds``.
-    """
-    data = DBOS.get_event(workflow_id, DIAGNOSIS_JOURNAL_EVENT, timeout_seconds)
-    if data is None:
-        raise JournalError(f"workflow {workflow_id!r} published no journal")
-    return load_journal(data)
-
-
-# --- the AIOps workflow ------------------------------------------------------------------
-
-
-@attrs.frozen
-class _AiOpsHost:
-    effects: AiOpsEffects | AsyncAiOpsEffects
-    tools: ToolsFactory | None
-    observer: AiOpsObserver | None
-
-
-_aiops_host: _AiOpsHost | None = None
+    _CHAT.host = _Host(effects, tools, observer, resend_gatekeeper)
 
 
 def configure_aiops_dbos(
@@ -401,106 +249,201 @@ def configure_aiops_dbos(
         raise TypeError(
             f"effects: expected AiOpsEffects or AsyncAiOpsEffects, got {type(effects).__name__}"
         )
-    global _aiops_host
-    _aiops_host = _AiOpsHost(effects, tools, observer)
+    _AIOPS.host = _Host(effects, tools, observer)
 
 
-def _aiops_configured() -> _AiOpsHost:
-    if _aiops_host is None:
-        raise RuntimeError(
-            "no effects for AIOps workflows in this process: call "
-            "configure_aiops_dbos(effects) before DBOS.launch()"
-        )
-    return _aiops_host
+# --- steps (they run; their outputs are recorded) ---------------------------------------
 
 
-@DBOS.step(name="diagnosis_core.aiops_effect")
-def _aiops_effect(
-    action_wire: dict[str, Any],
+class _Ran:
+    """Set by a step's body: the step ran in this execution of the workflow function.
+
+    A step's arguments are never recorded (only its output), so the workflow
+    hands each step a fresh one; when DBOS returns a recorded output instead
+    of running the step, ``ran`` stays false. An effect step that ran leaves
+    its decoded facts here (``outcome``, ``invocations``), so the workflow
+    folds them without decoding its own output again.
+    """
+
+    __slots__ = ("invocations", "outcome", "ran")
+
+    def __init__(self) -> None:
+        self.ran = False
+        self.outcome: JournalOutcome | None = None
+        self.invocations: tuple[RecordedToolInvocation, ...] | None = None
+
+
+@DBOS.step(name="diagnosis_core.begin")
+def _begin(seq: int, ran: _Ran) -> int:
+    """Commit the started entry ``seq`` when no recorded step before it does."""
+    ran.ran = True
+    return seq
+
+
+@DBOS.step(name="diagnosis_core.effect")
+def _effect(
+    run: _Workflow,
+    action: Any,
+    expected: Any,
     ledger: list[dict[str, Any]] | None,
-    settled: dict[str, Any] | None,
+    interrupted: bool,
+    ran: _Ran,
 ) -> dict[str, Any]:
-    """Call the agent (or record the outcome the resume rule settled); the entry's facts."""
-    host = _aiops_configured()
-    action: InvokeAiOpsAgent = from_wire(InvokeAiOpsAgent, action_wire)
-    facts: dict[str, Any] = {"input_sha256": aiops_expected_call(action).input_sha256}
-    if settled is not None:
-        facts["outcome"] = settled
-        return facts
-    executor = action.agent.value == "executor"
-    recorder = (
-        host.tools(action.config.run_id, ledger or [])
-        if host.tools is not None and executor
-        else None
+    """Perform the effect (or settle it by the §12 rule); the finished entry's facts.
+
+    ``action`` and its ``expected`` call are the workflow's own values (a
+    step's arguments are not recorded, so they are passed as they are).
+    """
+    ran.ran = True
+    host, flow = run.configured(), run.flow
+    if interrupted and not flow.machine.resent_on_resume(
+        expected.call, resend_gatekeeper=host.resend_gatekeeper
+    ):
+        ran.outcome = flow.failed(expected.call, INTERRUPTED_MESSAGE)
+        return {"input_sha256": expected.input_sha256, "outcome": outcome_to_wire(ran.outcome)}
+    config = getattr(action, "config", None)  # an agent call's; a gatekeeper call has none
+    recorder = None
+    if host.tools is not None and ledger is not None:
+        recorder = host.tools(config.run_id if config is not None else action.run_id, ledger)
+    executor = expected.call is flow.machine.executor
+    report = EffectReport(
+        action, expected.input_sha256, host.observer, recorder if executor else None
     )
-    report = EffectReport(action, facts["input_sha256"], host.observer, recorder)
-    report.open(action.config)
-    result: AgentReplied | AgentFailed = _AIOPS_PERFORMING.blocking(action, host.effects)
-    return report.close(result, observed=host.observer is not None)
+    report.open(config)
+    result = flow.performing.blocking(action, host.effects)
+    facts = report.close(result, observed=True if host.observer is not None else None)
+    ran.outcome, ran.invocations = report.outcome, report.invocations
+    return facts
 
 
-@DBOS.step(name="diagnosis_core.aiops_announce")
-def _aiops_announce(run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
-    """Tell this process's AIOps observer of the trace events an agent call appended."""
-    return announce(_aiops_configured().observer, run_wire, events, AiOpsTraceEvent)
+@DBOS.step(name="diagnosis_core.announce")
+def _announce(run: _Workflow, run_wire: dict[str, Any], events: list[dict[str, Any]]) -> int:
+    """Tell this process's observer of the trace events an effect appended (spec §14)."""
+    return announce(run.configured().observer, run_wire, events, run.flow.trace_event)
+
+
+# --- the workflow (deterministic: it only folds recorded facts) -------------------------
+
+
+def _run(run: _Workflow, request_wire: dict[str, Any]) -> dict[str, Any]:
+    """One run: perform what the machine asks for, one step per effect."""
+    flow = run.flow
+    machine = flow.machine
+    request = run.decode(request_wire)
+    recorder = flow.recorder(request)
+    state = machine.start(request)
+    committing: _Ran | None = None  # the step whose recorded output commits the next start
+    while not isinstance(action := machine.next_action(state), machine.finished_type):
+        started = recorder.begin(action)
+        expected = machine.expected_call(action)
+        interrupted = False
+        if not machine.resent_on_resume(expected.call):
+            if committing is None:
+                committing = _Ran()
+                _begin(started.seq, committing)
+            interrupted = not committing.ran
+        ledger = flow.ledger(expected.call, recorder.journal.entries)
+        ran = _Ran()
+        facts = _effect(run, action, expected, ledger, interrupted, ran)
+        if ran.outcome is not None:  # performed (or settled) in this execution
+            outcome, invocations = ran.outcome, ran.invocations
+            observed = facts.get("observed") is True
+        else:  # a recorded output read back: verified as strictly as a journal
+            outcome, invocations, observed = flow.recorded(facts, expected)
+        before = state
+        state = flow.fold(recorder, state, outcome, invocations)
+        if observed and (events := new_events(before, state)):
+            _announce(run, wire_object(request.run), events)
+        committing = ran
+    DBOS.set_event(run.journal_event, dict(journal_to_wire(recorder.journal)))
+    return wire_object(state)
+
+
+@DBOS.workflow(name=DIAGNOSIS_WORKFLOW_NAME)
+def diagnosis_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
+    """One diagnosis run; the finished :class:`DiagnosisState` in wire form."""
+    return _run(_CHAT, request_wire)
 
 
 @DBOS.workflow(name=AIOPS_WORKFLOW_NAME)
 def aiops_dbos_workflow(request_wire: dict[str, Any]) -> dict[str, Any]:
     """One AIOps run; the finished :class:`AiOpsState` in wire form."""
-    workflow_id = DBOS.workflow_id
-    assert workflow_id is not None
-    request: AiOpsRequest = from_wire(AiOpsRequest, request_wire)
-    recorder = AiOpsJournalRecorder(AiOpsJournal(request))
-    state = start_aiops(request)
-    while not isinstance(action := next_aiops_action(state), AiOpsFinished):
-        started = recorder.begin(action)
-        expected = aiops_expected_call(action)
-        settled = None
-        # Only a call the resume rule does not send again (the executor) needs
-        # its start committed; begun by a process that died, it is settled.
-        if not AIOPS_WORKFLOW.resent_on_resume(expected.call) and not _begun_here(
-            workflow_id, _begin(workflow_id, started.seq)
-        ):
-            settled = outcome_to_wire(
-                RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
-            )
-        executor = action.agent.value == "executor"
-        ledger = ledger_records(recorder.journal.entries) if executor else None
-        facts = _aiops_effect(wire_object(action), ledger, settled)
-        if facts.get("input_sha256") != expected.input_sha256:
-            raise JournalError(f"the recorded step of {expected.describe()} is for another input")
-        outcome = load_outcome(facts["outcome"], "outcome", gatekeeper=False)
-        fed = recorder.end(agent_result(outcome), tool_invocations=decode_tool_invocations(facts))
-        before = state
-        state = advance_aiops(state, fed)
-        if facts.get("observed") is True and (events := new_events(before, state)):
-            _aiops_announce(wire_object(request.run), events)
-    DBOS.set_event(AIOPS_JOURNAL_EVENT, dict(journal_to_wire(recorder.journal)))
-    return wire_object(state)
+    return _run(_AIOPS, request_wire)
+
+
+_CHAT.function, _AIOPS.function = diagnosis_dbos_workflow, aiops_dbos_workflow
+
+
+# --- starting and reading runs ----------------------------------------------------------
+
+
+def _start(
+    run: _Workflow, request: object, workflow_id: str | None
+) -> WorkflowHandle[dict[str, Any]]:
+    with SetWorkflowID(run.workflow_id(request, workflow_id)):
+        return DBOS.start_workflow(run.function, wire_object(request))
+
+
+def _run_here(run: _Workflow, request: object, workflow_id: str | None) -> object:
+    with SetWorkflowID(run.workflow_id(request, workflow_id)):
+        return run.function(wire_object(request))
+
+
+def start_diagnosis_dbos(
+    request: DiagnosisRequest, *, workflow_id: str | None = None
+) -> WorkflowHandle[dict[str, Any]]:
+    """Start ``request`` as a DBOS workflow; ``workflow_id`` defaults to ``diagnosis-<run id>``.
+
+    Starting an id that already exists returns that run's handle (DBOS's
+    idempotence), so a host that retries a start never runs a diagnosis twice.
+    """
+    return _start(_CHAT, request, workflow_id)
+
+
+def run_diagnosis_dbos(
+    request: DiagnosisRequest, *, workflow_id: str | None = None
+) -> DiagnosisState:
+    """Run ``request`` as a DBOS workflow and wait; the finished :class:`DiagnosisState`.
+
+    The workflow runs in the calling thread (an id that already exists is
+    not run again: its result is awaited, as :func:`start_diagnosis_dbos`'s
+    handle would).
+    """
+    state: DiagnosisState = from_wire(DiagnosisState, _run_here(_CHAT, request, workflow_id))
+    return state
+
+
+def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> Journal:
+    """The journal a finished run published (:data:`DIAGNOSIS_JOURNAL_EVENT`), loaded strictly.
+
+    :class:`JournalError` when the run has published none within ``timeout_seconds``.
+    """
+    return load_journal(_published(workflow_id, DIAGNOSIS_JOURNAL_EVENT, timeout_seconds))
+
+
+def _published(workflow_id: str, event: str, timeout_seconds: float) -> object:
+    data = DBOS.get_event(workflow_id, event, timeout_seconds)
+    if data is None:
+        raise JournalError(f"workflow {workflow_id!r} published no journal")
+    return data
+
+
+# --- the AIOps workflow ------------------------------------------------------------------
 
 
 def start_aiops_dbos(
     request: AiOpsRequest, *, workflow_id: str | None = None
 ) -> WorkflowHandle[dict[str, Any]]:
     """Start an AIOps run as a DBOS workflow; ``workflow_id`` defaults to ``aiops-<run id>``."""
-    if not isinstance(request, AiOpsRequest):
-        raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
-    chosen = workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}"
-    with SetWorkflowID(chosen):
-        return DBOS.start_workflow(aiops_dbos_workflow, wire_object(request))
+    return _start(_AIOPS, request, workflow_id)
 
 
 def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> AiOpsState:
-    """Run an AIOps request as a DBOS workflow and wait; the finished :class:`AiOpsState`."""
-    handle = start_aiops_dbos(request, workflow_id=workflow_id)
-    state: AiOpsState = from_wire(AiOpsState, handle.get_result())
+    """Run an AIOps request as a DBOS workflow and wait (in the calling thread); its state."""
+    state: AiOpsState = from_wire(AiOpsState, _run_here(_AIOPS, request, workflow_id))
     return state
 
 
 def dbos_aiops_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> AiOpsJournal:
     """The journal a finished AIOps run published (:data:`AIOPS_JOURNAL_EVENT`), loaded strictly."""
-    data = DBOS.get_event(workflow_id, AIOPS_JOURNAL_EVENT, timeout_seconds)
-    if data is None:
-        raise JournalError(f"workflow {workflow_id!r} published no journal")
-    return load_aiops_journal(data)
+    return load_aiops_journal(_published(workflow_id, AIOPS_JOURNAL_EVENT, timeout_seconds))

@@ -51,7 +51,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-import attrs
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
@@ -65,61 +64,29 @@ from .. import (
     DiagnosisRequest,
     DiagnosisState,
     Effects,
-    FailureKind,
-    JournalError,
     PayloadError,
     TraceEvent,
     from_wire,
     to_wire,
 )
 from ..aiops import AiOpsEffects, AiOpsObserver, AsyncAiOpsEffects
-from ..journal import (
-    EntryState,
-    ExpectedCall,
-    Journal,
-    JournalCall,
-    JournalEntry,
-    JournalOutcome,
-    RecordedAgentError,
-    RecordedGatekeeperError,
-    RecordedToolInvocation,
-    append_entry,
-    entry_result,
-    expected_call,
-    journal_to_wire,
-    journal_tool_records,
-    load_outcome,
-    recorded_tool_invocations,
-    start_entry,
-)
-from ..machine import (
-    DIAGNOSIS_WORKFLOW,
-    AgentName,
-    CallGatekeeper,
-    Finished,
-    InvokeAgent,
-    advance,
-    next_action,
-    perform_effect,
-    perform_effect_async,
-    start_diagnosis,
-)
+from ..journal import JournalRecorder, expected_call, journal_to_wire
+from ..machine import AgentName, CallGatekeeper, InvokeAgent, start_diagnosis
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
-from ._engine import EffectReport, Performing, announce, check_timedeltas, new_events, wire_object
+from ._engine import CHAT, EffectReport, announce, check_timedeltas, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_GATEKEEPER_TIMEOUT,
     DEFAULT_HEARTBEAT_TIMEOUT,
     INTERRUPTED_RESENDS,
     PASSTHROUGH_MODULES,
-    ActivityFailed,
     HeartbeatingActivities,
-    announce_events,
-    call_effect_activity,
-    in_run_trace,
-    recovery_options,
+    create_worker,
+    executing,
+    run_effects,
     sandbox_runner,
+    start_run,
 )
 
 __all__ = [
@@ -148,50 +115,6 @@ _DEFAULT_GATEKEEPER_TIMEOUT = DEFAULT_GATEKEEPER_TIMEOUT
 _DEFAULT_HEARTBEAT_TIMEOUT = DEFAULT_HEARTBEAT_TIMEOUT
 
 
-# --- the activity result: the finished entry's facts ---------------------------------
-
-
-_RESULT_KEYS = frozenset({"input_sha256", "outcome"})
-_OPTIONAL_RESULT_KEYS = frozenset({"tool_invocations", "observed"})
-
-
-def _decode_tool_invocations(
-    data: dict[str, Any], expected: ExpectedCall
-) -> tuple[RecordedToolInvocation, ...] | None:
-    """The §13 tool calls an executor activity recorded (strict, like a journal's)."""
-    if "tool_invocations" not in data:
-        return None
-    if expected.call is not JournalCall.EXECUTOR:
-        raise JournalError("tool_invocations: only executor calls record tool calls")
-    records = data["tool_invocations"]
-    try:
-        recorder = ToolRecorder.from_records(records)
-    except Exception as error:  # LedgerError: the strict §13 entry rules
-        raise JournalError(f"tool_invocations: {error}") from None
-    return recorded_tool_invocations(recorder.records())
-
-
-def _decode_outcome(data: object, expected: ExpectedCall) -> JournalOutcome:
-    """The outcome an activity result records; :class:`JournalError` if it is not one.
-
-    The result must name the input hash of the call the workflow started: a
-    worker whose core builds another input (a version skew) is refused like a
-    journal entry that does not match its call.
-    """
-    if not isinstance(data, dict) or not (
-        _RESULT_KEYS <= data.keys() <= _RESULT_KEYS | _OPTIONAL_RESULT_KEYS
-    ) or data.get("observed", True) is not True:
-        raise JournalError(f"not a diagnosis activity result: {data!r:.200}")
-    if data["input_sha256"] != expected.input_sha256:
-        raise JournalError(
-            f"the activity result of {expected.describe()} is for an input hashing to "
-            f"{data['input_sha256']!r:.80}, the run's input hashes to {expected.input_sha256}"
-        )
-    return load_outcome(
-        data["outcome"], "outcome", gatekeeper=expected.call is JournalCall.GATEKEEPER
-    )
-
-
 # --- activities (worker side) -------------------------------------------------------
 
 
@@ -206,7 +129,7 @@ class DiagnosisActivities(HeartbeatingActivities[Effects | AsyncEffects, Diagnos
     dead worker is noticed within the heartbeat timeout.
     """
 
-    performing = Performing(AsyncEffects, perform_effect, perform_effect_async)
+    performing = CHAT.performing
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -373,12 +296,6 @@ def _timeouts_of(input: DiagnosisWorkflowInput) -> tuple[float, float, float]:
     return values
 
 
-def _failed_outcome(call: JournalCall, message: str) -> JournalOutcome:
-    if call is JournalCall.GATEKEEPER:
-        return RecordedGatekeeperError(message)
-    return RecordedAgentError(FailureKind.NON_RETRYABLE, message)
-
-
 # TypeError is what Temporal's converter raises for an input it cannot decode
 # into DiagnosisWorkflowInput (not an object, a missing request, a timeout that
 # is not a number): retrying the workflow task could only repeat it, so it
@@ -398,7 +315,7 @@ class DiagnosisWorkflow:
     @workflow.init
     def __init__(self, input: DiagnosisWorkflowInput) -> None:
         self._problem: str | None = None
-        self._journal: Journal | None = None
+        self._recorder: JournalRecorder | None = None
         self._state: DiagnosisState | None = None
         try:
             self._timeouts = _timeouts_of(input)
@@ -406,7 +323,7 @@ class DiagnosisWorkflow:
         except Exception as error:  # whatever the input is, the run is refused, never retried
             self._problem = f"{type(error).__name__}: {error}"
             return
-        self._journal = Journal(request)
+        self._recorder = CHAT.recorder(request)
         self._state = start_diagnosis(request)
 
     def _refuse(self) -> ApplicationError:
@@ -419,32 +336,35 @@ class DiagnosisWorkflow:
     @workflow.run
     async def run(self, input: DiagnosisWorkflowInput) -> dict[str, Any]:
         """Perform what the core asks for until it says :class:`Finished`."""
-        journal, state = self._journal, self._state
-        if journal is None or state is None:
+        if self._recorder is None or self._state is None:
             raise self._refuse()
-        while not isinstance(action := next_action(state), Finished):
-            started = start_entry(journal, action)
-            self._journal = journal = append_entry(journal, started)
-            finished, observed = await self._perform(action, started)
-            # The fold of the journal, one entry at a time: advance is fed the
-            # recorded fact (entry_result), never a raw value.
-            before = state
-            state = advance(state, entry_result(finished))
-            self._journal, self._state = append_entry(journal, finished), state
-            journal = self._journal
-            if observed:
-                events = new_events(before, state)
-                await announce_events(
-                    ANNOUNCE_EVENTS_ACTIVITY, wire_object(state.request.run), events
-                )
+        agent_seconds, gatekeeper_seconds, heartbeat_seconds = self._timeouts
+
+        def activity_of(action: InvokeAgent | CallGatekeeper) -> tuple[str, float]:
+            if isinstance(action, InvokeAgent):
+                return INVOKE_AGENT_ACTIVITY, agent_seconds
+            return CALL_GATEKEEPER_ACTIVITY, gatekeeper_seconds
+
+        def on_state(state: DiagnosisState) -> None:
+            self._state = state
+
+        state = await run_effects(
+            CHAT,
+            self._recorder,
+            self._state,
+            activity_of=activity_of,
+            heartbeat_seconds=heartbeat_seconds,
+            announce_activity=ANNOUNCE_EVENTS_ACTIVITY,
+            on_state=on_state,
+        )
         return wire_object(state)
 
     @workflow.query(name="diagnosis_journal")
     def diagnosis_journal(self) -> dict[str, Any]:
         """The run's journal in wire form (:func:`journal_to_wire`); it folds to the state."""
-        if self._journal is None:
+        if self._recorder is None:
             raise self._refuse()
-        return dict(journal_to_wire(self._journal))
+        return dict(journal_to_wire(self._recorder.journal))
 
     @workflow.query(name="diagnosis_state")
     def diagnosis_state(self) -> dict[str, Any]:
@@ -452,53 +372,6 @@ class DiagnosisWorkflow:
         if self._state is None:
             raise self._refuse()
         return wire_object(self._state)
-
-    async def _perform(
-        self, action: InvokeAgent | CallGatekeeper, started: JournalEntry
-    ) -> tuple[JournalEntry, bool]:
-        """The finished entry of ``started`` (the activity's facts, or the §12 resume rule).
-
-        And whether the worker that performed it has an observer.
-        """
-        agent_seconds, gatekeeper_seconds, heartbeat_seconds = self._timeouts
-        if isinstance(action, InvokeAgent):
-            name, seconds = INVOKE_AGENT_ACTIVITY, agent_seconds
-        else:
-            name, seconds = CALL_GATEKEEPER_ACTIVITY, gatekeeper_seconds
-        expected = expected_call(action)
-        # The executor and the gatekeeper get the run's ledger (spec §13): the
-        # worker that performs them rebuilds the run's recorder from it.
-        ledger: list[Any] | None = None
-        if expected.call in (JournalCall.EXECUTOR, JournalCall.GATEKEEPER):
-            ledger = [] if self._journal is None else journal_tool_records(self._journal)
-        arguments: list[Any] = [to_wire(action)] if ledger is None else [to_wire(action), ledger]
-        invocations: tuple[RecordedToolInvocation, ...] | None = None
-        observed = False
-        data = await call_effect_activity(
-            name,
-            arguments,
-            timeout_seconds=seconds,
-            heartbeat_seconds=heartbeat_seconds,
-            resendable=DIAGNOSIS_WORKFLOW.resent_on_resume(started.call),
-        )
-        if isinstance(data, ActivityFailed):
-            outcome = _failed_outcome(started.call, data.message)
-        else:
-            try:
-                outcome = _decode_outcome(data, expected)
-                invocations = _decode_tool_invocations(data, expected)
-                observed = data.get("observed") is True
-            except JournalError as error:
-                raise ApplicationError(
-                    f"a diagnosis activity returned what no worker of this core returns: "
-                    f"{error}",
-                    type="JournalError",
-                    non_retryable=True,
-                ) from None
-        finished = attrs.evolve(
-            started, state=EntryState.FINISHED, outcome=outcome, tool_invocations=invocations
-        )
-        return finished, observed
 
 
 # --- worker and client helpers -------------------------------------------------------
@@ -556,14 +429,7 @@ def create_diagnosis_worker(
                 observer=aiops_observer,
             ).activities
         )
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=workflows,
-        activities=activities,
-        workflow_runner=diagnosis_workflow_runner(),
-        **recovery_options(worker_options),
-    )
+    return create_worker(client, task_queue, workflows, activities, worker_options)
 
 
 async def start_diagnosis_workflow(
@@ -575,6 +441,7 @@ async def start_diagnosis_workflow(
     agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
     gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
     heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+    workflow_task_timeout: timedelta | None = None,
 ) -> WorkflowHandle[DiagnosisWorkflow, dict[str, Any]]:
     """Start a run; ``workflow_id`` defaults to ``diagnosis-<run id>``.
 
@@ -582,8 +449,10 @@ async def start_diagnosis_workflow(
     validated before anything reaches the server: :class:`PayloadError` for
     a request that does not decode, :class:`ConfigError` for a timeout that
     is not positive — and then no workflow is started. The timeouts are the
-    start-to-close timeouts of one agent / gatekeeper activity and the
-    heartbeat timeout of every activity.
+    start-to-close timeouts of one agent / gatekeeper activity, the
+    heartbeat timeout of every activity, and Temporal's workflow task
+    timeout (``None``: Temporal's default, 10 s) — how long a run waits for
+    a workflow task its dead worker had taken before another worker gets it.
     """
     workflow_input = DiagnosisWorkflowInput.of(
         request,
@@ -591,38 +460,25 @@ async def start_diagnosis_workflow(
         gatekeeper_timeout=gatekeeper_timeout,
         heartbeat_timeout=heartbeat_timeout,
     )
-    run_id = _decode_request(workflow_input.request).run.run_id
-    with in_run_trace(run_id):
-        return await client.start_workflow(
-            DiagnosisWorkflow.run,
-            workflow_input,
-            id=workflow_id if workflow_id is not None else f"diagnosis-{run_id}",
-            task_queue=task_queue,
-        )
-
-
-async def execute_diagnosis(
-    client: Client,
-    request: DiagnosisRequest | Mapping[str, Any],
-    *,
-    task_queue: str,
-    workflow_id: str | None = None,
-    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
-    gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
-    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
-) -> DiagnosisState:
-    """Run ``request`` as a workflow and wait; the finished :class:`DiagnosisState`.
-
-    Validates like :func:`start_diagnosis_workflow` (nothing is started for
-    a request that is not valid).
-    """
-    handle = await start_diagnosis_workflow(
+    return await start_run(
         client,
-        request,
+        DiagnosisWorkflow.run,
+        workflow_input,
+        run_id=workflow_input.request["run"]["run_id"],  # the request decoded: it is there
+        prefix="diagnosis",
         task_queue=task_queue,
         workflow_id=workflow_id,
-        agent_timeout=agent_timeout,
-        gatekeeper_timeout=gatekeeper_timeout,
-        heartbeat_timeout=heartbeat_timeout,
+        workflow_task_timeout=workflow_task_timeout,
     )
-    return from_wire(DiagnosisState, await handle.result())
+
+
+execute_diagnosis = executing(
+    start_diagnosis_workflow,
+    DiagnosisState,
+    "execute_diagnosis",
+)
+"""Run a request as a workflow and wait; the finished :class:`DiagnosisState`.
+
+Takes exactly the arguments of :func:`start_diagnosis_workflow` and validates
+like it (nothing is started for a request that is not valid).
+"""

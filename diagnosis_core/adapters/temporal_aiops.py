@@ -34,12 +34,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from .. import FailureKind, JournalError, from_wire
+from .. import from_wire
 from ..aiops import (
-    AIOPS_WORKFLOW,
     AiOpsEffects,
-    AiOpsFinished,
-    AiOpsJournal,
     AiOpsJournalRecorder,
     AiOpsObserver,
     AiOpsRequest,
@@ -47,43 +44,20 @@ from ..aiops import (
     AiOpsTraceEvent,
     AsyncAiOpsEffects,
     InvokeAiOpsAgent,
-    advance_aiops,
     aiops_expected_call,
-    next_aiops_action,
-    perform_aiops_effect,
-    perform_aiops_effect_async,
     start_aiops,
 )
-from ..journal import (
-    RecordedAgentError,
-    RecordedReply,
-    RecordedToolInvocation,
-    journal_to_wire,
-    load_outcome,
-)
-from ..machine import AgentFailed, AgentReplied
+from ..journal import journal_to_wire
 from ..tools import ToolsFactory
-from ._engine import (
-    EffectReport,
-    Performing,
-    agent_result,
-    announce,
-    check_timedeltas,
-    decode_tool_invocations,
-    ledger_records,
-    new_events,
-    wire_object,
-)
+from ._engine import AIOPS, EffectReport, announce, check_timedeltas, wire_object
 from ._temporal_common import (
     DEFAULT_AGENT_TIMEOUT,
     DEFAULT_HEARTBEAT_TIMEOUT,
-    ActivityFailed,
     HeartbeatingActivities,
-    announce_events,
-    call_effect_activity,
-    in_run_trace,
-    recovery_options,
-    sandbox_runner,
+    create_worker,
+    executing,
+    run_effects,
+    start_run,
 )
 
 __all__ = [
@@ -115,7 +89,7 @@ class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, A
     workflow's :class:`~diagnosis_core.adapters.temporal.DiagnosisActivities`.
     """
 
-    performing = Performing(AsyncAiOpsEffects, perform_aiops_effect, perform_aiops_effect_async)
+    performing = AIOPS.performing
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -172,7 +146,7 @@ class AiOpsWorkflow:
         except Exception as error:  # refused, never retried
             self._problem = f"{type(error).__name__}: {error}"
             return
-        self._recorder = AiOpsJournalRecorder(AiOpsJournal(self._request))
+        self._recorder = AIOPS.recorder(self._request)
 
     @workflow.run
     async def run(self, input: AiOpsWorkflowInput) -> dict[str, Any]:
@@ -184,57 +158,18 @@ class AiOpsWorkflow:
                 type="DiagnosisInputError",
                 non_retryable=True,
             )
-        state = start_aiops(self._request)
-        while not isinstance(action := next_aiops_action(state), AiOpsFinished):
-            recorder.begin(action)
-            result, invocations, observed = await self._call(input, recorder, action)
-            fed = recorder.end(result, tool_invocations=invocations)
-            before = state
-            state = advance_aiops(state, fed)
-            if observed:
-                events = new_events(before, state)
-                await announce_events(
-                    ANNOUNCE_AIOPS_EVENTS_ACTIVITY, wire_object(self._request.run), events
-                )
-        return wire_object(state)
-
-    async def _call(
-        self, input: AiOpsWorkflowInput, recorder: AiOpsJournalRecorder, action: InvokeAiOpsAgent
-    ) -> tuple[AgentReplied | AgentFailed, tuple[RecordedToolInvocation, ...] | None, bool]:
-        expected = aiops_expected_call(action)
-        executor = action.agent.value == "executor"
-        arguments: list[Any] = [wire_object(action)]
-        if executor:
-            arguments.append(ledger_records(recorder.journal.entries))
         # The AIOps resume rule says whether a call whose worker was lost is
         # sent again (never the executor: its tools may have run).
-        data = await call_effect_activity(
-            INVOKE_AIOPS_AGENT_ACTIVITY,
-            arguments,
-            timeout_seconds=input.agent_timeout_seconds,
+        state = await run_effects(
+            AIOPS,
+            recorder,
+            start_aiops(self._request),
+            activity_of=lambda action: (INVOKE_AIOPS_AGENT_ACTIVITY, input.agent_timeout_seconds),
             heartbeat_seconds=input.heartbeat_timeout_seconds,
-            resendable=AIOPS_WORKFLOW.resent_on_resume(expected.call),
+            announce_activity=ANNOUNCE_AIOPS_EVENTS_ACTIVITY,
+            on_state=lambda state: None,
         )
-        if isinstance(data, ActivityFailed):
-            return AgentFailed(FailureKind.NON_RETRYABLE, data.message), None, False
-        if not isinstance(data, dict) or data.get("input_sha256") != expected.input_sha256:
-            raise ApplicationError(
-                f"an AIOps activity returned facts for another call: {data!r:.200}",
-                type="JournalError",
-                non_retryable=True,
-            )
-        try:
-            outcome = load_outcome(data.get("outcome"), "outcome", gatekeeper=False)
-            invocations = decode_tool_invocations(data) if executor else None
-        except JournalError as error:
-            raise ApplicationError(str(error), type="JournalError", non_retryable=True) from None
-        if not isinstance(outcome, RecordedReply | RecordedAgentError):
-            raise ApplicationError(
-                "an AIOps activity returned a gatekeeper outcome",
-                type="JournalError",
-                non_retryable=True,
-            )
-        return agent_result(outcome), invocations, data.get("observed") is True
+        return wire_object(state)
 
     @workflow.query(name="aiops_journal")
     def aiops_journal(self) -> dict[str, Any]:
@@ -255,16 +190,10 @@ def create_aiops_worker(
     **worker_options: Any,
 ) -> Worker:
     """A worker running :class:`AiOpsWorkflow` and the activities of ``effects``."""
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AiOpsWorkflow],
-        activities=AiOpsActivities(
-            effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
-        ).activities,
-        workflow_runner=sandbox_runner(),
-        **recovery_options(worker_options),
-    )
+    activities = AiOpsActivities(
+        effects, heartbeat_interval=heartbeat_interval, tools=tools, observer=observer
+    ).activities
+    return create_worker(client, task_queue, [AiOpsWorkflow], activities, worker_options)
 
 
 async def start_aiops_workflow(
@@ -275,45 +204,38 @@ async def start_aiops_workflow(
     workflow_id: str | None = None,
     agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
     heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+    workflow_task_timeout: timedelta | None = None,
 ) -> WorkflowHandle[AiOpsWorkflow, dict[str, Any]]:
     """Start an AIOps run; ``workflow_id`` defaults to ``aiops-<run id>``.
 
     ``request`` is validated before anything reaches the server (``TypeError``
     for something that is not an :class:`AiOpsRequest`, :class:`ConfigError`
-    for a timeout that is not positive).
+    for a timeout that is not positive). ``workflow_task_timeout`` is as for
+    :func:`~diagnosis_core.adapters.temporal.start_diagnosis_workflow`.
     """
     if not isinstance(request, AiOpsRequest):
         raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
     agent_seconds, heartbeat_seconds = check_timedeltas(
         agent_timeout=agent_timeout, heartbeat_timeout=heartbeat_timeout
     )
-    workflow_input = AiOpsWorkflowInput(wire_object(request), agent_seconds, heartbeat_seconds)
-    with in_run_trace(request.run.run_id):
-        return await client.start_workflow(
-            AiOpsWorkflow.run,
-            workflow_input,
-            id=workflow_id if workflow_id is not None else f"aiops-{request.run.run_id}",
-            task_queue=task_queue,
-        )
-
-
-async def execute_aiops(
-    client: Client,
-    request: AiOpsRequest,
-    *,
-    task_queue: str,
-    workflow_id: str | None = None,
-    agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
-    heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
-) -> AiOpsState:
-    """Run an AIOps request as a workflow and wait; the finished :class:`AiOpsState`."""
-    handle = await start_aiops_workflow(
+    return await start_run(
         client,
-        request,
+        AiOpsWorkflow.run,
+        AiOpsWorkflowInput(wire_object(request), agent_seconds, heartbeat_seconds),
+        run_id=request.run.run_id,
+        prefix="aiops",
         task_queue=task_queue,
         workflow_id=workflow_id,
-        agent_timeout=agent_timeout,
-        heartbeat_timeout=heartbeat_timeout,
+        workflow_task_timeout=workflow_task_timeout,
     )
-    state: AiOpsState = from_wire(AiOpsState, await handle.result())
-    return state
+
+
+execute_aiops = executing(
+    start_aiops_workflow,
+    AiOpsState,
+    "execute_aiops",
+)
+"""Run an AIOps request as a workflow and wait; the finished :class:`AiOpsState`.
+
+Takes exactly the arguments of :func:`start_aiops_workflow`.
+"""

@@ -91,6 +91,26 @@ def test_every_chat_example_runs_like_the_sync_driver(system_database: str) -> N
         assert dcj.journal_status(journal).complete
 
 
+def test_each_effect_is_one_step_and_the_start_rides_on_the_step_before_it(
+    system_database: str,
+) -> None:
+    """One engine round-trip per effect: an executor or gatekeeper start writes no step of its own.
+
+    The recorded output of the step before such a call commits its start (the
+    kill matrix checks that a resume still fails it closed).
+    """
+    request, effects = _scenario(EXAMPLES_DIR / "redis_latency_evidence_retry.json")
+    configure_diagnosis_dbos(effects)
+    _launch(system_database)
+    run_diagnosis_dbos(request)
+    workflow_id = f"diagnosis-{request.run.run_id}"
+    journal = dbos_diagnosis_journal(workflow_id)
+    calls = {entry.call for entry in journal.entries}
+    assert {dcj.JournalCall.EXECUTOR, dcj.JournalCall.GATEKEEPER} <= calls
+    steps = [step["function_name"] for step in DBOS.list_workflow_steps(workflow_id)]
+    assert steps == ["diagnosis_core.effect"] * len(journal.entries) + ["DBOS.setEvent"]
+
+
 def _scenario(path: Path) -> tuple[dc.DiagnosisRequest, dc.Effects]:
     scenario = dc.load_scenario(load_doc(path))
     return dc.scenario_request(scenario), dc.scenario_effects(scenario)

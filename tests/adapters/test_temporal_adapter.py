@@ -53,6 +53,7 @@ import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.scenarios as dcs
+from diagnosis_core.adapters._engine import CHAT
 from diagnosis_core.adapters.temporal import (
     INTERRUPTED_RESENDS,
     INVOKE_AGENT_ACTIVITY,
@@ -60,7 +61,6 @@ from diagnosis_core.adapters.temporal import (
     DiagnosisActivities,
     DiagnosisWorkflow,
     DiagnosisWorkflowInput,
-    _decode_outcome,
     create_diagnosis_worker,
     diagnosis_workflow_runner,
     execute_diagnosis,
@@ -553,7 +553,7 @@ async def _outcome(
         activities.call_gatekeeper
     )
     data = await environment.run(run, dc.to_wire(action))  # type: ignore[arg-type]
-    return _decode_outcome(data, dcj.expected_call(action))
+    return CHAT.recorded(data, dcj.expected_call(action))[0]
 
 
 async def test_an_agent_error_comes_back_as_a_classified_result_not_an_activity_failure() -> None:
@@ -683,7 +683,7 @@ def test_a_malformed_activity_result_fails_loudly(data: object) -> None:
     if isinstance(data, dict) and data.get("input_sha256") == "<right>":
         data = {**data, "input_sha256": expected.input_sha256}
     with pytest.raises(dc.JournalError):
-        _decode_outcome(data, expected)
+        CHAT.recorded(data, expected)
 
 
 @pytest.mark.parametrize(
@@ -724,3 +724,34 @@ def test_a_workflow_with_bad_timeouts_refuses_every_query(timeouts: dict[str, An
 def test_the_core_passes_through_the_workflow_sandbox() -> None:
     runner = diagnosis_workflow_runner()
     assert set(PASSTHROUGH_MODULES) <= runner.restrictions.passthrough_modules
+
+
+async def _task_timeout(client: Client, workflow_id: str) -> float:
+    """The workflow task timeout the server holds for a started run, in seconds."""
+    description = await client.get_workflow_handle(workflow_id).describe()
+    config = description.raw_description.execution_config
+    return float(config.default_workflow_task_timeout.ToTimedelta().total_seconds())
+
+
+async def test_the_host_sets_the_workflow_task_timeout_of_a_run(temporal_address: str) -> None:
+    """A dead worker's workflow task waits this long for it (Temporal's default: 10 s)."""
+    client = await Client.connect(temporal_address)
+    queue = _queue()  # no worker: the runs stay where they were started
+    request, _ = scenario_of(load_doc(PAYMENT))
+    await start_diagnosis_workflow(
+        client, request, task_queue=queue, workflow_id=f"{queue}-set",
+        workflow_task_timeout=timedelta(seconds=4),
+    )
+    await start_diagnosis_workflow(client, request, task_queue=queue, workflow_id=f"{queue}-dflt")
+    assert await _task_timeout(client, f"{queue}-set") == 4.0
+    assert await _task_timeout(client, f"{queue}-dflt") == 10.0
+    for bad in (timedelta(0), timedelta(seconds=-1)):
+        for start in (start_diagnosis_workflow, execute_diagnosis):
+            with pytest.raises(dc.ConfigError, match="workflow_task_timeout: expected a positive"):
+                await start(
+                    client, request, task_queue=queue, workflow_id=f"{queue}-bad",
+                    workflow_task_timeout=bad,
+                )
+    assert not await _workflow_exists(client, f"{queue}-bad")
+    for handle_id in (f"{queue}-set", f"{queue}-dflt"):
+        await client.get_workflow_handle(handle_id).terminate("test over")

@@ -82,6 +82,26 @@ async def test_a_request_that_is_not_valid_starts_nothing(temporal_address: str)
         )
 
 
+async def test_the_host_sets_the_workflow_task_timeout_of_an_aiops_run(
+    temporal_address: str,
+) -> None:
+    client = await Client.connect(temporal_address)
+    queue = f"aiops-task-timeout-{uuid.uuid4()}"  # no worker: the run stays started
+    request, _ = _scenario(AIOPS_EXAMPLES[0])
+    handle = await start_aiops_workflow(
+        client, request, task_queue=queue, workflow_task_timeout=timedelta(seconds=3)
+    )
+    config = (await handle.describe()).raw_description.execution_config
+    assert config.default_workflow_task_timeout.ToTimedelta() == timedelta(seconds=3)
+    await handle.terminate("test over")
+    for start in (start_aiops_workflow, execute_aiops):
+        with pytest.raises(dc.ConfigError, match="workflow_task_timeout: expected a positive"):
+            await start(
+                client, request, task_queue=queue, workflow_id=f"{queue}-bad",
+                workflow_task_timeout=timedelta(0),
+            )
+
+
 async def test_a_sigkilled_aiops_worker_is_settled_by_the_resume_rule(
     temporal_address: str, tmp_path: Path
 ) -> None:

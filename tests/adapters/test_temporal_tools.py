@@ -25,11 +25,10 @@ import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.tools as dct
+from diagnosis_core.adapters._engine import CHAT
 from diagnosis_core.adapters.temporal import (
     DiagnosisActivities,
     DiagnosisWorkflow,
-    _decode_outcome,
-    _decode_tool_invocations,
     create_diagnosis_worker,
     start_diagnosis_workflow,
 )
@@ -109,8 +108,7 @@ async def test_a_gatekeeper_activity_on_a_fresh_worker_reads_the_ledger_it_is_gi
     records = data["tool_invocations"]
     assert [r["invocation_id"] for r in records] == ["inv-1", "inv-2"]
     expected = dcj.expected_call(action)
-    outcome = _decode_outcome(data, expected)
-    invocations = _decode_tool_invocations(data, expected)
+    outcome, invocations, _ = CHAT.recorded(data, expected)
     assert invocations is not None and len(invocations) == 2
     assert isinstance(outcome, dcj.RecordedReply)
     state = dcm.advance(state, dcm.AgentReplied(outcome.text))
@@ -135,7 +133,7 @@ async def test_a_gatekeeper_activity_on_a_fresh_worker_reads_the_ledger_it_is_gi
     [
         (lambda d: d.update(tool_invocations=[{"invocation_id": "x"}]), "tool_invocations"),
         (lambda d: d.update(tool_invocations="no"), "tool_invocations"),
-        (lambda d: d.update(extra=1), "not a diagnosis activity result"),
+        (lambda d: d.update(extra=1), "not the recorded facts of an effect"),
     ],
 )
 def test_an_activity_result_with_malformed_tool_calls_is_refused(change: Any, problem: str) -> None:
@@ -145,12 +143,12 @@ def test_an_activity_result_with_malformed_tool_calls_is_refused(change: Any, pr
                             "outcome": dcj.outcome_to_wire(dcj.RecordedReply("x"))}
     change(data)
     with pytest.raises(dc.JournalError, match=problem):
-        _decode_outcome(data, expected)
-        _decode_tool_invocations(data, expected)
+        CHAT.recorded(data, expected)
 
 
 def test_tool_calls_on_a_gatekeeper_result_are_refused() -> None:
     gatekeeper = dcj.ExpectedCall(dcj.JournalCall.GATEKEEPER, 1, 1, "0" * 64)
-    data: dict[str, Any] = {"tool_invocations": []}
+    data: dict[str, Any] = {"input_sha256": "0" * 64, "tool_invocations": [],
+                            "outcome": {"result": "{}"}}
     with pytest.raises(dc.JournalError, match="only executor calls record tool calls"):
-        _decode_tool_invocations(data, gatekeeper)
+        CHAT.recorded(data, gatekeeper)
