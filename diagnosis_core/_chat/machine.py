@@ -25,7 +25,7 @@ from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import canonical_json
 from .._kernel.provenance import mark_built
 from .._kernel.results import AgentFailed, AgentReplied, awaited, items_of
-from .._kernel.stepping import AgentSteps, Reply, ReplyStep, failure_reasons
+from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
@@ -365,12 +365,10 @@ def _follow(
     state: DiagnosisState, route: Route, *, round: int, reason: ReasonCode | None = None
 ) -> DiagnosisState:
     """Enter the node ``route`` leads to: schedule an effect or run a pure node."""
-    target = route.next
+    target = entered(route)
     state = attrs.evolve(state, pending=None, awaiting_gatekeeper=False)
     if target is None:
         return state
-    if route.same_input:
-        raise MachineError("same-input routes are followed by _retry")  # pragma: no cover
     request = state.request
     if target is NodeName.PLANNER:
         text = build_planner_input(
@@ -806,8 +804,7 @@ _REASONS: Final = failure_reasons(AgentName, ReasonCode)
 
 _STEPS: Final = AgentSteps(
     event=TraceEvent,
-    no_details=EventDetails(),
-    error_details=lambda error: EventDetails(error=error),
+    details=EventDetails,
     pending=PendingCall,
     record=InvocationRecord,
     agent=lambda pending: pending.agent,

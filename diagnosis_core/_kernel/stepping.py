@@ -26,7 +26,7 @@ import attrs
 from attrs import AttrsInstance
 
 from .enums import NodeStatus
-from .errors import PayloadError
+from .errors import MachineError, PayloadError
 from .json import sha256_text
 from .results import (
     AgentFailed,
@@ -36,7 +36,7 @@ from .results import (
     retries_left,
 )
 
-__all__ = ["AgentSteps", "Reply", "ReplyStep", "StepRoute", "failure_reasons"]
+__all__ = ["AgentSteps", "Reply", "ReplyStep", "StepRoute", "entered", "failure_reasons"]
 
 A = TypeVar("A", bound=enum.Enum)
 N = TypeVar("N", bound=enum.Enum)
@@ -44,6 +44,8 @@ R = TypeVar("R", bound=enum.Enum)
 D = TypeVar("D")
 T = TypeVar("T")
 P_contra = TypeVar("P_contra", contravariant=True)
+N_co = TypeVar("N_co", covariant=True)
+D_co = TypeVar("D_co", covariant=True)
 S_inv = TypeVar("S_inv")
 
 
@@ -57,6 +59,12 @@ class _Recorded(AttrsInstance, Protocol):
     def invocations(self) -> tuple[object, ...]: ...
 
 
+class _DetailsClass(Protocol[D_co]):
+    """A workflow's event-details class: empty, or naming a failed attempt's error."""
+
+    def __call__(self, *, error: str | None = None) -> D_co: ...
+
+
 class _Pending(Protocol):
     """The agent call a machine waits for (``AgentSteps`` reads its agent and position)."""
 
@@ -68,12 +76,12 @@ class _Pending(Protocol):
 
 
 S = TypeVar("S", bound=_Recorded)
+P = TypeVar("P", bound=_Pending)
 
 _evolve: Final = attrs.evolve
 """``attrs.evolve`` under another name: the attrs type-checker plugin accepts
 only concrete attrs classes as its argument, and ``S`` is any attrs state
 (its bound says so); the signature itself stays fully typed."""
-P = TypeVar("P", bound=_Pending)
 
 
 class StepRoute(Protocol):
@@ -84,6 +92,25 @@ class StepRoute(Protocol):
 
 
 Rt = TypeVar("Rt", bound=StepRoute)
+
+
+class _Leading(StepRoute, Protocol[N_co]):
+    """A routing-table row as a machine follows it: the node it enters."""
+
+    @property
+    def next(self) -> N_co | None: ...
+
+
+def entered(route: _Leading[N]) -> N | None:
+    """The node ``route`` enters (None: END), for a machine's ``_follow``.
+
+    A same-input route is a technical retry: only
+    :meth:`AgentSteps.failed_attempt` follows one (it re-sends the stored
+    input), so a machine asked to enter one has a bug and says so.
+    """
+    if route.same_input:
+        raise MachineError("same-input routes are followed by failed_attempt")  # pragma: no cover
+    return route.next
 
 
 class ReplyStep(Protocol[S_inv, P_contra]):
@@ -118,21 +145,21 @@ class Reply(Generic[S, P, T]):
 class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
     """One workflow's data for the shared agent steps (see the module docstring).
 
-    ``event`` and ``record`` are the trace-event and invocation-record classes,
+    ``event``, ``details`` and ``record`` are the trace-event, event-details
+    and invocation-record classes and ``pending`` the pending-call class,
     called positionally (both workflows lay their fields out in the same
     order; only the position field's name differs). ``agent`` and
     ``position`` read a pending call's agent and its round or step (the
     pending classes name the position differently, and a type variable
-    cannot tie a pending class to its agent enum). ``route_failure`` reads the route of a
-    failed attempt from the workflow's table; ``leave`` follows a route away
-    from the failed node, given the failure's reason (the route names the
-    reason the run leaves with: spec §7, the table's ``reason_from_node``).
-    ``replies`` is the reply table, by agent.
+    cannot tie a pending class to its agent enum); ``node`` is an agent's
+    node. ``route_failure`` reads the route of a failed attempt from the
+    workflow's table; ``leave`` follows a route away from the failed node,
+    given the failure's reason (the route says which reason the run leaves
+    with: spec §7, ``reason_from_node``). ``replies`` is the reply table.
     """
 
     event: Callable[[int, N, int, int, NodeStatus, R | None, str | None, D], object]
-    no_details: D
-    error_details: Callable[[str], D]
+    details: _DetailsClass[D]
     pending: Callable[[A, str, int, int], P]
     record: Callable[[A, int, int, str], object]
     agent: Callable[[P], A]
@@ -165,7 +192,7 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
             status,
             reason,
             sha256_text(input_text) if input_text is not None else None,
-            details if details is not None else self.no_details,
+            details if details is not None else self.details(),
         )
         return _evolve(state, events=(*state.events, event))
 
@@ -221,7 +248,7 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
         status, error, reason = self.reasons.of(agent, failure)
         left = retries_left(pending.attempt, limit)
         route = self.route_failure(self.node(agent), status, left)
-        state = self.attempt_traced(state, pending, status, reason, self.error_details(error))
+        state = self.attempt_traced(state, pending, status, reason, self.details(error=error))
         if route.same_input:
             at = self.position(pending)
             return self.scheduled(state, agent, pending.input, at, pending.attempt + 1)

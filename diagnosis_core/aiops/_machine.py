@@ -39,7 +39,7 @@ from .._kernel.results import (
     items_of,
     to_tuple,
 )
-from .._kernel.stepping import AgentSteps, Reply, ReplyStep, failure_reasons
+from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
 from ._config import AiOpsConfig
 from ._enums import (
@@ -267,12 +267,10 @@ def _follow(
     state: AiOpsState, route: AiOpsRoute, *, reason: AiOpsReasonCode | None = None
 ) -> AiOpsState:
     """Enter the node ``route`` leads to: schedule an agent or run the fallback."""
-    target = route.next
+    target = entered(route)
     state = attrs.evolve(state, pending=None)
     if target is None:
         return state
-    if route.same_input:
-        raise MachineError("same-input routes are followed by _retry")  # pragma: no cover
     request = state.request
     if target is AiOpsNode.SUPERVISOR:
         step = state.step + 1
@@ -432,8 +430,7 @@ _REASONS: Final = failure_reasons(AiOpsAgent, AiOpsReasonCode)
 
 _STEPS: Final = AgentSteps(
     event=AiOpsTraceEvent,
-    no_details=AiOpsEventDetails(),
-    error_details=lambda error: AiOpsEventDetails(error=error),
+    details=AiOpsEventDetails,
     pending=AiOpsPendingCall,
     record=AiOpsInvocationRecord,
     agent=lambda pending: pending.agent,
