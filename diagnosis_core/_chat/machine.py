@@ -8,7 +8,10 @@ never performs an effect. :func:`next_action` says which effect is needed
 next state. Pure nodes (``verified_input``, ``evidence_retry`` and the two
 fallbacks) run inside :func:`advance`. Counters (round, attempt, evidence
 retries) are changed only here, and a technical retry re-sends the input
-string stored in the state, byte for byte.
+string stored in the state, byte for byte. The steps of an agent call that
+both workflows take alike (event, invocation record, retry, failed attempt,
+refused reply) are the kernel's :class:`AgentSteps`, fed this workflow's data
+in ``_STEPS``; the table and the handlers stay here.
 """
 
 from __future__ import annotations

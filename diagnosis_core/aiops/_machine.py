@@ -10,8 +10,10 @@ fallback is a pure node that runs inside :func:`advance_aiops`.
 
 Counters (supervisor steps, attempts, the no-progress streak) are changed
 only here. A technical retry re-sends the input string stored in the state,
-byte for byte. Progress is measured by tool invocation ids: an executor step
-makes progress when it reports an id never reported before in the run.
+byte for byte (the kernel's :class:`AgentSteps`, fed this flow's data in
+``_STEPS``, takes the steps both machines share). Progress is measured by tool
+invocation ids: an executor step makes progress when it reports an id never
+reported before in the run.
 
 The rule evaluation is not part of the machine: it needs the tool ledger,
 which the host records while the executor calls tools, and user-supplied
