@@ -8,34 +8,27 @@ never performs an effect. :func:`next_action` says which effect is needed
 next state. Pure nodes (``verified_input``, ``evidence_retry`` and the two
 fallbacks) run inside :func:`advance`. Counters (round, attempt, evidence
 retries) are changed only here, and a technical retry re-sends the input
-string stored in the state, byte for byte.
+string stored in the state, byte for byte. The steps of an agent call that
+both workflows take alike (event, invocation record, retry, failed attempt,
+refused reply) are the kernel's :class:`AgentSteps`, fed this workflow's data
+in ``_STEPS``; the table and the handlers stay here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from types import MappingProxyType
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 import attrs
 
 from .._kernel.config import RunConfig
 from .._kernel.enums import NodeStatus
-from .._kernel.errors import MachineError, PayloadError
+from .._kernel.errors import MachineError
 from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import canonical_json
-from .._kernel.json import sha256_text as _sha256
 from .._kernel.provenance import mark_built
-from .._kernel.results import (
-    AgentFailed,
-    AgentReplied,
-    FailureReasons,
-    agent_result_for,
-    awaited,
-    items_of,
-    reply_text,
-    retries_left,
-)
+from .._kernel.results import AgentFailed, AgentReplied, awaited, items_of
+from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
@@ -343,19 +336,10 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
             f"the pending action is a gatekeeper call; got {type(result).__name__}"
         )
     pending = awaited(state.pending)
-    result = agent_result_for(pending.agent, result)
-    state = attrs.evolve(
-        state,
-        calls=state.calls.incremented(pending.agent.value),
-        invocations=(
-            *state.invocations,
-            InvocationRecord(pending.agent, pending.round, pending.attempt, pending.input),
-        ),
+    calls = state.calls.incremented(pending.agent.value)
+    return _STEPS.answered(
+        state, pending, result, calls, state.request.config.technical_retry_limit
     )
-    if isinstance(result, AgentFailed):
-        return _failed_attempt(state, pending, result)
-    handler = _REPLY_HANDLERS[pending.agent]
-    return handler(state, pending, result)
 
 
 def build_trace_report(state: DiagnosisState) -> TraceReport:
@@ -379,50 +363,24 @@ def build_trace_report(state: DiagnosisState) -> TraceReport:
 # --- helpers ---------------------------------------------------------------------
 
 
-def _event(
-    state: DiagnosisState,
-    node: NodeName,
-    status: NodeStatus,
-    reason: ReasonCode | None,
-    *,
-    round: int,
-    attempt: int = 1,
-    input_text: str | None = None,
-    details: EventDetails | None = None,
-) -> DiagnosisState:
-    event = TraceEvent(
-        seq=len(state.events) + 1,
-        node=node,
-        round=round,
-        attempt=attempt,
-        status=status,
-        reason_code=reason,
-        input_sha256=_sha256(input_text) if input_text is not None else None,
-        details=details if details is not None else EventDetails(),
-    )
-    return attrs.evolve(state, events=(*state.events, event))
-
-
 def _follow(
     state: DiagnosisState, route: Route, *, round: int, reason: ReasonCode | None = None
 ) -> DiagnosisState:
     """Enter the node ``route`` leads to: schedule an effect or run a pure node."""
-    target = route.next
+    target = entered(route)
     state = attrs.evolve(state, pending=None, awaiting_gatekeeper=False)
     if target is None:
         return state
-    if route.same_input:
-        raise MachineError("same-input routes are followed by _retry")  # pragma: no cover
     request = state.request
     if target is NodeName.PLANNER:
         text = build_planner_input(
             request.question, request.history, request.skills, request.config
         )
-        return _schedule(state, AgentName.PLANNER, text, round=1)
+        return _STEPS.scheduled(state, AgentName.PLANNER, text, 1)
     if target is NodeName.EXECUTOR:
         assert state.plan is not None
         text = build_executor_input(request.question, state.plan, round, state.retry_context)
-        return _schedule(attrs.evolve(state, round=round), AgentName.EXECUTOR, text, round=round)
+        return _STEPS.scheduled(attrs.evolve(state, round=round), AgentName.EXECUTOR, text, round)
     if target is NodeName.GATEKEEPER:
         return attrs.evolve(state, awaiting_gatekeeper=True)
     if target is NodeName.VERIFIED_INPUT:
@@ -440,41 +398,11 @@ def _follow(
     return _post_verification_fallback(state)
 
 
-def _schedule(
-    state: DiagnosisState, agent: AgentName, text: str, *, round: int, attempt: int = 1
+def _leave(
+    state: DiagnosisState, route: Route, pending: PendingCall, reason: ReasonCode
 ) -> DiagnosisState:
-    return attrs.evolve(state, pending=PendingCall(agent, text, round, attempt))
-
-
-def _retry(state: DiagnosisState, pending: PendingCall) -> DiagnosisState:
-    """A technical retry: the identical stored input string, next attempt."""
-    return _schedule(
-        state, pending.agent, pending.input, round=pending.round, attempt=pending.attempt + 1
-    )
-
-
-def _route_agent(
-    state: DiagnosisState,
-    pending: PendingCall,
-    status: NodeStatus,
-    facts: RoutingFacts,
-    reason: ReasonCode | None,
-    details: EventDetails,
-) -> tuple[DiagnosisState, Route]:
-    """Record the attempt's event and read its route from the table."""
-    node = pending.agent.node
-    route = choose_route(node, facts)
-    state = _event(
-        state,
-        node,
-        status,
-        reason,
-        round=pending.round,
-        attempt=pending.attempt,
-        input_text=pending.input,
-        details=details,
-    )
-    return state, route
+    """Follow a failed attempt's route away from its node (spec §7)."""
+    return _follow(state, route, round=pending.round, reason=leaving_reason(route, reason))
 
 
 def _completed(
@@ -486,57 +414,22 @@ def _completed(
     """Record a COMPLETED attempt (no reason code) and read its route."""
     if facts is None:
         facts = RoutingFacts(status=NodeStatus.COMPLETED)
-    return _route_agent(
-        state,
-        pending,
-        NodeStatus.COMPLETED,
-        facts,
-        None,
-        details if details is not None else EventDetails(),
-    )
-
-
-_REASONS: Final = FailureReasons(
-    failed=MappingProxyType(
-        {
-            AgentName.PLANNER: ReasonCode.PLANNER_FAILED,
-            AgentName.EXECUTOR: ReasonCode.EXECUTOR_FAILED,
-            AgentName.VERIFIER: ReasonCode.VERIFIER_FAILED,
-            AgentName.COMPOSER: ReasonCode.COMPOSER_FAILED,
-        }
-    ),
-    executor=AgentName.EXECUTOR,
-    tool_blocked=ReasonCode.EXECUTOR_TOOL_BLOCKED,
-    executor_invalid_output=ReasonCode.EXECUTOR_INVALID_OUTPUT,
-)
-
-
-def _failed_attempt(
-    state: DiagnosisState, pending: PendingCall, failure: AgentFailed | PayloadError
-) -> DiagnosisState:
-    """An attempt that raised or whose reply was refused: retry the same input or leave."""
-    status, error, reason = _REASONS.of(pending.agent, failure)
-    limit = state.request.config.technical_retry_limit
-    facts = RoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
-    state, route = _route_agent(
-        state, pending, status, facts, reason, EventDetails(error=error)
-    )
-    if route.same_input:
-        return _retry(state, pending)
-    return _follow(state, route, round=pending.round, reason=leaving_reason(route, reason))
+    route = choose_route(pending.agent.node, facts)
+    status = NodeStatus.COMPLETED
+    details = details if details is not None else EventDetails()
+    return _STEPS.attempt_traced(state, pending, status, None, details), route
 
 
 # --- planner ---------------------------------------------------------------------
 
 
+def _parse_plan(state: DiagnosisState, text: str) -> PlannerPlan:
+    return parse_planner_plan(text, [skill.name for skill in state.request.skills])
+
+
 def _planner_replied(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied
+    state: DiagnosisState, pending: PendingCall, plan: PlannerPlan
 ) -> DiagnosisState:
-    try:
-        names = [skill.name for skill in state.request.skills]
-        plan = parse_planner_plan(reply_text(result), names)
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     state, route = _completed(attrs.evolve(state, plan=plan), pending)
     return _follow(state, route, round=1)
 
@@ -545,12 +438,8 @@ def _planner_replied(
 
 
 def _executor_replied(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied
+    state: DiagnosisState, pending: PendingCall, output: ExecutorEvidence
 ) -> DiagnosisState:
-    try:
-        output = parse_executor_evidence(reply_text(result))
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     state = attrs.evolve(state, executor_output=output, verified=None)
     state, route = _completed(state, pending)
     return _follow(state, route, round=pending.round)
@@ -651,7 +540,7 @@ def _gatekeeper_done(
         verified=verified if not leaving else None,
         gatekeeper_audits=(*state.gatekeeper_audits, audit),
     )
-    state = _event(state, NodeName.GATEKEEPER, status, reason, round=round, details=details)
+    state = _STEPS.traced(state, NodeName.GATEKEEPER, status, reason, round, details=details)
     return _follow(state, route, round=round, reason=reason)
 
 
@@ -661,7 +550,7 @@ def _gatekeeper_done(
 def _verified_input(state: DiagnosisState) -> DiagnosisState:
     """The projection was computed with the gatekeeper result; record the node."""
     assert state.verified is not None
-    state = _event(state, NodeName.VERIFIED_INPUT, NodeStatus.COMPLETED, None, round=state.round)
+    state = _STEPS.traced(state, NodeName.VERIFIED_INPUT, NodeStatus.COMPLETED, None, state.round)
     route = choose_route(NodeName.VERIFIED_INPUT, RoutingFacts(status=NodeStatus.COMPLETED))
     return _follow(state, route, round=state.round)
 
@@ -685,7 +574,7 @@ def _schedule_verifier(state: DiagnosisState) -> DiagnosisState:
         _gatekeeper_summary(state.gatekeeper),
         state.retry_context,
     )
-    return _schedule(state, AgentName.VERIFIER, text, round=state.round)
+    return _STEPS.scheduled(state, AgentName.VERIFIER, text, state.round)
 
 
 def _drop_unknown_claim_ids(
@@ -711,12 +600,8 @@ def _drop_unknown_claim_ids(
 
 
 def _verifier_replied(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied
+    state: DiagnosisState, pending: PendingCall, parsed: VerifierOutput
 ) -> DiagnosisState:
-    try:
-        parsed = parse_verifier_output(reply_text(result))
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     assert state.verified is not None and state.gatekeeper is not None
     output, unknown = _drop_unknown_claim_ids(parsed, state.verified.claim_ids)
     ceiling = verdict_ceiling(state.gatekeeper.status)
@@ -761,13 +646,9 @@ def _evidence_retry(state: DiagnosisState) -> DiagnosisState:
     assert state.verified is not None and state.evaluation is not None
     gaps = extract_evidence_gaps(state.evaluation.output.facts_checked)
     context = build_retry_context(state.verified, gaps)
-    state = _event(
-        state,
-        NodeName.EVIDENCE_RETRY,
-        NodeStatus.COMPLETED,
-        None,
-        round=state.round,
-        details=EventDetails(gap_count=len(context.gaps)),
+    details = EventDetails(gap_count=len(context.gaps))
+    state = _STEPS.traced(
+        state, NodeName.EVIDENCE_RETRY, NodeStatus.COMPLETED, None, state.round, details=details
     )
     state = attrs.evolve(
         state, retry_context=context, evidence_retries=state.evidence_retries + 1
@@ -800,17 +681,16 @@ def _schedule_composer(state: DiagnosisState) -> DiagnosisState:
         output.missing_info,
         output.recommended_actions,
     )
-    return _schedule(state, AgentName.COMPOSER, text, round=state.round)
+    return _STEPS.scheduled(state, AgentName.COMPOSER, text, state.round)
+
+
+def _parse_composer_output(state: DiagnosisState, text: str) -> ComposerOutput:
+    return parse_composer_output(text, [claim.claim_id for claim in _allowed_claims(state)])
 
 
 def _composer_replied(
-    state: DiagnosisState, pending: PendingCall, result: AgentReplied
+    state: DiagnosisState, pending: PendingCall, output: ComposerOutput
 ) -> DiagnosisState:
-    try:
-        allowed_ids = [claim.claim_id for claim in _allowed_claims(state)]
-        output = parse_composer_output(reply_text(result), allowed_ids)
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     state, route = _completed(state, pending)
     state = attrs.evolve(
         state,
@@ -829,7 +709,7 @@ def _finish_fallback(
     state: DiagnosisState, node: NodeName, reason: ReasonCode, outcome: Outcome, answer: str
 ) -> DiagnosisState:
     round = max(state.round, 1)
-    state = _event(state, node, NodeStatus.COMPLETED, reason, round=round)
+    state = _STEPS.traced(state, node, NodeStatus.COMPLETED, reason, round)
     state = attrs.evolve(state, outcome=outcome, answer=answer, reason_code=reason)
     route = choose_route(node, RoutingFacts(status=NodeStatus.COMPLETED))
     return _follow(state, route, round=round)
@@ -915,9 +795,30 @@ def _post_verification_fallback(state: DiagnosisState) -> DiagnosisState:
     )
 
 
-_REPLY_HANDLERS = {
-    AgentName.PLANNER: _planner_replied,
-    AgentName.EXECUTOR: _executor_replied,
-    AgentName.VERIFIER: _verifier_replied,
-    AgentName.COMPOSER: _composer_replied,
+def _route_failure(node: NodeName, status: NodeStatus, retries: bool) -> Route:
+    return choose_route(node, RoutingFacts(status=status, retries_left=retries))
+
+
+_REPLIES: Final[Mapping[AgentName, ReplyStep[DiagnosisState, PendingCall]]] = {
+    AgentName.PLANNER: Reply(_parse_plan, _planner_replied),
+    AgentName.EXECUTOR: Reply(lambda _, text: parse_executor_evidence(text), _executor_replied),
+    AgentName.VERIFIER: Reply(lambda _, text: parse_verifier_output(text), _verifier_replied),
+    AgentName.COMPOSER: Reply(_parse_composer_output, _composer_replied),
 }
+
+_REASONS: Final = failure_reasons(AgentName, ReasonCode)
+
+_STEPS: Final = AgentSteps(
+    event=TraceEvent,
+    details=EventDetails,
+    pending=PendingCall,
+    record=InvocationRecord,
+    agent=lambda pending: pending.agent,
+    position=lambda pending: pending.round,
+    node=lambda agent: agent.node,
+    reasons=_REASONS,
+    route_failure=_route_failure,
+    leave=_leave,
+    replies=_REPLIES,
+)
+"""The chat workflow's data for the agent steps both machines share (``_kernel/stepping``)."""

@@ -10,8 +10,10 @@ fallback is a pure node that runs inside :func:`advance_aiops`.
 
 Counters (supervisor steps, attempts, the no-progress streak) are changed
 only here. A technical retry re-sends the input string stored in the state,
-byte for byte. Progress is measured by tool invocation ids: an executor step
-makes progress when it reports an id never reported before in the run.
+byte for byte (the kernel's :class:`AgentSteps`, fed this flow's data in
+``_STEPS``, takes the steps both machines share). Progress is measured by tool
+invocation ids: an executor step makes progress when it reports an id never
+reported before in the run.
 
 The rule evaluation is not part of the machine: it needs the tool ledger,
 which the host records while the executor calls tools, and user-supplied
@@ -21,8 +23,7 @@ on :attr:`AiOpsResult.report` once the run has finished.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from types import MappingProxyType
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 import attrs
@@ -30,21 +31,17 @@ import attrs
 from .._kernel.config import RunConfig
 from .._kernel.converter import to_wire
 from .._kernel.enums import NodeStatus
-from .._kernel.errors import MachineError, PayloadError
+from .._kernel.errors import MachineError
 from .._kernel.facts import refuse_surrogate_pairs
-from .._kernel.json import sha256_text as _sha256
 from .._kernel.provenance import mark_built
 from .._kernel.results import (
     AgentFailed,
     AgentReplied,
-    FailureReasons,
-    agent_result_for,
     awaited,
     items_of,
-    reply_text,
-    retries_left,
     to_tuple,
 )
+from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
 from ._config import AiOpsConfig
 from ._enums import (
@@ -68,7 +65,7 @@ from ._parsing import (
     parse_aiops_report,
     parse_supervisor_decision,
 )
-from ._payloads import AiOpsExecutorFinding, AiOpsPlan, AiOpsReport, Alert
+from ._payloads import AiOpsExecutorFinding, AiOpsExecutorOutput, AiOpsPlan, AiOpsReport, Alert
 from ._rendering import render_aiops_fallback
 from ._routing import AiOpsRoute, AiOpsRoutingFacts, choose_aiops_route
 from ._trace import (
@@ -259,79 +256,23 @@ def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiO
     if state.outcome is not None:
         raise MachineError("the AIOps run has finished; there is nothing to advance")
     pending = awaited(state.pending)
-    result = agent_result_for(pending.agent, result)
-    state = attrs.evolve(
-        state,
-        calls=state.calls.incremented(pending.agent),
-        invocations=(
-            *state.invocations,
-            AiOpsInvocationRecord(pending.agent, pending.step, pending.attempt, pending.input),
-        ),
+    calls = state.calls.incremented(pending.agent)
+    return _STEPS.answered(
+        state, pending, result, calls, state.request.config.technical_retry_limit
     )
-    if isinstance(result, AgentFailed):
-        return _failed_attempt(state, pending, result)
-    handler = _REPLY_HANDLERS[pending.agent]
-    return handler(state, pending, result)
 
 
 # --- helpers ----------------------------------------------------------------------
-
-
-def _event(
-    state: AiOpsState,
-    node: AiOpsNode,
-    status: NodeStatus,
-    reason: AiOpsReasonCode | None,
-    *,
-    step: int,
-    attempt: int = 1,
-    input_text: str | None = None,
-    details: AiOpsEventDetails | None = None,
-) -> AiOpsState:
-    event = AiOpsTraceEvent(
-        seq=len(state.events) + 1,
-        node=node,
-        step=step,
-        attempt=attempt,
-        status=status,
-        reason_code=reason,
-        input_sha256=_sha256(input_text) if input_text is not None else None,
-        details=details if details is not None else AiOpsEventDetails(),
-    )
-    return attrs.evolve(state, events=(*state.events, event))
-
-
-_REASONS: Final = FailureReasons(
-    failed=MappingProxyType(
-        {
-            AiOpsAgent.SUPERVISOR: AiOpsReasonCode.SUPERVISOR_FAILED,
-            AiOpsAgent.PLANNER: AiOpsReasonCode.PLANNER_FAILED,
-            AiOpsAgent.EXECUTOR: AiOpsReasonCode.EXECUTOR_FAILED,
-            AiOpsAgent.REPORTER: AiOpsReasonCode.REPORTER_FAILED,
-        }
-    ),
-    executor=AiOpsAgent.EXECUTOR,
-    tool_blocked=AiOpsReasonCode.EXECUTOR_TOOL_BLOCKED,
-    executor_invalid_output=AiOpsReasonCode.EXECUTOR_INVALID_OUTPUT,
-)
-
-
-def _schedule(
-    state: AiOpsState, agent: AiOpsAgent, text: str, *, step: int, attempt: int = 1
-) -> AiOpsState:
-    return attrs.evolve(state, pending=AiOpsPendingCall(agent, text, step, attempt))
 
 
 def _follow(
     state: AiOpsState, route: AiOpsRoute, *, reason: AiOpsReasonCode | None = None
 ) -> AiOpsState:
     """Enter the node ``route`` leads to: schedule an agent or run the fallback."""
-    target = route.next
+    target = entered(route)
     state = attrs.evolve(state, pending=None)
     if target is None:
         return state
-    if route.same_input:
-        raise MachineError("same-input routes are followed by _retry")  # pragma: no cover
     request = state.request
     if target is AiOpsNode.SUPERVISOR:
         step = state.step + 1
@@ -344,27 +285,20 @@ def _follow(
             findings=state.findings,
             tool_invocation_count=len(state.invocation_ids),
         )
-        return _schedule(attrs.evolve(state, step=step), AiOpsAgent.SUPERVISOR, text, step=step)
+        return _STEPS.scheduled(attrs.evolve(state, step=step), AiOpsAgent.SUPERVISOR, text, step)
     if target is AiOpsNode.PLANNER:
         text = build_aiops_planner_input(request.alerts, state.findings)
-        return _schedule(state, AiOpsAgent.PLANNER, text, step=state.step)
+        return _STEPS.scheduled(state, AiOpsAgent.PLANNER, text, state.step)
     if target is AiOpsNode.EXECUTOR:
         text = build_aiops_executor_input(request.alerts, state.plan, state.invocation_ids)
-        return _schedule(state, AiOpsAgent.EXECUTOR, text, step=state.step)
+        return _STEPS.scheduled(state, AiOpsAgent.EXECUTOR, text, state.step)
     if target is AiOpsNode.REPORTER:
         text = build_reporter_input(
             request.alerts, state.plan, state.findings, state.invocation_ids
         )
-        return _schedule(state, AiOpsAgent.REPORTER, text, step=state.step)
+        return _STEPS.scheduled(state, AiOpsAgent.REPORTER, text, state.step)
     assert target is AiOpsNode.FALLBACK and reason is not None
     return _fallback(state, reason)
-
-
-def _retry(state: AiOpsState, pending: AiOpsPendingCall) -> AiOpsState:
-    """A technical retry: the identical stored input string, next attempt."""
-    return _schedule(
-        state, pending.agent, pending.input, step=pending.step, attempt=pending.attempt + 1
-    )
 
 
 _COMPLETED: Final = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
@@ -382,40 +316,18 @@ def _completed(
     budget, the repeats); the other agents route on COMPLETED alone.
     """
     route = choose_aiops_route(pending.agent.node, facts)
-    leaving = route.next is AiOpsNode.FALLBACK
-    state = _event(
-        state,
-        pending.agent.node,
-        NodeStatus.COMPLETED,
-        route.reason if leaving else None,
-        step=pending.step,
-        attempt=pending.attempt,
-        input_text=pending.input,
-        details=details,
-    )
-    return state, route
+    reason = route.reason if route.next is AiOpsNode.FALLBACK else None
+    return _STEPS.attempt_traced(state, pending, NodeStatus.COMPLETED, reason, details), route
 
 
-def _failed_attempt(
-    state: AiOpsState, pending: AiOpsPendingCall, failure: AgentFailed | PayloadError
+def _route_failure(node: AiOpsNode, status: NodeStatus, retries: bool) -> AiOpsRoute:
+    return choose_aiops_route(node, AiOpsRoutingFacts(status=status, retries_left=retries))
+
+
+def _leave(
+    state: AiOpsState, route: AiOpsRoute, pending: AiOpsPendingCall, reason: AiOpsReasonCode
 ) -> AiOpsState:
-    """An attempt that raised or whose reply was refused: retry the same input or leave."""
-    status, error, reason = _REASONS.of(pending.agent, failure)
-    limit = state.request.config.technical_retry_limit
-    facts = AiOpsRoutingFacts(status=status, retries_left=retries_left(pending.attempt, limit))
-    route = choose_aiops_route(pending.agent.node, facts)
-    state = _event(
-        state,
-        pending.agent.node,
-        status,
-        reason,
-        step=pending.step,
-        attempt=pending.attempt,
-        input_text=pending.input,
-        details=AiOpsEventDetails(error=error),
-    )
-    if route.same_input:
-        return _retry(state, pending)
+    """Follow a failed attempt's route away from its node."""
     return _follow(state, route, reason=leaving_reason(route, reason))
 
 
@@ -423,12 +335,8 @@ def _failed_attempt(
 
 
 def _supervisor_replied(
-    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+    state: AiOpsState, pending: AiOpsPendingCall, choice: SupervisorChoice
 ) -> AiOpsState:
-    try:
-        choice = parse_supervisor_decision(reply_text(result)).next
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     if choice is SupervisorChoice.FINISH:
         repeats = 0
     elif state.decisions and state.decisions[-1] is choice:
@@ -449,24 +357,14 @@ def _supervisor_replied(
     return _follow(state, route, reason=route.reason)
 
 
-def _planner_replied(
-    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
-) -> AiOpsState:
-    try:
-        plan = parse_aiops_plan(reply_text(result))
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
+def _planner_replied(state: AiOpsState, pending: AiOpsPendingCall, plan: AiOpsPlan) -> AiOpsState:
     state, route = _completed(state, pending, AiOpsEventDetails(plan_steps=len(plan.steps)))
     return _follow(attrs.evolve(state, plan=plan), route)
 
 
 def _executor_replied(
-    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+    state: AiOpsState, pending: AiOpsPendingCall, output: AiOpsExecutorOutput
 ) -> AiOpsState:
-    try:
-        output = parse_aiops_executor_output(reply_text(result), state.invocation_ids)
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     seen = set(state.invocation_ids)
     new_ids = tuple(value for value in output.tool_invocation_ids if value not in seen)
     details = AiOpsEventDetails(
@@ -485,23 +383,24 @@ def _executor_replied(
 
 
 def _reporter_replied(
-    state: AiOpsState, pending: AiOpsPendingCall, result: AgentReplied
+    state: AiOpsState, pending: AiOpsPendingCall, report: AiOpsReport
 ) -> AiOpsState:
-    try:
-        report = parse_aiops_report(reply_text(result))
-    except PayloadError as error:
-        return _failed_attempt(state, pending, error)
     details = AiOpsEventDetails(findings=len(report.findings))
     state, route = _completed(state, pending, details)
     state = attrs.evolve(state, report=report, outcome=AiOpsOutcome.REPORTED, reason_code=None)
     return _follow(state, route)
 
 
-_REPLY_HANDLERS = {
-    AiOpsAgent.SUPERVISOR: _supervisor_replied,
-    AiOpsAgent.PLANNER: _planner_replied,
-    AiOpsAgent.EXECUTOR: _executor_replied,
-    AiOpsAgent.REPORTER: _reporter_replied,
+_REPLIES: Final[Mapping[AiOpsAgent, ReplyStep[AiOpsState, AiOpsPendingCall]]] = {
+    AiOpsAgent.SUPERVISOR: Reply(
+        lambda _, text: parse_supervisor_decision(text).next, _supervisor_replied
+    ),
+    AiOpsAgent.PLANNER: Reply(lambda _, text: parse_aiops_plan(text), _planner_replied),
+    AiOpsAgent.EXECUTOR: Reply(
+        lambda state, text: parse_aiops_executor_output(text, state.invocation_ids),
+        _executor_replied,
+    ),
+    AiOpsAgent.REPORTER: Reply(lambda _, text: parse_aiops_report(text), _reporter_replied),
 }
 
 
@@ -521,9 +420,27 @@ def _fallback(state: AiOpsState, reason: AiOpsReasonCode) -> AiOpsState:
         config=request.config,
     )
     step = max(state.step, 1)
-    state = _event(state, AiOpsNode.FALLBACK, NodeStatus.COMPLETED, reason, step=step)
+    state = _STEPS.traced(state, AiOpsNode.FALLBACK, NodeStatus.COMPLETED, reason, step)
     state = attrs.evolve(
         state, outcome=AiOpsOutcome.FALLBACK, reason_code=reason, fallback=text, report=None
     )
     route = choose_aiops_route(AiOpsNode.FALLBACK, _COMPLETED)
     return _follow(state, route)
+
+
+_REASONS: Final = failure_reasons(AiOpsAgent, AiOpsReasonCode)
+
+_STEPS: Final = AgentSteps(
+    event=AiOpsTraceEvent,
+    details=AiOpsEventDetails,
+    pending=AiOpsPendingCall,
+    record=AiOpsInvocationRecord,
+    agent=lambda pending: pending.agent,
+    position=lambda pending: pending.step,
+    node=lambda agent: agent.node,
+    reasons=_REASONS,
+    route_failure=_route_failure,
+    leave=_leave,
+    replies=_REPLIES,
+)
+"""The AIOps data for the agent steps both machines share (``_kernel/stepping``)."""

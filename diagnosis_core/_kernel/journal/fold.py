@@ -422,10 +422,7 @@ def start_entry(
         derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
     entry = type(journal)._entry_type(
         seq=seq,
-        call=expected.call,
-        round=expected.round,
-        attempt=expected.attempt,
-        input_sha256=expected.input_sha256,
+        **attrs.asdict(expected, recurse=False),  # its header: call, round, attempt, input
         state=EntryState.STARTED,
         tool_invocations=tools,
         derived=derived,
