@@ -161,13 +161,13 @@ def test_import_diagnosis_core_loads_neither_hashlib_nor_logging() -> None:
 
 
 def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None:
-    """Fallback rendering, replay, the reference gatekeeper and the ledger load on first use."""
+    """Fallback rendering, replay, the reference gatekeeper, the ledger, the loop: on first use."""
     done = _fresh(
         "import sys, diagnosis_core\n"
         "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.text',"
         " 'diagnosis_core._chat.replay', 'diagnosis_core._chat.reference_gatekeeper',"
         " 'diagnosis_core._kernel.ledger', 'diagnosis_core._chat.schema',"
-        " 'diagnosis_core._chat.journal')\n"
+        " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driver')\n"
         "loaded = [m for m in lazy if m in sys.modules]\n"
         "assert not loaded, loaded\n"
         "assert diagnosis_core.ReferenceGatekeeper.__module__ =="

@@ -11,11 +11,12 @@ import attrs
 from .._kernel.config import int_in_range, to_locale
 from .._kernel.config_fields import max_item_chars_field, technical_retry_limit_field
 from .._kernel.enums import Locale
+from .._kernel.records import share_repr
 
 __all__ = ["DiagnosisConfig"]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DiagnosisConfig:
     """Workflow limits and presentation settings (spec §4).
 
@@ -40,3 +41,6 @@ class DiagnosisConfig:
         attempts = self.technical_retry_limit + 1
         per_round = 3 + attempts  # executor + gatekeeper + verified_input + verifier
         return attempts + 2 * per_round + 1 + attempts + 1
+
+
+share_repr(DiagnosisConfig)

@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Unpack, cast
 
 import attrs
 
-from .._kernel import driver as _driver
-from .._kernel.driver import Driving, RunOptions, merge_options
 from .._kernel.effects import reject_awaitable, require_awaitable
 from .._kernel.facts import repair_text
 from .._kernel.keywords import RunKeywords
 from .._kernel.loop import ainvoke_agent, describe_error, invoke_agent
+from .._kernel.options import RunOptions, merge_options
 from .effects import AsyncEffects, Effects
 from .facts import gatekeeper_fact
 from .machine import (
@@ -48,6 +47,7 @@ from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
+    from .._kernel.driver import Driving
     from .journal import Journal, JournalSink
     from .reference_gatekeeper import ToolRecorder
 
@@ -133,6 +133,7 @@ def _derived(action: object, gatekeeper: object, tools: ToolRecorder | None, jou
 @functools.cache
 def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
     """The chat workflow's parts, loaded at the first run (not by ``import diagnosis_core``)."""
+    from .._kernel.driver import Driving
     from .journal import Journal, JournalRecorder
     from .workflow import DIAGNOSIS_WORKFLOW
 
@@ -185,8 +186,10 @@ def run_diagnosis(
     when options do not go together; :class:`JournalError` when the journal
     does not verify or belongs to another request.
     """
+    from .._kernel import driver  # the loop loads at the first run
+
     chosen = merge_options("run_diagnosis", options, **keywords)
-    return _driver.run(_driving(), "run_diagnosis", request, effects, state, chosen)
+    return driver.run(_driving(), "run_diagnosis", request, effects, state, chosen)
 
 
 async def arun_diagnosis(
@@ -203,8 +206,10 @@ async def arun_diagnosis(
     run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
     callables (spec §15).
     """
+    from .._kernel import driver  # the loop loads at the first run
+
     chosen = merge_options("arun_diagnosis", options, **keywords)
-    return await _driver.arun(_driving(), "arun_diagnosis", request, effects, state, chosen)
+    return await driver.arun(_driving(), "arun_diagnosis", request, effects, state, chosen)
 
 
 def iter_diagnosis(
@@ -225,8 +230,10 @@ def iter_diagnosis(
     (with ``store``, the run is claimed when iteration starts and released
     when it ends or the iterator is closed).
     """
+    from .._kernel import driver  # the loop loads at the first run
+
     chosen = merge_options("iter_diagnosis", options, **keywords)
-    items = _driver.iterate(_driving(), "iter_diagnosis", request, effects, state, chosen)
+    items = driver.iterate(_driving(), "iter_diagnosis", request, effects, state, chosen)
     return cast("Iterator[TraceEvent | DiagnosisResult]", items)
 
 
@@ -243,6 +250,8 @@ def aiter_diagnosis(
     ``async for item in aiter_diagnosis(request, effects): ...``. Options are
     checked when this is called; effects run as it is iterated.
     """
+    from .._kernel import driver  # the loop loads at the first run
+
     chosen = merge_options("aiter_diagnosis", options, **keywords)
-    items = _driver.aiterate(_driving(), "aiter_diagnosis", request, effects, state, chosen)
+    items = driver.aiterate(_driving(), "aiter_diagnosis", request, effects, state, chosen)
     return cast("AsyncIterator[TraceEvent | DiagnosisResult]", items)

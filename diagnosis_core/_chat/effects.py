@@ -16,6 +16,7 @@ import attrs
 
 from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
+from .._kernel.records import share_repr
 from .enums import AgentName
 from .payloads import ExecutorEvidence
 
@@ -39,7 +40,7 @@ class AsyncGatekeeper(Protocol):
     def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> Awaitable[object]: ...
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Effects(AgentTable[AgentName, AgentInvoker]):
     """The four agents, the gatekeeper and the failure classifier of a sync run."""
 
@@ -51,7 +52,7 @@ class Effects(AgentTable[AgentName, AgentInvoker]):
     classifier: FailureClassifier = default_failure_classifier
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
     """The four agents, the gatekeeper and the failure classifier of an asyncio run.
 
@@ -70,3 +71,4 @@ class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
 # --- the right kind of effects for the driver (spec §15, a local error) ------------
 
 
+share_repr(Effects, AsyncEffects)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from .._kernel.records import share_repr
 from .enums import Verification
 from .payloads import FactCheck
 from .projection import VerifiedClaim, VerifiedEvidence, VerifiedInput
@@ -37,7 +38,7 @@ class RetryConstraint(enum.StrEnum):
     RETURN_FULL_EXECUTOR_EVIDENCE_V2_SNAPSHOT = "RETURN_FULL_EXECUTOR_EVIDENCE_V2_SNAPSHOT"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EvidenceGap:
     """A critical fact the verifier could not support directly."""
 
@@ -46,7 +47,7 @@ class EvidenceGap:
     verification: Verification
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class QueryRef:
     """A tool query that already produced verified evidence; not to be repeated."""
 
@@ -54,7 +55,7 @@ class QueryRef:
     source_invocation_id: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RetryContext:
     """What the round-2 executor (and the round-2 verifier) are told (spec §6.5)."""
 
@@ -103,3 +104,4 @@ def build_retry_context(verified: VerifiedInput, gaps: Iterable[EvidenceGap]) ->
     )
 
 
+share_repr(EvidenceGap, QueryRef, RetryContext)

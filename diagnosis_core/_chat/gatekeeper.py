@@ -41,6 +41,7 @@ import attrs
 
 from .._kernel.errors import PayloadError
 from .._kernel.json import SURROGATE as _SURROGATE
+from .._kernel.records import share_repr
 from .enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
 from .payloads import CheckedBinding, GatekeeperResult
 
@@ -92,7 +93,7 @@ class _Unreadable(Exception):
         self.problem = problem
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RawSnapshot:
     """A plain copy of a raw gatekeeper result, taken once at the boundary (spec §15).
 
@@ -285,7 +286,7 @@ def snapshot_raw_result(raw: object) -> RawSnapshot:
         return RawSnapshot(None, _safe_text(f"unreadable result ({error.problem})"))
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class NormalizedGatekeeperResult:
     """What the router and the trace need from one gatekeeper call (spec §6.1).
 
@@ -528,3 +529,6 @@ def gatekeeper_unavailable(error: BaseException | str) -> NormalizedGatekeeperRe
         reason_code=ReasonCode.GATEKEEPER_UNAVAILABLE,
         problem=_safe_text(problem),
     )
+
+
+share_repr(RawSnapshot, NormalizedGatekeeperResult)

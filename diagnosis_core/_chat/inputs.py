@@ -16,6 +16,7 @@ import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.json import canonical_json
+from .._kernel.records import share_repr
 from .config import DiagnosisConfig
 from .enums import AnswerMode, GatekeeperStatus, Verdict
 from .gaps import RetryContext
@@ -40,7 +41,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PlannerInput:
     """Planner whitelist: the question, trimmed history and skill metadata only."""
 
@@ -49,7 +50,7 @@ class PlannerInput:
     skills: tuple[Skill, ...]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorInput:
     """Round-1 executor whitelist."""
 
@@ -59,7 +60,7 @@ class ExecutorInput:
     selected_skill: str | None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorRetryInput:
     """Round-2 executor whitelist: round 1's keys plus the retry context."""
 
@@ -70,7 +71,7 @@ class ExecutorRetryInput:
     retry_context: RetryContext
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GatekeeperSummary:
     """What the verifier learns of the gatekeeper: status, ceiling and counts only."""
 
@@ -81,7 +82,7 @@ class GatekeeperSummary:
     failed: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class VerifierInput:
     """Verifier whitelist: only projected (gatekeeper-trusted) material."""
 
@@ -93,7 +94,7 @@ class VerifierInput:
     retry_context: RetryContext | None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ComposerInput:
     """Composer whitelist: verifier-allowed verified claims and the verifier's advice."""
 
@@ -185,3 +186,13 @@ def build_composer_input(
             tuple(recommended_actions),
         )
     )
+
+
+share_repr(
+    PlannerInput,
+    ExecutorInput,
+    ExecutorRetryInput,
+    GatekeeperSummary,
+    VerifierInput,
+    ComposerInput,
+)

@@ -27,6 +27,7 @@ from .._kernel.errors import MachineError
 from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.json import canonical_json
 from .._kernel.provenance import mark_built
+from .._kernel.records import share_repr
 from .._kernel.results import AgentFailed, AgentReplied, awaited, items_of
 from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
@@ -125,7 +126,7 @@ def _request_strings(request: DiagnosisRequest) -> object:
     }
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DiagnosisRequest:
     """One chat question and everything the run may use to answer it."""
 
@@ -146,7 +147,7 @@ class DiagnosisRequest:
         refuse_surrogate_pairs(_request_strings(self), "request")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class InvokeAgent:
     """Action: invoke ``agent`` with exactly ``input`` and ``config``."""
 
@@ -157,7 +158,7 @@ class InvokeAgent:
     attempt: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CallGatekeeper:
     """Action: call the gatekeeper once with the run id and the executor output."""
 
@@ -172,7 +173,7 @@ the fact codec (or the journal) decoded from stored JSON — plain built-ins the
 owns — so the defensive snapshot of a host object is not needed (spec §12.1)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GatekeeperReturned:
     """Result: the gatekeeper returned ``raw`` (any value; normalized by the machine).
 
@@ -185,7 +186,7 @@ class GatekeeperReturned:
     origin: object = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GatekeeperFailed:
     """Result: the gatekeeper callable raised."""
 
@@ -196,7 +197,7 @@ EffectResult = AgentReplied | AgentFailed | GatekeeperReturned | GatekeeperFaile
 """The outcome of one performed effect, fed back to :func:`advance`."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DiagnosisResult:
     """How a run ended; its wire form is the replay output of spec §9."""
 
@@ -213,7 +214,7 @@ class DiagnosisResult:
     invocations: tuple[InvocationRecord, ...]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Finished:
     """Action: nothing left to do; the run ended with ``result``."""
 
@@ -224,7 +225,7 @@ Action = InvokeAgent | CallGatekeeper | Finished
 """What :func:`next_action` asks for: an agent call, a gatekeeper call, or nothing more."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PendingCall:
     """The agent invocation the machine waits for, with its exact input."""
 
@@ -234,7 +235,7 @@ class PendingCall:
     attempt: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DiagnosisState:
     """The whole state of one run; immutable, JSON round-trippable.
 
@@ -822,3 +823,16 @@ _STEPS: Final = AgentSteps(
     replies=_REPLIES,
 )
 """The chat workflow's data for the agent steps both machines share (``_kernel/stepping``)."""
+
+
+share_repr(
+    DiagnosisRequest,
+    InvokeAgent,
+    CallGatekeeper,
+    GatekeeperReturned,
+    GatekeeperFailed,
+    DiagnosisResult,
+    Finished,
+    PendingCall,
+    DiagnosisState,
+)

@@ -14,6 +14,7 @@ from typing import Literal
 import attrs
 
 from .._kernel.plan import PlanStep
+from .._kernel.records import share_repr
 from .enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
 
 __all__ = [
@@ -40,7 +41,7 @@ EXECUTOR_SCHEMA_VERSION: Literal["executor_evidence_v2"] = "executor_evidence_v2
 # --- request material -------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HistoryMessage:
     """One chat history message; only ``role`` and ``content`` ever reach the planner."""
 
@@ -48,7 +49,7 @@ class HistoryMessage:
     content: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Skill:
     """A playbook in the catalog. The planner sees ``name`` and ``description`` only."""
 
@@ -59,7 +60,7 @@ class Skill:
 # --- planner_plan (§5.1) ------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PlannerPlan:
     """The planner's output: non-empty steps with unique ids, optional skill."""
 
@@ -70,7 +71,7 @@ class PlannerPlan:
 # --- executor_evidence_v2 (§5.2) ----------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EvidenceBinding:
     """Points a claim at the exact tool result that supports it."""
 
@@ -80,7 +81,7 @@ class EvidenceBinding:
     evidence_excerpt: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Claim:
     """One executor claim with at least one binding."""
 
@@ -90,7 +91,7 @@ class Claim:
     is_critical: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Hypothesis:
     """An unconfirmed idea of the executor; kept for the trace only."""
 
@@ -98,7 +99,7 @@ class Hypothesis:
     missing_evidence: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ToolTraceEntry:
     """One tool call as the executor reports it; feeds the fallback's tool overview."""
 
@@ -107,7 +108,7 @@ class ToolTraceEntry:
     invocation_id: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorEvidence:
     """The executor's ``executor_evidence_v2`` snapshot.
 
@@ -125,7 +126,7 @@ class ExecutorEvidence:
 # --- verifier_output (§5.3) ---------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class FactCheck:
     """The verifier's judgement of one fact of one claim."""
 
@@ -135,7 +136,7 @@ class FactCheck:
     verification: Verification
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class VerifierOutput:
     """The verifier's output. ``verdict`` is the *model* verdict, before the ceiling."""
 
@@ -152,7 +153,7 @@ class VerifierOutput:
 # --- composer_output (§5.4) ---------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ComposerOutput:
     """The user-facing answer; cited ids are a subset of the allowed claims."""
 
@@ -163,7 +164,7 @@ class ComposerOutput:
 # --- gatekeeper result (§6.1) -------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CheckedBinding:
     """One binding as the gatekeeper checked it.
 
@@ -190,7 +191,7 @@ class CheckedBinding:
         return self.status is BindingCheckStatus.PASS
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GatekeeperResult:
     """The gatekeeper's raw result shape, once well-formed (spec §6.1).
 
@@ -202,3 +203,20 @@ class GatekeeperResult:
     level: str | None = None
     checked_bindings: tuple[CheckedBinding, ...] = ()
     reason_codes: tuple[str, ...] = ()
+
+
+share_repr(
+    HistoryMessage,
+    Skill,
+    PlannerPlan,
+    EvidenceBinding,
+    Claim,
+    Hypothesis,
+    ToolTraceEntry,
+    ExecutorEvidence,
+    FactCheck,
+    VerifierOutput,
+    ComposerOutput,
+    CheckedBinding,
+    GatekeeperResult,
+)

@@ -17,6 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
+from .._kernel.records import share_repr
 from .._kernel.routes import RouteRow, StatusRoutingFacts
 from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RoutingFacts(StatusRoutingFacts):
     """Everything a routing condition may look at, gathered by the machine.
 
@@ -101,7 +102,7 @@ _PREDICATES: Mapping[Condition, Callable[[RoutingFacts], bool]] = MappingProxyTy
 )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Route(RouteRow[NodeName, Condition, ReasonCode]):
     """One row of the chat routing table.
 
@@ -161,3 +162,6 @@ def choose_route(
 def routing_mermaid(table: tuple[Route, ...] = ROUTING_TABLE) -> str:
     """A Mermaid flowchart drawn from the routing table, so the picture cannot lie."""
     return mermaid_flowchart(table)
+
+
+share_repr(RoutingFacts, Route)

@@ -11,6 +11,7 @@ import attrs
 
 from .._kernel.converter import register_json_text, register_sparse_details
 from .._kernel.enums import NodeStatus
+from .._kernel.records import share_repr
 from .enums import AgentName, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .payloads import VerifierOutput
 
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EventDetails:
     """Node-specific details of a trace event; absent fields are omitted on the wire.
 
@@ -53,7 +54,7 @@ class EventDetails:
     error: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class TraceEvent:
     """One executed node (spec §8). ``input_sha256`` is set for LLM nodes only."""
 
@@ -67,7 +68,7 @@ class TraceEvent:
     details: EventDetails = attrs.field(factory=EventDetails)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class InvocationRecord:
     """One LLM invocation with the exact input string it was sent."""
 
@@ -77,7 +78,7 @@ class InvocationRecord:
     input: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CallCounts:
     """Effect invocations per agent and for the gatekeeper (all five keys, zeros too)."""
 
@@ -92,7 +93,7 @@ class CallCounts:
         return attrs.evolve(self, **{name: getattr(self, name) + 1})
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RawResult:
     """A raw gatekeeper result kept as-is for audit, as canonical JSON text.
 
@@ -104,7 +105,7 @@ class RawResult:
     json_text: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GatekeeperAudit:
     """The gatekeeper of one round: its raw result and how it was normalized.
 
@@ -131,7 +132,7 @@ class GatekeeperAudit:
             object.__setattr__(self, "raw_result", RawResult("null"))
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class VerifierEvaluation:
     """A completed verifier attempt: output (unknown ids dropped) and the three verdict fields."""
 
@@ -145,7 +146,7 @@ class VerifierEvaluation:
     gap_count: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class TraceReport:
     """Everything a person needs to audit one run (spec §8, seed 003 §8)."""
 
@@ -167,3 +168,15 @@ class TraceReport:
 
 register_sparse_details(EventDetails)
 register_json_text(RawResult)
+
+
+share_repr(
+    EventDetails,
+    TraceEvent,
+    InvocationRecord,
+    CallCounts,
+    RawResult,
+    GatekeeperAudit,
+    VerifierEvaluation,
+    TraceReport,
+)

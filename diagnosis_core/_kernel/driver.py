@@ -48,148 +48,30 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from .effects import check_effects_kind, check_run_options
-from .errors import JournalError, RunOptionsError
+from .effects import check_effects_kind
+from .errors import JournalError
 from .loop import Done, adrive_steps, drive_steps
 from .messages import other_request_error
 from .observe import Watcher, notify
+from .options import RunOptions
 from .provenance import mark_built, require_built_here
+from .records import share_repr
 
 if TYPE_CHECKING:
     from .journal.codec import JournalBase
-    from .journal.fold import EntrySink, JournalRecorderBase
-    from .journal.mac import JournalHead
-    from .journal.store import JournalStore
+    from .journal.fold import JournalRecorderBase
     from .journal.tool_calls import ExecutorTools
     from .tools import ToolRecorder
     from .workflow import Workflow
 
-__all__ = ["Driving", "RunOptions", "aiterate", "arun", "iterate", "merge_options", "run"]
+__all__ = ["Driving", "aiterate", "arun", "iterate", "run"]
 
 S = TypeVar("S")
 Eff = TypeVar("Eff")
 AEff = TypeVar("AEff")
 
 
-def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:
-    def check(_instance: object, _attribute: attrs.Attribute[bool], value: object) -> None:
-        if type(value) is not bool:  # a truthy string must not re-send an executor
-            raise RunOptionsError(f"{name}: expected True or False, got {type(value).__name__}")
-
-    return check
-
-
-@attrs.frozen(kw_only=True)
-class RunOptions:
-    """How a driver runs: journaling, resume, signing, tools, observer, store (spec §12, §14, §16).
-
-    One value for both workflows' drivers, given as ``options=`` (or, as
-    before, as the same-named keywords; not both). Everything a driver takes
-    beyond its request, effects and ``state=``:
-
-    * ``journal`` — resume this journal (same request; the resume rule of the
-      workflow applies); ``sink`` — write the run's journal as it goes;
-    * ``key`` — sign new entries, verify the resumed journal; ``head`` — refuse
-      a resumed journal shorter than or diverging from it (§12.2);
-    * ``tools`` — the run's :class:`ToolRecorder`: executor entries carry the
-      tool calls (§12.3);
-    * ``resend_gatekeeper`` / ``resend_executor`` — re-send an interrupted
-      gatekeeper (read-only) / executor (tools declared replay-safe; needs
-      ``tools``) call as the same attempt;
-    * ``observer`` — watches the run (§14);
-    * ``store`` — record the run in a :class:`JournalStore`, resuming it when
-      the store holds it (§16; not with ``journal``, ``sink`` or ``state``).
-
-    The flags must be booleans (``RunOptionsError`` otherwise): a truthy
-    string would silently re-send an executor whose tools may have run.
-    Whether the options go together is checked by the driver
-    (:meth:`check`), with the same rules and errors for every workflow.
-    """
-
-    journal: JournalBase[Any, Any] | None = None
-    sink: EntrySink[Any] | None = None
-    key: bytes | None = None
-    tools: ToolRecorder | None = None
-    observer: object = None
-    resend_gatekeeper: bool = attrs.field(default=False, validator=_flag("resend_gatekeeper"))
-    resend_executor: bool = attrs.field(default=False, validator=_flag("resend_executor"))
-    head: JournalHead | None = None
-    store: JournalStore | None = None
-
-    @property
-    def journaling(self) -> bool:
-        """True when the run records a journal (``journal=`` or ``sink=`` given)."""
-        return self.journal is not None or self.sink is not None
-
-    def check(self, driver: str, *, state: object = None) -> None:
-        """Refuse options that do not go together, before anything runs.
-
-        Raises :class:`RunOptionsError` (a ``ValueError`` and a ``TypeError``)
-        naming ``driver``: ``store=`` with ``journal=``, ``sink=`` or
-        ``state=``; ``state=`` with a journal or sink; ``key=`` / ``tools=``
-        without one; ``resend_executor=`` / ``head=`` without a journal to
-        resume; ``resend_executor=`` without ``tools=``; ``head=`` with a
-        sink but no journal. ``tools=`` that is not a tool recorder is a
-        ``TypeError``.
-        """
-        if self.store is not None:
-            for name, value in (("journal", self.journal), ("sink", self.sink), ("state", state)):
-                if value is not None:
-                    raise RunOptionsError(
-                        f"{driver}: {name}: not with store= (the store holds the run's journal)"
-                    )
-            journaling = True
-        else:
-            journaling = self.journaling
-        check_run_options(
-            driver, journaling=journaling, state=state, key=self.key, tools=self.tools
-        )
-        if not journaling:
-            if self.resend_executor or self.head is not None:
-                raise RunOptionsError(
-                    f"{driver}: resend_executor= and head= resume a journal; pass journal="
-                )
-            return
-        if self.resend_executor and self.tools is None:
-            raise RunOptionsError(
-                f"{driver}: resend_executor= needs tools= (the run's ToolRecorder answers the "
-                "recorded tool calls from the journal)"
-            )
-        if self.store is None and self.journal is None and self.head is not None:
-            raise RunOptionsError(f"{driver}: head= checks a journal being resumed; pass journal=")
-
-
-_DEFAULTS = RunOptions()
-
-
-def merge_options(driver: str, options: RunOptions | None, **keywords: Any) -> RunOptions:
-    """The run options of a driver call: ``options=``, or the loose keywords; never both.
-
-    A keyword given with its default value is not "given". Raises
-    :class:`RunOptionsError`; an unknown keyword is a ``TypeError`` naming it.
-    """
-    unknown = sorted(set(keywords) - set(attrs.fields_dict(RunOptions)))
-    if unknown:
-        raise TypeError(f"{driver}() got an unexpected keyword argument {unknown[0]!r}")
-    given = sorted(
-        name for name, value in keywords.items() if value is not getattr(_DEFAULTS, name)
-        and value != getattr(_DEFAULTS, name)
-    )
-    if options is None:
-        return RunOptions(**keywords)
-    if not isinstance(options, RunOptions):
-        raise RunOptionsError(
-            f"{driver}: options= must be a RunOptions, got {type(options).__name__}"
-        )
-    if given:
-        raise RunOptionsError(
-            f"{driver}: pass the run options as options= or as keywords, not both "
-            f"(got options= and {', '.join(name + '=' for name in given)})"
-        )
-    return options
-
-
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Driving(Generic[S, Eff, AEff]):
     """What the one driver needs of a workflow beyond its descriptor.
 
@@ -220,7 +102,7 @@ class Driving(Generic[S, Eff, AEff]):
 # --- journaling and the run ----------------------------------------------------------
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Journaling:
     """The step recorder of a journaling run: the journal recorder plus the executor's tools."""
 
@@ -256,7 +138,7 @@ class _Journaling:
         self.recorder.close()
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Run:
     """A run ready to go: where it starts, its journaling, what this process must announce."""
 
@@ -308,7 +190,7 @@ def _events(state: Any) -> Sequence[object]:
     return events
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class _Call:
     """One driver call: the workflow, the driver's name, the request and the effects.
 
@@ -555,3 +437,6 @@ async def _aiterate(
     with call.claimed(prepared, options) as current:
         async for item in _asteps(current, call.effects, events=True):
             yield item.state.result if isinstance(item, Done) else item
+
+
+share_repr(Driving, _Journaling, _Run, _Call)

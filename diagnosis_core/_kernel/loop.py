@@ -38,6 +38,7 @@ from .effects import (
 from .enums import FailureKind
 from .facts import not_text_message, repair_text
 from .observe import Watcher, new_events, observed_result
+from .records import share_repr
 from .results import AgentFailed, AgentReplied
 
 __all__ = [
@@ -79,7 +80,7 @@ class StepRecorder(Protocol[A_contra, R]):
         """The machine said finished: a journal writes its end marker (spec §12.2)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Done(Generic[S]):
     """The last item a step loop yields: the finished state.
 
@@ -290,3 +291,6 @@ async def adrive_steps(
         for event in steps.feed(action, await perform(action)):  # type: ignore[arg-type]
             yield event
     yield steps.done()
+
+
+share_repr(Done)

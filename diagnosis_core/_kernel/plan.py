@@ -13,6 +13,7 @@ import attrs
 
 from .errors import PayloadError
 from .json import describe_value
+from .records import share_repr
 
 __all__ = ["PlanStep", "check_plan_steps"]
 
@@ -23,7 +24,7 @@ def _duplicate(path: str, value: str) -> PayloadError:
     return PayloadError(path, f"duplicate {describe_value(value)}")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PlanStep:
     """One investigation step of the plan."""
 
@@ -56,3 +57,6 @@ def check_plan_steps(steps: Sequence[PlanStep], *, blank_goals: bool) -> None:
                 raise PayloadError(f"steps[{index}].goal", _EMPTY)
         elif not step.goal.strip():
             raise PayloadError(f"steps[{index}].goal", "must not be blank")
+
+
+share_repr(PlanStep)

@@ -15,6 +15,7 @@ import attrs
 
 from .enums import FailureKind, NodeStatus
 from .errors import MachineError, PayloadError
+from .records import share_repr
 
 A = TypeVar("A", bound=enum.Enum)
 R = TypeVar("R", bound=enum.Enum)
@@ -56,7 +57,7 @@ def to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(value)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AgentReplied:
     """Result: the agent returned its message text.
 
@@ -81,7 +82,7 @@ def _failure_message(instance: object, attribute: Any, value: Any) -> None:
         raise TypeError(f"AgentFailed.{attribute.name}: expected a str, got {type(value).__name__}")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AgentFailed:
     """Result: the agent raised; ``kind`` comes from the failure classifier.
 
@@ -219,3 +220,6 @@ class FailureReasons(Generic[A, R]):
             status, error = raised_outcome(failure)
             return status, error, self.raised(agent, failure.kind)
         return NodeStatus.INVALID_OUTPUT, failure.reason, self.invalid_output(agent)
+
+
+share_repr(AgentReplied, AgentFailed)

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 import attrs
 
 from .enums import NodeStatus
+from .records import share_repr
 
 __all__ = ["RouteRow", "StatusRoutingFacts"]
 
@@ -25,7 +26,7 @@ C = TypeVar("C", bound=enum.Enum)
 R = TypeVar("R", bound=enum.Enum)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RouteRow(Generic[N, C, R]):
     """One row of a routing table: after ``after``, when ``condition`` holds, go to ``next``.
 
@@ -43,7 +44,7 @@ class RouteRow(Generic[N, C, R]):
     same_input: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class StatusRoutingFacts:
     """The facts every routing condition may look at, in both workflows.
 
@@ -56,3 +57,6 @@ class StatusRoutingFacts:
 
     status: NodeStatus | None = None
     retries_left: bool = False
+
+
+share_repr(RouteRow, StatusRoutingFacts)

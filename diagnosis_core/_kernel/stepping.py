@@ -28,6 +28,7 @@ from attrs import AttrsInstance
 from .enums import NodeStatus
 from .errors import MachineError, PayloadError
 from .json import sha256_text
+from .records import share_repr
 from .results import (
     AgentFailed,
     FailureReasons,
@@ -119,7 +120,7 @@ class ReplyStep(Protocol[S_inv, P_contra]):
     def __call__(self, state: S_inv, pending: P_contra, text: str, /) -> S_inv | PayloadError: ...
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Reply(Generic[S, P, T]):
     """A row of a machine's reply table: the agent's parser and its handler.
 
@@ -141,7 +142,7 @@ class Reply(Generic[S, P, T]):
         return self.handle(state, pending, value)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
     """One workflow's data for the shared agent steps (see the module docstring).
 
@@ -270,3 +271,6 @@ def failure_reasons(agents: type[A], reasons: type[R]) -> FailureReasons[A, R]:
         tool_blocked=reasons["EXECUTOR_TOOL_BLOCKED"],
         executor_invalid_output=reasons["EXECUTOR_INVALID_OUTPUT"],
     )
+
+
+share_repr(Reply, AgentSteps)

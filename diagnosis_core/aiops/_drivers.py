@@ -36,12 +36,13 @@ import attrs
 
 from .._kernel import driver as _driver
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.driver import Driving, RunOptions, merge_options
+from .._kernel.driver import Driving
 from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
 from .._kernel.keywords import RunKeywords
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
 from .._kernel.observe import Observer
+from .._kernel.options import RunOptions, merge_options
 from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.tools import ToolRecorder
 from ._enums import AiOpsAgent
