@@ -40,24 +40,18 @@ LangGraph and Temporal adapters) needs only this module and
 
 from __future__ import annotations
 
-# The chat journal module is public in full: its ``__all__`` is the list (a star
-# import re-exports exactly it, and mypy sees each name), added to this module's
-# ``__all__`` below instead of being written out a second time; the kernel's
-# values and codec functions are picked by name: most of those modules' names stay private.
+# The chat journal module and the kernel's recorded values are public in full:
+# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
+# each name), added to this module's ``__all__`` below instead of being written out
+# a second time. The codec and MAC functions are picked by name: most of those
+# modules' names stay private.
 from ._chat import journal as _journal
 from ._chat.entries import entry_from_json, entry_to_json
 from ._chat.journal import *  # noqa: F403
 from ._kernel.errors import JournalError
+from ._kernel.journal import recorded as _recorded
 from ._kernel.journal.codec import (
-    EntryState,
     JournalEnd,
-    JournalOutcome,
-    RecordedAgentError,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
-    RecordedReply,
-    RecordedToolError,
-    RecordedToolInvocation,
     entry_to_wire,
     journal_to_json,
     journal_to_wire,
@@ -66,19 +60,12 @@ from ._kernel.journal.codec import (
     stored_json,
 )
 from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
+from ._kernel.journal.recorded import *  # noqa: F403
 
 __all__ = [
-    "EntryState",
     "JournalEnd",
     "JournalError",
     "JournalHead",
-    "JournalOutcome",
-    "RecordedAgentError",
-    "RecordedGatekeeperError",
-    "RecordedGatekeeperResult",
-    "RecordedReply",
-    "RecordedToolError",
-    "RecordedToolInvocation",
     "entry_from_json",
     "entry_mac",
     "entry_to_json",
@@ -93,3 +80,4 @@ __all__ = [
     "stored_json",
 ]
 __all__ += _journal.__all__
+__all__ += _recorded.__all__
