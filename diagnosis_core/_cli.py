@@ -44,6 +44,7 @@ from . import (
     scenario_request,
     to_wire,
 )
+from ._cli_commands import add_command, add_key_option
 from ._cli_io import (
     EXIT_OK,
     EXIT_OUTPUT,
@@ -423,8 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action=_VersionAction, help="print the installed version and exit"
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
-    run = commands.add_parser(
+    run = add_command(
+        commands,
         "run",
+        _run,
         help="replay a scenario or a run journal JSON file",
         description="Replay a scenario (spec §9), or a run journal (spec §12, told apart by "
         '"format": "diagnosis_journal_v2" or "diagnosis_journal_v1") to the output of the run '
@@ -434,10 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--journal-out", metavar="FILE", help="write the run's journal (a chat scenario only)"
     )
-    run.add_argument(
-        "--journal-key-file",
-        metavar="FILE",
-        help="host key (the file's bytes): sign the journal written, verify the journal read",
+    add_key_option(
+        run, "host key (the file's bytes): sign the journal written, verify the journal read"
     )
     run.add_argument(
         "--batch",
@@ -450,7 +451,6 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="path of the scenario or journal JSON file, or - for standard input",
     )
-    run.set_defaults(handler=_run)
     from ._cli_stores import add_store_commands
 
     add_store_commands(commands, run)
@@ -458,23 +458,26 @@ def build_parser() -> argparse.ArgumentParser:
     journal_commands = journal.add_subparsers(
         dest="journal_command", required=True, parser_class=ArgumentParser
     )
-    to_scenario = journal_commands.add_parser(
+    to_scenario = add_command(
+        journal_commands,
         "to-scenario",
+        _journal_to_scenario,
         help="print the §9 scenario equivalent to a complete journal",
         description="Print the §9 scenario that replays to the journal's result, as "
         "canonical JSON. An error message a scripted scenario cannot reproduce exactly "
         "is refused unless --approximate.",
     )
-    to_scenario.add_argument("--journal-key-file", metavar="FILE", help="verify with this key")
+    add_key_option(to_scenario, "verify with this key")
     to_scenario.add_argument(
         "--approximate",
         action="store_true",
         help="keep error messages a scenario cannot reproduce exactly, as they are",
     )
     to_scenario.add_argument("journal", help="path of the journal JSON file, or - for stdin")
-    to_scenario.set_defaults(handler=_journal_to_scenario)
-    validate = commands.add_parser(
+    validate = add_command(
+        commands,
         "validate",
+        _validate,
         help="parse one agent reply with a payload parser",
         description="Parse one agent reply; print the value as canonical JSON (exit 0) "
         "or the path-named error (exit 2). Context the parser needs is given by options; "
@@ -497,8 +500,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="IDS",
         help="aiops_executor_output: invocation ids of earlier steps, a,b,c",
     )
-    validate.set_defaults(handler=_validate)
-    schema = commands.add_parser("schema", help="print the JSON Schema of an agent payload")
+    schema = add_command(
+        commands, "schema", _schema, help="print the JSON Schema of an agent payload"
+    )
     schema.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
     schema.add_argument(
         "--profile",
@@ -517,10 +521,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(validation profile) to --out DIR, one file each with a stable $id",
     )
     schema.add_argument("--out", metavar="DIR", help="the directory --all writes to")
-    schema.set_defaults(handler=_schema)
-    graph = commands.add_parser("graph", help="print the routing table as a Mermaid diagram")
+    graph = add_command(
+        commands, "graph", _graph, help="print the routing table as a Mermaid diagram"
+    )
     graph.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
-    graph.set_defaults(handler=_graph)
     from ._cli_conformance import add_conformance_parser
 
     add_conformance_parser(commands, ArgumentParser)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ._cli_commands import add_command
 from .conformance import (
     PROTOCOL_VERSION,
     BatchCommand,
@@ -138,13 +139,14 @@ def add_conformance_parser(commands: Any, parser_class: type[argparse.ArgumentPa
     )
     sub = conformance.add_subparsers(dest="conformance_command", required=True,
                                      parser_class=parser_class)
-    listing = sub.add_parser("list", help="print the cases by area with counts")
+    listing = add_command(sub, "list", _list, help="print the cases by area with counts")
     listing.add_argument("-k", metavar="PATTERN", help="only cases whose area/name matches")
     listing.add_argument("-v", "--verbose", action="store_true", help="list every case")
     listing.add_argument("--corpus", metavar="DIR", help="another corpus directory")
-    listing.set_defaults(handler=_list)
-    run = sub.add_parser(
+    run = add_command(
+        sub,
         "run",
+        _run,
         help="run the corpus against an implementation",
         description="Run every case and compare exactly; prints 'FAIL <case>: <path>: "
         "expected … got …' with the case's why, then 'N passed, M failed'. Exit 1 on any "
@@ -163,7 +165,6 @@ def add_conformance_parser(commands: Any, parser_class: type[argparse.ArgumentPa
     run.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                      help="time-out per case (default 30)")
     run.add_argument("--corpus", metavar="DIR", help="another corpus directory")
-    run.set_defaults(handler=_run)
 
 
 def write_all_schemas(directory: str) -> int:

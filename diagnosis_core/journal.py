@@ -40,49 +40,18 @@ LangGraph and Temporal adapters) needs only this module and
 
 from __future__ import annotations
 
+# The chat journal module and the kernel's recorded values are public in full:
+# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
+# each name), added to this module's ``__all__`` below instead of being written out
+# a second time. The codec and MAC functions are picked by name: most of those
+# modules' names stay private.
+from ._chat import journal as _journal
 from ._chat.entries import entry_from_json, entry_to_json
-from ._chat.journal import (
-    INTERRUPTED_MESSAGE,
-    JOURNAL_FORMAT,
-    JOURNAL_FORMAT_V1,
-    ExpectedCall,
-    Journal,
-    JournalCall,
-    JournalEntry,
-    JournalRecorder,
-    JournalSink,
-    JournalStatus,
-    ListJournalSink,
-    append_entry,
-    entry_result,
-    expected_call,
-    finish_entry,
-    fold_journal,
-    journal_from_json,
-    journal_status,
-    journal_to_scenario,
-    journal_tool_records,
-    load_journal,
-    outcome_of,
-    recorded_tool_invocations,
-    replay_journal,
-    request_mac,
-    request_to_wire,
-    resent_on_resume,
-    resume_journal,
-    start_entry,
-)
+from ._chat.journal import *  # noqa: F403
 from ._kernel.errors import JournalError
+from ._kernel.journal import recorded as _recorded
 from ._kernel.journal.codec import (
-    EntryState,
     JournalEnd,
-    JournalOutcome,
-    RecordedAgentError,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
-    RecordedReply,
-    RecordedToolError,
-    RecordedToolInvocation,
     entry_to_wire,
     journal_to_json,
     journal_to_wire,
@@ -91,58 +60,24 @@ from ._kernel.journal.codec import (
     stored_json,
 )
 from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
+from ._kernel.journal.recorded import *  # noqa: F403
 
 __all__ = [
-    "INTERRUPTED_MESSAGE",
-    "JOURNAL_FORMAT",
-    "JOURNAL_FORMAT_V1",
-    "EntryState",
-    "ExpectedCall",
-    "Journal",
-    "JournalCall",
     "JournalEnd",
-    "JournalEntry",
     "JournalError",
     "JournalHead",
-    "JournalOutcome",
-    "JournalRecorder",
-    "JournalSink",
-    "JournalStatus",
-    "ListJournalSink",
-    "RecordedAgentError",
-    "RecordedGatekeeperError",
-    "RecordedGatekeeperResult",
-    "RecordedReply",
-    "RecordedToolError",
-    "RecordedToolInvocation",
-    "append_entry",
     "entry_from_json",
     "entry_mac",
-    "entry_result",
     "entry_to_json",
     "entry_to_wire",
-    "expected_call",
-    "finish_entry",
-    "fold_journal",
-    "journal_from_json",
     "journal_head",
-    "journal_status",
     "journal_to_json",
-    "journal_to_scenario",
     "journal_to_wire",
-    "journal_tool_records",
-    "load_journal",
     "load_outcome",
-    "outcome_of",
     "outcome_to_wire",
-    "recorded_tool_invocations",
-    "replay_journal",
-    "request_mac",
-    "request_to_wire",
-    "resent_on_resume",
-    "resume_journal",
     "sign_entry",
     "sign_journal",
-    "start_entry",
     "stored_json",
 ]
+__all__ += _journal.__all__
+__all__ += _recorded.__all__

@@ -18,6 +18,11 @@ adapters read. A host that only runs diagnoses uses the drivers of
 
 from __future__ import annotations
 
+# The machine and trace modules are public in full: their ``__all__`` is the
+# list (star imports re-export exactly it, and mypy sees each name), added to
+# this package's ``__all__`` below instead of being written out a second time.
+from ._chat import machine as _machine
+from ._chat import trace as _trace
 from ._chat.drivers import (
     describe_error,
     perform_effect,
@@ -35,23 +40,7 @@ from ._chat.gatekeeper import (
     gatekeeper_unavailable,
     normalize_gatekeeper_result,
 )
-from ._chat.machine import (
-    Action,
-    CallGatekeeper,
-    DiagnosisRequest,
-    DiagnosisResult,
-    DiagnosisState,
-    EffectResult,
-    Finished,
-    GatekeeperFailed,
-    GatekeeperReturned,
-    InvokeAgent,
-    PendingCall,
-    advance,
-    build_trace_report,
-    next_action,
-    start_diagnosis,
-)
+from ._chat.machine import *  # noqa: F403
 from ._chat.observe import (
     DiagnosisObserver,
 )
@@ -80,16 +69,7 @@ from ._chat.routing import (
     choose_route,
     routing_mermaid,
 )
-from ._chat.trace import (
-    CallCounts,
-    EventDetails,
-    GatekeeperAudit,
-    InvocationRecord,
-    RawResult,
-    TraceEvent,
-    TraceReport,
-    VerifierEvaluation,
-)
+from ._chat.trace import *  # noqa: F403
 from ._chat.verdict import (
     answer_mode_for,
     apply_verdict_ceiling,
@@ -133,30 +113,16 @@ __all__ = [
     "DIAGNOSIS_WORKFLOW",
     "HTTP_CLIENT_ERRORS",
     "ROUTING_TABLE",
-    "Action",
     "AgentFailed",
     "AgentName",
     "AgentReplied",
     "AllowedClaim",
     "AnswerMode",
-    "CallCounts",
-    "CallGatekeeper",
     "Condition",
     "DiagnosisObserver",
-    "DiagnosisRequest",
-    "DiagnosisResult",
-    "DiagnosisState",
-    "EffectResult",
-    "EventDetails",
     "FailureClassifier",
     "FailureKind",
-    "Finished",
-    "GatekeeperAudit",
-    "GatekeeperFailed",
-    "GatekeeperReturned",
     "HttpClientRule",
-    "InvocationRecord",
-    "InvokeAgent",
     "MachineError",
     "NodeName",
     "NodeStatus",
@@ -164,24 +130,17 @@ __all__ = [
     "Observer",
     "ObserverWarning",
     "Outcome",
-    "PendingCall",
-    "RawResult",
     "ReasonCode",
     "Route",
     "RoutingFacts",
     "ToolUsage",
-    "TraceEvent",
-    "TraceReport",
     "VerifiedBinding",
     "VerifiedClaim",
     "VerifiedEvidence",
     "VerifiedInput",
-    "VerifierEvaluation",
     "Workflow",
-    "advance",
     "answer_mode_for",
     "apply_verdict_ceiling",
-    "build_trace_report",
     "choose_route",
     "classify_failure",
     "count_trusted_bindings",
@@ -190,7 +149,6 @@ __all__ = [
     "gatekeeper_unavailable",
     "is_valid_tool_name",
     "new_events",
-    "next_action",
     "normalize_gatekeeper_result",
     "notify",
     "perform_effect",
@@ -201,7 +159,8 @@ __all__ = [
     "routing_mermaid",
     "sanitize_item",
     "select_allowed_claims",
-    "start_diagnosis",
     "summarize_tool_usage",
     "verdict_ceiling",
 ]
+__all__ += _machine.__all__
+__all__ += _trace.__all__

@@ -16,6 +16,11 @@ canonical JSON (§6.6) in which a lone surrogate — an exception message may
 carry one — is written as a ``\\uXXXX`` escape, so the text is always valid
 UTF-8 and the fact comes back unchanged.
 
+The recorded values themselves (the entry state, the agent and gatekeeper
+outcomes, the tool calls) are in ``recorded.py``, the public part of the
+journal's values; this module re-exports them with the codec that reads and
+writes them.
+
 Both workflows share this form (spec §12): the entry and journal classes here
 are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
 workflow narrows with its descriptor (``_kernel/workflow.py``; what the codec
@@ -45,11 +50,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import json
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -65,19 +68,24 @@ from ..json import (
     stored_json,
 )
 from ..ledger import ToolInvocation
+from . import recorded
+from .recorded import *  # noqa: F403  (re-exported: its ``__all__`` is added below)
+from .recorded import (
+    EntryState,
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    RecordedReply,
+    RecordedToolError,
+    RecordedToolInvocation,
+    checked_duration,
+)
 
 __all__ = [
-    "EntryState",
     "JournalBase",
     "JournalEnd",
     "JournalEntryBase",
-    "JournalOutcome",
-    "RecordedAgentError",
-    "RecordedGatekeeperError",
-    "RecordedGatekeeperResult",
-    "RecordedReply",
-    "RecordedToolError",
-    "RecordedToolInvocation",
     "WireForm",
     "bound_input_sha256",
     "end_to_wire",
@@ -97,13 +105,7 @@ __all__ = [
     "stored_json",
     "tool_invocation_from_record",
 ]
-
-class EntryState(enum.StrEnum):
-    """``started``: written before the effect ran; ``finished``: it returned."""
-
-    STARTED = "started"
-    FINISHED = "finished"
-
+__all__ += recorded.__all__
 
 _KIND_WIRE = {
     FailureKind.RETRYABLE: "retryable",
@@ -114,118 +116,8 @@ _KIND_FROM_WIRE = {wire: kind for kind, wire in _KIND_WIRE.items()}
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
-def _str(value: object) -> str:
-    """The exact ``str`` of a string (a subclass's overrides cannot change it)."""
-    if not isinstance(value, str):
-        raise JournalError(f"expected a string, got {type(value).__name__}")
-    return value if type(value) is str else str.__str__(value)
-
-
-@attrs.frozen
-class RecordedReply:
-    """An agent returned this message text."""
-
-    text: str = attrs.field(converter=_str)
-
-
-@attrs.frozen
-class RecordedAgentError:
-    """An agent raised; ``kind`` is what the failure classifier said, ``message`` the error."""
-
-    kind: FailureKind = attrs.field(validator=attrs.validators.instance_of(FailureKind))
-    message: str = attrs.field(default="", converter=_str)
-
-
-@attrs.frozen
-class RecordedGatekeeperResult:
-    """The gatekeeper returned this raw result, kept as its canonical JSON text.
-
-    Stored as text so the value stays immutable; :attr:`result` gives a fresh
-    copy. Build one from a value with :meth:`of`.
-    """
-
-    result_json: str
-
-    @classmethod
-    def of(cls, value: object) -> RecordedGatekeeperResult:
-        """Record a JSON value; :class:`JournalError` if it is not one."""
-        try:
-            return cls(canonical_json(value))
-        except (TypeError, ValueError, RecursionError) as error:
-            raise JournalError(f"result: not a JSON value ({error})") from None
-
-    @property
-    def result(self) -> JsonValue:
-        """A fresh copy of the recorded raw result."""
-        value: JsonValue = json.loads(self.result_json)
-        return value
-
-
-@attrs.frozen
-class RecordedGatekeeperError:
-    """The gatekeeper callable raised with this message."""
-
-    message: str = attrs.field(default="", converter=_str)
-
-
-JournalOutcome: TypeAlias = (
-    RecordedReply | RecordedAgentError | RecordedGatekeeperResult | RecordedGatekeeperError
-)
-"""What a finished entry says came back."""
-
 _AGENT_OUTCOMES = (RecordedReply, RecordedAgentError)
 _GATEKEEPER_OUTCOMES = (RecordedGatekeeperResult, RecordedGatekeeperError)
-
-
-@attrs.frozen
-class RecordedToolError:
-    """A tool's exception: its type name and message (spec §13)."""
-
-    type: str = attrs.field(converter=_str)
-    message: str = attrs.field(converter=_str)
-
-
-def _duration(value: object) -> int | float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise JournalError(f"duration_ms: expected a number, got {type(value).__name__}")
-    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
-        raise JournalError("duration_ms: expected a number >= 0")
-    return value
-
-
-@attrs.frozen
-class RecordedToolInvocation:
-    """One tool call the executor made during its call: a §13 ledger entry.
-
-    ``output`` and ``input`` are kept as canonical JSON text (immutable);
-    ``input_json`` is None when the recorder gave no input.
-    """
-
-    invocation_id: str = attrs.field(converter=_str)
-    tool_name: str = attrs.field(converter=_str)
-    success: bool = attrs.field(validator=attrs.validators.instance_of(bool))
-    output_json: str = "null"
-    input_json: str | None = None
-    error: RecordedToolError | None = None
-    duration_ms: int | float | None = attrs.field(default=None, converter=_duration)
-
-    def to_record(self) -> dict[str, JsonValue]:
-        """The §13 ledger record (plain JSON)."""
-        record: dict[str, JsonValue] = {
-            "invocation_id": self.invocation_id,
-            "tool_name": self.tool_name,
-            "success": self.success,
-            "output": json.loads(self.output_json),
-        }
-        if self.input_json is not None:
-            record["input"] = json.loads(self.input_json)
-        if self.error is not None:
-            record["error"] = {"type": self.error.type, "message": self.error.message}
-        if self.duration_ms is not None:
-            record["duration_ms"] = self.duration_ms
-        return record
 
 
 def _optional_invocations(
@@ -692,7 +584,7 @@ def _load_tool_invocation(value: object, path: str) -> RecordedToolInvocation:
             _field_str(error_data, "message", f"{path}.error"),
         )
     try:
-        duration = _duration(data.get("duration_ms"))
+        duration = checked_duration(data.get("duration_ms"))
     except JournalError as problem:
         raise _fail(path, str(problem)) from None
     return RecordedToolInvocation(
