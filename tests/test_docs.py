@@ -272,8 +272,8 @@ def _printed_format() -> tuple[list[re.Pattern[str]], set[tuple[str, ...]]]:
 
     A heading is a ``print("## …")`` (its formatted parts match anything); a table header
     is the first argument of a ``_table([...])`` call (``table([...])`` in
-    ``stores_bench.py``, which receives ``_table``), or the header line of
-    ``rejection.py``'s table.
+    ``stores_bench.py``, ``langgraph_bench.py`` and ``engines_bench.py``, which receive
+    ``_table``), or the header line of ``rejection.py``'s table.
     """
     import ast
 
@@ -281,7 +281,7 @@ def _printed_format() -> tuple[list[re.Pattern[str]], set[tuple[str, ...]]]:
     headers: set[tuple[str, ...]] = set()
     # run.py and the section modules it hands its ``_table`` to (as ``table``).
     sources = [(ROOT / "benchmarks" / name).read_text("utf-8")
-               for name in ("run.py", "stores_bench.py")]
+               for name in ("run.py", "stores_bench.py", "langgraph_bench.py", "engines_bench.py")]
     calls = [
         node for source in sources for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
