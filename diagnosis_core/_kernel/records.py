@@ -17,38 +17,26 @@ later (the AIOps workflow, journals, stores) keep attrs' generated method.
 
 from __future__ import annotations
 
-import threading
+import reprlib
 
 import attrs
 
 __all__ = ["attrs_repr", "share_repr"]
 
-_guard = threading.local()
 
-
+@reprlib.recursive_repr("...")  # a value that contains itself prints "...", per thread
 def attrs_repr(self: object) -> str:
     """attrs' generated ``__repr__``, shared: same output, nothing compiled per class."""
-    try:
-        seen: set[int] = _guard.seen
-    except AttributeError:
-        seen = _guard.seen = set()
-    key = id(self)
-    if key in seen:
-        return "..."
-    seen.add(key)
-    try:
-        cls = self.__class__
-        parts = []
-        for field in cls.__attrs_attrs__:  # type: ignore[attr-defined]
-            if field.repr is False:
-                continue
-            show = repr if field.repr is True else field.repr
-            name = field.name
-            value = getattr(self, name) if field.init else getattr(self, name, attrs.NOTHING)
-            parts.append(f"{name}={show(value)}")
-        return f"{cls.__qualname__.rsplit('>.', 1)[-1]}({', '.join(parts)})"
-    finally:
-        seen.discard(key)
+    cls = self.__class__
+    parts = []
+    for field in cls.__attrs_attrs__:  # type: ignore[attr-defined]
+        if field.repr is False:
+            continue
+        show = repr if field.repr is True else field.repr
+        name = field.name
+        value = getattr(self, name) if field.init else getattr(self, name, attrs.NOTHING)
+        parts.append(f"{name}={show(value)}")
+    return f"{cls.__qualname__.rsplit('>.', 1)[-1]}({', '.join(parts)})"
 
 
 def share_repr(*classes: type) -> None:
