@@ -218,11 +218,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _doc_blocks_run_from_the_root(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A block reads ``examples/…`` as a user does from a clone's root."""
+def _doc_blocks_run_in_a_scratch_root(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A block reads ``examples/…`` as a user does from a clone's root, and writes elsewhere.
+
+    It runs in a fresh directory holding a link to the clone's ``examples``, so a
+    block that opens a store (``sqlite:///runs.db``) or writes a file leaves the
+    checkout as it was.
+    """
     if isinstance(request.node, MarkdownInlinePythonItem):
+        scratch = request.getfixturevalue("tmp_path")
+        (scratch / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
         with pytest.MonkeyPatch.context() as patch:
-            patch.chdir(ROOT)
+            patch.chdir(scratch)
             yield
     else:
         yield

@@ -213,3 +213,23 @@ def test_a_block_with_an_undefined_name_fails_and_is_counted(
             "documentation blocks: 1 run and passed, 1 failed, 0 skipped*",
         ]
     )
+
+
+def test_a_block_writes_in_a_scratch_directory_not_the_checkout(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stores page opens ``sqlite:///runs.db``: run from the checkout's root, it
+    # wrote a database into the clone (and one was committed by mistake).
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    name = "written-by-a-doc-block.txt"
+    pytester.makefile(
+        ".md",
+        page="# A page\n\n```python\n"
+        "import pathlib\n"
+        "assert pathlib.Path('examples/payment_timeout.json').is_file()\n"
+        f"pathlib.Path('{name}').write_text('x')\n"
+        "```\n",
+    )
+    result = pytester.runpytest_subprocess("-p", "tests.docs_blocks", "page.md")
+    result.assert_outcomes(passed=1)
+    assert not (ROOT / name).exists()
