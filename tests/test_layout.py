@@ -177,6 +177,20 @@ def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None
     assert done.returncode == 0, done.stderr
 
 
+def test_every_attrs_class_import_diagnosis_core_creates_shares_the_repr() -> None:
+    """The import path's classes compile no ``__repr__`` (a new class there must join in)."""
+    done = _fresh(
+        "import sys, attrs, diagnosis_core\n"
+        "from diagnosis_core._kernel.records import attrs_repr\n"
+        "own = [f'{name}.{cls.__qualname__}' for name, module in list(sys.modules.items())"
+        " if name.startswith('diagnosis_core') for cls in vars(module).values()"
+        " if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == name"
+        " and cls.__repr__ is not attrs_repr]\n"
+        "assert not own, own\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_fallback_run_loads_the_renderer_it_needs() -> None:
     """The machine imports the fallback renderer inside the fallback node (not at import)."""
     done = _fresh(
