@@ -43,7 +43,7 @@ def share_repr(*classes: type) -> None:
     """Give each of ``classes`` (attrs classes declared ``repr=False``) the shared repr.
 
     One call at the end of a module names its value classes, so no class body
-    grows a line for it; ``tests/test_records.py`` checks that no attrs class of
+    grows a line for it; ``tests/test_layout.py`` checks that no attrs class of
     the package is left with ``object.__repr__``.
     """
     for cls in classes:
