@@ -10,9 +10,11 @@ journal (spec §12) and nothing else: each effect is one DBOS step,
 hash, the outcome in its §12 wire form, an executor's tool calls). DBOS
 records each step's output in its system database; a recovered workflow
 re-runs the function, gets every recorded output back instead of running the
-step, and folds the same journal to the same state. The run's journal is
-published as the workflow event ``diagnosis_journal``
-(:func:`dbos_diagnosis_journal`).
+step, and folds the same journal to the same state. Nothing else is written:
+:func:`dbos_diagnosis_journal` derives the journal of a finished run from
+those facts (the workflow's recorded input and its effect steps' outputs,
+each checked as strictly as on recovery), so a stored copy can never say
+something the facts do not, and a run costs no write beyond its steps.
 
 **The started entry rides on the step before it.** A call the resume rule
 never sends again (the executor, the gatekeeper) must have its ``started``
@@ -69,6 +71,8 @@ as failed and never called again.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -116,9 +120,7 @@ from ._engine import (
 )
 
 __all__ = [
-    "AIOPS_JOURNAL_EVENT",
     "AIOPS_WORKFLOW_NAME",
-    "DIAGNOSIS_JOURNAL_EVENT",
     "DIAGNOSIS_WORKFLOW_NAME",
     "aiops_dbos_workflow",
     "configure_aiops_dbos",
@@ -134,12 +136,8 @@ __all__ = [
 
 DIAGNOSIS_WORKFLOW_NAME = "diagnosis_core.diagnosis"
 """The registered name of the DBOS workflow of a chat diagnosis run."""
-DIAGNOSIS_JOURNAL_EVENT = "diagnosis_journal"
-"""The workflow event holding the finished run's journal in wire form (``journal_to_wire``)."""
 AIOPS_WORKFLOW_NAME = "diagnosis_core.aiops"
 """The registered name of the DBOS workflow of an AIOps run."""
-AIOPS_JOURNAL_EVENT = "aiops_journal"
-"""The workflow event holding the finished AIOps run's journal (``aiops_journal_v1`` wire form)."""
 
 
 @attrs.frozen
@@ -168,15 +166,15 @@ def _decode_aiops_request(data: object) -> AiOpsRequest:
 class _Workflow:
     """One workflow as the DBOS loop runs it: its engine row and what is DBOS's own.
 
-    ``decode`` reads the workflow input, ``journal_event`` is the event the
-    finished journal is published as, ``configure`` names the function that
+    ``decode`` reads the workflow input, ``name`` is the workflow's registered
+    name, ``configure`` names the function that
     sets ``host`` (the process's effects, tools and observer), ``prefix``
     starts a run's default workflow id.
     """
 
     flow: Flow
     decode: Callable[[object], Any]
-    journal_event: str
+    name: str
     configure: str
     prefix: str
     host: _Host | None = None
@@ -207,10 +205,10 @@ def _article(name: str) -> str:
 
 
 _CHAT = _Workflow(
-    CHAT, _decode_request, DIAGNOSIS_JOURNAL_EVENT, "configure_diagnosis_dbos", "diagnosis"
+    CHAT, _decode_request, DIAGNOSIS_WORKFLOW_NAME, "configure_diagnosis_dbos", "diagnosis"
 )
 _AIOPS = _Workflow(
-    AIOPS, _decode_aiops_request, AIOPS_JOURNAL_EVENT, "configure_aiops_dbos", "aiops"
+    AIOPS, _decode_aiops_request, AIOPS_WORKFLOW_NAME, "configure_aiops_dbos", "aiops"
 )
 
 
@@ -280,7 +278,10 @@ def _begin(seq: int, ran: _Ran) -> int:
     return seq
 
 
-@DBOS.step(name="diagnosis_core.effect")
+_EFFECT_STEP = "diagnosis_core.effect"
+
+
+@DBOS.step(name=_EFFECT_STEP)
 def _effect(
     run: _Workflow,
     action: Any,
@@ -355,7 +356,6 @@ def _run(run: _Workflow, request_wire: dict[str, Any]) -> dict[str, Any]:
         if observed and (events := new_events(before, state)):
             _announce(run, wire_object(request.run), events)
         committing = ran
-    DBOS.set_event(run.journal_event, dict(journal_to_wire(recorder.journal)))
     return wire_object(state)
 
 
@@ -414,18 +414,81 @@ def run_diagnosis_dbos(
 
 
 def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> Journal:
-    """The journal a finished run published (:data:`DIAGNOSIS_JOURNAL_EVENT`), loaded strictly.
+    """The journal of a finished run, folded from its recorded step outputs and loaded strictly.
 
-    :class:`JournalError` when the run has published none within ``timeout_seconds``.
+    Waits up to ``timeout_seconds`` for the run to finish; :class:`JournalError`
+    when it has not, when it ended without a result, or when what DBOS
+    recorded is not the facts of this workflow (see :func:`_recorded_journal`).
     """
-    return load_journal(_published(workflow_id, DIAGNOSIS_JOURNAL_EVENT, timeout_seconds))
+    return load_journal(_recorded_journal(_CHAT, workflow_id, timeout_seconds))
 
 
-def _published(workflow_id: str, event: str, timeout_seconds: float) -> object:
-    data = DBOS.get_event(workflow_id, event, timeout_seconds)
-    if data is None:
-        raise JournalError(f"workflow {workflow_id!r} published no journal")
-    return data
+_POLL_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5)
+
+
+def _finished_status(run: _Workflow, workflow_id: str, timeout_seconds: float) -> Any:
+    """The DBOS status of ``workflow_id`` once it is no longer running (polled)."""
+    deadline = time.monotonic() + timeout_seconds
+    for attempt in itertools.count():
+        status = DBOS.get_workflow_status(workflow_id)
+        if status is None:
+            raise JournalError(f"workflow {workflow_id!r}: DBOS holds no such workflow")
+        if status.name != run.name:
+            raise JournalError(
+                f"workflow {workflow_id!r} is a {status.name!r} workflow, not {run.name!r}"
+            )
+        if status.status not in _ACTIVE:
+            return status
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise JournalError(
+                f"workflow {workflow_id!r} is {status.status} after {timeout_seconds} s: "
+                "its journal is not complete"
+            )
+        time.sleep(min(_POLL_SECONDS[min(attempt, len(_POLL_SECONDS) - 1)], left))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_ACTIVE = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
+
+
+def _recorded_journal(run: _Workflow, workflow_id: str, timeout_seconds: float) -> object:
+    """The wire form of a finished run's journal, derived from what DBOS recorded for it.
+
+    Nothing but the facts is stored: the workflow's input (the request) and
+    each ``diagnosis_core.effect`` step's output. They are folded here as the
+    workflow folded them — each output checked as strictly as on recovery —
+    so the journal cannot say anything the recorded facts do not. A run that
+    ended without a result (an error, a cancellation) has no journal to give.
+    """
+    status = _finished_status(run, workflow_id, timeout_seconds)
+    if status.status != "SUCCESS":
+        raise JournalError(f"workflow {workflow_id!r} ended {status.status}: it has no journal")
+    inputs = status.input or {"args": (), "kwargs": {}}
+    if len(inputs["args"]) != 1 or inputs["kwargs"]:
+        raise JournalError(f"workflow {workflow_id!r}: its recorded input is not one request")
+    try:
+        request = run.decode(inputs["args"][0])
+    except PayloadError as error:
+        raise JournalError(f"workflow {workflow_id!r}: its recorded request: {error}") from None
+    flow = run.flow
+    machine = flow.machine
+    recorder = flow.recorder(request)
+    state = machine.start(request)
+    for step in DBOS.list_workflow_steps(workflow_id):
+        if step["function_name"] != _EFFECT_STEP:
+            continue  # the begin and announce steps hold no fact of the journal
+        action = machine.next_action(state)
+        if isinstance(action, machine.finished_type) or step["error"] is not None:
+            raise JournalError(
+                f"workflow {workflow_id!r}: step {step['function_id']} is not an effect of the run"
+            )
+        recorder.begin(action)
+        outcome, invocations, _ = flow.recorded(step["output"], machine.expected_call(action))
+        state = flow.fold(recorder, state, outcome, invocations)
+    if not isinstance(machine.next_action(state), machine.finished_type):
+        raise JournalError(f"workflow {workflow_id!r}: its recorded effects end before the run")
+    return journal_to_wire(recorder.journal)
 
 
 # --- the AIOps workflow ------------------------------------------------------------------
@@ -445,5 +508,5 @@ def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> 
 
 
 def dbos_aiops_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> AiOpsJournal:
-    """The journal a finished AIOps run published (:data:`AIOPS_JOURNAL_EVENT`), loaded strictly."""
-    return load_aiops_journal(_published(workflow_id, AIOPS_JOURNAL_EVENT, timeout_seconds))
+    """The journal of a finished AIOps run, as :func:`dbos_diagnosis_journal` derives it."""
+    return load_aiops_journal(_recorded_journal(_AIOPS, workflow_id, timeout_seconds))

@@ -108,7 +108,73 @@ def test_each_effect_is_one_step_and_the_start_rides_on_the_step_before_it(
     calls = {entry.call for entry in journal.entries}
     assert {dcj.JournalCall.EXECUTOR, dcj.JournalCall.GATEKEEPER} <= calls
     steps = [step["function_name"] for step in DBOS.list_workflow_steps(workflow_id)]
-    assert steps == ["diagnosis_core.effect"] * len(journal.entries) + ["DBOS.setEvent"]
+    assert steps == ["diagnosis_core.effect"] * len(journal.entries)  # and no journal copy
+
+
+@DBOS.workflow(name="tests.not_a_diagnosis")
+def _not_a_diagnosis(value: int) -> int:
+    return value
+
+
+def test_the_journal_is_derived_from_the_recorded_facts_and_refuses_altered_ones(
+    system_database: str,
+) -> None:
+    """Nothing but the facts is stored; the journal read back is the sync driver's, or refused.
+
+    A recorded step output changed in the system database (an input hash
+    that is not the run's, an outcome no worker records) is a
+    :class:`JournalError`, as is a workflow that is not a diagnosis run or
+    that DBOS does not hold.
+    """
+    import base64
+    import pickle
+    import sqlite3
+
+    path = EXAMPLES_DIR / "redis_latency_evidence_retry.json"
+    request, effects = _scenario(path)
+    sink = dcj.ListJournalSink()
+    dc.run_diagnosis(*_scenario(path), sink=sink)
+    configure_diagnosis_dbos(effects)
+    _launch(system_database)
+    run_diagnosis_dbos(request)
+    workflow_id = f"diagnosis-{request.run.run_id}"
+    journal = dbos_diagnosis_journal(workflow_id)
+    assert dcj.journal_to_wire(journal)["entries"] == (
+        dcj.journal_to_wire(sink.journal(request))["entries"]
+    )
+
+    with pytest.raises(dc.JournalError, match="DBOS holds no such workflow"):
+        dbos_diagnosis_journal("no-such-workflow")
+    _not_a_diagnosis(3)
+    (other,) = [w.workflow_id for w in DBOS.list_workflows(name="tests.not_a_diagnosis")]
+    with pytest.raises(dc.JournalError, match=r"not 'diagnosis_core\.diagnosis'"):
+        dbos_diagnosis_journal(other)
+
+    database = system_database.removeprefix("sqlite:///")
+    with sqlite3.connect(database) as connection:
+        (function_id, output), *_ = connection.execute(
+            "SELECT function_id, output FROM operation_outputs WHERE workflow_uuid = ? "
+            "AND function_name = 'diagnosis_core.effect' ORDER BY function_id",
+            (workflow_id,),
+        ).fetchall()
+        facts = pickle.loads(base64.b64decode(output))
+
+        def store(changed: dict[str, object]) -> None:
+            connection.execute(
+                "UPDATE operation_outputs SET output = ? WHERE workflow_uuid = ? "
+                "AND function_id = ?",
+                (base64.b64encode(pickle.dumps(changed)).decode(), workflow_id, function_id),
+            )
+            connection.commit()
+
+        store({**facts, "input_sha256": "0" * 64})
+        with pytest.raises(dc.JournalError, match="hashing to '0000"):
+            dbos_diagnosis_journal(workflow_id)
+        store({**facts, "outcome": {"reply": 7}})
+        with pytest.raises(dc.JournalError):
+            dbos_diagnosis_journal(workflow_id)
+        store(facts)
+    assert dbos_diagnosis_journal(workflow_id) == journal
 
 
 def _scenario(path: Path) -> tuple[dc.DiagnosisRequest, dc.Effects]:
