@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 
 from .._kernel.facts import repair_text, storable
-from .._kernel.json import JsonValue
+from .._kernel.json import JsonValue, canonical_json
 from .gatekeeper import snapshot_raw_result
 
-__all__ = ["gatekeeper_fact"]
+__all__ = ["gatekeeper_fact", "gatekeeper_fact_json"]
 
 
 def _describe(raw: object) -> str:
@@ -52,3 +52,16 @@ def gatekeeper_fact(raw: object) -> JsonValue:
     if problem is None:
         return repaired  # type: ignore[return-value]
     return {"unserializable": _describe(raw)}
+
+
+def gatekeeper_fact_json(raw: object) -> str:
+    """The canonical JSON of :func:`gatekeeper_fact` of ``raw``: the text a journal stores.
+
+    A storable result is written as it is — the same text as its plain copy's
+    (a tuple is an array either way, a float is written by the same repr, a
+    lone surrogate is kept), without making the copy first; anything else
+    goes through :func:`gatekeeper_fact`. Never raises.
+    """
+    if storable(raw, repair=False)[1] is None:
+        return canonical_json(raw)
+    return canonical_json(gatekeeper_fact(raw))

@@ -42,7 +42,7 @@ from .._kernel.journal.fold import agent_outcome, agent_result
 from .._kernel.json import canonical_json, sha256_text
 from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.workflow import ExpectedCallBase, Workflow
-from .facts import gatekeeper_fact
+from .facts import gatekeeper_fact_json
 from .machine import (
     PLAIN_FACT,
     CallGatekeeper,
@@ -109,7 +109,7 @@ def outcome_of(result: EffectResult) -> JournalOutcome:
     if isinstance(result, GatekeeperReturned):
         # The one fact codec (spec §12.1): a storable plain copy, or the
         # ``unserializable`` stand-in; never raises.
-        return RecordedGatekeeperResult(canonical_json(gatekeeper_fact(result.raw)))
+        return RecordedGatekeeperResult(gatekeeper_fact_json(result.raw))
     message = repair_text(result.message) if isinstance(result.message, str) else ""
     return RecordedGatekeeperError(message)
 

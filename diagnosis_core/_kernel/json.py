@@ -71,6 +71,13 @@ def is_json_value_type(cl: object) -> bool:
     return scalars == _JSON_SCALARS and containers == {list, dict}
 
 
+# Built once: ``json.dumps`` with options builds a new encoder at every call, which
+# costs as much as encoding a small document (an agent input, an input hash).
+_CANONICAL_ENCODER = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+)
+
+
 def canonical_json(value: object) -> str:
     """Serialize ``value`` exactly as spec §6.6 prescribes.
 
@@ -90,9 +97,7 @@ def canonical_json(value: object) -> str:
             non-string key that is not a scalar, an arbitrary object …).
     """
     try:
-        text = json.dumps(
-            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        )
+        text = _CANONICAL_ENCODER.encode(value)
     except (ValueError, RecursionError):
         # NaN, a cycle, an integer the interpreter will not convert, or nesting
         # deeper than the C encoder recurses: the exact encoder below (iterative)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
@@ -65,6 +65,10 @@ class ExpectedCallBase(Generic[C]):
     round: int
     attempt: int
     input_sha256: str
+
+    def _bound(self, input_sha256: str) -> Self:
+        """This header with the input hash bound to its request (``attrs.evolve`` spelt out)."""
+        return type(self)(self.call, self.round, self.attempt, input_sha256)
 
     def describe(self) -> str:
         """``verifier round 1 attempt 2`` (the AIOps journal says ``step``)."""

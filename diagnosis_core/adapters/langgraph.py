@@ -220,6 +220,7 @@ _FLOW = core.Flow(
         journal, key=key, resend_gatekeeper=resend
     ),
     recorder=lambda journal, key: JournalRecorder(journal, key=key),
+    new_journal=Journal,
     node_of=_node_of,
     perform=perform_effect,
     perform_async=perform_effect_async,

@@ -89,6 +89,7 @@ _FLOW = core.Flow(
     # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
     resume=lambda journal, key, resend: aiops.resume_aiops_journal(journal, key=key),
     recorder=lambda journal, key: aiops.AiOpsJournalRecorder(journal, key=key),
+    new_journal=aiops.AiOpsJournal,
     node_of=lambda action: action.agent.value,
     perform=aiops.perform_aiops_effect,
     perform_async=aiops.perform_aiops_effect_async,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -610,3 +611,41 @@ def test_a_graph_not_built_here_and_a_small_fold_cache_still_give_the_same_run(
     request, effects = scenario_of(doc)
     plain = build_diagnosis_graph(effects)  # no checkpointer: durability is left out
     assert run_diagnosis_graph(plain, request, durability="sync").finished
+
+
+def test_a_run_started_by_the_helpers_starts_from_the_request_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run helpers fold a new run from the request they were given, not from its text.
+
+    The first step finds that fold by the exact request text, so a run's
+    request is never decoded and checked again in the process that wrote
+    it; a resume in a new graph (no fold remembered) still decodes it.
+    """
+    import diagnosis_core.adapters._langgraph_core as adapter
+
+    decoded: list[str] = []
+    real_decode = adapter._decode
+
+    def decode(value: object, where: str) -> Any:
+        decoded.append(where)
+        return real_decode(value, where)
+
+    monkeypatch.setattr(adapter, "_decode", decode)
+    doc = load_doc(REDIS)
+    for run in (run_diagnosis_graph, _arun):
+        request, effects = scenario_of(doc)
+        saver = InMemorySaver()
+        graph = build_diagnosis_graph(effects, checkpointer=saver)
+        state = run(graph, request)
+        assert dc.to_json(state) == dc.to_json(reference_state(doc))
+        assert decoded == []
+        again = build_diagnosis_graph(scenario_of(doc)[1], checkpointer=saver)
+        resumed = resume_diagnosis_graph(again, thread_id=request.run.run_id)
+        assert dc.to_json(resumed) == dc.to_json(state)
+        assert "request" in decoded
+        decoded.clear()
+
+
+def _arun(graph: Any, request: dc.DiagnosisRequest) -> dc.DiagnosisState:
+    return asyncio.run(arun_diagnosis_graph(graph, request))

@@ -52,7 +52,7 @@ import enum
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
@@ -290,6 +290,14 @@ class JournalBase(Generic[Q, E]):
     format: str = attrs.field(
         default=attrs.Factory(_default_format, takes_self=True), kw_only=True
     )
+
+    def _with_entries(self, entries: tuple[E, ...]) -> Self:
+        """This journal with ``entries`` instead (checked as any journal's are).
+
+        ``attrs.evolve`` spelt out: a recorder calls it twice per effect, and
+        evolve reads the class's fields at every call.
+        """
+        return type(self)(self.request, entries, end=self.end, format=self.format)
 
     def __attrs_post_init__(self) -> None:
         entry_type = type(self)._entry_type

@@ -168,8 +168,9 @@ class JournalStatusBase(Generic[S, A, X]):
             return None
         expected: X = workflow.expected_call(self.action)
         if self.request_sha256 is not None:  # a v2 journal: as its entry must say it
-            bound = bound_input_sha256(self.request_sha256, expected.input_sha256)
-            expected = attrs.evolve(expected, input_sha256=bound)
+            expected = expected._bound(
+                bound_input_sha256(self.request_sha256, expected.input_sha256)
+            )
         return expected
 
     def describe(self) -> str:
@@ -208,8 +209,7 @@ def expected_entry(workflow: Workflow[Q, S, A, F, R, C, X], journal: J, action: 
     expected: X = workflow.expected_call(action)
     if is_v1(journal):
         return expected
-    bound = bound_input_sha256(request_digest(journal), expected.input_sha256)
-    return attrs.evolve(expected, input_sha256=bound)
+    return expected._bound(bound_input_sha256(request_digest(journal), expected.input_sha256))
 
 
 def _check_derived(
@@ -422,7 +422,10 @@ def start_entry(
         derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
     entry = type(journal)._entry_type(
         seq=seq,
-        **attrs.asdict(expected, recurse=False),  # its header: call, round, attempt, input
+        call=expected.call,
+        round=expected.round,
+        attempt=expected.attempt,
+        input_sha256=expected.input_sha256,
         state=EntryState.STARTED,
         tool_invocations=tools,
         derived=derived,
@@ -495,10 +498,10 @@ def append_entry(journal: J, entry: JournalEntryBase[Any]) -> J:
     if entries and entries[-1].seq == entry.seq:
         if entries[-1].state is not EntryState.STARTED:
             raise JournalError(f"entries[{len(entries) - 1}]: finished; it cannot be replaced")
-        return attrs.evolve(journal, entries=(*entries[:-1], entry))
+        return journal._with_entries((*entries[:-1], entry))
     if entry.seq != len(entries) + 1:
         raise JournalError(f"seq: expected {len(entries) + 1}, got {entry.seq}")
-    return attrs.evolve(journal, entries=(*entries, entry))
+    return journal._with_entries((*entries, entry))
 
 
 class EntrySink(Protocol[E_contra]):
