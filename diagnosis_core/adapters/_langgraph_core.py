@@ -614,6 +614,8 @@ class _Node:
         self.runs = runs
         self.before = before
         self.after = after
+        # START's one edge leads to the workflow's first node (see _state_graph).
+        self.entry = name == runs.flow.nodes[0]
 
     def _update(
         self, content: tuple[str, ...], entry_text: str, blobs: bool
@@ -635,7 +637,10 @@ class _Node:
         runs, flow = self.runs, self.runs.flow
         content, folded = runs.fold(values, config, find)
         action = folded.action
-        if flow.node(action) != self.name:
+        wanted = flow.node(action)
+        if wanted != self.name:
+            if self.entry:  # the run goes where its journal leads (a resume, a finished run)
+                return Command(goto=wanted)
             raise MachineError(
                 f"the {self.name} node ran while the run awaits {flow.describe(action)}"
             )
@@ -814,11 +819,6 @@ def _state_graph(
     flow = runs.flow
     _check_effects(flow, effects)
     graph: StateGraph[Any, None, Any, Any] = StateGraph(GraphState)
-
-    def route(values: GraphState, config: RunnableConfig) -> str:
-        """The one conditional edge: the node that performs what the core asks for next."""
-        return flow.node(runs.fold(values, config, True)[1].action)
-
     targets = (*flow.nodes, END)
     is_async = isinstance(effects, flow.async_effects_type)
     for name in flow.nodes:
@@ -827,7 +827,11 @@ def _state_graph(
         # nodes are typed where they are defined.
         perform: Any = _async_node(node, effects) if is_async else _sync_node(node, effects)
         graph.add_node(name, perform, destinations=targets)
-    graph.add_conditional_edges(START, route, list(targets))
+    # START has one plain edge, to the workflow's first node: a new run's first effect.
+    # That node sends any other run (one resumed or re-routed from START, one already
+    # finished) where its journal leads, in one step that performs nothing; a conditional
+    # edge would cost LangGraph a traced call on every run for that rare case.
+    graph.add_edge(START, flow.nodes[0])
     return graph
 
 

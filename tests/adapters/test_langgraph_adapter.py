@@ -367,6 +367,41 @@ def test_the_longest_run_stays_within_the_recursion_limit_from_the_config() -> N
 # --- refusals ----------------------------------------------------------------------------
 
 
+def test_start_leads_to_the_first_node_which_sends_any_other_run_where_its_journal_leads(
+) -> None:
+    """One plain edge from START; the first node re-routes a run that awaits another effect.
+
+    A host that sends the run to the planner while it awaits the gatekeeper
+    gets the run its journal implies: the planner node performs nothing and
+    the gatekeeper runs next; a finished run sent there ends at once.
+    """
+    doc = load_doc(PAYMENT)
+    request, effects = scenario_of(doc)
+    graph = build_diagnosis_graph(
+        effects, checkpointer=InMemorySaver(), interrupt_after=[EXECUTOR_NODE]
+    )
+    starts = [edge.target for edge in graph.get_graph().edges if edge.source == "__start__"]
+    assert starts == [PLANNER_NODE]
+    paused = run_diagnosis_graph(graph, request, thread_id="t")
+    assert isinstance(dcm.next_action(paused), dcm.CallGatekeeper)
+    config = graph_run_config(request.config, thread_id="t")
+    nodes = [
+        name
+        for update in graph.stream(Command(goto=PLANNER_NODE), config, stream_mode="updates")
+        for name in update
+    ]
+    # Re-routed (nothing performed, no planner called), to the gatekeeper's node, where the
+    # run's interrupt point after the executor holds it again.
+    assert sorted(nodes) == ["__interrupt__", PLANNER_NODE]
+    assert graph.get_state(config).next == (GATEKEEPER_NODE,)
+    graph.invoke(Command(resume=True), config)
+    state = diagnosis_state_of(graph.get_state(config).values)
+    assert dc.to_json(state) == dc.to_json(reference_state(doc))
+    assert list(graph.stream(Command(goto=PLANNER_NODE), config, stream_mode="updates")) == [
+        {PLANNER_NODE: None}
+    ]
+
+
 def test_a_node_sent_a_run_that_awaits_another_effect_refuses_it() -> None:
     request, effects = scenario_of(load_doc(PAYMENT))
     graph = build_diagnosis_graph(
