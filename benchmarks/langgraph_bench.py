@@ -101,12 +101,10 @@ def _machine_graph(
 
     held: dict[str, Any] = {}
 
-    def route(values: Any) -> str:
-        held["state"] = dcm.start_diagnosis(next(requests))
-        return _node_of(dcm.next_action(held["state"]))
-
     def node(values: Any) -> Command[str]:
         journal = values.get("journal") or []
+        if not journal:  # a new run (START leads to the planner, as the adapter's does)
+            held["state"] = dcm.start_diagnosis(next(requests))
         if not journal or journal[-1].endswith('"finished"}'):  # phase one: a started entry
             entry = f'{{"seq":{len(journal) + 1},"state":"started"}}'
             return Command(update={"journal": [entry]},
@@ -123,7 +121,7 @@ def _machine_graph(
     graph: Any = StateGraph(DiagnosisGraphState)
     for name in names:
         graph.add_node(name, node, destinations=(*names, END))
-    graph.add_conditional_edges(START, route, [*names, END])
+    graph.add_edge(START, "planner")
     return graph.compile(checkpointer=checkpointer)
 
 
