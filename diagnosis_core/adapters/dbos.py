@@ -423,13 +423,15 @@ def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -
     return load_journal(_recorded_journal(_CHAT, workflow_id, timeout_seconds))
 
 
-_POLL_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5)
+_POLL_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5)  # then every 0.5 s
+_ACTIVE = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
 
 
 def _finished_status(run: _Workflow, workflow_id: str, timeout_seconds: float) -> Any:
     """The DBOS status of ``workflow_id`` once it is no longer running (polled)."""
     deadline = time.monotonic() + timeout_seconds
-    for attempt in itertools.count():
+    pauses = itertools.chain(_POLL_SECONDS, itertools.repeat(_POLL_SECONDS[-1]))
+    while True:
         status = DBOS.get_workflow_status(workflow_id)
         if status is None:
             raise JournalError(f"workflow {workflow_id!r}: DBOS holds no such workflow")
@@ -445,11 +447,7 @@ def _finished_status(run: _Workflow, workflow_id: str, timeout_seconds: float) -
                 f"workflow {workflow_id!r} is {status.status} after {timeout_seconds} s: "
                 "its journal is not complete"
             )
-        time.sleep(min(_POLL_SECONDS[min(attempt, len(_POLL_SECONDS) - 1)], left))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-_ACTIVE = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
+        time.sleep(min(next(pauses), left))
 
 
 def _recorded_journal(run: _Workflow, workflow_id: str, timeout_seconds: float) -> object:
