@@ -252,13 +252,14 @@ def lock_primitive() -> str:
 class _LockFile:
     """The one descriptor of a lock file in this process, and who uses it."""
 
-    __slots__ = ("appending", "fd", "identity", "path", "users")
+    __slots__ = ("appending", "fd", "identity", "names", "spare", "users")
 
-    def __init__(self, path: str, fd: int, identity: tuple[int, int]) -> None:
-        self.path = path
+    def __init__(self, fd: int, identity: tuple[int, int]) -> None:
         self.fd = fd
         self.identity = identity
-        self.users = 0  # held claims and appenders; the descriptor closes at 0
+        self.names: set[str] = set()  # the paths it was found under
+        self.spare: list[int] = []  # descriptors opened by a lost race: closed with it
+        self.users = 0  # held claims and appenders; the descriptors close at 0
         self.appending = threading.Lock()
 
 
@@ -266,7 +267,8 @@ class _Registry:
     def __init__(self, generation: int = 0) -> None:
         self.mutex = threading.Lock()
         self.held: dict[Hashable, str] = {}  # what is held in this process -> by whom
-        self.files: dict[str, _LockFile] = {}
+        self.files: dict[tuple[int, int], _LockFile] = {}  # by device and inode
+        self.names: dict[str, _LockFile] = {}  # by the path it was found under
         self.generation = generation  # a forked child's handles of its parent are stale
 
 
@@ -284,8 +286,9 @@ def _after_fork_in_parent() -> None:
 def _after_fork_in_child() -> None:
     global _REGISTRY
     for entry in _REGISTRY.files.values():  # the parent's locks stay the parent's
-        with contextlib.suppress(OSError):
-            os.close(entry.fd)
+        for fd in (entry.fd, *entry.spare):
+            with contextlib.suppress(OSError):
+                os.close(fd)
     _REGISTRY = _Registry(_REGISTRY.generation + 1)
 
 
@@ -296,10 +299,13 @@ if hasattr(os, "register_at_fork"):
 
 def _unused(registry: _Registry, entry: _LockFile) -> None:
     """Close a lock file nothing holds (under the registry's mutex)."""
-    if entry.users == 0 and registry.files.get(entry.path) is entry:
-        del registry.files[entry.path]
-        with contextlib.suppress(OSError):
-            os.close(entry.fd)
+    if entry.users == 0 and registry.files.get(entry.identity) is entry:
+        del registry.files[entry.identity]
+        for name in entry.names:
+            registry.names.pop(name, None)
+        for fd in (entry.fd, *entry.spare):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 # --- claims on a file ---------------------------------------------------------------------
@@ -343,8 +349,13 @@ class FileClaims:
             )
 
     def _open(self, registry: _Registry) -> _LockFile:
-        """This file's lock file, opened once per process (under the registry's mutex)."""
-        entry = registry.files.get(self.lock_path)
+        """This file's lock file, opened once per process (under the registry's mutex).
+
+        Closing a second descriptor of an open lock file would drop every lock of the
+        process on it, so a lock file already open under another path (a renamed
+        store, a linked lock directory) is found by device and inode, never reopened.
+        """
+        entry = registry.names.get(self.lock_path)
         if entry is not None:
             return entry
         self.check_names()
@@ -356,6 +367,13 @@ class FileClaims:
             raise StoreError(
                 f"cannot create the lock directory {self.directory}: {error}"
             ) from None
+        with contextlib.suppress(OSError):
+            known = os.stat(self.lock_path)
+            entry = registry.files.get((known.st_dev, known.st_ino))
+            if entry is not None:
+                entry.names.add(self.lock_path)
+                registry.names[self.lock_path] = entry
+                return entry
         try:
             fd = os.open(self.lock_path, _OPEN_FLAGS, 0o600)
         except OSError as error:
@@ -364,8 +382,14 @@ class FileClaims:
         if not stat.S_ISREG(info.st_mode):  # pragma: no cover - O_NOFOLLOW, O_RDWR
             os.close(fd)
             raise StoreError(f"the lock file {self.lock_path} is not a regular file")
-        entry = _LockFile(self.lock_path, fd, (info.st_dev, info.st_ino))
-        registry.files[self.lock_path] = entry
+        identity = (info.st_dev, info.st_ino)
+        entry = registry.files.get(identity)
+        if entry is None:
+            entry = registry.files[identity] = _LockFile(fd, identity)
+        else:  # pragma: no cover - renamed between the stat and the open
+            entry.spare.append(fd)
+        entry.names.add(self.lock_path)
+        registry.names[self.lock_path] = entry
         return entry
 
     def try_acquire(self, name: str) -> tuple[FileHeld | None, str | None]:

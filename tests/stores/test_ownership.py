@@ -348,3 +348,40 @@ def test_a_forked_child_holds_none_of_its_parents_claims(file_url: str) -> None:
     other.release(other.claim("parent's"))
     other.close()
     store.close()
+
+
+def _claimed_elsewhere(url: str, run_id: str) -> bool:
+    """Whether a forked process is refused ``run_id`` (held by another process)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 70
+        try:
+            store = open_store(url)
+            try:
+                store.claim(run_id)
+                code = 0
+            except RunClaimedError:
+                code = 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    assert code in (0, 3), code
+    return code == 3
+
+
+def test_a_lock_file_reached_by_a_second_path_is_not_opened_twice(file_url: str) -> None:
+    real = file_of(file_url)
+    assert real is not None
+    first = open_store(file_url)
+    claim = first.claim("run-1")
+    other = real.with_name(f"other-{real.name}")  # another store whose lock directory is
+    other.with_name(f"{other.name}.locks").symlink_to(  # the first one's, by a second path
+        real.with_name(f"{real.name}.locks"), target_is_directory=True)
+    second = open_store(respelled(file_url, other))
+    second.release(second.claim("run-2"))
+    second.close()  # closing a second descriptor of the lock file would drop run-1's lock
+    assert _claimed_elsewhere(file_url, "run-1")
+    first.release(claim)
+    assert not _claimed_elsewhere(file_url, "run-1")
+    first.close()
