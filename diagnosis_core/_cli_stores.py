@@ -42,16 +42,17 @@ def _fail(message: str) -> int:
     return _USAGE
 
 
-def _open(url: str) -> JournalStore:
+def _open(url: str, *, create: bool) -> JournalStore:
+    """The store at ``url``; only the writing commands create one (never a listing)."""
     from .stores import open_store
 
-    return open_store(url)
+    return open_store(url, create=create)
 
 
 @contextlib.contextmanager
 def _opened(url: str) -> Iterator[JournalStore]:
-    """The store at ``url``, closed when the command is done with it, whatever happened."""
-    store = _open(url)
+    """The existing store at ``url``, closed when the command is done, whatever happened."""
+    store = _open(url, create=False)
     try:
         yield store
     finally:
@@ -76,7 +77,7 @@ def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) ->
     if args.journal_out is not None:
         return _fail("--journal-out: not with --store (the store holds the journal)")
     try:
-        store = _open(args.store)
+        store = _open(args.store, create=True)
     except DiagnosisError as error:
         return _fail(f"store: {error}")
     try:
@@ -215,7 +216,7 @@ def _runs_resume(args: argparse.Namespace) -> int:
         return _fail(f"--scenario: its run is {scenario_request(scenario).run.run_id!r}, "
                      f"not {args.run_id!r}")
     try:
-        store = _open(args.store)
+        store = _open(args.store, create=True)
     except DiagnosisError as error:
         return _fail(f"store: {error}")
     try:

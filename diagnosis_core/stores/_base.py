@@ -17,10 +17,13 @@ always the fold of the journal the store gives back.
 
 **Exclusive writers.** A writer :meth:`~JournalStore.claim`\\ s a run before it
 loads or appends; the claim is held by something the operating system or the
-database server releases when the holder dies — an ``flock`` on a per-run lock
-file (JSON Lines, SQLite) or a session advisory lock (PostgreSQL) — so there is
-no lease to expire while a slow effect is still running, and after the
-holder is killed exactly one of the processes racing to claim the run wins.
+database server releases when the holder dies — a byte-range lock in the
+store's one lock file (JSON Lines, SQLite) or a session advisory lock
+(PostgreSQL), taken through ``_ownership.py`` — so there is no lease to expire
+while a slow effect is still running, and after the holder is killed exactly one
+of the processes racing to claim the run wins. A claim belongs to its holder,
+not to its process: two threads never both hold a run, and any spelling of a
+store's path meets the same claim.
 Every append must present the live claim (its token is recorded with the
 entry) and the store refuses any write that is not the next entry or the
 completion of the last ``started`` one, so even a buggy writer cannot double

@@ -25,7 +25,6 @@ since, so listing and loading stay cheap for a long-lived store object.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -35,7 +34,7 @@ from pathlib import Path
 import attrs
 
 from ._base import EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
-from ._locks import RunLocks
+from ._ownership import RunLocks
 
 __all__ = ["JsonlStore"]
 
@@ -68,7 +67,7 @@ class JsonlStore(StoreBase):
     def __init__(self, path: str | os.PathLike[str], *, codec: PayloadCodec | None = None) -> None:
         super().__init__(codec)
         self.path = Path(path)
-        self._locks = RunLocks(Path(f"{self.path}.locks"))
+        self._locks = RunLocks(self.path)
         try:
             existed = self.path.exists()
             self._fd = os.open(
@@ -95,7 +94,7 @@ class JsonlStore(StoreBase):
         data = _line(record)
         fd = self._fd
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._locks.lock_appends()
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -106,7 +105,7 @@ class JsonlStore(StoreBase):
                     view = view[written:]
                 os.fsync(fd)
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                self._locks.unlock_appends()
         except OSError as error:
             raise StoreError(f"cannot write the store file {self.path}: {error}") from None
 

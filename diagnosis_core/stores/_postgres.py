@@ -9,7 +9,10 @@ Writers are exclusive per run through a *session* advisory lock
 (``pg_try_advisory_lock`` on 64 bits of the SHA-256 of the run id), held by
 the store's connection: the server releases it when the connection ends, so
 a killed worker's runs are free again as soon as its socket closes, and of
-several workers racing to resume one, exactly one gets the lock. Appends go
+several workers racing to resume one, exactly one gets the lock. A session's
+advisory locks are re-entrant, so the threads sharing a store are told apart
+by the process's claim registry first (``_ownership.SessionClaims``): of two
+threads claiming one run through one store, one is refused. Appends go
 through the same connection; a connection that broke is a
 :class:`StoreError`, never a silent reconnect that would have lost the lock.
 """
@@ -17,16 +20,15 @@ through the same connection; a connection that broke is a
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 from typing import Any
 
 from ._base import (
     PayloadCodec,
     RawRun,
-    RunClaimedError,
     StoreError,
 )
+from ._ownership import RUN_NAMESPACE, SessionClaims, claim_refused
 from ._sql import SqlStore
 
 __all__ = ["PostgresStore"]
@@ -47,12 +49,6 @@ _SCHEMA = (
     " recorded_at DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id)",
 )
-
-def advisory_key(run_id: str) -> int:
-    """The signed 64-bit advisory lock key of ``run_id``."""
-    digest = hashlib.sha256(b"diagnosis-run\x00" + run_id.encode("utf-8", "surrogatepass"))
-    return int.from_bytes(digest.digest()[:8], "big", signed=True)
-
 
 class PostgresStore(SqlStore):
     """A journal store in a PostgreSQL database (``open_store("postgresql://...")``).
@@ -84,6 +80,7 @@ class PostgresStore(SqlStore):
                     self._db.execute(statement)
         except psycopg.Error as error:
             raise StoreError(f"cannot open the PostgreSQL store: {error}") from None
+        self._claims = SessionClaims(self._execute, RUN_NAMESPACE)
 
     def _execute(self, sql: str, parameters: tuple[object, ...] = ()) -> Any:
         try:
@@ -93,20 +90,13 @@ class PostgresStore(SqlStore):
             raise StoreError(f"PostgreSQL store: {error}") from None
 
     def _acquire(self, run_id: str) -> object:
-        key = advisory_key(run_id)
-        row = self._execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        if not row or row[0] is not True:
-            raise RunClaimedError(
-                f"run {run_id!r}: another live writer holds it (refused, not waited for)"
-            )
-        return key
+        held, holder = self._claims.try_acquire(run_id)
+        if held is None:
+            raise claim_refused(run_id, holder)
+        return held
 
     def _release(self, run_id: str, handle: object) -> None:
-        if self._db.closed:
-            return
-        # a broken connection has lost the lock with it: nothing left to release
-        with contextlib.suppress(StoreError):
-            self._execute("SELECT pg_advisory_unlock(%s)", (handle,))
+        self._claims.release(handle, connected=not self._db.closed)
 
     def _get_run(self, run_id: str) -> RawRun | None:
         try:
@@ -121,3 +111,4 @@ class PostgresStore(SqlStore):
         self._held.clear()
         with contextlib.suppress(self._psycopg.Error):
             self._db.close()
+        self._claims.forget_all()

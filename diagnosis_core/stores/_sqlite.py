@@ -9,10 +9,17 @@ through an upsert that only ever matches a ``started`` row. Appends touch one
 row through the primary key: O(1) in the journal's length (well, O(log n) in
 the table's size).
 
-Writers are exclusive per run through ``flock`` on a per-run lock file next
-to the database (``<path>.locks``), which the kernel releases when the holder
-dies; so the database must be on a local file system, like SQLite's own
-locking requires.
+Writers are exclusive per run through a byte-range lock in the store's one lock
+file, ``<resolved path>.locks/claims.lock`` (``_ownership.py``), which the kernel
+releases when the holder dies; so the database must be on a local file system,
+like SQLite's own locking requires.
+
+**Opening.** The database is created ``0600`` before SQLite opens it, so its
+``-wal`` and ``-shm`` files, which SQLite creates with the database's
+permissions, are ``0600`` too. ``mode`` is SQLite's own: ``rwc`` creates the
+database when missing, ``rw`` opens an existing one, ``ro`` opens it read-only
+(nothing can be claimed or written). ``:memory:`` and the empty path (a
+temporary database) are refused: a store must outlive its process.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import threading
 from pathlib import Path
 
 from ._base import PayloadCodec, RawRun, StoreError
-from ._locks import RunLocks
+from ._ownership import RunLocks
 from ._sql import SqlStore
 
 __all__ = ["SqliteStore"]
@@ -59,26 +66,67 @@ CREATE TABLE IF NOT EXISTS diagnosis_feedback (
 CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id);
 """
 
+_MODES = ("rwc", "rw", "ro")
+
+
 class SqliteStore(SqlStore):
     """A journal store in one SQLite database file (``open_store("sqlite:///runs.db")``).
 
-    Single host, many processes. ``codec`` encrypts every payload.
+    Single host, many processes. ``codec`` encrypts every payload. ``mode`` is
+    SQLite's: ``"rwc"`` (create when missing), ``"rw"`` (an existing database) or
+    ``"ro"`` (read-only: list and load, nothing claimed or written).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, codec: PayloadCodec | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, codec: PayloadCodec | None = None,
+        mode: str = "rwc",
+    ) -> None:
         super().__init__(codec)
-        self.path = Path(path)
-        self._locks = RunLocks(Path(f"{self.path}.locks"))
+        if mode not in _MODES:
+            raise StoreError(f"mode: expected 'rwc', 'rw' or 'ro', got {mode!r}")
+        if not isinstance(path, str | os.PathLike):
+            raise StoreError(f"path: expected a file path, got {type(path).__name__}")
+        text = os.fspath(path)
+        if not isinstance(text, str) or text in ("", ":memory:"):
+            raise StoreError(
+                f"SQLite store {text!r}: not a file; a store must outlive its process "
+                "(give a file path)"
+            )
+        self.path = Path(text)
+        self.mode = mode
+        absolute = os.path.abspath(text)
+        self._locks = RunLocks(absolute)
         self._mutex = threading.Lock()
+        if mode == "rwc":
+            self._create(absolute)
+        elif not os.path.exists(absolute):
+            raise StoreError(
+                f"cannot open the SQLite store {self.path}: no such file "
+                f"(mode={mode} opens an existing store, it creates none)"
+            )
+        if mode != "ro":
+            self._locks.check_names()
         try:
             self._db = sqlite3.connect(
-                self.path, timeout=60.0, isolation_level=None, check_same_thread=False
+                f"{Path(absolute).as_uri()}?mode={mode}", uri=True, timeout=60.0,
+                isolation_level=None, check_same_thread=False,
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.executescript(_SCHEMA)
+            if mode != "ro":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.executescript(_SCHEMA)
         except sqlite3.Error as error:
+            raise StoreError(f"cannot open the SQLite store {self.path}: {error}") from None
+
+    def _create(self, absolute: str) -> None:
+        """Create the database file ``0600`` (SQLite gives its WAL and shm files its mode)."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            os.close(os.open(absolute, flags, 0o600))
+        except FileExistsError:
+            return
+        except OSError as error:
             raise StoreError(f"cannot open the SQLite store {self.path}: {error}") from None
 
     def _execute(self, sql: str, parameters: tuple[object, ...] = ()) -> sqlite3.Cursor:
@@ -89,6 +137,11 @@ class SqliteStore(SqlStore):
             raise StoreError(f"SQLite store {self.path}: {error}") from None
 
     def _acquire(self, run_id: str) -> object:
+        if self.mode == "ro":
+            raise StoreError(
+                f"SQLite store {self.path}: opened read-only (mode=ro); nothing is claimed "
+                "or written"
+            )
         return self._locks.acquire(run_id)
 
     def _release(self, run_id: str, handle: object) -> None:
