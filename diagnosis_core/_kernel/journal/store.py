@@ -29,12 +29,14 @@ from .codec import EntryState, JournalBase, JournalEnd, JournalEntryBase
 __all__ = [
     "Feedback",
     "JournalStore",
+    "MissingKeyError",
     "RunClaim",
     "RunClaimedError",
     "RunSummary",
     "StoreError",
     "StoreSink",
     "StoredRun",
+    "is_signed",
     "on_store",
     "require_store",
 ]
@@ -51,6 +53,23 @@ class StoreError(DiagnosisError, RuntimeError):
 
 class RunClaimedError(StoreError):
     """Another live writer holds the run: its append or resume is refused (spec §16)."""
+
+
+class MissingKeyError(StoreError):
+    """The stored run is signed (its entries carry MACs) and the writer gave no key (spec §16).
+
+    Resuming it keyless would append unsigned entries and an unsigned end
+    marker, and the run would fail verification under its key from then on;
+    the driver refuses before any effect. The message names the run.
+    """
+
+
+def is_signed(journal: JournalBase[Any, Any]) -> bool:
+    """Whether a stored journal was written with a key: any entry (or its end) carries a MAC."""
+    end = journal.end
+    return any(entry.mac is not None for entry in journal.entries) or (
+        end is not None and end.mac is not None
+    )
 
 
 @attrs.frozen
