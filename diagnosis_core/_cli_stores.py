@@ -121,10 +121,10 @@ def _run_chat(
 ) -> int:
     from . import run_diagnosis
 
-    problem = _stored_request_problem(store, request)
-    if problem is not None:
-        return _fail(problem)
     try:
+        problem = _stored_request_problem(store, request)
+        if problem is not None:
+            return _fail(problem)
         state = run_diagnosis(request, effects, store=store, key=key)
     except DiagnosisError as error:
         return _fail(_run_problem(error))
@@ -173,10 +173,10 @@ def _run_aiops(
 
     scenario = load_aiops_scenario(data)
     request = aiops_scenario_request(scenario)
-    problem = _stored_request_problem(store, request)
-    if problem is not None:
-        return _fail(problem)
     try:
+        problem = _stored_request_problem(store, request)
+        if problem is not None:
+            return _fail(problem)
         state = run_aiops(request, aiops_scenario_effects(scenario), store=store, key=key)
     except DiagnosisError as error:
         return _fail(_run_problem(error))

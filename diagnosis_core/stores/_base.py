@@ -410,19 +410,24 @@ class StoreBase:
         """Append a feedback record (see :func:`record_feedback` for the checked way).
 
         The write happens under the run's claim: ``claim`` when the caller
-        holds it (it read the chain head under it), else the store claims the
-        run for the write, waiting up to a minute for a writer that holds it
-        (:class:`RunClaimedError` after that). A sealed feedback is bound to
-        its place among the run's feedback, counted under that claim.
+        holds it (it read the chain head under it), or a claim this store
+        object already holds on the run (a wrapper store passing the call
+        on); else the store claims the run for the write, waiting up to a
+        minute for a writer that holds it (:class:`RunClaimedError` after
+        that). A sealed feedback is bound to its place among the run's
+        feedback, counted under that claim and this object's claims mutex.
         """
         _check_run_id(run_id)
-        if claim is not None:
-            if self._check_claim(claim) != run_id:
-                raise StoreError(f"run {run_id!r}: the claim is for run {claim.run_id!r}")
-            self._put_feedback_claimed(run_id, feedback)
-            return
-        with wait_for_claim(self, run_id):
-            self._put_feedback_claimed(run_id, feedback)
+        if claim is not None and claim.run_id != run_id:
+            raise StoreError(f"run {run_id!r}: the claim is for run {claim.run_id!r}")
+        with self._claims_mutex:
+            if claim is not None:
+                self._check_claim(claim)
+            if claim is not None or any(held == run_id for held, _ in self._held.values()):
+                self._put_feedback_claimed(run_id, feedback)
+                return
+        with wait_for_claim(self, run_id) as own:
+            self.add_feedback(run_id, feedback, claim=own)
 
     def _put_feedback_claimed(self, run_id: str, feedback: Feedback) -> None:
         recorded_at = float(feedback.recorded_at or time.time())

@@ -219,3 +219,32 @@ def test_a_run_the_store_cannot_give_back_is_told_invalid_with_its_reason(
     }
     assert "problem: run 'r1'" in format_session_report(report)
     store.close()
+
+
+class _Wrapping:
+    """A host's store that passes every call on to a real one (not a StoreBase)."""
+
+    def __init__(self, inner: StoreBase) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def add_feedback(self, run_id: str, feedback: Any) -> None:
+        self.inner.add_feedback(run_id, feedback)
+
+
+def test_signed_feedback_through_a_wrapping_store_is_recorded_under_its_claim(
+    tmp_path: Path,
+) -> None:
+    inner = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    wrapping: Any = _Wrapping(inner)
+    request, effects = scenario_of(with_ids(load_example("payment_timeout"), session_id="w"))
+    dc.run_diagnosis(request, effects, store=inner, key=KEY)
+    started = time.monotonic()
+    for rating in (1, 2):
+        record_feedback(wrapping, request.run.run_id, rating, key=KEY)
+    assert time.monotonic() - started < 30  # never waits for the claim it holds itself
+    (story,) = session_report(inner, "w", key=KEY)["runs"]  # type: ignore[misc]
+    assert [item["rating"] for item in story["feedback"]] == [1, 2]  # type: ignore[index]
+    inner.close()

@@ -584,3 +584,18 @@ def test_a_keyless_resume_of_a_signed_run_from_the_cli_asks_for_the_key(
     reopened = open_store(url)
     assert reopened.load("run-payment-001") == before
     reopened.close()
+
+
+def test_run_with_a_store_sealed_under_a_key_not_given_is_refused_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = open_store(url, codec=_codec())
+    _record(store, "run-payment-001", "chat-42")
+    store.close()
+    for argv in (["run", "--store", url, str(EXAMPLES_DIR / "payment_timeout.json")],
+                 ["run", "--json", "--store", url, str(EXAMPLES_DIR / "payment_timeout.json")],
+                 ["runs", "resume", "run-payment-001", "--store", url]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("diagnosis-core: store: run '") and "Traceback" not in err
