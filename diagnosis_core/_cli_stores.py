@@ -151,8 +151,8 @@ def _run_problem(error: DiagnosisError) -> str:
     from .stores import MissingKeyError
 
     if isinstance(error, MissingKeyError):
-        return (f"store: {str(error).split(';')[0]}; give its key with --journal-key-file "
-                "FILE to resume it")
+        return (f"store: run {error.run_id!r}: the stored journal is signed (its entries "
+                "carry MACs); give its key with --journal-key-file FILE to resume it")
     if isinstance(error, JournalError):
         return f"invalid journal in the store: {error}"
     return f"store: {error}"

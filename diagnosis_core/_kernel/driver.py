@@ -235,10 +235,7 @@ class _Call:
             if journal is not None and options.key is None and is_signed(journal):
                 # Resumed keyless, a signed run would go on unsigned and fail its own
                 # verification from then on: refused before any effect (spec §16).
-                raise MissingKeyError(
-                    f"run {journal.request.run.run_id!r}: the stored journal is signed "
-                    "(its entries carry MACs); give its key (key=) to resume it"
-                )
+                raise MissingKeyError(journal.request.run.run_id)
             if journal is None and options.head is not None:
                 # A head commits entries the host saw written; a store without the
                 # run lost them: refuse, in every form, before anything runs (§12.2).

@@ -558,6 +558,10 @@ def test_a_keyless_resume_of_a_signed_run_is_refused_before_any_effect(
         dc.run_diagnosis(request, failing_effects(), store=store)
     after = store.load(run_id)
     assert after == before  # nothing appended, not even a started entry
+    import pickle
+
+    error = pickle.loads(pickle.dumps(MissingKeyError(run_id)))
+    assert error.run_id == run_id and isinstance(error, StoreError)
     # the claim was released and the run resumes under its key, verified to the end
     _, effects = scenario_of(with_ids(load_example("payment_timeout"), run_id=run_id,
                                       session_id=session))

@@ -60,8 +60,19 @@ class MissingKeyError(StoreError):
 
     Resuming it keyless would append unsigned entries and an unsigned end
     marker, and the run would fail verification under its key from then on;
-    the driver refuses before any effect. The message names the run.
+    the driver refuses before any effect. The message names the run;
+    ``run_id`` is the run.
     """
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"run {run_id!r}: the stored journal is signed (its entries carry MACs); "
+            "give its key (key=) to resume it"
+        )
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[type[MissingKeyError], tuple[str]]:
+        return type(self), (self.run_id,)
 
 
 def is_signed(journal: JournalBase[Any, Any]) -> bool:
