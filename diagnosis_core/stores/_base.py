@@ -443,9 +443,12 @@ class StoreBase:
         """The run's journal as stored (None when the store never saw it).
 
         Every payload is decoded and checked strictly: an entry whose text
-        disagrees with its record's ``seq`` or ``state``, a payload that does
-        not decode, a request that does not load are :class:`StoreError`\\ s
-        naming the run; a torn record was never written.
+        disagrees with its record's ``seq`` or ``state``, a run record whose
+        ``session_id`` or ``format`` is not its request's, a payload that does
+        not decode (another key; a sealed row moved, copied or relabelled), a
+        request that does not load are :class:`StoreError`\\ s naming the
+        run; a torn record was never written. A listing shows such a run as
+        ``invalid`` with that reason (:func:`~diagnosis_core.stores.session_report`).
         """
         _check_run_id(run_id)
         raw = self._get_run(run_id)

@@ -31,6 +31,7 @@ import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
+from .._kernel.journal.store import MissingKeyError, is_signed
 from .._kernel.json import JsonValue, canonical_json
 from ._base import (
     Feedback,
@@ -101,8 +102,10 @@ def record_feedback(
 
     ``rating`` is an integer from 1 to 5. The run must be in ``store`` and
     complete (feedback follows a run's end): otherwise a :class:`StoreError`.
-    With ``key`` the journal is verified and the feedback signed. The fold of
-    the run is unchanged: feedback is never a journal entry.
+    With ``key`` the journal is verified and the feedback signed; a signed
+    run (its entries carry MACs) without ``key`` is :class:`MissingKeyError`,
+    nothing written (an unsigned link would make it invalid under its key).
+    The fold of the run is unchanged: feedback is never a journal entry.
     """
     check_feedback(rating, comment)
     if not isinstance(run_id, str) or not run_id:
@@ -114,6 +117,8 @@ def record_feedback(
     with wait_for_claim(store, run_id) as claim:
         stored = store.load(run_id)
         assert stored is not None  # a stored run is never removed
+        if key is None and is_signed(stored.journal):
+            raise MissingKeyError(run_id, "record feedback on it")
         status = run_status(stored, key)
         if not status.complete:
             raise StoreError(f"run {run_id!r}: has not ended ({status.describe()}); "

@@ -603,3 +603,17 @@ def test_run_with_a_store_sealed_under_a_key_not_given_is_refused_not_a_tracebac
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("diagnosis-core: store: run '") and "Traceback" not in err
+
+
+def test_keyless_feedback_on_a_signed_run_is_refused_and_the_run_stays_valid(
+    store: StoreBase,
+) -> None:
+    run_id, session = _fresh("signed")
+    _record(store, run_id, session, key=KEY)
+    with pytest.raises(MissingKeyError, match=f"run '{run_id}': the stored journal is signed"):
+        record_feedback(store, run_id, 1, "unsigned")
+    stored = store.load(run_id)
+    assert stored is not None and stored.feedback == ()
+    record_feedback(store, run_id, 5, "signed", key=KEY)
+    (story,) = _story(store, session, KEY)
+    assert story["status"] == "complete" and len(story["feedback"]) == 1

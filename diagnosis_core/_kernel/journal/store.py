@@ -59,20 +59,22 @@ class MissingKeyError(StoreError):
     """The stored run is signed (its entries carry MACs) and the writer gave no key (spec §16).
 
     Resuming it keyless would append unsigned entries and an unsigned end
-    marker, and the run would fail verification under its key from then on;
-    the driver refuses before any effect. The message names the run;
-    ``run_id`` is the run.
+    marker (recording feedback keyless, an unsigned feedback), and the run
+    would fail verification under its key from then on; the driver (and
+    ``record_feedback``) refuses before any effect or write. The message
+    names the run; ``run_id`` is the run, ``doing`` what was refused.
     """
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, doing: str = "resume it") -> None:
         super().__init__(
             f"run {run_id!r}: the stored journal is signed (its entries carry MACs); "
-            "give its key (key=) to resume it"
+            f"give its key (key=) to {doing}"
         )
         self.run_id = run_id
+        self.doing = doing
 
-    def __reduce__(self) -> tuple[type[MissingKeyError], tuple[str]]:
-        return type(self), (self.run_id,)
+    def __reduce__(self) -> tuple[type[MissingKeyError], tuple[str, str]]:
+        return type(self), (self.run_id, self.doing)
 
 
 def is_signed(journal: JournalBase[Any, Any]) -> bool:
