@@ -269,23 +269,71 @@ def _sql(url: str, statement: str, parameters: tuple[object, ...] = ()) -> None:
         db.execute(statement.replace("?", "%s"), parameters)
 
 
-@pytest.fixture
-def sql_url(store_kind: str, url: str) -> str:
-    if store_kind == "jsonl":
-        pytest.skip("rows are relabelled with SQL")
-    return url
+def _rewrite_jsonl(url: str, change: Any) -> None:
+    """Rewrite the JSON Lines file record by record: ``change(records)`` edits the list."""
+    path = Path(url)
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    change(records)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+
+
+def _relabel_run(url: str, run_id: str, column: str, value: object) -> None:
+    """``UPDATE diagnosis_runs SET column = value`` (or the run line of the file)."""
+    if not url.endswith(".jsonl"):
+        _sql(url, f"UPDATE diagnosis_runs SET {column} = ? WHERE run_id = ?", (value, run_id))
+        return
+
+    def change(records: list[Any]) -> None:
+        for record in records:
+            if record["kind"] == "run" and record["run_id"] == run_id:
+                record[column] = value
+
+    _rewrite_jsonl(url, change)
+
+
+def _relabel_entry(url: str, run_id: str, seq: int, column: str, value: object) -> None:
+    """The stored entry ``seq`` (its last write) relabelled in one column."""
+    if not url.endswith(".jsonl"):
+        _sql(url, f"UPDATE diagnosis_entries SET {column} = ? WHERE run_id = ? AND seq = ?",
+             (value, run_id, seq))
+        return
+
+    def change(records: list[Any]) -> None:
+        last = [r for r in records if r["kind"] == "entry" and r["run_id"] == run_id
+                and r["seq"] == seq][-1]
+        last[column] = value
+
+    _rewrite_jsonl(url, change)
+
+
+def _copy_feedback(url: str, run_id: str, times: int, to: str | None = None) -> None:
+    """The run's first feedback row inserted ``times`` more times (for run ``to``)."""
+    if not url.endswith(".jsonl"):
+        for _ in range(times):
+            _sql(url, "INSERT INTO diagnosis_feedback (run_id, payload, recorded_at) "
+                 "SELECT ?, payload, recorded_at FROM diagnosis_feedback WHERE run_id = ? "
+                 "ORDER BY id LIMIT 1", (to or run_id, run_id))
+        return
+
+    def change(records: list[Any]) -> None:
+        first = next(r for r in records if r["kind"] == "feedback" and r["run_id"] == run_id)
+        records.extend({**first, "run_id": to or run_id} for _ in range(times))
+
+    _rewrite_jsonl(url, change)
 
 
 def test_a_relabelled_session_id_does_not_move_a_sealed_run_into_another_session(
-    sql_url: str,
+    url: str,
 ) -> None:
     run_id, victim = _fresh("victim")
     attacker = f"attacker-{run_id}"
-    store = open_store(sql_url, codec=_codec())
+    store = open_store(url, codec=_codec())
     state = _record(store, run_id, victim)
     _record(store, f"{run_id}-own", attacker)
-    _sql(sql_url, "UPDATE diagnosis_runs SET session_id = ? WHERE run_id = ?",
-         (attacker, run_id))
+    store.close()
+    _relabel_run(url, run_id, "session_id", attacker)
+    store = open_store(url, codec=_codec())
     runs = _story(store, attacker)
     assert [(r["run_id"], r["status"]) for r in runs] == [
         (run_id, "invalid"), (f"{run_id}-own", "complete")]
@@ -296,16 +344,17 @@ def test_a_relabelled_session_id_does_not_move_a_sealed_run_into_another_session
     store.close()
 
 
-def test_a_relabelled_session_id_of_a_plain_run_is_refused_too(sql_url: str) -> None:
+def test_a_relabelled_session_id_of_a_plain_run_is_refused_too(url: str) -> None:
     run_id, victim = _fresh("victim")
-    store = open_store(sql_url)
+    store = open_store(url)
     state = _record(store, run_id, victim)
-    _sql(sql_url, "UPDATE diagnosis_runs SET session_id = 'attacker' WHERE run_id = ?",
-         (run_id,))
+    store.close()
+    _relabel_run(url, run_id, "session_id", f"attacker-{run_id}")
+    store = open_store(url)
     with pytest.raises(StoreError, match="the record's session_id is not the stored request's"):
         store.load(run_id)
-    story = [r for r in _story(store, "attacker") if r["run_id"] == run_id]
-    assert story[0]["status"] == "invalid" and state.result.answer not in json.dumps(story)
+    (story,) = _story(store, f"attacker-{run_id}")
+    assert story["status"] == "invalid" and state.result.answer not in json.dumps(story)
     store.close()
 
 
@@ -313,12 +362,14 @@ def test_a_relabelled_session_id_of_a_plain_run_is_refused_too(sql_url: str) -> 
     ("created_at", 1.0), ("format", "diagnosis_journal_v1"),
 ], ids=["created_at", "format"])
 def test_a_relabelled_time_or_format_of_a_sealed_run_does_not_decode(
-    sql_url: str, column: str, value: object
+    url: str, column: str, value: object
 ) -> None:
     run_id, session = _fresh("relabel")
-    store = open_store(sql_url, codec=_codec())
+    store = open_store(url, codec=_codec())
     _record(store, run_id, session)
-    _sql(sql_url, f"UPDATE diagnosis_runs SET {column} = ? WHERE run_id = ?", (value, run_id))
+    store.close()
+    _relabel_run(url, run_id, column, value)
+    store = open_store(url, codec=_codec())
     with pytest.raises(StoreError, match=f"run '{run_id}': the payload does not decode"):
         store.load(run_id)
     assert [r["status"] for r in _story(store, session)] == ["invalid"]
@@ -329,13 +380,14 @@ def test_a_relabelled_time_or_format_of_a_sealed_run_does_not_decode(
     ("duration_ms", 99999.0), ("written_at", 2.0),
 ], ids=["duration_ms", "written_at"])
 def test_a_relabelled_entry_time_of_a_sealed_run_does_not_decode(
-    sql_url: str, column: str, value: object
+    url: str, column: str, value: object
 ) -> None:
     run_id, session = _fresh("relabel")
-    store = open_store(sql_url, codec=_codec())
+    store = open_store(url, codec=_codec())
     _record(store, run_id, session)
-    _sql(sql_url, f"UPDATE diagnosis_entries SET {column} = ? WHERE run_id = ? AND seq = 2",
-         (value, run_id))
+    store.close()
+    _relabel_entry(url, run_id, 2, column, value)
+    store = open_store(url, codec=_codec())
     with pytest.raises(StoreError, match=f"run '{run_id}' entry 2: the payload does not decode"):
         store.load(run_id)
     report: Any = fleet_report(store)
@@ -344,15 +396,14 @@ def test_a_relabelled_entry_time_of_a_sealed_run_does_not_decode(
     store.close()
 
 
-def test_a_sealed_feedback_copied_to_other_rows_does_not_decode(sql_url: str) -> None:
+def test_a_sealed_feedback_copied_to_other_rows_does_not_decode(url: str) -> None:
     run_id, session = _fresh("copied")
-    store = open_store(sql_url, codec=_codec())
+    store = open_store(url, codec=_codec())
     _record(store, run_id, session)
     record_feedback(store, run_id, 1, "one rating")
-    for _ in range(9):
-        _sql(sql_url, "INSERT INTO diagnosis_feedback (run_id, payload, recorded_at) "
-             "SELECT run_id, payload, recorded_at FROM diagnosis_feedback WHERE run_id = ? "
-             "ORDER BY id LIMIT 1", (run_id,))
+    store.close()
+    _copy_feedback(url, run_id, 9)
+    store = open_store(url, codec=_codec())
     with pytest.raises(StoreError, match=f"run '{run_id}' feedback 2: the payload does not"):
         store.load(run_id)
     report: Any = fleet_report(store)
@@ -362,14 +413,15 @@ def test_a_sealed_feedback_copied_to_other_rows_does_not_decode(sql_url: str) ->
     store.close()
 
 
-def test_a_sealed_feedback_moved_to_another_run_does_not_decode(sql_url: str) -> None:
+def test_a_sealed_feedback_moved_to_another_run_does_not_decode(url: str) -> None:
     run_id, session = _fresh("moved")
-    store = open_store(sql_url, codec=_codec())
+    store = open_store(url, codec=_codec())
     _record(store, run_id, session)
     _record(store, f"{run_id}-b", session)
     record_feedback(store, run_id, 1, "a's rating")
-    _sql(sql_url, "UPDATE diagnosis_feedback SET run_id = ? WHERE run_id = ?",
-         (f"{run_id}-b", run_id))
+    store.close()
+    _copy_feedback(url, run_id, 1, to=f"{run_id}-b")
+    store = open_store(url, codec=_codec())
     with pytest.raises(StoreError, match="feedback 1: the payload does not decode"):
         store.load(f"{run_id}-b")
     store.close()
