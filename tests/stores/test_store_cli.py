@@ -147,3 +147,32 @@ def test_payload_key_file_is_checked_like_the_journal_key_file(
                            (str(tmp_path / "missing"), "cannot read")):
         assert main(["report", "--store", url, "--payload-key-file", value]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_run_batch_with_a_store_refuses_a_journal_line_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    import diagnosis_core as dc
+
+    request, effects = scenario_of(load_example("payment_timeout"))
+    sink = dcj.ListJournalSink()
+    dc.run_diagnosis(request, effects, sink=sink)
+    journal_line = dcj.journal_to_json(sink.journal(request))
+    scenario_line = json.dumps(load_example("payment_timeout"))
+    text = f"{journal_line}\n\n{scenario_line}\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    url = str(tmp_path / "r.jsonl")
+    lines = _out(capsys, ["run", "--json", "--batch", "--store", url]).splitlines()
+    assert json.loads(lines[0]) == {"error": "--store: a journal or resume document is "
+                                    "replayed, not recorded (run it without --store)"}
+    assert json.loads(lines[1])["outcome"] == dc.to_wire(dc.replay_scenario(
+        dc.load_scenario(load_example("payment_timeout"))).result)["outcome"]  # type: ignore[index]
+    assert len(lines) == 2
+    store = open_store(url)
+    assert [s.run_id for s in store.runs()] == ["run-payment-001"]
+    store.close()
+    assert main(["run", "--json", "--batch", "--store", "ftp://x"]) == 2
+    assert "expected sqlite:///PATH" in capsys.readouterr().err
