@@ -87,8 +87,17 @@ _RESUME = "diagnosis_resume_v1"  # the conformance kit's resume document (spec Â
 
 def _run_batch(args: argparse.Namespace) -> int:
     """``run --json --batch``: one document per stdin line, one result line each (the kit's)."""
+    if args.store is not None:
+        if not args.json or args.scenario is not None or args.journal_out:
+            return usage_error("--batch: use it as 'run --json --batch --store URL', reading "
+                               "standard input")
+        from ._cli_stores import run_batch_with_store
+
+        return run_batch_with_store(args, iter(sys.stdin.buffer.readline, b""))
     if not args.json or args.scenario is not None or args.journal_out or args.journal_key_file:
         return usage_error("--batch: use it as 'run --json --batch', reading standard input")
+    if args.payload_key_file is not None:
+        return usage_error("--payload-key-file: only with --store")
     from .conformance import run_document_line
 
     for raw in iter(sys.stdin.buffer.readline, b""):
@@ -108,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
         return _run_batch(args)
     if args.scenario is None:
         return usage_error("run: give a scenario or journal file (or --batch)")
+    if args.payload_key_file is not None and args.store is None:
+        return usage_error("--payload-key-file: only with --store")
     try:
         key = journal_key(args.journal_key_file)
     except ScenarioError as error:

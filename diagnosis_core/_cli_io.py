@@ -25,6 +25,7 @@ __all__ = [
     "ArgumentParser",
     "format_result",
     "journal_key",
+    "payload_key",
     "read_scenario_file",
     "read_text",
     "usage_error",
@@ -106,22 +107,31 @@ def usage_error(message: str) -> int:
     return EXIT_USAGE
 
 
-def journal_key(path: str | None) -> bytes | None:
-    """The host key: the bytes of ``path``; an empty or unreadable file is a ScenarioError."""
+def _key_file(option: str, path: str | None) -> bytes | None:
     if path is None:
         return None
     if path == STDIN:
-        raise ScenarioError("--journal-key-file: give a file (standard input is not a key)")
+        raise ScenarioError(f"{option}: give a file (standard input is not a key)")
     try:
         with open(path, "rb") as handle:
             key = handle.read()
     except OSError as error:
         raise ScenarioError(
-            f"--journal-key-file {path}: cannot read ({error.strerror or error})"
+            f"{option} {path}: cannot read ({error.strerror or error})"
         ) from None
     if not key:
-        raise ScenarioError(f"--journal-key-file {path}: the key file is empty")
+        raise ScenarioError(f"{option} {path}: the key file is empty")
     return key
+
+
+def journal_key(path: str | None) -> bytes | None:
+    """The host key: the bytes of ``path``; an empty or unreadable file is a ScenarioError."""
+    return _key_file("--journal-key-file", path)
+
+
+def payload_key(path: str | None) -> bytes | None:
+    """A store's payload key: the bytes of ``path`` (``--payload-key-file``), read alike."""
+    return _key_file("--payload-key-file", path)
 
 
 def write_result(args: argparse.Namespace, result: DiagnosisResult) -> None:

@@ -11,8 +11,11 @@
 * ``sessions show SESSION --store URL [--json]`` prints a session report;
 * ``report --store URL [--since T] [--json] [--html FILE]`` the fleet report.
 
-A store that cannot be opened or used is exit status 2 with one line naming
-the problem, like any other bad input.
+``--payload-key-file FILE`` (every store command) opens an encrypted store
+with the AES-GCM key that is the file's bytes (``AesGcmCodec``, extra
+``crypto``). A listing shows a run the store cannot give back as ``invalid``
+with the reason and goes on. A store that cannot be opened or used is exit
+status 2 with one line naming the problem, like any other bad input.
 """
 
 from __future__ import annotations
@@ -20,19 +23,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import math
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import DiagnosisError, JournalError, ScenarioError
-from ._cli_io import journal_key, write, write_readable, write_result
+from ._cli_io import journal_key, payload_key, write, write_readable, write_result
 from .protocol import canonical_json
 from .scenarios import terminal_safe
 
 if TYPE_CHECKING:
-    from .stores import JournalStore
+    from .stores import JournalStore, PayloadCodec
 
-__all__ = ["add_store_commands", "run_with_store"]
+__all__ = ["add_store_commands", "open_cli_store", "run_batch_with_store", "run_with_store"]
 
 _USAGE = 2
 
@@ -42,17 +46,36 @@ def _fail(message: str) -> int:
     return _USAGE
 
 
-def _open(url: str, *, create: bool) -> JournalStore:
-    """The store at ``url``; only the writing commands create one (never a listing)."""
+def _codec(args: argparse.Namespace) -> PayloadCodec | None:
+    """The payload codec ``--payload-key-file`` names (None without it); ScenarioError if bad."""
+    key = payload_key(getattr(args, "payload_key_file", None))
+    if key is None:
+        return None
+    from .stores import AesGcmCodec, StoreError
+
+    try:
+        return AesGcmCodec(key)
+    except StoreError as error:
+        raise ScenarioError(f"--payload-key-file {args.payload_key_file}: {error}") from None
+
+
+def open_cli_store(args: argparse.Namespace, *, create: bool = False) -> JournalStore:
+    """The store of ``--store``, opened with the codec of ``--payload-key-file`` (if given).
+
+    Only the writing commands create a store (``create=True``), never a listing. A bad
+    key file is a :class:`ScenarioError`, a store that does not open a
+    :class:`StoreError`.
+    """
     from .stores import open_store
 
-    return open_store(url, create=create)
+    codec = _codec(args)
+    return open_store(args.store, codec=codec, create=create)
 
 
 @contextlib.contextmanager
-def _opened(url: str) -> Iterator[JournalStore]:
-    """The existing store at ``url``, closed when the command is done, whatever happened."""
-    store = _open(url, create=False)
+def _opened(args: argparse.Namespace) -> Iterator[JournalStore]:
+    """The command's store, closed when the command is done with it, whatever happened."""
+    store = open_cli_store(args)
     try:
         yield store
     finally:
@@ -63,7 +86,8 @@ def _store_problem(error: DiagnosisError) -> str:
     """The one line for a failed store command.
 
     A :class:`ScenarioError` is a bad option (``--journal-key-file``,
-    ``--since``) and names itself; every other error came from the store.
+    ``--payload-key-file``, ``--since``) and names itself; every other error
+    came from the store.
     """
     return str(error) if isinstance(error, ScenarioError) else f"store: {error}"
 
@@ -77,9 +101,9 @@ def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) ->
     if args.journal_out is not None:
         return _fail("--journal-out: not with --store (the store holds the journal)")
     try:
-        store = _open(args.store, create=True)
+        store = open_cli_store(args, create=True)
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
+        return _fail(_store_problem(error))
     try:
         if isinstance(data, dict) and "workflow" in data:
             return _run_aiops(args, data, store, key)
@@ -99,13 +123,40 @@ def _run_chat(
     from . import run_diagnosis
 
     try:
+        problem = _stored_request_problem(store, request)
+        if problem is not None:
+            return _fail(problem)
         state = run_diagnosis(request, effects, store=store, key=key)
-    except JournalError as error:
-        return _fail(f"invalid journal in the store: {error}")
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
+        return _fail(_run_problem(error))
     write_result(args, state.result)
     return 0
+
+
+def _stored_request_problem(store: JournalStore, request: Any) -> str | None:
+    """Why the store's run cannot be recorded or resumed with ``request`` (None: it can).
+
+    The store holding the run id with another request is the command line's
+    mistake (another scenario), said in its terms before anything runs.
+    """
+    run_id = request.run.run_id
+    stored = store.load(run_id)
+    if stored is not None and stored.journal.request != request:
+        return (f"run {run_id!r}: the store holds it with another request; the scenario is "
+                "not the one that recorded it (give that scenario, or another run id)")
+    return None
+
+
+def _run_problem(error: DiagnosisError) -> str:
+    """The one line for a run through a store that failed, in the command line's terms."""
+    from .stores import MissingKeyError
+
+    if isinstance(error, MissingKeyError):
+        return (f"store: run {error.run_id!r}: the stored journal is signed (its entries "
+                "carry MACs); give its key with --journal-key-file FILE to resume it")
+    if isinstance(error, JournalError):
+        return f"invalid journal in the store: {error}"
+    return f"store: {error}"
 
 
 def _run_aiops(
@@ -122,19 +173,94 @@ def _run_aiops(
     )
 
     scenario = load_aiops_scenario(data)
+    request = aiops_scenario_request(scenario)
     try:
-        state = run_aiops(aiops_scenario_request(scenario), aiops_scenario_effects(scenario),
-                          store=store, key=key)
-    except JournalError as error:
-        return _fail(f"invalid journal in the store: {error}")
+        problem = _stored_request_problem(store, request)
+        if problem is not None:
+            return _fail(problem)
+        state = run_aiops(request, aiops_scenario_effects(scenario), store=store, key=key)
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
+        return _fail(_run_problem(error))
     if args.json:
         write(canonical_json(aiops_replay_output(scenario, state)) + "\n")
     else:
         evaluation = evaluate_aiops_run(state, scenario.tool_ledger)
         write_readable(format_aiops_result(state.result, evaluation, scenario.config))
     return 0
+
+
+# --- run --json --batch --store ----------------------------------------------------------
+
+
+def run_batch_with_store(args: argparse.Namespace, lines: Iterator[bytes]) -> int:
+    """``run --json --batch --store URL``: every scenario line recorded in the store.
+
+    Each line gives the result line ``run --json --batch`` prints without the
+    store (the run is recorded, or resumed or folded when the store holds
+    it); a line the command refuses gives ``{"error": MESSAGE}`` and the
+    batch goes on. A journal or resume document is not a run to record: it
+    is refused (run it without ``--store``). A store that does not open is
+    exit status 2 before any line is read.
+    """
+    try:
+        key = _key(args)
+        store = open_cli_store(args, create=True)
+    except DiagnosisError as error:
+        return _fail(_store_problem(error))
+    try:
+        for raw in lines:
+            try:
+                text = raw.decode("utf-8-sig").strip("\r\n")
+            except UnicodeDecodeError as error:
+                line: dict[str, Any] = {"error": f"invalid scenario: not UTF-8 ({error.reason})"}
+            else:
+                if not text.strip():
+                    continue
+                line = _batch_line(text, store, key)
+            write(canonical_json(line) + "\n")
+    finally:
+        store.close()
+    return 0
+
+
+def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, Any]:
+    from . import run_diagnosis, to_wire
+    from .aiops import (
+        aiops_replay_output,
+        aiops_scenario_effects,
+        aiops_scenario_request,
+        load_aiops_scenario,
+        run_aiops,
+    )
+    from .scenarios import load_scenario, parse_document_text, scenario_effects, scenario_request
+
+    try:
+        data = parse_document_text(text, "<document>")
+        if isinstance(data, dict) and "format" in data:
+            return {"error": "--store: a journal or resume document is replayed, not recorded "
+                    "(run it without --store)"}
+        if isinstance(data, dict) and "workflow" in data:
+            scenario: Any = load_aiops_scenario(data)
+            request: Any = aiops_scenario_request(scenario)
+        else:
+            scenario = load_scenario(data)
+            request = scenario_request(scenario)
+    except ScenarioError as error:
+        return {"error": f"invalid scenario: {error}"}
+    try:
+        problem = _stored_request_problem(store, request)
+        if problem is not None:
+            return {"error": problem}
+        if isinstance(data, dict) and "workflow" in data:
+            aiops = run_aiops(request, aiops_scenario_effects(scenario), store=store, key=key)
+            output: dict[str, Any] = aiops_replay_output(scenario, aiops)
+            return output
+        state = run_diagnosis(request, scenario_effects(scenario), store=store, key=key)
+    except DiagnosisError as error:
+        return {"error": _run_problem(error)}
+    wire = to_wire(state.result)
+    assert isinstance(wire, dict)
+    return wire
 
 
 # --- runs ls / runs resume ---------------------------------------------------------------
@@ -149,20 +275,34 @@ def _status(stored: Any, key: bytes | None) -> str:
         return "invalid"
 
 
+def _fold_problem(stored: Any, key: bytes | None) -> tuple[str, str | None]:
+    """A loaded run's status and, when ``invalid``, why (its journal does not fold or verify)."""
+    from .stores import run_status as fold_status
+
+    try:
+        return ("complete" if fold_status(stored, key).complete else "incomplete"), None
+    except JournalError as error:
+        return "invalid", str(error)
+
+
 def _runs_ls(args: argparse.Namespace) -> int:
+    from .stores._escape import text_line
+    from .stores._session import listed_runs
 
     rows: list[dict[str, Any]] = []
     try:
         key = _key(args)
-        with _opened(args.store) as store:
-            for summary in store.runs(session_id=args.session):
-                stored = store.load(summary.run_id)
+        with _opened(args) as store:
+            for summary, stored, problem in listed_runs(store, session_id=args.session):
+                status = "invalid"
+                if stored is not None:
+                    status, problem = _fold_problem(stored, key)
                 rows.append({
                     "run_id": summary.run_id, "session_id": summary.session_id,
                     "workflow": "aiops" if summary.format.startswith("aiops_journal_")
                     else "chat",
                     "created_at": summary.created_at, "entries": summary.entry_count,
-                    "status": "invalid" if stored is None else _status(stored, key),
+                    "status": status, "problem": problem,
                 })
     except DiagnosisError as error:
         return _fail(_store_problem(error))
@@ -170,11 +310,13 @@ def _runs_ls(args: argparse.Namespace) -> int:
         write(canonical_json({"format": "diagnosis_run_list_v1", "runs": rows}) + "\n")
         return 0
     lines = [f"{'run':<32} {'session':<24} {'workflow':<8} {'entries':>7} status"]
-    lines += [
-        f"{row['run_id']:<32} {row['session_id']:<24} {row['workflow']:<8} "
-        f"{row['entries']:>7} {row['status']}"
-        for row in rows
-    ]
+    for row in rows:
+        lines.append(
+            f"{text_line(row['run_id']):<32} {text_line(row['session_id']):<24} "
+            f"{row['workflow']:<8} {row['entries']:>7} {row['status']}"
+        )
+        if row["problem"] is not None:
+            lines.append(f"  problem: {text_line(row['problem'])}")
     write_readable("\n".join(lines) + "\n")
     return 0
 
@@ -196,10 +338,8 @@ def _consumed(journal: Any) -> dict[str, int]:
 
 def _runs_resume(args: argparse.Namespace) -> int:
     """Resume a stored chat run; without ``--scenario`` only a complete run (folded, printed)."""
-    import attrs
-
     from ._cli_io import read_scenario_file
-    from .scenarios import load_scenario, scenario_effects, scenario_request
+    from .scenarios import load_scenario, scenario_request
 
     scenario = None
     try:
@@ -216,31 +356,44 @@ def _runs_resume(args: argparse.Namespace) -> int:
         return _fail(f"--scenario: its run is {scenario_request(scenario).run.run_id!r}, "
                      f"not {args.run_id!r}")
     try:
-        store = _open(args.store, create=True)
+        store = open_cli_store(args, create=True)
     except DiagnosisError as error:
-        return _fail(f"store: {error}")
+        return _fail(_store_problem(error))
     try:
-        stored = store.load(args.run_id)
-        if stored is None:
-            return _fail(f"run {args.run_id!r}: not in the store")
-        if not stored.format.startswith("diagnosis_journal_"):
-            return _fail("runs resume: only a chat run can be resumed from the command line")
-        if scenario is None:
-            if _status(stored, key) != "complete":
-                return _fail(f"run {args.run_id!r}: has not ended; give --scenario FILE "
-                             "to perform the remaining calls with its scripted effects")
-            return _run_chat(args, stored.journal.request, _no_effects(), store, key)
-        used = _consumed(stored.journal)
-        responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]
-                     for agent in scenario.responses}
-        resumed = attrs.evolve(scenario, responses=responses,
-                               gatekeeper=scenario.gatekeeper[used.get("gatekeeper", 0):])
-        return _run_chat(args, scenario_request(scenario), scenario_effects(resumed), store,
-                         key)
+        return _resume_stored(args, store, scenario, key)
     except DiagnosisError as error:
         return _fail(f"store: {error}")
     finally:
         store.close()
+
+
+def _resume_stored(
+    args: argparse.Namespace, store: JournalStore, scenario: Any, key: bytes | None
+) -> int:
+    """``runs resume`` once the store is open: check the run and the scenario, then run."""
+    import attrs
+
+    from .scenarios import scenario_effects, scenario_request
+
+    stored = store.load(args.run_id)
+    if stored is None:
+        return _fail(f"run {args.run_id!r}: not in the store")
+    if not stored.format.startswith("diagnosis_journal_"):
+        return _fail("runs resume: only a chat run can be resumed from the command line")
+    if scenario is None:
+        if _status(stored, key) != "complete":
+            return _fail(f"run {args.run_id!r}: has not ended; give --scenario FILE "
+                         "to perform the remaining calls with its scripted effects")
+        return _run_chat(args, stored.journal.request, _no_effects(), store, key)
+    if scenario_request(scenario) != stored.journal.request:
+        return _fail(f"--scenario {args.scenario}: its request is not the one run "
+                     f"{args.run_id!r} was recorded with (give the scenario that recorded it)")
+    used = _consumed(stored.journal)
+    responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]
+                 for agent in scenario.responses}
+    resumed = attrs.evolve(scenario, responses=responses,
+                           gatekeeper=scenario.gatekeeper[used.get("gatekeeper", 0):])
+    return _run_chat(args, scenario_request(scenario), scenario_effects(resumed), store, key)
 
 
 def _no_effects() -> Any:
@@ -261,7 +414,7 @@ def _sessions_show(args: argparse.Namespace) -> int:
 
     try:
         key = _key(args)
-        with _opened(args.store) as store:
+        with _opened(args) as store:
             report = session_report(store, args.session, key=key)
     except DiagnosisError as error:
         return _fail(_store_problem(error))
@@ -273,22 +426,30 @@ def _sessions_show(args: argparse.Namespace) -> int:
 
 
 def _since(text: str | None) -> float | None:
-    """``--since``: seconds since the epoch, or an ISO 8601 time (UTC when no offset is given)."""
+    """``--since``: seconds since the epoch, or an ISO 8601 time (UTC when no offset is given).
+
+    Only a finite time: ``nan``, ``inf`` or ``1e400`` (an infinity once read)
+    is refused, so the filter means the same in every store.
+    """
     if text is None:
         return None
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds):
+            raise ScenarioError(f"--since {text!r}: expected a finite time")
+        return seconds
     try:
         moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.UTC)
+        return moment.timestamp()
+    except (ValueError, OverflowError):
         raise ScenarioError(
             f"--since {text!r}: expected seconds since the epoch or an ISO 8601 time"
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -297,7 +458,7 @@ def _report(args: argparse.Namespace) -> int:
     try:
         key = _key(args)
         since = _since(args.since)
-        with _opened(args.store) as store:
+        with _opened(args) as store:
             report = fleet_report(store, since=since, key=key)
     except DiagnosisError as error:
         return _fail(_store_problem(error))
@@ -327,6 +488,13 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
 def _key_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--journal-key-file", metavar="FILE",
                         help="host key (the file's bytes): verify the stored journals")
+    _payload_key_option(parser)
+
+
+def _payload_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--payload-key-file", metavar="FILE",
+                        help="the store's payload key (the file's 16, 24 or 32 bytes): open "
+                        "an encrypted store (AES-GCM, extra crypto)")
 
 
 def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
@@ -335,6 +503,7 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
         "--store", metavar="URL",
         help="record the run in this journal store (resume it when the store holds it)",
     )
+    _payload_key_option(run)
     runs = commands.add_parser("runs", help="the runs of a journal store")
     runs_commands = runs.add_subparsers(dest="runs_command", required=True,
                                         parser_class=type(run))

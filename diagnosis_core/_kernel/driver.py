@@ -224,7 +224,7 @@ class _Call:
     @contextlib.contextmanager
     def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
         """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
-        from .journal.store import on_store
+        from .journal.store import MissingKeyError, is_signed, on_store
 
         assert options.store is not None
         store, journal_type = options.store, self.driving.journal_type
@@ -232,6 +232,10 @@ class _Call:
             store, self.request, journal_type=journal_type, clock=time.monotonic
         ) as claimed:
             journal, _ = claimed
+            if journal is not None and options.key is None and is_signed(journal):
+                # Resumed keyless, a signed run would go on unsigned and fail its own
+                # verification from then on: refused before any effect (spec §16).
+                raise MissingKeyError(journal.request.run.run_id)
             if journal is None and options.head is not None:
                 # A head commits entries the host saw written; a store without the
                 # run lost them: refuse, in every form, before anything runs (§12.2).

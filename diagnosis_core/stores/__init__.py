@@ -28,6 +28,7 @@ from ..journal import entry_from_json, entry_to_json
 from ._base import (
     Feedback,
     JournalStore,
+    MissingKeyError,
     PayloadCodec,
     RunClaim,
     RunClaimedError,
@@ -56,6 +57,7 @@ __all__ = [
     "Feedback",
     "JournalStore",
     "JsonlStore",
+    "MissingKeyError",
     "PayloadCodec",
     "PostgresStore",
     "RunClaim",

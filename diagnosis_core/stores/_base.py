@@ -30,17 +30,32 @@ completion of the last ``started`` one, so even a buggy writer cannot double
 or reorder entries.
 
 **Sealing.** With a :class:`~diagnosis_core.stores.PayloadCodec` every payload
-(request, entry, feedback) is encrypted before it reaches the medium, bound to
-what it is (its kind, run id and ``seq``) so a sealed payload cannot be moved
-to another row; the HMAC chain is computed over the plaintext and still
-verifies after decoding. A store with a codec refuses a plaintext payload
-(fail closed: whoever can write the medium without the key cannot inject
-facts).
+(request, entry, feedback) is encrypted before it reaches the medium, bound
+(as the codec's associated data, :func:`sealed_context`) to what it is and to
+every clear column a listing or a report reads beside it: the run's
+``session_id``, ``format`` and ``created_at``; an entry's ``seq``, ``state``,
+``duration_ms`` and ``written_at``; a feedback's place among the run's
+feedback and its ``recorded_at``. So a sealed row relabelled (another
+session, another time) or copied (to another run, or a second time to the
+same one) does not decode. The HMAC chain is computed over the plaintext and
+still verifies after decoding. A store with a codec refuses a plaintext
+payload (fail closed: whoever can write the medium without the key cannot
+inject facts).
+
+**Reading fails closed, per run.** :meth:`StoreBase.load` raises a
+:class:`StoreError` naming the run for anything it cannot vouch for; the
+listings (``session_report``, ``fleet_report``, ``diagnosis-core runs ls``)
+show such a run as ``invalid`` with that reason and go on with the others.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
+import math
+import random
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -61,6 +76,7 @@ from .._kernel.journal.codec import (
 from .._kernel.journal.store import (
     Feedback,
     JournalStore,
+    MissingKeyError,
     RunClaim,
     RunClaimedError,
     RunSummary,
@@ -75,6 +91,7 @@ __all__ = [
     "EntryRecord",
     "Feedback",
     "JournalStore",
+    "MissingKeyError",
     "PayloadCodec",
     "RawRun",
     "RunClaim",
@@ -83,19 +100,40 @@ __all__ = [
     "StoreBase",
     "StoreError",
     "StoredRun",
+    "check_since",
+    "sealed_context",
+    "wait_for_claim",
 ]
 
 _SEALED_PREFIX = "sealed:"
 _END = "end"  # the state of the record that holds a v2 journal's end marker
+_FEEDBACK_WAIT = 60.0
+"""Seconds a feedback write waits for the run's claim before it is refused."""
+
+
+def sealed_context(kind: str, run_id: str, *fields: str | int | float | None) -> bytes:
+    """The associated data a sealed payload is bound to: its kind, run and clear columns.
+
+    A JSON array (ASCII, compact): ``["run", run_id, session_id, format,
+    created_at]``, ``["entry", run_id, seq, state, duration_ms, written_at]``,
+    ``["end", run_id, seq, written_at]`` or ``["feedback", run_id, ordinal,
+    recorded_at]`` (``ordinal`` counts the run's feedback from 1). Callers
+    pass every time as a ``float`` (written in Python's shortest round-trip
+    form), so the value a backend reads back gives the same bytes. This is
+    the store's own format, not the protocol's wire.
+    """
+    values: list[str | int | float | None] = [kind, run_id, *fields]
+    return json.dumps(values, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 @runtime_checkable
 class PayloadCodec(Protocol):
     """Encrypts a stored payload under the host's key (spec §16, "facts at rest").
 
-    ``context`` names what the payload is (kind, run id, ``seq``); an
-    authenticated codec binds the ciphertext to it, so a sealed payload moved
-    to another row does not decode. ``decode`` raises on anything it did not
+    ``context`` names what the payload is and the clear columns stored beside
+    it (:func:`sealed_context`); an authenticated codec binds the ciphertext
+    to it, so a sealed payload moved to another row, or left in place with a
+    column changed, does not decode. ``decode`` raises on anything it did not
     produce with the same key and context.
     """
 
@@ -160,6 +198,50 @@ def _check_run_id(run_id: object) -> str:
     return run_id
 
 
+def check_since(since: object) -> float | None:
+    """``since`` as a listing takes it: None, or a finite number of seconds since the epoch."""
+    if since is None:
+        return None
+    if isinstance(since, bool) or not isinstance(since, int | float):
+        raise StoreError(f"since: expected seconds since the epoch, got {type(since).__name__}")
+    try:
+        value = float(since)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise StoreError(f"since: expected a finite time, got {since!r}")
+    return value
+
+
+@contextlib.contextmanager
+def wait_for_claim(
+    store: JournalStore, run_id: str, wait: float = _FEEDBACK_WAIT
+) -> Iterator[RunClaim]:
+    """The run's claim for a short write, waiting (with jittered pauses) while another holds it.
+
+    Claims are refused, not queued (:meth:`JournalStore.claim`); a fact
+    written after the run's end (feedback) waits for the holder instead, up
+    to ``wait`` seconds, then raises :class:`RunClaimedError`.
+    """
+    deadline = time.monotonic() + wait
+    pause = 0.001
+    while True:
+        try:
+            claim = store.claim(run_id)
+            break
+        except RunClaimedError:
+            if time.monotonic() >= deadline:
+                raise RunClaimedError(
+                    f"run {run_id!r}: another writer held it for {wait:g} s; nothing written"
+                ) from None
+            time.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, 0.05)
+    try:
+        yield claim
+    finally:
+        store.release(claim)
+
+
 class StoreBase:
     """The store logic every backend shares; a backend supplies the primitive operations.
 
@@ -173,17 +255,19 @@ class StoreBase:
             raise StoreError("codec: expected a PayloadCodec (name, encode, decode)")
         self._codec = codec
         self._held: dict[str, tuple[str, object]] = {}  # token -> (run_id, lock handle)
+        # claims of this store object, across threads: checked and taken as one step
+        self._claims_mutex = threading.Lock()
         self._tails: dict[str, tuple[int, str] | None] = {}  # token -> last (seq, state)
 
     # --- sealing --------------------------------------------------------------
 
-    def _seal(self, text: str, context: str) -> str:
+    def _seal(self, text: str, context: bytes) -> str:
         if self._codec is None:
             return text
-        sealed = self._codec.encode(text.encode("utf-8"), context.encode("utf-8"))
+        sealed = self._codec.encode(text.encode("utf-8"), context)
         return f"{_SEALED_PREFIX}{self._codec.name}:{base64.b64encode(sealed).decode('ascii')}"
 
-    def _unseal(self, stored: str, context: str, where: str) -> str:
+    def _unseal(self, stored: str, context: bytes, where: str) -> str:
         sealed = stored.startswith(_SEALED_PREFIX)
         if self._codec is None:
             if sealed:
@@ -197,8 +281,7 @@ class StoreBase:
         if name != self._codec.name:
             raise StoreError(f"{where}: sealed with codec {name!r}, not {self._codec.name!r}")
         try:
-            plain = self._codec.decode(base64.b64decode(data, validate=True),
-                                       context.encode("utf-8"))
+            plain = self._codec.decode(base64.b64decode(data, validate=True), context)
             return plain.decode("utf-8")
         except Exception:
             raise StoreError(
@@ -210,11 +293,12 @@ class StoreBase:
     def claim(self, run_id: str) -> RunClaim:
         """Claim ``run_id`` for writing; :class:`RunClaimedError` while another holds it."""
         _check_run_id(run_id)
-        if any(held == run_id for held, _ in self._held.values()):
-            raise RunClaimedError(f"run {run_id!r}: already claimed by this store")
-        handle = self._acquire(run_id)
-        token = uuid.uuid4().hex
-        self._held[token] = (run_id, handle)
+        with self._claims_mutex:
+            if any(held == run_id for held, _ in self._held.values()):
+                raise RunClaimedError(f"run {run_id!r}: already claimed by this store")
+            handle = self._acquire(run_id)
+            token = uuid.uuid4().hex
+            self._held[token] = (run_id, handle)
         try:
             self._tails[token] = self._last_entry(run_id)
         except BaseException:
@@ -224,10 +308,11 @@ class StoreBase:
 
     def release(self, claim: RunClaim) -> None:
         """Give the run up (idempotent); another writer may claim it afterwards."""
-        held = self._held.pop(claim.token, None)
-        self._tails.pop(claim.token, None)
-        if held is not None:
-            self._release(held[0], held[1])
+        with self._claims_mutex:
+            held = self._held.pop(claim.token, None)
+            self._tails.pop(claim.token, None)
+            if held is not None:
+                self._release(held[0], held[1])
 
     def _check_claim(self, claim: RunClaim) -> str:
         held = self._held.get(claim.token)
@@ -254,8 +339,9 @@ class StoreBase:
             if stored.format != journal.format or stored.journal.request != request:
                 raise StoreError(f"run {run_id!r}: the store holds it with another request")
             return
-        payload = self._seal(header, f"run\x00{run_id}")
-        self._put_run(run_id, request.run.session_id, journal.format, payload, time.time())
+        session_id, created_at = request.run.session_id, time.time()
+        context = sealed_context("run", run_id, session_id, journal.format, created_at)
+        self._put_run(run_id, session_id, journal.format, self._seal(header, context), created_at)
 
     def append(
         self,
@@ -294,9 +380,12 @@ class StoreBase:
             raise StoreError(f"run {run_id!r}: entry {seq} does not follow entry {last_seq}")
         if duration_ms is not None and (isinstance(duration_ms, bool) or duration_ms < 0):
             raise StoreError("duration_ms: expected a number >= 0")
-        payload = self._seal(text, f"entry\x00{run_id}\x00{seq}")
+        duration = None if duration_ms is None else float(duration_ms)
+        written_at = time.time()
+        context = sealed_context("entry", run_id, seq, state, duration, written_at)
         self._put_entry(
-            run_id, seq, state, payload, duration_ms, claim.token, time.time(), replace=replace
+            run_id, seq, state, self._seal(text, context), duration, claim.token, written_at,
+            replace=replace,
         )
         self._tails[claim.token] = (seq, state)
 
@@ -312,15 +401,44 @@ class StoreBase:
                 f"holds {last_seq}"
             )
         seq = last_seq + 1
-        payload = self._seal(stored_json(end_to_wire(end)), f"end\x00{run_id}\x00{seq}")
-        self._put_entry(run_id, seq, _END, payload, None, claim.token, time.time(), replace=False)
+        written_at = time.time()
+        payload = self._seal(stored_json(end_to_wire(end)),
+                             sealed_context("end", run_id, seq, written_at))
+        self._put_entry(run_id, seq, _END, payload, None, claim.token, written_at, replace=False)
         self._tails[claim.token] = (seq, _END)
 
-    def add_feedback(self, run_id: str, feedback: Feedback) -> None:
-        """Append a feedback record (see :func:`record_feedback` for the checked way)."""
+    def add_feedback(
+        self, run_id: str, feedback: Feedback, *, claim: RunClaim | None = None
+    ) -> None:
+        """Append a feedback record (see :func:`record_feedback` for the checked way).
+
+        The write happens under the run's claim: ``claim`` when the caller
+        holds it (it read the chain head under it), or a claim this store
+        object already holds on the run (a wrapper store passing the call
+        on); else the store claims the run for the write, waiting up to a
+        minute for a writer that holds it (:class:`RunClaimedError` after
+        that). A sealed feedback is bound to its place among the run's
+        feedback, counted under that claim and this object's claims mutex.
+        """
         _check_run_id(run_id)
-        payload = self._seal(feedback_to_json(feedback), f"feedback\x00{run_id}")
-        self._put_feedback(run_id, payload, feedback.recorded_at or time.time())
+        if claim is not None and claim.run_id != run_id:
+            raise StoreError(f"run {run_id!r}: the claim is for run {claim.run_id!r}")
+        with self._claims_mutex:
+            if claim is not None:
+                self._check_claim(claim)
+            if claim is not None or any(held == run_id for held, _ in self._held.values()):
+                self._put_feedback_claimed(run_id, feedback)
+                return
+        with wait_for_claim(self, run_id) as own:
+            self.add_feedback(run_id, feedback, claim=own)
+
+    def _put_feedback_claimed(self, run_id: str, feedback: Feedback) -> None:
+        recorded_at = float(feedback.recorded_at or time.time())
+        raw = self._get_run(run_id)
+        if raw is None:
+            raise StoreError(f"run {run_id!r}: not in the store")
+        context = sealed_context("feedback", run_id, len(raw.feedback) + 1, recorded_at)
+        self._put_feedback(run_id, self._seal(feedback_to_json(feedback), context), recorded_at)
 
     # --- reading --------------------------------------------------------------
 
@@ -328,9 +446,12 @@ class StoreBase:
         """The run's journal as stored (None when the store never saw it).
 
         Every payload is decoded and checked strictly: an entry whose text
-        disagrees with its record's ``seq`` or ``state``, a payload that does
-        not decode, a request that does not load are :class:`StoreError`\\ s
-        naming the run; a torn record was never written.
+        disagrees with its record's ``seq`` or ``state``, a run record whose
+        ``session_id`` or ``format`` is not its request's, a payload that does
+        not decode (another key; a sealed row moved, copied or relabelled), a
+        request that does not load are :class:`StoreError`\\ s naming the
+        run; a torn record was never written. A listing shows such a run as
+        ``invalid`` with that reason (:func:`~diagnosis_core.stores.session_report`).
         """
         _check_run_id(run_id)
         raw = self._get_run(run_id)
@@ -341,10 +462,15 @@ class StoreBase:
     def _decode(self, raw: RawRun) -> StoredRun:
 
         where = f"run {raw.run_id!r}"
-        header = self._unseal(raw.payload, f"run\x00{raw.run_id}", where)
+        context = sealed_context("run", raw.run_id, raw.session_id, raw.format, raw.created_at)
+        header = self._unseal(raw.payload, context, where)
         empty = _journal_of(raw.format, header, where)
         if empty.request.run.run_id != raw.run_id:
             raise StoreError(f"{where}: the stored request is run {empty.request.run.run_id!r}")
+        if empty.request.run.session_id != raw.session_id:
+            raise StoreError(f"{where}: the record's session_id is not the stored request's")
+        if empty.format != raw.format:
+            raise StoreError(f"{where}: the record's format is not the stored request's")
         entry_type = type(empty)._entry_type
         entries: list[Any] = []
         end: JournalEnd | None = None
@@ -352,7 +478,8 @@ class StoreBase:
         if records and records[-1].state == _END:
             record = records[-1]
             place = f"{where} end"
-            text = self._unseal(record.payload, f"end\x00{raw.run_id}\x00{record.seq}", place)
+            context = sealed_context("end", raw.run_id, record.seq, record.written_at)
+            text = self._unseal(record.payload, context, place)
             try:
                 end = load_end(loads_stored(text))
             except (JournalError, PayloadError) as error:
@@ -362,7 +489,9 @@ class StoreBase:
             place = f"{where} entry {record.seq}"
             if record.state == _END:
                 raise StoreError(f"{place}: an end marker before the last entry")
-            text = self._unseal(record.payload, f"entry\x00{raw.run_id}\x00{record.seq}", place)
+            context = sealed_context("entry", raw.run_id, record.seq, record.state,
+                                     record.duration_ms, record.written_at)
+            text = self._unseal(record.payload, context, place)
             try:
                 entry = entry_from_json(text, entry_type, format=raw.format)
             except JournalError as error:
@@ -373,7 +502,8 @@ class StoreBase:
         feedback = []
         for index, (payload, recorded_at) in enumerate(raw.feedback):
             place = f"{where} feedback {index + 1}"
-            text = self._unseal(payload, f"feedback\x00{raw.run_id}", place)
+            context = sealed_context("feedback", raw.run_id, index + 1, recorded_at)
+            text = self._unseal(payload, context, place)
             feedback.append(attrs.evolve(feedback_from_json(text, place), recorded_at=recorded_at))
         try:
             journal = type(empty)(
@@ -397,10 +527,13 @@ class StoreBase:
     ) -> tuple[RunSummary, ...]:
         """The stored runs in the order the store first saw them; filtered by session and time.
 
-        ``since`` is seconds since the epoch: runs first stored at or after it.
+        ``since`` is seconds since the epoch, a finite number: runs first
+        stored at or after it (NaN or an infinity is a :class:`StoreError`, so
+        every store gives one answer).
         """
         if session_id is not None and not isinstance(session_id, str):
             raise StoreError(f"session_id: expected a string, got {type(session_id).__name__}")
+        since = check_since(since)
         return tuple(self._list_runs(session_id, since))
 
     def iter_runs(

@@ -2,10 +2,12 @@
 
 Each payload is sealed as ``nonce (12 random bytes) || ciphertext+tag`` with
 AES-GCM under the host's 128-, 192- or 256-bit key, and the payload's
-``context`` (its kind, run id and ``seq``) as associated data: a sealed
-payload copied to another row, a flipped bit, another key — each fails to
-decode, and the store reports a :class:`StoreError` naming the record. Needs
-the ``crypto`` extra (``cryptography``).
+``context`` (its kind, run id and the clear columns stored beside it,
+``sealed_context`` in ``_base.py``) as associated data: a sealed payload
+copied to another row, a relabelled column, a flipped bit, another key — each
+fails to decode, and the store reports a :class:`StoreError` naming the
+record (a listing shows the run ``invalid``). Needs the ``crypto`` extra
+(``cryptography``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ renders one self-contained page (inline SVG, no script, nothing fetched).
 
 from __future__ import annotations
 
-import html
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -20,7 +19,8 @@ from typing import Any
 
 from .._kernel.json import JsonValue
 from ._base import JournalStore
-from ._session import run_story
+from ._escape import html_text, text_line
+from ._session import listed_runs, run_story, unreadable_story
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
@@ -58,10 +58,11 @@ def fleet_report(
     """Sum up every run in ``store`` first stored at or after ``since`` (seconds since the epoch).
 
     Runs that are incomplete are counted as such and contribute their
-    effects' latencies and tool calls; a run whose journal does not fold
-    (or verify, with ``key``) is counted as ``invalid`` and contributes
-    nothing else. Rates are fractions of the runs (or audits, or calls)
-    they are about, null when there are none.
+    effects' latencies and tool calls; a run the store cannot give back,
+    or whose journal does not fold (or verify, with ``key``), is counted as
+    ``invalid`` and contributes nothing else. ``since`` must be finite.
+    Rates are fractions of the runs (or audits, or calls) they are about,
+    null when there are none.
     """
     runs = {"total": 0, "complete": 0, "incomplete": 0, "invalid": 0}
     outcomes: Counter[str] = Counter()
@@ -72,11 +73,11 @@ def fleet_report(
     ratings: Counter[str] = Counter()
     rating_sum = 0
     retried = fallbacks = finished = chat_finished = 0
-    for summary in store.runs(since=since):
-        stored = store.load(summary.run_id)
-        if stored is None:  # pragma: no cover - listed runs are stored
-            continue
-        story: dict[str, Any] = run_story(stored, key=key)
+    for summary, stored, problem in listed_runs(store, since=since):
+        story: dict[str, Any] = (
+            unreadable_story(summary, problem or "") if stored is None
+            else run_story(stored, key=key)
+        )
         runs["total"] += 1
         runs[story["status"]] += 1
         if story["status"] == "invalid":
@@ -147,7 +148,7 @@ def _show(value: object) -> str:
 
 
 def format_fleet_report(report: dict[str, Any]) -> str:
-    """The fleet report as readable text (``diagnosis-core report``)."""
+    """The fleet report as readable text (``diagnosis-core report``); every name made inert."""
     runs = report["runs"]
     lines = [
         f"runs: {runs['total']} (complete {runs['complete']}, incomplete {runs['incomplete']}, "
@@ -155,9 +156,10 @@ def format_fleet_report(report: dict[str, Any]) -> str:
         "",
         "outcomes:",
     ]
-    lines += [f"  {name:<30} {count}" for name, count in report["outcomes"].items()]
+    lines += [f"  {text_line(name):<30} {count}" for name, count in report["outcomes"].items()]
     lines.append("reason codes:")
-    lines += [f"  {name:<30} {count}" for name, count in report["reason_codes"].items()]
+    lines += [f"  {text_line(name):<30} {count}"
+              for name, count in report["reason_codes"].items()]
     gate = report["gatekeeper"]
     lines.append(f"gatekeeper audits: {gate['audits']}")
     lines += [f"  {name:<30} {_show(rate)}" for name, rate in gate["rates"].items()]
@@ -165,12 +167,12 @@ def format_fleet_report(report: dict[str, Any]) -> str:
     lines.append(f"fallback rate: {_show(report['fallback_rate'])}")
     lines.append("tools (calls, failures, failure rate):")
     lines += [
-        f"  {name:<30} {row['calls']} {row['failures']} {_show(row['failure_rate'])}"
+        f"  {text_line(name):<30} {row['calls']} {row['failures']} {_show(row['failure_rate'])}"
         for name, row in report["tools"].items()
     ]
     lines.append("latency ms (count, p50, p95):")
     lines += [
-        f"  {name:<30} {row['count']} {_show(row['p50'])} {_show(row['p95'])}"
+        f"  {text_line(name):<30} {row['count']} {_show(row['p50'])} {_show(row['p95'])}"
         for name, row in report["latency_ms"].items()
     ]
     feedback = report["feedback"]
@@ -187,8 +189,8 @@ def _bar_chart(chart_id: str, title: str, rows: Sequence[tuple[str, float, str]]
     parts = [
         f'<svg class="chart" id="{chart_id}" xmlns="http://www.w3.org/2000/svg" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{html.escape(title)}">',
-        f'<text x="0" y="18" class="title">{html.escape(title)}</text>',
+        f'aria-label="{html_text(title)}">',
+        f'<text x="0" y="18" class="title">{html_text(title)}</text>',
     ]
     if not rows:
         parts.append('<text x="0" y="44" class="empty">no data</text>')
@@ -196,11 +198,11 @@ def _bar_chart(chart_id: str, title: str, rows: Sequence[tuple[str, float, str]]
         y = 30 + index * (bar + gap)
         length = max(1.0, (width - label_width - 90) * value / largest)
         parts.append(
-            f'<text x="0" y="{y + 16}" class="label">{html.escape(label)}</text>'
+            f'<text x="0" y="{y + 16}" class="label">{html_text(label)}</text>'
             f'<rect class="bar" x="{label_width}" y="{y}" width="{length:.1f}" height="{bar}">'
-            f"<title>{html.escape(label)}: {html.escape(shown)}</title></rect>"
+            f"<title>{html_text(label)}: {html_text(shown)}</title></rect>"
             f'<text x="{label_width + length + 6:.1f}" y="{y + 16}" class="value">'
-            f"{html.escape(shown)}</text>"
+            f"{html_text(shown)}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -216,7 +218,11 @@ td, th { padding: 2px 10px; text-align: left; border-bottom: 1px solid #ddd; }
 
 
 def fleet_report_html(report: dict[str, Any]) -> str:
-    """One self-contained HTML page of the fleet report: inline SVG charts, no network at all."""
+    """One self-contained HTML page of the fleet report: inline SVG charts, no network at all.
+
+    Every stored string (a tool name, a call, an outcome) is inert HTML text
+    (:func:`html_text`), and the page always encodes as UTF-8.
+    """
     runs = report["runs"]
     charts = [
         _bar_chart("chart-outcomes", "Outcomes",

@@ -12,30 +12,48 @@ end. It is a fact *about* the run, kept beside its journal: folding never
 reads it. With a key it is signed: HMAC-SHA256 in its own domain
 (``feedback\\x00``) over the previous link — the journal's last ``mac``, or
 the previous feedback's — and the feedback's canonical JSON, so feedback
-cannot be moved to another run, reordered or edited without the key.
+cannot be moved to another run, reordered or edited without the key. The
+chain head is read and the new link written under the run's claim (waited
+for, not refused), so concurrent feedback never forks the chain.
+
+Every listing here goes on past a run it cannot read: :func:`listed_runs`
+gives each listed run loaded, or the reason it is not, and the run is told as
+``invalid`` with that reason (``docs/decisions.md``).
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
+from .._kernel.journal.store import MissingKeyError, is_signed
 from .._kernel.json import JsonValue, canonical_json
-from ._base import Feedback, JournalStore, StoredRun, StoreError
+from ._base import (
+    Feedback,
+    JournalStore,
+    RunSummary,
+    StoreBase,
+    StoredRun,
+    StoreError,
+    wait_for_claim,
+)
+from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
 
 __all__ = [
     "SESSION_REPORT_FORMAT",
     "format_session_report",
+    "listed_runs",
     "record_feedback",
     "run_status",
     "run_story",
     "session_report",
+    "unreadable_story",
 ]
 
 SESSION_REPORT_FORMAT = "diagnosis_session_report_v1"
@@ -84,26 +102,39 @@ def record_feedback(
 
     ``rating`` is an integer from 1 to 5. The run must be in ``store`` and
     complete (feedback follows a run's end): otherwise a :class:`StoreError`.
-    With ``key`` the journal is verified and the feedback signed. The fold of
-    the run is unchanged: feedback is never a journal entry.
+    With ``key`` the journal is verified and the feedback signed; a signed
+    run (its entries carry MACs) without ``key`` is :class:`MissingKeyError`,
+    nothing written (an unsigned link would make it invalid under its key).
+    The fold of the run is unchanged: feedback is never a journal entry.
     """
     check_feedback(rating, comment)
+    if not isinstance(run_id, str) or not run_id:
+        raise StoreError(f"run_id: expected a non-empty string, got {run_id!r}")
     stored = store.load(run_id)
     if stored is None:
         raise StoreError(f"run {run_id!r}: not in the store")
-    status = run_status(stored, key)
-    if not status.complete:
-        raise StoreError(f"run {run_id!r}: has not ended ({status.describe()}); "
-                         "feedback follows a run's end")
-    earlier = _verified_feedback(stored, key)
-    feedback = Feedback(rating, comment, len(stored.journal.entries))
-    if key is not None:
-        end = stored.journal.end
-        last = end.mac if end is not None and end.mac else stored.journal.entries[-1].mac
-        link = earlier[-1].mac if earlier else last
-        assert link is not None  # verified above
-        feedback = attrs.evolve(feedback, mac=feedback_mac(feedback, link, key))
-    store.add_feedback(run_id, feedback)
+    # The chain head is read and the link written under one exclusion: the run's claim.
+    with wait_for_claim(store, run_id) as claim:
+        stored = store.load(run_id)
+        assert stored is not None  # a stored run is never removed
+        if key is None and is_signed(stored.journal):
+            raise MissingKeyError(run_id, "record feedback on it")
+        status = run_status(stored, key)
+        if not status.complete:
+            raise StoreError(f"run {run_id!r}: has not ended ({status.describe()}); "
+                             "feedback follows a run's end")
+        earlier = _verified_feedback(stored, key)
+        feedback = Feedback(rating, comment, len(stored.journal.entries))
+        if key is not None:
+            end = stored.journal.end
+            last = end.mac if end is not None and end.mac else stored.journal.entries[-1].mac
+            link = earlier[-1].mac if earlier else last
+            assert link is not None  # verified above
+            feedback = attrs.evolve(feedback, mac=feedback_mac(feedback, link, key))
+        if isinstance(store, StoreBase):
+            store.add_feedback(run_id, feedback, claim=claim)
+        else:
+            store.add_feedback(run_id, feedback)
     return feedback
 
 
@@ -158,6 +189,40 @@ def _verifier(events: Sequence[Any], evaluations: Sequence[Any]) -> list[JsonVal
             })
         rows.append(row)
     return rows
+
+
+def listed_runs(
+    store: JournalStore, *, session_id: str | None = None, since: float | None = None
+) -> Iterator[tuple[RunSummary, StoredRun | None, str | None]]:
+    """Every listed run as ``(summary, stored, problem)``: loaded, or why it cannot be.
+
+    A run the store cannot give back (a :class:`StoreError`: a payload that
+    does not decode, a record that contradicts its payload, an inconsistent
+    file) comes with ``stored`` None and the error's text as ``problem``; the
+    listing goes on with the next run.
+    """
+    for summary in store.runs(session_id=session_id, since=since):
+        try:
+            stored = store.load(summary.run_id)
+        except StoreError as error:
+            yield summary, None, str(error)
+            continue
+        if stored is None:  # pragma: no cover - a listed run is stored
+            yield summary, None, f"run {summary.run_id!r}: listed but not in the store"
+            continue
+        yield summary, stored, None
+
+
+def unreadable_story(summary: RunSummary, problem: str) -> dict[str, JsonValue]:
+    """A run the store cannot give back, as a report tells it: ``invalid``, with the reason."""
+    return {
+        "run_id": summary.run_id,
+        "session_id": summary.session_id,
+        "workflow": "aiops" if summary.format.startswith("aiops_journal_") else "chat",
+        "created_at": summary.created_at,
+        "status": "invalid",
+        "problem": problem,
+    }
 
 
 def run_story(stored: StoredRun, *, key: bytes | None = None) -> dict[str, JsonValue]:
@@ -229,30 +294,36 @@ def session_report(
     if not isinstance(session_id, str) or not session_id:
         raise StoreError(f"session_id: expected a non-empty string, got {session_id!r}")
     runs: list[JsonValue] = []
-    for summary in store.runs(session_id=session_id):
-        stored = store.load(summary.run_id)
-        if stored is not None:
+    for summary, stored, problem in listed_runs(store, session_id=session_id):
+        if stored is None:
+            assert problem is not None
+            runs.append(unreadable_story(summary, problem))
+        else:
             runs.append(run_story(stored, key=key))
     return {"format": SESSION_REPORT_FORMAT, "session_id": session_id, "runs": runs}
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None else str(value)
+_cell = text_line
 
 
 def format_session_report(report: dict[str, JsonValue]) -> str:
-    """The session report as readable text (what ``diagnosis-core sessions show`` prints)."""
+    """The session report as readable text (what ``diagnosis-core sessions show`` prints).
+
+    Every stored string is one inert line (:func:`text_line`); an answer's
+    own lines are kept, each made inert.
+    """
     runs = report.get("runs")
     assert isinstance(runs, list)
-    lines = [f"session {report.get('session_id')}: {len(runs)} run(s)"]
+    lines = [f"session {_cell(report.get('session_id'))}: {len(runs)} run(s)"]
     for story in runs:
         assert isinstance(story, dict)
-        lines += ["", f"== run {story['run_id']} ({story['workflow']}, {story['status']})"]
+        lines += ["", f"== run {_cell(story['run_id'])} ({story['workflow']}, "
+                  f"{story['status']})"]
         if story["status"] == "invalid":
-            lines.append(f"   problem: {story['problem']}")
+            lines.append(f"   problem: {_cell(story['problem'])}")
             continue
         if story.get("question") is not None:
-            lines.append(f"   question: {story['question']}")
+            lines.append(f"   question: {_cell(story['question'])}")
         lines.append("   steps:")
         for step in story["agent_steps"]:  # type: ignore[union-attr]
             assert isinstance(step, dict)
@@ -266,7 +337,7 @@ def format_session_report(report: dict[str, JsonValue]) -> str:
         for tool in tools:
             assert isinstance(tool, dict)
             state = "ok" if tool["success"] else "failed"
-            lines.append(f"     {tool['invocation_id']} {tool['tool_name']} {state}")
+            lines.append(f"     {_cell(tool['invocation_id'])} {_cell(tool['tool_name'])} {state}")
         for audit in story["gatekeeper_audits"]:  # type: ignore[union-attr]
             assert isinstance(audit, dict)
             lines.append(
@@ -285,7 +356,7 @@ def format_session_report(report: dict[str, JsonValue]) -> str:
         )
         if story.get("answer") is not None:
             lines.append("   answer:")
-            lines += [f"     {line}" for line in str(story["answer"]).splitlines()]
+            lines += [f"     {_cell(line)}" for line in str(story["answer"]).splitlines()]
         feedback = story["feedback"]
         assert isinstance(feedback, list)
         for item in feedback:

@@ -112,3 +112,47 @@ def test_a_sealed_store_refuses_the_wrong_key_plaintext_and_moved_payloads(
         sealed.load("b")
     with pytest.raises(StoreError, match="key: expected 16, 24 or 32 bytes"):
         AesGcmCodec(b"short")
+
+
+class _Recording:
+    """A codec that seals nothing and records every context it is given (an oracle by hand)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.contexts: list[Any] = []
+
+    def encode(self, data: bytes, context: bytes, /) -> bytes:
+        self.contexts.append(json.loads(context))
+        return context + b"\x00" + data
+
+    def decode(self, data: bytes, context: bytes, /) -> bytes:
+        bound, _, plain = data.partition(b"\x00")
+        if bound != context:
+            raise ValueError("another context")
+        return plain
+
+
+def test_every_clear_column_a_report_reads_is_in_the_associated_data(url: str) -> None:
+    codec = _Recording()
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    store = open_store(url, codec=codec)
+    request, effects = scenario_of(with_ids(load_example("payment_timeout"), run_id=run_id,
+                                            session_id=f"s-{run_id}"))
+    dc.run_diagnosis(request, effects, store=store)
+    record_feedback(store, run_id, 2, "one")
+    record_feedback(store, run_id, 3, "two")
+    stored = store.load(run_id)
+    raw = store._get_run(run_id)
+    store.close()
+    assert stored is not None and raw is not None
+    run, *entries, end, first, second = codec.contexts
+    assert run == ["run", run_id, f"s-{run_id}", "diagnosis_journal_v2", raw.created_at]
+    written = [c for c in entries if c[0] == "entry"]
+    assert written[-1][:4] == ["entry", run_id, len(stored.journal.entries), "finished"]
+    finals = {c[2]: c for c in written}  # the last write of each seq is the stored one
+    assert [finals[r.seq] for r in raw.entries[:-1]] == [
+        ["entry", run_id, r.seq, r.state, r.duration_ms, r.written_at] for r in raw.entries[:-1]]
+    assert end == ["end", run_id, raw.entries[-1].seq, raw.entries[-1].written_at]
+    assert [first, second] == [["feedback", run_id, 1, raw.feedback[0][1]],
+                               ["feedback", run_id, 2, raw.feedback[1][1]]]

@@ -175,3 +175,37 @@ def test_the_page_escapes_every_name_it_shows() -> None:
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
     assert page.count('<rect class="bar"') == 1 + 1 + 3 + 5
     assert page.count('class="empty">no data<') == 2
+
+
+def test_the_page_shows_unencodable_and_control_characters_as_visible_escapes() -> None:
+    report: Any = {
+        "runs": {"total": 1, "complete": 1, "incomplete": 0, "invalid": 0},
+        "outcomes": {}, "reason_codes": {},
+        "gatekeeper": {"audits": 0, "rates": {"PASS": None, "LOW_CONFID": None, "REJECT": None}},
+        "evidence_retry_rate": None, "fallback_rate": None,
+        "tools": {"a\ud800b\x1b[2J\u202e\ufffe": {"calls": 1, "failures": 1,
+                                                     "failure_rate": 1.0}},
+        "latency_ms": {}, "feedback": {"count": 0, "mean_rating": None,
+                                       "ratings": {str(n): 0 for n in range(1, 6)}},
+    }
+    page = fleet_report_html(report)
+    page.encode("utf-8")  # a lone surrogate no longer makes the page unwritable
+    assert "a\\ud800b\\x1b[2J\\u202e\\ufffe" in page
+    assert not any(char in page for char in "\ud800\x1b\u202e\ufffe")
+
+
+def test_an_unreadable_run_is_counted_invalid_and_the_others_summed(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "runs.db"
+    store = open_store(f"sqlite:///{path}")
+    for index, (_, doc) in enumerate(chat_example_docs()[:3]):
+        request, effects = scenario_of(with_ids(doc, run_id=f"r{index}"))
+        dc.run_diagnosis(request, effects, store=store)
+    alone: Any = fleet_report(store)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE diagnosis_runs SET payload = 'sealed:aesgcm:AAAA' WHERE run_id = 'r1'")
+    report: Any = fleet_report(store)
+    store.close()
+    assert report["runs"] == {"total": 3, "complete": 2, "incomplete": 0, "invalid": 1}
+    assert sum(report["outcomes"].values()) == sum(alone["outcomes"].values()) - 1

@@ -168,3 +168,83 @@ def test_sessions_show_prints_the_report_and_its_json_form(
     assert "session cli-session:" in capsys.readouterr().out
     assert main(["sessions", "show", "x", "--store", "nowhere://"]) == 2
     assert "store URL 'nowhere://'" in capsys.readouterr().err
+
+
+def test_feedback_waits_for_the_claim_a_writer_holds_then_is_recorded(store: StoreBase) -> None:
+    import threading
+
+    session = f"session-{time.monotonic_ns()}"
+    request, effects = scenario_of(with_ids(load_example("payment_timeout"),
+                                            session_id=session))
+    run_id = request.run.run_id
+    dc.run_diagnosis(request, effects, store=store, key=KEY)
+    claim = store.claim(run_id)  # a writer folding the complete run holds it
+    released = threading.Event()
+
+    def release_later() -> None:
+        time.sleep(0.3)
+        released.set()
+        store.release(claim)
+
+    threading.Thread(target=release_later).start()
+    record_feedback(store, run_id, 4, "after the writer", key=KEY)
+    assert released.is_set()  # it waited for the claim instead of racing the writer
+    (story,) = session_report(store, session, key=KEY)["runs"]  # type: ignore[misc]
+    assert story["status"] == "complete"  # type: ignore[index]
+    assert [item["comment"] for item in story["feedback"]] == [  # type: ignore[index]
+        "after the writer"]
+
+
+def test_a_run_the_store_cannot_give_back_is_told_invalid_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    store = open_store(f"sqlite:///{path}")
+    for index in range(3):
+        request, effects = scenario_of(with_ids(load_example("payment_timeout"),
+                                                run_id=f"r{index}", session_id="s"))
+        dc.run_diagnosis(request, effects, store=store)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE diagnosis_runs SET format = 'aiops_journal_v2' WHERE run_id = 'r1'")
+    report = session_report(store, "s")
+    runs = report["runs"]
+    assert isinstance(runs, list)
+    assert [(r["run_id"], r["status"]) for r in runs] == [  # type: ignore[index]
+        ("r0", "complete"), ("r1", "invalid"), ("r2", "complete")]
+    assert runs[1] == {
+        "run_id": "r1", "session_id": "s", "workflow": "aiops",
+        "created_at": runs[1]["created_at"], "status": "invalid",  # type: ignore[index]
+        "problem": "run 'r1': the stored request is not valid: format: expected "
+                   "'aiops_journal_v2' or 'aiops_journal_v1', got 'diagnosis_journal_v2'",
+    }
+    assert "problem: run 'r1'" in format_session_report(report)
+    store.close()
+
+
+class _Wrapping:
+    """A host's store that passes every call on to a real one (not a StoreBase)."""
+
+    def __init__(self, inner: StoreBase) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def add_feedback(self, run_id: str, feedback: Any) -> None:
+        self.inner.add_feedback(run_id, feedback)
+
+
+def test_signed_feedback_through_a_wrapping_store_is_recorded_under_its_claim(
+    tmp_path: Path,
+) -> None:
+    inner = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    wrapping: Any = _Wrapping(inner)
+    request, effects = scenario_of(with_ids(load_example("payment_timeout"), session_id="w"))
+    dc.run_diagnosis(request, effects, store=inner, key=KEY)
+    started = time.monotonic()
+    for rating in (1, 2):
+        record_feedback(wrapping, request.run.run_id, rating, key=KEY)
+    assert time.monotonic() - started < 30  # never waits for the claim it holds itself
+    (story,) = session_report(inner, "w", key=KEY)["runs"]  # type: ignore[misc]
+    assert [item["rating"] for item in story["feedback"]] == [1, 2]  # type: ignore[index]
+    inner.close()

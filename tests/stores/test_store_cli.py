@@ -114,3 +114,65 @@ def test_runs_resume_without_a_scenario_prints_a_complete_run_only(
     store.close()
     assert main(["runs", "resume", "half", "--store", url]) == 2
     assert "has not ended; give --scenario FILE" in capsys.readouterr().err
+
+
+def test_runs_ls_prints_an_unreadable_run_with_its_problem_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    for name in ("payment_timeout", "redis_latency_evidence_retry"):
+        _out(capsys, ["run", "--store", url, str(EXAMPLES_DIR / f"{name}.json")])
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        db.execute("UPDATE diagnosis_runs SET session_id = 'x\ny' "
+                   "WHERE run_id = 'run-payment-001'")
+    text = _out(capsys, ["runs", "ls", "--store", url])
+    lines = text.splitlines()
+    assert lines[1].startswith("run-payment-001") and "x\\ny" in lines[1]
+    assert lines[1].endswith("invalid")
+    assert lines[2] == ("  problem: run 'run-payment-001': the record's session_id is not "
+                        "the stored request's")
+    assert lines[3].startswith("run-redis-002") and lines[3].endswith("complete")
+
+
+def test_payload_key_file_is_checked_like_the_journal_key_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = str(tmp_path / "r.jsonl")
+    empty = tmp_path / "empty.key"
+    empty.write_bytes(b"")
+    for value, message in (("-", "--payload-key-file: give a file"),
+                           (str(empty), "the key file is empty"),
+                           (str(tmp_path / "missing"), "cannot read")):
+        assert main(["report", "--store", url, "--payload-key-file", value]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_run_batch_with_a_store_refuses_a_journal_line_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    import diagnosis_core as dc
+
+    request, effects = scenario_of(load_example("payment_timeout"))
+    sink = dcj.ListJournalSink()
+    dc.run_diagnosis(request, effects, sink=sink)
+    journal_line = dcj.journal_to_json(sink.journal(request))
+    scenario_line = json.dumps(load_example("payment_timeout"))
+    text = f"{journal_line}\n\n{scenario_line}\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    url = str(tmp_path / "r.jsonl")
+    lines = _out(capsys, ["run", "--json", "--batch", "--store", url]).splitlines()
+    assert json.loads(lines[0]) == {"error": "--store: a journal or resume document is "
+                                    "replayed, not recorded (run it without --store)"}
+    assert json.loads(lines[1])["outcome"] == dc.to_wire(dc.replay_scenario(
+        dc.load_scenario(load_example("payment_timeout"))).result)["outcome"]  # type: ignore[index]
+    assert len(lines) == 2
+    store = open_store(url)
+    assert [s.run_id for s in store.runs()] == ["run-payment-001"]
+    store.close()
+    assert main(["run", "--json", "--batch", "--store", "ftp://x"]) == 2
+    assert "expected sqlite:///PATH" in capsys.readouterr().err

@@ -101,7 +101,9 @@ def _journal() -> tuple[dc.DiagnosisState, dcj.Journal]:
     return state, sink.journal(request)
 
 
-def test_damaged_sql_rows_are_refused_naming_the_run(tmp_path: Path) -> None:
+def test_damaged_sql_rows_are_refused_naming_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "r.db"
     store = SqliteStore(path)
     _run(store)
@@ -123,8 +125,12 @@ def test_damaged_sql_rows_are_refused_naming_the_run(tmp_path: Path) -> None:
         db.execute("UPDATE diagnosis_runs SET format = 'diagnosis_journal_v1', payload = '{}'")
     with pytest.raises(StoreError, match="run 'r': the stored request is not valid"):
         store.load("r")
-    # the session and fleet reports name the bad run and go on
-    assert main(["runs", "ls", "--store", f"sqlite:///{path}", "--json"]) == 2
+    # the listing names the bad run and goes on (exit 0, the run invalid with its reason)
+    capsys.readouterr()
+    assert main(["runs", "ls", "--store", f"sqlite:///{path}", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["runs"]
+    assert row["status"] == "invalid"
+    assert row["problem"].startswith("run 'r': the stored request is not valid")
     store.close()
 
 

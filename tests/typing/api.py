@@ -960,6 +960,10 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
             assert isinstance(claim, dcst.RunClaim) and sink
     except dcst.RunClaimedError as error:
         assert isinstance(error, dcst.StoreError)
+    try:
+        dc.run_diagnosis(request, effects, store=store)
+    except dcst.MissingKeyError as missing:
+        assert isinstance(missing, dcst.StoreError)
     store.close()
     stores: list[dcst.JournalStore] = [
         dcst.JsonlStore(path + ".jsonl"),

@@ -29,12 +29,14 @@ from .codec import EntryState, JournalBase, JournalEnd, JournalEntryBase
 __all__ = [
     "Feedback",
     "JournalStore",
+    "MissingKeyError",
     "RunClaim",
     "RunClaimedError",
     "RunSummary",
     "StoreError",
     "StoreSink",
     "StoredRun",
+    "is_signed",
     "on_store",
     "require_store",
 ]
@@ -51,6 +53,36 @@ class StoreError(DiagnosisError, RuntimeError):
 
 class RunClaimedError(StoreError):
     """Another live writer holds the run: its append or resume is refused (spec §16)."""
+
+
+class MissingKeyError(StoreError):
+    """The stored run is signed (its entries carry MACs) and the writer gave no key (spec §16).
+
+    Resuming it keyless would append unsigned entries and an unsigned end
+    marker (recording feedback keyless, an unsigned feedback), and the run
+    would fail verification under its key from then on; the driver (and
+    ``record_feedback``) refuses before any effect or write. The message
+    names the run; ``run_id`` is the run, ``doing`` what was refused.
+    """
+
+    def __init__(self, run_id: str, doing: str = "resume it") -> None:
+        super().__init__(
+            f"run {run_id!r}: the stored journal is signed (its entries carry MACs); "
+            f"give its key (key=) to {doing}"
+        )
+        self.run_id = run_id
+        self.doing = doing
+
+    def __reduce__(self) -> tuple[type[MissingKeyError], tuple[str, str]]:
+        return type(self), (self.run_id, self.doing)
+
+
+def is_signed(journal: JournalBase[Any, Any]) -> bool:
+    """Whether a stored journal was written with a key: any entry (or its end) carries a MAC."""
+    end = journal.end
+    return any(entry.mac is not None for entry in journal.entries) or (
+        end is not None and end.mac is not None
+    )
 
 
 @attrs.frozen
