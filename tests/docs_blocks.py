@@ -18,6 +18,8 @@ reader runs it after ``pip install -e .`` from a clone:
   imports, which fail as they would in a fresh environment (``No module named …``);
 * a block that cannot run here (it calls a real model endpoint) says ``notest``; it is
   still type-checked as written with ``mypy --strict`` (``tests/test_docs_blocks.py``);
+* a block the page says ``prints`` something (``prints `X`.`` after it, or ``prints …:``
+  and a ``text`` block) must print exactly that;
 * a block that imports an optional extra that is not installed is skipped, one that
   starts a server (Temporal) is ``slow``;
 * the summary line says how many blocks ran.
@@ -67,10 +69,17 @@ def markdown_pages() -> list[Path]:
 
 
 class Block:
-    """One fenced block of a page: its language, fence options, first line and text."""
+    """One fenced block of a page: its language, fence options, first line and text.
 
-    def __init__(self, page: Path, line: int, lang: str, options: frozenset[str], code: str):
+    ``after`` is the prose between this block and the next one (what the page says of it).
+    """
+
+    def __init__(
+        self, page: Path, line: int, lang: str, options: frozenset[str], code: str,
+        after: str = "",
+    ):
         self.page, self.line, self.lang, self.options, self.code = page, line, lang, options, code
+        self.after = after
 
     @property
     def name(self) -> str:
@@ -80,14 +89,61 @@ class Block:
 
 def page_blocks(page: Path) -> list[Block]:
     """Every fenced block of a page (both fence syntaxes: ``python x`` and ``{.python x}``)."""
+    text = page.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    fences = [
+        token
+        for token in MarkdownIt("commonmark").parse(text)
+        if token.type == "fence" and token.map is not None
+    ]
     blocks = []
-    for token in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8")):
-        if token.type != "fence" or token.map is None:
-            continue
+    for index, token in enumerate(fences):
+        assert token.map is not None
+        following = fences[index + 1].map if index + 1 < len(fences) else None
+        after = "\n".join(lines[token.map[1] : following[0] if following else len(lines)])
         info = parse_superfences_block_info(token.info)
         lang = info[0] if info else ""
-        blocks.append(Block(page, token.map[0] + 1, lang, frozenset(info[1:]), token.content))
+        blocks.append(
+            Block(page, token.map[0] + 1, lang, frozenset(info[1:]), token.content, after.strip())
+        )
     return blocks
+
+
+ELLIPSIS = "…"
+
+
+def output_pattern(expected: str) -> re.Pattern[str]:
+    """The lines of a shown output as a pattern: ``…`` elides lines or a line's end."""
+    parts = []
+    for line in expected.splitlines():
+        if line.strip() == ELLIPSIS:
+            parts.append(r"(?:[^\n]*\n)*?")
+        elif line.endswith(" " + ELLIPSIS):
+            parts.append(re.escape(line[: -len(ELLIPSIS)]) + r"[^\n]*\n")
+        else:
+            parts.append(re.escape(line) + r"\n")
+    return re.compile("".join(parts))
+
+
+def shown_output_matches(expected: str, actual: str) -> bool:
+    return output_pattern(expected).fullmatch(actual.rstrip("\n") + "\n") is not None
+
+
+def shown_output(blocks: list[Block], index: int) -> str | None:
+    """What the page says block ``index`` prints, if it says so.
+
+    Either ``prints `TEXT`.`` right after the block, or a paragraph starting with
+    ``prints`` followed by a ``text`` block holding the output.
+    """
+    after = blocks[index].after
+    inline = re.fullmatch(r"prints `([^`]*)`\.?", after.split("\n\n")[0], re.DOTALL)
+    if inline:
+        return inline.group(1) + "\n"
+    if after.startswith("prints") and "\n\n" not in after and index + 1 < len(blocks):
+        following = blocks[index + 1]
+        if following.lang == "text":
+            return following.code
+    return None
 
 
 PYTHON = frozenset({"py", "python", "python3"})
@@ -326,19 +382,26 @@ class MarkdownPage(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         text = self.path.read_text(encoding="utf-8")
         extras = frozenset(named_extras(text))
-        for block in page_blocks(self.path):
+        blocks = page_blocks(self.path)
+        for index, block in enumerate(blocks):
             if is_python(block) and "notest" not in block.options:
                 yield DocBlock.from_parent(
-                    self, name=f"[line:{block.line}]", block=block, extras=extras
+                    self,
+                    name=f"[line:{block.line}]",
+                    block=block,
+                    extras=extras,
+                    shown=shown_output(blocks, index),
                 )
 
 
 class DocBlock(pytest.Item):
     """One block: ``block.py`` in an empty directory, a fresh interpreter, the page's extras."""
 
-    def __init__(self, *, block: Block, extras: frozenset[str], **kwargs: Any) -> None:
+    def __init__(
+        self, *, block: Block, extras: frozenset[str], shown: str | None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self.block, self.extras = block, extras
+        self.block, self.extras, self.shown = block, extras, shown
         roots = imported_roots(block.code)
         missing = sorted(
             root for root in roots & EXTRA_MODULES if importlib.util.find_spec(root) is None
@@ -361,6 +424,11 @@ class DocBlock(pytest.Item):
                 f"{self.block.name} exited with status {completed.returncode} "
                 f"(extras named by the page: {sorted(self.extras) or 'none'}):\n"
                 f"{completed.stderr}"
+            )
+        if self.shown is not None and not shown_output_matches(self.shown, completed.stdout):
+            raise BlockFailed(
+                f"{self.block.name} does not print what its page shows:\n"
+                f"shown:\n{self.shown.rstrip()}\nprinted:\n{completed.stdout.rstrip()}"
             )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

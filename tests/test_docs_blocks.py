@@ -33,34 +33,16 @@ from docs_blocks import (
     markdown_pages,
     page_blocks,
     python_blocks,
+    shown_output_matches,
 )
 
 from diagnosis_core._cli import main
-
-ELLIPSIS = "…"
 
 
 def console_blocks() -> list[Block]:
     return [
         block for page in markdown_pages() for block in page_blocks(page) if block.lang == "console"
     ]
-
-
-def output_pattern(expected: str) -> re.Pattern[str]:
-    """The lines of a shown output as a pattern: ``…`` elides lines or a line's end."""
-    parts = []
-    for line in expected.splitlines():
-        if line.strip() == ELLIPSIS:
-            parts.append(r"(?:[^\n]*\n)*?")
-        elif line.endswith(" " + ELLIPSIS):
-            parts.append(re.escape(line[: -len(ELLIPSIS)]) + r"[^\n]*\n")
-        else:
-            parts.append(re.escape(line) + r"\n")
-    return re.compile("".join(parts))
-
-
-def shown_output_matches(expected: str, actual: str) -> bool:
-    return output_pattern(expected).fullmatch(actual.rstrip("\n") + "\n") is not None
 
 
 def command_output(command: str) -> str:
@@ -286,3 +268,25 @@ def test_a_block_imports_only_what_the_extras_its_page_names_install(
     result.assert_outcomes(**{outcome: 1})
     if outcome == "failed":
         result.stdout.fnmatch_lines(["*No module named 'opentelemetry*"])
+
+
+@pytest.mark.parametrize(
+    ("said", "outcome"),
+    [
+        ("prints `1 2`.\n", "passed"),
+        ("prints `1 3`.\n", "failed"),
+        ("prints\n\n```text\n1 2\n```\n", "passed"),
+        ("prints, after a banner if any,\n\n```text\n…\n1 2\n```\n", "passed"),
+        ("prints\n\n```text\n1 2\nmore\n```\n", "failed"),
+    ],
+    ids=["inline", "inline-drifted", "text-block", "text-block-elided", "text-block-drifted"],
+)
+def test_what_a_page_says_a_block_prints_is_what_it_prints(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, said: str, outcome: str
+) -> None:
+    result = _run_page(
+        pytester, monkeypatch, f"# A page\n\n```python\nprint(1, 2)\n```\n\n{said}"
+    )
+    result.assert_outcomes(**{outcome: 1})
+    if outcome == "failed":
+        result.stdout.fnmatch_lines(["*does not print what its page shows*"])
