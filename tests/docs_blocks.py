@@ -218,7 +218,7 @@ def _requirements(extras: Iterable[str], pyproject: Path = PYPROJECT) -> list[Re
         if extra in seen:
             continue
         seen.add(extra)
-        for text in table[extra]:
+        for text in table.get(extra, ()):  # an unknown extra: tests/test_docs_extras.py
             requirement = Requirement(text)
             if canonicalize_name(requirement.name) == name:
                 pending.extend(requirement.extras)
@@ -245,12 +245,14 @@ def allowed_distributions(extras: frozenset[str]) -> frozenset[str]:
     ``pyproject.toml``), then what each installed distribution requires, recursively.
     """
     allowed: set[str] = set(_FRESH_VENV)
+    done: dict[str, set[str]] = {}  # each distribution and the extras it was asked with
     pending = [(r, frozenset(r.extras)) for r in _requirements(extras) if _applies(r.marker, ())]
     while pending:
         requirement, wanted = pending.pop()
         name = canonicalize_name(requirement.name)
-        if name in allowed:
+        if name in done and wanted <= done[name]:
             continue
+        done.setdefault(name, set()).update(wanted)
         allowed.add(name)
         try:
             requires = importlib.metadata.distribution(name).requires or []

@@ -173,3 +173,10 @@ def test_the_extra_modules_are_read_from_the_pyproject(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert extra_modules(pyproject) == {"new_engine", "opentelemetry"}
+
+
+def test_a_distribution_reached_again_with_an_extra_brings_that_extra() -> None:
+    # dbos requires `psycopg` and langgraph `psycopg[binary]`: whichever comes first, the
+    # binary wheel is part of `[dbos,langgraph]`.
+    assert "psycopg-binary" in allowed_distributions(frozenset({"dbos", "langgraph"}))
+    assert "psycopg-binary" in allowed_distributions(frozenset({"postgres"}))
