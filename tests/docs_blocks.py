@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,16 +237,31 @@ def _applies(marker: Marker | None, extras: Iterable[str]) -> bool:
 _FRESH_VENV = frozenset({"pip", "setuptools"})
 
 
+def installed_requires(name: str) -> list[str] | None:
+    """What an installed distribution requires (``None``: it is not installed)."""
+    try:
+        return importlib.metadata.distribution(name).requires or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 @functools.cache
-def allowed_distributions(extras: frozenset[str]) -> frozenset[str]:
+def allowed_distributions(
+    extras: frozenset[str],
+    pyproject: Path = PYPROJECT,
+    requires: Callable[[str], list[str] | None] = installed_requires,
+) -> frozenset[str]:
     """The installed distributions a fresh ``pip install -e '.[extras]'`` would bring.
 
     The core's dependencies and those of ``extras`` (read from this checkout's
-    ``pyproject.toml``), then what each installed distribution requires, recursively.
+    ``pyproject.toml``), then what each installed distribution requires, recursively,
+    with the extras it is required with.
     """
     allowed: set[str] = set(_FRESH_VENV)
     done: dict[str, set[str]] = {}  # each distribution and the extras it was asked with
-    pending = [(r, frozenset(r.extras)) for r in _requirements(extras) if _applies(r.marker, ())]
+    pending = [
+        (r, frozenset(r.extras)) for r in _requirements(extras, pyproject) if _applies(r.marker, ())
+    ]
     while pending:
         requirement, wanted = pending.pop()
         name = canonicalize_name(requirement.name)
@@ -254,11 +269,7 @@ def allowed_distributions(extras: frozenset[str]) -> frozenset[str]:
             continue
         done.setdefault(name, set()).update(wanted)
         allowed.add(name)
-        try:
-            requires = importlib.metadata.distribution(name).requires or []
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        for text in requires:
+        for text in requires(name) or ():
             inner = Requirement(text)
             if _applies(inner.marker, wanted):
                 pending.append((inner, frozenset(inner.extras)))

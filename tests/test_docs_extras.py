@@ -175,8 +175,16 @@ def test_the_extra_modules_are_read_from_the_pyproject(tmp_path: Path) -> None:
     assert extra_modules(pyproject) == {"new_engine", "opentelemetry"}
 
 
-def test_a_distribution_reached_again_with_an_extra_brings_that_extra() -> None:
-    # dbos requires `psycopg` and langgraph `psycopg[binary]`: whichever comes first, the
-    # binary wheel is part of `[dbos,langgraph]`.
-    assert "psycopg-binary" in allowed_distributions(frozenset({"dbos", "langgraph"}))
+def test_a_distribution_reached_again_with_an_extra_brings_that_extra(tmp_path: Path) -> None:
+    # `y` is first reached plain (through `x`), then as `y[fast]`: the second visit once
+    # stopped at "already allowed", and `z` (y's `fast` extra) was hidden.
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "p"\ndependencies = []\n'
+        '[project.optional-dependencies]\nengine = ["y[fast]", "x"]\n',
+        encoding="utf-8",
+    )
+    metadata = {"x": ["y"], "y": ['z; extra == "fast"'], "z": []}
+    allowed = allowed_distributions(frozenset({"engine"}), pyproject, metadata.get)
+    assert {"x", "y", "z"} <= allowed
     assert "psycopg-binary" in allowed_distributions(frozenset({"postgres"}))
