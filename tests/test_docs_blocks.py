@@ -242,51 +242,57 @@ def test_a_block_runs_alone_in_an_empty_directory_with_the_clone_importable(
     assert not (ROOT / name).exists()
 
 
-@pytest.mark.parametrize(
-    ("install", "outcome"),
-    [
-        ("", "failed"),  # the core alone: no OpenTelemetry
-        ("```bash\npip install -e '.[testing]'\n```\n", "failed"),  # another extra
-        ("```bash\npip install -e '.[otel]'\n```\n", "passed"),
-        ("Install `pip install -e '.[temporal,otel]'` first.\n", "passed"),
-    ],
-    ids=["core-only", "another-extra", "otel", "otel-named-in-prose"],
-)
+def _run_pages(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, pages: dict[str, str]
+) -> dict[str, str]:
+    """Run several pages in one session; ``page name -> outcome`` of its one block."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    pytester.makefile(".md", **pages)
+    result = pytester.runpytest_subprocess(
+        "-p", "tests.docs_blocks", "-rA", *(f"{name}.md" for name in pages)
+    )
+    outcomes = {}
+    for line in result.outlines:
+        match = re.match(r"(PASSED|FAILED) (\w+)\.md::\[line:\d+\]", line)
+        if match:
+            outcomes[match.group(2)] = match.group(1).lower()
+    assert set(outcomes) == set(pages), result.stdout.str()
+    return outcomes
+
+
 def test_a_block_imports_only_what_the_extras_its_page_names_install(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, install: str, outcome: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # docs/temporal.md and docs/dbos.md named `otel`, which brought the OpenTelemetry API
     # only: pasted after that install, their blocks failed on `opentelemetry.sdk`.
     pytest.importorskip("opentelemetry.sdk")
-    result = _run_page(
-        pytester,
-        monkeypatch,
-        f"# A page\n\n{install}\n```python\n"
-        "from opentelemetry.sdk.trace import TracerProvider\n"
-        "TracerProvider()\n```\n",
-    )
-    result.assert_outcomes(**{outcome: 1})
-    if outcome == "failed":
-        result.stdout.fnmatch_lines(["*No module named 'opentelemetry*"])
+    block = "```python\nfrom opentelemetry.sdk.trace import TracerProvider\nTracerProvider()\n```\n"
+    installs = {
+        "core_only": ("", "failed"),
+        "another_extra": ("```bash\npip install -e '.[testing]'\n```\n", "failed"),
+        "otel": ("```bash\npip install -e '.[otel]'\n```\n", "passed"),
+        "otel_in_prose": ("Install `pip install -e '.[temporal,otel]'` first.\n", "passed"),
+    }
+    pages = {name: f"# A page\n\n{install}\n{block}" for name, (install, _) in installs.items()}
+    assert _run_pages(pytester, monkeypatch, pages) == {
+        name: outcome for name, (_, outcome) in installs.items()
+    }
 
 
-@pytest.mark.parametrize(
-    ("said", "outcome"),
-    [
-        ("prints `1 2`.\n", "passed"),
-        ("prints `1 3`.\n", "failed"),
-        ("prints\n\n```text\n1 2\n```\n", "passed"),
-        ("prints, after a banner if any,\n\n```text\n…\n1 2\n```\n", "passed"),
-        ("prints\n\n```text\n1 2\nmore\n```\n", "failed"),
-    ],
-    ids=["inline", "inline-drifted", "text-block", "text-block-elided", "text-block-drifted"],
-)
 def test_what_a_page_says_a_block_prints_is_what_it_prints(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, said: str, outcome: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = _run_page(
-        pytester, monkeypatch, f"# A page\n\n```python\nprint(1, 2)\n```\n\n{said}"
-    )
-    result.assert_outcomes(**{outcome: 1})
-    if outcome == "failed":
-        result.stdout.fnmatch_lines(["*does not print what its page shows*"])
+    said = {
+        "inline": ("prints `1 2`.\n", "passed"),
+        "inline_drifted": ("prints `1 3`.\n", "failed"),
+        "text_block": ("prints\n\n```text\n1 2\n```\n", "passed"),
+        "text_block_elided": ("prints, after a banner if any,\n\n```text\n…\n1 2\n```\n", "passed"),
+        "text_block_drifted": ("prints\n\n```text\n1 2\nmore\n```\n", "failed"),
+    }
+    pages = {
+        name: f"# A page\n\n```python\nprint(1, 2)\n```\n\n{text}"
+        for name, (text, _) in said.items()
+    }
+    assert _run_pages(pytester, monkeypatch, pages) == {
+        name: outcome for name, (_, outcome) in said.items()
+    }
