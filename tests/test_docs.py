@@ -364,3 +364,78 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "reference" / "index.html").is_file()
+
+
+# --- numbers a run produces: the conformance kit, the schemas, the protocol version -----
+
+CONFORMANCE = DOCS / "conformance.md"
+
+
+def test_the_conformance_listing_is_a_checked_console_block() -> None:
+    # The listing once said 66 journal cases and 324 in all when the kit had 68 and 326:
+    # as a `console` block, tests/test_docs_blocks.py compares it with the command's output.
+    text = CONFORMANCE.read_text(encoding="utf-8")
+    assert "```console\n$ diagnosis-core conformance list\n" in text
+
+
+def test_the_conformance_example_run_counts_every_case() -> None:
+    from diagnosis_core.conformance import load_corpus
+
+    text = CONFORMANCE.read_text(encoding="utf-8")
+    runs = re.findall(r"^(\d+) passed, (\d+) failed \(", text, re.MULTILINE)
+    assert runs, "docs/conformance.md shows no example run"
+    total = len(load_corpus())
+    assert [int(passed) + int(failed) for passed, failed in runs] == [total] * len(runs)
+
+
+def _documented_schemas() -> list[str]:
+    text = CONFORMANCE.read_text(encoding="utf-8")
+    section = text[text.index("## Schemas for code generators") :]
+    table = section[section.index("| schema | describes |") :].split("\n\n")[0]
+    rows = table.splitlines()[2:]
+    return [name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])]
+
+
+def test_the_schema_table_lists_every_schema_the_kit_writes(tmp_path: Path) -> None:
+    # The table once listed 16 schemas while `schema --all` wrote 18 (the v2 journals).
+    assert main(["schema", "--all", "--out", str(tmp_path)]) == 0
+    written = sorted(path.name.removesuffix(".schema.json") for path in tmp_path.iterdir())
+    documented = _documented_schemas()
+    assert len(documented) == len(set(documented))
+    assert sorted(documented) == written
+
+
+def test_the_schema_ids_on_the_page_are_the_written_ones() -> None:
+    from diagnosis_core.conformance import PROTOCOL_VERSION, schema_id
+
+    text = CONFORMANCE.read_text(encoding="utf-8")
+    assert f"`{schema_id('<name>')}`" in text
+    assert re.findall(r"urn:diagnosis-core:([\d.]+):", text) == [PROTOCOL_VERSION]
+
+
+def _protocol_version_mentions() -> dict[str, list[str]]:
+    """Every ``protocol X.Y`` the README and the current pages state (history aside)."""
+    history = {"decisions.md", "changelog.md", "benchmarks.md"}
+    return {
+        page.relative_to(ROOT).as_posix(): found
+        for page in markdown_files()
+        if page.name not in history
+        and (found := re.findall(r"\bprotocol (\d+\.\d+)\b", page.read_text("utf-8")))
+    }
+
+
+def test_the_protocol_page_is_titled_with_the_version_the_package_implements() -> None:
+    # The page said v1.1 while `diagnosis-core --version` said protocol 1.2.
+    from diagnosis_core.conformance import PROTOCOL_VERSION
+
+    title = (DOCS / "protocol.md").read_text(encoding="utf-8").splitlines()[0]
+    assert title == f"# The protocol (v{PROTOCOL_VERSION})"
+    buffer = io.BytesIO()
+    stdout = io.TextIOWrapper(buffer, encoding="utf-8")
+    with contextlib.redirect_stdout(stdout), contextlib.suppress(SystemExit):
+        main(["--version"])
+    stdout.flush()
+    assert buffer.getvalue().decode().splitlines()[1] == f"protocol {PROTOCOL_VERSION}"
+    mentions = _protocol_version_mentions()
+    assert "docs/protocol.md" in mentions and "docs/conformance.md" in mentions
+    assert {version for found in mentions.values() for version in found} == {PROTOCOL_VERSION}

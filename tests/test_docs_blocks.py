@@ -7,13 +7,16 @@
 * Every example in ``docs/getting-started.md``'s table has the outcome
   ``diagnosis-core run`` prints, and every example is in the table.
 * Every ``notest`` Python block (it needs a real model endpoint) is type-checked with
-  ``mypy --strict``, the names it assumes declared as their fixtures type them.
-* A block that uses a name nobody defines fails the suite, and the summary says how many
-  blocks ran (the runnable blocks themselves are collected by ``tests/docs_blocks.py``).
+  ``mypy --strict`` exactly as written: it defines or imports every name it uses.
+* The runnable blocks themselves are collected by ``tests/docs_blocks.py``; the tests
+  here check that plugin on pages of their own: a block gets nothing injected (a name
+  nobody defines fails it, and the summary counts it), runs in an empty directory and a
+  fresh interpreter, and imports only what the extras its page names install.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import os
@@ -21,44 +24,25 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docs_blocks import (
     ROOT,
     Block,
-    fixture_types,
     markdown_pages,
     page_blocks,
     python_blocks,
-    typed_prelude,
+    shown_output_matches,
 )
 
 from diagnosis_core._cli import main
-
-ELLIPSIS = "…"
 
 
 def console_blocks() -> list[Block]:
     return [
         block for page in markdown_pages() for block in page_blocks(page) if block.lang == "console"
     ]
-
-
-def output_pattern(expected: str) -> re.Pattern[str]:
-    """The lines of a shown output as a pattern: ``…`` elides lines or a line's end."""
-    parts = []
-    for line in expected.splitlines():
-        if line.strip() == ELLIPSIS:
-            parts.append(r"(?:[^\n]*\n)*?")
-        elif line.endswith(" " + ELLIPSIS):
-            parts.append(re.escape(line[: -len(ELLIPSIS)]) + r"[^\n]*\n")
-        else:
-            parts.append(re.escape(line) + r"\n")
-    return re.compile("".join(parts))
-
-
-def shown_output_matches(expected: str, actual: str) -> bool:
-    return output_pattern(expected).fullmatch(actual.rstrip("\n") + "\n") is not None
 
 
 def command_output(command: str) -> str:
@@ -169,43 +153,51 @@ def _mypy(sources: dict[str, str], tmp_path: Path) -> subprocess.CompletedProces
     )
 
 
-def _typed_source(block: Block) -> str:
-    return typed_prelude(block) + block.code
-
-
 def test_blocks_that_cannot_run_here_type_check_strictly(tmp_path: Path) -> None:
     blocks = python_blocks(runnable=False)
-    sources = {f"block_{index}.py": _typed_source(block) for index, block in enumerate(blocks)}
-    sources["planted_error.py"] = _typed_source(
-        Block(ROOT / "README.md", 1, "python", frozenset({"fixture:KEY"}), "KEY + 1\n")
-    )
+    sources = {f"block_{index}.py": block.code for index, block in enumerate(blocks)}
+    # A name the block does not define is an error: nothing declares it for the check.
+    sources["planted_error.py"] = "KEY = 'k'\nKEY + 1\n"
+    sources["planted_undefined.py"] = "print(executor)\n"
     result = _mypy(sources, tmp_path)
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    # Only the planted mistake: the check sees type errors, and the pages have none.
-    assert [line.split(":")[0] for line in errors] == ["planted_error.py"], result.stdout
+    # Only the planted mistakes: the check sees type errors, and the pages have none.
+    assert sorted({line.split(":")[0] for line in errors}) == [
+        "planted_error.py",
+        "planted_undefined.py",
+    ], result.stdout
 
 
-def test_every_name_a_block_assumes_is_a_typed_fixture() -> None:
-    types = fixture_types()
-    assumed = {
-        name
-        for runnable in (True, False)
-        for block in python_blocks(runnable=runnable)
-        for name in block.fixtures
-    }
-    assert assumed - set(types) == set()
-    assert types["executor"] == "dc.AgentInvoker"
+def test_no_block_asks_for_a_name_to_be_injected() -> None:
+    # Blocks once named fixtures in their fence (```python fixture:executor), which the
+    # plugin injected and a reader never saw: the option is gone from every page, and
+    # the plugin defines no fixture any more.
+    every = [block for page in markdown_pages() for block in page_blocks(page)]
+    assert [b.name for b in every if any(o.startswith("fixture:") for o in b.options)] == []
+    plugin = ast.parse((ROOT / "tests" / "docs_blocks.py").read_text(encoding="utf-8"))
+    fixtures = [
+        node.name
+        for node in ast.walk(plugin)
+        if isinstance(node, ast.FunctionDef)
+        and any("fixture" in ast.unparse(d) for d in node.decorator_list)
+    ]
+    assert fixtures == []
+
+
+def _run_page(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, page: str) -> Any:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    pytester.makefile(".md", page=page)
+    return pytester.runpytest_subprocess("-p", "tests.docs_blocks", "page.md")
 
 
 def test_a_block_with_an_undefined_name_fails_and_is_counted(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    pytester.makefile(
-        ".md",
-        page="# A page\n\n```python\nprint('ok')\n```\n\n```python\nprint(executor)\n```\n",
+    result = _run_page(
+        pytester,
+        monkeypatch,
+        "# A page\n\n```python\nprint('ok')\n```\n\n```python\nprint(executor)\n```\n",
     )
-    result = pytester.runpytest_subprocess("-p", "tests.docs_blocks", "page.md")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -215,21 +207,92 @@ def test_a_block_with_an_undefined_name_fails_and_is_counted(
     )
 
 
-def test_a_block_writes_in_a_scratch_directory_not_the_checkout(
+def test_a_fixture_named_in_the_fence_is_not_injected(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The stores page opens ``sqlite:///runs.db``: run from the checkout's root, it
-    # wrote a database into the clone (and one was committed by mistake).
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    name = "written-by-a-doc-block.txt"
-    pytester.makefile(
-        ".md",
-        page="# A page\n\n```python\n"
-        "import pathlib\n"
-        "assert pathlib.Path('examples/payment_timeout.json').is_file()\n"
-        f"pathlib.Path('{name}').write_text('x')\n"
-        "```\n",
+    result = _run_page(
+        pytester, monkeypatch, "# A page\n\n```python fixture:executor\nprint(executor)\n```\n"
     )
-    result = pytester.runpytest_subprocess("-p", "tests.docs_blocks", "page.md")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*NameError: name 'executor' is not defined*"])
+
+
+def test_a_block_runs_alone_in_an_empty_directory_with_the_clone_importable(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stores page once opened ``sqlite:///runs.db`` from the checkout's root and
+    # wrote a database into the clone; blocks also once read ``examples/…`` from the
+    # working directory, which a reader's new folder does not have.
+    name = "written-by-a-doc-block.txt"
+    result = _run_page(
+        pytester,
+        monkeypatch,
+        "# A page\n\n```python\n"
+        "import pathlib, sys\n"
+        "from examples.doc_agents import PAYMENT\n"
+        "assert sorted(p.name for p in pathlib.Path().iterdir()) == ['block.py']\n"
+        "assert not pathlib.Path('examples').exists() and PAYMENT.is_file()\n"
+        "assert sys.argv == [str(pathlib.Path('block.py').resolve())]\n"
+        f"pathlib.Path('{name}').write_text('x')\n"
+        "import builtins; builtins.left_behind = 1\n"
+        "```\n\n"
+        "```python\nimport builtins\nassert not hasattr(builtins, 'left_behind')\n```\n",
+    )
+    result.assert_outcomes(passed=2)
     assert not (ROOT / name).exists()
+
+
+def _run_pages(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, pages: dict[str, str]
+) -> dict[str, str]:
+    """Run several pages in one session; ``page name -> outcome`` of its one block."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    pytester.makefile(".md", **pages)
+    result = pytester.runpytest_subprocess(
+        "-p", "tests.docs_blocks", "-rA", *(f"{name}.md" for name in pages)
+    )
+    outcomes = {}
+    for line in result.outlines:
+        match = re.match(r"(PASSED|FAILED) (\w+)\.md::\[line:\d+\]", line)
+        if match:
+            outcomes[match.group(2)] = match.group(1).lower()
+    assert set(outcomes) == set(pages), result.stdout.str()
+    return outcomes
+
+
+def test_a_block_imports_only_what_the_extras_its_page_names_install(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/temporal.md and docs/dbos.md named `otel`, which brought the OpenTelemetry API
+    # only: pasted after that install, their blocks failed on `opentelemetry.sdk`.
+    pytest.importorskip("opentelemetry.sdk")
+    block = "```python\nfrom opentelemetry.sdk.trace import TracerProvider\nTracerProvider()\n```\n"
+    installs = {
+        "core_only": ("", "failed"),
+        "another_extra": ("```bash\npip install -e '.[testing]'\n```\n", "failed"),
+        "otel": ("```bash\npip install -e '.[otel]'\n```\n", "passed"),
+        "otel_in_prose": ("Install `pip install -e '.[temporal,otel]'` first.\n", "passed"),
+    }
+    pages = {name: f"# A page\n\n{install}\n{block}" for name, (install, _) in installs.items()}
+    assert _run_pages(pytester, monkeypatch, pages) == {
+        name: outcome for name, (_, outcome) in installs.items()
+    }
+
+
+def test_what_a_page_says_a_block_prints_is_what_it_prints(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said = {
+        "inline": ("prints `1 2`.\n", "passed"),
+        "inline_drifted": ("prints `1 3`.\n", "failed"),
+        "text_block": ("prints\n\n```text\n1 2\n```\n", "passed"),
+        "text_block_elided": ("prints, after a banner if any,\n\n```text\n…\n1 2\n```\n", "passed"),
+        "text_block_drifted": ("prints\n\n```text\n1 2\nmore\n```\n", "failed"),
+    }
+    pages = {
+        name: f"# A page\n\n```python\nprint(1, 2)\n```\n\n{text}"
+        for name, (text, _) in said.items()
+    }
+    assert _run_pages(pytester, monkeypatch, pages) == {
+        name: outcome for name, (_, outcome) in said.items()
+    }

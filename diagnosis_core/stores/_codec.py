@@ -32,7 +32,8 @@ class AesGcmCodec:
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
         except ImportError:
             raise StoreError(
-                "the AES-GCM codec needs cryptography: pip install 'diagnosis-core[crypto]'"
+                "the AES-GCM codec needs cryptography: install the crypto extra "
+                "(in the diagnosis_core checkout: pip install -e '.[crypto]')"
             ) from None
         self._aead: Any = AESGCM(bytes(key))
 

@@ -67,7 +67,8 @@ class PostgresStore(SqlStore):
             import psycopg
         except ImportError:
             raise StoreError(
-                "the PostgreSQL store needs psycopg: pip install 'diagnosis-core[postgres]'"
+                "the PostgreSQL store needs psycopg: install the postgres extra "
+                "(in the diagnosis_core checkout: pip install -e '.[postgres]')"
             ) from None
         self._psycopg: Any = psycopg
         self._mutex = threading.Lock()

@@ -1,6 +1,6 @@
 """Hypothesis strategies, test doubles and invariant checks for diagnosis_core users.
 
-Install with the ``testing`` extra (``pip install 'diagnosis-core[testing]'``).
+Install with the ``testing`` extra (in the checkout: ``pip install -e '.[testing]'``).
 Everything here is deterministic given Hypothesis' choices: no clock, no
 global random state.
 
@@ -31,7 +31,8 @@ try:
     import hypothesis as _hypothesis  # noqa: F401 - fail early with a helpful message
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
-        "diagnosis_core.testing needs Hypothesis: pip install 'diagnosis-core[testing]'"
+        "diagnosis_core.testing needs Hypothesis: install the testing extra "
+        "(in the diagnosis_core checkout: pip install -e '.[testing]')"
     ) from error
 
 from .. import scenario_effects
