@@ -7,13 +7,24 @@ followed by ``fsync`` before the call returns — so a ``started`` entry is on
 disk before its effect runs. A write never reads the file: it costs O(1) in
 the journal's length.
 
-**Torn writes.** A process killed (or a machine losing power) in the middle
-of a write leaves a partial last line. Every complete line ends with ``\\n``,
-so the reader never takes a line without one, and a line that does not parse
-as a complete record is skipped: it is the record it failed to be — a
-missing entry, or a ``started`` entry still waiting for its completion —
-never a fact. Before writing, a writer that finds the file not ending in
-``\\n`` ends the torn fragment first, so the next record starts on its own line.
+**Torn writes.** A process killed (or a machine losing power, or a full disk)
+in the middle of a write leaves a partial last line. Every complete line ends
+with ``\\n``, so the reader never takes a line without one, and a line that
+does not parse as a complete record is skipped: it is the record it failed to
+be — a missing entry, or a ``started`` entry still waiting for its completion
+— never a fact.
+
+A torn record must also stay torn. The fragment can be a whole record but for
+its newline (the write cut just before it); ending it with a bare ``\\n`` would
+bring it back to life after the resume had already written that ``seq`` again.
+So a writer that finds the file not ending in ``\\n`` (under the file lock, where
+no other write is in progress: any such tail is torn) ends the fragment with
+``NUL`` ``\\n``. A record's line is ``json.dumps`` output, in which a NUL byte
+never appears (JSON escapes every control character), and the reader skips
+every line holding one — so a poisoned fragment is never a record, whatever
+bytes it holds, and a poison itself cut short is a new unterminated tail that
+the next writer poisons in turn. The file stays append-only: no byte once
+written is ever changed, so a reader's index of what it read stays valid.
 
 A finished entry is a later line with the same ``seq`` as the ``started`` one;
 the reader applies the store's rule (only a ``started`` entry is ever
@@ -50,6 +61,19 @@ class _Run:
     entries: list[EntryRecord] = attrs.Factory(list)
     feedback: list[tuple[str, float]] = attrs.Factory(list)
     problem: str | None = None
+
+
+_POISON = b"\x00\n"
+"""What ends a torn fragment: a NUL byte, which no record's line holds, then the newline."""
+
+
+def _lock(fd: int) -> None:
+    """Take the store file's exclusive lock (every write holds it)."""
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _unlock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _line(record: dict[str, object]) -> bytes:
@@ -95,18 +119,18 @@ class JsonlStore(StoreBase):
         data = _line(record)
         fd = self._fd
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _lock(fd)
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data  # end a torn fragment: it stays a skipped line
+                    data = _POISON + data  # end a torn fragment so that it is never a record
                 view = memoryview(data)
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
                 os.fsync(fd)
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                _unlock(fd)
         except OSError as error:
             raise StoreError(f"cannot write the store file {self.path}: {error}") from None
 
@@ -163,6 +187,9 @@ class JsonlStore(StoreBase):
 
     def _index(self, line: bytes) -> None:
         if not line:
+            return
+        if b"\x00" in line:  # a fragment some writer ended: never a record
+            self.torn_lines += 1
             return
         try:
             record = json.loads(line.decode("utf-8", "surrogatepass"))
