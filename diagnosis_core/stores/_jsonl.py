@@ -29,6 +29,13 @@ written is ever changed, so a reader's index of what it read stays valid.
 A finished entry is a later line with the same ``seq`` as the ``started`` one;
 the reader applies the store's rule (only a ``started`` entry is ever
 replaced, entries follow one another) and refuses a run whose lines break it.
+While an executor call runs, each tool call that finishes is one ``tools``
+line — the calls it adds to the ``started`` entry and the fields it changes
+(its ``mac``) — and the finished executor entry is one more, which adds its
+``state``, ``outcome`` and any last calls: O(1) per call, where writing the
+entry again would make the file grow with the square of the calls (and
+write every call twice). A finished entry written whole replaces the
+started one and its ``tools`` lines.
 
 Readers keep an index of what they have read and read only what was appended
 since, so listing and loading stay cheap for a long-lived store object.
@@ -45,7 +52,7 @@ from pathlib import Path
 
 import attrs
 
-from ._base import EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
+from ._base import TOOLS, EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
 from ._locks import RunLocks
 
 __all__ = ["JsonlStore"]
@@ -88,6 +95,8 @@ class JsonlStore(StoreBase):
     Single host: writers may be many processes, on a local file system.
     ``codec`` encrypts every payload (see :class:`PayloadCodec`).
     """
+
+    _tool_records = True
 
     def __init__(self, path: str | os.PathLike[str], *, codec: PayloadCodec | None = None) -> None:
         super().__init__(codec)
@@ -148,6 +157,14 @@ class JsonlStore(StoreBase):
                      "payload": payload, "duration_ms": duration_ms, "token": token,
                      "written_at": written_at})
 
+    def _put_tools(
+        self, run_id: str, seq: int, state: str, payload: str, duration_ms: float | None,
+        token: str, written_at: float,
+    ) -> None:
+        self._write({"kind": TOOLS, "run_id": run_id, "seq": seq, "state": state,
+                     "payload": payload, "duration_ms": duration_ms, "token": token,
+                     "written_at": written_at})
+
     def _put_feedback(self, run_id: str, payload: str, recorded_at: float) -> None:
         self._refresh()
         if run_id not in self._runs:
@@ -199,8 +216,8 @@ class JsonlStore(StoreBase):
                 raise TypeError
             if kind == "run":
                 self._index_run(record)
-            elif kind == "entry":
-                self._index_entry(record)
+            elif kind in ("entry", TOOLS):
+                self._index_entry(record, delta=kind == TOOLS)
             elif kind == "feedback":
                 payload, at = record["payload"], float(record["recorded_at"])
                 if not isinstance(payload, str):
@@ -233,10 +250,12 @@ class JsonlStore(StoreBase):
         run.feedback.extend(self._orphans.pop(run_id, []))
         self._runs[run_id] = run
 
-    def _index_entry(self, record: dict[str, object]) -> None:
+    def _index_entry(self, record: dict[str, object], *, delta: bool) -> None:
         run_id, seq, state = record["run_id"], record["seq"], record["state"]
         payload, duration, at = record["payload"], record["duration_ms"], record["written_at"]
-        if type(seq) is not int or state not in ("started", "finished", "end"):
+        if type(seq) is not int or state not in (
+            ("started", "finished") if delta else ("started", "finished", "end")
+        ):
             raise TypeError
         if not isinstance(payload, str) or not isinstance(run_id, str):
             raise TypeError
@@ -250,11 +269,18 @@ class JsonlStore(StoreBase):
         if run is None:
             raise TypeError  # an entry before its run record: not a record of this store
         entry = EntryRecord(seq, state, payload,
-                            None if duration is None else float(duration), float(at))
+                            None if duration is None else float(duration), float(at), delta)
         entries = run.entries
         last = entries[-1] if entries else None
-        if last is not None and seq == last.seq and last.state == "started":
-            entries[-1] = entry
+        if delta:
+            if last is not None and seq == last.seq and last.state == "started":
+                entries.append(entry)  # follows the started entry and its tool records
+            elif run.problem is None:
+                run.problem = f"tool calls for entry {seq}, which is not the started last entry"
+        elif last is not None and seq == last.seq and last.state == "started":
+            while entries and entries[-1].seq == seq:  # the started entry and its tool records
+                entries.pop()
+            entries.append(entry)
         elif seq == (0 if last is None else last.seq) + 1:
             entries.append(entry)
         elif run.problem is None:
@@ -285,7 +311,7 @@ class JsonlStore(StoreBase):
         return [
             RunSummary(
                 run.run_id, run.session_id, run.format, run.created_at,
-                sum(entry.state != "end" for entry in run.entries),
+                sum(entry.state != "end" and not entry.delta for entry in run.entries),
             )
             for run in self._runs.values()
             if (session_id is None or run.session_id == session_id)
