@@ -416,7 +416,8 @@ class StoreBase:
                 delta = self._unseal(
                     record.payload, f"{TOOLS}\x00{raw.run_id}\x00{record.seq}", place
                 )
-                merged = attrs.evolve(base[0], state=record.state, duration_ms=record.duration_ms)
+                merged = attrs.evolve(base[0], state=record.state, duration_ms=record.duration_ms,
+                                      written_at=record.written_at)
                 texts[-1] = (merged, _apply_delta(base[1], delta, place))
                 continue
             text = self._unseal(record.payload, f"entry\x00{raw.run_id}\x00{record.seq}", place)

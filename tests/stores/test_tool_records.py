@@ -82,6 +82,10 @@ def test_two_hundred_tool_calls_of_5_kb_take_at_most_2_mb(tmp_path: Path) -> Non
     stored = JsonlStore(path).load("tools")
     assert stored is not None and stored.journal == journal
     assert dcj.fold_journal(stored.journal, key=KEY) == state
+    executor = stored.journal.entries[1]
+    assert executor.call is dcj.JournalCall.EXECUTOR and len(executor.tool_invocations) == 200
+    # the finished record's measured duration and time, as for an entry written whole
+    assert stored.durations[1] is not None and stored.written_at[1] >= stored.written_at[0]
 
 
 def test_a_run_cut_after_each_tool_record_loads_the_started_entry_exactly(
