@@ -233,7 +233,7 @@ def _sqlite_points(flow: str, every: bool) -> list[int]:
     count = len(_sqlite_writes(flow))
     if every:
         return list(range(1, count + 1))
-    return sorted({1, 2, count // 3, count // 2, count - 1, count})
+    return sorted({1, count // 2, count})  # the first write, one in the middle, the last
 
 
 @pytest.mark.timeout(600)
