@@ -155,3 +155,34 @@ def test_a_started_entry_written_whole_after_tool_records_replaces_them(tmp_path
     rewritten.write_bytes(b"".join([*lines[:last], (json.dumps(whole) + "\n").encode()]))
     stored = JsonlStore(rewritten).load("tools")
     assert stored is not None and stored.journal.entries[-1] == progress
+
+
+def test_sealed_tool_records_hold_no_plaintext_and_do_not_move(tmp_path: Path) -> None:
+    """With a codec a tool record is sealed, bound to its run and ``seq`` (facts at rest)."""
+    pytest.importorskip("cryptography")
+    from diagnosis_core.stores import AesGcmCodec
+
+    codec = AesGcmCodec(bytes(range(32)))
+    path = tmp_path / "runs.jsonl"
+    doc = with_ids(load_example("payment_timeout"), run_id="tools", session_id="tools")
+    request, effects = scenario_of(doc)
+    recorder = ToolRecorder()
+    store = JsonlStore(path, codec=codec)
+    state = dc.run_diagnosis(request, _many_tools(effects, recorder, 3, 10), store=store,
+                             tools=recorder)
+    store.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    tools = _tools_lines(path)
+    assert len(tools) == 4 and b"xxxxxxxxxx" not in path.read_bytes()
+    assert all(json.loads(lines[index])["payload"].startswith("sealed:") for index in tools)
+    stored = JsonlStore(path, codec=codec).load("tools")
+    assert stored is not None and dcj.fold_journal(stored.journal) == state
+    moved = json.loads(lines[tools[0]])
+    moved["seq"] = 1  # the planner's seq: the sealed payload is bound to seq 2
+    planner_started = next(index for index, line in enumerate(lines)
+                           if b'"seq":1,"state":"started"' in line)
+    forged = tmp_path / "moved.jsonl"
+    forged.write_bytes(b"".join([*lines[: planner_started + 1],
+                                 (json.dumps(moved) + "\n").encode()]))
+    with pytest.raises(StoreError, match="does not decode"):
+        JsonlStore(forged, codec=codec).load("tools")
