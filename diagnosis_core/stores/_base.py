@@ -9,7 +9,14 @@ A store keeps three kinds of record per run, each as text:
   clear, the entry's canonical JSON (:func:`entry_to_json`), the optional
   ``duration_ms`` the driver measured around the effect, the writer's claim
   token and the time of the write. A ``finished`` entry replaces the
-  ``started`` one with the same ``seq`` and nothing else is ever replaced;
+  ``started`` one with the same ``seq`` and nothing else is ever replaced.
+  While an executor call runs, its ``started`` entry is written again as
+  each tool call finishes (spec §12.3); a backend that keeps **tool
+  records** (JSON Lines) stores each such write, and the finished entry
+  that lists the same calls, as what it adds to the entry before it — the
+  new tool calls and the fields that change (``mac``; ``state`` and
+  ``outcome`` when it finishes) — O(1) per call, never the calls so far
+  again; the entry is rebuilt on load, byte for byte the text the writer gave;
 * **feedback**: a fact appended after the run's end (``_session.py``).
 
 Facts are never stored twice and never as a conclusion: a run's state is
@@ -59,7 +66,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import attrs
 
@@ -88,6 +95,7 @@ from ..journal import entry_from_json, entry_to_json
 from ._feedback import feedback_from_json, feedback_to_json
 
 __all__ = [
+    "TOOLS",
     "EntryRecord",
     "Feedback",
     "JournalStore",
@@ -126,6 +134,10 @@ def sealed_context(kind: str, run_id: str, *fields: str | int | float | None) ->
     return json.dumps(values, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
+TOOLS = "tools"
+"""The JSON Lines kind of a tool record (:attr:`EntryRecord.delta`); its sealing context."""
+
+
 @runtime_checkable
 class PayloadCodec(Protocol):
     """Encrypts a stored payload under the host's key (spec §16, "facts at rest").
@@ -146,13 +158,20 @@ class PayloadCodec(Protocol):
 
 @attrs.frozen
 class EntryRecord:
-    """One stored entry record as a backend hands it over (payload still sealed)."""
+    """One stored entry record as a backend hands it over (payload still sealed).
+
+    ``state`` is the entry's (``end`` for a v2 journal's end marker). A
+    ``delta`` record is a tool record: it follows the ``started`` entry (and
+    tool records) of the same ``seq`` and holds what it adds to them
+    (:func:`_apply_delta`); ``state`` is then the entry's state after it.
+    """
 
     seq: int
     state: str
     payload: str
     duration_ms: float | None
     written_at: float
+    delta: bool = False
 
 
 @attrs.frozen
@@ -247,8 +266,12 @@ class StoreBase:
 
     Backends implement ``_acquire`` / ``_release`` (the liveness lock),
     ``_put_run``, ``_put_entry``, ``_last_entry``, ``_get_run``,
-    ``_list_runs``, ``_put_feedback`` and ``close``.
+    ``_list_runs``, ``_put_feedback`` and ``close``; one that sets
+    ``_tool_records`` implements ``_put_tools`` as well.
     """
+
+    _tool_records: ClassVar[bool] = False
+    """Whether a started entry written again with more tool calls is stored as a tool record."""
 
     def __init__(self, codec: PayloadCodec | None = None) -> None:
         if codec is not None and not isinstance(codec, PayloadCodec):
@@ -258,6 +281,7 @@ class StoreBase:
         # claims of this store object, across threads: checked and taken as one step
         self._claims_mutex = threading.Lock()
         self._tails: dict[str, tuple[int, str] | None] = {}  # token -> last (seq, state)
+        self._started: dict[str, tuple[int, str]] = {}  # token -> (seq, text) it last started
 
     # --- sealing --------------------------------------------------------------
 
@@ -311,6 +335,7 @@ class StoreBase:
         with self._claims_mutex:
             held = self._held.pop(claim.token, None)
             self._tails.pop(claim.token, None)
+            self._started.pop(claim.token, None)
             if held is not None:
                 self._release(held[0], held[1])
 
@@ -382,12 +407,40 @@ class StoreBase:
             raise StoreError("duration_ms: expected a number >= 0")
         duration = None if duration_ms is None else float(duration_ms)
         written_at = time.time()
+        if replace and self._put_tool_record(claim, seq, state, text, duration, written_at):
+            self._tails[claim.token] = (seq, state)
+            return
+        self._started[claim.token] = (seq, text)
         context = sealed_context("entry", run_id, seq, state, duration, written_at)
         self._put_entry(
             run_id, seq, state, self._seal(text, context), duration, claim.token, written_at,
             replace=replace,
         )
         self._tails[claim.token] = (seq, state)
+
+    def _put_tool_record(
+        self, claim: RunClaim, seq: int, state: str, text: str, duration_ms: float | None,
+        written_at: float,
+    ) -> bool:
+        """Store ``text`` — the started entry again, or finished — as a tool record.
+
+        Only when the backend keeps tool records, this claim wrote the started
+        entry's previous text, that text lists tool calls or the new one adds
+        some, and the new text is that text with tool calls appended and other
+        fields set: rebuilding it from the record must give ``text`` byte for
+        byte. Otherwise False, and the entry is written whole.
+        """
+        previous = self._started.get(claim.token)
+        if not self._tool_records or previous is None or previous[0] != seq:
+            return False
+        delta = _entry_delta(previous[1], text)
+        if delta is None:
+            return False
+        context = sealed_context(TOOLS, claim.run_id, seq, state, duration_ms, written_at)
+        payload = self._seal(delta, context)
+        self._put_tools(claim.run_id, seq, state, payload, duration_ms, claim.token, written_at)
+        self._started[claim.token] = (seq, text)
+        return True
 
     def _append_end(
         self, claim: RunClaim, run_id: str, end: JournalEnd, tail: tuple[int, str] | None
@@ -485,13 +538,29 @@ class StoreBase:
             except (JournalError, PayloadError) as error:
                 raise StoreError(f"{place}: {error}") from None
             records = records[:-1]
+        texts: list[tuple[EntryRecord, str]] = []
         for record in records:
             place = f"{where} entry {record.seq}"
             if record.state == _END:
                 raise StoreError(f"{place}: an end marker before the last entry")
+            if record.delta:
+                base = texts[-1] if texts else None
+                if base is None or base[0].seq != record.seq or base[0].state != "started":
+                    raise StoreError(f"{place}: tool calls for an entry that is not started")
+                context = sealed_context(TOOLS, raw.run_id, record.seq, record.state,
+                                         record.duration_ms, record.written_at)
+                delta = self._unseal(record.payload, context, place)
+                merged = attrs.evolve(base[0], state=record.state, duration_ms=record.duration_ms,
+                                      written_at=record.written_at)
+                texts[-1] = (merged, _apply_delta(base[1], delta, place))
+                continue
             context = sealed_context("entry", raw.run_id, record.seq, record.state,
                                      record.duration_ms, record.written_at)
             text = self._unseal(record.payload, context, place)
+            texts.append((record, text))
+        records = tuple(record for record, _ in texts)
+        for record, text in texts:
+            place = f"{where} entry {record.seq}"
             try:
                 entry = entry_from_json(text, entry_type, format=raw.format)
             except JournalError as error:
@@ -586,6 +655,71 @@ class StoreBase:
     ) -> None:
         raise NotImplementedError
 
+    def _put_tools(  # pragma: no cover - abstract
+        self, run_id: str, seq: int, state: str, payload: str, duration_ms: float | None,
+        token: str, written_at: float,
+    ) -> None:
+        raise NotImplementedError
+
     def close(self) -> None:  # pragma: no cover - abstract
         """Release every claim and close the connection or file."""
         raise NotImplementedError
+
+
+# --- tool records -------------------------------------------------------------------
+
+_DELTA_KEYS = frozenset({"from", "tool_invocations", "set"})
+_TOOL_KEY = "tool_invocations"
+
+
+def _entry_delta(previous: str, text: str) -> str | None:
+    """The tool record that turns entry text ``previous`` into ``text``, or None when none does.
+
+    ``{"from": n, "tool_invocations": [...], "set": {...}}``: the tool calls
+    after the first ``n`` (the ones ``previous`` lists), and every other field
+    that ``text`` adds or changes. None when ``text`` drops a field or a tool
+    call, when neither text lists a tool call (the entry is written whole),
+    or unless :func:`_apply_delta` gives back ``text`` exactly.
+    """
+    try:
+        before, after = loads_stored(previous), loads_stored(text)
+    except PayloadError:  # pragma: no cover - the texts are the store's own
+        return None
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None  # pragma: no cover - an entry is an object
+    old = before.get(_TOOL_KEY) or []
+    new = after.get(_TOOL_KEY) or []
+    if not isinstance(old, list) or not isinstance(new, list) or not new:
+        return None
+    if len(new) < len(old) or set(before) - set(after):
+        return None
+    changed = {key: value for key, value in after.items()
+               if key != _TOOL_KEY and (key not in before or before[key] != value)}
+    encoded = stored_json({"from": len(old), _TOOL_KEY: new[len(old):], "set": changed})
+    try:
+        rebuilt = _apply_delta(previous, encoded, "tool record")
+    except StoreError:  # pragma: no cover - a delta of the store's own making applies
+        return None
+    return encoded if rebuilt == text else None
+
+
+def _apply_delta(base: str, delta: str, where: str) -> str:
+    """Entry text ``base`` with a tool record's calls appended and its fields set."""
+    try:
+        entry, added = loads_stored(base), loads_stored(delta)
+    except PayloadError as error:
+        raise StoreError(f"{where}: the tool record is not valid: {error}") from None
+    if not isinstance(entry, dict) or not isinstance(added, dict):
+        raise StoreError(f"{where}: the tool record is not valid: expected objects")
+    tools = entry.get(_TOOL_KEY) or []
+    calls, start, fields = added.get(_TOOL_KEY), added.get("from"), added.get("set")
+    if (set(added) != _DELTA_KEYS or not isinstance(tools, list) or not isinstance(calls, list)
+            or not isinstance(fields, dict) or type(start) is not int or _TOOL_KEY in fields):
+        raise StoreError(f"{where}: the tool record is not valid")
+    if start != len(tools):
+        raise StoreError(
+            f"{where}: the tool record follows {start} tool calls, the entry has {len(tools)}"
+        )
+    entry.update(fields)
+    entry[_TOOL_KEY] = [*tools, *calls]
+    return stored_json(entry)

@@ -2,22 +2,40 @@
 
 Each line is one JSON object tagged with its run id and ``kind`` (``run``,
 ``entry`` or ``feedback``; the fields are listed in ``docs/stores.md``). A write
-is one ``write`` of one whole line under an exclusive ``flock`` of the file,
+is one ``write`` of one whole line under the store's exclusive append lock,
 followed by ``fsync`` before the call returns — so a ``started`` entry is on
 disk before its effect runs. A write never reads the file: it costs O(1) in
 the journal's length.
 
-**Torn writes.** A process killed (or a machine losing power) in the middle
-of a write leaves a partial last line. Every complete line ends with ``\\n``,
-so the reader never takes a line without one, and a line that does not parse
-as a complete record is skipped: it is the record it failed to be — a
-missing entry, or a ``started`` entry still waiting for its completion —
-never a fact. Before writing, a writer that finds the file not ending in
-``\\n`` ends the torn fragment first, so the next record starts on its own line.
+**Torn writes.** A process killed (or a machine losing power, or a full disk)
+in the middle of a write leaves a partial last line. Every complete line ends
+with ``\\n``, so the reader never takes a line without one, and a line that
+does not parse as a complete record is skipped: it is the record it failed to
+be — a missing entry, or a ``started`` entry still waiting for its completion
+— never a fact.
+
+A torn record must also stay torn. The fragment can be a whole record but for
+its newline (the write cut just before it); ending it with a bare ``\\n`` would
+bring it back to life after the resume had already written that ``seq`` again.
+So a writer that finds the file not ending in ``\\n`` (under the file lock, where
+no other write is in progress: any such tail is torn) ends the fragment with
+``NUL`` ``\\n``. A record's line is ``json.dumps`` output, in which a NUL byte
+never appears (JSON escapes every control character), and the reader skips
+every line holding one — so a poisoned fragment is never a record, whatever
+bytes it holds, and a poison itself cut short is a new unterminated tail that
+the next writer poisons in turn. The file stays append-only: no byte once
+written is ever changed, so a reader's index of what it read stays valid.
 
 A finished entry is a later line with the same ``seq`` as the ``started`` one;
 the reader applies the store's rule (only a ``started`` entry is ever
 replaced, entries follow one another) and refuses a run whose lines break it.
+While an executor call runs, each tool call that finishes is one ``tools``
+line — the calls it adds to the ``started`` entry and the fields it changes
+(its ``mac``) — and the finished executor entry is one more, which adds its
+``state``, ``outcome`` and any last calls: O(1) per call, where writing the
+entry again would make the file grow with the square of the calls (and
+write every call twice). A finished entry written whole replaces the
+started one and its ``tools`` lines.
 
 Readers keep an index of what they have read and read only what was appended
 since, so listing and loading stay cheap for a long-lived store object.
@@ -33,7 +51,7 @@ from pathlib import Path
 
 import attrs
 
-from ._base import EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
+from ._base import TOOLS, EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
 from ._ownership import RunLocks
 
 __all__ = ["JsonlStore"]
@@ -51,6 +69,10 @@ class _Run:
     problem: str | None = None
 
 
+_POISON = b"\x00\n"
+"""What ends a torn fragment: a NUL byte, which no record's line holds, then the newline."""
+
+
 def _line(record: dict[str, object]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
         "utf-8", "surrogatepass"
@@ -63,6 +85,8 @@ class JsonlStore(StoreBase):
     Single host: writers may be many processes, on a local file system.
     ``codec`` encrypts every payload (see :class:`PayloadCodec`).
     """
+
+    _tool_records = True
 
     def __init__(self, path: str | os.PathLike[str], *, codec: PayloadCodec | None = None) -> None:
         super().__init__(codec)
@@ -98,7 +122,7 @@ class JsonlStore(StoreBase):
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data  # end a torn fragment: it stays a skipped line
+                    data = _POISON + data  # end a torn fragment so that it is never a record
                 view = memoryview(data)
                 while view:
                     written = os.write(fd, view)
@@ -120,6 +144,14 @@ class JsonlStore(StoreBase):
         token: str, written_at: float, *, replace: bool,
     ) -> None:
         self._write({"kind": "entry", "run_id": run_id, "seq": seq, "state": state,
+                     "payload": payload, "duration_ms": duration_ms, "token": token,
+                     "written_at": written_at})
+
+    def _put_tools(
+        self, run_id: str, seq: int, state: str, payload: str, duration_ms: float | None,
+        token: str, written_at: float,
+    ) -> None:
+        self._write({"kind": TOOLS, "run_id": run_id, "seq": seq, "state": state,
                      "payload": payload, "duration_ms": duration_ms, "token": token,
                      "written_at": written_at})
 
@@ -163,6 +195,9 @@ class JsonlStore(StoreBase):
     def _index(self, line: bytes) -> None:
         if not line:
             return
+        if b"\x00" in line:  # a fragment some writer ended: never a record
+            self.torn_lines += 1
+            return
         try:
             record = json.loads(line.decode("utf-8", "surrogatepass"))
             kind = record["kind"]
@@ -171,8 +206,8 @@ class JsonlStore(StoreBase):
                 raise TypeError
             if kind == "run":
                 self._index_run(record)
-            elif kind == "entry":
-                self._index_entry(record)
+            elif kind in ("entry", TOOLS):
+                self._index_entry(record, delta=kind == TOOLS)
             elif kind == "feedback":
                 payload, at = record["payload"], float(record["recorded_at"])
                 if not isinstance(payload, str):
@@ -205,10 +240,12 @@ class JsonlStore(StoreBase):
         run.feedback.extend(self._orphans.pop(run_id, []))
         self._runs[run_id] = run
 
-    def _index_entry(self, record: dict[str, object]) -> None:
+    def _index_entry(self, record: dict[str, object], *, delta: bool) -> None:
         run_id, seq, state = record["run_id"], record["seq"], record["state"]
         payload, duration, at = record["payload"], record["duration_ms"], record["written_at"]
-        if type(seq) is not int or state not in ("started", "finished", "end"):
+        if type(seq) is not int or state not in (
+            ("started", "finished") if delta else ("started", "finished", "end")
+        ):
             raise TypeError
         if not isinstance(payload, str) or not isinstance(run_id, str):
             raise TypeError
@@ -222,11 +259,18 @@ class JsonlStore(StoreBase):
         if run is None:
             raise TypeError  # an entry before its run record: not a record of this store
         entry = EntryRecord(seq, state, payload,
-                            None if duration is None else float(duration), float(at))
+                            None if duration is None else float(duration), float(at), delta)
         entries = run.entries
         last = entries[-1] if entries else None
-        if last is not None and seq == last.seq and last.state == "started":
-            entries[-1] = entry
+        if delta:
+            if last is not None and seq == last.seq and last.state == "started":
+                entries.append(entry)  # follows the started entry and its tool records
+            elif run.problem is None:
+                run.problem = f"tool calls for entry {seq}, which is not the started last entry"
+        elif last is not None and seq == last.seq and last.state == "started":
+            while entries and entries[-1].seq == seq:  # the started entry and its tool records
+                entries.pop()
+            entries.append(entry)
         elif seq == (0 if last is None else last.seq) + 1:
             entries.append(entry)
         elif run.problem is None:
@@ -257,7 +301,7 @@ class JsonlStore(StoreBase):
         return [
             RunSummary(
                 run.run_id, run.session_id, run.format, run.created_at,
-                sum(entry.state != "end" for entry in run.entries),
+                sum(entry.state != "end" and not entry.delta for entry in run.entries),
             )
             for run in self._runs.values()
             if (session_id is None or run.session_id == session_id)

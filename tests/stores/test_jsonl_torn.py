@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,7 +12,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_support import load_example, scenario_of, with_ids
+from store_support import failing_effects, load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
@@ -109,3 +110,43 @@ def test_a_file_cut_anywhere_loads_as_the_writes_that_completed(
     assert stored is not None and list(stored.journal.entries) == expected
     status = dcj.journal_status(stored.journal)  # a torn file always folds
     assert status.complete == (count == len(journal.entries) and not started)
+
+
+def test_a_record_cut_just_before_its_newline_never_comes_back(tmp_path: Path) -> None:
+    """A finished record torn just before its newline stays torn after the next write.
+
+    Regression: the resume performed the planner call again and the next writer ended
+    the fragment with ``\\n``, which made it a whole line: two finished records for
+    ``seq`` 1 and a run that never loaded again ("the store file is inconsistent").
+    """
+    request, journal, _ = _journal()
+    path = tmp_path / "runs.jsonl"
+    store = JsonlStore(path)
+    with store.claim("torn") as claim:
+        store.begin(claim, dcj.Journal(request))
+        started = attrs.evolve(journal.entries[0], state=dcj.EntryState.STARTED, outcome=None)
+        store.append(claim, started)
+        store.append(claim, journal.entries[0])
+    store.close()
+    data = path.read_bytes()
+    path.write_bytes(data[:-1])  # the finished planner line, all but its newline
+    resumer = JsonlStore(path)
+    stored = resumer.load("torn")
+    assert stored is not None and stored.journal.entries == (started,)
+    _, effects = scenario_of(with_ids(load_example("payment_timeout"), run_id="torn"))
+    state = dc.run_diagnosis(request, effects, store=resumer)  # the planner is called again
+    resumer.close()
+    reader = JsonlStore(path)
+    stored = reader.load("torn")  # was: "the store file is inconsistent"
+    assert stored is not None and dcj.fold_journal(stored.journal) == state
+    assert stored.journal.entries == journal.entries
+    assert reader.torn_lines == 1
+    finished = [json.loads(line)["seq"] for line in path.read_bytes().splitlines()
+                if b"\x00" not in line and b'"state":"finished"' in line]
+    assert finished == [entry.seq for entry in journal.entries]  # one finished record per seq
+    reader.close()
+    before = path.read_bytes()
+    again = JsonlStore(path)
+    assert dc.run_diagnosis(request, failing_effects(), store=again) == state
+    again.close()
+    assert path.read_bytes() == before  # a second resume changes nothing
