@@ -37,7 +37,7 @@ from ._chat.reference_gatekeeper import (
     parse_raw_path,
     resolve_raw_path,
 )
-from ._chat.run_recorders import RunRecorders, ToolsFactory
+from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
 from ._kernel.tools import (
     RecorderMark,
@@ -55,6 +55,7 @@ __all__ = [
     "ReferenceGatekeeper",
     "ReplayedToolError",
     "RunRecorders",
+    "RunRecordersGatekeeper",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",

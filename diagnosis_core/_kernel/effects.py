@@ -27,8 +27,10 @@ __all__ = [
     "AsyncAgentTable",
     "awaitable_agent",
     "awaitable_call",
+    "check_effect",
     "check_effects_kind",
     "check_run_options",
+    "effect_field",
     "is_async_callable",
     "reject_awaitable",
     "require_awaitable",
@@ -87,6 +89,7 @@ def awaitable_call(call: Callable[[A1, A2], R]) -> Callable[[A1, A2], Awaitable[
     async def wrapped(first: A1, second: A2, /) -> R:
         return call(first, second)
 
+    wrapped.__wrapped__ = call  # type: ignore[attr-defined]  # what it wraps (its signature too)
     return wrapped
 
 
@@ -138,6 +141,87 @@ def is_async_callable(value: object) -> bool:
         return False
 
 
+AGENT_SIGNATURE = "(input: str, config: RunConfig) -> str"
+"""How an agent effect is called, as a refusal names it."""
+
+ASYNC_AGENT_SIGNATURE = "(input: str, config: RunConfig) -> Awaitable[str]"
+"""How an asyncio agent effect is called."""
+
+CLASSIFIER_SIGNATURE = "(error: BaseException) -> FailureKind"
+"""How a failure classifier is called, as a refusal names it."""
+
+
+def _takes(value: object, positional: int) -> bool | None:
+    """Whether ``value`` can be called with ``positional`` positional arguments.
+
+    None when its signature cannot be read (some builtins and C callables):
+    such a callable is accepted, the call itself is then the check.
+    """
+    try:
+        signature = inspect.signature(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*([None] * positional))
+    except TypeError:
+        return False
+    return True
+
+
+def _described(value: object) -> str:
+    if value is None:
+        return "None"
+    try:
+        signature = str(inspect.signature(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        signature = ""
+    try:
+        name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    except Exception:
+        name = type(value).__name__
+    if not isinstance(name, str):
+        name = type(value).__name__
+    return f"{name}{signature}" if signature else name
+
+
+def check_effect(owner: str, name: str, value: object, positional: int, signature: str) -> None:
+    """Refuse an effect that cannot be called as the driver will call it (spec §2, §15).
+
+    A missing or ``None`` effect, one that is not callable, or one whose
+    signature cannot take ``positional`` positional arguments (defaults and
+    ``*args`` count) is the host's wiring mistake: ``TypeError`` naming
+    ``owner.name`` and the expected ``signature``, before any effect runs —
+    never a fallback answer after the first call. A callable whose signature
+    cannot be read is accepted (nothing to check without calling it).
+    """
+    if value is None or not callable(value):
+        raise TypeError(
+            f"{owner}.{name}: expected a callable {signature}, got {_described(value)}"
+            if value is None
+            else f"{owner}.{name}: expected a callable {signature}, "
+            f"got {type(value).__name__} (not callable)"
+        )
+    if _takes(value, positional) is False:
+        raise TypeError(
+            f"{owner}.{name}: expected a callable {signature}, got {_described(value)}, "
+            f"which cannot be called with {positional} positional argument"
+            f"{'' if positional == 1 else 's'}"
+        )
+
+
+def effect_field(
+    signature: str, positional: int = 2
+) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """An ``attrs`` validator running :func:`check_effect` on one effects field."""
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        check_effect(type(instance).__name__, attribute.name, value, positional, signature)
+
+    validate.signature = signature  # type: ignore[attr-defined]  # read by check_effects_kind
+    validate.positional = positional  # type: ignore[attr-defined]
+    return validate
+
+
 def check_effects_kind(
     effects: object,
     expected: type[Any],
@@ -154,15 +238,20 @@ def check_effects_kind(
     effects) is the host's mistake: without this check it ends as a polite
     fallback ("got coroutine", "the evidence check service was unavailable")
     that hides the bug. A sync effect inside async effects must be an
-    ``async def`` (wrap it, or use ``AsyncEffects.from_sync``).
+    ``async def`` (wrap it, or use ``AsyncEffects.from_sync``). Every effect is
+    also checked as the effects class checks it when built (:func:`check_effect`),
+    for effects changed after construction.
     """
     if not isinstance(effects, expected):
         raise TypeError(
             f"{driver} needs {expected.__name__}, got {type(effects).__name__}"
             f" (use {other_driver} for it)"
         )
+    classifier = getattr(effects, "classifier", None)
+    check_effect(expected.__name__, "classifier", classifier, 1, CLASSIFIER_SIGNATURE)
     for name in names:
-        effect = getattr(effects, name)
+        effect = getattr(effects, name, None)
+        check_effect(expected.__name__, name, effect, 2, _signature_of(expected, name))
         if is_async_callable(effect) != asynchronous:
             kind = "a synchronous callable" if asynchronous else "an async callable"
             raise TypeError(
@@ -170,6 +259,16 @@ def check_effects_kind(
                 f" {'async def' if asynchronous else 'a plain (sync) callable'} effects"
                 f" (use {other_driver} for the other kind)"
             )
+
+
+def _signature_of(effects_type: type[Any], name: str) -> str:
+    """The expected signature of field ``name``: the one its ``attrs`` validator checks."""
+    try:
+        validator = attrs.fields_dict(effects_type)[name].validator
+    except (TypeError, KeyError):
+        validator = None
+    signature: object = getattr(validator, "signature", None)
+    return signature if isinstance(signature, str) else AGENT_SIGNATURE
 
 
 def reject_awaitable(value: object, what: str, driver: str) -> None:

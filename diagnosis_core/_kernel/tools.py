@@ -80,7 +80,7 @@ import inspect
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, ParamSpec, TypedDict
+from typing import Any, ParamSpec, Self, TypedDict
 
 import attrs
 
@@ -250,7 +250,7 @@ class ToolRecorder:
     @classmethod
     def from_records(
         cls, records: Sequence[object], *, clock: Callable[[], float] | None = None
-    ) -> ToolRecorder:
+    ) -> Self:
         """A recorder holding existing §13 entries (e.g. from a run journal).
 
         Strict like a scenario (the rules of ``ledger_from_records``): unknown
@@ -258,7 +258,9 @@ class ToolRecorder:
         :class:`LedgerError`\\ s naming the entry; and, for the numbering, an
         id not of the form ``inv-<n>`` or a duplicate id. Numbering continues
         after the highest id (gaps are allowed: a call still running when an
-        entry was written is not in it).
+        entry was written is not in it). Returns the class it is called on
+        (``diagnosis_core.tools.ToolRecorder.from_records`` is one with
+        :meth:`~diagnosis_core.tools.ToolRecorder.gatekeeper`).
         """
         if not isinstance(records, list | tuple):
             raise LedgerError(f"records: expected an array, got {type(records).__name__}")
