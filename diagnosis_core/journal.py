@@ -40,11 +40,6 @@ LangGraph and Temporal adapters) needs only this module and
 
 from __future__ import annotations
 
-# The chat journal module and the kernel's recorded values are public in full:
-# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
-# each name), added to this module's ``__all__`` below instead of being written out
-# a second time. The codec and MAC functions are picked by name: most of those
-# modules' names stay private.
 from ._chat import journal as _journal
 from ._chat.entries import entry_from_json, entry_to_json
 from ._chat.journal import *  # noqa: F403
@@ -61,6 +56,13 @@ from ._kernel.journal.codec import (
 )
 from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
 from ._kernel.journal.recorded import *  # noqa: F403
+
+# The chat journal module and the kernel's recorded values are public in full:
+# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
+# each name), added to this module's ``__all__`` below instead of being written out
+# a second time. The codec and MAC functions are picked by name: most of those
+# modules' names stay private.
+from ._kernel.public import publish as _publish
 
 __all__ = [
     "JournalEnd",
@@ -81,3 +83,6 @@ __all__ = [
 ]
 __all__ += _journal.__all__
 __all__ += _recorded.__all__
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

@@ -39,6 +39,7 @@ from ._chat.reference_gatekeeper import (
 )
 from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
+from ._kernel.public import publish as _publish
 from ._kernel.tools import (
     RecorderMark,
     ReplayedToolError,
@@ -70,3 +71,6 @@ __all__ = [
     "parse_raw_path",
     "resolve_raw_path",
 ]
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

@@ -172,11 +172,16 @@ def _described(value: object) -> str:
     if value is None:
         return "None"
     try:
-        signature = str(inspect.signature(value))  # type: ignore[arg-type]
+        read = inspect.signature(value)  # type: ignore[arg-type]
+        plain = read.replace(
+            parameters=[p.replace(annotation=p.empty) for p in read.parameters.values()],
+            return_annotation=read.empty,
+        )
+        signature = str(plain)  # the parameters, without annotations
     except (TypeError, ValueError):
         signature = ""
     try:
-        name = getattr(value, "__qualname__", None) or type(value).__qualname__
+        name = getattr(value, "__name__", None) or type(value).__name__
     except Exception:
         name = type(value).__name__
     if not isinstance(name, str):

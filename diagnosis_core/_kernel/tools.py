@@ -96,6 +96,7 @@ from .ledger import (
     invocation_from_record,
     thaw_json,
 )
+from .public import defined_in
 
 __all__ = [
     "RecorderMark",
@@ -136,7 +137,11 @@ def _plain_json(value: object, field: str) -> JsonValue:
 
 def _error_type(error: BaseException) -> str:
     cls = type(error)
+    # A package class is recorded under the module that defines it, as it always
+    # was (the journal's bytes), not the public namespace it names (§12.3).
     module = getattr(cls, "__module__", "")
+    if isinstance(module, str) and module.startswith("diagnosis_core"):
+        module = defined_in(cls)
     name = getattr(cls, "__qualname__", cls.__name__)
     return name if module in ("builtins", "", None) else f"{module}.{name}"
 
@@ -173,8 +178,13 @@ def replayed_error(error: ToolCallError) -> BaseException:
     found: object = None
     if not module:
         found = getattr(builtins, name, None)
-    elif module == _errors.__name__:
-        found = getattr(_errors, name, None)
+    else:
+        candidate = getattr(_errors, name, None)
+        # Recorded where it is defined, or under its public namespace.
+        if module == _errors.__name__ or (
+            isinstance(candidate, type) and candidate.__module__ == module
+        ):
+            found = candidate
     if isinstance(found, type) and issubclass(found, Exception):
         try:
             return found(error.message)
