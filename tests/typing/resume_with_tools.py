@@ -40,3 +40,9 @@ def resume(
     state = dc.run_diagnosis(request, effects, store=store, tools=tools)
     assert gatekeeper is not None
     return state.result
+
+
+def keep_head(text: str) -> dcj.JournalHead:
+    head = dcj.JournalHead.from_json(text)  # alternate constructors return their class
+    assert_type(head, dcj.JournalHead)
+    return head
