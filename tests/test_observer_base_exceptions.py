@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import diagnosis_core as dc
+import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.tools as dct
@@ -144,3 +145,55 @@ def test_effect_started_is_called_before_the_started_entry(error: type[BaseExcep
     assert all(entry.state is EntryState.FINISHED for entry in entries)
     assert "executor" not in performed.log
     assert [entry.call for entry in entries] == [dcj.JournalCall.PLANNER]
+
+
+@pytest.mark.parametrize("error", EXCEPTIONS, ids=lambda e: e.__name__)
+@pytest.mark.parametrize("hook", ["effect_started", "tools_recorded", "effect_finished"])
+def test_the_aiops_drivers_leave_no_false_interruption_either(
+    hook: str, error: type[BaseException]
+) -> None:
+    path = sorted(EXAMPLES.glob("aiops*.json"))[0]
+    scenario = dca.load_aiops_scenario(json.loads(path.read_text(encoding="utf-8")))
+    request = dca.aiops_scenario_request(scenario)
+    expected = dc.to_json(dca.run_aiops(request, dca.aiops_scenario_effects(scenario)).result)
+    scripted = dca.aiops_scenario_effects(scenario)
+    log: list[str] = []
+
+    def agent(name: str) -> dc.AgentInvoker:
+        def call(input: str, config: dc.RunConfig, /) -> str:
+            log.append(name)
+            invoker: dc.AgentInvoker = getattr(scripted, name)
+            return invoker(input, config)
+
+        return call
+
+    effects = dca.AiOpsEffects(**{a.value: agent(a.value) for a in dca.AiOpsAgent})
+
+    class Stop:
+        raised = False
+
+        def _maybe(self, name: str, action: dca.InvokeAiOpsAgent) -> None:
+            if name == hook and not self.raised and action.agent is dca.AiOpsAgent.EXECUTOR:
+                self.raised = True
+                raise error("stop")
+
+        def effect_started(self, action: dca.InvokeAiOpsAgent, /) -> None:
+            self._maybe("effect_started", action)
+
+        def tools_recorded(self, action: dca.InvokeAiOpsAgent, invocations: object, /) -> None:
+            self._maybe("tools_recorded", action)
+
+        def effect_finished(self, action: dca.InvokeAiOpsAgent, result: object, /) -> None:
+            self._maybe("effect_finished", action)
+
+    sink = dca.ListAiOpsJournalSink()
+    stop = Stop()
+    with pytest.raises(error):
+        dca.run_aiops(request, effects, sink=sink, tools=dct.ToolRecorder(), observer=stop)
+    assert stop.raised
+    assert [entry.call.value for entry in sink.journal(request).entries] == log
+    resumed = dca.run_aiops(
+        request, effects, journal=sink.journal(request), sink=sink, tools=dct.ToolRecorder()
+    )
+    assert dc.to_json(resumed.result) == expected
+    assert [entry.call.value for entry in sink.journal(request).entries] == log
