@@ -40,6 +40,11 @@ LangGraph and Temporal adapters) needs only this module and
 
 from __future__ import annotations
 
+# The chat journal module and the kernel's recorded values are public in full:
+# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
+# each name), added to this module's ``__all__`` below instead of being written out
+# a second time. The codec and MAC functions are picked by name: most of those
+# modules' names stay private.
 from ._chat import journal as _journal
 from ._chat.entries import entry_from_json, entry_to_json
 from ._chat.journal import *  # noqa: F403
@@ -56,12 +61,6 @@ from ._kernel.journal.codec import (
 )
 from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
 from ._kernel.journal.recorded import *  # noqa: F403
-
-# The chat journal module and the kernel's recorded values are public in full:
-# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
-# each name), added to this module's ``__all__`` below instead of being written out
-# a second time. The codec and MAC functions are picked by name: most of those
-# modules' names stay private.
 from ._kernel.public import publish as _publish
 
 __all__ = [

@@ -18,6 +18,9 @@ adapters read. A host that only runs diagnoses uses the drivers of
 
 from __future__ import annotations
 
+# The machine and trace modules are public in full: their ``__all__`` is the
+# list (star imports re-export exactly it, and mypy sees each name), added to
+# this package's ``__all__`` below instead of being written out a second time.
 from ._chat import machine as _machine
 from ._chat import trace as _trace
 from ._chat.drivers import (
@@ -95,10 +98,6 @@ from ._kernel.observe import (
     new_events,
     notify,
 )
-
-# The machine and trace modules are public in full: their ``__all__`` is the
-# list (star imports re-export exactly it, and mypy sees each name), added to
-# this package's ``__all__`` below instead of being written out a second time.
 from ._kernel.public import publish as _publish
 from ._kernel.results import (
     AgentFailed,
