@@ -177,3 +177,26 @@ def test_run_recorders_gatekeepers_are_checked_against_their_factory() -> None:
     with pytest.raises(TypeError, match="reads one ToolRecorder"):
         refuse_foreign_gatekeeper(dct.ToolRecorder().gatekeeper(), recorders, "adapter")
     refuse_foreign_gatekeeper(lambda run_id, output: {}, recorders, "adapter")  # not ours: as given
+
+
+def test_unusual_callables_are_read_right_or_accepted() -> None:
+    _, effects = setup()
+
+    class Static:
+        __call__ = staticmethod(lambda input, config: input)
+
+    class Hostile:
+        def __call__(self, input: str, config: object, /) -> str:
+            return input
+
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(f"no {name}")
+
+    class Short:
+        def __call__(self, input: str) -> str:
+            return input
+
+    for agent in (Static(), Hostile()):
+        dc.Effects(**{**fields(effects), "planner": agent})
+    with pytest.raises(TypeError, match=r"Effects\.planner: .*cannot be called with 2"):
+        dc.Effects(**{**fields(effects), "planner": Short()})

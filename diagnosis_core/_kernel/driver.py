@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -247,7 +248,10 @@ class _Call:
                     f"{size} characters, over the limit of {options.max_question_chars} "
                     f"({self.driver}: max_question_chars=)",
                 )
-        where = pair_location(workflow.request_to_wire(request), has_surrogate)
+        wire = workflow.request_to_wire(request)
+        # One pass in C finds whether there is a surrogate; the walk names where.
+        unstorable = has_surrogate(json.dumps(wire, ensure_ascii=False))
+        where = pair_location(wire, has_surrogate) if unstorable else None
         if where is not None:
             raise PayloadError(
                 f"request{where[1:]}",

@@ -10,6 +10,7 @@ sync/async mix-up into a ``TypeError`` before the run starts.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -151,15 +152,48 @@ CLASSIFIER_SIGNATURE = "(error: BaseException) -> FailureKind"
 """How a failure classifier is called, as a refusal names it."""
 
 
+def _code_takes(function: types.FunctionType, positional: int) -> bool:
+    """:func:`_takes` for a plain Python function, read from its code (no ``inspect``)."""
+    code = function.__code__
+    defaults = len(function.__defaults__ or ())
+    required_keywords = code.co_kwonlyargcount - len(function.__kwdefaults__ or {})
+    most = positional if code.co_flags & inspect.CO_VARARGS else code.co_argcount
+    return required_keywords == 0 and code.co_argcount - defaults <= positional <= most
+
+
+def _plain(function: object) -> types.FunctionType | None:
+    """``function`` if its own code is its signature (not wrapped, no ``__signature__``)."""
+    if type(function) is types.FunctionType and not (
+        hasattr(function, "__wrapped__") or hasattr(function, "__signature__")
+    ):
+        return function
+    return None
+
+
 def _takes(value: object, positional: int) -> bool | None:
     """Whether ``value`` can be called with ``positional`` positional arguments.
 
     None when its signature cannot be read (some builtins and C callables):
-    such a callable is accepted, the call itself is then the check.
+    such a callable is accepted, the call itself is then the check. A plain
+    function, or an object whose class defines ``__call__`` as one, is read
+    from its code (a driver checks every effect of every run); anything else
+    with :func:`inspect.signature`.
     """
+    function = _plain(value)
+    if function is not None:
+        return _code_takes(function, positional)
     try:
+        if not isinstance(value, type) and not hasattr(value, "__signature__"):
+            found = inspect.getattr_static(type(value), "__call__", None)
+            if isinstance(found, staticmethod):  # not bound (inspect reads it as bound)
+                static = _plain(found.__func__)
+                if static is not None:
+                    return _code_takes(static, positional)
+            call = _plain(found)
+            if call is not None:
+                return _code_takes(call, positional + 1)  # bound: ``self`` comes first
         signature = inspect.signature(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except Exception:  # unreadable (a builtin, a C callable, a hostile object)
         return None
     try:
         signature.bind(*([None] * positional))
