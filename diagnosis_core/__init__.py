@@ -113,6 +113,7 @@ from ._kernel.observe import (
     Observer,
     ObserverWarning,
 )
+from ._kernel.public import publish as _publish
 
 if TYPE_CHECKING:
     from ._chat.reference_gatekeeper import (
@@ -406,3 +407,6 @@ if not TYPE_CHECKING:
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *_LAZY, *_MOVED})
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

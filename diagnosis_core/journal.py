@@ -61,6 +61,7 @@ from ._kernel.journal.codec import (
 )
 from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
 from ._kernel.journal.recorded import *  # noqa: F403
+from ._kernel.public import publish as _publish
 
 __all__ = [
     "JournalEnd",
@@ -81,3 +82,6 @@ __all__ = [
 ]
 __all__ += _journal.__all__
 __all__ += _recorded.__all__
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

@@ -98,6 +98,7 @@ from ._kernel.observe import (
     new_events,
     notify,
 )
+from ._kernel.public import publish as _publish
 from ._kernel.results import (
     AgentFailed,
     AgentReplied,
@@ -164,3 +165,6 @@ __all__ = [
 ]
 __all__ += _machine.__all__
 __all__ += _trace.__all__
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

@@ -91,6 +91,7 @@ from ._kernel.lazy import lazy_attributes
 from ._kernel.plan import (
     PlanStep,
 )
+from ._kernel.public import publish as _publish
 
 if TYPE_CHECKING:
     from ._chat.schema import (
@@ -184,3 +185,6 @@ if not TYPE_CHECKING:
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *_LAZY})
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

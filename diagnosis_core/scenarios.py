@@ -29,6 +29,7 @@ from ._kernel.document import (
 from ._kernel.errors import (
     ScenarioError,
 )
+from ._kernel.public import publish as _publish
 from ._kernel.scripted import (
     ERROR_KINDS,
     ScriptedAgent,
@@ -64,3 +65,6 @@ __all__ = [
     "text_cell",
     "trace_table_lines",
 ]
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

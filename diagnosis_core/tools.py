@@ -37,8 +37,9 @@ from ._chat.reference_gatekeeper import (
     parse_raw_path,
     resolve_raw_path,
 )
-from ._chat.run_recorders import RunRecorders, ToolsFactory
+from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
+from ._kernel.public import publish as _publish
 from ._kernel.tools import (
     RecorderMark,
     ReplayedToolError,
@@ -55,6 +56,7 @@ __all__ = [
     "ReferenceGatekeeper",
     "ReplayedToolError",
     "RunRecorders",
+    "RunRecordersGatekeeper",
     "ToolCallError",
     "ToolCallRecord",
     "ToolEnvelope",
@@ -69,3 +71,6 @@ __all__ = [
     "parse_raw_path",
     "resolve_raw_path",
 ]
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

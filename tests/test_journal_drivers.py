@@ -345,7 +345,8 @@ class Recorder:
 
     def effect_started(self, action: dcm.InvokeAgent | dcm.CallGatekeeper, /) -> None:
         if self._sink is not None:
-            assert self._sink.entries[-1].state is EntryState.STARTED
+            # Before its started entry: no hook between the entry and the effect (§12.5).
+            assert not self._sink.entries or self._sink.entries[-1].state is EntryState.FINISHED
         self.calls.append(("started", action))
 
     def effect_finished(

@@ -170,8 +170,7 @@ def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None
         " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driver')\n"
         "loaded = [m for m in lazy if m in sys.modules]\n"
         "assert not loaded, loaded\n"
-        "assert diagnosis_core.ReferenceGatekeeper.__module__ =="
-        " 'diagnosis_core._chat.reference_gatekeeper'\n"
+        "assert diagnosis_core.ReferenceGatekeeper.__module__ == 'diagnosis_core'\n"
         "assert 'diagnosis_core._chat.reference_gatekeeper' in sys.modules\n"
     )
     assert done.returncode == 0, done.stderr
@@ -353,9 +352,12 @@ def test_aiops_imports_the_kernel_and_public_names_only_never_the_chat_workflow(
     ],
 )
 def test_adapters_testing_and_the_cli_import_public_names_only(prefix: str) -> None:
+    # _kernel.public is how a public namespace names itself on its classes
+    # (``__module__``), package bookkeeping every public namespace calls, not API.
     assert _offenders(
         prefix,
-        lambda _s, t: (_is_public(t) and t != "diagnosis_core.blocks") or t.startswith(prefix),
+        lambda _s, t: (_is_public(t) and t != "diagnosis_core.blocks") or t.startswith(prefix)
+        or t == "diagnosis_core._kernel.public",
     ) == []
 
 

@@ -130,6 +130,16 @@ def _derived(action: object, gatekeeper: object, tools: ToolRecorder | None, jou
     return journal_ledger_equals(journal.entries, tools)
 
 
+def _question(request: DiagnosisRequest) -> str:
+    return request.question
+
+
+def _check_tools(gatekeeper: object, tools: object, driver: str) -> None:
+    from .run_recorders import refuse_foreign_gatekeeper
+
+    refuse_foreign_gatekeeper(gatekeeper, tools, driver)
+
+
 @functools.cache
 def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
     """The chat workflow's parts, loaded at the first run (not by ``import diagnosis_core``)."""
@@ -140,6 +150,7 @@ def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
     return Driving(
         DIAGNOSIS_WORKFLOW, Journal, JournalRecorder, Effects, AsyncEffects, _EFFECT_NAMES,
         perform_effect, perform_effect_async, with_failures=_with_failures, derived=_derived,
+        question=_question, check_tools=_check_tools,
     )
 
 

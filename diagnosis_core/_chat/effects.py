@@ -15,7 +15,16 @@ from typing import Protocol
 import attrs
 
 from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
+from .._kernel.effects import (
+    AGENT_SIGNATURE,
+    ASYNC_AGENT_SIGNATURE,
+    CLASSIFIER_SIGNATURE,
+    AgentInvoker,
+    AgentTable,
+    AsyncAgentInvoker,
+    AsyncAgentTable,
+    effect_field,
+)
 from .._kernel.records import share_repr
 from .enums import AgentName
 from .payloads import ExecutorEvidence
@@ -40,16 +49,34 @@ class AsyncGatekeeper(Protocol):
     def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> Awaitable[object]: ...
 
 
+_AGENT = effect_field(AGENT_SIGNATURE)
+_ASYNC_AGENT = effect_field(ASYNC_AGENT_SIGNATURE)
+_GATEKEEPER = effect_field("(run_id: str, executor_output: ExecutorEvidence) -> object")
+_ASYNC_GATEKEEPER = effect_field(
+    "(run_id: str, executor_output: ExecutorEvidence) -> Awaitable[object]"
+)
+_CLASSIFIER = effect_field(CLASSIFIER_SIGNATURE, 1)
+
+
 @attrs.frozen(repr=False)
 class Effects(AgentTable[AgentName, AgentInvoker]):
-    """The four agents, the gatekeeper and the failure classifier of a sync run."""
+    """The four agents, the gatekeeper and the failure classifier of a sync run.
 
-    planner: AgentInvoker
-    executor: AgentInvoker
-    verifier: AgentInvoker
-    composer: AgentInvoker
-    gatekeeper: Gatekeeper
-    classifier: FailureClassifier = default_failure_classifier
+    Each effect is checked when the effects are built: a missing or ``None``
+    effect, one that is not callable or cannot take the positional arguments
+    it will be called with is a ``TypeError`` naming the field and the
+    expected signature (a callable whose signature cannot be read is
+    accepted). Which kind (sync or ``async def``) is checked by the driver.
+    """
+
+    planner: AgentInvoker = attrs.field(validator=_AGENT)
+    executor: AgentInvoker = attrs.field(validator=_AGENT)
+    verifier: AgentInvoker = attrs.field(validator=_AGENT)
+    composer: AgentInvoker = attrs.field(validator=_AGENT)
+    gatekeeper: Gatekeeper = attrs.field(validator=_GATEKEEPER)
+    classifier: FailureClassifier = attrs.field(
+        default=default_failure_classifier, validator=_CLASSIFIER
+    )
 
 
 @attrs.frozen(repr=False)
@@ -58,14 +85,17 @@ class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
 
     ``AsyncEffects.from_sync(effects)`` wraps sync :class:`Effects` (inherited from
     the kernel's ``AsyncAgentTable``: each effect then runs inline, on the event loop thread).
+    Each effect is checked when built, as :class:`Effects` checks its own.
     """
 
-    planner: AsyncAgentInvoker
-    executor: AsyncAgentInvoker
-    verifier: AsyncAgentInvoker
-    composer: AsyncAgentInvoker
-    gatekeeper: AsyncGatekeeper
-    classifier: FailureClassifier = default_failure_classifier
+    planner: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    executor: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    verifier: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    composer: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    gatekeeper: AsyncGatekeeper = attrs.field(validator=_ASYNC_GATEKEEPER)
+    classifier: FailureClassifier = attrs.field(
+        default=default_failure_classifier, validator=_CLASSIFIER
+    )
 
 
 # --- the right kind of effects for the driver (spec §15, a local error) ------------

@@ -28,7 +28,7 @@ from .._kernel.json import JsonValue
 from .payloads import ExecutorEvidence
 from .reference_gatekeeper import ToolRecorder
 
-__all__ = ["RunRecorders", "ToolsFactory"]
+__all__ = ["RunRecorders", "RunRecordersGatekeeper", "ToolsFactory", "refuse_foreign_gatekeeper"]
 
 ToolsFactory: TypeAlias = Callable[[str, Sequence[dict[str, JsonValue]]], ToolRecorder]
 """``tools=`` of the engine adapters: ``(run_id, records) -> ToolRecorder`` (spec §13).
@@ -89,10 +89,68 @@ class RunRecorders:
         with self._lock:
             self._runs.pop(run_id, None)
 
-    def gatekeeper(self) -> Callable[[str, ExecutorEvidence], dict[str, object]]:
+    def gatekeeper(self) -> RunRecordersGatekeeper:
         """A reference gatekeeper reading, at call time, the ledger of the run it is called for."""
+        return RunRecordersGatekeeper(self)
 
-        def check(run_id: str, executor_output: ExecutorEvidence, /) -> dict[str, object]:
-            return self.recorder(run_id).gatekeeper()(run_id, executor_output)
 
-        return check
+class RunRecordersGatekeeper:
+    """The gatekeeper of :meth:`RunRecorders.gatekeeper`: the ledger of the run it is called for.
+
+    ``recorders`` is the factory it reads, so a driver or adapter given
+    ``tools=`` can tell a gatekeeper built over other recorders
+    (:func:`refuse_foreign_gatekeeper`).
+    """
+
+    __slots__ = ("recorders",)
+
+    def __init__(self, recorders: RunRecorders) -> None:
+        self.recorders = recorders
+
+    def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> dict[str, object]:
+        return self.recorders.recorder(run_id).gatekeeper()(run_id, executor_output)
+
+    def __repr__(self) -> str:
+        return f"RunRecordersGatekeeper({_named(self.recorders)})"
+
+
+def _named(value: object) -> str:
+    """A recorder or factory as a refusal names it: its class and identity."""
+    return f"<{type(value).__name__} at {id(value):#x}>"
+
+
+def refuse_foreign_gatekeeper(gatekeeper: object, tools: object, where: str) -> None:
+    """``TypeError`` when ``gatekeeper`` reads another tool recorder than ``tools`` (spec §13).
+
+    A reference gatekeeper built over one recorder (``recorder.gatekeeper()``)
+    or one :class:`RunRecorders` (``recorders.gatekeeper()``) checks citations
+    against *that* ledger; given with ``tools=`` naming another, it would
+    read a ledger the executor's tools never wrote and reject every run. The
+    package can tell only the gatekeepers it builds (a sync one, or one
+    wrapped by ``AsyncEffects.from_sync``); any other is accepted as given.
+    ``tools`` is the run's :class:`ToolRecorder` (the drivers) or the
+    :data:`ToolsFactory` (the engine adapters).
+    """
+    from .reference_gatekeeper import RecorderGatekeeper
+
+    inner = getattr(gatekeeper, "__wrapped__", gatekeeper)
+    if isinstance(inner, RecorderGatekeeper):
+        source: object = inner.recorder
+        built = "recorder.gatekeeper()"
+        if isinstance(tools, RunRecorders):
+            raise TypeError(
+                f"{where}: the gatekeeper reads one ToolRecorder ({_named(source)}) but tools= "
+                f"is {_named(tools)}, which gives each run its own; use tools.gatekeeper()"
+            )
+    elif isinstance(inner, RunRecordersGatekeeper):
+        source, built = inner.recorders, "recorders.gatekeeper()"
+        if not isinstance(tools, RunRecorders):
+            return  # a host may route one run's recorder through its RunRecorders
+    else:
+        return
+    if source is not tools:
+        raise TypeError(
+            f"{where}: the gatekeeper was built over {_named(source)} ({built}) but tools= is "
+            f"{_named(tools)}; it would check citations against a ledger the executor's "
+            "tools never write. Build it with tools.gatekeeper()"
+        )

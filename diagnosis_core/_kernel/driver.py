@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -49,7 +50,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import attrs
 
 from .effects import check_effects_kind
-from .errors import JournalError
+from .errors import JournalError, PayloadError
+from .facts import has_surrogate, pair_location
 from .loop import Done, adrive_steps, drive_steps
 from .messages import other_request_error
 from .observe import Watcher, notify
@@ -84,7 +86,11 @@ class Driving(Generic[S, Eff, AEff]):
     no such field). ``derived(action, gatekeeper, tools, journal)`` says
     whether a gatekeeper call is the reference gatekeeper over exactly the
     journal's tool calls (spec §12.4); None when the workflow has no
-    gatekeeper.
+    gatekeeper. ``question(request)`` is the request's question, which
+    ``max_question_chars`` bounds (None: the workflow's requests hold none).
+    ``check_tools(gatekeeper, tools, driver)`` refuses, with ``TypeError``, a
+    gatekeeper built over another tool recorder than ``tools=`` (None: the
+    workflow has no gatekeeper).
     """
 
     workflow: Workflow[Any, S, Any, Any, Any, Any, Any]
@@ -97,6 +103,8 @@ class Driving(Generic[S, Eff, AEff]):
     aperform: Callable[..., Awaitable[object]]
     with_failures: Callable[[S, int], S] | None = None
     derived: Callable[[object, object, Any, Any], bool] | None = None
+    question: Callable[[Any], str] | None = None
+    check_tools: Callable[[object, object, str], None] | None = None
 
 
 # --- journaling and the run ----------------------------------------------------------
@@ -129,9 +137,12 @@ class _Journaling:
         if self._executor is not None:
             invocations = self._executor.finish()
             self._executor = None
-            # The optional hook: the executor call's recorded tools (spec §13, §14).
+        recorded = self.recorder.end(result, tool_invocations=invocations)
+        if invocations is not None:
+            # The optional hook: the executor call's recorded tools (spec §13, §14),
+            # once its finished entry is written (no hook between an effect and its entry).
             notify(self._observer, "tools_recorded", action, invocations)
-        return self.recorder.end(result, tool_invocations=invocations)
+        return recorded
 
     def close(self) -> None:
         """The run ended: the end marker goes to the sink (v2, spec §12.2)."""
@@ -216,9 +227,53 @@ class _Call:
             other_driver=driver[1:] if asynchronous else f"a{driver}",
         )
 
-    def start(self, state: object, options: RunOptions) -> _Run:
-        """Check the effects, then prepare the run (options are checked by the caller)."""
+    def check_request(self, options: RunOptions) -> None:
+        """Refuse a request no journal or store could keep, or a question over the limit.
+
+        A string holding a surrogate code point (a lone one: pairs are refused
+        when the request is built) is not UTF-8: a store cannot write it and a
+        journal would not load back, so the run is refused before it is
+        written or any effect runs (spec §12.1), naming the field.
+        """
+        driving, request = self.driving, self.request
+        workflow = driving.workflow
+        if not isinstance(request, workflow.request_type):
+            return  # refused, as before, by the step that reads it
+        question = driving.question
+        if question is not None:
+            size = len(question(request))
+            if size > options.max_question_chars:
+                raise PayloadError(
+                    "request.question",
+                    f"{size} characters, over the limit of {options.max_question_chars} "
+                    f"({self.driver}: max_question_chars=)",
+                )
+        wire = workflow.request_to_wire(request)
+        # One pass in C finds whether there is a surrogate; the walk names where.
+        unstorable = has_surrogate(json.dumps(wire, ensure_ascii=False))
+        where = pair_location(wire, has_surrogate) if unstorable else None
+        if where is not None:
+            raise PayloadError(
+                f"request{where[1:]}",
+                f"holds a lone surrogate code point, which no journal or store can keep "
+                f"({self.driver}; spec §12.1)",
+            )
+
+    def check_call(self, options: RunOptions) -> None:
+        """Everything refused before the run is written or any effect runs (spec §12.1, §15).
+
+        The effects (kind, callability, arity), the request (storable, its
+        question within the limit) and a gatekeeper built over another tool
+        recorder than ``tools=``. Options are checked by the caller, first.
+        """
         self.check_effects()
+        self.check_request(options)
+        check_tools = self.driving.check_tools
+        if check_tools is not None and options.tools is not None:
+            check_tools(getattr(self.effects, "gatekeeper", None), options.tools, self.driver)
+
+    def start(self, state: object, options: RunOptions) -> _Run:
+        """Prepare the run (options and the call are checked by the caller)."""
         return _prepare(self, state, options)
 
     @contextlib.contextmanager
@@ -253,6 +308,7 @@ class _Call:
         turn) and the run stays claimed until the driver leaves the block.
         """
         options.check(self.driver, state=state)
+        self.check_call(options)  # before the store records the run
         if options.store is None:
             yield self.start(state, options)
             return
@@ -267,8 +323,8 @@ class _Call:
         error of the call, not of the first ``next``.
         """
         options.check(self.driver, state=state)
+        self.check_call(options)
         if _claimed(options):
-            self.check_effects()
             return None
         return self.start(state, options)
 

@@ -10,6 +10,7 @@ sync/async mix-up into a ``TypeError`` before the run starts.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -27,8 +28,10 @@ __all__ = [
     "AsyncAgentTable",
     "awaitable_agent",
     "awaitable_call",
+    "check_effect",
     "check_effects_kind",
     "check_run_options",
+    "effect_field",
     "is_async_callable",
     "reject_awaitable",
     "require_awaitable",
@@ -87,6 +90,7 @@ def awaitable_call(call: Callable[[A1, A2], R]) -> Callable[[A1, A2], Awaitable[
     async def wrapped(first: A1, second: A2, /) -> R:
         return call(first, second)
 
+    wrapped.__wrapped__ = call  # type: ignore[attr-defined]  # what it wraps (its signature too)
     return wrapped
 
 
@@ -138,6 +142,125 @@ def is_async_callable(value: object) -> bool:
         return False
 
 
+AGENT_SIGNATURE = "(input: str, config: RunConfig) -> str"
+"""How an agent effect is called, as a refusal names it."""
+
+ASYNC_AGENT_SIGNATURE = "(input: str, config: RunConfig) -> Awaitable[str]"
+"""How an asyncio agent effect is called."""
+
+CLASSIFIER_SIGNATURE = "(error: BaseException) -> FailureKind"
+"""How a failure classifier is called, as a refusal names it."""
+
+
+def _code_takes(function: types.FunctionType, positional: int) -> bool:
+    """:func:`_takes` for a plain Python function, read from its code (no ``inspect``)."""
+    code = function.__code__
+    defaults = len(function.__defaults__ or ())
+    required_keywords = code.co_kwonlyargcount - len(function.__kwdefaults__ or {})
+    most = positional if code.co_flags & inspect.CO_VARARGS else code.co_argcount
+    return required_keywords == 0 and code.co_argcount - defaults <= positional <= most
+
+
+def _plain(function: object) -> types.FunctionType | None:
+    """``function`` if its own code is its signature (not wrapped, no ``__signature__``)."""
+    if type(function) is types.FunctionType and not (
+        hasattr(function, "__wrapped__") or hasattr(function, "__signature__")
+    ):
+        return function
+    return None
+
+
+def _takes(value: object, positional: int) -> bool | None:
+    """Whether ``value`` can be called with ``positional`` positional arguments.
+
+    None when its signature cannot be read (some builtins and C callables):
+    such a callable is accepted, the call itself is then the check. A plain
+    function, or an object whose class defines ``__call__`` as one, is read
+    from its code (a driver checks every effect of every run); anything else
+    with :func:`inspect.signature`.
+    """
+    function = _plain(value)
+    if function is not None:
+        return _code_takes(function, positional)
+    try:
+        if not isinstance(value, type) and not hasattr(value, "__signature__"):
+            found = inspect.getattr_static(type(value), "__call__", None)
+            if isinstance(found, staticmethod):  # not bound (inspect reads it as bound)
+                static = _plain(found.__func__)
+                if static is not None:
+                    return _code_takes(static, positional)
+            call = _plain(found)
+            if call is not None:
+                return _code_takes(call, positional + 1)  # bound: ``self`` comes first
+        signature = inspect.signature(value)  # type: ignore[arg-type]
+    except Exception:  # unreadable (a builtin, a C callable, a hostile object)
+        return None
+    try:
+        signature.bind(*([None] * positional))
+    except TypeError:
+        return False
+    return True
+
+
+def _described(value: object) -> str:
+    if value is None:
+        return "None"
+    try:
+        read = inspect.signature(value)  # type: ignore[arg-type]
+        plain = read.replace(
+            parameters=[p.replace(annotation=p.empty) for p in read.parameters.values()],
+            return_annotation=read.empty,
+        )
+        signature = str(plain)  # the parameters, without annotations
+    except (TypeError, ValueError):
+        signature = ""
+    try:
+        name = getattr(value, "__name__", None) or type(value).__name__
+    except Exception:
+        name = type(value).__name__
+    if not isinstance(name, str):
+        name = type(value).__name__
+    return f"{name}{signature}" if signature else name
+
+
+def check_effect(owner: str, name: str, value: object, positional: int, signature: str) -> None:
+    """Refuse an effect that cannot be called as the driver will call it (spec §2, §15).
+
+    A missing or ``None`` effect, one that is not callable, or one whose
+    signature cannot take ``positional`` positional arguments (defaults and
+    ``*args`` count) is the host's wiring mistake: ``TypeError`` naming
+    ``owner.name`` and the expected ``signature``, before any effect runs —
+    never a fallback answer after the first call. A callable whose signature
+    cannot be read is accepted (nothing to check without calling it).
+    """
+    if value is None or not callable(value):
+        raise TypeError(
+            f"{owner}.{name}: expected a callable {signature}, got {_described(value)}"
+            if value is None
+            else f"{owner}.{name}: expected a callable {signature}, "
+            f"got {type(value).__name__} (not callable)"
+        )
+    if _takes(value, positional) is False:
+        raise TypeError(
+            f"{owner}.{name}: expected a callable {signature}, got {_described(value)}, "
+            f"which cannot be called with {positional} positional argument"
+            f"{'' if positional == 1 else 's'}"
+        )
+
+
+def effect_field(
+    signature: str, positional: int = 2
+) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """An ``attrs`` validator running :func:`check_effect` on one effects field."""
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        check_effect(type(instance).__name__, attribute.name, value, positional, signature)
+
+    validate.signature = signature  # type: ignore[attr-defined]  # read by check_effects_kind
+    validate.positional = positional  # type: ignore[attr-defined]
+    return validate
+
+
 def check_effects_kind(
     effects: object,
     expected: type[Any],
@@ -154,15 +277,20 @@ def check_effects_kind(
     effects) is the host's mistake: without this check it ends as a polite
     fallback ("got coroutine", "the evidence check service was unavailable")
     that hides the bug. A sync effect inside async effects must be an
-    ``async def`` (wrap it, or use ``AsyncEffects.from_sync``).
+    ``async def`` (wrap it, or use ``AsyncEffects.from_sync``). Every effect is
+    also checked as the effects class checks it when built (:func:`check_effect`),
+    for effects changed after construction.
     """
     if not isinstance(effects, expected):
         raise TypeError(
             f"{driver} needs {expected.__name__}, got {type(effects).__name__}"
             f" (use {other_driver} for it)"
         )
+    classifier = getattr(effects, "classifier", None)
+    check_effect(expected.__name__, "classifier", classifier, 1, CLASSIFIER_SIGNATURE)
     for name in names:
-        effect = getattr(effects, name)
+        effect = getattr(effects, name, None)
+        check_effect(expected.__name__, name, effect, 2, _signature_of(expected, name))
         if is_async_callable(effect) != asynchronous:
             kind = "a synchronous callable" if asynchronous else "an async callable"
             raise TypeError(
@@ -170,6 +298,16 @@ def check_effects_kind(
                 f" {'async def' if asynchronous else 'a plain (sync) callable'} effects"
                 f" (use {other_driver} for the other kind)"
             )
+
+
+def _signature_of(effects_type: type[Any], name: str) -> str:
+    """The expected signature of field ``name``: the one its ``attrs`` validator checks."""
+    try:
+        validator = attrs.fields_dict(effects_type)[name].validator
+    except (TypeError, KeyError):
+        validator = None
+    signature: object = getattr(validator, "signature", None)
+    return signature if isinstance(signature, str) else AGENT_SIGNATURE
 
 
 def reject_awaitable(value: object, what: str, driver: str) -> None:

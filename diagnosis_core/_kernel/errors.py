@@ -48,6 +48,10 @@ class PayloadError(DiagnosisError, ValueError):
         self.problem = problem
         super().__init__(f"{path or '$'}: {problem}")
 
+    def __reduce__(self) -> tuple[type[PayloadError], tuple[str, str]]:
+        # Rebuilt from its two fields (``args`` holds the joined message).
+        return type(self), (self.path, self.problem)
+
     @property
     def reason(self) -> str:
         """The readable reason, identical to ``str(error)``."""

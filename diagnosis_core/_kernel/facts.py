@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 from .errors import ConfigError
@@ -246,23 +247,26 @@ def plain_json_copy(value: object) -> object:
     return root[0]
 
 
-def pair_location(value: object) -> str | None:
+def pair_location(
+    value: object, holds: Callable[[str], bool] = has_surrogate_pair
+) -> str | None:
     """The path of the first string or key holding a surrogate pair in plain JSON, or None.
 
     For request material (spec §12.1): a question, a history message or a run
     id JSON would read back as another text is refused where it is built.
     Iterative; containers other than ``dict``/``list`` are not entered.
+    ``holds`` is the test (``has_surrogate``: any surrogate, lone ones too).
     """
     work: list[tuple[object, str]] = [(value, "$")]
     while work:
         node, path = work.pop()
         if type(node) is str:
-            if has_surrogate_pair(node):
+            if holds(node):
                 return path
         elif type(node) is dict:
             for key, child in node.items():
                 where = f"{path}.{key}" if type(key) is str and key.isidentifier() else path
-                if type(key) is str and has_surrogate_pair(key):
+                if type(key) is str and holds(key):
                     return where
                 work.append((child, where))
         elif type(node) is list:

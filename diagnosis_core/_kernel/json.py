@@ -28,7 +28,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .errors import PayloadError
 
@@ -49,6 +49,13 @@ __all__ = [
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 """Any value :func:`json.loads` can return (and :func:`canonical_json` can write)."""
+
+if not TYPE_CHECKING:
+    # At run time the inner references name this module, so they resolve here
+    # whichever module ``get_type_hints`` reads a class's annotations in (its
+    # public namespace, see ``_kernel/public.py``), not only where it is defined.
+    _SELF = typing.ForwardRef("JsonValue", module=__name__)
+    JsonValue = bool | int | float | str | list[_SELF] | dict[str, _SELF] | None
 
 
 _JSON_SCALARS = frozenset({bool, int, float, str, type(None)})

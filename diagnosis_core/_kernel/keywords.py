@@ -39,3 +39,4 @@ class RunKeywords(TypedDict, Generic[J, K, O, T], total=False):
     store: JournalStore | None
     resend_executor: bool
     head: JournalHead | None
+    max_question_chars: int

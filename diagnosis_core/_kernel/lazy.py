@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, MutableMapping
 
+from .public import publish
+
 __all__ = ["lazy_attributes"]
 
 
@@ -27,6 +29,8 @@ def lazy_attributes(
     ``table`` maps a name to the (relative to ``package``) module it is read
     from; the value is stored in ``namespace`` (the module's globals), so it
     is looked up once. Any other name: ``AttributeError`` naming ``module``.
+    A class the namespace exports (``__all__``) is published there when
+    loaded (``_kernel/public.py``).
     """
 
     def load(name: str) -> object:
@@ -35,6 +39,9 @@ def lazy_attributes(
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(home, package), name)
         namespace[name] = value
+        exported = namespace.get("__all__", ())
+        if isinstance(exported, list | tuple) and name in exported:
+            publish(module, namespace, (name,))  # a public class names its namespace
         return value
 
     return load

@@ -185,8 +185,8 @@ def _no_events(state: object) -> Sequence[object]:
 class _Steps(Generic[S, A, R, E]):
     """The lines of one step loop that do not await: the sync and async loops share them.
 
-    :meth:`ask` returns the next effect (after ``recorder.begin`` and
-    ``effect_started``) or :data:`_FINISHED` (after ``recorder.close``);
+    :meth:`ask` returns the next effect (after ``effect_started`` and
+    ``recorder.begin``) or :data:`_FINISHED` (after ``recorder.close``);
     :meth:`feed` records the performed effect's result, advances the state
     and yields each new trace event, announcing it as it is yielded.
     """
@@ -217,9 +217,12 @@ class _Steps(Generic[S, A, R, E]):
             if self.recorder is not None:
                 self.recorder.close()
             return _FINISHED
+        # The hook runs before the started entry, never between it and the effect:
+        # a BaseException it raises (Ctrl-C) leaves the journal as if the effect had
+        # not started, and nothing can come between the entry and the call (§12.5).
+        self.watcher.notify("effect_started", action)
         if self.recorder is not None:
             self.recorder.begin(action)  # type: ignore[arg-type]
-        self.watcher.notify("effect_started", action)
         return action
 
     def feed(self, action: A, result: R) -> Iterator[E]:
@@ -256,10 +259,14 @@ def drive_steps(
 
     Yields every trace event ``advance`` appends (``events`` reads a state's
     trace; without it nothing is yielded but :class:`Done`), then
-    ``Done(state)``. Per effect, in this order: ``recorder.begin``, the
-    observer's ``effect_started``, ``perform``, ``recorder.end``,
+    ``Done(state)``. Per effect, in this order: the observer's
+    ``effect_started``, ``recorder.begin``, ``perform``, ``recorder.end``,
     ``effect_finished`` (with the recorded result), ``advance``, and
-    ``event_appended`` for each new event as it is yielded.
+    ``event_appended`` for each new event as it is yielded. No hook runs
+    between ``recorder.begin`` (a journal's ``started`` entry) and the effect,
+    so a ``BaseException`` a hook raises (``KeyboardInterrupt``,
+    ``SystemExit``) stops the run with no effect recorded as started that was
+    never performed (spec §12.5).
 
     Every action of the machine that is not ``finished`` is an effect ``perform``
     accepts: that is the machine's contract, which its own types state.

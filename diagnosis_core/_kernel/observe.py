@@ -22,8 +22,13 @@ run:
   fact) is handed over as a private copy (:func:`observed_result`).
 
 :func:`notify` is the one place that calls a hook. ``BaseException``\\ s that
-are not ``Exception`` (cancellation, ``KeyboardInterrupt``) still propagate:
-they stop the host, not the run's logic.
+are not ``Exception`` (cancellation, ``KeyboardInterrupt``, ``SystemExit``,
+``GeneratorExit``) still propagate: they stop the host, not the run's logic.
+No hook is called between a journal's ``started`` entry and its effect
+(``effect_started`` comes before the entry, ``tools_recorded`` and
+``effect_finished`` after the ``finished`` entry), so such an exception
+leaves the journal as if the effect had not started, or had finished: a
+resumed run never reports as interrupted an effect that never ran.
 
 The protocol is generic in the workflow's action, result and event types; the
 chat workflow's observer is ``DiagnosisObserver`` (``_chat/observe.py``).
@@ -58,8 +63,9 @@ class Observer(Protocol[A_contra, R_contra, E_contra]):
     """The three hooks a driver calls (protocol §14); every one may be a no-op.
 
     * ``effect_started(action)`` — the effect ``action`` is about to be
-      performed (for a journaling driver: after its ``started`` entry was
-      handed to the sink);
+      performed (for a journaling driver: just before its ``started`` entry
+      is handed to the sink, so no hook runs between that entry and the
+      effect; spec §12.5);
     * ``effect_finished(action, result)`` — it returned ``result`` (an agent's
       text or classified failure, the gatekeeper's raw result or failure);
     * ``event_appended(event)`` — the machine appended ``event`` to the trace.

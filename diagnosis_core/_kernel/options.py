@@ -23,7 +23,21 @@ if TYPE_CHECKING:
     from .journal.store import JournalStore
     from .tools import ToolRecorder
 
-__all__ = ["RunOptions", "merge_options"]
+__all__ = ["DEFAULT_MAX_QUESTION_CHARS", "RunOptions", "merge_options"]
+
+DEFAULT_MAX_QUESTION_CHARS = 100_000
+"""The longest question (in characters) a driver accepts unless told otherwise (spec §12.1).
+
+About 25 000 tokens: far more than a chat question, far less than a pasted
+log that would be sent to four agents and stored in every journal entry's
+request. ``RunOptions(max_question_chars=…)`` changes it per run.
+"""
+
+
+def _question_limit(_instance: object, _attribute: attrs.Attribute[int], value: object) -> None:
+    if type(value) is not int or value < 1:
+        got = repr(value) if type(value) is int else type(value).__name__
+        raise RunOptionsError(f"max_question_chars: expected a positive int, got {got}")
 
 
 def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:
@@ -53,7 +67,12 @@ class RunOptions:
       ``tools``) call as the same attempt;
     * ``observer`` — watches the run (§14);
     * ``store`` — record the run in a :class:`JournalStore`, resuming it when
-      the store holds it (§16; not with ``journal``, ``sink`` or ``state``).
+      the store holds it (§16; not with ``journal``, ``sink`` or ``state``);
+    * ``max_question_chars`` — the longest question the run accepts
+      (:data:`DEFAULT_MAX_QUESTION_CHARS`, 100 000 characters): a longer one is
+      a :class:`PayloadError` before anything runs or is written. A driver
+      option, never part of the request's wire form; AIOps requests hold no
+      question.
 
     The flags must be booleans (``RunOptionsError`` otherwise): a truthy
     string would silently re-send an executor whose tools may have run.
@@ -70,6 +89,9 @@ class RunOptions:
     resend_executor: bool = attrs.field(default=False, validator=_flag("resend_executor"))
     head: JournalHead | None = None
     store: JournalStore | None = None
+    max_question_chars: int = attrs.field(
+        default=DEFAULT_MAX_QUESTION_CHARS, validator=_question_limit
+    )
 
     @property
     def journaling(self) -> bool:

@@ -80,7 +80,7 @@ import inspect
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, ParamSpec, TypedDict
+from typing import Any, ParamSpec, Self, TypedDict
 
 import attrs
 
@@ -96,6 +96,7 @@ from .ledger import (
     invocation_from_record,
     thaw_json,
 )
+from .public import defined_in
 
 __all__ = [
     "RecorderMark",
@@ -136,7 +137,11 @@ def _plain_json(value: object, field: str) -> JsonValue:
 
 def _error_type(error: BaseException) -> str:
     cls = type(error)
+    # A package class is recorded under the module that defines it, as it always
+    # was (the journal's bytes), not the public namespace it names (§12.3).
     module = getattr(cls, "__module__", "")
+    if isinstance(module, str) and module.startswith("diagnosis_core"):
+        module = defined_in(cls)
     name = getattr(cls, "__qualname__", cls.__name__)
     return name if module in ("builtins", "", None) else f"{module}.{name}"
 
@@ -173,8 +178,13 @@ def replayed_error(error: ToolCallError) -> BaseException:
     found: object = None
     if not module:
         found = getattr(builtins, name, None)
-    elif module == _errors.__name__:
-        found = getattr(_errors, name, None)
+    else:
+        candidate = getattr(_errors, name, None)
+        # Recorded where it is defined, or under its public namespace.
+        if module == _errors.__name__ or (
+            isinstance(candidate, type) and candidate.__module__ == module
+        ):
+            found = candidate
     if isinstance(found, type) and issubclass(found, Exception):
         try:
             return found(error.message)
@@ -250,7 +260,7 @@ class ToolRecorder:
     @classmethod
     def from_records(
         cls, records: Sequence[object], *, clock: Callable[[], float] | None = None
-    ) -> ToolRecorder:
+    ) -> Self:
         """A recorder holding existing §13 entries (e.g. from a run journal).
 
         Strict like a scenario (the rules of ``ledger_from_records``): unknown
@@ -258,7 +268,9 @@ class ToolRecorder:
         :class:`LedgerError`\\ s naming the entry; and, for the numbering, an
         id not of the form ``inv-<n>`` or a duplicate id. Numbering continues
         after the highest id (gaps are allowed: a call still running when an
-        entry was written is not in it).
+        entry was written is not in it). Returns the class it is called on
+        (``diagnosis_core.tools.ToolRecorder.from_records`` is one with
+        :meth:`~diagnosis_core.tools.ToolRecorder.gatekeeper`).
         """
         if not isinstance(records, list | tuple):
             raise LedgerError(f"records: expected an array, got {type(records).__name__}")

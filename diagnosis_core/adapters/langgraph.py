@@ -94,6 +94,7 @@ from .. import (
     DiagnosisState,
     Effects,
 )
+from .._kernel.public import publish as _publish
 from ..journal import (
     Journal,
     JournalEntry,
@@ -429,3 +430,6 @@ async def aresume_diagnosis_graph(
     """The asyncio variant of :func:`resume_diagnosis_graph`."""
     state: DiagnosisState = await core.aresume_graph(_FLOW, graph, thread_id, options)
     return state
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

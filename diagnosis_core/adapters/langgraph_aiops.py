@@ -42,6 +42,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from .. import aiops
+from .._kernel.public import publish as _publish
 from ..journal import entry_to_wire
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
@@ -205,3 +206,6 @@ async def aresume_aiops_graph(
     """The asyncio variant of :func:`resume_aiops_graph`."""
     state: aiops.AiOpsState = await core.aresume_graph(_FLOW, graph, thread_id, options)
     return state
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

@@ -15,6 +15,7 @@ from __future__ import annotations
 # The enum and payload modules are public in full: their ``__all__`` is the
 # list (star imports re-export exactly it, and mypy sees each name), added to
 # this package's ``__all__`` below instead of being written out a second time.
+from .._kernel.public import publish as _publish
 from . import _enums, _payloads
 from ._alertmanager import (
     ALERTMANAGER_WEBHOOK_VERSION,
@@ -253,3 +254,6 @@ __all__ = [
 ]
 __all__ += _enums.__all__
 __all__ += _payloads.__all__
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

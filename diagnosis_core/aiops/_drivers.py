@@ -37,7 +37,16 @@ import attrs
 from .._kernel import driver as _driver
 from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.driver import Driving
-from .._kernel.effects import AgentInvoker, AgentTable, AsyncAgentInvoker, AsyncAgentTable
+from .._kernel.effects import (
+    AGENT_SIGNATURE,
+    ASYNC_AGENT_SIGNATURE,
+    CLASSIFIER_SIGNATURE,
+    AgentInvoker,
+    AgentTable,
+    AsyncAgentInvoker,
+    AsyncAgentTable,
+    effect_field,
+)
 from .._kernel.keywords import RunKeywords
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
@@ -77,15 +86,27 @@ __all__ = [
 ]
 
 
+_AGENT = effect_field(AGENT_SIGNATURE)
+_ASYNC_AGENT = effect_field(ASYNC_AGENT_SIGNATURE)
+_CLASSIFIER = effect_field(CLASSIFIER_SIGNATURE, 1)
+
+
 @attrs.frozen
 class AiOpsEffects(AgentTable[AiOpsAgent, AgentInvoker]):
-    """The four agents and the failure classifier of a synchronous AIOps run."""
+    """The four agents and the failure classifier of a synchronous AIOps run.
 
-    supervisor: AgentInvoker
-    planner: AgentInvoker
-    executor: AgentInvoker
-    reporter: AgentInvoker
-    classifier: FailureClassifier = default_failure_classifier
+    Each effect is checked when built: a missing or ``None`` effect, one that
+    is not callable or cannot take ``(input, config)`` is a ``TypeError``
+    naming the field and the expected signature (as ``Effects`` checks its own).
+    """
+
+    supervisor: AgentInvoker = attrs.field(validator=_AGENT)
+    planner: AgentInvoker = attrs.field(validator=_AGENT)
+    executor: AgentInvoker = attrs.field(validator=_AGENT)
+    reporter: AgentInvoker = attrs.field(validator=_AGENT)
+    classifier: FailureClassifier = attrs.field(
+        default=default_failure_classifier, validator=_CLASSIFIER
+    )
 
 
 @attrs.frozen
@@ -93,13 +114,16 @@ class AsyncAiOpsEffects(AsyncAgentTable[AiOpsAgent, AiOpsEffects]):
     """The four agents and the failure classifier of an asyncio AIOps run.
 
     To run sync agents here, wrap them: ``AsyncAiOpsEffects.from_sync(effects)``.
+    Each effect is checked when built, as :class:`AiOpsEffects` checks its own.
     """
 
-    supervisor: AsyncAgentInvoker
-    planner: AsyncAgentInvoker
-    executor: AsyncAgentInvoker
-    reporter: AsyncAgentInvoker
-    classifier: FailureClassifier = default_failure_classifier
+    supervisor: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    planner: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    executor: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    reporter: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    classifier: FailureClassifier = attrs.field(
+        default=default_failure_classifier, validator=_CLASSIFIER
+    )
 
 
 _AGENT_NAMES = tuple(agent.value for agent in AiOpsAgent)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from .._kernel.public import publish as _publish
 from ._corpus import PROTOCOL_VERSION, Case, document_text, load_corpus
 from ._document import RESUME_FORMAT, resume_document_state, run_document, run_document_line
 from ._runner import (
@@ -86,3 +87,6 @@ __all__ = [
     "select_cases",
     "write_schemas",
 ]
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

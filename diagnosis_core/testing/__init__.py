@@ -36,6 +36,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     ) from error
 
 from .. import scenario_effects
+from .._kernel.public import publish as _publish
 from ..scenarios import ScriptedAgent, ScriptedGatekeeper, ScriptedGatekeeperEntry, ScriptedResponse
 from ._doubles import (
     AsyncEffectsRecorder,
@@ -200,3 +201,6 @@ __all__ = [
     "verifier_output_texts",
     "verifier_outputs",
 ]
+
+# Public classes name this namespace, not the private module defining them.
+_publish(__name__, globals(), __all__)

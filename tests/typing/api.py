@@ -336,7 +336,8 @@ def tools() -> dc.ToolLedger:
     factory: dct.ToolsFactory = recorders
     assert_type(factory("run-1", recorder.to_records()), dct.ToolRecorder)
     assert_type(recorders.recorder("run-1"), dct.ToolRecorder)
-    per_run: dc.Gatekeeper = recorders.gatekeeper()
+    per_run_gatekeeper: dct.RunRecordersGatekeeper = recorders.gatekeeper()
+    per_run: dc.Gatekeeper = per_run_gatekeeper
     assert per_run
     recorders.forget("run-1")
     resumed.replay(recorder.records())  # answer identical calls from these records

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import attrs
 
@@ -261,7 +261,7 @@ class JournalHead:
         return stored_json({"entries": self.entries, "mac": self.mac})
 
     @classmethod
-    def from_json(cls, text: str) -> JournalHead:
+    def from_json(cls, text: str) -> Self:
         """Parse a head strictly; :class:`JournalError` naming what is wrong."""
         try:
             data = loads_stored(text)

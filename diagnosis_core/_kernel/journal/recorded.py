@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from typing import TypeAlias
+from typing import Self, TypeAlias
 
 import attrs
 
@@ -72,7 +72,7 @@ class RecordedGatekeeperResult:
     result_json: str
 
     @classmethod
-    def of(cls, value: object) -> RecordedGatekeeperResult:
+    def of(cls, value: object) -> Self:
         """Record a JSON value; :class:`JournalError` if it is not one."""
         try:
             return cls(canonical_json(value))

@@ -1,0 +1,117 @@
+"""Which public namespace a public class names as its home (``__module__``).
+
+Classes are defined in private modules (``_chat/``, ``_kernel/``,
+``aiops/_*.py``) and exported from the public namespaces. A traceback, a
+class repr and pickle read ``__module__``: left as defined, they name a
+private module (``diagnosis_core._kernel.errors.MachineError``) that a host
+must never import. Each public namespace calls :func:`publish` on its
+``__all__`` once it is built; every class it exports that still names a
+private module, or a public namespace later in :data:`HOMES`, then names this
+one. So the home of a class is the first namespace of :data:`HOMES` that
+exports it and has been imported (``diagnosis_core`` before the audience
+namespaces; :mod:`diagnosis_core.blocks`, a deprecated shim, is no home).
+The name always resolves there: pickle finds the class where it says it is.
+
+Moving ``__module__`` would change where :func:`typing.get_type_hints` reads
+the class's string annotations (``from __future__ import annotations``); so
+the class's own annotations are first resolved in the module that defines
+it (those that cannot be, such as names imported for type checking only,
+stay strings). :func:`defined_in` keeps the defining module for the few
+places that store a class's name as data (a recorded tool error's ``type``,
+spec §12.3), whose bytes must not change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import typing
+from collections.abc import Iterable, Mapping
+
+__all__ = ["HOMES", "defined_in", "publish"]
+
+HOMES = (
+    "diagnosis_core",
+    "diagnosis_core.protocol",
+    "diagnosis_core.machine",
+    "diagnosis_core.journal",
+    "diagnosis_core.tools",
+    "diagnosis_core.scenarios",
+    "diagnosis_core.aiops",
+    "diagnosis_core.stores",
+    "diagnosis_core.testing",
+    "diagnosis_core.conformance",
+)
+"""The public namespaces in order of precedence; ``diagnosis_core.adapters.*`` come
+after, in alphabetical order."""
+
+_DEFINED: dict[type, str] = {}
+
+
+def defined_in(cls: type) -> str:
+    """The module that defines ``cls`` (its ``__module__`` before :func:`publish`)."""
+    return _DEFINED.get(cls, cls.__module__)
+
+
+def _is_private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split("."))
+
+
+def _rank(namespace: str) -> tuple[int, str] | None:
+    if namespace in HOMES:
+        return HOMES.index(namespace), ""
+    if namespace.startswith("diagnosis_core.adapters.") and not _is_private(namespace):
+        return len(HOMES), namespace
+    return None
+
+
+def _resolve_annotations(cls: type, module: str) -> None:
+    """Resolve ``cls``'s own string annotations where it is defined (see the module doc)."""
+    own = cls.__dict__.get("__annotations__")  # noqa: RUF063 - its own, never inherited
+    if not isinstance(own, dict) or not any(isinstance(v, str) for v in own.values()):
+        return
+    defining = sys.modules.get(module)
+    if defining is None:
+        return
+    globalns, localns = vars(defining), dict(vars(cls))
+    resolved: dict[str, object] = {}
+    for name, annotation in own.items():
+        if isinstance(annotation, str):
+            # As get_type_hints reads a class (nested forward references included),
+            # one annotation at a time; one unresolvable where it is written (a
+            # type-checking-only name) is left as it was.
+            holder = type("holder", (), {"__annotations__": {name: annotation}})
+            with contextlib.suppress(Exception):
+                annotation = typing.get_type_hints(
+                    holder, globalns, localns, include_extras=True
+                )[name]
+        resolved[name] = annotation
+    type.__setattr__(cls, "__annotations__", resolved)
+
+
+def publish(namespace: str, values: Mapping[str, object], names: Iterable[str]) -> None:
+    """Make ``namespace`` the ``__module__`` of the classes it exports, per :data:`HOMES`.
+
+    ``values`` is the namespace's globals, ``names`` its ``__all__``; a name
+    not yet loaded (a lazy one) is skipped here and published when loaded.
+    Only the package's own classes move; a class already at home in a
+    namespace of higher precedence stays.
+    """
+    rank = _rank(namespace)
+    if rank is None:
+        return
+    for name in names:
+        cls = values.get(name)
+        if not isinstance(cls, type) or cls.__qualname__ != name:
+            continue
+        current = cls.__module__
+        if not current.startswith("diagnosis_core"):
+            continue
+        if not _is_private(current):
+            held = _rank(current)
+            if held is not None and held <= rank:
+                continue
+        if cls not in _DEFINED:
+            _DEFINED[cls] = current
+            _resolve_annotations(cls, current)
+        cls.__module__ = namespace
