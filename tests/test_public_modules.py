@@ -54,18 +54,7 @@ def _private(module: str) -> bool:
     return any(part.startswith("_") for part in module.split("."))
 
 
-NAMESPACES = [
-    pytest.param(
-        name,
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="diagnosis_core/stores/__init__.py does not publish yet (owned elsewhere): "
-            "it needs `_publish(__name__, globals(), __all__)`",
-        ),
-    )
-    if name == "diagnosis_core.stores" else name
-    for name in _namespaces()
-]
+NAMESPACES = _namespaces()
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

@@ -24,6 +24,7 @@ them. ``import diagnosis_core`` does not load this package.
 from __future__ import annotations
 
 from .._kernel.journal.store import StoreSink
+from .._kernel.public import publish as _publish
 from ..journal import entry_from_json, entry_to_json
 from ._base import (
     Feedback,
@@ -78,3 +79,5 @@ __all__ = [
     "run_status",
     "session_report",
 ]
+
+_publish(__name__, globals(), __all__)
