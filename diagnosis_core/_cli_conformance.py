@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 import time
@@ -16,7 +17,6 @@ from .conformance import (
     BatchCommand,
     Case,
     FileCommand,
-    PythonModule,
     failure_lines,
     junit_xml,
     load_corpus,
@@ -24,6 +24,7 @@ from .conformance import (
     select_cases,
     write_schemas,
 )
+from .conformance._runner import inert, python_process
 
 __all__ = ["add_conformance_parser", "write_all_schemas"]
 
@@ -63,7 +64,7 @@ def _out(text: str) -> None:
 
 
 def _usage(message: str) -> int:
-    sys.stderr.write(f"diagnosis-core: {message}\n")
+    sys.stderr.write(f"diagnosis-core: {inert(message)}\n")
     return EXIT_USAGE
 
 
@@ -80,9 +81,9 @@ def _list(args: argparse.Namespace) -> int:
         return _usage(f"cannot load the corpus: {error}")
     lines = [f"protocol {PROTOCOL_VERSION}"]
     for area, items in _iter_areas(cases):
-        lines.append(f"{area:<24}{len(items):>5}")
+        lines.append(f"{inert(area):<24}{len(items):>5}")
         if args.verbose:
-            lines += [f"  {case.name}: {case.why}" for case in items]
+            lines += [f"  {inert(case.name)}: {inert(case.why)}" for case in items]
     lines.append(f"{'total':<24}{len(cases):>5}")
     _out("\n".join(lines) + "\n")
     return EXIT_OK
@@ -93,7 +94,15 @@ def _implementation(args: argparse.Namespace) -> Any:
     if args.python is not None:
         if args.batch:
             raise ValueError("--batch goes with --cli, not --python")
-        return PythonModule.load(args.python, args.timeout)
+        top = args.python.partition(".")[0]
+        try:
+            found = bool(top) and importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise ValueError(f"--python: no module named {args.python!r}")
+        # In a child process: the module's exit, crash or hang fails a case, not the run.
+        return python_process(args.python, args.timeout)
     words = _command_words(args.cli)
     if args.batch:
         return BatchCommand(words, args.timeout)
