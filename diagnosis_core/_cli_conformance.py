@@ -165,7 +165,8 @@ def add_conformance_parser(commands: Any, parser_class: type[argparse.ArgumentPa
     target.add_argument("--cli", metavar="CMD",
                         help='a command; "CMD run --json FILE" is run per case')
     target.add_argument("--python", metavar="MODULE",
-                        help="a module defining run_document(text: str) -> dict")
+                        help="a module defining run_document(text: str) -> dict "
+                        "(run in a child process)")
     run.add_argument("--batch", action="store_true",
                      help='start "CMD run --json --batch" once; one document per line')
     run.add_argument("-k", metavar="PATTERN",

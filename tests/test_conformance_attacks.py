@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from diagnosis_core.conformance import Case, load_corpus
-from diagnosis_core.conformance._runner import PythonModule, compare
+from diagnosis_core.conformance._runner import CaseFailure, PythonModule, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "diagnosis_core"]
@@ -163,7 +163,7 @@ def test_a_python_result_with_keys_that_collide_on_the_wire_fails_the_case() -> 
     """``{1: …, "1": …}`` is two keys in Python and one duplicated key in JSON."""
     case = Case("x", "y", "§9 test", document={}, expected={"1": "b"})
     module = PythonModule(lambda text: {1: "a", "1": "b"})
-    with pytest.raises(Exception, match="duplicate key"):
+    with pytest.raises(CaseFailure, match="duplicate key"):
         module.run("{}")
     assert compare(case, {"1": "b"}) == []
 
@@ -173,7 +173,7 @@ def test_an_implementations_stderr_is_shown_terminal_safe(tmp_path: Path, batch:
     """A window title, a screen clear, C1 and bidi controls, a forged summary line."""
     body = """
         sys.stderr.write("\\x1b]0;pwned\\x07\\x1b[2J\\x1b[H\\u009b31m\\u202eevil\\r\\n"
-                         "324 passed, 0 failed (0.1 s)\\n")
+                         "326 passed, 0 failed (0.1 s)\\n")
         sys.stderr.flush()
         os._exit(1)
     """
@@ -182,14 +182,14 @@ def test_an_implementations_stderr_is_shown_terminal_safe(tmp_path: Path, batch:
     for control in ("\x1b", "\x07", "\r", "\x9b", "\u202e"):
         assert control not in done.stdout
     assert "\\x1b]0;pwned\\x07\\x1b[2J" in done.stdout
-    assert not any(line.startswith("324 passed") for line in done.stdout.splitlines())
+    assert not any(line.startswith("326 passed") for line in done.stdout.splitlines())
 
 
 @BOTH
 def test_a_refusal_message_is_shown_terminal_safe(tmp_path: Path, batch: bool) -> None:
     """A refusal where a result was expected prints the message: inert, on one line."""
     body = """
-        message = "\\x1b[2J\\u009b2J\\u202e\\n324 passed, 0 failed (0.1 s)"
+        message = "\\x1b[2J\\u009b2J\\u202e\\n326 passed, 0 failed (0.1 s)"
         if "--batch" in sys.argv:
             return json.dumps({"error": message}).encode() + b"\\n"
         sys.stderr.write(message)
@@ -200,13 +200,13 @@ def test_a_refusal_message_is_shown_terminal_safe(tmp_path: Path, batch: bool) -
     _assert_only_happy_fails(done, "expected a result got a refusal")
     for control in ("\x1b", "\x9b", "\u202e"):
         assert control not in done.stdout
-    assert not any(line.startswith("324 passed") for line in done.stdout.splitlines())
+    assert not any(line.startswith("326 passed") for line in done.stdout.splitlines())
 
 
 def test_a_python_exception_message_is_shown_terminal_safe(tmp_path: Path) -> None:
     name = _fake_module(tmp_path, """
         def run_document(text):
-            raise RuntimeError("\\x1b]0;pwned\\x07\\n324 passed, 0 failed (0.1 s)")
+            raise RuntimeError("\\x1b]0;pwned\\x07\\n326 passed, 0 failed (0.1 s)")
     """)
     done = _kit("--python", name, "-k", "routing/happy", cwd=tmp_path)
     assert done.returncode == 1
@@ -219,8 +219,8 @@ def test_what_a_python_module_prints_never_reaches_the_report(tmp_path: Path) ->
     """Its standard output goes to standard error: the report is the runner's alone."""
     name = _fake_module(tmp_path, """
         import os, sys
-        print("324 passed, 0 failed (0.1 s)", flush=True)
-        os.write(1, b"\\x1b[2J324 passed, 0 failed (0.1 s)\\n")
+        print("326 passed, 0 failed (0.1 s)", flush=True)
+        os.write(1, b"\\x1b[2J326 passed, 0 failed (0.1 s)\\n")
         def run_document(text):
             print("\\x1b]0;pwned\\x07", flush=True)
             raise RuntimeError("broken")
@@ -228,18 +228,18 @@ def test_what_a_python_module_prints_never_reaches_the_report(tmp_path: Path) ->
     done = _kit("--python", name, "-k", "routing/happy", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout.splitlines()[0].startswith("FAIL routing/happy_path: $: raised")
-    assert "\x1b" not in done.stdout and "324 passed" not in done.stdout
+    assert "\x1b" not in done.stdout and "326 passed" not in done.stdout
 
 
 def test_case_names_and_whys_of_another_corpus_are_shown_terminal_safe(tmp_path: Path) -> None:
-    case = {"name": "x\x1b[2J", "why": "§9 \x1b]0;pwned\x07\n324 passed",
+    case = {"name": "x\x1b[2J", "why": "§9 \x1b]0;pwned\x07\n326 passed",
             "document": HAPPY.document, "expected": {"outcome": "NONE"}}
     _corpus_file(tmp_path / "corpus", [case])
     done = _kit("--python", "diagnosis_core.conformance", "--corpus", str(tmp_path / "corpus"))
     assert done.returncode == 1
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "FAIL routing/x\\x1b[2J: $.outcome" in done.stdout
-    assert not any(line.startswith("324 passed") for line in done.stdout.splitlines())
+    assert not any(line.startswith("326 passed") for line in done.stdout.splitlines())
 
 
 @BOTH
@@ -282,7 +282,7 @@ def test_deeply_nested_json_in_process_is_a_failed_case() -> None:
     value: dict[str, object] = {}
     for _ in range(DEEP):
         value = {"a": value}
-    with pytest.raises(Exception, match="nesting too deep"):
+    with pytest.raises(CaseFailure, match="nesting too deep"):
         PythonModule(lambda text: value).run("{}")
 
 
@@ -490,3 +490,9 @@ def test_an_endless_line_fails_the_case_without_exhausting_memory(
     """
     done = _run_cli(tmp_path, body, batch, "--timeout", "60")
     _assert_only_happy_fails(done, "longer than")
+
+
+def test_a_python_module_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    done = _kit("--python", "no_such_module_here", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "diagnosis-core: --python: no module named 'no_such_module_here'\n"

@@ -301,6 +301,7 @@ class BatchCommand:
     _process: subprocess.Popen[bytes] | None = None
     _lines: queue.Queue[object] = attrs.field(factory=queue.Queue)
     _stderr: list[bytes] = attrs.field(factory=list)
+    _drainer: threading.Thread | None = attrs.field(default=None, init=False)
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
@@ -311,9 +312,10 @@ class BatchCommand:
         process = _popen([*self.command, "run", "--json", "--batch"], subprocess.PIPE)
         assert process.stdout is not None and process.stderr is not None
         threading.Thread(target=_pump, args=(process.stdout, self._lines), daemon=True).start()
-        threading.Thread(
+        self._drainer = threading.Thread(
             target=_drain, args=(process.stderr, self._stderr), daemon=True
-        ).start()
+        )
+        self._drainer.start()
         self._process = process
         return process
 
@@ -378,6 +380,8 @@ class BatchCommand:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=_GRACE)
             status = process.poll()
+        if self._drainer is not None:  # what it wrote before it ended, read to the end
+            self._drainer.join(_GRACE)
         self._stop()
         tail = _stderr_text(self._stderr)
         return _status(status) + (f": {tail}" if tail else "")
