@@ -63,6 +63,22 @@ def _out(text: str) -> None:
     sys.stdout.buffer.flush()
 
 
+MAX_TIMEOUT = 86400.0
+"""The longest ``--timeout`` (a day): a case's deadline is always a real time."""
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``'s value: a number of seconds, more than 0 and at most a day."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds <= MAX_TIMEOUT:  # also refuses nan
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give more than 0 and at most {MAX_TIMEOUT:g} seconds")
+    return seconds
+
+
 def _usage(message: str) -> int:
     sys.stderr.write(f"diagnosis-core: {inert(message)}\n")
     return EXIT_USAGE
@@ -172,8 +188,8 @@ def add_conformance_parser(commands: Any, parser_class: type[argparse.ArgumentPa
     run.add_argument("-k", metavar="PATTERN",
                      help="only cases whose area/name contains PATTERN (or matches a glob)")
     run.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
-    run.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                     help="time-out per case (default 30)")
+    run.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                     help="time-out per case (default 30, at most a day)")
     run.add_argument("--corpus", metavar="DIR", help="another corpus directory")
 
 

@@ -496,3 +496,12 @@ def test_a_python_module_that_is_not_there_is_a_usage_error(tmp_path: Path) -> N
     done = _kit("--python", "no_such_module_here", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == "diagnosis-core: --python: no module named 'no_such_module_here'\n"
+
+
+@pytest.mark.parametrize("seconds", ["inf", "nan", "0", "-1", "1e300", "soon"])
+def test_a_timeout_that_is_not_a_real_deadline_is_a_usage_error(seconds: str) -> None:
+    """``--timeout inf`` was an OverflowError traceback once the first case waited."""
+    done = _kit("--python", "diagnosis_core.conformance", "-k", "routing/happy",
+                "--timeout", seconds)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--timeout" in done.stderr and "Traceback" not in done.stderr
