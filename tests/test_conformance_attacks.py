@@ -387,15 +387,31 @@ def test_a_hanging_implementation_times_out_per_case(tmp_path: Path, batch: bool
 @BOTH
 def test_a_hang_whose_child_keeps_the_output_open_times_out(tmp_path: Path, batch: bool) -> None:
     """The implementation's own child holds stdout: the whole process group is ended."""
-    body = """
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    pids = tmp_path / "pids"
+    body = f"""
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open({str(pids)!r}, "a") as handle:
+            handle.write(f"{{child.pid}}\\n")
         os._exit(3) if "--batch" not in sys.argv else time.sleep(600)
     """
     started = time.monotonic()
-    done = _run_cli(tmp_path, body, batch, "--timeout", "2")
+    done = _run_cli(tmp_path, body, batch, "--timeout", "15")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL routing/happy_path: $: " in done.stdout
-    assert time.monotonic() - started < 120
+    assert time.monotonic() - started < 240
+    started_pids = [int(line) for line in pids.read_text().split()]
+    assert started_pids
+    time.sleep(1)
+    assert [pid for pid in started_pids if _alive(pid)] == []
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def test_a_batch_process_that_stops_reading_times_out(tmp_path: Path) -> None:
