@@ -343,12 +343,18 @@ def test_a_corpus_of_the_wrong_shape_is_a_usage_error_in_one_line(tmp_path: Path
 
 
 def test_an_implementation_printing_its_line_twice_fails(tmp_path: Path) -> None:
-    """The second copy is not the next case's answer: the batch is out of step."""
+    """The second copy is not the next case's answer: the batch is out of step.
+
+    Whether a copy is seen waiting before the next document is sent or read as
+    the next answer (and compared) depends on when it arrives; either way a
+    copy is found no later than the end of the run, where every line nobody
+    asked for is counted.
+    """
     done = _run_cli(tmp_path, "return line + line", True)
-    assert done.returncode == 1
+    assert done.returncode == 1, done.stdout
     failures = _failures(done.stdout)
-    assert failures, done.stdout
-    assert all("more than one line" in problem for problem in failures.values()), failures
+    assert any("more than one line" in problem for problem in failures.values()), failures
+    assert not done.stdout.splitlines()[-1].startswith(f"{len(ROUTING)} passed")
 
 
 def test_an_implementation_printing_a_line_after_the_last_document_fails(
