@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 import time
@@ -16,7 +17,6 @@ from .conformance import (
     BatchCommand,
     Case,
     FileCommand,
-    PythonModule,
     failure_lines,
     junit_xml,
     load_corpus,
@@ -24,6 +24,7 @@ from .conformance import (
     select_cases,
     write_schemas,
 )
+from .conformance._runner import inert, python_process
 
 __all__ = ["add_conformance_parser", "write_all_schemas"]
 
@@ -62,8 +63,24 @@ def _out(text: str) -> None:
     sys.stdout.buffer.flush()
 
 
+MAX_TIMEOUT = 86400.0
+"""The longest ``--timeout`` (a day): a case's deadline is always a real time."""
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``'s value: a number of seconds, more than 0 and at most a day."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds <= MAX_TIMEOUT:  # also refuses nan
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give more than 0 and at most {MAX_TIMEOUT:g} seconds")
+    return seconds
+
+
 def _usage(message: str) -> int:
-    sys.stderr.write(f"diagnosis-core: {message}\n")
+    sys.stderr.write(f"diagnosis-core: {inert(message)}\n")
     return EXIT_USAGE
 
 
@@ -80,9 +97,9 @@ def _list(args: argparse.Namespace) -> int:
         return _usage(f"cannot load the corpus: {error}")
     lines = [f"protocol {PROTOCOL_VERSION}"]
     for area, items in _iter_areas(cases):
-        lines.append(f"{area:<24}{len(items):>5}")
+        lines.append(f"{inert(area):<24}{len(items):>5}")
         if args.verbose:
-            lines += [f"  {case.name}: {case.why}" for case in items]
+            lines += [f"  {inert(case.name)}: {inert(case.why)}" for case in items]
     lines.append(f"{'total':<24}{len(cases):>5}")
     _out("\n".join(lines) + "\n")
     return EXIT_OK
@@ -93,7 +110,15 @@ def _implementation(args: argparse.Namespace) -> Any:
     if args.python is not None:
         if args.batch:
             raise ValueError("--batch goes with --cli, not --python")
-        return PythonModule.load(args.python, args.timeout)
+        top = args.python.partition(".")[0]
+        try:
+            found = bool(top) and importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise ValueError(f"--python: no module named {args.python!r}")
+        # In a child process: the module's exit, crash or hang fails a case, not the run.
+        return python_process(args.python, args.timeout)
     words = _command_words(args.cli)
     if args.batch:
         return BatchCommand(words, args.timeout)
@@ -156,14 +181,15 @@ def add_conformance_parser(commands: Any, parser_class: type[argparse.ArgumentPa
     target.add_argument("--cli", metavar="CMD",
                         help='a command; "CMD run --json FILE" is run per case')
     target.add_argument("--python", metavar="MODULE",
-                        help="a module defining run_document(text: str) -> dict")
+                        help="a module defining run_document(text: str) -> dict "
+                        "(run in a child process)")
     run.add_argument("--batch", action="store_true",
                      help='start "CMD run --json --batch" once; one document per line')
     run.add_argument("-k", metavar="PATTERN",
                      help="only cases whose area/name contains PATTERN (or matches a glob)")
     run.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
-    run.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                     help="time-out per case (default 30)")
+    run.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                     help="time-out per case (default 30, at most a day)")
     run.add_argument("--corpus", metavar="DIR", help="another corpus directory")
 
 

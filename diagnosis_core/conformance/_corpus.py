@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from diagnosis_core import JsonValue
+from diagnosis_core.protocol import describe_value, loads_stored
 
 __all__ = ["AREAS", "PROTOCOL_VERSION", "Case", "corpus_files", "document_text", "load_corpus"]
 
@@ -100,7 +101,28 @@ def corpus_files(directory: Path | None = None) -> list[Path]:
     return sorted((directory or corpus_directory()).glob("*.json"))
 
 
-def _case(area: str, item: Mapping[str, Any]) -> Case:
+_CASE_KEYS = frozenset({"name", "why", "document", "text", "expected", "error_names"})
+
+
+def _case(area: str, index: int, item: object) -> Case:
+    """One case of a corpus file, its shape checked (``ValueError`` naming what is wrong)."""
+    where = f"cases[{index}]"
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: expected an object")
+    unknown = sorted(set(item) - _CASE_KEYS)
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown key")
+    for key in ("name", "why"):
+        if not isinstance(item.get(key), str):
+            raise ValueError(f"{where}.{key}: expected a string")
+    if not isinstance(item.get("expected"), dict):
+        raise ValueError(f"{where}.expected: expected an object")
+    if ("document" in item) == ("text" in item):
+        raise ValueError(f"{where}: expected one of document and text")
+    if "text" in item and not isinstance(item["text"], str):
+        raise ValueError(f"{where}.text: expected a string")
+    if not isinstance(item.get("error_names", ""), str):
+        raise ValueError(f"{where}.error_names: expected a string")
     return Case(
         area=area,
         name=item["name"],
@@ -112,23 +134,40 @@ def _case(area: str, item: Mapping[str, Any]) -> Case:
     )
 
 
+def _corpus_file(path: Path) -> tuple[str, list[Case]]:
+    """A corpus file's area and cases, read strictly (duplicate keys, depth, shape)."""
+    data = loads_stored(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    if data.get("protocol_version") != PROTOCOL_VERSION:
+        raise ValueError(
+            f"protocol_version {describe_value(data.get('protocol_version'))}, "
+            f"this kit checks {PROTOCOL_VERSION!r}"
+        )
+    area, cases = data.get("area"), data.get("cases")
+    if not isinstance(area, str):
+        raise ValueError("area: expected a string")
+    if not isinstance(cases, list):
+        raise ValueError("cases: expected an array")
+    return area, [_case(area, index, item) for index, item in enumerate(cases)]
+
+
 def load_corpus(directory: Path | None = None) -> list[Case]:
     """Every case of the corpus (the shipped one by default), in area order then file order.
 
-    Raises ``ValueError`` for a file of another protocol version.
+    Files are read with the protocol's strict JSON. Raises ``ValueError``
+    naming the file for a file of another protocol version, one that is not
+    strict JSON (a duplicate key, nesting deeper than the parser goes) or not
+    of a corpus file's shape, and ``OSError`` for one that cannot be read.
     """
     order = {area: index for index, area in enumerate(AREAS)}
     loaded: list[tuple[int, str, list[Case]]] = []
     for path in corpus_files(directory):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("protocol_version") != PROTOCOL_VERSION:
-            raise ValueError(
-                f"{path.name}: protocol_version {data.get('protocol_version')!r}, "
-                f"this kit checks {PROTOCOL_VERSION!r}"
-            )
-        area = data["area"]
-        loaded.append((order.get(area, len(order)), area,
-                       [_case(area, item) for item in data["cases"]]))
+        try:
+            area, cases = _corpus_file(path)
+        except ValueError as error:  # PayloadError and UnicodeDecodeError included
+            raise ValueError(f"{path.name}: {error}") from None
+        loaded.append((order.get(area, len(order)), area, cases))
     loaded.sort(key=lambda item: (item[0], item[1]))
     return [case for _, _, cases in loaded for case in cases]
 
