@@ -113,14 +113,20 @@ def test_jsonl_cut_at_every_record_edge_resumes_loads_and_stays(
         _cut_and_resume(flow, cut, scratch)
 
 
+SHARDS = range(6)
+"""The whole sweeps are split into shards (every ``len(SHARDS)``-th point each), so that
+parallel workers share them; together the shards cover every point."""
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("shard", SHARDS)
 @pytest.mark.parametrize("flow", FLOWS)
 def test_jsonl_cut_at_every_byte_offset_resumes_loads_and_stays(
-    flow: str, scratch: Path
+    flow: str, shard: int, scratch: Path
 ) -> None:
     _, whole = _recorded(flow)
-    for cut in range(len(whole) + 1):
+    for cut in range(shard, len(whole) + 1, len(SHARDS)):
         _cut_and_resume(flow, cut, scratch)
 
 
@@ -229,11 +235,12 @@ def _kill_and_resume(flow: str, k: int, strace: str, directory: Path) -> None:
     shutil.rmtree(run)
 
 
-def _sqlite_points(flow: str, every: bool) -> list[int]:
+def _sqlite_points(flow: str, shard: int | None) -> list[int]:
+    """Every write of the shard's (``shard`` given), else the first, a middle and the last."""
     count = len(_sqlite_writes(flow))
-    if every:
-        return list(range(1, count + 1))
-    return sorted({1, count // 2, count})  # the first write, one in the middle, the last
+    if shard is not None:
+        return list(range(1 + shard, count + 1, len(SHARDS)))
+    return sorted({1, count // 2, count})
 
 
 @pytest.mark.timeout(600)
@@ -242,16 +249,17 @@ def test_sqlite_writer_killed_at_some_writes_resumes_loads_and_stays(
     flow: str, tmp_path: Path
 ) -> None:
     strace = _strace()
-    for k in _sqlite_points(flow, every=False):
+    for k in _sqlite_points(flow, None):
         _kill_and_resume(flow, k, strace, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("shard", SHARDS)
 @pytest.mark.parametrize("flow", FLOWS)
 def test_sqlite_writer_killed_at_every_write_resumes_loads_and_stays(
-    flow: str, tmp_path: Path
+    flow: str, shard: int, tmp_path: Path
 ) -> None:
     strace = _strace()
-    for k in _sqlite_points(flow, every=True):
+    for k in _sqlite_points(flow, shard):
         _kill_and_resume(flow, k, strace, tmp_path)
