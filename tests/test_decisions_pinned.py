@@ -1,0 +1,443 @@
+"""Decisions that only a mutant showed to be unpinned, each pinned by a test of its own.
+
+Every test here is named for the behaviour it pins and fails on the mutant that
+changed that behaviour while the rest of the suite passed (mutation testing of
+the decision modules; see ``docs/testing.md``, *Mutation testing*). Expected
+values are literals or plain rules written out here, never another call to the
+package.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any, SupportsIndex
+
+import pytest
+import requests
+import urllib3
+
+import diagnosis_core as dc
+import diagnosis_core.machine as dcm
+from diagnosis_core import (
+    ConfigError,
+    FailureKind,
+    RunConfig,
+    ToolLedger,
+    default_failure_classifier,
+)
+from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result, snapshot_raw_result
+from diagnosis_core.aiops import (
+    AIOPS_RULES,
+    AiOpsAgent,
+    AiOpsMode,
+    AiOpsReport,
+    AiOpsRequest,
+    AiOpsRule,
+    AiOpsRuleContext,
+    AiOpsRuleEvaluation,
+    AiOpsRuleViolation,
+    Alert,
+    advance_aiops,
+    evaluate_aiops_report,
+    next_aiops_action,
+    start_aiops,
+)
+from diagnosis_core.machine import (
+    AgentFailed,
+    GatekeeperReturned,
+    NodeName,
+    NodeStatus,
+    RoutingFacts,
+    choose_route,
+)
+from diagnosis_core.protocol import GatekeeperStatus, PayloadError, Verdict, parse_verifier_output
+from tests.test_decision_details import CHECKED
+from tests.test_hardening_gatekeeper import EVIDENCE_WITH_TOOLS, _at_round_two
+
+RETRYABLE, NON_RETRYABLE = FailureKind.RETRYABLE, FailureKind.NON_RETRYABLE
+
+
+# --- _kernel/classify.py: the HTTP client table and the status boundaries -------------
+
+
+def test_a_requests_ssl_error_wrapping_a_timeout_is_not_retried() -> None:
+    """The SSLError row says NON_RETRYABLE, not "classify the wrapped reason"."""
+    error = requests.exceptions.SSLError("handshake")
+    error.reason = TimeoutError("handshake timed out")  # type: ignore[attr-defined]
+    assert default_failure_classifier(error) is NON_RETRYABLE
+
+
+def test_a_requests_ssl_error_wrapping_a_max_retry_error_is_not_retried() -> None:
+    inner = urllib3.exceptions.MaxRetryError(None, "/", TimeoutError("slow"))  # type: ignore[arg-type]
+    error = requests.exceptions.SSLError(inner)
+    error.reason = inner.reason  # type: ignore[attr-defined]
+    assert default_failure_classifier(error) is NON_RETRYABLE
+
+
+class _StatusConnectionError(ConnectionError):
+    """A ``ConnectionError`` (retryable by rule 5) carrying an HTTP status (rule 4)."""
+
+    def __init__(self, status_code: object = None, status: object = None) -> None:
+        super().__init__("status")
+        self.status_code = status_code
+        self.status = status
+
+
+class _StatusError(Exception):
+    """An unknown exception (non-retryable by rule 6) carrying an HTTP status."""
+
+    def __init__(self, status_code: object = None, status: object = None) -> None:
+        super().__init__("status")
+        self.status_code = status_code
+        self.status = status
+
+
+def test_status_400_is_non_retryable_even_on_a_connection_error() -> None:
+    assert default_failure_classifier(_StatusConnectionError(400)) is NON_RETRYABLE
+
+
+def test_status_499_is_non_retryable_even_on_a_connection_error() -> None:
+    assert default_failure_classifier(_StatusConnectionError(499)) is NON_RETRYABLE
+
+
+def test_status_399_is_no_client_error_so_a_connection_error_stays_retryable() -> None:
+    assert default_failure_classifier(_StatusConnectionError(399)) is RETRYABLE
+
+
+def test_status_500_and_599_are_retryable_on_an_unknown_exception() -> None:
+    assert default_failure_classifier(_StatusError(500)) is RETRYABLE
+    assert default_failure_classifier(_StatusError(599)) is RETRYABLE
+
+
+def test_status_499_is_not_a_server_error_on_an_unknown_exception() -> None:
+    assert default_failure_classifier(_StatusError(499)) is NON_RETRYABLE
+
+
+def test_status_600_is_not_a_status_so_the_next_attribute_decides() -> None:
+    # ``status_code`` 600 is outside 100..599: ``status`` (503) is read instead.
+    assert default_failure_classifier(_StatusError(600, 503)) is RETRYABLE
+    assert default_failure_classifier(_StatusConnectionError(600, 404)) is NON_RETRYABLE
+
+
+def test_status_599_is_a_status_so_the_next_attribute_is_not_read() -> None:
+    assert default_failure_classifier(_StatusConnectionError(599, 404)) is RETRYABLE
+
+
+def test_status_99_is_not_a_status_so_the_next_attribute_decides() -> None:
+    assert default_failure_classifier(_StatusError(99, 503)) is RETRYABLE
+
+
+def test_status_100_is_a_status_so_the_next_attribute_is_not_read() -> None:
+    # 100 is a status (neither 4xx nor 5xx): rule 4 says nothing, ``status`` is not read.
+    assert default_failure_classifier(_StatusError(100, 503)) is NON_RETRYABLE
+    assert default_failure_classifier(_StatusConnectionError(100, 404)) is RETRYABLE
+
+
+@pytest.mark.parametrize(("status", "expected"), [(407, NON_RETRYABLE), (408, RETRYABLE),
+                                                  (409, RETRYABLE), (410, NON_RETRYABLE),
+                                                  (428, NON_RETRYABLE), (429, RETRYABLE),
+                                                  (430, NON_RETRYABLE)])
+def test_only_408_409_and_429_of_the_4xx_statuses_are_retryable(
+    status: int, expected: FailureKind
+) -> None:
+    assert default_failure_classifier(_StatusError(status)) is expected
+
+
+# --- _chat/machine.py: the request string check and GatekeeperReturned equality --------
+
+SURROGATE_PAIR = "\ud83d\ude00"  # JSON reads it back as one other character (U+1F600)
+
+
+def test_a_surrogate_pair_in_the_session_id_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"request\.run\.session_id"):
+        dc.DiagnosisRequest("q", RunConfig("run-1", f"chat{SURROGATE_PAIR}"))
+
+
+@pytest.mark.parametrize(
+    ("request_args", "place"),
+    [
+        ({"question": SURROGATE_PAIR}, "question"),
+        ({"run_id": SURROGATE_PAIR}, "run.run_id"),
+        ({"metadata": {"k": SURROGATE_PAIR}}, "run.metadata.k"),
+    ],
+)
+def test_a_surrogate_pair_anywhere_in_the_request_is_refused(
+    request_args: dict[str, Any], place: str
+) -> None:
+    run = RunConfig(request_args.get("run_id", "run-1"), "chat-1", request_args.get("metadata", {}))
+    with pytest.raises(ConfigError, match=rf"request\.{place}"):
+        dc.DiagnosisRequest(request_args.get("question", "q"), run)
+
+
+def test_a_lone_surrogate_in_the_session_id_is_not_a_pair_and_is_kept() -> None:
+    request = dc.DiagnosisRequest("q", RunConfig("run-1", "chat\ud83d"))
+    assert request.run.session_id == "chat\ud83d"
+
+
+def test_gatekeeper_returned_origin_is_never_part_of_equality() -> None:
+    marker = object()
+    plain = GatekeeperReturned({"status": "pass"})
+    marked = GatekeeperReturned({"status": "pass"}, origin=marker)
+    assert plain == marked
+    assert hash(GatekeeperReturned(("pass",))) == hash(GatekeeperReturned(("pass",), origin=marker))
+
+
+# --- _chat/machine.py: the round-2 REJECT fallback wording ------------------------------
+
+ROUND_TWO_REJECT_ANSWER = (
+    "## Diagnosis could not be completed\n\n"
+    "The evidence check rejected the collected evidence.\n\n"
+    "- Reason code: GATEKEEPER_REJECTED\n"
+    "- Evidence check status: REJECT\n"
+    "- Evidence bindings: 1 checked, 0 passed, 1 failed\n\n"
+    "### Tool calls\n\n"
+    "- query_logs: calls 1, failed 0\n\n"
+    "An earlier round verified findings, but the evidence retry failed, "
+    "so this answer contains no diagnosis.\n\n"
+    "Inspect the trace of run run-1 for details."
+)
+
+
+def test_a_round_two_reject_fallback_shows_the_round_two_status_counts_and_tools() -> None:
+    state = dcm.advance(_at_round_two(), dcm.AgentReplied(EVIDENCE_WITH_TOOLS))
+    failed = {**CHECKED, "status": "fail", "matched_text": None}
+    rejected = {"status": "fail", "level": "reject", "checked_bindings": [failed]}
+    state = dcm.advance(state, GatekeeperReturned(rejected))
+    assert state.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
+    assert state.reason_code is dc.ReasonCode.GATEKEEPER_REJECTED
+    assert state.answer == ROUND_TWO_REJECT_ANSWER
+
+
+# --- _chat/parsing.py: critical_fact_count --------------------------------------------
+
+_VERIFIER = {"verdict": "PASS", "groundedness_score": 1, "facts_checked": [],
+             "allowed_claim_ids": []}
+
+
+def test_a_critical_fact_count_of_zero_is_accepted() -> None:
+    output = parse_verifier_output(json.dumps({**_VERIFIER, "critical_fact_count": 0}))
+    assert output.critical_fact_count == 0
+
+
+def test_a_negative_critical_fact_count_is_refused_naming_the_field() -> None:
+    with pytest.raises(PayloadError, match="critical_fact_count") as caught:
+        parse_verifier_output(json.dumps({**_VERIFIER, "critical_fact_count": -1}))
+    assert caught.value.reason == "critical_fact_count: -1 is negative"
+
+
+# --- _chat/routing.py: the defaults of the public RoutingFacts --------------------------
+
+
+def test_routing_facts_default_to_no_gap_and_no_evidence_retry_left() -> None:
+    facts = RoutingFacts()
+    assert (facts.gap_count, facts.evidence_retry_left) == (0, False)
+    assert (facts.gatekeeper_status, facts.trusted_bindings, facts.effective_verdict) == (
+        None, 0, None)
+    assert (facts.status, facts.retries_left) == (None, False)
+
+
+def test_a_low_confid_verdict_with_a_retry_left_but_no_gap_given_goes_to_the_composer() -> None:
+    facts = RoutingFacts(status=NodeStatus.COMPLETED, effective_verdict=Verdict.LOW_CONFID,
+                         evidence_retry_left=True)
+    assert choose_route(NodeName.VERIFIER, facts).next is NodeName.COMPOSER
+
+
+def test_a_low_confid_verdict_with_a_gap_but_no_retry_given_goes_to_the_composer() -> None:
+    facts = RoutingFacts(status=NodeStatus.COMPLETED, effective_verdict=Verdict.LOW_CONFID,
+                         gap_count=1)
+    assert choose_route(NodeName.VERIFIER, facts).next is NodeName.COMPOSER
+
+
+def test_a_low_confid_verdict_with_a_gap_and_a_retry_left_goes_to_evidence_retry() -> None:
+    facts = RoutingFacts(status=NodeStatus.COMPLETED, effective_verdict=Verdict.LOW_CONFID,
+                         gap_count=1, evidence_retry_left=True)
+    assert choose_route(NodeName.VERIFIER, facts).next is NodeName.EVIDENCE_RETRY
+
+
+# --- _chat/gatekeeper.py: host mappings and list/tuple subclasses -----------------------
+
+
+class PairMapping(Mapping[object, object]):
+    """A host mapping that keeps ``1`` and ``1.0`` apart (keys compared by type and value)."""
+
+    def __init__(self, pairs: list[tuple[object, object]]) -> None:
+        self._pairs = pairs
+
+    def __getitem__(self, key: object) -> object:
+        for known, value in self._pairs:
+            if type(known) is type(key) and known == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[object]:
+        return iter([key for key, _ in self._pairs])
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+
+def test_keys_1_and_1_0_of_a_host_mapping_are_refused_not_merged() -> None:
+    snapshot = snapshot_raw_result(PairMapping([(1, "a"), (1.0, "b")]))
+    assert snapshot.value is None
+    assert snapshot.problem == "unreadable result (two keys of a PairMapping read as one)"
+
+
+def test_a_host_mapping_with_distinct_keys_is_copied_to_a_plain_dict() -> None:
+    snapshot = snapshot_raw_result(PairMapping([(1, "a"), ("1", "b")]))
+    assert snapshot.problem is None
+    assert snapshot.value == {1: "a", "1": "b"} and type(snapshot.value) is dict
+
+
+class PassList(list[object]):
+    """A well-behaved list subclass."""
+
+
+class PassTuple(tuple[object, ...]):
+    """A well-behaved tuple subclass."""
+
+
+class ShortList(list[object]):
+    """A list subclass whose ``len`` disagrees with its iteration."""
+
+    def __len__(self) -> int:
+        return super().__len__() - 1
+
+
+class LyingList(list[object]):
+    """A list subclass whose ``[]`` disagrees with its iteration."""
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        return "other"
+
+
+PASSED_RESULT = {"status": "pass", "level": None,
+                 "checked_bindings": [{**CHECKED, "matched_text": "timeout"}]}
+
+
+@pytest.mark.parametrize("array", [PassList, PassTuple])
+def test_a_well_behaved_list_or_tuple_subclass_reads_like_a_list(array: type[Any]) -> None:
+    raw = {**PASSED_RESULT, "checked_bindings": array([dict(CHECKED)])}
+    snapshot = snapshot_raw_result(raw)
+    assert snapshot.problem is None
+    assert snapshot.value == {**PASSED_RESULT, "checked_bindings": [dict(CHECKED)]}
+    assert type(snapshot.value["checked_bindings"]) is list
+    normalized = normalize_gatekeeper_result(raw)
+    assert normalized.status is GatekeeperStatus.PASS
+    assert (normalized.checked, normalized.passed, normalized.failed) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("array", [ShortList, LyingList])
+def test_a_list_subclass_whose_protocols_disagree_is_unreadable(array: type[Any]) -> None:
+    raw = {**PASSED_RESULT, "checked_bindings": array([dict(CHECKED), dict(CHECKED)])}
+    snapshot = snapshot_raw_result(raw)
+    assert snapshot.value is None
+    assert snapshot.problem == f"unreadable result (inconsistent {array.__name__})"
+    normalized = normalize_gatekeeper_result(raw)
+    assert normalized.status is GatekeeperStatus.REJECT
+    assert normalized.reason_code is dc.ReasonCode.GATEKEEPER_INVALID_RESULT
+
+
+# --- aiops/_rules.py: reading any report --------------------------------------------------
+
+_CALM = (Alert("PodRestarts", "order-svc", "warning", "2024-05-01T10:04:00Z"),)
+
+
+class _RaisingGet(dict[str, object]):
+    def get(self, *args: object, **kwargs: object) -> object:
+        raise TypeError("get is broken")
+
+
+def test_a_malformed_report_dict_whose_get_raises_is_judged_never_raised() -> None:
+    # Malformed (no findings), so the lenient reader asks ``get``, which raises:
+    # the whole report then counts as empty (its summary too), and nothing raises.
+    evaluation = evaluate_aiops_report(
+        _RaisingGet(summary="s"), mode=AiOpsMode.AUTO_DISCOVERY, alerts=(), ledger=ToolLedger(())
+    )
+    assert evaluation == AiOpsRuleEvaluation(
+        passed=False,
+        score=0.0,
+        violations=(
+            AiOpsRuleViolation(
+                "report_well_formed", "the report is not a valid aiops_report: findings: missing"
+            ),
+            AiOpsRuleViolation("summary_present", "the summary is missing or blank"),
+            AiOpsRuleViolation("evidence_present", "the evidence section is missing or empty"),
+            AiOpsRuleViolation(
+                "recommended_actions_present",
+                "the recommended actions section is missing or empty",
+            ),
+        ),
+    )
+
+
+def _seen_report(wire: object) -> AiOpsReport:
+    """The report the rules were given for ``wire`` (a rule that records its context)."""
+    seen: list[AiOpsReport] = []
+
+    def record(context: AiOpsRuleContext) -> list[str]:
+        seen.append(context.report)
+        return []
+
+    rule = AiOpsRule("record", "records the report read", lambda _: True, record)
+    evaluate_aiops_report(wire, mode=AiOpsMode.AUTO_DISCOVERY, alerts=(), ledger=ToolLedger(()),
+                          rules=(rule,))
+    assert len(seen) == 1
+    return seen[0]
+
+
+@pytest.mark.parametrize("section", [7, 2.5, True, None, {"text": "x"}, "evidence"])
+def test_a_section_that_is_not_a_list_reads_as_empty_and_keeps_the_rest(section: object) -> None:
+    evidence = {"text": "pool 20/20", "cited_invocation_ids": ["inv-1"]}
+    report = _seen_report({"summary": "kept", "findings": section, "evidence": [evidence],
+                           "recommended_actions": section})
+    assert report.summary == "kept"
+    assert report.findings == () and report.recommended_actions == ()
+    assert [(item.text, item.cited_invocation_ids) for item in report.evidence] == [
+        ("pool 20/20", ("inv-1",))]
+
+
+def test_a_tuple_section_is_read_like_a_list() -> None:
+    evidence = {"text": "pool 20/20", "cited_invocation_ids": ["inv-1"]}
+    report = _seen_report({"summary": 3, "findings": None, "evidence": (evidence, "junk"),
+                           "recommended_actions": []})
+    assert report.summary == ""
+    assert [item.text for item in report.evidence] == ["pool 20/20"]
+
+
+def test_the_default_rules_are_the_nine_documented_ones_in_order() -> None:
+    assert [rule.id for rule in AIOPS_RULES] == [
+        "report_well_formed",
+        "summary_present",
+        "evidence_present",
+        "recommended_actions_present",
+        "payload_alerts_addressed",
+        "no_foreign_alert_subject",
+        "cited_invocations_succeeded",
+        "findings_cite_invocations",
+        "critical_alerts_have_actions",
+    ]
+
+
+def test_an_empty_rule_set_scores_one_and_passes() -> None:
+    evaluation = evaluate_aiops_report(
+        {}, mode=AiOpsMode.AUTO_DISCOVERY, alerts=(), ledger=ToolLedger(()), rules=()
+    )
+    assert evaluation == AiOpsRuleEvaluation(passed=True, score=1.0, violations=())
+
+
+# --- aiops/_machine.py: the fallback step after a first-call supervisor failure -----------
+
+
+def test_a_first_call_supervisor_failure_falls_back_at_step_one() -> None:
+    request = AiOpsRequest(RunConfig("aiops-1", "ops-7"), _CALM)
+    state = start_aiops(request)
+    action = next_aiops_action(state)
+    assert action is not None and action.agent is AiOpsAgent.SUPERVISOR  # type: ignore[union-attr]
+    state = advance_aiops(state, AgentFailed(FailureKind.NON_RETRYABLE, "down"))
+    trace = [(event.node.value, event.step, event.attempt, event.status.value,
+              event.reason_code.value if event.reason_code else None) for event in state.events]
+    assert trace == [
+        ("supervisor", 1, 1, "NON_RETRYABLE_FAILED", "SUPERVISOR_FAILED"),
+        ("fallback", 1, 1, "COMPLETED", "SUPERVISOR_FAILED"),
+    ]
