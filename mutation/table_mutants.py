@@ -26,8 +26,10 @@ selection, so enum class bodies are not mutated here.
 
 Each mutant replaces one statement of a copy of the project (``mutants-tables/``,
 git-ignored) and runs the module's test selection (:func:`tests_for`) there (``pytest -x``,
-``HYPOTHESIS_PROFILE=mutation``) in a fresh process with a timeout; a non-zero
-exit is *killed*, exit 0 *survived*, the timeout *timeout*. Results are appended
+``HYPOTHESIS_PROFILE=mutation``) in a child process forked from this one (which
+has pytest, Hypothesis and the HTTP clients loaded, never the package), killed
+after a timeout; a non-zero exit is *killed*, exit 0 *survived*, the timeout
+*timeout*. Results are appended
 to ``mutants-tables/results.jsonl``; a re-run skips mutants already judged.
 
     python mutation/table_mutants.py list                     # every mutant, numbered
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import compileall
+import contextlib
 import copy
 import json
 import os
@@ -354,14 +357,65 @@ def prepare(workdir: Path) -> None:
     compileall.compile_dir(workdir / "diagnosis_core", quiet=1)
 
 
+_PRELOADED = ("pytest", "hypothesis", "attrs", "cattrs", "httpx", "requests", "urllib3",
+              "aiohttp")
+"""Imported once by the parent, so a forked mutant run starts without them to load.
+The package itself is never imported by the parent: each child imports the mutant."""
+
+
+def _preload(workdir: Path) -> None:
+    import importlib
+
+    for name in _PRELOADED:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    assert not any(name.startswith("diagnosis_core") for name in sys.modules)
+    os.environ["HYPOTHESIS_PROFILE"] = os.environ.get("HYPOTHESIS_PROFILE", "mutation")
+    sys.path.insert(0, str(workdir))
+
+
+def _pytest_args(tests: tuple[str, ...]) -> list[str]:
+    return ["-x", "-q", "-p", "no:cacheprovider", "-k", "not sigkill", *tests]
+
+
+def _run_forked(workdir: Path, tests: tuple[str, ...], timeout: int) -> tuple[str, float]:
+    """Run pytest in a forked child of this (preloaded) process; exit code → status."""
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: quiet, in the copy, imports the (mutated) package afresh
+        code = 3
+        try:
+            os.chdir(workdir)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            import pytest
+
+            code = int(pytest.main(_pytest_args(tests)))
+        finally:
+            os._exit(code)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - started > timeout:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return "timeout", time.monotonic() - started
+        time.sleep(0.05)
+    code = os.waitstatus_to_exitcode(status)
+    return ("survived" if code == 0 else "killed"), time.monotonic() - started
+
+
 def run_tests(workdir: Path, tests: tuple[str, ...], timeout: int) -> tuple[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(workdir), PYTHONDONTWRITEBYTECODE="1",
+    if hasattr(os, "fork") and sys.modules.get("pytest") is not None:
+        return _run_forked(workdir, tests, timeout)
+    env = dict(os.environ, PYTHONPATH=str(workdir),
                HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "mutation"))
     started = time.monotonic()
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-             "-k", "not sigkill", *tests],
+            [sys.executable, "-m", "pytest", *_pytest_args(tests)],
             cwd=workdir, env=env, capture_output=True, timeout=timeout, check=False,
         )
     except subprocess.TimeoutExpired:
@@ -395,6 +449,7 @@ def select(size: int | None, seed: int, only: list[str]) -> list[Mutant]:
 
 def run(workdir: Path, mutants: list[Mutant], timeout: int) -> None:
     prepare(workdir)
+    _preload(workdir)
     for tests in sorted({tests_for(mutant.module) for mutant in mutants}):
         status, seconds = run_tests(workdir, tests, timeout)
         if status != "survived":
@@ -409,7 +464,7 @@ def run(workdir: Path, mutants: list[Mutant], timeout: int) -> None:
             original = path.read_text(encoding="utf-8")
             path.write_text(mutated_source(mutant, original), encoding="utf-8")
             for cached in (path.parent / "__pycache__").glob(path.stem + ".*.pyc"):
-                cached.unlink()
+                cached.unlink()  # compiled afresh from the mutant, then from the original
             try:
                 status, seconds = run_tests(workdir, tests_for(mutant.module), timeout)
             finally:

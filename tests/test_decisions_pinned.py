@@ -441,3 +441,73 @@ def test_a_first_call_supervisor_failure_falls_back_at_step_one() -> None:
         ("supervisor", 1, 1, "NON_RETRYABLE_FAILED", "SUPERVISOR_FAILED"),
         ("fallback", 1, 1, "COMPLETED", "SUPERVISOR_FAILED"),
     ]
+
+
+# --- aiops/_rules.py: a ledger source is read when the report is judged -------------------
+
+_CITING = {"summary": "s", "findings": [], "recommended_actions": [{"text": "a"}],
+           "evidence": [{"text": "pool 20/20", "cited_invocation_ids": ["inv-1"]}]}
+
+
+class _GrowingLedger:
+    """A host ledger source (what a ToolRecorder is to the evaluator): read on demand."""
+
+    def __init__(self) -> None:
+        self.invocations: list[dc.ToolInvocation] = []
+        self.reads = 0
+
+    def ledger(self) -> ToolLedger:
+        self.reads += 1
+        return ToolLedger(tuple(self.invocations))
+
+
+def test_a_ledger_source_is_read_once_when_the_report_is_judged() -> None:
+    source = _GrowingLedger()
+    source.invocations.append(dc.ToolInvocation("inv-1", "query_logs", True, {"m": 1}))
+    evaluation = evaluate_aiops_report(_CITING, mode=AiOpsMode.AUTO_DISCOVERY, alerts=(),
+                                       ledger=source)
+    assert evaluation == AiOpsRuleEvaluation(passed=True, score=1.0, violations=())
+    assert source.reads == 1
+
+
+def test_a_citation_missing_from_the_source_ledger_is_a_violation() -> None:
+    evaluation = evaluate_aiops_report(_CITING, mode=AiOpsMode.AUTO_DISCOVERY, alerts=(),
+                                       ledger=_GrowingLedger())
+    assert evaluation.violations == (AiOpsRuleViolation(
+        "cited_invocations_succeeded",
+        "evidence[0].cited_invocation_ids[0]: 'inv-1' is not in the tool ledger"),)
+
+
+class _WrongLedger:
+    def ledger(self) -> object:
+        return ()
+
+
+def test_a_source_whose_ledger_is_not_a_tool_ledger_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"_WrongLedger\.ledger\(\) returned tuple"):
+        evaluate_aiops_report(_CITING, mode=AiOpsMode.AUTO_DISCOVERY, alerts=(),
+                              ledger=_WrongLedger())  # type: ignore[arg-type]
+
+
+# --- aiops/_machine.py: the executor's trace details ---------------------------------------
+
+
+def test_the_executor_event_counts_its_findings_and_all_and_new_invocations() -> None:
+    request = AiOpsRequest(RunConfig("aiops-1", "ops-7"), _CALM)
+    state = start_aiops(request)
+    plan = json.dumps({"steps": [{"step_id": "s1", "goal": "g", "tools": ["query_logs"]}]})
+    finding = {"alert_name": "PodRestarts", "service": "order-svc", "text": "OOMKilled",
+               "cited_invocation_ids": ["inv-1"]}
+    replies = [
+        json.dumps({"next": "planner_agent", "reason": "r"}),
+        plan,
+        json.dumps({"next": "executor_agent", "reason": "r"}),
+        json.dumps({"findings": [finding], "tool_invocation_ids": ["inv-1", "inv-2"]}),
+        json.dumps({"next": "executor_agent", "reason": "r"}),
+        json.dumps({"findings": [], "tool_invocation_ids": ["inv-2", "inv-3", "inv-1"]}),
+    ]
+    for reply in replies:
+        state = advance_aiops(state, dcm.AgentReplied(reply))
+    executor = [event.details for event in state.events if event.node.value == "executor"]
+    assert [(d.findings, d.tool_invocations, d.new_tool_invocations) for d in executor] == [
+        (1, 2, 2), (0, 3, 1)]
