@@ -511,3 +511,41 @@ def test_the_executor_event_counts_its_findings_and_all_and_new_invocations() ->
     executor = [event.details for event in state.events if event.node.value == "executor"]
     assert [(d.findings, d.tool_invocations, d.new_tool_invocations) for d in executor] == [
         (1, 2, 2), (0, 3, 1)]
+
+
+# --- _chat/gatekeeper.py: what counts as "the same" value, an unnamed exception ------------
+
+
+class CopyingList(list[object]):
+    """A list subclass whose ``[]`` returns an equal copy, not the item it iterates."""
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        item = super().__getitem__(index)
+        return dict(item) if isinstance(item, dict) else item
+
+
+def test_a_list_subclass_whose_index_gives_an_equal_copy_is_unreadable() -> None:
+    # Sameness is identity (or equality of exact scalars): a host __eq__ is never asked.
+    raw = {**PASSED_RESULT, "checked_bindings": CopyingList([dict(CHECKED)])}
+    snapshot = snapshot_raw_result(raw)
+    assert snapshot.value is None
+    assert snapshot.problem == "unreadable result (inconsistent CopyingList)"
+
+
+class _Nameless(type):
+    @property
+    def __name__(cls) -> str:  # type: ignore[override]
+        raise RuntimeError("no name")
+
+
+class _NamelessError(Exception, metaclass=_Nameless):
+    pass
+
+
+def test_a_gatekeeper_error_whose_type_has_no_readable_name_is_named_base_exception() -> None:
+    from diagnosis_core._chat.gatekeeper import gatekeeper_unavailable
+
+    result = gatekeeper_unavailable(_NamelessError("boom"))
+    assert result.status is GatekeeperStatus.REJECT
+    assert result.reason_code is dc.ReasonCode.GATEKEEPER_UNAVAILABLE
+    assert result.problem == "BaseException: boom"
