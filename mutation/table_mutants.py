@@ -35,6 +35,7 @@ to ``mutants-tables/results.jsonl``; a re-run skips mutants already judged.
     python mutation/table_mutants.py list                     # every mutant, numbered
     python mutation/table_mutants.py run                      # every mutant
     python mutation/table_mutants.py run --size 40 --seed 23  # <= 40 per module, seeded
+    python mutation/table_mutants.py run --size 40 --seed 23 --no-baseline  # resume
     python mutation/table_mutants.py run --only _kernel/classify.py:12
     python mutation/table_mutants.py report                   # per module, survivors
     python mutation/table_mutants.py show _kernel/classify.py:12   # the mutated statement
@@ -447,10 +448,10 @@ def select(size: int | None, seed: int, only: list[str]) -> list[Mutant]:
     return chosen
 
 
-def run(workdir: Path, mutants: list[Mutant], timeout: int) -> None:
+def run(workdir: Path, mutants: list[Mutant], timeout: int, baseline: bool = True) -> None:
     prepare(workdir)
     _preload(workdir)
-    for tests in sorted({tests_for(mutant.module) for mutant in mutants}):
+    for tests in sorted({tests_for(mutant.module) for mutant in mutants}) if baseline else ():
         status, seconds = run_tests(workdir, tests, timeout)
         if status != "survived":
             raise SystemExit(f"the unmutated tests do not pass in {workdir} ({status})")
@@ -500,7 +501,8 @@ def report(workdir: Path) -> str:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "report"
-    options = dict(zip(argv[1::2], argv[2::2], strict=False))
+    flags = [arg for arg in argv[1:] if arg != "--no-baseline"]
+    options = dict(zip(flags[0::2], flags[1::2], strict=False))
     workdir = Path(options.get("--workdir", str(WORKDIR))).resolve()
     size = int(options["--size"]) if "--size" in options else None
     seed = int(options.get("--seed", "23"))
@@ -515,7 +517,9 @@ def main(argv: list[str]) -> int:
             print(f"{mutant.module}:{mutant.statement[0]}-{mutant.statement[1]}\n{mutant.source}")
         return 0
     if command == "run":
-        run(workdir, select(size, seed, only), timeout)
+        chosen = select(size, seed, only)
+        random.Random(seed).shuffle(chosen)  # a run cut short is still a sample of every module
+        run(workdir, chosen, timeout, baseline="--no-baseline" not in argv)
         print(report(workdir))
         return 0
     if command == "report":
