@@ -549,3 +549,42 @@ def test_a_gatekeeper_error_whose_type_has_no_readable_name_is_named_base_except
     assert result.status is GatekeeperStatus.REJECT
     assert result.reason_code is dc.ReasonCode.GATEKEEPER_UNAVAILABLE
     assert result.problem == "BaseException: boom"
+
+
+# --- class-level defaults and validators of the public request and state types ---------------
+
+
+def test_an_unavailable_gatekeeper_result_counts_no_binding() -> None:
+    from diagnosis_core._chat.gatekeeper import gatekeeper_unavailable
+
+    result = gatekeeper_unavailable("down")
+    assert (result.checked, result.passed, result.failed, result.checked_bindings) == (
+        0, 0, 0, ())
+    assert result.problem == "down"
+
+
+def test_a_request_question_must_be_a_string_and_its_run_a_run_config() -> None:
+    with pytest.raises(TypeError, match="question"):
+        dc.DiagnosisRequest(7, RunConfig("r", "s"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="run"):
+        dc.DiagnosisRequest("q", ("r", "s"))  # type: ignore[arg-type]
+
+
+def test_request_skills_and_history_given_as_lists_are_stored_as_tuples() -> None:
+    skill = dc.Skill("payment-timeout", "what to check")
+    request = dc.DiagnosisRequest("q", RunConfig("r", "s"), skills=[skill])
+    assert request.skills == (skill,) and type(request.skills) is tuple
+    assert request.history == () and dc.DiagnosisRequest("q", RunConfig("r", "s")).skills == ()
+
+
+def test_aiops_request_alerts_given_as_a_list_are_stored_as_a_tuple() -> None:
+    request = AiOpsRequest(RunConfig("r", "s"), list(_CALM))
+    assert request.alerts == _CALM and type(request.alerts) is tuple
+    assert AiOpsRequest(RunConfig("r", "s")).alerts == ()
+
+
+def test_a_fresh_state_counts_no_observer_failure_and_waits_for_step_one() -> None:
+    state = dcm.start_diagnosis(dc.DiagnosisRequest("q", RunConfig("r", "s")))
+    assert (state.answer, state.reason_code, state.observer_failures) == (None, None, 0)
+    aiops = start_aiops(AiOpsRequest(RunConfig("r", "s"), _CALM))
+    assert (aiops.step, aiops.repeats, aiops.decisions, aiops.plan) == (1, 0, (), None)
