@@ -36,6 +36,7 @@ to ``mutants-tables/results.jsonl``; a re-run skips mutants already judged.
     python mutation/table_mutants.py run                      # every mutant
     python mutation/table_mutants.py run --size 40 --seed 23  # <= 40 per module, seeded
     python mutation/table_mutants.py run --size 40 --seed 23 --no-baseline  # resume
+    python mutation/table_mutants.py run --size 40 --seed 23 --rejudge  # survivors again
     python mutation/table_mutants.py run --only _kernel/classify.py:12
     python mutation/table_mutants.py report                   # per module, survivors
     python mutation/table_mutants.py show _kernel/classify.py:12   # the mutated statement
@@ -448,7 +449,8 @@ def select(size: int | None, seed: int, only: list[str]) -> list[Mutant]:
     return chosen
 
 
-def run(workdir: Path, mutants: list[Mutant], timeout: int, baseline: bool = True) -> None:
+def run(workdir: Path, mutants: list[Mutant], timeout: int, baseline: bool = True,
+        rejudge: bool = False) -> None:
     prepare(workdir)
     _preload(workdir)
     for tests in sorted({tests_for(mutant.module) for mutant in mutants}) if baseline else ():
@@ -459,8 +461,8 @@ def run(workdir: Path, mutants: list[Mutant], timeout: int, baseline: bool = Tru
     judged = _judged(workdir)
     with (workdir / "results.jsonl").open("a", encoding="utf-8") as out:
         for mutant in mutants:
-            if mutant.id in judged:
-                continue
+            if mutant.id in judged and not (rejudge and judged[mutant.id]["status"] != "killed"):
+                continue  # judged (a re-judged mutant's last row counts)
             path = workdir / mutant.module
             original = path.read_text(encoding="utf-8")
             path.write_text(mutated_source(mutant, original), encoding="utf-8")
@@ -501,7 +503,7 @@ def report(workdir: Path) -> str:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "report"
-    flags = [arg for arg in argv[1:] if arg != "--no-baseline"]
+    flags = [arg for arg in argv[1:] if arg not in ("--no-baseline", "--rejudge")]
     options = dict(zip(flags[0::2], flags[1::2], strict=False))
     workdir = Path(options.get("--workdir", str(WORKDIR))).resolve()
     size = int(options["--size"]) if "--size" in options else None
@@ -519,7 +521,8 @@ def main(argv: list[str]) -> int:
     if command == "run":
         chosen = select(size, seed, only)
         random.Random(seed).shuffle(chosen)  # a run cut short is still a sample of every module
-        run(workdir, chosen, timeout, baseline="--no-baseline" not in argv)
+        run(workdir, chosen, timeout, baseline="--no-baseline" not in argv,
+            rejudge="--rejudge" in argv)
         print(report(workdir))
         return 0
     if command == "report":

@@ -51,7 +51,13 @@ from diagnosis_core.machine import (
     RoutingFacts,
     choose_route,
 )
-from diagnosis_core.protocol import GatekeeperStatus, PayloadError, Verdict, parse_verifier_output
+from diagnosis_core.protocol import (
+    GatekeeperStatus,
+    PayloadError,
+    Verdict,
+    parse_executor_evidence,
+    parse_verifier_output,
+)
 from tests.test_decision_details import CHECKED
 from tests.test_hardening_gatekeeper import EVIDENCE_WITH_TOOLS, _at_round_two
 
@@ -588,3 +594,31 @@ def test_a_fresh_state_counts_no_observer_failure_and_waits_for_step_one() -> No
     assert (state.answer, state.reason_code, state.observer_failures) == (None, None, 0)
     aiops = start_aiops(AiOpsRequest(RunConfig("r", "s"), _CALM))
     assert (aiops.step, aiops.repeats, aiops.decisions, aiops.plan) == (1, 0, (), None)
+
+
+# --- _chat/parsing.py: which empty binding field is named -------------------------------------
+
+_BINDING = {"source_invocation_id": "inv-1", "tool_name": "query_logs",
+            "raw_path": "$.items[0].message", "evidence_excerpt": "timeout"}
+
+
+@pytest.mark.parametrize(
+    ("emptied", "named"),
+    [
+        (("source_invocation_id", "tool_name", "raw_path", "evidence_excerpt"),
+         "source_invocation_id"),
+        (("tool_name", "raw_path", "evidence_excerpt"), "tool_name"),
+        (("raw_path", "evidence_excerpt"), "raw_path"),
+        (("evidence_excerpt",), "evidence_excerpt"),
+    ],
+)
+def test_of_several_empty_binding_fields_the_first_in_wire_order_is_named(
+    emptied: tuple[str, ...], named: str
+) -> None:
+    binding = {**_BINDING, **dict.fromkeys(emptied, "")}
+    text = json.dumps({"schema_version": "executor_evidence_v2",
+                       "evidence_status": "evidence_found",
+                       "claims": [{"claim_id": "c1", "text": "t", "bindings": [binding]}]})
+    with pytest.raises(PayloadError) as caught:
+        parse_executor_evidence(text)
+    assert caught.value.path == f"claims[0].bindings[0].{named}"
