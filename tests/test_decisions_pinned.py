@@ -622,3 +622,46 @@ def test_of_several_empty_binding_fields_the_first_in_wire_order_is_named(
     with pytest.raises(PayloadError) as caught:
         parse_executor_evidence(text)
     assert caught.value.path == f"claims[0].bindings[0].{named}"
+
+
+# --- _chat/machine.py: what the verifier is shown, what its trace event records ---------------
+
+
+def _at_verifier_after_low_confid() -> dc.DiagnosisState:
+    from tests.test_decision_details import at_gatekeeper
+
+    low = {"status": "fail", "level": "low_confid", "checked_bindings": [CHECKED]}
+    return dcm.advance(at_gatekeeper(), GatekeeperReturned(low))
+
+
+def test_the_verifier_is_shown_the_gatekeeper_status_its_ceiling_and_counts() -> None:
+    action = dcm.next_action(_at_verifier_after_low_confid())
+    assert isinstance(action, dcm.InvokeAgent) and action.agent is dcm.AgentName.VERIFIER
+    assert json.loads(action.input)["gatekeeper"] == {
+        "status": "LOW_CONFID", "ceiling": "LOW_CONFID", "checked": 1, "passed": 1, "failed": 0}
+
+
+def test_the_verifier_event_records_the_verdicts_the_ceiling_and_the_score() -> None:
+    reply = {"verdict": "PASS", "groundedness_score": 0.25, "facts_checked": [],
+             "allowed_claim_ids": ["c1"]}
+    state = dcm.advance(_at_verifier_after_low_confid(), dcm.AgentReplied(json.dumps(reply)))
+    details = [event for event in state.events if event.node is NodeName.VERIFIER][-1].details
+    assert (details.model_verdict, details.effective_verdict, details.ceiling,
+            details.groundedness_score) == (Verdict.PASS, Verdict.LOW_CONFID, Verdict.LOW_CONFID,
+                                            0.25)
+
+
+# --- _chat/gatekeeper.py: a host mapping's get must agree when given a default ----------------
+
+
+class DefaultLyingMapping(PairMapping):
+    """``get(key)`` finds the key, ``get(key, default)`` pretends it is absent."""
+
+    def get(self, key: object, *default: object) -> object:
+        return default[0] if default else self[key]
+
+
+def test_a_host_mapping_whose_get_with_a_default_disagrees_is_unreadable() -> None:
+    snapshot = snapshot_raw_result(DefaultLyingMapping([("status", "pass")]))
+    assert snapshot.value is None
+    assert snapshot.problem == "unreadable result (inconsistent DefaultLyingMapping)"
