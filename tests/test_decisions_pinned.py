@@ -31,14 +31,18 @@ from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsAgent,
     AiOpsMode,
+    AiOpsNode,
     AiOpsReport,
     AiOpsRequest,
+    AiOpsRoutingFacts,
     AiOpsRule,
     AiOpsRuleContext,
     AiOpsRuleEvaluation,
     AiOpsRuleViolation,
     Alert,
+    SupervisorChoice,
     advance_aiops,
+    choose_aiops_route,
     evaluate_aiops_report,
     next_aiops_action,
     start_aiops,
@@ -665,3 +669,29 @@ def test_a_host_mapping_whose_get_with_a_default_disagrees_is_unreadable() -> No
     snapshot = snapshot_raw_result(DefaultLyingMapping([("status", "pass")]))
     assert snapshot.value is None
     assert snapshot.problem == "unreadable result (inconsistent DefaultLyingMapping)"
+
+
+# --- aiops/_routing.py: the order of the supervisor's rows --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("choice", "last_step", "repeats", "expected"),
+    [
+        # FINISH first: a finished run is reported even on its last step or when repeating.
+        ("FINISH", True, 3, ("reporter", None)),
+        # then no progress, then the budget, then the agent chosen
+        ("planner_agent", True, 3, ("fallback", "NO_PROGRESS")),
+        ("planner_agent", True, 0, ("fallback", "STEP_BUDGET_EXHAUSTED")),
+        ("executor_agent", True, 0, ("fallback", "STEP_BUDGET_EXHAUSTED")),
+        ("planner_agent", False, 2, ("planner", None)),
+        ("executor_agent", False, 0, ("executor", None)),
+    ],
+)
+def test_the_supervisor_rows_apply_finish_then_no_progress_then_the_budget_then_the_choice(
+    choice: str, last_step: bool, repeats: int, expected: tuple[str, str | None]
+) -> None:
+    facts = AiOpsRoutingFacts(status=NodeStatus.COMPLETED, choice=SupervisorChoice(choice),
+                              last_step=last_step, repeats=repeats)
+    route = choose_aiops_route(AiOpsNode.SUPERVISOR, facts)
+    assert (route.next.value if route.next else None,
+            route.reason.value if route.reason else None) == expected
