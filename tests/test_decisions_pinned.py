@@ -695,3 +695,34 @@ def test_the_supervisor_rows_apply_finish_then_no_progress_then_the_budget_then_
     route = choose_aiops_route(AiOpsNode.SUPERVISOR, facts)
     assert (route.next.value if route.next else None,
             route.reason.value if route.reason else None) == expected
+
+
+# --- _chat/gatekeeper.py: the keyword tables, in their order ----------------------------------
+
+
+def test_an_unknown_level_is_refused_listing_the_three_levels_in_order() -> None:
+    from diagnosis_core._chat.gatekeeper import parse_gatekeeper_result
+
+    with pytest.raises(PayloadError) as caught:
+        parse_gatekeeper_result({"status": "fail", "level": "low"})
+    assert str(caught.value) == "level: expected one of pass, low_confid, reject"
+
+
+@pytest.mark.parametrize(
+    ("removed", "named"),
+    [
+        (("claim_id", "source_invocation_id", "tool_name", "raw_path"), "claim_id"),
+        (("source_invocation_id", "tool_name", "raw_path"), "source_invocation_id"),
+        (("tool_name", "raw_path"), "tool_name"),
+        (("raw_path",), "raw_path"),
+    ],
+)
+def test_of_several_missing_binding_ids_the_first_in_wire_order_is_named(
+    removed: tuple[str, ...], named: str
+) -> None:
+    from diagnosis_core._chat.gatekeeper import parse_gatekeeper_result
+
+    entry = {key: value for key, value in CHECKED.items() if key not in removed}
+    with pytest.raises(PayloadError) as caught:
+        parse_gatekeeper_result({"status": "pass", "checked_bindings": [entry]})
+    assert str(caught.value) == f"checked_bindings[0].{named}: missing"
