@@ -726,3 +726,35 @@ def test_of_several_missing_binding_ids_the_first_in_wire_order_is_named(
     with pytest.raises(PayloadError) as caught:
         parse_gatekeeper_result({"status": "pass", "checked_bindings": [entry]})
     assert str(caught.value) == f"checked_bindings[0].{named}: missing"
+
+
+# --- aiops/_routing.py: the table itself, row by row, in order ---------------------------------
+
+AIOPS_ROWS = [  # (after, condition, next, reason, reason_from_node, same_input), spec §11
+    (None, "ALWAYS", "supervisor", None, False, False),
+    ("supervisor", "RETRY_LEFT", "supervisor", None, False, True),
+    ("supervisor", "OTHER_FAILURE", "fallback", "SUPERVISOR_FAILED", False, False),
+    ("supervisor", "FINISH", "reporter", None, False, False),
+    ("supervisor", "NO_PROGRESS", "fallback", "NO_PROGRESS", False, False),
+    ("supervisor", "BUDGET_EXHAUSTED", "fallback", "STEP_BUDGET_EXHAUSTED", False, False),
+    ("supervisor", "PLANNER_AGENT", "planner", None, False, False),
+    ("supervisor", "EXECUTOR_AGENT", "executor", None, False, False),
+    ("planner", "COMPLETED", "supervisor", None, False, False),
+    ("planner", "RETRY_LEFT", "planner", None, False, True),
+    ("planner", "OTHERWISE", "fallback", "PLANNER_FAILED", False, False),
+    ("executor", "COMPLETED", "supervisor", None, False, False),
+    ("executor", "ANY_FAILURE", "fallback", None, True, False),
+    ("reporter", "COMPLETED", None, None, False, False),
+    ("reporter", "RETRY_LEFT", "reporter", None, False, True),
+    ("reporter", "OTHERWISE", "fallback", "REPORTER_FAILED", False, False),
+    ("fallback", "ALWAYS", None, None, False, False),
+]
+
+
+def test_the_aiops_routing_table_is_the_spec_table_row_by_row() -> None:
+    from diagnosis_core.aiops import AIOPS_ROUTING_TABLE
+
+    rows = [(row.after.value if row.after else None, row.condition.name,
+             row.next.value if row.next else None, row.reason.value if row.reason else None,
+             row.reason_from_node, row.same_input) for row in AIOPS_ROUTING_TABLE]
+    assert rows == AIOPS_ROWS
