@@ -461,7 +461,7 @@ def run(workdir: Path, mutants: list[Mutant], timeout: int, baseline: bool = Tru
     judged = _judged(workdir)
     with (workdir / "results.jsonl").open("a", encoding="utf-8") as out:
         for mutant in mutants:
-            if mutant.id in judged and not (rejudge and judged[mutant.id]["status"] != "killed"):
+            if mutant.id in judged and not (rejudge and judged[mutant.id]["status"] == "survived"):
                 continue  # judged (a re-judged mutant's last row counts)
             path = workdir / mutant.module
             original = path.read_text(encoding="utf-8")
