@@ -55,6 +55,26 @@ class Group(TypedDict):
     functions: tuple[str, ...]
 
 
+DECISION_TESTS: tuple[str, ...] = (
+    "tests/test_decisions_pinned.py",
+    "tests/test_decisions.py",
+    "tests/test_decision_details.py",
+    "tests/test_routing_machine.py",
+    "tests/test_classify.py",
+    "tests/test_classify_http_clients.py",
+    "tests/test_gatekeeper.py",
+    "tests/test_hardening_gatekeeper.py",
+    "tests/test_parsing.py",
+    "tests/test_stepping.py",
+    "tests/test_kernel_shared_rules.py",
+    "tests/test_aiops_rules.py",
+    "tests/test_aiops_machine.py",
+    "tests/test_aiops_parsing.py",
+    "property_tests/test_routing_table_walk.py",
+)
+"""The fast tests of the decision modules (shared with mutation/table_mutants.py)."""
+
+
 GROUPS: dict[str, Group] = {
     "journal": {
         "modules": (
@@ -89,6 +109,28 @@ GROUPS: dict[str, Group] = {
             "tests/test_storable_values.py",
             "tests/test_tools_mutants.py",
         ),
+        "functions": (),
+    },
+    "decisions": {
+        # The decision modules of the issue "Decisions no test pins"; their
+        # module-level tables are mutated by mutation/table_mutants.py (mutmut
+        # only mutates function bodies).
+        "modules": (
+            "diagnosis_core/_chat/routing.py",
+            "diagnosis_core/_chat/machine.py",
+            "diagnosis_core/_chat/gatekeeper.py",
+            "diagnosis_core/_chat/projection.py",
+            "diagnosis_core/_chat/verdict.py",
+            "diagnosis_core/_chat/gaps.py",
+            "diagnosis_core/_chat/parsing.py",
+            "diagnosis_core/_kernel/classify.py",
+            "diagnosis_core/_kernel/routes.py",
+            "diagnosis_core/_kernel/stepping.py",
+            "diagnosis_core/aiops/_routing.py",
+            "diagnosis_core/aiops/_rules.py",
+            "diagnosis_core/aiops/_machine.py",
+        ),
+        "tests": DECISION_TESTS,
         "functions": (),
     },
     "observer": {
@@ -247,8 +289,13 @@ def main(argv: list[str]) -> int:
     workdir = workdir or ROOT / f"mutants-{name}"
     prepare(workdir, group)
     env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "mutation"))
-    env.pop("PYTHONPATH", None)  # mutmut puts its mutated copy first on the path
-    mutmut = shutil.which("mutmut") or str(Path(sys.executable).parent / "mutmut")
+    # mutmut puts its mutated copy first on the path: the checkout must not be on it
+    # (other entries, e.g. a directory mutmut was installed into, are kept).
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).resolve() != ROOT]
+    env["PYTHONPATH"] = os.pathsep.join(kept)
+    found = shutil.which("mutmut")
+    mutmut = [found] if found else [sys.executable, "-m", "mutmut"]
     command = argv[0] if argv else "run"
     if command == "report":
         print(report(workdir, group))
@@ -267,11 +314,11 @@ def main(argv: list[str]) -> int:
                      int(options.get("--seed", "23")))
         (workdir / "sample.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
         print(f"{len(names)} mutants drawn; names in {workdir / 'sample.txt'}")
-        return subprocess.call([mutmut, "run", "--max-children", "1", *names],
+        return subprocess.call([*mutmut, "run", "--max-children", "1", *names],
                                cwd=workdir, env=env)
     if command == "run" and "--max-children" not in argv:
         argv = ["run", "--max-children", "1", *argv[1:]]
-    return subprocess.call([mutmut, *(argv or ["run"])], cwd=workdir, env=env)
+    return subprocess.call([*mutmut, *(argv or ["run"])], cwd=workdir, env=env)
 
 
 if __name__ == "__main__":

@@ -362,6 +362,19 @@ def test_typed_and_wire_reports_are_judged_alike(
     typed = evaluate_aiops_report(report, mode=mode, alerts=alert_payload, ledger=ledger)
     raw = evaluate_aiops_report(to_wire(report), mode=mode, alerts=alert_payload, ledger=ledger)
     assert typed == raw
+    # An oracle of its own for the rules that read one section each (spec §11), so
+    # two equally wrong judgements cannot pass.
+    broken = {violation.rule_id for violation in typed.violations}
+    assert ("summary_present" in broken) == (report.summary.strip() == "")
+    assert ("evidence_present" in broken) == (len(report.evidence) == 0)
+    assert ("recommended_actions_present" in broken) == (len(report.recommended_actions) == 0)
+    succeeded = {item.invocation_id for item in ledger.invocations if item.success}
+    cited = [cited_id for part in (*report.findings, *report.evidence)
+             for cited_id in part.cited_invocation_ids]
+    assert ("cited_invocations_succeeded" in broken) == any(c not in succeeded for c in cited)
+    uncited = any(not finding.cited_invocation_ids for finding in report.findings)
+    assert ("findings_cite_invocations" in broken) == uncited
+    assert typed.passed == (typed.violations == ())
 
 
 # --- spec §15: host subclasses of Alert contribute their whitelisted fields only -----

@@ -648,6 +648,16 @@ def test_async_driver_matches_the_sync_driver() -> None:
     request = AiOpsRequest(RUN, ALERTS)
     async_state = asyncio.run(arun_aiops(request, AsyncAiOpsEffects.from_sync(happy())))
     assert async_state == sync_state
+    assert nodes(async_state) == [
+        ("supervisor", 1, 1, "COMPLETED", None),
+        ("planner", 1, 1, "COMPLETED", None),
+        ("supervisor", 2, 1, "COMPLETED", None),
+        ("executor", 2, 1, "COMPLETED", None),
+        ("supervisor", 3, 1, "COMPLETED", None),
+        ("reporter", 3, 1, "COMPLETED", None),
+    ]
+    assert async_state.outcome is AiOpsOutcome.REPORTED and async_state.reason_code is None
+    assert async_state.report is not None and async_state.report.summary == "pool exhausted"
 
 
 def test_driver_resumes_a_saved_state() -> None:

@@ -92,7 +92,22 @@ def test_good_report_passes_every_rule() -> None:
 
 def test_typed_and_raw_reports_are_judged_alike() -> None:
     typed = from_wire(AiOpsReport, GOOD)
-    assert _evaluate(typed) == _evaluate(GOOD)
+    passed = AiOpsRuleEvaluation(passed=True, score=1.0, violations=())
+    assert _evaluate(typed) == passed
+    assert _evaluate(GOOD) == passed
+    broken = _changed(_drop_order_svc)
+    failed = AiOpsRuleEvaluation(
+        passed=False,
+        score=8 / 9,
+        violations=(
+            AiOpsRuleViolation(
+                "payload_alerts_addressed",
+                "input alert 'PodRestarts' on 'order-svc' is not addressed by any finding",
+            ),
+        ),
+    )
+    assert _evaluate(from_wire(AiOpsReport, broken)) == failed
+    assert _evaluate(broken) == failed
 
 
 # --- one violating report per default rule ----------------------------------------
@@ -250,7 +265,9 @@ def test_without_the_rule_its_case_passes(
     alerts: tuple[Alert, ...],
 ) -> None:
     rules = tuple(rule for rule in AIOPS_RULES if rule.id != rule_id)
-    assert _evaluate(_changed(change), alerts=alerts, rules=rules).passed
+    evaluation = _evaluate(_changed(change), alerts=alerts, rules=rules)
+    # Nothing else broke: no violation at all, and every applicable rule counted passed.
+    assert evaluation == AiOpsRuleEvaluation(passed=True, score=1.0, violations=())
 
 
 # --- applicability and score ------------------------------------------------------

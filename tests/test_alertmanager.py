@@ -260,6 +260,8 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
     plain = dca.alerts_from_alertmanager(payload(entry()))
     noisy = dca.alerts_from_alertmanager(payload(entry(**junk), **junk))
     assert noisy == plain
+    expected = dca.Alert("A", "", "", "2024-05-01T10:00:00Z", {"alertname": "A"}, {})
+    assert noisy == dca.AlertmanagerAlerts((expected,), 0, 0)
 
 
 def test_an_empty_alerts_array_gives_no_alert() -> None:

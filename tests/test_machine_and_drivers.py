@@ -110,6 +110,19 @@ def test_same_scenario_replayed_twice_gives_byte_identical_json(path: str) -> No
     first = dcp.canonical_json(dc.replay(doc))
     second = dcp.canonical_json(dc.replay(json.loads(Path(path).read_text(encoding="utf-8"))))
     assert first == second
+    result = json.loads(first)
+    assert (result["outcome"], result["reason_code"]) == EXAMPLE_OUTCOMES[Path(path).stem]
+
+
+EXAMPLE_OUTCOMES = {
+    "composer_fails_twice": ("POST_VERIFICATION_FALLBACK", "COMPOSER_FAILED"),
+    "db_pool_forged_citations": ("PRE_VERIFICATION_FALLBACK", "GATEKEEPER_REJECTED"),
+    "payment_timeout": ("ANSWERED", None),
+    "redis_latency_evidence_retry": ("ANSWERED", None),
+    "tool_ledger_reference_gatekeeper": ("ANSWERED", None),
+    "zh_cn_gatekeeper_unavailable": ("PRE_VERIFICATION_FALLBACK", "GATEKEEPER_UNAVAILABLE"),
+}
+"""What each chat example ends in (the getting-started table of the docs)."""
 
 
 @pytest.mark.parametrize("path", CHAT_EXAMPLES, ids=lambda p: Path(p).stem)

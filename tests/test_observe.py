@@ -9,6 +9,7 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
+from diagnosis_core._kernel.observe import Watcher
 
 
 class Recording:
@@ -30,11 +31,19 @@ def test_notify_calls_the_hook_with_the_arguments() -> None:
     assert observer.calls == [("event_appended", (1, "two"))]
 
 
-def test_notify_skips_none_and_missing_hooks() -> None:
-    with warnings.catch_warnings():
+def test_notify_skips_none_and_missing_hooks(caplog: pytest.LogCaptureFixture) -> None:
+    observer = Recording()
+    with warnings.catch_warnings(), caplog.at_level(logging.DEBUG):
         warnings.simplefilter("error")
-        dcm.notify(None, "event_appended", 1)
-        dcm.notify(Recording(), "effect_started", 1)
+        assert dcm.notify(None, "event_appended", 1) is None
+        assert dcm.notify(observer, "effect_started", 1) is None
+    assert observer.calls == []  # the missing hook was not routed to another one
+    assert caplog.records == []  # skipping is not a failure: nothing is reported
+    watcher = Watcher(observer)
+    watcher.notify("effect_started", 1)
+    watcher.notify("event_appended", 2)
+    assert watcher.failures == 0
+    assert observer.calls == [("event_appended", (2,))]
 
 
 def test_a_raising_hook_is_logged_naming_it_and_never_warns(

@@ -90,15 +90,12 @@ def _error(parse: Callable[[str], object], data: object) -> str:
 # --- the spec's examples ---------------------------------------------------------------------
 
 
-def test_planner_example_parses() -> None:
-    assert _planner(PLANNER_EXAMPLE) == PlannerPlan(
+PARSED_EXAMPLES: dict[str, object] = {
+    "planner": PlannerPlan(
         steps=(PlanStep("s1", "check gateway timeout logs", ("query_logs",)),),
         selected_skill="payment-timeout",
-    )
-
-
-def test_executor_example_parses() -> None:
-    assert parse_executor_evidence(EXECUTOR_EXAMPLE) == ExecutorEvidence(
+    ),
+    "executor": ExecutorEvidence(
         evidence_status=EvidenceStatus.EVIDENCE_FOUND,
         claims=(
             Claim(
@@ -115,11 +112,8 @@ def test_executor_example_parses() -> None:
         ),
         hypotheses=(Hypothesis("connection pool exhausted", "pool metrics"),),
         tool_trace_summary=(ToolTraceEntry("query_logs", True, "inv-7"),),
-    )
-
-
-def test_verifier_example_parses() -> None:
-    assert parse_verifier_output(VERIFIER_EXAMPLE) == VerifierOutput(
+    ),
+    "verifier": VerifierOutput(
         verdict=Verdict.LOW_CONFID,
         groundedness_score=0.55,
         facts_checked=(
@@ -130,11 +124,26 @@ def test_verifier_example_parses() -> None:
         missing_info=("pay-svc connection pool metrics",),
         recommended_actions=("check pool size of pay-svc",),
         rationale="…",
-    )
+    ),
+    "composer": ComposerOutput("…markdown…", ("c1",)),
+}
+"""What the spec's examples parse to, written out (never another parse)."""
+
+
+def test_planner_example_parses() -> None:
+    assert _planner(PLANNER_EXAMPLE) == PARSED_EXAMPLES["planner"]
+
+
+def test_executor_example_parses() -> None:
+    assert parse_executor_evidence(EXECUTOR_EXAMPLE) == PARSED_EXAMPLES["executor"]
+
+
+def test_verifier_example_parses() -> None:
+    assert parse_verifier_output(VERIFIER_EXAMPLE) == PARSED_EXAMPLES["verifier"]
 
 
 def test_composer_example_parses() -> None:
-    assert _composer(COMPOSER_EXAMPLE) == ComposerOutput("…markdown…", ("c1",))
+    assert _composer(COMPOSER_EXAMPLE) == PARSED_EXAMPLES["composer"]
 
 
 @pytest.mark.parametrize(
@@ -143,8 +152,7 @@ def test_composer_example_parses() -> None:
      ("verifier", VERIFIER_EXAMPLE), ("composer", COMPOSER_EXAMPLE)],
 )
 def test_examples_parse_inside_a_json_fence(name: str, text: str) -> None:
-    parse = PARSERS[name]
-    assert parse(f"```json\n{text}\n```\n") == parse(text)
+    assert PARSERS[name](f"```json\n{text}\n```\n") == PARSED_EXAMPLES[name]
 
 
 def test_payload_names_are_the_wire_names() -> None:
@@ -622,7 +630,7 @@ def test_hostile_input_is_a_payload_error_with_a_path(parser: str, bad: str) -> 
 def test_json_info_string_in_any_case_is_accepted(parser: str) -> None:
     text = {"planner": PLANNER_EXAMPLE, "executor": EXECUTOR_EXAMPLE,
             "verifier": VERIFIER_EXAMPLE, "composer": COMPOSER_EXAMPLE}[parser]
-    assert PARSERS[parser](f"```JSON\n{text}\n```") == PARSERS[parser](text)
+    assert PARSERS[parser](f"```JSON\n{text}\n```") == PARSED_EXAMPLES[parser]
 
 
 def test_ten_megabyte_valid_executor_payload_parses() -> None:

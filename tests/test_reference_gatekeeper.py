@@ -442,6 +442,17 @@ def test_result_does_not_depend_on_run_id() -> None:
     gatekeeper = ReferenceGatekeeper(LEDGER)
     executor_output = evidence([binding(), binding("x")])
     assert gatekeeper("a", executor_output) == gatekeeper("b", executor_output)
+    # Two bindings with one key, one of them mismatched: the key fails (fail closed).
+    assert gatekeeper("b", executor_output) == {
+        "status": "fail",
+        "level": "reject",
+        "checked_bindings": [
+            {"claim_id": "c0", "source_invocation_id": "inv-1", "tool_name": "query_logs",
+             "raw_path": "$.items[0].message", "status": "fail", "matched_text": None,
+             "reason": "EXCERPT_MISMATCH"},
+        ],
+        "reason_codes": ["EXCERPT_MISMATCH"],
+    }
 
 
 @pytest.mark.parametrize(
