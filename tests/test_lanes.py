@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 from lane_figures import LANES, PAGE, collected, page_counts
-from lanes import ROOT, SLOW_FILES, SLOW_TESTS, TIME_LIMITS
+from lanes import _ADDRESS, ROOT, SLOW_FILES, SLOW_TESTS, TIME_LIMITS
 
 
 @pytest.mark.parametrize("name", sorted(SLOW_FILES))
@@ -64,3 +64,8 @@ def test_the_pages_lane_counts_are_what_each_lane_collects() -> None:
     stated = page_counts(PAGE.read_text("utf-8"))
     assert set(stated) == set(LANES), "run python tests/lane_figures.py"
     assert stated == collected(), "run python tests/lane_figures.py"
+
+
+def test_no_node_id_shows_an_address(request: pytest.FixtureRequest) -> None:
+    # An address differs in every xdist worker: the workers would refuse to start.
+    assert not [item.nodeid for item in request.session.items if _ADDRESS.search(item.nodeid)]
