@@ -94,6 +94,15 @@ TIME_LIMITS: dict[str, int] = {
     "tests/load/test_engines_under_load.py": 1200,
     "tests/load/test_langgraph_lost_run.py": 600,
     "tests/load/test_load_checks.py": 600,
+    # processes racing and killed on every store kind (PostgreSQL included)
+    "tests/stores/test_kill_and_race.py": 600,
+    # the heaviest property files: their tests pin their own example counts
+    "tests/test_testing_module.py": 900,
+    "property_tests/test_invariants.py": 900,
+    "property_tests/test_journal_drivers_properties.py": 900,
+    "property_tests/test_journal_properties.py": 900,
+    "property_tests/test_aiops_properties.py": 900,
+    "property_tests/test_aiops_journal_properties.py": 900,
 }
 
 
