@@ -54,6 +54,16 @@ SLOW_FILES = frozenset(
         "tests/adapters/test_langgraph_kill.py",
         "tests/adapters/test_langgraph_postgres.py",
         "tests/adapters/test_temporal_adapter.py",
+        # kill matrices, runs killed with SIGKILL, engines under load (minutes each)
+        "tests/adapters/test_engine_kill_matrix.py",
+        "tests/adapters/test_langgraph_kill_matrix.py",
+        "tests/adapters/test_langgraph_owner.py",
+        "tests/adapters/test_dbos_adapter.py",
+        "tests/adapters/test_temporal_aiops.py",
+        "tests/adapters/test_aiops_engine_parity.py",
+        "tests/stores/test_kill_and_race.py",
+        "tests/load/test_engines_under_load.py",
+        "tests/load/test_langgraph_lost_run.py",
         # the heaviest property files (minutes each on a loaded 2-core machine)
         "tests/test_testing_module.py",
         "property_tests/test_invariants.py",
@@ -71,6 +81,7 @@ SLOW_TESTS = frozenset(
         "test_a_profile_instance_that_keeps_the_cross_field_rules_parses_to_the_same_value",
         "tests/test_converter.py::test_json_value_field_accepts_any_json_and_refuses_other_values",
         "tests/test_hardening_json.py::test_rejecting_a_large_text_costs_memory_linear_in_its_size",
+        "tests/test_alertmanager.py::test_the_cost_is_linear_in_the_number_of_entries",
         "tests/adapters/test_otel_observer.py::"
         "test_every_generated_run_is_its_span_tree_and_is_unchanged",
     }
@@ -262,5 +273,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _owned(config):
+    # Not in a pytest-xdist worker: it finishes its share and then serves the controller
+    # until every worker is done; the controller's own watchdog bounds the session's end.
+    if _owned(config) and not hasattr(config, "workerinput"):
         faulthandler.dump_traceback_later(_grace(config), exit=True, file=_STDERR[0])
