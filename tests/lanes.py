@@ -5,8 +5,9 @@ The whole suite (``python -m pytest``, what the README and CI run) runs everythi
 fast lane, for before a commit, leaves out the engine tests (a Temporal dev server, a
 PostgreSQL cluster, LangGraph parity on every example and generated scenario, runs
 killed with SIGKILL) and the property files that take minutes because their tests pin
-their own example counts. Measured on a loaded 2-core machine: 2 min 37 s (docs/testing.md,
-"Test lanes"). A file is marked here, in one place, so that no test file has to change.
+their own example counts. Each lane's count and wall time are in docs/testing.md ("Test
+lanes"), written by ``python tests/lane_figures.py``. A file is marked here, in one place,
+so that no test file has to change.
 
 Time limits (docs/testing.md, "Test lanes"): ``timeout`` in pyproject.toml is the default
 for every test; ``TIME_LIMITS`` gives the engine, kill-matrix and load files more; a test's
