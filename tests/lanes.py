@@ -1,16 +1,48 @@
-"""The test lanes: ``pytest -m "not slow"`` leaves out the files listed here.
+"""The test lanes and the time limits: ``pytest -m "not slow"`` leaves out the files listed here,
+and every test has a time limit (pytest-timeout), its file's in ``TIME_LIMITS`` or the default.
 
 The whole suite (``python -m pytest``, what the README and CI run) runs everything. The
 fast lane, for before a commit, leaves out the engine tests (a Temporal dev server, a
 PostgreSQL cluster, LangGraph parity on every example and generated scenario, runs
 killed with SIGKILL) and the property files that take minutes because their tests pin
-their own example counts. Measured on a loaded 2-core machine: 2 min 37 s (docs/testing.md,
-"Test lanes"). A file is marked here, in one place, so that no test file has to change.
+their own example counts. Each lane's count and wall time are in docs/testing.md ("Test
+lanes"), written by ``python tests/lane_figures.py``. A file is marked here, in one place,
+so that no test file has to change.
+
+Time limits (docs/testing.md, "Test lanes"): ``timeout`` in pyproject.toml is the default
+for every test; ``TIME_LIMITS`` gives the engine, kill-matrix and load files more; a test's
+own ``@pytest.mark.timeout(...)`` and a ``--timeout`` on the command line win over both, as
+pytest-timeout resolves them. pytest-timeout's ``signal`` method fails a test that runs past
+its limit (SIGALRM in the main thread, the stack of every thread dumped, ``Failed`` raised)
+and the session goes on. Two backstops here cover what one alarm cannot:
+
+* a teardown still running when the alarm has already fired (the test hung, then a
+  fixture's teardown hangs too, e.g. an asyncio fixture whose task refuses cancellation)
+  gets the alarm once more, for the test's limit again;
+* a hang that no signal reaches (C code holding the GIL, a handler that swallows the
+  failure) ends the process: at twice the limit plus ``time_limit_kill_grace`` seconds,
+  faulthandler's own watchdog thread dumps every thread's stack and exits with status 1.
+  Under pytest-xdist the controller reports that worker's crash and goes on.
+
+After the session the same watchdog bounds the interpreter's exit (a non-daemon thread that
+never ends would otherwise hold the process after the summary is printed).
+
+This module is a plugin (the root conftest's ``pytest_plugins``); a child pytest loads it
+with ``-p tests.lanes`` (tests/test_time_limits.py).
 """
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import re
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Generator
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -23,6 +55,16 @@ SLOW_FILES = frozenset(
         "tests/adapters/test_langgraph_kill.py",
         "tests/adapters/test_langgraph_postgres.py",
         "tests/adapters/test_temporal_adapter.py",
+        # kill matrices, runs killed with SIGKILL, engines under load (minutes each)
+        "tests/adapters/test_engine_kill_matrix.py",
+        "tests/adapters/test_langgraph_kill_matrix.py",
+        "tests/adapters/test_langgraph_owner.py",
+        "tests/adapters/test_dbos_adapter.py",
+        "tests/adapters/test_temporal_aiops.py",
+        "tests/adapters/test_aiops_engine_parity.py",
+        "tests/stores/test_kill_and_race.py",
+        "tests/load/test_engines_under_load.py",
+        "tests/load/test_langgraph_lost_run.py",
         # the heaviest property files (minutes each on a loaded 2-core machine)
         "tests/test_testing_module.py",
         "property_tests/test_invariants.py",
@@ -40,13 +82,68 @@ SLOW_TESTS = frozenset(
         "test_a_profile_instance_that_keeps_the_cross_field_rules_parses_to_the_same_value",
         "tests/test_converter.py::test_json_value_field_accepts_any_json_and_refuses_other_values",
         "tests/test_hardening_json.py::test_rejecting_a_large_text_costs_memory_linear_in_its_size",
+        "tests/test_alertmanager.py::test_the_cost_is_linear_in_the_number_of_entries",
         "tests/adapters/test_otel_observer.py::"
         "test_every_generated_run_is_its_span_tree_and_is_unchanged",
     }
 )
 
 
+# Time limits in seconds above the default (pyproject.toml: ``timeout``), by file. Each is
+# several times the file's slowest test measured under coverage on a loaded 2-core machine.
+TIME_LIMITS: dict[str, int] = {
+    # a Temporal dev server, PostgreSQL clusters, DBOS launches, runs killed with SIGKILL
+    "tests/adapters/test_engine_kill_matrix.py": 1200,
+    "tests/adapters/test_langgraph_kill_matrix.py": 900,
+    "tests/adapters/test_langgraph_kill.py": 600,
+    "tests/adapters/test_langgraph_postgres.py": 600,
+    "tests/adapters/test_dbos_adapter.py": 600,
+    "tests/adapters/test_temporal_adapter.py": 600,
+    "tests/adapters/test_temporal_aiops.py": 600,
+    "tests/adapters/test_aiops_engine_parity.py": 600,
+    "tests/test_parity.py": 900,
+    # the load tests: batches of runs on every engine, workers killed on purpose
+    "tests/load/test_engines_under_load.py": 1200,
+    "tests/load/test_langgraph_lost_run.py": 600,
+    "tests/load/test_load_checks.py": 600,
+    # processes racing and killed on every store kind (PostgreSQL included)
+    "tests/stores/test_kill_and_race.py": 600,
+    # the heaviest property files: their tests pin their own example counts
+    "tests/test_testing_module.py": 900,
+    "property_tests/test_invariants.py": 900,
+    "property_tests/test_journal_drivers_properties.py": 900,
+    "property_tests/test_journal_properties.py": 900,
+    "property_tests/test_aiops_properties.py": 900,
+    "property_tests/test_aiops_journal_properties.py": 900,
+}
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stable_node_ids(items: list[pytest.Item]) -> None:
+    """A node id that shows an object's address (``<X object at 0x7f…>``, from a
+    parametrize ``ids`` that prints a repr) differs in every process, and pytest-xdist
+    refuses to start when its workers collect different ids. Each address becomes its
+    rank in the collection (``at 0x#1``), the same in every worker. pytest keeps a node's
+    id in a private attribute (``_id``, a ``NodeId`` since pytest 9; ``_nodeid`` before)."""
+    seen: dict[str, str] = {}
+    for item in items:
+        if not _ADDRESS.search(item.nodeid):
+            continue
+        stable = _ADDRESS.sub(
+            lambda m: seen.setdefault(m.group(0), f" at 0x#{len(seen) + 1}"), item.nodeid
+        )
+        current = getattr(item, "_id", None)
+        if current is not None and hasattr(type(current), "parse"):
+            item._id = type(current).parse(stable)
+        else:
+            item._nodeid = stable
+        assert item.nodeid == stable, (item.nodeid, stable)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _stable_node_ids(items)
     for item in items:
         path = Path(str(item.path)).resolve()
         if not path.is_relative_to(ROOT):
@@ -55,3 +152,129 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         function = getattr(item, "originalname", item.name)
         if name in SLOW_FILES or f"{name}::{function}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+
+
+# --- every test finishes ----------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "time_limit_kill_grace",
+        "seconds past twice a test's time limit (and past the session's end) after which "
+        "the process dumps every thread's stack and exits with status 1",
+        default="60",
+    )
+
+
+_OWNER: list[int] = []  # id() of the outermost config: an in-process inner run stays out
+_STDERR: list[TextIO] = []  # the real stderr: a copy of fd 2 taken before any test's capture
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _OWNER:
+        return
+    _OWNER.append(id(config))
+    _STDERR.append(os.fdopen(os.dup(sys.__stderr__.fileno()), "w", encoding="utf-8"))
+
+
+def _owned(config: pytest.Config) -> bool:
+    return bool(_OWNER) and _OWNER[0] == id(config)
+
+
+def _grace(config: pytest.Config) -> float:
+    return float(config.getini("time_limit_kill_grace"))
+
+
+def time_limit(item: pytest.Item) -> float:
+    """The item's time limit in seconds, resolved as pytest-timeout does (0: none)."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None:
+        value = marker.kwargs.get("timeout", marker.args[0] if marker.args else None)
+        if value is not None:
+            return float(value)
+    option = item.config.getoption("timeout", None)
+    if option is not None:
+        return float(option)
+    if os.environ.get("PYTEST_TIMEOUT"):
+        return float(os.environ["PYTEST_TIMEOUT"])
+    try:
+        return float(item.config.getini("timeout") or 0)
+    except ValueError:  # no pytest-timeout: no ``timeout`` ini key, no limit
+        return 0.0
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    limit = time_limit(item)
+    armed = limit > 0 and _owned(item.config)
+    if armed:
+        faulthandler.dump_traceback_later(
+            2 * limit + _grace(item.config), exit=True, file=_STDERR[0]
+        )
+    try:
+        return (yield)
+    finally:
+        if armed:
+            faulthandler.cancel_dump_traceback_later()
+
+
+def _dump_stacks(config: pytest.Config) -> None:
+    """The stack of every thread, into the test's report (as pytest-timeout writes its own)."""
+    writer = config.get_terminal_writer()
+    frames = sys._current_frames()
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        if frame is not None:
+            writer.sep("~", f"Stack of {thread.name} ({thread.ident})")
+            writer.write("".join(traceback.format_stack(frame)))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
+    # pytest-timeout and pytest's faulthandler plugin both stop their timers as soon as a
+    # phase fails (meant for --pdb): a teardown that then hangs would be bounded by nothing
+    # (the original report: the test failed, its asyncio teardown hung for 13 minutes).
+    # Without --pdb, the process backstop starts again for what is left of the protocol.
+    if (
+        isinstance(node, pytest.Item)
+        and not node.config.getoption("usepdb", False)
+        and _owned(node.config)
+    ):
+        limit = time_limit(node)
+        if limit > 0:
+            faulthandler.dump_traceback_later(
+                2 * limit + _grace(node.config), exit=True, file=_STDERR[0]
+            )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    """A teardown left without a pending alarm (the call failed, or timed out) gets its own."""
+    limit = time_limit(item)
+    if limit <= 0 or item.config.getoption("usepdb", False) or not hasattr(signal, "setitimer"):
+        return (yield)
+    if signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        return (yield)  # pytest-timeout's alarm is still pending: it covers the teardown
+
+    def expired(signum: int, frame: object) -> None:
+        __tracebackhide__ = True
+        _dump_stacks(item.config)
+        pytest.fail(f"Timeout (>{limit}s) in teardown, from tests/lanes.py")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return (yield)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # Not in a pytest-xdist worker: it finishes its share and then serves the controller
+    # until every worker is done; the controller's own watchdog bounds the session's end.
+    if _owned(config) and not hasattr(config, "workerinput"):
+        faulthandler.dump_traceback_later(_grace(config), exit=True, file=_STDERR[0])

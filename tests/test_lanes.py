@@ -1,11 +1,13 @@
-"""The fast lane leaves out exactly the files tests/lanes.py names, and they exist."""
+"""The fast lane leaves out exactly the files tests/lanes.py names, and they exist; the time
+limits are set; docs/testing.md states the count of tests each lane collects."""
 
 from __future__ import annotations
 
 import tomllib
 
 import pytest
-from lanes import ROOT, SLOW_FILES, SLOW_TESTS
+from lane_figures import LANES, PAGE, collected, page_counts
+from lanes import _ADDRESS, ROOT, SLOW_FILES, SLOW_TESTS, TIME_LIMITS
 
 
 @pytest.mark.parametrize("name", sorted(SLOW_FILES))
@@ -35,3 +37,35 @@ def test_items_of_a_slow_file_carry_the_marker(request: pytest.FixtureRequest) -
     collected = {item.nodeid.split("::")[0] for item in request.session.items}
     assert marked >= SLOW_FILES & collected
     assert "tests/test_lanes.py" not in marked
+
+
+@pytest.mark.parametrize("name", sorted(TIME_LIMITS))
+def test_every_file_with_its_own_time_limit_exists(name: str) -> None:
+    assert (ROOT / name).is_file()
+    assert TIME_LIMITS[name] > 300  # more than the default, or it would not be listed
+
+
+def test_the_suite_has_a_default_time_limit_and_the_signal_method() -> None:
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]
+    assert float(options["ini_options"]["timeout"]) > 0
+    assert options["ini_options"]["timeout_method"] == "signal"
+
+
+def test_items_of_a_file_with_its_own_limit_carry_it(request: pytest.FixtureRequest) -> None:
+    for item in request.session.items:
+        name = item.nodeid.split("::")[0]
+        if name in TIME_LIMITS:
+            marker = item.get_closest_marker("timeout")
+            assert marker is not None and marker.args[0] == TIME_LIMITS[name], item.nodeid
+
+
+def test_the_pages_lane_counts_are_what_each_lane_collects() -> None:
+    # The times on the page cannot be checked; the counts can (tests/lane_figures.py).
+    stated = page_counts(PAGE.read_text("utf-8"))
+    assert set(stated) == set(LANES), "run python tests/lane_figures.py"
+    assert stated == collected(), "run python tests/lane_figures.py"
+
+
+def test_no_node_id_shows_an_address(request: pytest.FixtureRequest) -> None:
+    # An address differs in every xdist worker: the workers would refuse to start.
+    assert not [item.nodeid for item in request.session.items if _ADDRESS.search(item.nodeid)]

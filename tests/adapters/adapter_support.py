@@ -12,6 +12,7 @@ import contextlib
 import importlib.metadata
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
@@ -152,21 +153,84 @@ def temporal_binary() -> str | None:
     return shutil.which("temporal")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+# --- processes and ports that may vanish or be taken at any instant -------------------------
+
+
+def stat_state(stat: IO[str]) -> str | None:
+    """The state letter of an open ``/proc/PID/stat``; ``None`` when the process has gone.
+
+    A process can exit between the opening of its stat file and the reading of it: the read
+    then fails with ``ProcessLookupError`` (ESRCH), which is an answer, not an error.
+    """
+    try:
+        text = stat.read()
+    except ProcessLookupError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    return fields[0] if fields else None
+
+
+def process_gone(pid: int) -> bool:
+    """Whether ``pid`` has exited: no such process any more, or a zombie (Z) or dead (X) one."""
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace")  # noqa: SIM115
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    with stat:
+        state = stat_state(stat)
+    return state is None or state in {"Z", "X"}
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of a live ``pid``; ``None`` when it has gone (at any instant)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text.rpartition(")")[2].split()
+    return int(fields[1]) if len(fields) > 1 and fields[0] not in {"Z", "X"} else None
+
+
+# Each pytest-xdist worker takes its ports from its own block (gw0: 15000-15999, gw1:
+# 16000-16999, ...), below Linux's ephemeral range (32768-60999), so two workers never
+# race for one port and no outgoing connection's port is handed out. Within its block a
+# worker draws at random and keeps a port only when it can bind it.
+_PORT_BASE, _PORT_BLOCK, _PORT_BLOCKS = 15000, 1000, 17
+
+
+def worker_index() -> int:
+    """This pytest-xdist worker's number (``PYTEST_XDIST_WORKER=gwN``); 0 outside xdist."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(name[2:]) if name[2:].isdigit() else 0
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free right now, from this worker's own block."""
+    start = _PORT_BASE + _PORT_BLOCK * (worker_index() % _PORT_BLOCKS)
+    for port in random.sample(range(start, start + _PORT_BLOCK), _PORT_BLOCK):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {start}-{start + _PORT_BLOCK - 1}")
+
+
+_free_port = free_port
 
 
 def _ready(binary: str, address: str) -> bool:
-    check = subprocess.run(
-        [binary, "operator", "namespace", "describe", "--namespace", "default",
-         "--address", address],
-        capture_output=True,
-        timeout=10,
-        check=False,
-    )
+    try:
+        check = subprocess.run(
+            [binary, "operator", "namespace", "describe", "--namespace", "default",
+             "--address", address],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:  # a loaded machine: not ready yet, ask again
+        return False
     return check.returncode == 0
 
 

@@ -16,7 +16,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -337,10 +336,9 @@ def _version_key(path: str) -> tuple[int, ...]:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    from adapter_support import free_port  # this xdist worker's own block of ports
+
+    return free_port()
 
 
 def _as_server_user(command: list[str]) -> list[str]:
@@ -393,11 +391,31 @@ def postgres_server() -> Iterator[str]:
         _create_database(admin, database)
         yield f"host=127.0.0.1 port={port} user=postgres dbname={database}"
     finally:
+        _stop_postgres(pg_ctl, data)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop_postgres(pg_ctl: str, data: Path) -> None:
+    """Stop the cluster within a minute, whatever state the test left it in.
+
+    ``pg_ctl stop -m immediate`` first; should it not return in time, the postmaster (its
+    pid in ``postmaster.pid``, if that still exists) is killed: no server outlives a test.
+    """
+    try:
         subprocess.run(
-            _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "-t", "30",
+                             "stop"]),
             check=False, capture_output=True, timeout=60,
         )
-        shutil.rmtree(root, ignore_errors=True)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        pid = int((data / "postmaster.pid").read_text(encoding="ascii").split()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _create_database(admin: str, name: str) -> None:

@@ -44,6 +44,7 @@ import pytest
 pytest.importorskip("temporalio")
 pytest.importorskip("dbos")
 
+from adapter_support import parent_of, process_gone
 from kill_matrix_support import CrashPlan, aiops_case, chat_case, log_lines
 
 import diagnosis_core as dc
@@ -54,6 +55,7 @@ import diagnosis_core.tools as dct
 HERE = Path(__file__).resolve().parent
 RESENT_AIOPS = frozenset({"supervisor", "planner", "reporter"})
 _FORKED: list[int] = []  # every doomed child forked for this module
+_CASE_SECONDS = 300  # one Temporal case, its worker killed and a new one finishing the run
 
 
 @attrs.frozen
@@ -168,14 +170,22 @@ def forker() -> Iterator[subprocess.Popen[str]]:
         text=True,
         cwd=HERE,
     )
-    yield process
-    assert process.stdin is not None
-    process.stdin.close()
-    process.wait(timeout=30)
-    for pid in _FORKED:  # a child whose point was never reached (a failed case) goes too
-        if not _dead(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    try:
+        yield process
+    finally:
+        # A child whose point was never reached (a failed case) goes too; only a child of
+        # this forker is killed (a pid may have been reused), and it may vanish meanwhile.
+        for pid in _FORKED:
+            if parent_of(pid) == process.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
 
 
 def _fork(forker: subprocess.Popen[str], order: dict[str, Any]) -> int:
@@ -188,11 +198,9 @@ def _fork(forker: subprocess.Popen[str], order: dict[str, Any]) -> int:
 
 
 def _dead(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return status.split(")")[-1].split()[0] in {"Z", "X"}
+    # The doomed child may vanish at any instant, even between the opening and the reading
+    # of its /proc/PID/stat (ProcessLookupError): adapter_support.process_gone.
+    return process_gone(pid)
 
 
 def _wait_killed(fired: Path, pid: int, deadline: float) -> None:
@@ -287,10 +295,14 @@ async def test_temporal_kill_matrix(
     gate = asyncio.Semaphore(8)
 
     async def one(case: Case) -> None:
-        async with gate:
+        async with gate, asyncio.timeout(_CASE_SECONDS):
             await _temporal_case(client, temporal_address, forker, case, tmp_path)
 
-    await asyncio.gather(*(one(case) for case in cases))
+    # A failed case cancels the others (a TaskGroup, not gather, which would leave them
+    # running into the event loop's teardown), and no case waits past its own deadline.
+    async with asyncio.TaskGroup() as group:
+        for case in cases:
+            group.create_task(one(case))
 
 
 # --- DBOS ----------------------------------------------------------------------------------
