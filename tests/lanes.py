@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import faulthandler
 import os
-import re
 import signal
 import sys
 import threading
@@ -118,32 +117,7 @@ TIME_LIMITS: dict[str, int] = {
 }
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def _stable_node_ids(items: list[pytest.Item]) -> None:
-    """A node id that shows an object's address (``<X object at 0x7f…>``, from a
-    parametrize ``ids`` that prints a repr) differs in every process, and pytest-xdist
-    refuses to start when its workers collect different ids. Each address becomes its
-    rank in the collection (``at 0x#1``), the same in every worker. pytest keeps a node's
-    id in a private attribute (``_id``, a ``NodeId`` since pytest 9; ``_nodeid`` before)."""
-    seen: dict[str, str] = {}
-    for item in items:
-        if not _ADDRESS.search(item.nodeid):
-            continue
-        stable = _ADDRESS.sub(
-            lambda m: seen.setdefault(m.group(0), f" at 0x#{len(seen) + 1}"), item.nodeid
-        )
-        current = getattr(item, "_id", None)
-        if current is not None and hasattr(type(current), "parse"):
-            item._id = type(current).parse(stable)
-        else:
-            item._nodeid = stable
-        assert item.nodeid == stable, (item.nodeid, stable)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    _stable_node_ids(items)
     for item in items:
         path = Path(str(item.path)).resolve()
         if not path.is_relative_to(ROOT):

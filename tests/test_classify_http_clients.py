@@ -170,6 +170,9 @@ class _Response:
     def __init__(self, status_code: object) -> None:
         self.status_code = status_code
 
+    def __repr__(self) -> str:  # a test id: the same in every xdist worker (no address)
+        return f"_Response({self.status_code!r})"
+
 
 @pytest.mark.parametrize(
     ("error", "expected"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,3 +48,15 @@ def store(url: str) -> Iterator[StoreBase]:
     opened = open_store(url)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """A directory for the cut files: in memory when possible (durability is not under test)."""
+    memory = Path("/dev/shm")
+    if memory.is_dir() and os.access(memory, os.W_OK):
+        directory = Path(tempfile.mkdtemp(dir=memory, prefix="crash-cut-"))
+        yield directory
+        shutil.rmtree(directory, ignore_errors=True)
+    else:  # pragma: no cover - a machine without /dev/shm
+        yield tmp_path

@@ -19,9 +19,10 @@ is exactly the writes that completed; the resume gives the §12 outcome (the
 uninterrupted result, or the fail-closed one of an interrupted executor or
 gatekeeper call) and performs nothing whose start is durable a second time;
 the run loads afterwards, whole; and a second resume performs nothing and
-changes no byte. The whole sweeps are ``slow`` (thousands of resumes);
-the record edges (the first byte, the byte before the newline, the newline)
-run in the fast lane.
+changes no byte. The whole sweeps are ``slow`` (thousands of resumes) and live in
+``test_crash_sweeps_jsonl.py`` and ``test_crash_sweeps_sqlite.py``, in shards that
+parallel workers share; the record edges (the first byte, the byte before the newline,
+the newline) and three kill points run here, in the fast lane.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -44,7 +44,7 @@ from diagnosis_core.stores._sqlite import SqliteStore
 
 
 @functools.cache
-def _recorded(flow: str) -> tuple[Reference, bytes]:
+def recorded(flow: str) -> tuple[Reference, bytes]:
     """The flow's reference and the JSON Lines file its uninterrupted run writes."""
     ref = reference(flow)
     directory = Path(tempfile.mkdtemp(prefix="crash-record-"))
@@ -65,20 +65,8 @@ def _recorded(flow: str) -> tuple[Reference, bytes]:
     return ref, whole
 
 
-@pytest.fixture
-def scratch(tmp_path: Path) -> Iterator[Path]:
-    """A directory for the cut files: in memory when possible (durability is not under test)."""
-    memory = Path("/dev/shm")
-    if memory.is_dir() and os.access(memory, os.W_OK):
-        directory = Path(tempfile.mkdtemp(dir=memory, prefix="crash-cut-"))
-        yield directory
-        shutil.rmtree(directory, ignore_errors=True)
-    else:  # pragma: no cover - a machine without /dev/shm
-        yield tmp_path
-
-
-def _cut_and_resume(flow: str, cut: int, directory: Path) -> None:
-    ref, whole = _recorded(flow)
+def cut_and_resume(flow: str, cut: int, directory: Path) -> None:
+    ref, whole = recorded(flow)
     path = directory / f"cut-{cut}.jsonl"
     path.write_bytes(whole[:cut])
     complete = whole[:cut].count(b"\n")
@@ -108,26 +96,9 @@ def _edges(whole: bytes) -> list[int]:
 def test_jsonl_cut_at_every_record_edge_resumes_loads_and_stays(
     flow: str, scratch: Path
 ) -> None:
-    _, whole = _recorded(flow)
+    _, whole = recorded(flow)
     for cut in _edges(whole):
-        _cut_and_resume(flow, cut, scratch)
-
-
-SHARDS = range(6)
-"""The whole sweeps are split into shards (every ``len(SHARDS)``-th point each), so that
-parallel workers share them; together the shards cover every point."""
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("shard", SHARDS)
-@pytest.mark.parametrize("flow", FLOWS)
-def test_jsonl_cut_at_every_byte_offset_resumes_loads_and_stays(
-    flow: str, shard: int, scratch: Path
-) -> None:
-    _, whole = _recorded(flow)
-    for cut in range(shard, len(whole) + 1, len(SHARDS)):
-        _cut_and_resume(flow, cut, scratch)
+        cut_and_resume(flow, cut, scratch)
 
 
 # --- SQLite: a real writer process killed at each write it makes --------------------------
@@ -136,7 +107,7 @@ _CHILD = Path(__file__).resolve().parent / "crash_child.py"
 _SYSCALLS = ("write", "pwrite64", "pwritev", "pwritev2", "fsync", "fdatasync", "ftruncate")
 
 
-def _strace() -> str:
+def strace_binary() -> str:
     """The ``strace`` binary, or skip: it must be able to trace and kill a child it starts."""
     binary = shutil.which("strace")
     if binary is None:
@@ -187,7 +158,7 @@ def _run_child(strace: str, directory: Path, flow: str, kill_at: tuple[str, int]
 @functools.cache
 def _sqlite_writes(flow: str) -> tuple[_Syscall, ...]:
     """The writes an uninterrupted child makes to a fresh database, in order."""
-    strace = _strace()
+    strace = strace_binary()
     directory = Path(tempfile.mkdtemp(prefix="crash-sqlite-"))
     try:
         _fresh_database(directory)
@@ -204,7 +175,7 @@ def _fresh_database(directory: Path) -> None:
     SqliteStore(directory / "runs.db").close()  # the schema: the child's writes are the run's
 
 
-def _kill_and_resume(flow: str, k: int, strace: str, directory: Path) -> None:
+def kill_and_resume(flow: str, k: int, strace: str, directory: Path) -> None:
     """Kill the child on entry to its ``k``-th write, then resume here and check."""
     writes = _sqlite_writes(flow)
     name = writes[k - 1].name
@@ -235,7 +206,13 @@ def _kill_and_resume(flow: str, k: int, strace: str, directory: Path) -> None:
     shutil.rmtree(run)
 
 
-def _sqlite_points(flow: str, shard: int | None) -> list[int]:
+SHARDS = range(6)
+"""The whole sweeps (``test_crash_sweeps_*.py``) are split into shards, every
+``len(SHARDS)``-th point each, so that parallel workers share them; together the shards
+cover every point."""
+
+
+def sqlite_points(flow: str, shard: int | None) -> list[int]:
     """Every write of the shard's (``shard`` given), else the first, a middle and the last."""
     count = len(_sqlite_writes(flow))
     if shard is not None:
@@ -248,18 +225,6 @@ def _sqlite_points(flow: str, shard: int | None) -> list[int]:
 def test_sqlite_writer_killed_at_some_writes_resumes_loads_and_stays(
     flow: str, tmp_path: Path
 ) -> None:
-    strace = _strace()
-    for k in _sqlite_points(flow, None):
-        _kill_and_resume(flow, k, strace, tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("shard", SHARDS)
-@pytest.mark.parametrize("flow", FLOWS)
-def test_sqlite_writer_killed_at_every_write_resumes_loads_and_stays(
-    flow: str, shard: int, tmp_path: Path
-) -> None:
-    strace = _strace()
-    for k in _sqlite_points(flow, shard):
-        _kill_and_resume(flow, k, strace, tmp_path)
+    strace = strace_binary()
+    for k in sqlite_points(flow, None):
+        kill_and_resume(flow, k, strace, tmp_path)
