@@ -488,3 +488,45 @@ def test_run_file_resumes_a_resume_document(
     key.write_bytes(b"k")
     assert main(["run", "--journal-key-file", str(key), str(path)]) == 2
     assert "not verified with a key" in capsys.readouterr().err
+
+
+# --- the same command line in this process (its own code measured, the implementation a child)
+
+
+def test_the_kit_command_in_this_process_passes_this_package_in_batch_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from diagnosis_core._cli import main
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    junit = tmp_path / "kit.xml"
+    assert main(["conformance", "run", "--cli", CLI_TEXT, "--batch", "--junit", str(junit)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"{len(CORPUS)} passed, 0 failed")
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "0"
+
+
+def test_the_kit_command_in_this_process_runs_a_python_module_case_by_case(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from diagnosis_core._cli import main
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    chosen = [case for case in CORPUS if case.id.startswith("routing/")][:3]
+    assert chosen
+    code = main(["conformance", "run", "--python", "diagnosis_core.conformance",
+                 "-k", chosen[0].id])
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    assert out.splitlines()[-1].startswith("1 passed, 0 failed"), out[-2000:]
+
+
+def test_the_kit_listing_in_this_process_counts_every_case(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from diagnosis_core._cli import main
+
+    assert main(["conformance", "list", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert str(len(CORPUS)) in out
+    assert all(case.id in out for case in CORPUS[:5])

@@ -385,3 +385,44 @@ def test_a_lock_file_reached_by_a_second_path_is_not_opened_twice(file_url: str)
     first.release(claim)
     assert not _claimed_elsewhere(file_url, "run-1")
     first.close()
+
+
+def test_the_portable_lockf_primitive_excludes_another_process_and_releases(
+    tmp_path: Path,
+) -> None:
+    # The primitive a platform without fcntl uses, taken here in this process (the
+    # fcntl-absent test above runs it in a child): one byte locked, another process is
+    # refused that byte but not the next, and the byte is free once unlocked.
+    from diagnosis_core.stores._ownership import _LockfLocks
+
+    path = tmp_path / "claims.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    probe = (
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "os.lseek(fd, int(sys.argv[2]), os.SEEK_SET)\n"
+        "try:\n"
+        "    os.lockf(fd, os.F_TLOCK, 1)\n"
+        "except OSError:\n"
+        "    print('refused')\n"
+        "else:\n"
+        "    print('locked')\n"
+    )
+
+    def other_process(offset: int) -> str:
+        done = subprocess.run([sys.executable, "-c", probe, str(path), str(offset)],
+                              capture_output=True, text=True, timeout=60, check=True)
+        return done.stdout.strip()
+
+    locks = _LockfLocks()
+    try:
+        assert locks.name == "os.lockf" and not locks.positional
+        assert locks.try_lock(fd, 7)
+        assert locks.holder_pid(fd, 7) is None  # lockf cannot tell who holds a byte
+        assert not locks.wait_lock(fd, 7)  # no blocking wait: callers poll try_lock
+        assert other_process(7) == "refused"
+        assert other_process(8) == "locked"
+        locks.unlock(fd, 7)
+        assert other_process(7) == "locked"
+    finally:
+        os.close(fd)
