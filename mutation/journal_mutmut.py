@@ -55,6 +55,24 @@ class Group(TypedDict):
     functions: tuple[str, ...]
 
 
+DECISION_MODULES: tuple[str, ...] = (
+    "diagnosis_core/_chat/routing.py",
+    "diagnosis_core/_chat/machine.py",
+    "diagnosis_core/_chat/gatekeeper.py",
+    "diagnosis_core/_chat/projection.py",
+    "diagnosis_core/_chat/verdict.py",
+    "diagnosis_core/_chat/gaps.py",
+    "diagnosis_core/_chat/parsing.py",
+    "diagnosis_core/_kernel/classify.py",
+    "diagnosis_core/_kernel/routes.py",
+    "diagnosis_core/_kernel/stepping.py",
+    "diagnosis_core/aiops/_routing.py",
+    "diagnosis_core/aiops/_rules.py",
+    "diagnosis_core/aiops/_machine.py",
+)
+"""The decision modules: mutmut mutates their function bodies (the ``decisions`` group),
+mutation/table_mutants.py their module-level tables and class defaults."""
+
 DECISION_TESTS: tuple[str, ...] = (
     "tests/test_decisions_pinned.py",
     "tests/test_decisions.py",
@@ -115,21 +133,7 @@ GROUPS: dict[str, Group] = {
         # The decision modules of the issue "Decisions no test pins"; their
         # module-level tables are mutated by mutation/table_mutants.py (mutmut
         # only mutates function bodies).
-        "modules": (
-            "diagnosis_core/_chat/routing.py",
-            "diagnosis_core/_chat/machine.py",
-            "diagnosis_core/_chat/gatekeeper.py",
-            "diagnosis_core/_chat/projection.py",
-            "diagnosis_core/_chat/verdict.py",
-            "diagnosis_core/_chat/gaps.py",
-            "diagnosis_core/_chat/parsing.py",
-            "diagnosis_core/_kernel/classify.py",
-            "diagnosis_core/_kernel/routes.py",
-            "diagnosis_core/_kernel/stepping.py",
-            "diagnosis_core/aiops/_routing.py",
-            "diagnosis_core/aiops/_rules.py",
-            "diagnosis_core/aiops/_machine.py",
-        ),
+        "modules": DECISION_MODULES,
         "tests": DECISION_TESTS,
         "functions": (),
     },

@@ -67,23 +67,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / "mutants-tables"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from journal_mutmut import DECISION_TESTS  # noqa: E402  (one list of the fast tests)
+from journal_mutmut import DECISION_MODULES, DECISION_TESTS  # noqa: E402  (one list of each)
 
-MODULES: tuple[str, ...] = (
-    "diagnosis_core/_chat/routing.py",
-    "diagnosis_core/_chat/machine.py",
-    "diagnosis_core/_chat/gatekeeper.py",
-    "diagnosis_core/_chat/projection.py",
-    "diagnosis_core/_chat/verdict.py",
-    "diagnosis_core/_chat/gaps.py",
-    "diagnosis_core/_chat/parsing.py",
-    "diagnosis_core/_kernel/classify.py",
-    "diagnosis_core/_kernel/routes.py",
-    "diagnosis_core/_kernel/stepping.py",
-    "diagnosis_core/aiops/_routing.py",
-    "diagnosis_core/aiops/_rules.py",
-    "diagnosis_core/aiops/_machine.py",
-)
+MODULES = DECISION_MODULES
 
 _CHAT = ("tests/test_decisions_pinned.py", "tests/test_routing_machine.py",
          "tests/test_decision_details.py", "tests/test_decisions.py", "tests/test_gatekeeper.py",
