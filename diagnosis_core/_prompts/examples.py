@@ -21,8 +21,9 @@ import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.json import JsonValue
+from .._kernel.ledger import ToolLedger
 
-__all__ = ["Example", "example"]
+__all__ = ["Example", "example", "example_ledger"]
 
 
 @attrs.frozen
@@ -326,7 +327,7 @@ def example(workflow: str, agent: str, locale: str) -> Example:
     return examples[agent]
 
 
-def example_ledger(workflow: str) -> object:
+def example_ledger(workflow: str) -> ToolLedger:
     """The tool ledger the example tool results were recorded in (for the tests' checks)."""
     from .._kernel.tools import ToolRecorder
 

@@ -36,6 +36,7 @@ code, not from this file.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import attrs
@@ -86,39 +87,57 @@ def _quoted(values: object) -> str:
     return ", ".join(f"`{getattr(value, 'value', value)}`" for value in values)  # type: ignore[attr-defined]
 
 
-def vocabulary() -> dict[str, str]:
-    """The wire values the sentences quote, read from the code."""
+class _Vocabulary(dict[str, str]):
+    """The chat workflow's values; the AIOps values are read on first use only.
+
+    So a chat prompt never imports the AIOps package.
+    """
+
+    def __missing__(self, key: str) -> str:
+        from ..aiops._config import NO_PROGRESS_REPEATS
+        from ..aiops._enums import AiOpsMode, AiOpsReasonCode, SupervisorChoice
+
+        self.update(
+            {
+                "choices": _quoted(SupervisorChoice),
+                "finish": f"`{SupervisorChoice.FINISH.value}`",
+                "no_progress_repeats": str(NO_PROGRESS_REPEATS),
+                "step_budget": f"`{AiOpsReasonCode.STEP_BUDGET_EXHAUSTED.value}`",
+                "no_progress": f"`{AiOpsReasonCode.NO_PROGRESS.value}`",
+                "payload_targeted": f"`{AiOpsMode.PAYLOAD_TARGETED.value}`",
+                "auto_discovery": f"`{AiOpsMode.AUTO_DISCOVERY.value}`",
+            }
+        )
+        return self[key]
+
+
+@functools.cache
+def vocabulary() -> Mapping[str, str]:
+    """The wire values the sentences quote, read from the code (AIOps ones on first use)."""
     from .._chat.enums import AnswerMode, EvidenceStatus, Verdict, Verification
     from .._chat.gaps import RetryConstraint
     from .._chat.payloads import EXECUTOR_SCHEMA_VERSION
     from .._kernel.json import MAX_INT_DIGITS
-    from ..aiops._config import NO_PROGRESS_REPEATS
-    from ..aiops._enums import AiOpsMode, AiOpsReasonCode, SupervisorChoice
 
-    return {
-        "verdicts": _quoted(Verdict),
-        "verdict_order": " < ".join(f"`{v.value}`" for v in Verdict),
-        "verifications": _quoted(Verification),
-        "gap_verifications": _quoted(
-            (Verification.NO_EVIDENCE, Verification.INDIRECT_SUPPORT)
-        ),
-        "evidence_found": f"`{EvidenceStatus.EVIDENCE_FOUND.value}`",
-        "no_evidence": f"`{EvidenceStatus.NO_EVIDENCE.value}`",
-        "schema_version": f"`{EXECUTOR_SCHEMA_VERSION}`",
-        "answer_modes": _quoted(AnswerMode),
-        "normal": f"`{AnswerMode.NORMAL.value}`",
-        "low_confidence": f"`{AnswerMode.LOW_CONFIDENCE.value}`",
-        "degraded": f"`{AnswerMode.DEGRADED.value}`",
-        "constraints": _quoted(RetryConstraint),
-        "max_int_digits": str(MAX_INT_DIGITS),
-        "choices": _quoted(SupervisorChoice),
-        "finish": f"`{SupervisorChoice.FINISH.value}`",
-        "no_progress_repeats": str(NO_PROGRESS_REPEATS),
-        "step_budget": f"`{AiOpsReasonCode.STEP_BUDGET_EXHAUSTED.value}`",
-        "no_progress": f"`{AiOpsReasonCode.NO_PROGRESS.value}`",
-        "payload_targeted": f"`{AiOpsMode.PAYLOAD_TARGETED.value}`",
-        "auto_discovery": f"`{AiOpsMode.AUTO_DISCOVERY.value}`",
-    }
+    return _Vocabulary(
+        {
+            "verdicts": _quoted(Verdict),
+            "verdict_order": " < ".join(f"`{v.value}`" for v in Verdict),
+            "verifications": _quoted(Verification),
+            "gap_verifications": _quoted(
+                (Verification.NO_EVIDENCE, Verification.INDIRECT_SUPPORT)
+            ),
+            "evidence_found": f"`{EvidenceStatus.EVIDENCE_FOUND.value}`",
+            "no_evidence": f"`{EvidenceStatus.NO_EVIDENCE.value}`",
+            "schema_version": f"`{EXECUTOR_SCHEMA_VERSION}`",
+            "answer_modes": _quoted(AnswerMode),
+            "normal": f"`{AnswerMode.NORMAL.value}`",
+            "low_confidence": f"`{AnswerMode.LOW_CONFIDENCE.value}`",
+            "degraded": f"`{AnswerMode.DEGRADED.value}`",
+            "constraints": _quoted(RetryConstraint),
+            "max_int_digits": str(MAX_INT_DIGITS),
+        }
+    )
 
 
 def _rule(
