@@ -39,8 +39,11 @@ _WORDS: Mapping[str, Mapping[str, str]] = {
         "round_2": "Round 2 only:",
         "example_input": "Example input:",
         "tools": "## Tool results",
-        "tools_intro": "Each tool you call returns one JSON object with exactly the keys {keys}. "
-        "Cite a tool result by its `invocation_id`; a `raw_path` points inside its `output`.",
+        "tools_intro": "Each tool you call returns one JSON object with exactly the keys {keys}.",
+        "tools_chat": "Cite a tool result by its `invocation_id`; a `raw_path` points inside "
+        "its `output`.",
+        "tools_aiops": "Report its `invocation_id` in `tool_invocation_ids`, and cite it in the "
+        "findings it supports.",
         "example_tool": "Example tool result:",
         "reply": "## Reply",
         "reply_intro": "Return one JSON object `{payload}` that this JSON Schema accepts:",
@@ -56,8 +59,10 @@ _WORDS: Mapping[str, Mapping[str, str]] = {
         "round_2": "仅第 2 轮：",
         "example_input": "输入示例：",
         "tools": "## 工具结果",
-        "tools_intro": "你调用的每个工具都返回一个 JSON 对象，恰好包含键 {keys}。"
-        "用 `invocation_id` 引用工具结果；`raw_path` 指向其 `output` 内部。",
+        "tools_intro": "你调用的每个工具都返回一个 JSON 对象，恰好包含键 {keys}。",
+        "tools_chat": "用 `invocation_id` 引用工具结果；`raw_path` 指向其 `output` 内部。",
+        "tools_aiops": "把它的 `invocation_id` 写进 `tool_invocation_ids`，并在它所支持的 finding"
+        " 中引用它。",
         "example_tool": "工具结果示例：",
         "reply": "## 回复",
         "reply_intro": "返回一个符合以下 JSON Schema 的 JSON 对象 `{payload}`：",
@@ -164,7 +169,9 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         from .._kernel.tools import ToolEnvelope
 
         keys = ", ".join(f"`{key}`" for key in ToolEnvelope.__annotations__)
-        lines += [words["tools"], "", words["tools_intro"].format(keys=keys), ""]
+        space = " " if locale == "en" else ""
+        intro = words["tools_intro"].format(keys=keys) + space + words[f"tools_{spec.workflow}"]
+        lines += [words["tools"], "", intro, ""]
         for result in sample.tool_results:
             lines += [words["example_tool"], "", *_fenced(result), ""]
     schema = json.dumps(_schema(spec.workflow, spec.payload), ensure_ascii=False)

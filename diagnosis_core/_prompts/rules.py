@@ -156,7 +156,12 @@ _COMPOSER = ((_CHAT, "composer"),)
 _SUPERVISOR = ((_AIOPS, "supervisor"),)
 _AIOPS_EXECUTOR = ((_AIOPS, "executor"),)
 _REPORTER = ((_AIOPS, "reporter"),)
-_ALERT_TEXTS = (*_AIOPS_EXECUTOR, *_REPORTER)
+_ALERT_REFERENCE = (
+    "parse:{}.alert_name: must not be empty",
+    "parse:{}.service: must not be empty",
+    "parse:{}.service: missing (required with alert_name)",
+    "parse:{}.alert_name: missing (required with service)",
+)
 
 PROMPT_RULES: tuple[PromptRule, ...] = (
     # --- every agent: the document and the types (spec §5) ---------------------------
@@ -487,24 +492,17 @@ PROMPT_RULES: tuple[PromptRule, ...] = (
         "（数组；没有调用时为空），每个都非空且只列一次。新的 id 才算作进展。",
     ),
     _rule(
-        "aiops_text_not_blank", _ALERT_TEXTS, ("parse:{}.text: must not be blank",),
-        "Every finding, evidence item and action has a `text` with at least one character "
-        "that is not whitespace.",
-        "每个 finding、evidence 条目和 action 的 `text` 都至少包含一个非空白字符。",
+        "aiops_finding_text", _AIOPS_EXECUTOR, ("parse:{}.text: must not be blank",),
+        "Every finding has a `text` with at least one character that is not whitespace.",
+        "每个 finding 的 `text` 都至少包含一个非空白字符。",
     ),
     _rule(
-        "aiops_alert_reference", _ALERT_TEXTS,
-        (
-            "parse:{}.alert_name: must not be empty",
-            "parse:{}.service: must not be empty",
-            "parse:{}.service: missing (required with alert_name)",
-            "parse:{}.alert_name: missing (required with service)",
-        ),
-        "An item about one alert gives both `alert_name` and `service`, non-empty and "
-        "spelled as in the task's alert (`name`, `service`); an item about no particular "
-        "alert gives neither.",
-        "针对某个告警的条目要同时给出非空的 `alert_name` 和 `service`，拼写与任务中告警的 `name`、"
-        "`service` 一致；不针对特定告警的条目两者都不给。",
+        "aiops_finding_alert", _AIOPS_EXECUTOR, _ALERT_REFERENCE,
+        "A finding about one alert gives both `alert_name` and `service`, non-empty and "
+        "spelled as in the task's alert (its `name` and `service`); a finding about no "
+        "particular alert gives neither.",
+        "针对某个告警的 finding 要同时给出非空的 `alert_name` 和 `service`，拼写与任务中该告警的 "
+        "`name`、`service` 一致；不针对特定告警的 finding 两者都不给。",
     ),
     _rule(
         "aiops_executor_cite_reported", _AIOPS_EXECUTOR,
@@ -515,6 +513,20 @@ PROMPT_RULES: tuple[PromptRule, ...] = (
         "`known_invocation_ids` 中的 id；不要编造 id。",
     ),
     # --- AIOps reporter ---------------------------------------------------------------
+    _rule(
+        "report_texts", _REPORTER, ("parse:{}.text: must not be blank",),
+        "Every finding, evidence item and recommended action has a `text` with at least one "
+        "character that is not whitespace.",
+        "每个 finding、evidence 条目和 recommended action 的 `text` 都至少包含一个非空白字符。",
+    ),
+    _rule(
+        "report_action_alert", _REPORTER, _ALERT_REFERENCE,
+        "A recommended action aimed at one alert gives both `alert_name` and `service`, "
+        "non-empty and spelled as in the task's alert (its `name` and `service`); a general "
+        "action gives neither.",
+        "针对某个告警的 recommended action 要同时给出非空的 `alert_name` 和 `service`，拼写与任务中"
+        "该告警的 `name`、`service` 一致；通用的 action 两者都不给。",
+    ),
     _rule(
         "report_finding_subject", _REPORTER,
         ("parse:{}: must not be empty", "parse:{}: duplicate {}"),
