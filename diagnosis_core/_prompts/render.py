@@ -143,7 +143,7 @@ def _fenced(text: str) -> list[str]:
 
 def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
     words = _WORDS[locale]
-    values = vocabulary()
+    values = vocabulary(locale)
 
     def fill(template: str) -> str:
         return template.format_map(values)

@@ -37,7 +37,7 @@ code, not from this file.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -80,11 +80,15 @@ class PromptRule:
 
     def sentence(self, locale: str) -> str:
         """The sentence in ``locale``, with the code's wire values filled in."""
-        return self.sentences[locale].format_map(vocabulary())
+        return self.sentences[locale].format_map(vocabulary(locale))
 
 
-def _quoted(values: object) -> str:
-    return ", ".join(f"`{getattr(value, 'value', value)}`" for value in values)  # type: ignore[attr-defined]
+_SEPARATORS: Mapping[str, str] = {"en": ", ", "zh-CN": "、"}
+
+
+def _quoted(values: Iterable[object], locale: str) -> str:
+    """Wire values (an enumeration's or plain strings) in backticks, as a list in ``locale``."""
+    return _SEPARATORS[locale].join(f"`{getattr(value, 'value', value)}`" for value in values)
 
 
 class _Vocabulary(dict[str, str]):
@@ -93,13 +97,17 @@ class _Vocabulary(dict[str, str]):
     So a chat prompt never imports the AIOps package.
     """
 
+    def __init__(self, locale: str, values: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.locale = locale
+
     def __missing__(self, key: str) -> str:
         from ..aiops._config import NO_PROGRESS_REPEATS
         from ..aiops._enums import AiOpsMode, AiOpsReasonCode, SupervisorChoice
 
         self.update(
             {
-                "choices": _quoted(SupervisorChoice),
+                "choices": _quoted(SupervisorChoice, self.locale),
                 "finish": f"`{SupervisorChoice.FINISH.value}`",
                 "no_progress_repeats": str(NO_PROGRESS_REPEATS),
                 "step_budget": f"`{AiOpsReasonCode.STEP_BUDGET_EXHAUSTED.value}`",
@@ -112,31 +120,34 @@ class _Vocabulary(dict[str, str]):
 
 
 @functools.cache
-def vocabulary() -> Mapping[str, str]:
-    """The wire values the sentences quote, read from the code (AIOps ones on first use)."""
+def vocabulary(locale: str = "en") -> Mapping[str, str]:
+    """The wire values the sentences quote, read from the code (AIOps ones on first use).
+
+    Lists are written with ``locale``'s separator (``, `` or ``、``).
+    """
     from .._chat.enums import AnswerMode, EvidenceStatus, Verdict, Verification
-    from .._chat.gaps import RetryConstraint
+    from .._chat.gaps import _GAP_VERIFICATIONS, RetryConstraint
     from .._chat.payloads import EXECUTOR_SCHEMA_VERSION
     from .._kernel.json import MAX_INT_DIGITS
 
+    gaps = [value for value in Verification if value in _GAP_VERIFICATIONS]
     return _Vocabulary(
+        locale,
         {
-            "verdicts": _quoted(Verdict),
+            "verdicts": _quoted(Verdict, locale),
             "verdict_order": " < ".join(f"`{v.value}`" for v in Verdict),
-            "verifications": _quoted(Verification),
-            "gap_verifications": _quoted(
-                (Verification.NO_EVIDENCE, Verification.INDIRECT_SUPPORT)
-            ),
+            "verifications": _quoted(Verification, locale),
+            "gap_verifications": _quoted(gaps, locale),
             "evidence_found": f"`{EvidenceStatus.EVIDENCE_FOUND.value}`",
             "no_evidence": f"`{EvidenceStatus.NO_EVIDENCE.value}`",
             "schema_version": f"`{EXECUTOR_SCHEMA_VERSION}`",
-            "answer_modes": _quoted(AnswerMode),
+            "answer_modes": _quoted(AnswerMode, locale),
             "normal": f"`{AnswerMode.NORMAL.value}`",
             "low_confidence": f"`{AnswerMode.LOW_CONFIDENCE.value}`",
             "degraded": f"`{AnswerMode.DEGRADED.value}`",
-            "constraints": _quoted(RetryConstraint),
+            "constraints": _quoted(RetryConstraint, locale),
             "max_int_digits": str(MAX_INT_DIGITS),
-        }
+        },
     )
 
 
@@ -420,9 +431,9 @@ PROMPT_RULES: tuple[PromptRule, ...] = (
     ),
     _rule(
         "verifier_gaps", _VERIFIER, (),
-        "A fact with `is_critical` `true` and `verification` {gap_verifications} is an "
+        "A fact with `is_critical` `true` whose `verification` is one of {gap_verifications} is an "
         "evidence gap: in round 1 it sends the run back to the executor once.",
-        "`is_critical` 为 `true` 且 `verification` 为 {gap_verifications} 的事实是证据缺口："
+        "`is_critical` 为 `true` 且 `verification` 为 {gap_verifications} 之一的事实是证据缺口："
         "在第 1 轮它会让运行回到 executor 再执行一次。",
     ),
     _rule(
@@ -454,7 +465,7 @@ PROMPT_RULES: tuple[PromptRule, ...] = (
     _rule(
         "composer_only_allowed_material", _COMPOSER, (),
         "Use only `allowed_claims`, `missing_info` and `recommended_actions`; add no fact "
-        "of your own. `answer_mode` is {answer_modes}: {normal} states the findings, "
+        "of your own. `answer_mode` is one of {answer_modes}: {normal} states the findings, "
         "{low_confidence} says that they are only partly supported, {degraded} says that "
         "the evidence did not support a conclusion.",
         "只使用 `allowed_claims`、`missing_info` 和 `recommended_actions`，不要添加你自己的事实。"
