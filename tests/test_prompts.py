@@ -25,6 +25,7 @@ import ast
 import enum
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import typing
@@ -37,6 +38,7 @@ import diagnosis_core
 import diagnosis_core.aiops as dca
 import diagnosis_core.prompts as dcpr
 import diagnosis_core.protocol as dcp
+import diagnosis_core.tools as dct
 from diagnosis_core._cli import main
 from diagnosis_core._prompts.agents import FIELD_DESCRIPTIONS, agent_spec
 from diagnosis_core._prompts.examples import example, example_ledger
@@ -558,3 +560,184 @@ def test_prompt_all_into_an_unwritable_place_exits_1_with_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"diagnosis-core: cannot write {blocker} (")
     assert err.count("\n") == 1
+
+
+# --- every enforced rule has a reply that breaks it ------------------------------------
+# For each rule that stands for a check, one change to its agent's example reply that
+# the check refuses: a parser's PayloadError matching one of the rule's keys, the
+# gatekeeper's failure code, or the AIOps evaluator's violation. So each sentence is
+# tied to a check that fires, not only to a name in the table.
+
+Json = typing.Any
+
+
+def _claim(reply: Json) -> Json:
+    return reply["claims"][0]
+
+
+def _binding(reply: Json) -> Json:
+    return reply["claims"][0]["bindings"][0]
+
+
+def _set(path: tuple[str | int, ...], value: object) -> typing.Callable[[Json], None]:
+    def change(reply: Json) -> None:
+        node = reply
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = value
+
+    return change
+
+
+def _delete(path: tuple[str | int, ...]) -> typing.Callable[[Json], None]:
+    def change(reply: Json) -> None:
+        node = reply
+        for step in path[:-1]:
+            node = node[step]
+        del node[path[-1]]
+
+    return change
+
+
+def _append_copy(path: tuple[str | int, ...]) -> typing.Callable[[Json], None]:
+    def change(reply: Json) -> None:
+        node = reply
+        for step in path:
+            node = node[step]
+        node.append(json.loads(json.dumps(node[0])))
+
+    return change
+
+
+# rule id -> the change to the reply (of the rule's first agent); text changes take the text
+COUNTEREXAMPLES: dict[str, typing.Callable[[Json], None]] = {
+    "schema_shape": _delete(("steps", 0, "step_id")),
+    "plan_has_steps": _set(("steps",), []),
+    "plan_step_ids": _append_copy(("steps",)),
+    "plan_goals": _set(("steps", 0, "goal"), ""),
+    "planner_skill_from_catalog": _set(("selected_skill",), "no-such-skill"),
+    "executor_schema_version": _delete(("schema_version",)),
+    "executor_evidence_status": _set(("evidence_status",), "no_evidence"),
+    "executor_claim_ids": _append_copy(("claims",)),
+    "executor_claim_text": _set(("claims", 0, "text"), ""),
+    "executor_bindings_complete": _set(("claims", 0, "bindings"), []),
+    "executor_bindings_distinct": _append_copy(("claims", 0, "bindings")),
+    "executor_cite_recorded_invocation": _set(
+        ("claims", 0, "bindings", 0, "source_invocation_id"), "inv-99"
+    ),
+    "executor_cite_successful_invocation": _set(
+        ("claims", 0, "bindings", 0, "source_invocation_id"), "inv-2"
+    ),
+    "executor_tool_name_matches": _set(("claims", 0, "bindings", 0, "tool_name"), "query_db"),
+    "executor_raw_path_resolves": _set(("claims", 0, "bindings", 0, "raw_path"), "$.items[0]"),
+    "executor_excerpt_occurs": _set(
+        ("claims", 0, "bindings", 0, "evidence_excerpt"), "upstream timeout after 5000ms"
+    ),
+    "executor_trace_summary": _set(("tool_trace_summary", 0, "tool_name"), ""),
+    "verifier_verdict_vocabulary": _set(("verdict",), "pass"),
+    "verifier_verification_vocabulary": _set(("facts_checked", 0, "verification"), "supported"),
+    "verifier_score_range": _set(("groundedness_score",), 1.5),
+    "verifier_claim_ids": _set(("allowed_claim_ids",), [""]),
+    "verifier_critical_count": _set(("critical_fact_count",), -1),
+    "composer_answer": _set(("answer",), "\n "),
+    "composer_cite_allowed": _set(("cited_claim_ids",), ["c2"]),
+    "supervisor_choice": _set(("next",), "reporter"),
+    "aiops_executor_invocation_ids": _append_copy(("tool_invocation_ids",)),
+    "aiops_finding_text": _set(("findings", 0, "text"), " "),
+    "aiops_finding_alert": _delete(("findings", 0, "service")),
+    "aiops_executor_cite_reported": _set(("findings", 0, "cited_invocation_ids"), ["inv-9"]),
+    "report_texts": _set(("evidence", 0, "text"), " "),
+    "report_action_alert": _delete(("recommended_actions", 0, "service")),
+    "report_finding_subject": _set(("findings", 0, "cited_invocation_ids"), [""]),
+    "report_evidence_cites": _set(("evidence", 0, "cited_invocation_ids"), []),
+    "report_well_formed": _delete(("summary",)),
+    "report_summary": _set(("summary",), "  "),
+    "report_sections": _set(("evidence",), []),
+    "report_alerts_addressed": _set(("findings",), []),
+    "report_cite_recorded": _set(("evidence", 0, "cited_invocation_ids"), ["inv-9"]),
+    "report_critical_actions": _set(
+        ("recommended_actions", 0), {"text": "Page the on-call engineer."}
+    ),
+}
+TEXT_COUNTEREXAMPLES: dict[str, typing.Callable[[str], str]] = {
+    "json_only": lambda text: "Here is the plan:\n" + text,
+    "strict_json": lambda text: text.replace("{", '{"steps": [], ', 1),
+}
+# Rules that stand for instructions the code applies rather than refuses (the round-2
+# constraints steer the executor; the retry context enforces them by construction).
+NOT_REFUSABLE = {"executor_retry_round"}
+
+
+def _key_pattern(key: str) -> str:
+    return "".join(".*" if part == "{}" else re.escape(part) for part in re.split(r"(\{\})", key))
+
+
+def _chat_ledger_with_a_failed_call() -> dct.ToolLedger:
+    """The example tool call, then a second call of the same tool that raised."""
+    (shown,) = example("chat", "executor", "en").tool_results
+    envelope = json.loads(shown)
+    recorder = dct.ToolRecorder()
+    recorder.wrap(envelope["tool_name"], lambda query: envelope["output"])("q")
+
+    def broken(query: str) -> object:
+        raise ConnectionError("log store unreachable")
+
+    with pytest.raises(ConnectionError):
+        recorder.wrap(envelope["tool_name"], broken)("q")
+    return recorder.ledger()
+
+
+def _refusal(rule: dcpr.PromptRule, workflow: str, agent: str, text: str) -> str:
+    """What the check behind ``rule`` says about reply ``text`` ("" when it accepts it)."""
+    given = json.loads(example(workflow, agent, "en").input)
+    keys = set(rule.enforces)
+    if any(key.startswith("aiops_rule:") for key in keys):  # the evaluator reads any report
+        evaluation = dca.evaluate_aiops_report(
+            json.loads(text),
+            mode=dca.AiOpsMode(given["mode"]),
+            alerts=[dca.Alert(**alert) for alert in given["task"]["alerts"]],
+            ledger=example_ledger("aiops"),
+        )
+        return " ".join(f"aiops_rule:{v.rule_id}" for v in evaluation.violations)
+    try:
+        value = _parse_reply(workflow, agent, text, given)
+    except dcp.PayloadError as error:
+        return f"parse:{error.path or '$'}: {error.problem}"
+    if any(key.startswith("gatekeeper:") for key in keys):
+        raw = ReferenceGatekeeper(_chat_ledger_with_a_failed_call())(
+            "run", typing.cast(dcp.ExecutorEvidence, value)
+        )
+        codes = typing.cast(list[str], raw["reason_codes"])
+        return " ".join(f"gatekeeper:{code}" for code in codes)
+    return ""
+
+
+def test_every_rule_that_stands_for_a_check_has_a_counterexample() -> None:
+    checked = {rule.id for rule in dcpr.PROMPT_RULES if rule.enforces} - NOT_REFUSABLE
+    assert checked == set(COUNTEREXAMPLES) | set(TEXT_COUNTEREXAMPLES)
+
+
+@pytest.mark.parametrize(
+    "rule", [rule for rule in dcpr.PROMPT_RULES if rule.enforces and rule.id not in NOT_REFUSABLE],
+    ids=lambda rule: rule.id,
+)
+def test_the_check_behind_each_rule_refuses_its_counterexample(rule: dcpr.PromptRule) -> None:
+    workflow, agent = rule.scope[0]
+    reply = example(workflow, agent, "en").reply
+    assert _refusal(rule, workflow, agent, reply) == ""  # the example itself passes
+    if rule.id in TEXT_COUNTEREXAMPLES:
+        broken = TEXT_COUNTEREXAMPLES[rule.id](reply)
+    else:
+        data = json.loads(reply)
+        COUNTEREXAMPLES[rule.id](data)
+        broken = json.dumps(data)
+    said = _refusal(rule, workflow, agent, broken)
+    assert said, f"{rule.id}: the counterexample was accepted"
+    layers = {"layer:document": "parse:$: ", "layer:types": "parse:"}
+    patterns = [
+        _key_pattern(layers[key]) + ".*" if key in layers
+        else "parse:.*" if key.startswith("enum:")
+        else ".*" + _key_pattern(key) + ".*"
+        for key in rule.enforces
+    ]
+    assert any(re.fullmatch(pattern, said, re.DOTALL) for pattern in patterns), (rule.id, said)
