@@ -17,7 +17,8 @@ strict JSON: for prompt and provider authors), :mod:`diagnosis_core.machine`
 custom drivers and auditors), :mod:`diagnosis_core.journal`,
 :mod:`diagnosis_core.tools` (recorder, ledger, reference gatekeeper),
 :mod:`diagnosis_core.scenarios` (§9 replay and scripted doubles),
-:mod:`diagnosis_core.aiops`, :mod:`diagnosis_core.testing` and
+:mod:`diagnosis_core.aiops`, :mod:`diagnosis_core.prompts` (the agents'
+system prompts, spec §17), :mod:`diagnosis_core.testing` and
 ``diagnosis_core.adapters.*``. ``import diagnosis_core`` loads none of the
 journal, tools, AIOps or adapter modules. A name that used to live here and
 moved to one of those namespaces still resolves here, with a

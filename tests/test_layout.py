@@ -34,6 +34,7 @@ TYPED_PUBLIC = (
     "diagnosis_core.tools",
     "diagnosis_core.conformance",
     "diagnosis_core.stores",
+    "diagnosis_core.prompts",
 )
 OPTIONAL_PUBLIC = (
     "diagnosis_core.testing",

@@ -22,6 +22,7 @@ import diagnosis_core.aiops as dca
 import diagnosis_core.conformance as dck
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
+import diagnosis_core.prompts as dcpr
 import diagnosis_core.protocol as dcp
 import diagnosis_core.scenarios as dcs
 import diagnosis_core.stores as dcst
@@ -1001,3 +1002,25 @@ def precise_parameters(messages: list[HistoryMessage], catalog: dict[str, str]) 
     aiops_sink = dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry]()
     assert_type(dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry])
     assert_type(aiops_sink.entries, list[dca.AiOpsJournalEntry])
+
+
+# --- diagnosis_core.prompts (spec §17) ----------------------------------------------
+
+
+def prompt_messages(agent_input: str, locale: Locale) -> list[dict[str, str]]:
+    """A system prompt and the agent's input, as a chat model's messages."""
+    prompt: dcpr.Prompt = dcpr.system_prompt("executor", workflow="chat", locale=locale)
+    assert_type(prompt.protocol_version, str)
+    assert_type(prompt.schema, dict[str, JsonValue])
+    rules: tuple[dcpr.PromptRule, ...] = dcpr.prompt_rules(prompt.workflow, prompt.agent)
+    sentences = [rule.sentence(prompt.locale) for rule in dcpr.PROMPT_RULES if rule in rules]
+    agents: Mapping[str, tuple[str, ...]] = dcpr.PROMPT_AGENTS
+    locales: tuple[str, ...] = dcpr.PROMPT_LOCALES
+    assert prompt.locale in locales and prompt.agent in agents[prompt.workflow]
+    assert all(sentence in prompt.text for sentence in sentences)
+    example: str = prompt.example_reply + prompt.example_input + prompt.payload
+    assert example
+    return [
+        {"role": "system", "content": prompt.text},
+        {"role": "user", "content": agent_input},
+    ]
