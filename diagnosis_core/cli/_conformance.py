@@ -11,8 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ._cli_commands import add_command
-from .conformance import (
+from ..conformance import (
     PROTOCOL_VERSION,
     BatchCommand,
     Case,
@@ -24,7 +23,8 @@ from .conformance import (
     select_cases,
     write_schemas,
 )
-from .conformance._runner import inert, python_process
+from ..conformance._runner import inert, python_process
+from ._commands import add_command
 
 __all__ = ["add_conformance_parser", "write_all_schemas"]
 
