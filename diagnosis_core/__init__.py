@@ -21,8 +21,7 @@ custom drivers and auditors), :mod:`diagnosis_core.journal`,
 ``diagnosis_core.adapters.*``. ``import diagnosis_core`` loads none of the
 journal, tools, AIOps or adapter modules. A name that used to live here and
 moved to one of those namespaces still resolves here, with a
-``DeprecationWarning`` naming its new home; :mod:`diagnosis_core.blocks` is
-kept the same way. The underscore modules are private.
+``DeprecationWarning`` naming its new home. The underscore modules are private.
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
     done = _fresh(
         "import sys, diagnosis_core\n"
         "loaded = [m for m in sys.modules if m.startswith(('diagnosis_core.aiops',"
-        " 'diagnosis_core.adapters', 'diagnosis_core.testing', 'diagnosis_core.blocks',"
+        " 'diagnosis_core.adapters', 'diagnosis_core.testing',"
         " 'diagnosis_core.journal', 'diagnosis_core.tools', 'diagnosis_core.protocol',"
         " 'diagnosis_core.scenarios', 'diagnosis_core._kernel.journal',"
         " 'diagnosis_core._kernel.tools', 'diagnosis_core._kernel.schema'))]\n"
@@ -245,25 +245,6 @@ def test_an_unknown_top_level_name_is_still_an_attribute_error() -> None:
         diagnosis_core.parse_nothing  # type: ignore[attr-defined]  # noqa: B018
 
 
-def test_blocks_warns_on_import_and_serves_every_old_name_from_its_new_home() -> None:
-    done = _fresh(
-        "import importlib, warnings\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    warnings.simplefilter('always')\n"
-        "    import diagnosis_core.blocks as blocks\n"
-        "assert [w.category for w in caught] == [DeprecationWarning], caught\n"
-        "assert 'diagnosis_core.blocks is deprecated' in str(caught[0].message)\n"
-        "assert len(blocks.__all__) == 77, len(blocks.__all__)\n"
-        "homes = [importlib.import_module('diagnosis_core.' + m)"
-        " for m in ('machine', 'protocol', 'tools', 'scenarios')]\n"
-        "for name in blocks.__all__:\n"
-        "    value = getattr(blocks, name)\n"
-        "    assert any(getattr(h, name, None) is value and name in h.__all__\n"
-        "               for h in homes), name\n"
-    )
-    assert done.returncode == 0, done.stderr
-
-
 # --- the layout: one kernel, two workflows, public names outside ---------------------
 
 
@@ -338,7 +319,7 @@ def test_aiops_imports_the_kernel_and_public_names_only_never_the_chat_workflow(
     assert _offenders(
         "diagnosis_core.aiops",
         lambda _s, t: t.startswith(("diagnosis_core._kernel", "diagnosis_core.aiops"))
-        or (_is_public(t) and t != "diagnosis_core.blocks"),
+        or _is_public(t),
     ) == []
 
 
@@ -357,7 +338,7 @@ def test_adapters_testing_and_conformance_import_public_names_only(prefix: str) 
     # owner takes its claims there, under the same rules as the stores, not as API.
     assert _offenders(
         prefix,
-        lambda s, t: (_is_public(t) and t != "diagnosis_core.blocks") or t.startswith(prefix)
+        lambda s, t: _is_public(t) or t.startswith(prefix)
         or t == "diagnosis_core._kernel.public"
         or (s == "diagnosis_core.adapters._langgraph_owner"
             and t == "diagnosis_core.stores._ownership"),
