@@ -57,19 +57,19 @@ def _kit(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_shipped_corpus_is_what_the_package_produces() -> None:
     """Regenerating changes nothing; a package that drifted from its corpus fails here."""
-    from diagnosis_core.conformance.generate import render_corpus
+    from corpus_tools.generate import render_corpus
 
     rendered = render_corpus(ROOT / "examples")
     directory = ROOT / "diagnosis_core" / "conformance" / "corpus"
     assert sorted(rendered) == sorted(path.name for path in directory.glob("*.json"))
     for name, text in rendered.items():
         assert (directory / name).read_text(encoding="utf-8") == text, (
-            f"{name} is stale: run python -m diagnosis_core.conformance.generate"
+            f"{name} is stale: run python -m corpus_tools.generate"
         )
 
 
 def test_generate_check_reports_a_stale_file(tmp_path: Path) -> None:
-    from diagnosis_core.conformance.generate import main as generate
+    from corpus_tools.generate import main as generate
 
     out = tmp_path / "corpus"
     assert generate(["--out", str(out)]) == 0

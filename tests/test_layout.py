@@ -402,3 +402,26 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 
 def test_the_package_has_no_import_cycle_counting_function_local_imports() -> None:
     assert _cycles(_graph()) == []
+
+
+def test_the_wheel_takes_the_corpus_and_not_its_generator() -> None:
+    """The corpus generator is repository tooling (``corpus_tools/``), outside the package."""
+    import tomllib
+
+    import setuptools
+
+    root = PACKAGE.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    packages = setuptools.find_packages(
+        str(root), include=config["setuptools"]["packages"]["find"]["include"]
+    )
+    assert "diagnosis_core.conformance" in packages and "corpus_tools" not in packages
+    assert "conformance/corpus/*.json" in config["setuptools"]["package-data"]["diagnosis_core"]
+    assert list((PACKAGE / "conformance" / "corpus").glob("*.json"))
+    assert not list(PACKAGE.rglob("*generate*.py")) and not list(PACKAGE.rglob("_builders.py"))
+    importers = [
+        path.name for path in PACKAGE.rglob("*.py")
+        if any(isinstance(node, ast.Import | ast.ImportFrom) and "corpus_tools" in ast.unparse(node)
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    ]
+    assert importers == []

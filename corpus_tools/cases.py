@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._builders import (
+from corpus_tools.builders import (
     C1_TEXT,
     PLAN,
     Doc,
@@ -36,8 +36,14 @@ from ._builders import (
     two_claims,
     verifier,
 )
-from ._corpus import AREAS, PROTOCOL_VERSION, Case, document_text
-from ._document import RESUME_FORMAT, run_document
+from diagnosis_core.conformance import (
+    PROTOCOL_VERSION,
+    RESUME_FORMAT,
+    Case,
+    document_text,
+    run_document,
+)
+from diagnosis_core.conformance._corpus import AREAS
 
 __all__ = ["AREAS", "Draft", "build_corpus", "drafts"]
 
