@@ -12,6 +12,7 @@ import importlib
 import inspect
 import itertools
 import pathlib
+import re
 import subprocess
 import sys
 import types
@@ -336,10 +337,13 @@ def test_adapters_testing_and_conformance_import_public_names_only(prefix: str) 
     # (``__module__``), package bookkeeping every public namespace calls, not API.
     # stores._ownership is the one ownership module (spec §16.1): the LangGraph thread
     # owner takes its claims there, under the same rules as the stores, not as API.
+    # _kernel.terminal (spec §15) makes foreign text inert, a leaf the kit's report and
+    # the command line share; it is no public name since no host prints through it.
     assert _offenders(
         prefix,
         lambda s, t: _is_public(t) or t.startswith(prefix)
         or t == "diagnosis_core._kernel.public"
+        or (prefix == "diagnosis_core.conformance" and t == "diagnosis_core._kernel.terminal")
         or (s == "diagnosis_core.adapters._langgraph_owner"
             and t == "diagnosis_core.stores._ownership"),
     ) == []
@@ -425,3 +429,51 @@ def test_the_wheel_takes_the_corpus_and_not_its_generator() -> None:
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
     ]
     assert importers == []
+
+
+def _public_imports(name: str, path: pathlib.Path) -> set[tuple[str, str]]:
+    """``(namespace, name)`` for every name ``name``'s module imports from a public namespace."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            anchor = package[: len(package) - node.level + 1]
+            base = ".".join([*anchor, *([node.module] if node.module else [])])
+        else:
+            base = node.module or ""
+        if base.startswith("diagnosis_core") and _is_public(base):
+            found.update((base, alias.name) for alias in node.names)
+    return found
+
+
+def test_no_public_name_is_public_only_for_the_command_line() -> None:
+    """The CLI imports internals it needs; a public name has a user besides the CLI.
+
+    A user is a module of the package importing it from its public namespace, or a
+    test, example, benchmark or page that names it (the typing file and the API
+    reference name every public name, and the decisions record names the ones that
+    left, so they do not count).
+    """
+    root = PACKAGE.parent
+    outside = [
+        path for folder in ("tests", "property_tests", "examples", "benchmarks", "docs")
+        for path in (root / folder).rglob("*")
+        if path.suffix in (".py", ".md") and path not in (API_FILE, pathlib.Path(__file__))
+        and "reference" not in path.relative_to(root).parts and path.name != "decisions.md"
+    ]
+    words: set[str] = set()
+    for path in [*outside, root / "README.md"]:
+        words.update(re.findall(r"\w+", path.read_text(encoding="utf-8")))
+    by_cli: set[tuple[str, str]] = set()
+    by_others: set[tuple[str, str]] = set()
+    for name, path in _modules().items():
+        imported = _public_imports(name, path)
+        (by_cli if name.startswith("diagnosis_core.cli") else by_others).update(imported)
+    only_cli = sorted(
+        f"{namespace}.{value}" for namespace, value in by_cli - by_others
+        if value not in words
+        and value in getattr(importlib.import_module(namespace), "__all__", ())
+    )
+    assert only_cli == []

@@ -14,8 +14,10 @@ import sys
 from typing import NoReturn
 
 from .. import DiagnosisResult, ScenarioError, to_wire
+from .._kernel.tables import text_cell, trace_table_lines
+from .._kernel.terminal import terminal_safe
 from ..protocol import canonical_json
-from ..scenarios import parse_document_text, terminal_safe, text_cell, trace_table_lines
+from ..scenarios import parse_document_text
 
 __all__ = [
     "EXIT_OK",

@@ -44,6 +44,7 @@ from .. import (
     scenario_request,
     to_wire,
 )
+from .._kernel.terminal import terminal_safe
 from ..machine import routing_mermaid
 from ..protocol import (
     SCHEMA_NAMES,
@@ -56,7 +57,7 @@ from ..protocol import (
     parse_planner_plan,
     parse_verifier_output,
 )
-from ..scenarios import parse_document_text, terminal_safe
+from ..scenarios import parse_document_text
 from ._commands import add_command, add_key_option
 from ._io import (
     EXIT_OK,
@@ -98,7 +99,7 @@ def _run_batch(args: argparse.Namespace) -> int:
         return usage_error("--batch: use it as 'run --json --batch', reading standard input")
     if args.payload_key_file is not None:
         return usage_error("--payload-key-file: only with --store")
-    from ..conformance import run_document_line
+    from ..conformance._document import run_document_line
 
     for raw in iter(sys.stdin.buffer.readline, b""):
         try:
@@ -160,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_resume(args: argparse.Namespace, data: dict[str, object], key: bytes | None) -> int:
     """A resume document (the conformance kit's ``diagnosis_resume_v1``): resume, then finish."""
-    from ..conformance import resume_document_state
+    from ..conformance._document import resume_document_state
 
     if key is not None:
         return usage_error("--journal-key-file: a resume document is not verified with a key")
@@ -244,10 +245,10 @@ def _run_aiops(args: argparse.Namespace, data: object) -> int:
     from ..aiops import (
         aiops_replay_output,
         evaluate_aiops_run,
-        format_aiops_result,
         load_aiops_scenario,
         replay_aiops_scenario,
     )
+    from ..aiops._replay import format_aiops_result
 
     scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
@@ -271,9 +272,9 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
         aiops_journal_status,
         aiops_output,
         evaluate_aiops_run,
-        format_aiops_result,
         load_aiops_journal,
     )
+    from ..aiops._replay import format_aiops_result
 
     try:
         journal = load_aiops_journal(data)

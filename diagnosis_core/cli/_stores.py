@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import DiagnosisError, JournalError, ScenarioError
+from .._kernel.terminal import terminal_safe
 from ..protocol import canonical_json
-from ..scenarios import terminal_safe
 from ._io import journal_key, payload_key, write, write_readable, write_result
 
 if TYPE_CHECKING:
@@ -167,10 +167,10 @@ def _run_aiops(
         aiops_scenario_effects,
         aiops_scenario_request,
         evaluate_aiops_run,
-        format_aiops_result,
         load_aiops_scenario,
         run_aiops,
     )
+    from ..aiops._replay import format_aiops_result
 
     scenario = load_aiops_scenario(data)
     request = aiops_scenario_request(scenario)

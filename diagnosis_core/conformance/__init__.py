@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from .._kernel.public import publish as _publish
 from ._corpus import PROTOCOL_VERSION, Case, document_text, load_corpus
-from ._document import RESUME_FORMAT, resume_document_state, run_document, run_document_line
+from ._document import RESUME_FORMAT, run_document
 from ._runner import (
     BatchCommand,
     CaseFailure,
@@ -42,12 +42,11 @@ from ._runner import (
     Implementation,
     PythonModule,
     compare,
-    failure_lines,
     junit_xml,
     run_cases,
     select_cases,
 )
-from ._schemas import all_schemas, schema_id, write_schemas
+from ._schemas import all_schemas, schema_id
 
 
 class DocumentRunner(Protocol):
@@ -77,16 +76,12 @@ __all__ = [
     "all_schemas",
     "compare",
     "document_text",
-    "failure_lines",
     "junit_xml",
     "load_corpus",
-    "resume_document_state",
     "run_cases",
     "run_document",
-    "run_document_line",
     "schema_id",
     "select_cases",
-    "write_schemas",
 ]
 
 # Public classes name this namespace, not the private module defining them.
