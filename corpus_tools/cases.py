@@ -37,7 +37,6 @@ from corpus_tools.builders import (
     verifier,
 )
 from diagnosis_core.conformance import (
-    PROTOCOL_VERSION,
     RESUME_FORMAT,
     Case,
     document_text,
@@ -1072,7 +1071,3 @@ def build_corpus(examples: Path) -> dict[str, list[Case]]:
             cases.append(attrs.evolve(case, expected=expected, error_names=names))
         corpus[area] = cases
     return corpus
-
-
-def corpus_header() -> dict[str, str]:
-    return {"protocol_version": PROTOCOL_VERSION}
