@@ -22,8 +22,7 @@ system prompts, spec §17), :mod:`diagnosis_core.testing` and
 ``diagnosis_core.adapters.*``. ``import diagnosis_core`` loads none of the
 journal, tools, AIOps or adapter modules. A name that used to live here and
 moved to one of those namespaces still resolves here, with a
-``DeprecationWarning`` naming its new home; :mod:`diagnosis_core.blocks` is
-kept the same way. The underscore modules are private.
+``DeprecationWarning`` naming its new home. The underscore modules are private.
 """
 
 from __future__ import annotations

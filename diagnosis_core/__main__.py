@@ -1,5 +1,5 @@
 """``python -m diagnosis_core`` runs the command line."""
 
-from ._cli import main
+from .cli import main
 
 raise SystemExit(main())

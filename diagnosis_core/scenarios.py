@@ -5,10 +5,8 @@ it strictly (every problem a :class:`ScenarioError` naming the path) and
 :func:`replay` runs it and returns the §9 result object; the scripted doubles
 (:class:`ScriptedAgent`, :class:`ScriptedGatekeeper`, :class:`ScriptedResponse`)
 play a script back, raising the failures the default classifier knows.
-:func:`trace_table_lines` and :func:`text_cell` print a replayed trace the way
-the command line does, and :func:`terminal_safe` makes any text safe to
-print to a terminal; :func:`parse_document_text` reads a scenario's or
-journal's text strictly, as the command line does.
+:func:`parse_document_text` reads a scenario's or journal's text strictly, as
+the command line and the conformance kit do.
 """
 
 from __future__ import annotations
@@ -37,13 +35,6 @@ from ._kernel.scripted import (
     ScriptedResponse,
     UnknownScriptedError,
 )
-from ._kernel.tables import (
-    text_cell,
-    trace_table_lines,
-)
-from ._kernel.terminal import (
-    terminal_safe,
-)
 
 __all__ = [
     "ERROR_KINDS",
@@ -61,9 +52,6 @@ __all__ = [
     "replay_scenario",
     "scenario_effects",
     "scenario_request",
-    "terminal_safe",
-    "text_cell",
-    "trace_table_lines",
 ]
 
 # Public classes name this namespace, not the private module defining them.

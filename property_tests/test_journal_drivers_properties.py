@@ -38,7 +38,7 @@ import diagnosis_core.protocol as dcp
 import diagnosis_core.scenarios as dcs
 import diagnosis_core.testing as dt
 from diagnosis_core import ReasonCode
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.journal import EntryState, JournalCall
 from diagnosis_core.machine import AgentName
 

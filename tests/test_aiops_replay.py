@@ -12,8 +12,8 @@ import pytest
 from diagnosis_core import (
     ScenarioError,
 )
-from diagnosis_core._cli import main
 from diagnosis_core.aiops import AiOpsAgent, load_aiops_scenario, replay_aiops
+from diagnosis_core.cli import main
 from diagnosis_core.protocol import canonical_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "alertmanager"

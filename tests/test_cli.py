@@ -18,7 +18,7 @@ import pytest
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT_EXAMPLE = ROOT / "examples" / "db_pool_forged_citations.json"
@@ -171,7 +171,7 @@ def test_schema_rejects_a_name_of_the_other_workflow(capsys: pytest.CaptureFixtu
 def test_the_chat_commands_do_not_import_the_aiops_package() -> None:
     code = (
         "import sys\n"
-        "from diagnosis_core._cli import main\n"
+        "from diagnosis_core.cli import main\n"
         f"assert main(['run', '--json', {str(CHAT_EXAMPLE)!r}]) == 0\n"
         "assert main(['graph']) == 0\n"
         "assert not any(m.startswith('diagnosis_core.aiops') for m in sys.modules)\n"

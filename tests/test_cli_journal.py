@@ -14,7 +14,7 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -24,7 +24,7 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.conformance import PROTOCOL_VERSION, Case, load_corpus, run_document
 from diagnosis_core.conformance._runner import (
     FileCommand,
@@ -57,19 +57,19 @@ def _kit(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_shipped_corpus_is_what_the_package_produces() -> None:
     """Regenerating changes nothing; a package that drifted from its corpus fails here."""
-    from diagnosis_core.conformance.generate import render_corpus
+    from corpus_tools.generate import render_corpus
 
     rendered = render_corpus(ROOT / "examples")
     directory = ROOT / "diagnosis_core" / "conformance" / "corpus"
     assert sorted(rendered) == sorted(path.name for path in directory.glob("*.json"))
     for name, text in rendered.items():
         assert (directory / name).read_text(encoding="utf-8") == text, (
-            f"{name} is stale: run python -m diagnosis_core.conformance.generate"
+            f"{name} is stale: run python -m corpus_tools.generate"
         )
 
 
 def test_generate_check_reports_a_stale_file(tmp_path: Path) -> None:
-    from diagnosis_core.conformance.generate import main as generate
+    from corpus_tools.generate import main as generate
 
     out = tmp_path / "corpus"
     assert generate(["--out", str(out)]) == 0
@@ -496,7 +496,7 @@ def test_run_file_resumes_a_resume_document(
 def test_the_kit_command_in_this_process_passes_this_package_in_batch_mode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from diagnosis_core._cli import main
+    from diagnosis_core.cli import main
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     junit = tmp_path / "kit.xml"
@@ -509,7 +509,7 @@ def test_the_kit_command_in_this_process_passes_this_package_in_batch_mode(
 def test_the_kit_command_in_this_process_runs_a_python_module_case_by_case(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from diagnosis_core._cli import main
+    from diagnosis_core.cli import main
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     chosen = [case for case in CORPUS if case.id.startswith("routing/")][:3]
@@ -524,7 +524,7 @@ def test_the_kit_command_in_this_process_runs_a_python_module_case_by_case(
 def test_the_kit_listing_in_this_process_counts_every_case(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from diagnosis_core._cli import main
+    from diagnosis_core.cli import main
 
     assert main(["conformance", "list", "-v"]) == 0
     out = capsys.readouterr().out

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import diagnosis_core as dc
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

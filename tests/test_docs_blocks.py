@@ -36,7 +36,7 @@ from docs_blocks import (
     shown_output_matches,
 )
 
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 
 
 def console_blocks() -> list[Block]:

@@ -469,7 +469,7 @@ def test_signing_rules_per_version_and_their_refusals() -> None:
 def test_the_cli_replays_a_v1_journal_byte_identically(
     name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from diagnosis_core._cli import main
+    from diagnosis_core.cli import main
 
     arguments = ["run", "--json", str(FIXTURES / f"{name}.json")]
     if name.endswith("signed"):

@@ -39,10 +39,10 @@ import diagnosis_core.aiops as dca
 import diagnosis_core.prompts as dcpr
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
-from diagnosis_core._cli import main
 from diagnosis_core._prompts.agents import FIELD_DESCRIPTIONS, agent_spec
 from diagnosis_core._prompts.examples import example, example_ledger
 from diagnosis_core._prompts.notation import field_types
+from diagnosis_core.cli import main
 from diagnosis_core.conformance import PROTOCOL_VERSION
 from diagnosis_core.tools import BindingFailure, ReferenceGatekeeper
 

@@ -13,7 +13,7 @@ from _builders import scenario
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 
 ROOT = Path(__file__).parent.parent
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import diagnosis_core as dc
 import diagnosis_core.protocol as dcp
-from diagnosis_core._cli import main
 from diagnosis_core._kernel.terminal import terminal_safe
+from diagnosis_core.cli import main
 
 ESC = "\x1b"
 HOSTILE_ANSWER = (

@@ -447,12 +447,12 @@ def test_async_effects_recorder_records_an_asyncio_run() -> None:
     assert recorder.inputs("composer") == [state.invocations[-1].input]
 
 
-def test_core_doubles_are_re_exported_unchanged() -> None:
-    assert dt.ScriptedAgent is dcs.ScriptedAgent
-    assert dt.ScriptedGatekeeper is dcs.ScriptedGatekeeper
-    assert dt.ScriptedResponse is dcs.ScriptedResponse
-    assert dt.ScriptedGatekeeperEntry is dcs.ScriptedGatekeeperEntry
-    assert dt.scenario_effects is dc.scenario_effects
+def test_core_doubles_have_one_home_the_scenarios_namespace() -> None:
+    doubles = {"ScriptedAgent", "ScriptedGatekeeper", "ScriptedResponse",
+               "ScriptedGatekeeperEntry", "scenario_effects"}
+    assert doubles <= set(dcs.__all__)
+    assert doubles.isdisjoint(dt.__all__)
+    assert dc.scenario_effects is dcs.scenario_effects
 
 
 def test_public_names_are_exactly_all() -> None:

@@ -9,7 +9,7 @@ must never import. Each public namespace calls :func:`publish` on its
 private module, or a public namespace later in :data:`HOMES`, then names this
 one. So the home of a class is the first namespace of :data:`HOMES` that
 exports it and has been imported (``diagnosis_core`` before the audience
-namespaces; :mod:`diagnosis_core.blocks`, a deprecated shim, is no home).
+namespaces).
 The name always resolves there: pickle finds the class where it says it is.
 
 Moving ``__module__`` would change where :func:`typing.get_type_hints` reads

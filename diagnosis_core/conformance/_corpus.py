@@ -170,19 +170,3 @@ def load_corpus(directory: Path | None = None) -> list[Case]:
         loaded.append((order.get(area, len(order)), area, cases))
     loaded.sort(key=lambda item: (item[0], item[1]))
     return [case for _, _, cases in loaded for case in cases]
-
-
-def corpus_file_text(area: str, cases: list[Case]) -> str:
-    """A corpus file's text: a header, then one case per line (deterministic)."""
-    lines = [
-        "{" + f'"protocol_version": {json.dumps(PROTOCOL_VERSION)}, '
-        f'"area": {json.dumps(area)}, "cases": ['
-    ]
-    rows = [
-        json.dumps(case.to_wire(), ensure_ascii=False, sort_keys=True) for case in cases
-    ]
-    lines.append(",\n".join(rows))
-    lines.append("]}")
-    return "\n".join(lines) + "\n"
-
-

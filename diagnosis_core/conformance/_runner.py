@@ -25,7 +25,7 @@ last-value-wins object or a traceback), must be UTF-8, and is at most
 no controlling terminal) and its whole process group is killed when its case
 ends badly. What an implementation wrote is quoted in a failure with every
 terminal control and line break shown as a visible escape
-(:func:`~diagnosis_core.scenarios.terminal_safe`), so it can neither act on the
+(``terminal_safe``, spec §15), so it can neither act on the
 reader's terminal nor forge a line of the report.
 
 A result is compared with the case's expected result exactly: same JSON
@@ -55,8 +55,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import attrs
 
+from diagnosis_core._kernel.terminal import terminal_safe
 from diagnosis_core.protocol import PayloadError, loads_stored
-from diagnosis_core.scenarios import terminal_safe
 
 from ._corpus import Case, document_text
 
@@ -107,7 +107,7 @@ class CaseFailure(Exception):
 def inert(text: str) -> str:
     """``text`` safe to print on one line of a report (its controls and line breaks escaped).
 
-    :func:`~diagnosis_core.scenarios.terminal_safe`, plus the line break it
+    ``terminal_safe`` (spec §15), plus the line break it
     keeps, so foreign text can neither act on a terminal nor start a line of
     its own (a forged ``324 passed``).
     """

@@ -18,8 +18,9 @@ global random state.
 * **Whole runs**: :func:`scenarios` (spec §9 documents),
   :func:`effect_scripts` (Python doubles that may raise anything) and
   :func:`planted_scenarios` (canaries for the information-flow invariant).
-* **Doubles**: scripted, fake and recording effects, sync and async; the
-  core's :class:`ScriptedAgent` / :class:`ScriptedGatekeeper` are re-exported.
+* **Doubles**: scripted, fake and recording effects, sync and async (the
+  scenario doubles, ``ScriptedAgent`` and its kin, are in
+  :mod:`diagnosis_core.scenarios`).
 * **Checks**: :func:`run_invariant_violations` / :func:`assert_run_invariants`
   (spec §10 invariants 1, 3, 4, 5) and :meth:`PlantedScenario.leaks`
   (invariant 2).
@@ -35,9 +36,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "(in the diagnosis_core checkout: pip install -e '.[testing]')"
     ) from error
 
-from .. import scenario_effects
 from .._kernel.public import publish as _publish
-from ..scenarios import ScriptedAgent, ScriptedGatekeeper, ScriptedGatekeeperEntry, ScriptedResponse
 from ._doubles import (
     AsyncEffectsRecorder,
     AsyncFakeGatekeeper,
@@ -140,11 +139,7 @@ __all__ = [
     "RecordingGatekeeper",
     "RecordingInvoker",
     "Reply",
-    "ScriptedAgent",
-    "ScriptedGatekeeper",
-    "ScriptedGatekeeperEntry",
     "ScriptedInvoker",
-    "ScriptedResponse",
     "Sink",
     "adversarial_composer_texts",
     "adversarial_executor_texts",
@@ -189,7 +184,6 @@ __all__ = [
     "raw_paths",
     "run_configs",
     "run_invariant_violations",
-    "scenario_effects",
     "scenarios",
     "scripted_effects",
     "skill_catalogs",

@@ -17,7 +17,7 @@ import pytest
 from store_support import chat_example_docs, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.stores import (
     FLEET_REPORT_FORMAT,
     fleet_report,

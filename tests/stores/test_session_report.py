@@ -25,7 +25,7 @@ from store_support import (
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.stores import (
     SESSION_REPORT_FORMAT,
     format_session_report,

@@ -34,7 +34,7 @@ from store_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.stores import (
     MissingKeyError,
     StoreError,

@@ -9,7 +9,7 @@ import pytest
 from store_support import EXAMPLES_DIR, load_example, scenario_of
 
 import diagnosis_core.journal as dcj
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.stores import open_store
 
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.json"))

@@ -12,7 +12,7 @@ from store_support import load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.stores import (
     AesGcmCodec,
     JsonlStore,

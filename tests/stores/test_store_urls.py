@@ -19,7 +19,7 @@ import pytest
 from store_support import load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
-from diagnosis_core._cli import main
+from diagnosis_core.cli import main
 from diagnosis_core.stores import Feedback, SqliteStore, StoreError, open_store
 
 

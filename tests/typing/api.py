@@ -854,20 +854,19 @@ def one_set_of_run_options(
 
 
 def aiops_outputs(state: dca.AiOpsState, scenario: dca.AiOpsScenario) -> str:
-    """The AIOps replay output and readable report of a run driven any way."""
+    """The AIOps replay output and rule evaluation of a run driven any way."""
     output: dict[str, JsonValue] = dca.aiops_output(state, scenario.tool_ledger)
     evaluation = dca.evaluate_aiops_run(state, scenario.tool_ledger)
-    return dca.format_aiops_result(state.result, evaluation, scenario.config) + str(output)
+    return str(evaluation) + str(output)
 
 
 def readable_trace(state: DiagnosisState) -> list[str]:
-    """A replayed trace printed the way the command line does, safely."""
-    lines: list[str] = dcs.trace_table_lines(state.events, "round")
+    """Values and documents described without raising, whatever they hold."""
     big: int = dcp.int_from_literal("1" * 50)
     shown: str = dcp.describe_value(10**5000)  # never raises, whatever the value
     assert shown
     document: object = dcs.parse_document_text('{"question": "q"}', "inline.json")
-    return [dcs.terminal_safe(line) for line in lines] + [dcs.text_cell(big), str(document)]
+    return [str(len(state.events)), str(big), str(document)]
 
 
 def aiops_streams(request: dca.AiOpsRequest, effects: dca.AiOpsEffects) -> int:
@@ -915,17 +914,16 @@ def check_another_implementation(command: str, junit: str, schemas: str) -> bool
     if command.endswith(".py"):
         implementation = dck.FileCommand([command])
     results: list[dck.CaseResult] = dck.run_cases(implementation, cases)
-    report: list[str] = [line for result in results for line in dck.failure_lines(result)]
+    report: list[str] = [f"FAIL {result.case.id}: {problem}"
+                         for result in results for problem in result.problems]
     print("\n".join(report))
     with open(junit, "w", encoding="utf-8") as handle:
         handle.write(dck.junit_xml(results))
-    paths = dck.write_schemas(pathlib.Path(schemas))
+    paths = [pathlib.Path(schemas, f"{name}.json") for name in dck.all_schemas()]
     ids = [dck.schema_id(name) for name in dck.all_schemas()]
     runner: dck.DocumentRunner = dck.run_document
-    line: str = dck.run_document_line(dck.document_text(cases[0]))
+    line: str = dck.document_text(cases[0])
     resume = {"format": dck.RESUME_FORMAT, "journal": {}}
-    resumed: dc.DiagnosisState = dck.resume_document_state(resume)
-    print(resumed.result.outcome)
     problems: list[str] = dck.compare(cases[0], runner(json.dumps(resume)))
     in_process = dck.PythonModule(dck.run_document)
     try:

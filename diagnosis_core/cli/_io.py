@@ -1,7 +1,7 @@
 """What every ``diagnosis-core`` subcommand shares: exit codes, output, reading input.
 
-Kept apart from the parser (``_cli.py``) so that the subcommand modules
-(``_cli_conformance.py``, ``_cli_stores.py``) and the main command line share
+Kept apart from the parser (``_main.py``) so that the subcommand modules
+(``_conformance.py``, ``_stores.py``) and the main command line share
 one way to write output (bytes, undecodable characters escaped; readable
 output made inert for a terminal, spec §15), to read a scenario file and to
 report a usage error, without importing each other.
@@ -13,9 +13,11 @@ import argparse
 import sys
 from typing import NoReturn
 
-from . import DiagnosisResult, ScenarioError, to_wire
-from .protocol import canonical_json
-from .scenarios import parse_document_text, terminal_safe, text_cell, trace_table_lines
+from .. import DiagnosisResult, ScenarioError, to_wire
+from .._kernel.tables import text_cell, trace_table_lines
+from .._kernel.terminal import terminal_safe
+from ..protocol import canonical_json
+from ..scenarios import parse_document_text
 
 __all__ = [
     "EXIT_OK",

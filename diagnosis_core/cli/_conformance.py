@@ -11,20 +11,19 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ._cli_commands import add_command
-from .conformance import (
+from ..conformance import (
     PROTOCOL_VERSION,
     BatchCommand,
     Case,
     FileCommand,
-    failure_lines,
     junit_xml,
     load_corpus,
     run_cases,
     select_cases,
-    write_schemas,
 )
-from .conformance._runner import inert, python_process
+from ..conformance._runner import failure_lines, inert, python_process
+from ..conformance._schemas import write_schemas
+from ._commands import add_command
 
 __all__ = ["add_conformance_parser", "write_all_schemas"]
 

@@ -1,7 +1,8 @@
-"""Regenerate the shipped corpus: ``python -m diagnosis_core.conformance.generate``.
+"""Regenerate the shipped corpus: ``python -m corpus_tools.generate``.
 
-Run from the repository root (the bundled ``examples/`` are part of the
-corpus). Writes ``diagnosis_core/conformance/corpus/<area>.json`` for every
+Run from the repository root: the bundled ``examples/`` are part of the
+corpus, and this folder is repository tooling, not part of the installed
+package. Writes ``diagnosis_core/conformance/corpus/<area>.json`` for every
 area, removing files of areas that no longer exist, and prints the counts.
 ``--check`` writes nothing and exits 1 when the shipped corpus differs from
 what this package produces. Deterministic: running it twice changes nothing.
@@ -10,16 +11,32 @@ what this package produces. Deterministic: running it twice changes nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._corpus import corpus_file_text
-from ._generate import build_corpus
+from corpus_tools.cases import build_corpus
+from diagnosis_core.conformance import PROTOCOL_VERSION, Case
 
-__all__ = ["main", "render_corpus"]
+__all__ = ["corpus_file_text", "main", "render_corpus"]
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
+_CORPUS = _ROOT / "diagnosis_core" / "conformance" / "corpus"
+
+
+def corpus_file_text(area: str, cases: list[Case]) -> str:
+    """A corpus file's text: a header, then one case per line (deterministic)."""
+    lines = [
+        "{" + f'"protocol_version": {json.dumps(PROTOCOL_VERSION)}, '
+        f'"area": {json.dumps(area)}, "cases": ['
+    ]
+    rows = [
+        json.dumps(case.to_wire(), ensure_ascii=False, sort_keys=True) for case in cases
+    ]
+    lines.append(",\n".join(rows))
+    lines.append("]}")
+    return "\n".join(lines) + "\n"
 
 
 def render_corpus(examples: Path) -> dict[str, str]:
@@ -30,9 +47,9 @@ def render_corpus(examples: Path) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write (or with ``--check`` compare) the corpus; the exit status says what happened."""
-    parser = argparse.ArgumentParser(prog="python -m diagnosis_core.conformance.generate")
+    parser = argparse.ArgumentParser(prog="python -m corpus_tools.generate")
     parser.add_argument("--examples", type=Path, default=_ROOT / "examples")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "corpus")
+    parser.add_argument("--out", type=Path, default=_CORPUS)
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 on a diff")
     args = parser.parse_args(argv)
     files = render_corpus(args.examples)

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._builders import (
+from corpus_tools.builders import (
     C1_TEXT,
     PLAN,
     Doc,
@@ -36,8 +36,13 @@ from ._builders import (
     two_claims,
     verifier,
 )
-from ._corpus import AREAS, PROTOCOL_VERSION, Case, document_text
-from ._document import RESUME_FORMAT, run_document
+from diagnosis_core.conformance import (
+    RESUME_FORMAT,
+    Case,
+    document_text,
+    run_document,
+)
+from diagnosis_core.conformance._corpus import AREAS
 
 __all__ = ["AREAS", "Draft", "build_corpus", "drafts"]
 
@@ -1066,7 +1071,3 @@ def build_corpus(examples: Path) -> dict[str, list[Case]]:
             cases.append(attrs.evolve(case, expected=expected, error_names=names))
         corpus[area] = cases
     return corpus
-
-
-def corpus_header() -> dict[str, str]:
-    return {"protocol_version": PROTOCOL_VERSION}

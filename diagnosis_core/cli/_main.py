@@ -7,7 +7,7 @@ journal (told apart by ``"format": "diagnosis_journal_v2"`` or ``…_v1``) to th
 the run that recorded it; ``--journal-key-file FILE`` signs the journal
 written and verifies the journal read; ``journal to-scenario JOURNAL`` prints
 the equivalent §9 scenario; ``--store URL`` and the ``runs``, ``sessions``
-and ``report`` commands work on a journal store (``_cli_stores.py``); ``validate NAME
+and ``report`` commands work on a journal store (``_stores.py``); ``validate NAME
 REPLY`` parses one agent reply with the payload parser ``NAME`` and prints the
 value as canonical JSON, or the path-named error; ``schema [--profile P]
 NAME`` prints the JSON Schema of an agent payload (profile ``validation`` by
@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from . import (
+from .. import (
     JournalError,
     PayloadError,
     Scenario,
@@ -44,8 +44,22 @@ from . import (
     scenario_request,
     to_wire,
 )
-from ._cli_commands import add_command, add_key_option
-from ._cli_io import (
+from .._kernel.terminal import terminal_safe
+from ..machine import routing_mermaid
+from ..protocol import (
+    SCHEMA_NAMES,
+    SCHEMA_PROFILES,
+    PayloadName,
+    canonical_json,
+    json_schema,
+    parse_composer_output,
+    parse_executor_evidence,
+    parse_planner_plan,
+    parse_verifier_output,
+)
+from ..scenarios import parse_document_text
+from ._commands import add_command, add_key_option
+from ._io import (
     EXIT_OK,
     EXIT_OUTPUT,
     EXIT_USAGE,
@@ -59,23 +73,10 @@ from ._cli_io import (
     write_readable,
     write_result,
 )
-from .machine import routing_mermaid
-from .protocol import (
-    SCHEMA_NAMES,
-    SCHEMA_PROFILES,
-    PayloadName,
-    canonical_json,
-    json_schema,
-    parse_composer_output,
-    parse_executor_evidence,
-    parse_planner_plan,
-    parse_verifier_output,
-)
-from .scenarios import parse_document_text, terminal_safe
 
 if TYPE_CHECKING:
-    from .aiops import AiOpsScenario
-    from .journal import Journal, JournalStatus
+    from ..aiops import AiOpsScenario
+    from ..journal import Journal, JournalStatus
 
 __all__ = ["main"]
 
@@ -91,14 +92,14 @@ def _run_batch(args: argparse.Namespace) -> int:
         if not args.json or args.scenario is not None or args.journal_out:
             return usage_error("--batch: use it as 'run --json --batch --store URL', reading "
                                "standard input")
-        from ._cli_stores import run_batch_with_store
+        from ._stores import run_batch_with_store
 
         return run_batch_with_store(args, iter(sys.stdin.buffer.readline, b""))
     if not args.json or args.scenario is not None or args.journal_out or args.journal_key_file:
         return usage_error("--batch: use it as 'run --json --batch', reading standard input")
     if args.payload_key_file is not None:
         return usage_error("--payload-key-file: only with --store")
-    from .conformance import run_document_line
+    from ..conformance._document import run_document_line
 
     for raw in iter(sys.stdin.buffer.readline, b""):
         try:
@@ -127,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
         text = read_text(args.scenario)
         data = parse_document_text(text, args.scenario)
         if args.store is not None:  # spec §16: recorded in (or resumed from) a store
-            from ._cli_stores import run_with_store
+            from ._stores import run_with_store
 
             return run_with_store(args, data, key)
         # A journal names its format; a scenario has no "format" key (it would be refused).
@@ -160,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_resume(args: argparse.Namespace, data: dict[str, object], key: bytes | None) -> int:
     """A resume document (the conformance kit's ``diagnosis_resume_v1``): resume, then finish."""
-    from .conformance import resume_document_state
+    from ..conformance._document import resume_document_state
 
     if key is not None:
         return usage_error("--journal-key-file: a resume document is not verified with a key")
@@ -174,8 +175,8 @@ def _run_resume(args: argparse.Namespace, data: dict[str, object], key: bytes | 
 
 def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | None) -> int:
     """Run ``scenario`` writing its journal to ``--journal-out``, then print the result."""
-    from . import run_diagnosis
-    from .journal import ListJournalSink, journal_to_json
+    from .. import run_diagnosis
+    from ..journal import ListJournalSink, journal_to_json
 
     request = scenario_request(scenario)
     sink = ListJournalSink()
@@ -197,7 +198,7 @@ def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | N
 
 def _load_journal_text(text: str, key: bytes | None) -> tuple[Journal, JournalStatus]:
     """Parse, fold and verify a journal; :class:`JournalError` names the first bad entry."""
-    from .journal import journal_from_json, journal_status
+    from ..journal import journal_from_json, journal_status
 
     journal = journal_from_json(text)
     return journal, journal_status(journal, key=key)
@@ -219,7 +220,7 @@ def _replay_journal_text(args: argparse.Namespace, text: str, key: bytes | None)
 
 def _journal_to_scenario(args: argparse.Namespace) -> int:
     """``journal to-scenario JOURNAL``: the equivalent §9 scenario as canonical JSON."""
-    from .journal import journal_to_scenario, stored_json
+    from ..journal import journal_to_scenario, stored_json
 
     try:
         key = journal_key(args.journal_key_file)
@@ -241,13 +242,13 @@ def _journal_to_scenario(args: argparse.Namespace) -> int:
 
 def _run_aiops(args: argparse.Namespace, data: object) -> int:
     """Replay an AIOps scenario (``"workflow": "aiops"``, spec §11)."""
-    from .aiops import (
+    from ..aiops import (
         aiops_replay_output,
         evaluate_aiops_run,
-        format_aiops_result,
         load_aiops_scenario,
         replay_aiops_scenario,
     )
+    from ..aiops._replay import format_aiops_result
 
     scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
@@ -265,15 +266,15 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     Refused with exit 2 naming the entry when it does not verify, and when it
     is incomplete (its process died) saying at which call.
     """
-    from . import JournalError
-    from .aiops import (
+    from .. import JournalError
+    from ..aiops import (
         aiops_journal_ledger,
         aiops_journal_status,
         aiops_output,
         evaluate_aiops_run,
-        format_aiops_result,
         load_aiops_journal,
     )
+    from ..aiops._replay import format_aiops_result
 
     try:
         journal = load_aiops_journal(data)
@@ -297,7 +298,7 @@ def _schema(args: argparse.Namespace) -> int:
     if args.all:
         if args.out is None or args.name is not None:
             return usage_error("schema --all: give --out DIR and no payload name")
-        from ._cli_conformance import write_all_schemas
+        from ._conformance import write_all_schemas
 
         return write_all_schemas(args.out)
     if args.name is None:
@@ -305,7 +306,7 @@ def _schema(args: argparse.Namespace) -> int:
     if args.out is not None:
         return usage_error("schema: --out goes with --all")
     if args.workflow == "aiops":
-        from .aiops import aiops_json_schema as schema_of
+        from ..aiops import aiops_json_schema as schema_of
     else:
         schema_of = json_schema
     try:
@@ -319,7 +320,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _graph(args: argparse.Namespace) -> int:
     if args.workflow == "aiops":
-        from .aiops import aiops_routing_mermaid
+        from ..aiops import aiops_routing_mermaid
 
         write(aiops_routing_mermaid())
     else:
@@ -357,11 +358,11 @@ def _reply_parser(args: argparse.Namespace) -> Callable[[str], object] | None:
     if name == PayloadName.COMPOSER_OUTPUT:
         allowed = _id_list(args.allowed_claims)
         return lambda text: parse_composer_output(text, allowed)
-    from .aiops import AIOPS_SCHEMA_NAMES
+    from ..aiops import AIOPS_SCHEMA_NAMES
 
     if name not in AIOPS_SCHEMA_NAMES:
         return None
-    from . import aiops as aiops_parsing
+    from .. import aiops as aiops_parsing
 
     if name == aiops_parsing.AiOpsPayloadName.AIOPS_EXECUTOR_OUTPUT:
         known = _id_list(args.known_invocations)
@@ -380,7 +381,7 @@ def _validate(args: argparse.Namespace) -> int:
     try:
         parser = _reply_parser(args)
         if parser is None:
-            from .aiops import AIOPS_SCHEMA_NAMES
+            from ..aiops import AIOPS_SCHEMA_NAMES
 
             valid = ", ".join(repr(known) for known in (*SCHEMA_NAMES, *AIOPS_SCHEMA_NAMES))
             sys.stderr.write(
@@ -406,7 +407,7 @@ def _version() -> str:
     try:
         return version("diagnosis-core")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        from . import __version__
+        from .. import __version__
 
         return __version__
 
@@ -418,7 +419,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        from .conformance import PROTOCOL_VERSION
+        from ..conformance import PROTOCOL_VERSION
 
         write(f"diagnosis-core {_version()}\nprotocol {PROTOCOL_VERSION}\n")
         parser.exit(EXIT_OK)
@@ -462,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="path of the scenario or journal JSON file, or - for standard input",
     )
-    from ._cli_stores import add_store_commands
+    from ._stores import add_store_commands
 
     add_store_commands(commands, run)
     journal = commands.add_parser("journal", help="work with a run journal")
@@ -536,10 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "graph", _graph, help="print the routing table as a Mermaid diagram"
     )
     graph.add_argument("--workflow", choices=_WORKFLOWS, default="chat")
-    from ._cli_conformance import add_conformance_parser
+    from ._conformance import add_conformance_parser
 
     add_conformance_parser(commands, ArgumentParser)
-    from ._cli_prompt import add_prompt_parser
+    from ._prompt import add_prompt_parser
 
     add_prompt_parser(commands)
     return parser

@@ -28,13 +28,13 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import DiagnosisError, JournalError, ScenarioError
-from ._cli_io import journal_key, payload_key, write, write_readable, write_result
-from .protocol import canonical_json
-from .scenarios import terminal_safe
+from .. import DiagnosisError, JournalError, ScenarioError
+from .._kernel.terminal import terminal_safe
+from ..protocol import canonical_json
+from ._io import journal_key, payload_key, write, write_readable, write_result
 
 if TYPE_CHECKING:
-    from .stores import JournalStore, PayloadCodec
+    from ..stores import JournalStore, PayloadCodec
 
 __all__ = ["add_store_commands", "open_cli_store", "run_batch_with_store", "run_with_store"]
 
@@ -51,7 +51,7 @@ def _codec(args: argparse.Namespace) -> PayloadCodec | None:
     key = payload_key(getattr(args, "payload_key_file", None))
     if key is None:
         return None
-    from .stores import AesGcmCodec, StoreError
+    from ..stores import AesGcmCodec, StoreError
 
     try:
         return AesGcmCodec(key)
@@ -66,7 +66,7 @@ def open_cli_store(args: argparse.Namespace, *, create: bool = False) -> Journal
     key file is a :class:`ScenarioError`, a store that does not open a
     :class:`StoreError`.
     """
-    from .stores import open_store
+    from ..stores import open_store
 
     codec = _codec(args)
     return open_store(args.store, codec=codec, create=create)
@@ -107,7 +107,7 @@ def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) ->
     try:
         if isinstance(data, dict) and "workflow" in data:
             return _run_aiops(args, data, store, key)
-        from .scenarios import load_scenario, scenario_effects, scenario_request
+        from ..scenarios import load_scenario, scenario_effects, scenario_request
 
         scenario = load_scenario(data)
         return _run_chat(args, scenario_request(scenario), scenario_effects(scenario), store, key)
@@ -120,7 +120,7 @@ def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) ->
 def _run_chat(
     args: argparse.Namespace, request: Any, effects: Any, store: JournalStore, key: bytes | None
 ) -> int:
-    from . import run_diagnosis
+    from .. import run_diagnosis
 
     try:
         problem = _stored_request_problem(store, request)
@@ -149,7 +149,7 @@ def _stored_request_problem(store: JournalStore, request: Any) -> str | None:
 
 def _run_problem(error: DiagnosisError) -> str:
     """The one line for a run through a store that failed, in the command line's terms."""
-    from .stores import MissingKeyError
+    from ..stores import MissingKeyError
 
     if isinstance(error, MissingKeyError):
         return (f"store: run {error.run_id!r}: the stored journal is signed (its entries "
@@ -162,15 +162,15 @@ def _run_problem(error: DiagnosisError) -> str:
 def _run_aiops(
     args: argparse.Namespace, data: object, store: JournalStore, key: bytes | None
 ) -> int:
-    from .aiops import (
+    from ..aiops import (
         aiops_replay_output,
         aiops_scenario_effects,
         aiops_scenario_request,
         evaluate_aiops_run,
-        format_aiops_result,
         load_aiops_scenario,
         run_aiops,
     )
+    from ..aiops._replay import format_aiops_result
 
     scenario = load_aiops_scenario(data)
     request = aiops_scenario_request(scenario)
@@ -224,15 +224,15 @@ def run_batch_with_store(args: argparse.Namespace, lines: Iterator[bytes]) -> in
 
 
 def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, Any]:
-    from . import run_diagnosis, to_wire
-    from .aiops import (
+    from .. import run_diagnosis, to_wire
+    from ..aiops import (
         aiops_replay_output,
         aiops_scenario_effects,
         aiops_scenario_request,
         load_aiops_scenario,
         run_aiops,
     )
-    from .scenarios import load_scenario, parse_document_text, scenario_effects, scenario_request
+    from ..scenarios import load_scenario, parse_document_text, scenario_effects, scenario_request
 
     try:
         data = parse_document_text(text, "<document>")
@@ -267,7 +267,7 @@ def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, 
 
 
 def _status(stored: Any, key: bytes | None) -> str:
-    from .stores import run_status as fold_status
+    from ..stores import run_status as fold_status
 
     try:
         return "complete" if fold_status(stored, key).complete else "incomplete"
@@ -277,7 +277,7 @@ def _status(stored: Any, key: bytes | None) -> str:
 
 def _fold_problem(stored: Any, key: bytes | None) -> tuple[str, str | None]:
     """A loaded run's status and, when ``invalid``, why (its journal does not fold or verify)."""
-    from .stores import run_status as fold_status
+    from ..stores import run_status as fold_status
 
     try:
         return ("complete" if fold_status(stored, key).complete else "incomplete"), None
@@ -286,8 +286,8 @@ def _fold_problem(stored: Any, key: bytes | None) -> tuple[str, str | None]:
 
 
 def _runs_ls(args: argparse.Namespace) -> int:
-    from .stores._escape import text_line
-    from .stores._session import listed_runs
+    from ..stores._escape import text_line
+    from ..stores._session import listed_runs
 
     rows: list[dict[str, Any]] = []
     try:
@@ -338,8 +338,8 @@ def _consumed(journal: Any) -> dict[str, int]:
 
 def _runs_resume(args: argparse.Namespace) -> int:
     """Resume a stored chat run; without ``--scenario`` only a complete run (folded, printed)."""
-    from ._cli_io import read_scenario_file
-    from .scenarios import load_scenario, scenario_request
+    from ..scenarios import load_scenario, scenario_request
+    from ._io import read_scenario_file
 
     scenario = None
     try:
@@ -373,7 +373,7 @@ def _resume_stored(
     """``runs resume`` once the store is open: check the run and the scenario, then run."""
     import attrs
 
-    from .scenarios import scenario_effects, scenario_request
+    from ..scenarios import scenario_effects, scenario_request
 
     stored = store.load(args.run_id)
     if stored is None:
@@ -398,8 +398,8 @@ def _resume_stored(
 
 def _no_effects() -> Any:
     """Effects for a complete run: folding it performs none (each would fail closed)."""
-    from . import Effects
-    from .scenarios import ScriptedAgent, ScriptedGatekeeper
+    from .. import Effects
+    from ..scenarios import ScriptedAgent, ScriptedGatekeeper
 
     return Effects(planner=ScriptedAgent(()), executor=ScriptedAgent(()),
                    verifier=ScriptedAgent(()), composer=ScriptedAgent(()),
@@ -410,7 +410,7 @@ def _no_effects() -> Any:
 
 
 def _sessions_show(args: argparse.Namespace) -> int:
-    from .stores import format_session_report, session_report
+    from ..stores import format_session_report, session_report
 
     try:
         key = _key(args)
@@ -453,7 +453,7 @@ def _since(text: str | None) -> float | None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .stores import fleet_report, fleet_report_html, format_fleet_report
+    from ..stores import fleet_report, fleet_report_html, format_fleet_report
 
     try:
         key = _key(args)

@@ -14,15 +14,15 @@ import os
 import sys
 from typing import Any
 
-from ._cli_commands import add_command
-from ._cli_io import EXIT_OK, EXIT_OUTPUT, usage_error, write
+from ._commands import add_command
+from ._io import EXIT_OK, EXIT_OUTPUT, usage_error, write
 
 __all__ = ["add_prompt_parser", "write_all_prompts"]
 
 
 def write_all_prompts(out: str) -> int:
     """Write every prompt under ``out``; exit 1 with one line when a file cannot be written."""
-    from .prompts import PROMPT_AGENTS, PROMPT_LOCALES, system_prompt
+    from ..prompts import PROMPT_AGENTS, PROMPT_LOCALES, system_prompt
 
     try:
         for workflow, agents in PROMPT_AGENTS.items():
@@ -41,7 +41,7 @@ def write_all_prompts(out: str) -> int:
 
 
 def _prompt(args: argparse.Namespace) -> int:
-    from .prompts import system_prompt
+    from ..prompts import system_prompt
 
     if args.all:
         if args.out is None or args.agent is not None:

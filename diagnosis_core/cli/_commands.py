@@ -1,6 +1,6 @@
 """How a ``diagnosis-core`` subcommand is declared: its name, texts and handler in one call.
 
-The main command line (``_cli.py``) and the subcommand modules declare their
+The main command line (``_main.py``) and the subcommand modules declare their
 commands with :func:`add_command`, so a command's handler is named where the
 command is, not in a separate ``set_defaults`` after its options; ``main``
 calls ``args.handler(args)``. The host key option, which several commands take
@@ -38,5 +38,5 @@ def add_command(
 
 
 def add_key_option(parser: argparse.ArgumentParser, help: str) -> None:
-    """Add ``--journal-key-file FILE``: the host key, read by ``journal_key`` (``_cli_io.py``)."""
+    """Add ``--journal-key-file FILE``: the host key, read by ``journal_key`` (``_io.py``)."""
     parser.add_argument("--journal-key-file", metavar="FILE", help=help)
