@@ -18,6 +18,13 @@ and gatekeeper in different processes: their ``tools=`` is a
 :data:`ToolsFactory` — one recorder per run, seeded with the §13 records the
 run's journal holds — and :class:`RunRecorders` is the ready-made one.
 
+The executor's tool loop lives here as well: a tool-calling chat model is a
+:class:`ToolCallingModel` (one :class:`TurnRequest` in, one :class:`ModelTurn`
+out; the messages are :class:`SystemMessage`, :class:`UserMessage`,
+:class:`AssistantMessage` and :class:`ToolMessage`), and each executor tool a
+:class:`Tool` (a :class:`ToolSpec` and the function that runs) — see
+``docs/executor.md``.
+
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
 and ``import diagnosis_core`` does not load it.
@@ -38,6 +45,20 @@ from ._chat.reference_gatekeeper import (
     resolve_raw_path,
 )
 from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
+from ._kernel.chat_model import (
+    AssistantMessage,
+    AsyncToolCallingModel,
+    ChatMessage,
+    ModelTurn,
+    SystemMessage,
+    Tool,
+    ToolCall,
+    ToolCallingModel,
+    ToolMessage,
+    ToolSpec,
+    TurnRequest,
+    UserMessage,
+)
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
 from ._kernel.public import publish as _publish
 from ._kernel.tools import (
@@ -50,20 +71,32 @@ from ._kernel.tools import (
 
 __all__ = [
     "UNRESOLVED",
+    "AssistantMessage",
+    "AsyncToolCallingModel",
     "BindingFailure",
+    "ChatMessage",
+    "ModelTurn",
     "RecorderGatekeeper",
     "RecorderMark",
     "ReferenceGatekeeper",
     "ReplayedToolError",
     "RunRecorders",
     "RunRecordersGatekeeper",
+    "SystemMessage",
+    "Tool",
+    "ToolCall",
     "ToolCallError",
     "ToolCallRecord",
+    "ToolCallingModel",
     "ToolEnvelope",
     "ToolInvocation",
     "ToolLedger",
+    "ToolMessage",
     "ToolRecorder",
+    "ToolSpec",
     "ToolsFactory",
+    "TurnRequest",
+    "UserMessage",
     "check_binding",
     "check_bindings",
     "ledger_from_records",

@@ -1001,3 +1001,41 @@ def precise_parameters(messages: list[HistoryMessage], catalog: dict[str, str]) 
     aiops_sink = dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry]()
     assert_type(dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry])
     assert_type(aiops_sink.entries, list[dca.AiOpsJournalEntry])
+
+
+# --- a tool-calling chat model (issue 33: the executor loop) ----------------------
+
+
+class ScriptedToolModel:
+    """A host's tool-calling model: one TurnRequest in, one ModelTurn out."""
+
+    def __call__(self, request: dct.TurnRequest, /) -> dct.ModelTurn:
+        last: dct.ChatMessage = request.messages[-1]
+        if isinstance(last, dct.ToolMessage) or not request.tools:
+            return dct.ModelTurn(text='{"schema_version": "executor_evidence_v2"}')
+        spec: dct.ToolSpec = request.tools[0]
+        return dct.ModelTurn(tool_calls=[dct.ToolCall("call-1", spec.name, {"service": "pay"})])
+
+
+async def async_turn(request: dct.TurnRequest) -> dct.ModelTurn:
+    return dct.ModelTurn(text="{}")
+
+
+def tool_calling_model() -> dct.TurnRequest:
+    model: dct.ToolCallingModel = ScriptedToolModel()
+    async_model: dct.AsyncToolCallingModel = async_turn
+    assert async_model
+    spec = dct.ToolSpec("query_logs", "Search logs", {"type": "object", "properties": {}})
+    tool = dct.Tool(spec, query_logs)
+    request = dct.TurnRequest(
+        messages=[dct.SystemMessage("You are the executor."), dct.UserMessage("{}")],
+        tools=[tool.spec],
+        response_schema={"type": "object"},
+        config=RunConfig(run_id="r1", session_id="s1"),
+    )
+    turn = model(request)
+    assert_type(turn.is_final, bool)
+    calls: tuple[dct.ToolCall, ...] = turn.tool_calls
+    answered = dct.AssistantMessage(text=turn.text, tool_calls=calls)
+    reply = dct.ToolMessage(tool_call_id="call-1", name="query_logs", content="{}", is_error=False)
+    return dct.TurnRequest(messages=[*request.messages, answered, reply], tools=request.tools)
