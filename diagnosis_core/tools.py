@@ -23,7 +23,11 @@ The executor's tool loop lives here as well: a tool-calling chat model is a
 out; the messages are :class:`SystemMessage`, :class:`UserMessage`,
 :class:`AssistantMessage` and :class:`ToolMessage`), and each executor tool a
 :class:`Tool` (a :class:`ToolSpec` and the function that runs) — see
-``docs/executor.md``.
+``docs/executor.md``. :func:`executor_agent` turns them into the executor
+effect: a bounded loop (:class:`ExecutorAgent`; limits end it with
+:class:`ToolLoopLimitError` or :class:`ToolLoopDeadlineError`) whose final
+turn is constrained by :func:`evidence_grounding_schema` — ids and paths only
+of what was recorded (spec §18, limits in :class:`GroundingLimits`).
 
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
@@ -32,6 +36,8 @@ and ``import diagnosis_core`` does not load it.
 
 from __future__ import annotations
 
+from ._chat.executor_loop import async_executor_agent, executor_agent
+from ._chat.grounding import evidence_grounding_schema
 from ._chat.reference_gatekeeper import (
     UNRESOLVED,
     BindingFailure,
@@ -59,8 +65,18 @@ from ._kernel.chat_model import (
     TurnRequest,
     UserMessage,
 )
+from ._kernel.grounding import GroundingLimits, GroundingSchema, OutputPaths, citable_paths
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
 from ._kernel.public import publish as _publish
+from ._kernel.tool_loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    GroundingScope,
+    PerRunRecorders,
+    ToolErrorPolicy,
+    ToolLoopDeadlineError,
+    ToolLoopLimitError,
+)
 from ._kernel.tools import (
     RecorderMark,
     ReplayedToolError,
@@ -72,10 +88,17 @@ from ._kernel.tools import (
 __all__ = [
     "UNRESOLVED",
     "AssistantMessage",
+    "AsyncExecutorAgent",
     "AsyncToolCallingModel",
     "BindingFailure",
     "ChatMessage",
+    "ExecutorAgent",
+    "GroundingLimits",
+    "GroundingSchema",
+    "GroundingScope",
     "ModelTurn",
+    "OutputPaths",
+    "PerRunRecorders",
     "RecorderGatekeeper",
     "RecorderMark",
     "ReferenceGatekeeper",
@@ -89,16 +112,23 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallingModel",
     "ToolEnvelope",
+    "ToolErrorPolicy",
     "ToolInvocation",
     "ToolLedger",
+    "ToolLoopDeadlineError",
+    "ToolLoopLimitError",
     "ToolMessage",
     "ToolRecorder",
     "ToolSpec",
     "ToolsFactory",
     "TurnRequest",
     "UserMessage",
+    "async_executor_agent",
     "check_binding",
     "check_bindings",
+    "citable_paths",
+    "evidence_grounding_schema",
+    "executor_agent",
     "ledger_from_records",
     "match_excerpt",
     "parse_raw_path",

@@ -83,6 +83,13 @@ def _tuple_of(field: str, kind: type | tuple[type, ...], value: object) -> tuple
     return items
 
 
+def _optional_seconds(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{attribute.name}: expected seconds >= 0 or None, got {value!r}")
+
+
 def _parameters(value: object) -> Mapping[str, JsonValue]:
     return _frozen_object("parameters", value)
 
@@ -211,6 +218,9 @@ class TurnRequest:
       local constrained decoder; a model that cannot use it may ignore it
       (the parser and the gatekeeper still check the reply).
     * ``config`` — the run's :class:`RunConfig` (for tracing), or None.
+    * ``time_left_s`` — seconds left before the loop's deadline, or None
+      (no deadline): give it to the client as its request timeout, since a
+      synchronous call cannot be interrupted from outside.
     """
 
     messages: tuple[ChatMessage, ...] = attrs.field(
@@ -226,6 +236,7 @@ class TurnRequest:
     config: RunConfig | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(RunConfig))
     )
+    time_left_s: float | None = attrs.field(default=None, validator=_optional_seconds)
 
 
 @attrs.frozen(eq=True, hash=False)
