@@ -39,6 +39,8 @@ import copy
 from collections.abc import Sequence
 from typing import cast
 
+import attrs
+
 from .._kernel.grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
@@ -130,6 +132,9 @@ def evidence_grounding_schema(
     rest: list[ToolInvocation] = []
     for record in citable_invocations(invocations):
         if len(listed) == limits.max_invocations:
+            probe = citable_paths(record.output, attrs.evolve(limits, max_paths=1))
+            if probe.complete and not probe.paths:
+                continue  # nothing at a scalar (the walk stops at the first one it finds)
             rest.append(record)
             continue
         found = citable_paths(record.output, limits)
