@@ -5,8 +5,9 @@ Tools with arbitrary JSON outputs (some failing) are called through a real
 under arbitrary (often tiny) limits. Instances are generated *from the
 schema itself* — a small generator for the JSON Schema subset the profiles
 use, choosing among ``anyOf`` branches and ``enum`` values — and kept when
-``jsonschema`` accepts them (the schemas' cross-field rules filter). The oracle walks the tool outputs the test itself
-returned (a recursive walk of its own, not the package's): every binding
+``jsonschema`` accepts them (the schemas' cross-field rules filter). The
+oracle walks the tool outputs the test itself returned (a recursive walk of
+its own, not the package's): every binding
 cites an invocation that succeeded, with its own tool name, and, where the
 schema constrains the path, a path at which that output holds a string,
 number or boolean. Conversely, a constrained invocation's enum lists every
