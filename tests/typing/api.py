@@ -1082,3 +1082,11 @@ async def an_async_executor_loop(
     )
     assert aiops
     return executor
+
+
+def loop_settings() -> tuple[dct.GroundingScope, dct.ToolErrorPolicy]:
+    scope: dct.GroundingScope = "run"
+    policy: dct.ToolErrorPolicy = "raise"
+    recorders: dct.PerRunRecorders = dct.RunRecorders()
+    assert isinstance(recorders.recorder("run-1").records(), tuple)
+    return scope, policy
