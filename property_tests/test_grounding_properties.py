@@ -173,9 +173,11 @@ def test_an_accepted_answer_cites_only_recorded_invocations_and_existing_paths(
         ids = branch["properties"]["source_invocation_id"]["enum"]
         if len(ids) == 1 and ids[0] in grounded.constrained:
             assert branch["properties"]["raw_path"]["enum"] == scalar_paths(expected[ids[0]][1])
-    # Every successful invocation with something to cite has a branch (or nothing is citable).
+    # Every successful invocation with something to cite has a branch; one without has none,
+    # unless a limit stopped its walk before it could tell (then its path is unconstrained).
     citable = {i for i, (_, output) in expected.items() if scalar_paths(output)}
-    assert set(grounded.invocation_ids) == citable
+    assert citable <= set(grounded.invocation_ids)
+    assert not (set(grounded.invocation_ids) - citable) & set(grounded.constrained)
     assert grounded.complete == (not grounded.notes)
 
 
