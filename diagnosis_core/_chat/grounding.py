@@ -19,7 +19,10 @@ resolves to a scalar — ``INVOCATION_NOT_FOUND``, ``INVOCATION_FAILED``,
 
 Profiles: ``openai-strict`` and ``anthropic-strict`` take the ``anyOf`` (both
 document it inside an object, never at the root); ``validation`` too (draft
-2020-12, what a local decoder's JSON-schema grammar converter reads);
+2020-12, in the form a local decoder's JSON-schema grammar converter reads
+whole: ``_kernel.grounding.for_local_decoder`` writes nullable fields as an
+``anyOf`` with ``null`` and moves ``pattern`` into the description — the strict
+profiles' unanchored patterns are refused by llama.cpp's converter);
 ``gemini``'s schema subset has no composition keyword, so there the ids, tool
 names and paths are three independent enums — the coupling is lost, and a
 note says so. A call with nothing citable (no tool call, or only failed ones
@@ -48,6 +51,7 @@ from .._kernel.grounding import (
     OutputPaths,
     citable_invocations,
     citable_paths,
+    for_local_decoder,
 )
 from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolInvocation
@@ -198,7 +202,14 @@ def evidence_grounding_schema(
         items["description"] = _BINDING_DESCRIPTION + " Not constrained: " + "; ".join(notes) + "."
     claim = _object(_claims(schema)["items"])
     _object(_object(claim["properties"])["bindings"])["items"] = items
-    return GroundingSchema(schema, cited, tuple(constrained), tuple(notes))
+    return GroundingSchema(_local(schema, chosen), cited, tuple(constrained), tuple(notes))
+
+
+def _local(schema: _JsonObject, profile: SchemaProfile) -> _JsonObject:
+    """The ``validation`` profile with nullable fields as ``anyOf`` (what llama.cpp reads)."""
+    if profile is not SchemaProfile.VALIDATION:
+        return schema
+    return _object(for_local_decoder(schema))
 
 
 def _independent(
@@ -235,4 +246,4 @@ def _nothing_citable(
         notes.append("anthropic-strict: claims limited to 0 items in its description only")
     else:
         claims["maxItems"] = 0
-    return GroundingSchema(schema, (), (), tuple(notes))
+    return GroundingSchema(_local(schema, profile), (), (), tuple(notes))

@@ -56,6 +56,7 @@ __all__ = [
     "OutputPaths",
     "citable_invocations",
     "citable_paths",
+    "for_local_decoder",
 ]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -199,3 +200,38 @@ def citable_invocations(records: Sequence[ToolInvocation]) -> tuple[ToolInvocati
 def _number(invocation_id: str) -> tuple[int, str]:
     tail = invocation_id.rpartition("-")[2]
     return (int(tail) if tail.isdigit() and len(tail) < 19 else 0, invocation_id)
+
+
+def for_local_decoder(schema: JsonValue) -> JsonValue:
+    """A draft 2020-12 schema in the form llama.cpp's JSON-schema converter keeps whole.
+
+    Two rewrites, everywhere: ``{"type": [T, "null"], …}`` becomes ``{"anyOf":
+    [{"type": T, …}, {"type": "null"}]}`` — the same instances; the converter
+    turns a type list into bare types and drops the other keywords (the
+    ``items`` of a nullable array, an ``enum``); and a ``pattern`` moves into
+    the ``description`` ("Must match the regular expression `…`.", the
+    profiles' phrase) — the converter accepts only ``^…$`` patterns and writes
+    them into the grammar unescaped. The parser still enforces the pattern.
+    Used for the ``validation`` profile, the one a local decoder reads.
+    """
+    if isinstance(schema, list):
+        return [for_local_decoder(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    converted = {key: for_local_decoder(value) for key, value in schema.items()}
+    pattern = converted.pop("pattern", None)
+    if isinstance(pattern, str):
+        note = f"Must match the regular expression `{pattern}`."
+        described = converted.get("description")
+        converted["description"] = f"{described} {note}" if isinstance(described, str) else note
+    kinds = converted.get("type")
+    if not isinstance(kinds, list):
+        return converted
+    rest = {key: value for key, value in converted.items() if key not in ("type", "description")}
+    branches: list[JsonValue] = [{"type": kind, **rest} for kind in kinds if kind != "null"]
+    if "null" in kinds:
+        branches.append({"type": "null"})
+    split: dict[str, JsonValue] = {"anyOf": branches}
+    if "description" in converted:
+        split["description"] = converted["description"]
+    return split

@@ -30,6 +30,7 @@ from .._kernel.grounding import (
     GroundingLimits,
     GroundingSchema,
     citable_invocations,
+    for_local_decoder,
 )
 from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolInvocation
@@ -101,6 +102,8 @@ def aiops_grounding_schema(
         )
     else:
         cited["maxItems"] = 0
+    if chosen is SchemaProfile.VALIDATION:  # nullable fields as anyOf: what llama.cpp reads
+        schema = _object(for_local_decoder(schema))
     return GroundingSchema(schema, tuple(ids), tuple(ids), tuple(notes))
 
 
