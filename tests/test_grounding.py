@@ -9,6 +9,7 @@ local decoder's converter keeps whole. The property over generated answers is
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -26,10 +27,8 @@ def recorded(*outputs: Any, fail: int | None = None) -> dct.ToolRecorder:
                 raise ValueError("down")
             return output
 
-        try:
+        with contextlib.suppress(ValueError):
             recorder.wrap(f"tool{position}", run)()
-        except ValueError:
-            pass
     return recorder
 
 
