@@ -499,3 +499,32 @@ def test_the_aiops_executor_loop_constrains_citations_to_successful_invocations(
     finding = schema["properties"]["findings"]["items"]
     # "run" grounding: the earlier step's invocation is citable, the failed one is not.
     assert finding["properties"]["cited_invocation_ids"]["items"]["enum"] == ["inv-1", "inv-2"]
+
+
+def test_a_whole_aiops_run_with_the_loop_as_executor_is_reported() -> None:
+    aiops_doc = json.loads((EXAMPLES / "aiops_payload_targeted.json").read_text(encoding="utf-8"))
+    scenario = dca.load_aiops_scenario(aiops_doc)
+    tools, recorder = Tools(), dct.ToolRecorder()
+
+    def step(request: dct.TurnRequest) -> dct.ModelTurn:
+        made = [c["invocation_id"] for c in contents(request)]
+        if not made:
+            return calls(("query_logs", {"service": "pay-svc"}))
+        return answer({"tool_invocation_ids": made,
+                       "findings": [{"text": "pay-svc times out", "cited_invocation_ids": made}]})
+
+    model = ScriptedToolModel([step] * 20)
+    effects = attrs.evolve(
+        dca.aiops_scenario_effects(scenario),
+        executor=dca.aiops_executor_agent(model, tools.specs(), recorder=recorder),
+    )
+    state = dca.run_aiops(dca.aiops_scenario_request(scenario), effects, tools=recorder,
+                          sink=dca.ListAiOpsJournalSink())
+    assert state.reason_code is None
+    assert tools.ran and [r.success for r in recorder.records()] == [True] * len(tools.ran)
+
+
+def test_the_async_loop_accepts_a_synchronous_model() -> None:
+    agent = dct.async_executor_agent(investigation(), Tools().specs(),  # type: ignore[arg-type]
+                                     recorder=dct.ToolRecorder())
+    assert json.loads(asyncio.run(asyncio.wait_for(agent("in", RUN), timeout=20))) == GROUNDED

@@ -460,7 +460,7 @@ class AsyncExecutorAgent(_Agent):
 
     Coroutine-function tools are awaited (``recorder.wrap_async``), plain
     ones called directly; a model call still running at the deadline is
-    cancelled.
+    cancelled. A synchronous model is accepted too (its turn is not awaited).
     """
 
     def __init__(self, model: AsyncToolCallingModel, settings: _Settings) -> None:
@@ -469,13 +469,19 @@ class AsyncExecutorAgent(_Agent):
         super().__init__(settings)
         self.model = model
 
+    async def _call_model(self, request: TurnRequest) -> object:
+        reply: object = self.model(request)
+        if inspect.isawaitable(reply):  # a plain ToolCallingModel is accepted too
+            reply = await reply
+        return reply
+
     async def _turn(self, run: _Run, request: TurnRequest) -> object:
         left = request.time_left_s
         if left is None:
-            return await self.model(request)
+            return await self._call_model(request)
         try:
             async with asyncio.timeout(left):
-                return await self.model(request)
+                return await self._call_model(request)
         except TimeoutError:
             if run.time_left() is not None and (run.time_left() or 0.0) <= 0:
                 assert self._settings.deadline_s is not None
