@@ -29,7 +29,7 @@ The executor's tool loop (``diagnosis_core.tools.executor_agent``, spec §13,
 :func:`tool_calling_model` makes one of any LangChain chat model that
 implements ``bind_tools`` (:class:`LangChainToolModel`, and
 :class:`AsyncLangChainToolModel` over ``ainvoke``), and :func:`loop_tools`
-turns LangChain tools into the loop's :class:`~diagnosis_core.tools.Tool`\ s.
+turns LangChain tools into the loop's :class:`~diagnosis_core.tools.Tool`\\ s.
 """
 
 from __future__ import annotations
