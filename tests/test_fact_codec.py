@@ -92,6 +92,9 @@ def test_a_signed_journal_holding_a_surrogate_pair_verifies_after_reload() -> No
     live = dc.run_diagnosis(request, effects, sink=sink, key=KEY)
     folded = dcj.fold_journal(reloaded(sink, request), key=KEY)
     assert result_json(folded) == result_json(live)
+    # What both must be (spec §5, §12.1): the pair is a surrogate pair, not a character.
+    assert live.result.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT
+    assert folded.result.gatekeeper_status is dcp.GatekeeperStatus.REJECT
 
 
 def test_a_state_holding_facts_with_surrogate_pairs_round_trips() -> None:
@@ -154,7 +157,10 @@ def test_the_asyncio_driver_sees_the_same_fact() -> None:
 
     request, effects = pair_gatekeeper()
     live = dc.run_diagnosis(request, effects)
-    assert result_json(asyncio.run(_arun(request, pair_gatekeeper()[1]))) == result_json(live)
+    seen = asyncio.run(_arun(request, pair_gatekeeper()[1]))
+    assert result_json(seen) == result_json(live)
+    assert seen.result.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT  # not the sync's echo
+    assert seen.result.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
 
 
 def test_a_fact_without_surrogate_pairs_is_stored_byte_for_byte_as_before() -> None:
