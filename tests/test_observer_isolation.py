@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
@@ -125,6 +126,8 @@ def test_an_observer_editing_the_gatekeeper_result_changes_neither_run_nor_journ
     request, effects = setup(document)
     unjournaled = dc.run_diagnosis(request, effects, observer=EditsTheGatekeeperResult())
     assert dc.to_json(unjournaled.result) == dc.to_json(plain.result)
+    # The run the observer could not change is the one the corpus holds (a REJECT).
+    assert dc.to_wire(plain.result) == golden_result("db_pool_forged_citations")
 
 
 def test_an_observer_editing_a_reject_cannot_turn_it_into_an_answer() -> None:
