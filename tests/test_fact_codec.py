@@ -84,6 +84,7 @@ def test_a_journal_cut_after_the_gatekeeper_resumes_to_the_live_outcome() -> Non
     resumed = dc.run_diagnosis(request, pair_gatekeeper()[1], journal=prefix)
     assert resumed.result.outcome is live.result.outcome
     assert result_json(resumed) == result_json(live)
+    assert resumed.result.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT  # what both must be
 
 
 def test_a_signed_journal_holding_a_surrogate_pair_verifies_after_reload() -> None:
@@ -128,6 +129,12 @@ def test_an_agent_error_message_holding_a_pair_is_the_same_fact_live_and_reloade
     folded = dcj.fold_journal(reloaded(sink, request), key=KEY)
     assert result_json(unjournaled) == result_json(live) == result_json(folded)
     assert dc.from_json(dc.DiagnosisState, dc.to_json(live)) == live
+    # What all three must say: the executor failed once, its message stored as §12.1
+    # stores a pair (U+FFFD between the halves, so JSON cannot read back another text).
+    assert folded.result.reason_code is ReasonCode.EXECUTOR_FAILED
+    assert folded.result.calls.executor == 1
+    errors = [event.details.error for event in folded.events if event.details.error]
+    assert errors == ["ConnectionError: reset by peer \ud83d\ufffd\ude00"]
 
 
 def test_an_agent_reply_holding_a_pair_is_invalid_output_live_and_reloaded() -> None:

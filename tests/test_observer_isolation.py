@@ -137,6 +137,9 @@ def test_an_observer_editing_a_reject_cannot_turn_it_into_an_answer() -> None:
     plain = dc.run_diagnosis(*setup(document))
     assert state.result.outcome is plain.result.outcome
     assert state.result.reason_code is plain.result.reason_code
+    # And that is still the REJECT it was (not an answer both runs agree on).
+    assert state.result.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
+    assert state.result.reason_code is dc.ReasonCode.GATEKEEPER_REJECTED
 
 
 def test_the_observer_warning_class_stays_importable() -> None:
