@@ -70,6 +70,9 @@ async def test_one_worker_serves_both_workflows(temporal_address: str) -> None:
     assert dc.to_json(aiops) == dc.to_json(
         dca.run_aiops(*_scenario(EXAMPLES_DIR / "aiops_payload_targeted.json"))
     )
+    # Each is the result the golden corpus holds, not only the driver's.
+    assert dc.to_wire(chat.result) == golden_result("payment_timeout")
+    assert dc.to_wire(aiops.result) == golden_result("aiops_payload_targeted")
 
 
 async def test_a_request_that_is_not_valid_starts_nothing(temporal_address: str) -> None:
