@@ -99,6 +99,7 @@ from ._kernel.observe import (
     ObserverWarning,
     new_events,
     notify,
+    observed_result,
 )
 from ._kernel.options import (
     DEFAULT_MAX_QUESTION_CHARS,
@@ -160,6 +161,7 @@ __all__ = [
     "new_events",
     "normalize_gatekeeper_result",
     "notify",
+    "observed_result",
     "perform_effect",
     "perform_effect_async",
     "project_verified_input",

@@ -30,7 +30,7 @@ from langgraph.types import Checkpointer, Command, interrupt
 
 from .. import JournalError, JsonValue, MachineError, PayloadError, to_wire
 from ..journal import EntryState, RecordedToolInvocation, recorded_tool_invocations
-from ..machine import Workflow, notify
+from ..machine import Workflow, notify, observed_result
 from ..protocol import loads_stored
 from ..tools import RecorderMark, ToolRecorder, ToolsFactory
 from ._langgraph_owner import ThreadBusyError, aowner, owner
@@ -721,8 +721,10 @@ class _Node:
         runs, flow = self.runs, self.runs.flow
         recorder = flow.recorder(prepared.folded.journal, runs.key)
         fed = recorder.end(result, tool_invocations=invocations)
-        # As the drivers do: the observer is told the recorded fact.
-        notify(runs.observer, "effect_finished", prepared.action, fed)
+        # As the drivers do: the observer is told the recorded fact, as a private copy
+        # (a hook that edits a gatekeeper result changes neither the run nor its journal).
+        if runs.observer is not None:
+            notify(runs.observer, "effect_finished", prepared.action, observed_result(fed))
         state = flow.advance(prepared.folded.state, fed)
         return self._finished(prepared, recorder.journal, recorder.journal.entries[-1], state)
 

@@ -275,6 +275,8 @@ def adapter_door(
     )
     assert_type(dca.check_aiops_effects(aiops_effects, where="adapter"), None)
     assert_type(dca.check_aiops_request(aiops_request, where="adapter"), None)
+    shown = dcm.observed_result(dcm.GatekeeperReturned({"status": "pass"}))
+    assert_type(shown, dcm.GatekeeperReturned)
     return limit
 
 
