@@ -239,6 +239,13 @@ def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -
     folded = dca.fold_aiops_journal(dca.aiops_journal_from_json(text), key=KEY)
     assert folded == live
     assert dc.from_json(dca.AiOpsState, dc.to_json(live)) == live
+    # What all must say: the planner failed twice (one retry), each message stored as
+    # §12.1 stores a pair (U+FFFD between the halves).
+    assert folded.result.reason_code is not None
+    assert folded.result.reason_code.value == "PLANNER_FAILED"
+    assert folded.result.calls.planner == 2 and folded.result.calls.executor == 0
+    errors = [event.details.error for event in folded.events if event.details.error]
+    assert errors == ["ConnectionError: reset \ud83d\ufffd\ude00"] * 2
 
 
 @pytest.mark.parametrize("reply", [None, 7, b"{}"])
