@@ -24,6 +24,8 @@ from __future__ import annotations
 from ._chat import machine as _machine
 from ._chat import trace as _trace
 from ._chat.drivers import (
+    check_diagnosis_effects,
+    check_diagnosis_request,
     describe_error,
     perform_effect,
     perform_effect_async,
@@ -97,6 +99,10 @@ from ._kernel.observe import (
     ObserverWarning,
     new_events,
     notify,
+    observed_result,
+)
+from ._kernel.options import (
+    DEFAULT_MAX_QUESTION_CHARS,
 )
 from ._kernel.public import publish as _publish
 from ._kernel.results import (
@@ -111,6 +117,7 @@ from ._kernel.workflow import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_QUESTION_CHARS",
     "DIAGNOSIS_WORKFLOW",
     "HTTP_CLIENT_ERRORS",
     "ROUTING_TABLE",
@@ -142,6 +149,8 @@ __all__ = [
     "Workflow",
     "answer_mode_for",
     "apply_verdict_ceiling",
+    "check_diagnosis_effects",
+    "check_diagnosis_request",
     "choose_route",
     "classify_failure",
     "count_trusted_bindings",
@@ -152,6 +161,7 @@ __all__ = [
     "new_events",
     "normalize_gatekeeper_result",
     "notify",
+    "observed_result",
     "perform_effect",
     "perform_effect_async",
     "project_verified_input",

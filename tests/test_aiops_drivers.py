@@ -12,7 +12,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from adapters.adapter_support import golden_result
 
+import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
 import diagnosis_core.tools as dct
@@ -68,6 +70,7 @@ def test_the_iterator_yields_the_trace_then_the_result(path: Path) -> None:
     items = list(dca.iter_aiops(request, dca.aiops_scenario_effects(scenario)))
     assert items[:-1] == list(plain.events)
     assert items[-1] == plain.result
+    assert dc.to_wire(items[-1]) == golden_result(path.stem)  # the corpus's, not just the same
 
 
 async def test_the_async_forms_match_the_sync_driver() -> None:
@@ -98,6 +101,7 @@ def test_a_journaling_run_with_an_observer_records_the_same_journal() -> None:
     )
     assert watched == plain
     assert watched_sink.entries == plain_sink.entries
+    assert dc.to_wire(watched.result) == golden_result(EXAMPLES[0].stem)
     assert [value for kind, value in observer.calls if kind == "event"] == list(plain.events)
 
 

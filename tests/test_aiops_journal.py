@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
@@ -442,6 +443,12 @@ def test_the_async_driver_writes_the_same_journal() -> None:
     astate = asyncio.run(dca.arun_aiops(request, effects, sink=async_sink, key=KEY))
     assert astate == state
     assert async_sink.entries == sync_sink.entries
+    assert dc.to_wire(astate.result) == golden_result("aiops_auto_discovery")
+    # One finished entry per agent call, in the corpus's order of the calls.
+    golden_agents = [item["agent"] for item in golden_result("aiops_auto_discovery")["invocations"]]
+    assert [(entry.call.value, entry.state.value) for entry in async_sink.entries] == [
+        (agent, "finished") for agent in golden_agents
+    ]
 
 
 def test_the_tool_recorder_puts_each_executor_calls_tools_on_its_entry() -> None:

@@ -84,6 +84,7 @@ def test_a_journal_cut_after_the_gatekeeper_resumes_to_the_live_outcome() -> Non
     resumed = dc.run_diagnosis(request, pair_gatekeeper()[1], journal=prefix)
     assert resumed.result.outcome is live.result.outcome
     assert result_json(resumed) == result_json(live)
+    assert resumed.result.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT  # what both must be
 
 
 def test_a_signed_journal_holding_a_surrogate_pair_verifies_after_reload() -> None:
@@ -92,6 +93,9 @@ def test_a_signed_journal_holding_a_surrogate_pair_verifies_after_reload() -> No
     live = dc.run_diagnosis(request, effects, sink=sink, key=KEY)
     folded = dcj.fold_journal(reloaded(sink, request), key=KEY)
     assert result_json(folded) == result_json(live)
+    # What both must be (spec §5, §12.1): the pair is a surrogate pair, not a character.
+    assert live.result.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT
+    assert folded.result.gatekeeper_status is dcp.GatekeeperStatus.REJECT
 
 
 def test_a_state_holding_facts_with_surrogate_pairs_round_trips() -> None:
@@ -125,6 +129,12 @@ def test_an_agent_error_message_holding_a_pair_is_the_same_fact_live_and_reloade
     folded = dcj.fold_journal(reloaded(sink, request), key=KEY)
     assert result_json(unjournaled) == result_json(live) == result_json(folded)
     assert dc.from_json(dc.DiagnosisState, dc.to_json(live)) == live
+    # What all three must say: the executor failed once, its message stored as §12.1
+    # stores a pair (U+FFFD between the halves, so JSON cannot read back another text).
+    assert folded.result.reason_code is ReasonCode.EXECUTOR_FAILED
+    assert folded.result.calls.executor == 1
+    errors = [event.details.error for event in folded.events if event.details.error]
+    assert errors == ["ConnectionError: reset by peer \ud83d\ufffd\ude00"]
 
 
 def test_an_agent_reply_holding_a_pair_is_invalid_output_live_and_reloaded() -> None:
@@ -154,7 +164,10 @@ def test_the_asyncio_driver_sees_the_same_fact() -> None:
 
     request, effects = pair_gatekeeper()
     live = dc.run_diagnosis(request, effects)
-    assert result_json(asyncio.run(_arun(request, pair_gatekeeper()[1]))) == result_json(live)
+    seen = asyncio.run(_arun(request, pair_gatekeeper()[1]))
+    assert result_json(seen) == result_json(live)
+    assert seen.result.reason_code is ReasonCode.GATEKEEPER_INVALID_RESULT  # not the sync's echo
+    assert seen.result.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
 
 
 def test_a_fact_without_surrogate_pairs_is_stored_byte_for_byte_as_before() -> None:
@@ -226,6 +239,13 @@ def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -
     folded = dca.fold_aiops_journal(dca.aiops_journal_from_json(text), key=KEY)
     assert folded == live
     assert dc.from_json(dca.AiOpsState, dc.to_json(live)) == live
+    # What all must say: the planner failed twice (one retry), each message stored as
+    # §12.1 stores a pair (U+FFFD between the halves).
+    assert folded.result.reason_code is not None
+    assert folded.result.reason_code.value == "PLANNER_FAILED"
+    assert folded.result.calls.planner == 2 and folded.result.calls.executor == 0
+    errors = [event.details.error for event in folded.events if event.details.error]
+    assert errors == ["ConnectionError: reset \ud83d\ufffd\ude00"] * 2
 
 
 @pytest.mark.parametrize("reply", [None, 7, b"{}"])

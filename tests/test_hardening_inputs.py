@@ -234,6 +234,10 @@ def test_from_sync_effects_still_run_on_the_asyncio_driver() -> None:
     effects = dc.scenario_effects(dc.load_scenario({"question": "q"}))
     state = asyncio.run(dc.arun_diagnosis(_request(), dc.AsyncEffects.from_sync(effects)))
     assert state.result.outcome is result.result.outcome
+    # A scenario without replies: the planner's one call fails, as the replay says too.
+    assert state.result.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
+    assert state.result.reason_code is dc.ReasonCode.PLANNER_FAILED
+    assert (state.result.calls.planner, state.result.calls.executor) == (1, 0)
 
 
 # --- scenario details (§9 v1.1) -----------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
@@ -105,6 +106,7 @@ def test_every_example_journal_folds_to_the_live_state_and_replays_byte_for_byte
     state = dc.run_diagnosis(request, effects, sink=sink, key=key)
     journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
     assert result_json(state) == expected
+    assert json.loads(expected) == golden_result(path.stem)  # the replay is the corpus's
     assert dcj.fold_journal(journal, key=key) == state
     assert dcp.canonical_json(dcj.replay_journal(journal, key=key)) == expected
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from _builders import error, scenario, text
+from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
@@ -133,6 +134,8 @@ def test_sync_and_async_drivers_agree_on_every_example(path: str) -> None:
     async_state = asyncio.run(dc.arun_diagnosis(dc.scenario_request(sc), async_effects))
     assert dc.to_json(sync_state.result) == dc.to_json(async_state.result)
     assert sync_state == async_state
+    # Both are the result the golden corpus holds, not merely the same one.
+    assert dc.to_wire(async_state.result) == golden_result(Path(path).stem)
 
 
 def test_drivers_continue_from_a_state_built_here_and_refuse_a_saved_one() -> None:

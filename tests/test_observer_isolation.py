@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
@@ -125,6 +126,8 @@ def test_an_observer_editing_the_gatekeeper_result_changes_neither_run_nor_journ
     request, effects = setup(document)
     unjournaled = dc.run_diagnosis(request, effects, observer=EditsTheGatekeeperResult())
     assert dc.to_json(unjournaled.result) == dc.to_json(plain.result)
+    # The run the observer could not change is the one the corpus holds (a REJECT).
+    assert dc.to_wire(plain.result) == golden_result("db_pool_forged_citations")
 
 
 def test_an_observer_editing_a_reject_cannot_turn_it_into_an_answer() -> None:
@@ -134,6 +137,9 @@ def test_an_observer_editing_a_reject_cannot_turn_it_into_an_answer() -> None:
     plain = dc.run_diagnosis(*setup(document))
     assert state.result.outcome is plain.result.outcome
     assert state.result.reason_code is plain.result.reason_code
+    # And that is still the REJECT it was (not an answer both runs agree on).
+    assert state.result.outcome is dc.Outcome.PRE_VERIFICATION_FALLBACK
+    assert state.result.reason_code is dc.ReasonCode.GATEKEEPER_REJECTED
 
 
 def test_the_observer_warning_class_stays_importable() -> None:

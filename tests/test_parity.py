@@ -31,6 +31,7 @@ from adapters.adapter_support import (
     RoutedEffects,
     chat_example_paths,
     dev_server,
+    golden_result,
     load_doc,
     scenario_of,
 )
@@ -233,9 +234,17 @@ ALL_IDS = EXAMPLE_IDS + GENERATED_IDS
 
 @functools.cache
 def _reference(index: int) -> str:
-    """The sync driver's result JSON for ``ALL_DOCS[index]``."""
+    """The sync driver's result JSON for ``ALL_DOCS[index]``.
+
+    For an example, checked first against the result the golden corpus holds
+    (committed bytes): a parity test then compares an engine with a reference
+    that is itself pinned, so engine and driver cannot agree on a wrong result.
+    """
     request, effects = scenario_of(ALL_DOCS[index])
-    return dc.to_json(dc.run_diagnosis(request, effects).result)
+    text = dc.to_json(dc.run_diagnosis(request, effects).result)
+    if index < len(EXAMPLES):
+        assert json.loads(text) == golden_result(EXAMPLE_IDS[index]), EXAMPLE_IDS[index]
+    return text
 
 
 def _cases() -> list[Any]:

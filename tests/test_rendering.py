@@ -500,7 +500,54 @@ def test_post_fallback_never_raises_and_output_is_safe(
     assert not BARE_AMPERSAND.search(text)
 
 
+PRE_WITH_TOOLS = """## Diagnosis could not be completed
+
+The evidence check rejected the collected evidence.
+
+- Reason code: GATEKEEPER_REJECTED
+- Evidence check status: REJECT
+- Evidence bindings: 3 checked, 1 passed, 2 failed
+
+### Tool calls
+
+- a: calls 1, failed 1
+- b: calls 1, failed 0
+- (unnamed tool): calls 1, failed 0
+
+No finding was verified, so this answer contains no diagnosis.
+
+Inspect the trace of run run-1 for details."""
+
+POST_LOW_CONFIDENCE = """## Diagnosis summary (fallback)
+
+The final answer could not be written, so the verified material is listed below.
+
+- Answer mode: LOW_CONFIDENCE — low confidence; the findings below are only partly \
+supported by evidence.
+
+### Verified findings
+
+- Gateway times out
+
+### Missing information
+
+- pool metrics
+
+### Recommended actions
+
+- check pool size
+
+Inspect the trace of run run-1 for details."""
+
+
 def test_renderers_are_deterministic() -> None:
+    """The same text for the same facts, whatever order the tools were called in.
+
+    Pinned to the text itself (spec §8's English wording, tools by name, the
+    unnamed tool last), so two equally wrong renderings cannot pass.
+    """
     trace = (ToolTraceEntry("b", True), ToolTraceEntry("a", False), ToolTraceEntry("", True))
-    assert pre(tool_trace=trace) == pre(tool_trace=tuple(reversed(trace)))
-    assert post() == post()
+    assert pre(tool_trace=trace) == PRE_WITH_TOOLS
+    assert pre(tool_trace=tuple(reversed(trace))) == PRE_WITH_TOOLS
+    assert post() == POST_LOW_CONFIDENCE
+    assert post() == POST_LOW_CONFIDENCE  # a second call: nothing carried over

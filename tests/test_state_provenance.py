@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
+from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
@@ -106,6 +107,7 @@ def test_a_state_the_machine_built_here_resumes() -> None:
     state = after_planner(request, counting.effects())
     resumed = dc.run_diagnosis(request, counting.effects(), state=state)
     assert dc.to_json(resumed.result) == dc.to_json(reference.result)
+    assert dc.to_wire(resumed.result) == golden_result("payment_timeout")  # and it is right
 
 
 def test_the_aiops_drivers_refuse_a_stored_state_too() -> None:

@@ -29,7 +29,7 @@ from .._kernel.effects import reject_awaitable, require_awaitable
 from .._kernel.facts import repair_text
 from .._kernel.keywords import RunKeywords
 from .._kernel.loop import ainvoke_agent, describe_error, invoke_agent
-from .._kernel.options import RunOptions, merge_options
+from .._kernel.options import DEFAULT_MAX_QUESTION_CHARS, RunOptions, merge_options
 from .effects import AsyncEffects, Effects
 from .facts import gatekeeper_fact
 from .machine import (
@@ -55,6 +55,8 @@ __all__ = [
     "RunOptions",
     "aiter_diagnosis",
     "arun_diagnosis",
+    "check_diagnosis_effects",
+    "check_diagnosis_request",
     "describe_error",
     "iter_diagnosis",
     "perform_effect",
@@ -152,6 +154,46 @@ def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
         perform_effect, perform_effect_async, with_failures=_with_failures, derived=_derived,
         question=_question, check_tools=_check_tools,
     )
+
+
+def check_diagnosis_effects(
+    effects: Effects | AsyncEffects, *, where: str, tools: object = None
+) -> None:
+    """The drivers' checks of ``effects``, for an engine adapter that takes either kind.
+
+    What :func:`run_diagnosis` and :func:`arun_diagnosis` refuse before
+    anything runs: effects that are neither :class:`Effects` nor
+    :class:`AsyncEffects`; a missing, ``None``, non-callable or wrong-arity
+    effect, or one of the other kind (``TypeError`` naming the field and the
+    expected signature); a gatekeeper built over another tool recorder than
+    ``tools`` (a :class:`~diagnosis_core.tools.ToolRecorder` or
+    :data:`~diagnosis_core.tools.ToolsFactory`; ``TypeError`` naming both).
+    ``where`` names the caller in the messages. One check, shared with the
+    drivers: an adapter calls it where the effects come in, before any
+    effect runs or any engine state is written.
+    """
+    from .._kernel.driver import check_wiring
+
+    check_wiring(_driving(), effects, tools, where)
+
+
+def check_diagnosis_request(
+    request: DiagnosisRequest, *, where: str, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS
+) -> None:
+    """The drivers' checks of ``request``, for an engine adapter's entry point.
+
+    What every driver refuses before anything runs or is written
+    (:class:`PayloadError` naming the field): a question longer than
+    ``max_question_chars`` (default 100 000 characters, as
+    ``RunOptions.max_question_chars``), and a lone surrogate code point
+    anywhere in the request (question, run id, session id, metadata,
+    history, skills), which no journal or store can keep (spec §12.1). A
+    limit that is not a positive int is a :class:`RunOptionsError`; a request
+    of another type is left to the caller's own check.
+    """
+    from .._kernel.driver import check_entry_request
+
+    check_entry_request(_driving(), request, max_question_chars, where)
 
 
 _Keywords: TypeAlias = RunKeywords["Journal", "JournalSink", DiagnosisObserver, "ToolRecorder"]

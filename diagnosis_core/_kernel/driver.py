@@ -55,7 +55,7 @@ from .facts import has_surrogate, pair_location
 from .loop import Done, adrive_steps, drive_steps
 from .messages import other_request_error
 from .observe import Watcher, notify
-from .options import RunOptions
+from .options import RunOptions, question_limit
 from .provenance import mark_built, require_built_here
 from .records import share_repr
 
@@ -66,7 +66,17 @@ if TYPE_CHECKING:
     from .tools import ToolRecorder
     from .workflow import Workflow
 
-__all__ = ["Driving", "aiterate", "arun", "iterate", "run"]
+__all__ = [
+    "Driving",
+    "aiterate",
+    "arun",
+    "check_entry_request",
+    "check_request",
+    "check_tools",
+    "check_wiring",
+    "iterate",
+    "run",
+]
 
 S = TypeVar("S")
 Eff = TypeVar("Eff")
@@ -228,36 +238,8 @@ class _Call:
         )
 
     def check_request(self, options: RunOptions) -> None:
-        """Refuse a request no journal or store could keep, or a question over the limit.
-
-        A string holding a surrogate code point (a lone one: pairs are refused
-        when the request is built) is not UTF-8: a store cannot write it and a
-        journal would not load back, so the run is refused before it is
-        written or any effect runs (spec §12.1), naming the field.
-        """
-        driving, request = self.driving, self.request
-        workflow = driving.workflow
-        if not isinstance(request, workflow.request_type):
-            return  # refused, as before, by the step that reads it
-        question = driving.question
-        if question is not None:
-            size = len(question(request))
-            if size > options.max_question_chars:
-                raise PayloadError(
-                    "request.question",
-                    f"{size} characters, over the limit of {options.max_question_chars} "
-                    f"({self.driver}: max_question_chars=)",
-                )
-        wire = workflow.request_to_wire(request)
-        # One pass in C finds whether there is a surrogate; the walk names where.
-        unstorable = has_surrogate(json.dumps(wire, ensure_ascii=False))
-        where = pair_location(wire, has_surrogate) if unstorable else None
-        if where is not None:
-            raise PayloadError(
-                f"request{where[1:]}",
-                f"holds a lone surrogate code point, which no journal or store can keep "
-                f"({self.driver}; spec §12.1)",
-            )
+        """Refuse a request no journal or store could keep, or a question over the limit."""
+        check_request(self.driving, self.request, options.max_question_chars, self.driver)
 
     def check_call(self, options: RunOptions) -> None:
         """Everything refused before the run is written or any effect runs (spec §12.1, §15).
@@ -268,9 +250,7 @@ class _Call:
         """
         self.check_effects()
         self.check_request(options)
-        check_tools = self.driving.check_tools
-        if check_tools is not None and options.tools is not None:
-            check_tools(getattr(self.effects, "gatekeeper", None), options.tools, self.driver)
+        check_tools(self.driving, self.effects, options.tools, self.driver)
 
     def start(self, state: object, options: RunOptions) -> _Run:
         """Prepare the run (options and the call are checked by the caller)."""
@@ -336,6 +316,91 @@ class _Call:
             return
         with self.on_store(options) as stored:
             yield self.start(None, stored)
+
+
+# --- the checks at the door (the drivers and the engine adapters share them) ------------
+
+
+def check_request(driving: Driving[Any, Any, Any], request: object, limit: int, where: str) -> None:
+    """Refuse a request no journal or store could keep, or a question over ``limit``.
+
+    A string holding a surrogate code point (a lone one: pairs are refused
+    when the request is built) is not UTF-8: a store cannot write it and a
+    journal would not load back, so the run is refused before it is
+    written or any effect runs (spec §12.1), naming the field. A request of
+    another type is left to the step that reads it. ``where`` names the
+    caller (a driver, an adapter's entry point) in the message.
+    """
+    workflow = driving.workflow
+    if not isinstance(request, workflow.request_type):
+        return  # refused, as before, by the step that reads it
+    question = driving.question
+    if question is not None:
+        size = len(question(request))
+        if size > limit:
+            raise PayloadError(
+                "request.question",
+                f"{size} characters, over the limit of {limit} ({where}: max_question_chars=)",
+            )
+    wire = workflow.request_to_wire(request)
+    # One pass in C finds whether there is a surrogate; the walk names where.
+    unstorable = has_surrogate(json.dumps(wire, ensure_ascii=False))
+    location = pair_location(wire, has_surrogate) if unstorable else None
+    if location is not None:
+        raise PayloadError(
+            f"request{location[1:]}",
+            f"holds a lone surrogate code point, which no journal or store can keep "
+            f"({where}; spec §12.1)",
+        )
+
+
+def check_entry_request(
+    driving: Driving[Any, Any, Any], request: object, limit: object, where: str
+) -> None:
+    """:func:`check_request` for a caller without :class:`RunOptions`: ``limit`` checked first.
+
+    ``limit`` must be a positive int, as ``RunOptions.max_question_chars``
+    (:class:`RunOptionsError` otherwise).
+    """
+    question_limit(limit)
+    assert isinstance(limit, int)
+    check_request(driving, request, limit, where)
+
+
+def check_tools(
+    driving: Driving[Any, Any, Any], effects: object, tools: object, where: str
+) -> None:
+    """Refuse (``TypeError``) a gatekeeper built over another tool recorder than ``tools``."""
+    refuse = driving.check_tools
+    if refuse is not None and tools is not None:
+        refuse(getattr(effects, "gatekeeper", None), tools, where)
+
+
+def check_wiring(
+    driving: Driving[Any, Any, Any], effects: object, tools: object, where: str
+) -> None:
+    """The checks of a driver's effects for a caller that takes either kind (an engine adapter).
+
+    ``effects`` must be the workflow's sync or async effects (``TypeError``
+    naming both otherwise); each effect is then checked as a driver checks
+    it (callable, its arity, its kind) and the gatekeeper against ``tools``.
+    """
+    sync_type, async_type = driving.effects_type, driving.async_effects_type
+    asynchronous = isinstance(effects, async_type)
+    if not asynchronous and not isinstance(effects, sync_type):
+        raise TypeError(
+            f"{where}: effects: expected {sync_type.__name__} or {async_type.__name__}, "
+            f"got {type(effects).__name__}"
+        )
+    check_effects_kind(
+        effects,
+        async_type if asynchronous else sync_type,
+        driving.effect_names,
+        asynchronous=asynchronous,
+        driver=where,
+        other_driver=f"{sync_type.__name__}" if asynchronous else f"{async_type.__name__}",
+    )
+    check_tools(driving, effects, tools, where)
 
 
 def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:

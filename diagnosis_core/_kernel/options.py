@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .journal.store import JournalStore
     from .tools import ToolRecorder
 
-__all__ = ["DEFAULT_MAX_QUESTION_CHARS", "RunOptions", "merge_options"]
+__all__ = ["DEFAULT_MAX_QUESTION_CHARS", "RunOptions", "merge_options", "question_limit"]
 
 DEFAULT_MAX_QUESTION_CHARS = 100_000
 """The longest question (in characters) a driver accepts unless told otherwise (spec §12.1).
@@ -34,10 +34,15 @@ request. ``RunOptions(max_question_chars=…)`` changes it per run.
 """
 
 
-def _question_limit(_instance: object, _attribute: attrs.Attribute[int], value: object) -> None:
+def question_limit(value: object) -> None:
+    """Refuse a question limit that is not a positive int (``RunOptionsError``)."""
     if type(value) is not int or value < 1:
         got = repr(value) if type(value) is int else type(value).__name__
         raise RunOptionsError(f"max_question_chars: expected a positive int, got {got}")
+
+
+def _question_limit(_instance: object, _attribute: attrs.Attribute[int], value: object) -> None:
+    question_limit(value)
 
 
 def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:

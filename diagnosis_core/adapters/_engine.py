@@ -58,6 +58,7 @@ from ..machine import (
     AgentReplied,
     EffectResult,
     notify,
+    observed_result,
     perform_effect,
     perform_effect_async,
 )
@@ -290,7 +291,10 @@ class EffectReport:
             self.invocations = recorded_tool_invocations(self._recorder.since(self._mark))
             notify(self._observer, "tools_recorded", self._action, self.invocations)
             records = [item.to_record() for item in self.invocations]
-        notify(self._observer, "effect_finished", self._action, result)
+        if self._observer is not None:
+            # A private copy, as the drivers show it: a hook that edits a gatekeeper
+            # result changes neither the recorded outcome nor the run (spec §12.5).
+            notify(self._observer, "effect_finished", self._action, observed_result(result))
         self.outcome = outcome_of(result)
         facts: dict[str, Any] = {
             "input_sha256": self._digest,

@@ -30,7 +30,7 @@ from langgraph.types import Checkpointer, Command, interrupt
 
 from .. import JournalError, JsonValue, MachineError, PayloadError, to_wire
 from ..journal import EntryState, RecordedToolInvocation, recorded_tool_invocations
-from ..machine import Workflow, notify
+from ..machine import Workflow, notify, observed_result
 from ..protocol import loads_stored
 from ..tools import RecorderMark, ToolRecorder, ToolsFactory
 from ._langgraph_owner import ThreadBusyError, aowner, owner
@@ -146,6 +146,10 @@ class Flow:
     restated by a front); ``recorder(journal, key)`` is
     its journal recorder; ``new_journal(request)`` a run's empty journal;
     ``entry_text(entry)`` its ASCII JSON text, ``seq`` first.
+    ``check_effects(effects, where, tools)`` and ``check_request(request,
+    where, max_question_chars)`` are the drivers' own checks at the door
+    (``check_diagnosis_effects`` / ``check_diagnosis_request`` and their
+    AIOps twins), run before anything is built, run or written.
     """
 
     name: str
@@ -163,6 +167,8 @@ class Flow:
     perform_async: Callable[[Any, Any], Awaitable[Any]]
     entry_text: Callable[[Any], str]
     input_hint: str
+    check_effects: Callable[[Any, str, ToolsFactory | None], None]
+    check_request: Callable[[Any, str, object], None]
 
     @property
     def journal_format(self) -> str:
@@ -715,8 +721,10 @@ class _Node:
         runs, flow = self.runs, self.runs.flow
         recorder = flow.recorder(prepared.folded.journal, runs.key)
         fed = recorder.end(result, tool_invocations=invocations)
-        # As the drivers do: the observer is told the recorded fact.
-        notify(runs.observer, "effect_finished", prepared.action, fed)
+        # As the drivers do: the observer is told the recorded fact, as a private copy
+        # (a hook that edits a gatekeeper result changes neither the run nor its journal).
+        if runs.observer is not None:
+            notify(runs.observer, "effect_finished", prepared.action, observed_result(fed))
         state = flow.advance(prepared.folded.state, fed)
         return self._finished(prepared, recorder.journal, recorder.journal.entries[-1], state)
 
@@ -805,19 +813,13 @@ def check_nodes(flow: Flow, names: Sequence[str] | None, what: str) -> frozenset
 _GRAPHS: weakref.WeakKeyDictionary[Any, _Runs] = weakref.WeakKeyDictionary()
 
 
-def _check_effects(flow: Flow, effects: object) -> None:
-    if not isinstance(effects, flow.effects_type | flow.async_effects_type):
-        raise TypeError(
-            f"effects: expected {flow.effects_type.__name__} or "
-            f"{flow.async_effects_type.__name__}, got {type(effects).__name__}"
-        )
-
-
 def _state_graph(
-    effects: Any, runs: _Runs, before: frozenset[str], after: frozenset[str]
+    effects: Any, runs: _Runs, before: frozenset[str], after: frozenset[str], where: str
 ) -> StateGraph[Any, None, Any, Any]:
     flow = runs.flow
-    _check_effects(flow, effects)
+    # The drivers' checks: the effects (kind, callability, arity) and a gatekeeper
+    # built over other recorders than tools=, before anything is built or runs.
+    flow.check_effects(effects, where, runs.tools)
     graph: StateGraph[Any, None, Any, Any] = StateGraph(GraphState)
     targets = (*flow.nodes, END)
     is_async = isinstance(effects, flow.async_effects_type)
@@ -846,7 +848,7 @@ def state_graph(
 ) -> StateGraph[Any, None, Any, Any]:
     """The uncompiled graph of ``flow``."""
     runs = _Runs(flow, key, resend_gatekeeper, tools, observer)
-    return _state_graph(effects, runs, frozenset(), frozenset())
+    return _state_graph(effects, runs, frozenset(), frozenset(), f"{flow.name}_state_graph")
 
 
 def build_graph(
@@ -865,7 +867,8 @@ def build_graph(
     before = check_nodes(flow, interrupt_before, "interrupt_before")
     after = check_nodes(flow, interrupt_after, "interrupt_after")
     runs = _Runs(flow, key, resend_gatekeeper, tools, observer)
-    compiled = _state_graph(effects, runs, before, after).compile(checkpointer=checkpointer)
+    where = f"build_{flow.name}_graph"
+    compiled = _state_graph(effects, runs, before, after, where).compile(checkpointer=checkpointer)
     # Without a checkpointer there is nothing to make durable (and LangGraph
     # cannot run a "sync" default there).
     graph = (
@@ -941,13 +944,18 @@ class ResumeOptions(TypedDict, total=False):
 
 
 class RunOptions(ResumeOptions, total=False):
-    """The options of the run helpers: those of :class:`ResumeOptions` and ``thread_id``.
+    """The options of the run helpers: those of :class:`ResumeOptions`, ``thread_id`` and
+    ``max_question_chars``.
 
     ``thread_id`` defaults to the request's run id, which is what a
-    checkpointer keys on.
+    checkpointer keys on. ``max_question_chars`` is the longest question a
+    chat run accepts (the drivers' default, 100 000 characters): a longer one
+    is a :class:`PayloadError` before anything runs or is checkpointed (AIOps
+    requests hold no question).
     """
 
     thread_id: str | None
+    max_question_chars: int
 
 
 @attrs.frozen
@@ -989,11 +997,17 @@ def _drive(
 
 
 def _started(flow: Flow, graph: AnyGraph, request: Any, options: Mapping[str, Any]) -> _Drive:
-    """Validate before anything runs: the request's type, the graph's workflow, the options."""
+    """Validate before anything runs: the request's type, the graph's workflow, the options.
+
+    The request gets the drivers' own check (a question over the limit, a lone
+    surrogate anywhere: :class:`PayloadError`) before the thread is held or
+    anything is checkpointed.
+    """
     if not isinstance(request, flow.request_type):
         raise TypeError(
             f"request: expected {flow.request_type.__name__}, got {type(request).__name__}"
         )
+    flow.check_request(request, f"run_{flow.name}_graph", options.get("max_question_chars"))
     thread_id = options.get("thread_id")
     return _drive(flow, graph, request.run.run_id if thread_id is None else thread_id, options)
 

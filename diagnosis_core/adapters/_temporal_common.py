@@ -138,10 +138,22 @@ class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
     ) -> None:
         if heartbeat_interval is not None and not heartbeat_interval > timedelta(0):
             raise ConfigError(f"heartbeat_interval: expected > 0, got {heartbeat_interval}")
+        # The drivers' own checks, before a worker exists or any activity runs.
+        self.check_effects(effects, tools, type(self).__name__)
         self.effects = effects
         self.heartbeat_interval = heartbeat_interval
         self.tools = tools
         self.observer = observer
+
+    @staticmethod
+    def check_effects(effects: Any, tools: ToolsFactory | None, where: str) -> None:
+        """Refuse what the workflow's drivers refuse in ``effects`` (``TypeError``).
+
+        Each subclass calls its workflow's public check
+        (:func:`~diagnosis_core.machine.check_diagnosis_effects`,
+        :func:`~diagnosis_core.aiops.check_aiops_effects`).
+        """
+        raise NotImplementedError
 
     def _interval(self) -> float:
         timeout = activity.info().heartbeat_timeout

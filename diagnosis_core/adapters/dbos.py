@@ -97,6 +97,8 @@ from ..aiops import (
     AiOpsRequest,
     AiOpsState,
     AsyncAiOpsEffects,
+    check_aiops_effects,
+    check_aiops_request,
     load_aiops_journal,
 )
 from ..journal import (
@@ -108,6 +110,7 @@ from ..journal import (
     load_journal,
     outcome_to_wire,
 )
+from ..machine import DEFAULT_MAX_QUESTION_CHARS, check_diagnosis_effects, check_diagnosis_request
 from ..tools import ToolsFactory
 from ._engine import (
     AIOPS,
@@ -169,7 +172,9 @@ class _Workflow:
     ``decode`` reads the workflow input, ``name`` is the workflow's registered
     name, ``configure`` names the function that
     sets ``host`` (the process's effects, tools and observer), ``prefix``
-    starts a run's default workflow id.
+    starts a run's default workflow id. ``check(request, where, limit)`` is
+    the drivers' check of a request (a lone surrogate, a question over the
+    limit), run before DBOS is asked to start anything.
     """
 
     flow: Flow
@@ -177,6 +182,7 @@ class _Workflow:
     name: str
     configure: str
     prefix: str
+    check: Callable[[Any, str, int], None]
     host: _Host | None = None
     function: Callable[[dict[str, Any]], dict[str, Any]] = attrs.field(init=False)
     """The registered DBOS workflow function (set once it is defined below)."""
@@ -191,6 +197,12 @@ class _Workflow:
             )
         return chosen if chosen is not None else f"{self.prefix}-{request.run.run_id}"
 
+    def checked_id(self, request: object, chosen: str | None, where: str, limit: int) -> str:
+        """:meth:`workflow_id`, once the request passed the drivers' check (``PayloadError``)."""
+        workflow_id = self.workflow_id(request, chosen)
+        self.check(request, where, limit)
+        return workflow_id
+
     def configured(self) -> _Host:
         if self.host is None:
             raise RuntimeError(
@@ -204,11 +216,21 @@ def _article(name: str) -> str:
     return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
 
 
+def _check_chat(request: DiagnosisRequest, where: str, limit: int) -> None:
+    check_diagnosis_request(request, where=where, max_question_chars=limit)
+
+
+def _check_aiops(request: AiOpsRequest, where: str, _limit: int) -> None:
+    check_aiops_request(request, where=where)  # no question: no limit to apply
+
+
 _CHAT = _Workflow(
-    CHAT, _decode_request, DIAGNOSIS_WORKFLOW_NAME, "configure_diagnosis_dbos", "diagnosis"
+    CHAT, _decode_request, DIAGNOSIS_WORKFLOW_NAME, "configure_diagnosis_dbos", "diagnosis",
+    _check_chat,
 )
 _AIOPS = _Workflow(
-    AIOPS, _decode_aiops_request, AIOPS_WORKFLOW_NAME, "configure_aiops_dbos", "aiops"
+    AIOPS, _decode_aiops_request, AIOPS_WORKFLOW_NAME, "configure_aiops_dbos", "aiops",
+    _check_aiops,
 )
 
 
@@ -224,10 +246,13 @@ def configure_diagnosis_dbos(
     ``tools`` and ``observer`` are described in the module docstring;
     ``resend_gatekeeper`` re-sends a gatekeeper call interrupted by a crash
     instead of failing it closed (it is read-only). A process serves every
-    run with one configuration; calling it again replaces it.
+    run with one configuration; calling it again replaces it. ``TypeError``,
+    and the configuration is left as it was, for what the drivers refuse
+    (:func:`~diagnosis_core.machine.check_diagnosis_effects`: effects of
+    neither kind, a missing, ``None``, non-callable or wrong-arity effect, a
+    gatekeeper built over other recorders than ``tools``).
     """
-    if not isinstance(effects, Effects | AsyncEffects):
-        raise TypeError(f"effects: expected Effects or AsyncEffects, got {type(effects).__name__}")
+    check_diagnosis_effects(effects, where="configure_diagnosis_dbos", tools=tools)
     _CHAT.host = _Host(effects, tools, observer, resend_gatekeeper)
 
 
@@ -242,11 +267,10 @@ def configure_aiops_dbos(
     As :func:`configure_diagnosis_dbos`, for the AIOps flow (spec §11): the
     executor's tool calls go on its entry, an interrupted executor is never
     called again (the AIOps resume rule, ``AIOPS_WORKFLOW.resent_on_resume``).
+    ``TypeError`` for what the drivers refuse
+    (:func:`~diagnosis_core.aiops.check_aiops_effects`).
     """
-    if not isinstance(effects, AiOpsEffects | AsyncAiOpsEffects):
-        raise TypeError(
-            f"effects: expected AiOpsEffects or AsyncAiOpsEffects, got {type(effects).__name__}"
-        )
+    check_aiops_effects(effects, where="configure_aiops_dbos", tools=tools)
     _AIOPS.host = _Host(effects, tools, observer)
 
 
@@ -378,38 +402,50 @@ _CHAT.function, _AIOPS.function = diagnosis_dbos_workflow, aiops_dbos_workflow
 
 
 def _start(
-    run: _Workflow, request: object, workflow_id: str | None
+    run: _Workflow, request: object, workflow_id: str | None, where: str, limit: int
 ) -> WorkflowHandle[dict[str, Any]]:
-    with SetWorkflowID(run.workflow_id(request, workflow_id)):
+    with SetWorkflowID(run.checked_id(request, workflow_id, where, limit)):
         return DBOS.start_workflow(run.function, wire_object(request))
 
 
-def _run_here(run: _Workflow, request: object, workflow_id: str | None) -> object:
-    with SetWorkflowID(run.workflow_id(request, workflow_id)):
+def _run_here(
+    run: _Workflow, request: object, workflow_id: str | None, where: str, limit: int
+) -> object:
+    with SetWorkflowID(run.checked_id(request, workflow_id, where, limit)):
         return run.function(wire_object(request))
 
 
 def start_diagnosis_dbos(
-    request: DiagnosisRequest, *, workflow_id: str | None = None
+    request: DiagnosisRequest,
+    *,
+    workflow_id: str | None = None,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
 ) -> WorkflowHandle[dict[str, Any]]:
     """Start ``request`` as a DBOS workflow; ``workflow_id`` defaults to ``diagnosis-<run id>``.
 
     Starting an id that already exists returns that run's handle (DBOS's
     idempotence), so a host that retries a start never runs a diagnosis twice.
+    A question longer than ``max_question_chars`` (default 100 000, as the
+    drivers') or a lone surrogate anywhere in the request is a
+    :class:`PayloadError` before DBOS records anything.
     """
-    return _start(_CHAT, request, workflow_id)
+    return _start(_CHAT, request, workflow_id, "start_diagnosis_dbos", max_question_chars)
 
 
 def run_diagnosis_dbos(
-    request: DiagnosisRequest, *, workflow_id: str | None = None
+    request: DiagnosisRequest,
+    *,
+    workflow_id: str | None = None,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
 ) -> DiagnosisState:
     """Run ``request`` as a DBOS workflow and wait; the finished :class:`DiagnosisState`.
 
     The workflow runs in the calling thread (an id that already exists is
     not run again: its result is awaited, as :func:`start_diagnosis_dbos`'s
-    handle would).
+    handle would). The request is checked as by :func:`start_diagnosis_dbos`.
     """
-    state: DiagnosisState = from_wire(DiagnosisState, _run_here(_CHAT, request, workflow_id))
+    wire = _run_here(_CHAT, request, workflow_id, "run_diagnosis_dbos", max_question_chars)
+    state: DiagnosisState = from_wire(DiagnosisState, wire)
     return state
 
 
@@ -495,13 +531,22 @@ def _recorded_journal(run: _Workflow, workflow_id: str, timeout_seconds: float) 
 def start_aiops_dbos(
     request: AiOpsRequest, *, workflow_id: str | None = None
 ) -> WorkflowHandle[dict[str, Any]]:
-    """Start an AIOps run as a DBOS workflow; ``workflow_id`` defaults to ``aiops-<run id>``."""
-    return _start(_AIOPS, request, workflow_id)
+    """Start an AIOps run as a DBOS workflow; ``workflow_id`` defaults to ``aiops-<run id>``.
+
+    A lone surrogate anywhere in the request is a :class:`PayloadError` before
+    DBOS records anything.
+    """
+    return _start(_AIOPS, request, workflow_id, "start_aiops_dbos", 1)
 
 
 def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> AiOpsState:
-    """Run an AIOps request as a DBOS workflow and wait (in the calling thread); its state."""
-    state: AiOpsState = from_wire(AiOpsState, _run_here(_AIOPS, request, workflow_id))
+    """Run an AIOps request as a DBOS workflow and wait (in the calling thread); its state.
+
+    The request is checked as by :func:`start_aiops_dbos`.
+    """
+    state: AiOpsState = from_wire(
+        AiOpsState, _run_here(_AIOPS, request, workflow_id, "run_aiops_dbos", 1)
+    )
     return state
 
 

@@ -111,6 +111,8 @@ from ..machine import (
     DIAGNOSIS_WORKFLOW,
     CallGatekeeper,
     InvokeAgent,
+    check_diagnosis_effects,
+    check_diagnosis_request,
     perform_effect,
     perform_effect_async,
 )
@@ -209,6 +211,13 @@ def _node_of(action: InvokeAgent | CallGatekeeper) -> str:
     return action.agent.value if isinstance(action, InvokeAgent) else GATEKEEPER_NODE
 
 
+def _check_request(request: DiagnosisRequest, where: str, limit: object) -> None:
+    if limit is None:
+        check_diagnosis_request(request, where=where)
+    else:  # checked there: a positive int, else RunOptionsError
+        check_diagnosis_request(request, where=where, max_question_chars=limit)  # type: ignore[arg-type]
+
+
 _FLOW = core.Flow(
     name="diagnosis",
     workflow=DIAGNOSIS_WORKFLOW,
@@ -227,6 +236,10 @@ _FLOW = core.Flow(
     perform_async=perform_effect_async,
     entry_text=_entry_text,
     input_hint="graph_input(request)",
+    check_effects=lambda effects, where, tools: check_diagnosis_effects(
+        effects, where=where, tools=tools
+    ),
+    check_request=lambda request, where, limit: _check_request(request, where, limit),
 )
 
 
@@ -338,7 +351,10 @@ def build_diagnosis_graph(
     were announced by the process that performed them. One observer serves
     every run of the graph: give runs that overlap an observer that tells
     runs apart (the OpenTelemetry observer follows one run at a time).
-    ``TypeError`` before anything is built when ``effects`` are neither.
+    ``TypeError`` before anything is built when ``effects`` are neither, or
+    for what the drivers refuse (:func:`~diagnosis_core.machine.check_diagnosis_effects`:
+    a missing, ``None``, non-callable or wrong-arity effect, one of the other
+    kind, a gatekeeper built over other recorders than ``tools``).
     """
     graph: DiagnosisGraph = core.build_graph(
         _FLOW,
@@ -392,7 +408,10 @@ def run_diagnosis_graph(
     The thread is held exclusively while the run goes (spec §16): a live
     owner elsewhere is a :class:`ThreadBusyError`, unless it lets go within
     ``wait_for_owner`` seconds. ``TypeError`` before anything runs for a
-    request that is not a :class:`DiagnosisRequest`.
+    request that is not a :class:`DiagnosisRequest`; :class:`PayloadError`
+    before anything runs or is checkpointed for a question longer than
+    ``max_question_chars`` (default 100 000) or a lone surrogate anywhere in
+    the request (:func:`~diagnosis_core.machine.check_diagnosis_request`).
     """
     state: DiagnosisState = core.run_graph(_FLOW, graph, request, options)
     return state

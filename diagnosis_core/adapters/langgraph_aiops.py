@@ -96,6 +96,11 @@ _FLOW = core.Flow(
     perform_async=aiops.perform_aiops_effect_async,
     entry_text=lambda entry: core.text(entry_to_wire(entry)),
     input_hint="aiops_graph_input(request)",
+    check_effects=lambda effects, where, tools: aiops.check_aiops_effects(
+        effects, where=where, tools=tools
+    ),
+    # AIOps requests hold no question: max_question_chars does not apply.
+    check_request=lambda request, where, _limit: aiops.check_aiops_request(request, where=where),
 )
 
 
@@ -156,7 +161,8 @@ def build_aiops_graph(
     (names of :data:`AIOPS_NODES`, ``ValueError`` otherwise), ``durability``,
     ``tools`` and ``observer`` are those of
     :func:`~diagnosis_core.adapters.langgraph.build_diagnosis_graph`.
-    ``TypeError`` when ``effects`` are not AIOps effects.
+    ``TypeError`` when ``effects`` are not AIOps effects, or for what the
+    drivers refuse (:func:`~diagnosis_core.aiops.check_aiops_effects`).
     """
     # Positional, in build_graph's order; the AIOps rule has no gatekeeper to re-send.
     options = (interrupt_before, interrupt_after, key, False, durability, tools, observer)
@@ -174,7 +180,8 @@ def run_aiops_graph(
     The thread is held exclusively while the run goes: a live owner elsewhere
     is a :class:`ThreadBusyError` unless it lets go within ``wait_for_owner``
     seconds. ``TypeError`` before anything runs for a request that is not an
-    :class:`AiOpsRequest`.
+    :class:`AiOpsRequest`; :class:`PayloadError` before anything runs or is
+    checkpointed for a lone surrogate anywhere in the request.
     """
     state: aiops.AiOpsState = core.run_graph(_FLOW, graph, request, options)
     return state

@@ -71,7 +71,15 @@ from .. import (
 )
 from ..aiops import AiOpsEffects, AiOpsObserver, AsyncAiOpsEffects
 from ..journal import JournalRecorder, expected_call, journal_to_wire
-from ..machine import AgentName, CallGatekeeper, InvokeAgent, start_diagnosis
+from ..machine import (
+    DEFAULT_MAX_QUESTION_CHARS,
+    AgentName,
+    CallGatekeeper,
+    InvokeAgent,
+    check_diagnosis_effects,
+    check_diagnosis_request,
+    start_diagnosis,
+)
 from ..protocol import describe_value
 from ..tools import ToolRecorder, ToolsFactory
 from ._engine import CHAT, EffectReport, announce, check_timedeltas, wire_object
@@ -130,6 +138,11 @@ class DiagnosisActivities(HeartbeatingActivities[Effects | AsyncEffects, Diagnos
     """
 
     performing = CHAT.performing
+
+    @staticmethod
+    def check_effects(effects: Any, tools: ToolsFactory | None, where: str) -> None:
+        """What the drivers refuse (:func:`~diagnosis_core.machine.check_diagnosis_effects`)."""
+        check_diagnosis_effects(effects, where=where, tools=tools)
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -226,14 +239,17 @@ class DiagnosisWorkflowInput:
         agent_timeout: timedelta = _DEFAULT_AGENT_TIMEOUT,
         gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
         heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
+        max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
     ) -> DiagnosisWorkflowInput:
         """The input for ``request``, validated exactly as the workflow will decode it.
 
         ``request`` is a :class:`DiagnosisRequest` or its wire form
         (:func:`to_wire`). Raises :class:`PayloadError` for a request that
         does not decode (``config.technical_retry_limit: 99 is outside the
-        range 0..3``, ``question: missing``, an unknown key) and
-        :class:`ConfigError` for a timeout that is not a positive duration.
+        range 0..3``, ``question: missing``, an unknown key), and for what the
+        drivers refuse (a question longer than ``max_question_chars``, a lone
+        surrogate anywhere: :func:`~diagnosis_core.machine.check_diagnosis_request`),
+        and :class:`ConfigError` for a timeout that is not a positive duration.
         """
         seconds = check_timedeltas(
             agent_timeout=agent_timeout,
@@ -241,7 +257,11 @@ class DiagnosisWorkflowInput:
             heartbeat_timeout=heartbeat_timeout,
         )
         wire = to_wire(request) if isinstance(request, DiagnosisRequest) else request
-        _decode_request(wire)
+        check_diagnosis_request(
+            _decode_request(wire),
+            where="start_diagnosis_workflow",
+            max_question_chars=max_question_chars,
+        )
         assert isinstance(wire, Mapping)
         return cls(dict(wire), *seconds)
 
@@ -442,6 +462,7 @@ async def start_diagnosis_workflow(
     gatekeeper_timeout: timedelta = _DEFAULT_GATEKEEPER_TIMEOUT,
     heartbeat_timeout: timedelta = _DEFAULT_HEARTBEAT_TIMEOUT,
     workflow_task_timeout: timedelta | None = None,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
 ) -> WorkflowHandle[DiagnosisWorkflow, dict[str, Any]]:
     """Start a run; ``workflow_id`` defaults to ``diagnosis-<run id>``.
 
@@ -453,12 +474,16 @@ async def start_diagnosis_workflow(
     heartbeat timeout of every activity, and Temporal's workflow task
     timeout (``None``: Temporal's default, 10 s) — how long a run waits for
     a workflow task its dead worker had taken before another worker gets it.
+    A question longer than ``max_question_chars`` (default 100 000, as the
+    drivers') or a lone surrogate anywhere in the request is a
+    :class:`PayloadError`, and no workflow is started.
     """
     workflow_input = DiagnosisWorkflowInput.of(
         request,
         agent_timeout=agent_timeout,
         gatekeeper_timeout=gatekeeper_timeout,
         heartbeat_timeout=heartbeat_timeout,
+        max_question_chars=max_question_chars,
     )
     return await start_run(
         client,

@@ -45,6 +45,8 @@ from ..aiops import (
     AsyncAiOpsEffects,
     InvokeAiOpsAgent,
     aiops_expected_call,
+    check_aiops_effects,
+    check_aiops_request,
     start_aiops,
 )
 from ..journal import journal_to_wire
@@ -90,6 +92,11 @@ class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, A
     """
 
     performing = AIOPS.performing
+
+    @staticmethod
+    def check_effects(effects: Any, tools: ToolsFactory | None, where: str) -> None:
+        """What the drivers refuse (:func:`~diagnosis_core.aiops.check_aiops_effects`)."""
+        check_aiops_effects(effects, where=where, tools=tools)
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
@@ -210,11 +217,13 @@ async def start_aiops_workflow(
 
     ``request`` is validated before anything reaches the server (``TypeError``
     for something that is not an :class:`AiOpsRequest`, :class:`ConfigError`
-    for a timeout that is not positive). ``workflow_task_timeout`` is as for
+    for a timeout that is not positive, :class:`PayloadError` for a lone
+    surrogate anywhere in the request). ``workflow_task_timeout`` is as for
     :func:`~diagnosis_core.adapters.temporal.start_diagnosis_workflow`.
     """
     if not isinstance(request, AiOpsRequest):
         raise TypeError(f"request: expected an AiOpsRequest, got {type(request).__name__}")
+    check_aiops_request(request, where="start_aiops_workflow")
     agent_seconds, heartbeat_seconds = check_timedeltas(
         agent_timeout=agent_timeout, heartbeat_timeout=heartbeat_timeout
     )

@@ -78,6 +78,8 @@ __all__ = [
     "AsyncAiOpsEffects",
     "aiter_aiops",
     "arun_aiops",
+    "check_aiops_effects",
+    "check_aiops_request",
     "evaluate_aiops_run",
     "iter_aiops",
     "perform_aiops_effect",
@@ -164,6 +166,34 @@ def _driving() -> Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]:
         AIOPS_WORKFLOW, AiOpsJournal, AiOpsJournalRecorder, AiOpsEffects, AsyncAiOpsEffects,
         _AGENT_NAMES, perform_aiops_effect, perform_aiops_effect_async,
     )
+
+
+def check_aiops_effects(
+    effects: AiOpsEffects | AsyncAiOpsEffects, *, where: str, tools: object = None
+) -> None:
+    """The drivers' checks of ``effects``, for an engine adapter that takes either kind.
+
+    What :func:`run_aiops` and :func:`arun_aiops` refuse before anything
+    runs: effects that are neither :class:`AiOpsEffects` nor
+    :class:`AsyncAiOpsEffects`, and a missing, ``None``, non-callable or
+    wrong-arity effect, or one of the other kind (``TypeError`` naming the
+    field and the expected signature). ``tools`` is accepted for symmetry
+    with the chat check (the AIOps flow has no gatekeeper to hold against
+    it). ``where`` names the caller in the messages; one check, shared with
+    the drivers.
+    """
+    _driver.check_wiring(_driving(), effects, tools, where)
+
+
+def check_aiops_request(request: AiOpsRequest, *, where: str) -> None:
+    """The drivers' check of ``request``, for an engine adapter's entry point.
+
+    A lone surrogate code point anywhere in the request (its run, an alert)
+    is a :class:`PayloadError` naming the field: no journal or store can
+    keep it (spec §12.1). AIOps requests hold no question, so no size limit
+    applies. A request of another type is left to the caller's own check.
+    """
+    _driver.check_request(_driving(), request, 1, where)
 
 
 _Keywords: TypeAlias = RunKeywords[AiOpsJournal, AiOpsJournalSink, AiOpsObserver, ToolRecorder]

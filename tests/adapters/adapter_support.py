@@ -48,6 +48,29 @@ def scenario_of(doc: dict[str, Any]) -> tuple[dc.DiagnosisRequest, dc.Effects]:
     return dc.scenario_request(scenario), dc.scenario_effects(scenario)
 
 
+GOLDEN_EXAMPLES = (
+    EXAMPLES_DIR.parent / "diagnosis_core" / "conformance" / "corpus" / "examples.json"
+)
+"""The golden corpus's example cases: each example's expected result, as committed bytes."""
+# Keys of an AIOps case's expectation that are the kit's, not the run result's.
+_KIT_KEYS = frozenset({"aiops_rule_evaluation", "workflow"})
+
+
+def golden_result(name: str) -> dict[str, Any]:
+    """The result the golden corpus holds for the example ``name`` (``to_wire(state.result)``).
+
+    Read from the committed corpus file, not computed: an oracle independent of
+    the drivers and engines a parity test compares with each other, so that two
+    equally wrong runs cannot pass.
+    """
+    corpus = json.loads(GOLDEN_EXAMPLES.read_text(encoding="utf-8"))
+    for case in corpus["cases"]:
+        if case["name"] == name:
+            expected: dict[str, Any] = case["expected"]
+            return {key: value for key, value in expected.items() if key not in _KIT_KEYS}
+    raise LookupError(f"no golden example {name!r}")
+
+
 def reference_state(doc: dict[str, Any]) -> dc.DiagnosisState:
     """The run of ``doc`` through the synchronous driver."""
     request, effects = scenario_of(doc)

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("langgraph")
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
-from adapter_support import EXAMPLES_DIR, load_doc, reference_state, scenario_of
+from adapter_support import EXAMPLES_DIR, golden_result, load_doc, reference_state, scenario_of
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
@@ -473,6 +473,7 @@ def test_the_uncompiled_graph_compiles_to_the_same_run() -> None:
     graph = diagnosis_state_graph(effects).compile()
     values = graph.invoke(graph_input(request), graph_run_config(request.config))
     assert dc.to_json(diagnosis_state_of(values)) == dc.to_json(reference_state(doc))
+    assert dc.to_wire(diagnosis_state_of(values).result) == golden_result("payment_timeout")
 
 
 # --- forged checkpoints ------------------------------------------------------------------
@@ -600,6 +601,7 @@ def test_a_checkpoint_whose_stored_next_step_is_stale_goes_where_its_facts_lead(
     _, fresh = scenario_of(doc)
     state = resume_diagnosis_graph(build_diagnosis_graph(fresh, checkpointer=saver), thread_id="t")
     assert dc.to_json(state) == dc.to_json(reference_state(doc))
+    assert dc.to_wire(state.result) == golden_result("payment_timeout")
 
 
 async def test_an_async_resume_of_a_stale_checkpoint_goes_where_its_facts_lead() -> None:
@@ -615,6 +617,7 @@ async def test_an_async_resume_of_a_stale_checkpoint_goes_where_its_facts_lead()
     resumer = build_diagnosis_graph(dc.AsyncEffects.from_sync(fresh), checkpointer=saver)
     state = await aresume_diagnosis_graph(resumer, thread_id="t")
     assert dc.to_json(state) == dc.to_json(reference_state(doc))
+    assert dc.to_wire(state.result) == golden_result("payment_timeout")
 
 
 def test_non_ascii_gatekeeper_results_are_stored_as_ascii_text_and_come_back_exactly() -> None:

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("langgraph")
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
-from adapter_support import EXAMPLES_DIR, load_doc
+from adapter_support import EXAMPLES_DIR, golden_result, load_doc
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -164,3 +164,4 @@ def test_every_aiops_example_runs_through_postgres_like_the_sync_driver(
     with PostgresSaver.from_conn_string(postgres_conninfo) as saver:
         state = run_aiops_graph(build_aiops_graph(effects, checkpointer=saver), request)
     assert dc.to_json(state) == dc.to_json(dca.run_aiops(*_scenario(path)))
+    assert dc.to_wire(state.result) == golden_result(path.stem)  # the corpus's, not ours

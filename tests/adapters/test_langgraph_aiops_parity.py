@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from adapter_support import EXAMPLES_DIR, load_doc, scenario_of
+from adapter_support import EXAMPLES_DIR, golden_result, load_doc, scenario_of
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_support import edit_entry, forge_checkpoint
 
@@ -59,6 +59,7 @@ def test_async_effects_run_like_the_sync_driver(path: Path) -> None:
     graph = build_aiops_graph(dca.AsyncAiOpsEffects.from_sync(effects))
     state = asyncio.run(arun_aiops_graph(graph, request))
     assert dc.to_json(state) == _expected(path)
+    assert dc.to_wire(state.result) == golden_result(path.stem)  # the corpus's, not ours
 
 
 @pytest.mark.parametrize("node", AIOPS_NODES)
@@ -163,3 +164,4 @@ def test_the_uncompiled_graph_compiles_to_the_same_run() -> None:
         {"recursion_limit": 200},
     )
     assert dc.to_json(aiops_state_of(values)) == _expected()
+    assert dc.to_wire(aiops_state_of(values).result) == golden_result(TARGETED.stem)

@@ -135,7 +135,10 @@ class Recording:
         self.calls.append(("effect_started", json.dumps(dc.to_wire(action), sort_keys=True)))
 
     def effect_finished(self, action: object, result: object, /) -> None:
-        self.calls.append(("effect_finished", json.dumps(dc.to_wire(result), sort_keys=True)))
+        # A gatekeeper's result may hold host objects: named by their type, so the hook
+        # records every call instead of raising (and being skipped) on one.
+        wire = json.dumps(dc.to_wire(result), sort_keys=True, default=lambda o: type(o).__name__)
+        self.calls.append(("effect_finished", wire))
 
     def event_appended(self, event: object, /) -> None:
         self.calls.append(("event_appended", json.dumps(dc.to_wire(event), sort_keys=True)))
@@ -149,7 +152,31 @@ def _driver_calls() -> list[tuple[str, str]]:
         request, effects, tools=recorders(request.run.run_id, []), observer=observer,
         sink=dcj.ListJournalSink(),
     )
+    # The order spec §14 gives, stated here rather than read from the driver: each
+    # effect's start and finish, then the trace events it appended.
+    assert _skeleton(observer.calls) == [
+        ("effect_started", "planner"), ("effect_finished",), ("event_appended", "planner"),
+        ("effect_started", "executor"), ("effect_finished",), ("event_appended", "executor"),
+        ("effect_started", "gatekeeper"), ("effect_finished",),
+        ("event_appended", "gatekeeper"), ("event_appended", "verified_input"),
+        ("effect_started", "verifier"), ("effect_finished",), ("event_appended", "verifier"),
+        ("effect_started", "composer"), ("effect_finished",), ("event_appended", "composer"),
+    ]
     return observer.calls
+
+
+def _skeleton(calls: list[tuple[str, str]]) -> list[tuple[str, ...]]:
+    """Each hook call as its kind and what it is about (the effect, the event's node)."""
+    skeleton: list[tuple[str, ...]] = []
+    for kind, wire in calls:
+        data = json.loads(wire)
+        if kind == "effect_started":
+            skeleton.append((kind, data.get("agent", "gatekeeper")))
+        elif kind == "event_appended":
+            skeleton.append((kind, data["node"]))
+        else:
+            skeleton.append((kind,))
+    return skeleton
 
 
 def test_the_observer_hears_what_the_sync_driver_tells_it() -> None:

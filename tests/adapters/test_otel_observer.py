@@ -27,7 +27,7 @@ import diagnosis_core.testing as dt
 
 pytest.importorskip("opentelemetry.sdk")
 
-from adapter_support import EXAMPLES_DIR, chat_example_paths, load_doc
+from adapter_support import EXAMPLES_DIR, chat_example_paths, golden_result, load_doc
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import (
@@ -494,7 +494,9 @@ def test_the_api_alone_records_nothing_and_changes_nothing() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         observer = OpenTelemetryObserver(trace.NoOpTracer())
-        assert result_json(run_observed(request, effects, observer)) == reference
+        observed = run_observed(request, effects, observer)
+    assert result_json(observed) == reference
+    assert dc.to_wire(observed.result) == golden_result("payment_timeout")  # and it is right
 
 
 # --- one trace per run, even across a resume -----------------------------------------

@@ -384,6 +384,12 @@ def _bad_requests() -> list[tuple[dc.DiagnosisRequest | dict[str, Any], str]]:
         (no_question, "question: missing"),
         (misspelt, "confg: unknown key"),
         (forged, "question: expected a string"),
+        # What the drivers refuse (the same check, on the client): nothing reaches history.
+        (attrs.evolve(request, question="x" * 100_001), "over the limit of 100000"),
+        (attrs.evolve(request, run=attrs.evolve(request.run, session_id="s\ud800")),
+         "request.run.session_id: holds a lone surrogate"),
+        (attrs.evolve(request, run=attrs.evolve(request.run, metadata={"k": "\ud800"})),
+         "request.run.metadata.k: holds a lone surrogate"),
     ]
 
 

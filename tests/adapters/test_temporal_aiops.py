@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from adapter_support import EXAMPLES_DIR, load_doc, scenario_of, side_lines
+from adapter_support import EXAMPLES_DIR, golden_result, load_doc, scenario_of, side_lines
 from temporalio.client import Client
 
 import diagnosis_core as dc
@@ -52,6 +52,7 @@ async def test_every_aiops_example_runs_like_the_sync_driver(temporal_address: s
             journal = dca.load_aiops_journal(await handle.query(AiOpsWorkflow.aiops_journal))
         assert dc.to_json(state) == dc.to_json(dca.run_aiops(*_scenario(path))), path.name
         assert dc.to_json(dca.fold_aiops_journal(journal)) == dc.to_json(state)
+        assert dc.to_wire(state.result) == golden_result(path.stem), path.name
 
 
 async def test_one_worker_serves_both_workflows(temporal_address: str) -> None:
@@ -69,6 +70,9 @@ async def test_one_worker_serves_both_workflows(temporal_address: str) -> None:
     assert dc.to_json(aiops) == dc.to_json(
         dca.run_aiops(*_scenario(EXAMPLES_DIR / "aiops_payload_targeted.json"))
     )
+    # Each is the result the golden corpus holds, not only the driver's.
+    assert dc.to_wire(chat.result) == golden_result("payment_timeout")
+    assert dc.to_wire(aiops.result) == golden_result("aiops_payload_targeted")
 
 
 async def test_a_request_that_is_not_valid_starts_nothing(temporal_address: str) -> None:

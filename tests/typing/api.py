@@ -262,6 +262,25 @@ def first_route() -> dcm.Route:
     return dcm.choose_route(None, dcm.RoutingFacts())
 
 
+# --- the checks at the door, for an engine adapter ---------------------------------
+
+
+def adapter_door(
+    request: DiagnosisRequest, aiops_request: dca.AiOpsRequest, aiops_effects: dca.AiOpsEffects
+) -> int:
+    assert_type(dcm.check_diagnosis_effects(effects, where="adapter", tools=None), None)
+    assert_type(dcm.check_diagnosis_effects(async_effects, where="adapter"), None)
+    limit: int = dcm.DEFAULT_MAX_QUESTION_CHARS
+    assert_type(
+        dcm.check_diagnosis_request(request, where="adapter", max_question_chars=limit), None
+    )
+    assert_type(dca.check_aiops_effects(aiops_effects, where="adapter"), None)
+    assert_type(dca.check_aiops_request(aiops_request, where="adapter"), None)
+    shown = dcm.observed_result(dcm.GatekeeperReturned({"status": "pass"}))
+    assert_type(shown, dcm.GatekeeperReturned)
+    return limit
+
+
 # --- diagnosis_core.testing -----------------------------------------------------
 
 
