@@ -117,7 +117,44 @@ TIME_LIMITS: dict[str, int] = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The longest files, by the seconds their tests took in one run of the whole suite
+# (``--durations=0``, setup + call + teardown summed per file, on a loaded 2-core machine:
+# only their order matters). pytest-xdist's ``loadfile`` hands out files in the order of
+# the collection (``--no-loadscope-reorder`` in pyproject.toml), and each worker collects
+# them longest first (``longest_files_first``): a long file started last would keep one
+# worker busy while the other has nothing left to do. Files not listed follow, those with
+# the most tests first (pytest-xdist's own order).
+FILE_SECONDS: dict[str, int] = {
+    "tests/stores/test_crash_sweeps_jsonl.py": 1083,
+    "property_tests/test_invariants.py": 626,
+    "tests/test_conformance_attacks.py": 516,
+    "property_tests/test_journal_drivers_properties.py": 398,
+    "tests/adapters/test_engine_kill_matrix.py": 358,
+    "tests/adapters/test_aiops_engine_parity.py": 305,
+    "tests/stores/test_crash_sweeps_sqlite.py": 276,
+    "property_tests/test_journal_properties.py": 251,
+    "tests/test_testing_module.py": 247,
+    "tests/load/test_engines_under_load.py": 236,
+    "tests/stores/test_kill_and_race.py": 207,
+    "tests/test_docs_blocks.py": 172,
+    "tests/test_parity.py": 163,
+    "tests/adapters/test_dbos_adapter.py": 161,
+    "tests/test_conformance.py": 156,
+    "tests/stores/test_claim_races.py": 148,
+    "property_tests/test_aiops_properties.py": 112,
+    "tests/test_hardening_json.py": 100,
+    "tests/test_conformance_mutations.py": 87,
+    "tests/test_journal_tools.py": 83,
+    "docs/embedding.md": 81,
+    "tests/test_schema_profiles.py": 68,
+    "tests/test_layout.py": 62,
+    "tests/adapters/test_langgraph_kill_matrix.py": 61,
+    "tests/test_time_limits.py": 49,
+    "tests/stores/test_store_attacks.py": 42,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path)).resolve()
         if not path.is_relative_to(ROOT):
@@ -128,6 +165,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's order
+        items[:] = longest_files_first(items)
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def longest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` file by file, the longest files (``FILE_SECONDS``) first, then the others by
+    their number of tests, most first (what pytest-xdist's ``loadfile`` does by default);
+    within a file the collected order."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(_file_of(item), []).append(item)
+    ranked = sorted(
+        files.values(), key=lambda group: (-FILE_SECONDS.get(_file_of(group[0]), 0), -len(group))
+    )
+    return [item for group in ranked for item in group]
 
 
 # --- every test finishes ----------------------------------------------------------------
