@@ -74,7 +74,8 @@ SLOW_FILES = frozenset(
     }
 )
 
-# Single property tests of otherwise quick files (ten seconds and more each, loaded).
+# Single tests of otherwise quick files (ten seconds and more each, loaded): a function
+# (every case of it), or one case, ``path::function[id]``.
 SLOW_TESTS = frozenset(
     {
         "tests/test_schema_profiles.py::"
@@ -84,6 +85,41 @@ SLOW_TESTS = frozenset(
         "tests/test_alertmanager.py::test_the_cost_is_linear_in_the_number_of_entries",
         "tests/adapters/test_otel_observer.py::"
         "test_every_generated_run_is_its_span_tree_and_is_unchanged",
+        # Waits of a child pytest for its own watchdog (twice a limit, plus a grace); the
+        # lane keeps test_hanging_tests_and_teardowns_fail_within_their_limit.
+        "tests/test_time_limits.py::test_a_hang_that_swallows_the_alarm_ends_the_process",
+        "tests/test_time_limits.py::test_a_session_whose_thread_never_ends_still_exits",
+        # The conformance kit's per-file mode starts one process per corpus case; the
+        # lane runs every attack in batch mode (one process), the same checks of the report.
+        "tests/test_conformance.py::test_this_package_passes_its_kit_per_file",
+        "tests/test_conformance.py::"
+        "test_a_crash_a_hang_and_garbage_fail_their_cases_only[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_hang_whose_child_keeps_the_output_open_times_out[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_hanging_implementation_times_out_per_case[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_refusal_message_is_shown_terminal_safe[per-file]",
+        "tests/test_conformance_attacks.py::test_a_refusal_without_a_reason_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_result_line_with_duplicate_keys_fails_the_case[per-file]",
+        "tests/test_conformance_attacks.py::test_a_valid_line_for_a_different_case_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_endless_line_fails_the_case_without_exhausting_memory[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_implementation_killing_itself_with_sigkill_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_implementation_printing_nothing_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_implementations_stderr_is_shown_terminal_safe[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_deeply_nested_json_from_the_cli_is_a_failed_case[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_deeply_nested_json_in_a_refusal_from_the_cli_is_a_failed_case[per-file]",
+        "tests/test_conformance_attacks.py::test_non_utf8_output_fails_the_case[per-file]",
+        # Pairs of processes racing on a PostgreSQL server; the lane keeps JSON Lines, SQLite.
+        "tests/stores/test_claim_races.py::"
+        "test_process_pairs_racing_for_a_run_leave_exactly_one_holder[postgres]",
     }
 )
 
@@ -161,7 +197,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         name = path.relative_to(ROOT).as_posix()
         function = getattr(item, "originalname", item.name)
-        if name in SLOW_FILES or f"{name}::{function}" in SLOW_TESTS:
+        if (
+            name in SLOW_FILES
+            or f"{name}::{function}" in SLOW_TESTS
+            or f"{name}::{item.name}" in SLOW_TESTS
+        ):
             item.add_marker(pytest.mark.slow)
         if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))

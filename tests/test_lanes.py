@@ -20,7 +20,11 @@ def test_every_slow_file_exists(name: str) -> None:
 @pytest.mark.parametrize("node", sorted(SLOW_TESTS))
 def test_every_slow_test_exists(node: str) -> None:
     path, _, function = node.partition("::")
-    assert f"def {function}(" in (ROOT / path).read_text("utf-8")
+    function, _, case = function.partition("[")
+    source = (ROOT / path).read_text("utf-8")
+    assert f"def {function}(" in source
+    for part in case.rstrip("]").split("-") if case else ():  # a case's id, e.g. [per-file]
+        assert part in source, node
 
 
 def test_the_slow_marker_is_registered() -> None:
