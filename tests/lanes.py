@@ -190,6 +190,12 @@ FILE_SECONDS: dict[str, int] = {
 }
 
 
+# What this session's collection met (before any deselection): tests/test_lanes.py checks
+# that every ``path::function[id]`` of SLOW_TESTS names a case that exists.
+COLLECTED_FILES: set[str] = set()
+SLOW_CASES_FOUND: set[str] = set()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path)).resolve()
@@ -197,6 +203,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         name = path.relative_to(ROOT).as_posix()
         function = getattr(item, "originalname", item.name)
+        COLLECTED_FILES.add(name)
+        if f"{name}::{item.name}" in SLOW_TESTS:
+            SLOW_CASES_FOUND.add(f"{name}::{item.name}")
         if (
             name in SLOW_FILES
             or f"{name}::{function}" in SLOW_TESTS
