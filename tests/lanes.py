@@ -74,7 +74,8 @@ SLOW_FILES = frozenset(
     }
 )
 
-# Single property tests of otherwise quick files (ten seconds and more each, loaded).
+# Single tests of otherwise quick files (ten seconds and more each, loaded): a function
+# (every case of it), or one case, ``path::function[id]``.
 SLOW_TESTS = frozenset(
     {
         "tests/test_schema_profiles.py::"
@@ -84,6 +85,41 @@ SLOW_TESTS = frozenset(
         "tests/test_alertmanager.py::test_the_cost_is_linear_in_the_number_of_entries",
         "tests/adapters/test_otel_observer.py::"
         "test_every_generated_run_is_its_span_tree_and_is_unchanged",
+        # Waits of a child pytest for its own watchdog (twice a limit, plus a grace); the
+        # lane keeps test_hanging_tests_and_teardowns_fail_within_their_limit.
+        "tests/test_time_limits.py::test_a_hang_that_swallows_the_alarm_ends_the_process",
+        "tests/test_time_limits.py::test_a_session_whose_thread_never_ends_still_exits",
+        # The conformance kit's per-file mode starts one process per corpus case; the
+        # lane runs every attack in batch mode (one process), the same checks of the report.
+        "tests/test_conformance.py::test_this_package_passes_its_kit_per_file",
+        "tests/test_conformance.py::"
+        "test_a_crash_a_hang_and_garbage_fail_their_cases_only[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_hang_whose_child_keeps_the_output_open_times_out[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_hanging_implementation_times_out_per_case[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_refusal_message_is_shown_terminal_safe[per-file]",
+        "tests/test_conformance_attacks.py::test_a_refusal_without_a_reason_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_a_result_line_with_duplicate_keys_fails_the_case[per-file]",
+        "tests/test_conformance_attacks.py::test_a_valid_line_for_a_different_case_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_endless_line_fails_the_case_without_exhausting_memory[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_implementation_killing_itself_with_sigkill_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_implementation_printing_nothing_fails[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_an_implementations_stderr_is_shown_terminal_safe[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_deeply_nested_json_from_the_cli_is_a_failed_case[per-file]",
+        "tests/test_conformance_attacks.py::"
+        "test_deeply_nested_json_in_a_refusal_from_the_cli_is_a_failed_case[per-file]",
+        "tests/test_conformance_attacks.py::test_non_utf8_output_fails_the_case[per-file]",
+        # Pairs of processes racing on a PostgreSQL server; the lane keeps JSON Lines, SQLite.
+        "tests/stores/test_claim_races.py::"
+        "test_process_pairs_racing_for_a_run_leave_exactly_one_holder[postgres]",
     }
 )
 
@@ -117,17 +153,86 @@ TIME_LIMITS: dict[str, int] = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The longest files, by the seconds their tests took in one run of the whole suite
+# (``--durations=0``, setup + call + teardown summed per file, on a loaded 2-core machine:
+# only their order matters). pytest-xdist's ``loadfile`` hands out files in the order of
+# the collection (``--no-loadscope-reorder`` in pyproject.toml), and each worker collects
+# them longest first (``longest_files_first``): a long file started last would keep one
+# worker busy while the other has nothing left to do. Files not listed follow, those with
+# the most tests first (pytest-xdist's own order).
+FILE_SECONDS: dict[str, int] = {
+    "tests/stores/test_crash_sweeps_jsonl.py": 1083,
+    "property_tests/test_invariants.py": 626,
+    "tests/test_conformance_attacks.py": 516,
+    "property_tests/test_journal_drivers_properties.py": 398,
+    "tests/adapters/test_engine_kill_matrix.py": 358,
+    "tests/adapters/test_aiops_engine_parity.py": 305,
+    "tests/stores/test_crash_sweeps_sqlite.py": 276,
+    "property_tests/test_journal_properties.py": 251,
+    "tests/test_testing_module.py": 247,
+    "tests/load/test_engines_under_load.py": 236,
+    "tests/stores/test_kill_and_race.py": 207,
+    "tests/test_docs_blocks.py": 172,
+    "tests/test_parity.py": 163,
+    "tests/adapters/test_dbos_adapter.py": 161,
+    "tests/test_conformance.py": 156,
+    "tests/stores/test_claim_races.py": 148,
+    "property_tests/test_aiops_properties.py": 112,
+    "tests/test_hardening_json.py": 100,
+    "tests/test_conformance_mutations.py": 87,
+    "tests/test_journal_tools.py": 83,
+    "docs/embedding.md": 81,
+    "tests/test_schema_profiles.py": 68,
+    "tests/test_layout.py": 62,
+    "tests/adapters/test_langgraph_kill_matrix.py": 61,
+    "tests/test_time_limits.py": 49,
+    "tests/stores/test_store_attacks.py": 42,
+}
+
+
+# What this session's collection met (before any deselection): tests/test_lanes.py checks
+# that every ``path::function[id]`` of SLOW_TESTS names a case that exists.
+COLLECTED_FILES: set[str] = set()
+SLOW_CASES_FOUND: set[str] = set()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path)).resolve()
         if not path.is_relative_to(ROOT):
             continue
         name = path.relative_to(ROOT).as_posix()
         function = getattr(item, "originalname", item.name)
-        if name in SLOW_FILES or f"{name}::{function}" in SLOW_TESTS:
+        COLLECTED_FILES.add(name)
+        if f"{name}::{item.name}" in SLOW_TESTS:
+            SLOW_CASES_FOUND.add(f"{name}::{item.name}")
+        if (
+            name in SLOW_FILES
+            or f"{name}::{function}" in SLOW_TESTS
+            or f"{name}::{item.name}" in SLOW_TESTS
+        ):
             item.add_marker(pytest.mark.slow)
         if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's order
+        items[:] = longest_files_first(items)
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def longest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` file by file, the longest files (``FILE_SECONDS``) first, then the others by
+    their number of tests, most first (what pytest-xdist's ``loadfile`` does by default);
+    within a file the collected order."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(_file_of(item), []).append(item)
+    ranked = sorted(
+        files.values(), key=lambda group: (-FILE_SECONDS.get(_file_of(group[0]), 0), -len(group))
+    )
+    return [item for group in ranked for item in group]
 
 
 # --- every test finishes ----------------------------------------------------------------

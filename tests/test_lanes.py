@@ -8,7 +8,9 @@ import tomllib
 
 import pytest
 from lane_figures import LANES, PAGE, collected, page_counts
-from lanes import ROOT, SLOW_FILES, SLOW_TESTS, TIME_LIMITS
+from lanes import FILE_SECONDS, ROOT, SLOW_FILES, SLOW_TESTS, TIME_LIMITS, longest_files_first
+
+from tests import lanes
 
 
 @pytest.mark.parametrize("name", sorted(SLOW_FILES))
@@ -20,7 +22,10 @@ def test_every_slow_file_exists(name: str) -> None:
 @pytest.mark.parametrize("node", sorted(SLOW_TESTS))
 def test_every_slow_test_exists(node: str) -> None:
     path, _, function = node.partition("::")
+    function, _, case = function.partition("[")
     assert f"def {function}(" in (ROOT / path).read_text("utf-8")
+    if case and path in lanes.COLLECTED_FILES:  # one case: this session collected it
+        assert node in lanes.SLOW_CASES_FOUND
 
 
 def test_the_slow_marker_is_registered() -> None:
@@ -74,3 +79,31 @@ def test_no_node_id_shows_an_address(request: pytest.FixtureRequest) -> None:
     # An address differs in every xdist worker: the workers would refuse to start. A
     # parametrize ``ids`` must print values without one (give the class a ``__repr__``).
     assert not [item.nodeid for item in request.session.items if _ADDRESS.search(item.nodeid)]
+
+
+@pytest.mark.parametrize("name", sorted(FILE_SECONDS))
+def test_every_file_ranked_by_its_seconds_exists(name: str) -> None:
+    # A renamed file would silently lose its place at the head of the queue.
+    assert (ROOT / name).is_file()
+
+
+def test_the_workers_collect_the_longest_files_first_each_file_whole(
+    request: pytest.FixtureRequest,
+) -> None:
+    items = list(request.session.items)
+    ordered = longest_files_first(items)
+    assert sorted(item.nodeid for item in ordered) == sorted(item.nodeid for item in items)
+    files = [item.nodeid.split("::")[0] for item in ordered]
+    runs = [name for i, name in enumerate(files) if i == 0 or files[i - 1] != name]
+    assert len(runs) == len(set(runs))  # each file in one piece
+    for name in set(runs):  # within a file, the collected order
+        mine = [item.nodeid for item in items if item.nodeid.split("::")[0] == name]
+        assert [item.nodeid for item in ordered if item.nodeid.split("::")[0] == name] == mine
+    seconds = [FILE_SECONDS.get(name, 0) for name in runs]
+    assert seconds == sorted(seconds, reverse=True)
+
+
+def test_pytest_xdist_keeps_the_order_the_workers_collect() -> None:
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]
+    addopts = options["ini_options"]["addopts"].split()
+    assert "--dist=loadfile" in addopts and "--no-loadscope-reorder" in addopts

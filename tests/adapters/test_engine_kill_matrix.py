@@ -349,7 +349,9 @@ def _dbos_matrix(
         DBOS(config=dbos_config(url, schema))
         DBOS.launch()  # recovers the killed run
         try:
-            result = DBOS.retrieve_workflow(workflow_id).get_result()
+            # The recovered run is read from the system database every 50 ms, not DBOS's
+            # default second: the same result, without up to a second of sleep per case.
+            result = DBOS.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.05)
             if case.workflow == "chat":
                 journal: Any = dbos_diagnosis_journal(workflow_id)
                 state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, result))
