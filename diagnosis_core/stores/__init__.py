@@ -21,6 +21,10 @@ journals; :func:`fleet_report` sums the runs up for the people who operate
 them. Both reports are frozen values (:class:`SessionReport`, each run a
 :class:`RunStory`; :class:`FleetReport`) serialized by the package's one
 converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``).
+An ended run's store keeps a derived summary (:class:`RunDigest`,
+:func:`run_digest`) that the reports read instead of folding its journal;
+:func:`verify_summaries` folds every journal and lists the summaries that
+disagree.
 ``import diagnosis_core`` does not load this package.
 """
 
@@ -73,12 +77,21 @@ from ._session import (
     session_report,
 )
 from ._sqlite import SqliteStore
+from ._summary import (
+    DigestColumns,
+    RunDigest,
+    SummaryMismatch,
+    digest_columns,
+    run_digest,
+    verify_summaries,
+)
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
     "SESSION_REPORT_FORMAT",
     "AesGcmCodec",
     "AgentStep",
+    "DigestColumns",
     "EffectTiming",
     "Feedback",
     "FeedbackItem",
@@ -94,6 +107,7 @@ __all__ = [
     "RunClaim",
     "RunClaimedError",
     "RunCounts",
+    "RunDigest",
     "RunStory",
     "RunSummary",
     "SessionReport",
@@ -102,11 +116,13 @@ __all__ = [
     "StoreSink",
     "StoredRun",
     "StoryStatus",
+    "SummaryMismatch",
     "ToolCall",
     "ToolCallError",
     "ToolTally",
     "VerifierRow",
     "Workflow",
+    "digest_columns",
     "entry_from_json",
     "entry_to_json",
     "fleet_report",
@@ -115,9 +131,11 @@ __all__ = [
     "format_session_report",
     "open_store",
     "record_feedback",
+    "run_digest",
     "run_status",
     "run_story",
     "session_report",
+    "verify_summaries",
 ]
 
 _publish(__name__, globals(), __all__)
