@@ -668,10 +668,11 @@ class StoreBase:
                                   stored.created_at, fingerprint)
         payload = self._seal(digest_to_json(digest), context)
         if self._codec is not None:  # nothing in the clear that the journal seals
-            self._put_summary(stored.run_id, payload, None, None, fingerprint)
+            self._put_summary(stored.run_id, stored.created_at, payload, None, None,
+                              fingerprint)
         else:
-            self._put_summary(stored.run_id, payload, digest_columns(digest.story),
-                              digest.last_mac, fingerprint)
+            self._put_summary(stored.run_id, stored.created_at, payload,
+                              digest_columns(digest.story), digest.last_mac, fingerprint)
 
     def decode_summary(
         self, run_id: str, session_id: str, format: str, created_at: float, payload: str,
@@ -728,7 +729,7 @@ class StoreBase:
         raise NotImplementedError
 
     def _put_summary(  # pragma: no cover - abstract
-        self, run_id: str, payload: str, columns: Any, last_mac: str | None,
+        self, run_id: str, created_at: float, payload: str, columns: Any, last_mac: str | None,
         fingerprint: str | None,
     ) -> None:
         raise NotImplementedError

@@ -174,8 +174,8 @@ class JsonlStore(StoreBase):
                      "written_at": written_at})
 
     def _put_summary(
-        self, run_id: str, payload: str, columns: object, last_mac: str | None,
-        fingerprint: str | None,
+        self, run_id: str, created_at: float, payload: str, columns: object,
+        last_mac: str | None, fingerprint: str | None,
     ) -> None:
         with self._mutex:
             fd = self._summary_fd(create=True)

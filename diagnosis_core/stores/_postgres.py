@@ -50,19 +50,27 @@ _SCHEMA = (
     " recorded_at DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id)",
     "CREATE TABLE IF NOT EXISTS diagnosis_summaries ("
-    " run_id TEXT PRIMARY KEY, payload TEXT NOT NULL, workflow TEXT, outcome TEXT,"
-    " reason_code TEXT, evidence_retry INTEGER, fallback INTEGER, audits_pass INTEGER,"
-    " audits_low INTEGER, audits_reject INTEGER, last_mac TEXT)",
+    " run_id TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL,"
+    " workflow TEXT, outcome TEXT, reason_code TEXT, evidence_retry INTEGER, fallback INTEGER,"
+    " audits_pass INTEGER, audits_low INTEGER, audits_reject INTEGER, last_mac TEXT,"
+    " payload TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summaries_columns ON diagnosis_summaries ("
+    " workflow, outcome, reason_code, created_at, evidence_retry, fallback, audits_pass,"
+    " audits_low, audits_reject)",
     "CREATE TABLE IF NOT EXISTS diagnosis_summary_calls ("
     " run_id TEXT NOT NULL REFERENCES diagnosis_summaries (run_id) ON DELETE CASCADE,"
-    " call TEXT NOT NULL, duration_ms DOUBLE PRECISION NOT NULL)",
+    " created_at DOUBLE PRECISION NOT NULL, call TEXT NOT NULL,"
+    " duration_ms DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_run ON diagnosis_summary_calls (run_id)",
     "CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_call"
-    " ON diagnosis_summary_calls (call, duration_ms)",
+    " ON diagnosis_summary_calls (call, duration_ms, created_at)",
     "CREATE TABLE IF NOT EXISTS diagnosis_summary_tools ("
     " run_id TEXT NOT NULL REFERENCES diagnosis_summaries (run_id) ON DELETE CASCADE,"
-    " tool_name TEXT NOT NULL, calls INTEGER NOT NULL, failures INTEGER NOT NULL)",
+    " created_at DOUBLE PRECISION NOT NULL, tool_name TEXT NOT NULL, calls INTEGER NOT NULL,"
+    " failures INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_run ON diagnosis_summary_tools (run_id)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_name"
+    " ON diagnosis_summary_tools (tool_name, created_at, calls, failures)",
     "CREATE OR REPLACE FUNCTION diagnosis_forget_summary() RETURNS trigger LANGUAGE plpgsql AS $$"
     " BEGIN"
     " IF TG_OP <> 'INSERT' THEN DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id; END IF;"

@@ -338,6 +338,8 @@ def _from_summary(
     except (StoreError, JournalError) as error:
         return _invalid(row, str(error))
     story: RunStory = digest.story
+    if not items:
+        return story
     return attrs.evolve(story, feedback=tuple(
         FeedbackItem(item.rating, item.comment, item.after_seq, item.recorded_at)
         for item in items))

@@ -38,11 +38,8 @@ _UPSERT = (
 
 # --- summaries ----------------------------------------------------------------------
 
-_WINDOW = (
-    "JOIN diagnosis_runs r ON r.run_id = s.run_id WHERE s.workflow IS NOT NULL "
-    "AND (?{real} IS NULL OR r.created_at >= ?)"
-)
-"""The summaries a plain fleet report aggregates: with columns, in the ``since`` window."""
+_WINDOW = "(?{real} IS NULL OR {table}.created_at >= ?)"
+"""The rows of a summary table in the ``since`` window (each keeps its run's ``created_at``)."""
 
 
 class SqlSummaries:
@@ -66,32 +63,34 @@ class SqlSummaries:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def _put_summary(
-        self, run_id: str, payload: str, columns: DigestColumns | None, last_mac: str | None,
-        fingerprint: str | None,
+        self, run_id: str, created_at: float, payload: str, columns: DigestColumns | None,
+        last_mac: str | None, fingerprint: str | None,
     ) -> None:
         head: tuple[object, ...]
         if columns is None:
-            head = (run_id, payload, None, None, None, None, None, None, None, None, None)
+            head = (run_id, created_at, payload, None, None, None, None, None, None, None, None,
+                    None)
             calls: list[tuple[object, ...]] = []
             tools: list[tuple[object, ...]] = []
         else:
-            head = (run_id, payload, columns.workflow, columns.outcome, columns.reason_code,
-                    int(columns.evidence_retry), int(columns.fallback), *columns.audits,
-                    last_mac)
-            calls = [(run_id, call, duration) for call, duration in columns.latencies]
-            tools = [(run_id, name, count, failures) for name, count, failures in columns.tools]
+            head = (run_id, created_at, payload, columns.workflow, columns.outcome,
+                    columns.reason_code, int(columns.evidence_retry), int(columns.fallback),
+                    *columns.audits, last_mac)
+            calls = [(run_id, created_at, call, duration) for call, duration in columns.latencies]
+            tools = [(run_id, created_at, name, count, failures)
+                     for name, count, failures in columns.tools]
         self._atomic([
             (self._sql(
-                "INSERT INTO diagnosis_summaries (run_id, payload, workflow, outcome, "
+                "INSERT INTO diagnosis_summaries (run_id, created_at, payload, workflow, outcome, "
                 "reason_code, evidence_retry, fallback, audits_pass, audits_low, audits_reject, "
-                "last_mac) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
-                "WHERE EXISTS (SELECT 1 FROM diagnosis_runs WHERE run_id = ?) "
+                "last_mac) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM diagnosis_runs WHERE run_id = ? AND created_at = ?) "
                 "ON CONFLICT (run_id) DO NOTHING"
-            ), [(*head, run_id)]),
-            (self._sql("INSERT INTO diagnosis_summary_calls (run_id, call, duration_ms) "
-                       "VALUES (?, ?, ?)"), calls),
-            (self._sql("INSERT INTO diagnosis_summary_tools (run_id, tool_name, calls, failures) "
-                       "VALUES (?, ?, ?, ?)"), tools),
+            ), [(*head, run_id, created_at)]),
+            (self._sql("INSERT INTO diagnosis_summary_calls (run_id, created_at, call, "
+                       "duration_ms) VALUES (?, ?, ?, ?)"), calls),
+            (self._sql("INSERT INTO diagnosis_summary_tools (run_id, created_at, tool_name, "
+                       "calls, failures) VALUES (?, ?, ?, ?, ?)"), tools),
         ])
 
     def _list_summaries(self, session_id: str | None, since: float | None) -> list[SummaryRow]:
@@ -179,11 +178,12 @@ class SqlSummaries:
 
         ``{run_id: (last_mac, [(payload, recorded_at), ...])}``, in the order recorded.
         """
-        window = _WINDOW.format(real=self._real_cast)
+        window = _WINDOW.format(real=self._real_cast, table="s")
         rows = self._execute(
             self._sql(
                 "SELECT f.run_id, s.last_mac, f.payload, f.recorded_at FROM diagnosis_feedback f "
-                f"JOIN diagnosis_summaries s ON s.run_id = f.run_id {window} ORDER BY f.id"
+                "JOIN diagnosis_summaries s ON s.run_id = f.run_id "
+                f"WHERE s.workflow IS NOT NULL AND {window} ORDER BY f.id"
             ),
             (since, since),
         ).fetchall()
@@ -199,16 +199,22 @@ class SqlSummaries:
 
         Returns ``(count, p50, p95)`` per call: the nearest ranks over the
         summaries' durations and any ``tally`` holds already for that call.
+        Each statement reads one table through a covering index; the summary
+        rows keep their run's ``created_at`` so that no join is needed.
         """
-        window = _WINDOW.format(real=self._real_cast)
-        if excluded:
-            window += f" AND s.run_id NOT IN ({', '.join('?' * len(excluded))})"
+
+        def where(table: str, *more: str) -> str:
+            clauses = [_WINDOW.format(real=self._real_cast, table=table), *more]
+            if excluded:
+                clauses.append(f"{table}.run_id NOT IN ({', '.join('?' * len(excluded))})")
+            return " AND ".join(clauses)
+
         base = (since, since, *excluded)
         for workflow, outcome, reason, runs, retried, fallbacks, *audits in self._execute(
             self._sql(
                 "SELECT s.workflow, s.outcome, s.reason_code, count(*), sum(s.evidence_retry), "
                 "sum(s.fallback), sum(s.audits_pass), sum(s.audits_low), sum(s.audits_reject) "
-                f"FROM diagnosis_summaries s {window} "
+                f"FROM diagnosis_summaries s WHERE {where('s', 's.workflow IS NOT NULL')} "
                 "GROUP BY s.workflow, s.outcome, s.reason_code"
             ),
             base,
@@ -229,8 +235,7 @@ class SqlSummaries:
         for name, calls, failures in self._execute(
             self._sql(
                 "SELECT t.tool_name, sum(t.calls), sum(t.failures) FROM diagnosis_summary_tools t "
-                f"JOIN diagnosis_summaries s ON s.run_id = t.run_id {window} "
-                "GROUP BY t.tool_name"
+                f"WHERE {where('t')} GROUP BY t.tool_name"
             ),
             base,
         ).fetchall():
@@ -241,45 +246,37 @@ class SqlSummaries:
             call: int(count) for call, count in self._execute(
                 self._sql(
                     "SELECT c.call, count(*) FROM diagnosis_summary_calls c "
-                    f"JOIN diagnosis_summaries s ON s.run_id = c.run_id {window} "
-                    "GROUP BY c.call"
+                    f"WHERE {where('c')} GROUP BY c.call"
                 ),
                 base,
             ).fetchall()
         }
         result: dict[str, tuple[int, float | None, float | None]] = {}
-        ranks: dict[str, tuple[int, int]] = {}
         for call, count in counts.items():
-            extra = tally.latencies.get(call)
+            extra = tally.latencies.pop(call, None)
             if extra:  # values outside the summaries too: rank them all here
                 values = sorted([*extra, *(float(row[0]) for row in self._execute(
                     self._sql(
                         "SELECT c.duration_ms FROM diagnosis_summary_calls c "
-                        f"JOIN diagnosis_summaries s ON s.run_id = c.run_id {window} "
-                        "AND c.call = ?"
+                        f"WHERE {where('c')} AND c.call = ?"
                     ),
                     (*base, call),
                 ).fetchall())])
                 result[call] = (len(values), values[nearest_rank(len(values), 0.5) - 1],
                                 values[nearest_rank(len(values), 0.95) - 1])
-            else:
-                ranks[call] = (nearest_rank(count, 0.5), nearest_rank(count, 0.95))
-        if ranks:
-            wanted = sorted({rank for pair in ranks.values() for rank in pair})
-            found: dict[tuple[str, int], float] = {}
-            for call, rank, duration in self._execute(
-                self._sql(
-                    "SELECT call, rn, duration_ms FROM (SELECT c.call, c.duration_ms, "
-                    "row_number() OVER (PARTITION BY c.call ORDER BY c.duration_ms) AS rn "
-                    f"FROM diagnosis_summary_calls c "
-                    f"JOIN diagnosis_summaries s ON s.run_id = c.run_id {window}) AS ranked "
-                    f"WHERE rn IN ({', '.join('?' * len(wanted))})"
-                ),
-                (*base, *wanted),
-            ).fetchall():
-                found[(call, int(rank))] = float(duration)
-            for call, (p50, p95) in ranks.items():
-                result[call] = (counts[call], found[(call, p50)], found[(call, p95)])
+                continue
+            ranked = []
+            for fraction in (0.5, 0.95):
+                row = self._execute(
+                    self._sql(
+                        "SELECT c.duration_ms FROM diagnosis_summary_calls c "
+                        f"WHERE c.call = ? AND {where('c')} "
+                        "ORDER BY c.duration_ms LIMIT 1 OFFSET ?"
+                    ),
+                    (call, *base, nearest_rank(count, fraction) - 1),
+                ).fetchone()
+                ranked.append(None if row is None else float(row[0]))
+            result[call] = (count, ranked[0], ranked[1])
         return result
 
 

@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS diagnosis_feedback (
 CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id);
 CREATE TABLE IF NOT EXISTS diagnosis_summaries (
     run_id TEXT PRIMARY KEY,
-    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
     workflow TEXT,
     outcome TEXT,
     reason_code TEXT,
@@ -76,23 +76,31 @@ CREATE TABLE IF NOT EXISTS diagnosis_summaries (
     audits_pass INTEGER,
     audits_low INTEGER,
     audits_reject INTEGER,
-    last_mac TEXT
+    last_mac TEXT,
+    payload TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS diagnosis_summaries_columns ON diagnosis_summaries (
+    workflow, outcome, reason_code, created_at, evidence_retry, fallback, audits_pass,
+    audits_low, audits_reject);
 CREATE TABLE IF NOT EXISTS diagnosis_summary_calls (
     run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
     call TEXT NOT NULL,
     duration_ms REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_run ON diagnosis_summary_calls (run_id);
 CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_call
-    ON diagnosis_summary_calls (call, duration_ms);
+    ON diagnosis_summary_calls (call, duration_ms, created_at);
 CREATE TABLE IF NOT EXISTS diagnosis_summary_tools (
     run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
     tool_name TEXT NOT NULL,
     calls INTEGER NOT NULL,
     failures INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_run ON diagnosis_summary_tools (run_id);
+CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_name
+    ON diagnosis_summary_tools (tool_name, created_at, calls, failures);
 CREATE TRIGGER IF NOT EXISTS diagnosis_summaries_gone AFTER DELETE ON diagnosis_summaries BEGIN
     DELETE FROM diagnosis_summary_calls WHERE run_id = OLD.run_id;
     DELETE FROM diagnosis_summary_tools WHERE run_id = OLD.run_id;
