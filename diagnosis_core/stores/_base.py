@@ -630,7 +630,7 @@ class StoreBase:
     # --- summaries ------------------------------------------------------------
 
     def summarize(self, run_id: str) -> bool:
-        """Store the derived summary of an ended run (spec §16.1); True when one is stored.
+        """Store the derived summary of an ended run (spec §16); True when one is stored.
 
         Called when the run's end marker is written, and by a report that
         found an ended run without one (stores older than summaries). The

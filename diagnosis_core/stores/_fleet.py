@@ -44,7 +44,7 @@ def fleet_report(
     Rates are fractions of the runs (or audits, or calls) they are about,
     null when there are none.
 
-    Ended runs are counted from their derived summaries (spec §16.1): in a
+    Ended runs are counted from their derived summaries (spec §16, summaries): in a
     plain SQL store by SQL over the summary columns, elsewhere from the
     stored digests, one per run; only runs without a summary are folded.
     Feedback is read from its records, decoded, and its MAC chain verified

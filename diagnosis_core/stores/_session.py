@@ -403,7 +403,7 @@ def session_report(
 
     A :class:`SessionReport` (wire form ``diagnosis_session_report_v2``,
     ``docs/stores.md``), each run a :class:`RunStory`. A run that has ended
-    is told from its derived summary (spec §16.1, :func:`stories`); with
+    is told from its derived summary (spec §16, summaries, :func:`stories`); with
     ``key`` every feedback's MAC is verified, and every journal folded here
     (a run without a summary). :func:`verify_summaries` checks the summaries
     against the journals.

@@ -1,4 +1,4 @@
-"""Derived summaries: what a report needs of an ended run, kept beside its journal (spec §16.1).
+"""Derived summaries: what a report needs of an ended run, kept beside its journal (spec §16).
 
 When a run reaches its end, its store keeps a :class:`RunDigest`: the run's
 story (:class:`RunStory`, without feedback) and the head of its MAC chain,
