@@ -75,16 +75,11 @@ from ._session import (
     run_status,
     run_story,
     session_report,
-)
-from ._sqlite import SqliteStore
-from ._summary import (
-    DigestColumns,
-    RunDigest,
-    SummaryMismatch,
-    digest_columns,
-    run_digest,
     verify_summaries,
 )
+from ._sqlite import SqliteStore
+from ._story import run_digest
+from ._summary import DigestColumns, RunDigest, SummaryMismatch, digest_columns
 
 __all__ = [
     "FLEET_REPORT_FORMAT",

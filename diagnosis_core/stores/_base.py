@@ -93,6 +93,8 @@ from .._kernel.journal.store import (
 from .._kernel.json import loads_stored, stored_json
 from ..journal import entry_from_json, entry_to_json
 from ._feedback import feedback_from_json, feedback_to_json
+from ._story import run_digest
+from ._summary import digest_columns, digest_from_json, digest_to_json
 
 __all__ = [
     "TOOLS",
@@ -639,8 +641,6 @@ class StoreBase:
         not ended, does not load or does not fold, or when the store cannot
         be written (read-only): a report then folds the journal itself.
         """
-        from ._summary import run_digest
-
         if not self.summaries_writable():
             return False
         try:
@@ -661,8 +661,6 @@ class StoreBase:
         plain store also gives SQL its :class:`DigestColumns`. A run that has
         a summary keeps it (a summary of an ended run never changes).
         """
-        from ._summary import digest_columns, digest_to_json
-
         fingerprint = self._fingerprint(stored.run_id)
         context = summary_context(stored.run_id, stored.session_id, stored.format,
                                   stored.created_at, fingerprint)
@@ -679,8 +677,6 @@ class StoreBase:
         fingerprint: str | None = None,
     ) -> Any:
         """A stored summary decoded and checked (a :class:`RunDigest`), else :class:`StoreError`."""
-        from ._summary import digest_from_json
-
         where = f"run {run_id!r} summary"
         context = summary_context(run_id, session_id, format, created_at, fingerprint)
         text = self._unseal(payload, context, where)

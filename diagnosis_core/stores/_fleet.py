@@ -20,8 +20,9 @@ from .._kernel.errors import JournalError
 from ._base import JournalStore, StoreError, check_since
 from ._escape import html_text, text_line
 from ._reports import FLEET_REPORT_FORMAT, FleetReport
-from ._session import _folded, _from_summary, checked_feedback, stories
+from ._session import _folded, _from_summary, stories
 from ._sql import SqlStore
+from ._story import checked_feedback
 from ._summary import FleetTally, percentile
 
 __all__ = [

@@ -117,8 +117,8 @@ class JsonlStore(StoreBase):
         self._mutex = threading.RLock()  # the index and the descriptor, across threads
         self._offset = 0
         self._runs: dict[str, _Run] = {}
-        self.summary_path = Path(f"{self.path}.summaries")
-        """The summary index: one ``summary`` line per ended run (``docs/stores.md``)."""
+        self.summary_path = Path(f"{os.path.realpath(self.path)}.summaries")
+        """The summary index beside the resolved store file: one line per ended run."""
         self._index_fd = -1
         self._index_offset = 0
         self._summaries: dict[str, dict[str, Any]] = {}

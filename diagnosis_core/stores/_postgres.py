@@ -71,6 +71,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_run ON diagnosis_summary_tools (run_id)",
     "CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_name"
     " ON diagnosis_summary_tools (tool_name, created_at, calls, failures)",
+)
+_TRIGGERS = (
     "CREATE OR REPLACE FUNCTION diagnosis_forget_summary() RETURNS trigger LANGUAGE plpgsql AS $$"
     " BEGIN"
     " IF TG_OP <> 'INSERT' THEN DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id; END IF;"
@@ -111,6 +113,11 @@ class PostgresStore(SqlStore):
                 self._db.execute("SELECT pg_advisory_xact_lock(7318052917)")
                 for statement in _SCHEMA:
                     self._db.execute(statement)
+                # the triggers once: replacing them locks the tables other writers use
+                if self._db.execute("SELECT 1 FROM pg_trigger "
+                                    "WHERE tgname = 'diagnosis_runs_changed'").fetchone() is None:
+                    for statement in _TRIGGERS:
+                        self._db.execute(statement)
         except psycopg.Error as error:
             raise StoreError(f"cannot open the PostgreSQL store: {error}") from None
         self._claims = SessionClaims(self._execute, RUN_NAMESPACE)

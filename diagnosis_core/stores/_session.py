@@ -24,16 +24,13 @@ gives each listed run loaded, or the reason it is not, and the run is told as
 from __future__ import annotations
 
 import contextlib
-import hmac
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
 import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.store import MissingKeyError, is_signed
-from .._kernel.json import canonical_json, loads_stored
 from ._base import (
     Feedback,
     JournalStore,
@@ -46,18 +43,17 @@ from ._base import (
 )
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
-from ._reports import (
-    SESSION_REPORT_FORMAT,
-    AgentStep,
-    EffectTiming,
-    FeedbackItem,
-    RunStory,
-    SessionReport,
-    ToolCall,
-    ToolCallError,
-    VerifierRow,
-    Workflow,
+from ._reports import SESSION_REPORT_FORMAT, FeedbackItem, RunStory, SessionReport
+from ._sql import SqlStore
+from ._story import (
+    checked_feedback,
+    run_digest,
+    run_status,
+    run_story,
+    verified_feedback,
+    workflow_of,
 )
+from ._summary import RunDigest, SummaryMismatch, describe_difference, digest_columns
 
 __all__ = [
     "SESSION_REPORT_FORMAT",
@@ -69,48 +65,8 @@ __all__ = [
     "session_report",
     "stories",
     "unreadable_story",
+    "verify_summaries",
 ]
-
-
-def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
-    """The fold of a stored run's journal (its workflow's ``journal_status``), checked with ``key``.
-
-    Raises :class:`JournalError` when the stored journal does not fold.
-    """
-    if stored.format.startswith("aiops_journal_"):
-        from ..aiops import aiops_journal_status
-
-        return aiops_journal_status(stored.journal, key=key)
-    from ..journal import journal_status
-
-    return journal_status(stored.journal, key=key)
-
-
-def _verified_feedback(stored: StoredRun, key: bytes | None) -> tuple[Feedback, ...]:
-    entries = stored.journal.entries
-    end = stored.journal.end
-    link = end.mac if end is not None and end.mac else (entries[-1].mac if entries else None)
-    return checked_feedback(stored.run_id, stored.feedback, link, key)
-
-
-def checked_feedback(
-    run_id: str, feedback: tuple[Feedback, ...], link: str | None, key: bytes | None
-) -> tuple[Feedback, ...]:
-    """``feedback`` when its MAC chain from ``link`` verifies under ``key`` (no key: as it is).
-
-    Raises :class:`JournalError` naming the first feedback that does not verify.
-    """
-    if key is None:
-        return feedback
-    for index, item in enumerate(feedback):
-        if link is None or item.mac is None or not hmac.compare_digest(
-            feedback_mac(item, link, key), item.mac
-        ):
-            raise JournalError(
-                f"run {run_id!r} feedback[{index}].mac: missing or does not match"
-            )
-        link = item.mac
-    return feedback
 
 
 def record_feedback(
@@ -146,7 +102,7 @@ def record_feedback(
         if not status.complete:
             raise StoreError(f"run {run_id!r}: has not ended ({status.describe()}); "
                              "feedback follows a run's end")
-        earlier = _verified_feedback(stored, key)
+        earlier = verified_feedback(stored, key)
         feedback = Feedback(rating, comment, len(stored.journal.entries))
         if key is not None:
             end = stored.journal.end
@@ -162,67 +118,6 @@ def record_feedback(
 
 
 # --- the story of one run -----------------------------------------------------------
-
-
-def _workflow(format: str) -> Workflow:
-    return "aiops" if format.startswith("aiops_journal_") else "chat"
-
-
-def _effects(stored: StoredRun) -> tuple[EffectTiming, ...]:
-    return tuple(
-        EffectTiming(entry.seq, entry.call.value, entry.round, entry.attempt, entry.state.value,
-                     duration)
-        for entry, duration in zip(stored.journal.entries, stored.durations, strict=True)
-    )
-
-
-def _tools(stored: StoredRun) -> tuple[ToolCall, ...]:
-    calls: list[ToolCall] = []
-    for entry in stored.journal.entries:
-        for item in entry.tool_invocations or ():
-            calls.append(ToolCall(
-                invocation_id=item.invocation_id,
-                tool_name=item.tool_name,
-                success=item.success,
-                input=None if item.input_json is None else loads_stored(item.input_json),
-                output=loads_stored(item.output_json),
-                error=None if item.error is None
-                else ToolCallError(item.error.type, item.error.message),
-                duration_ms=item.duration_ms,
-            ))
-    return tuple(calls)
-
-
-def _steps(events: Sequence[Any], round_of: str) -> tuple[AgentStep, ...]:
-    return tuple(
-        AgentStep(event.seq, event.node.value, getattr(event, round_of), event.attempt,
-                  event.status.value,
-                  None if event.reason_code is None else event.reason_code.value)
-        for event in events
-    )
-
-
-def _verifier(events: Sequence[Any], evaluations: Sequence[Any]) -> tuple[VerifierRow, ...]:
-    found: dict[tuple[int, int], Any] = {(item.round, item.attempt): item for item in evaluations}
-    rows: list[VerifierRow] = []
-    for event in events:
-        if event.node.value != "verifier":
-            continue
-        evaluation = found.get((event.round, event.attempt))
-        reason = None if event.reason_code is None else event.reason_code.value
-        if evaluation is None:
-            rows.append(VerifierRow(event.round, event.attempt, event.status.value, reason,
-                                    None, None, None, None, ()))
-            continue
-        rows.append(VerifierRow(
-            event.round, event.attempt, event.status.value, reason,
-            model_verdict=evaluation.model_verdict.value,
-            effective_verdict=evaluation.effective_verdict.value,
-            ceiling=evaluation.ceiling.value,
-            groundedness_score=evaluation.output.groundedness_score,
-            unknown_claim_ids=tuple(evaluation.unknown_claim_ids),
-        ))
-    return tuple(rows)
 
 
 def listed_runs(
@@ -252,72 +147,15 @@ def unreadable_story(summary: RunSummary, problem: str) -> RunStory:
     return RunStory(
         run_id=summary.run_id,
         session_id=summary.session_id,
-        workflow=_workflow(summary.format),
+        workflow=workflow_of(summary.format),
         created_at=summary.created_at,
         status="invalid",
         problem=problem,
     )
 
 
-def run_story(stored: StoredRun, *, key: bytes | None = None) -> RunStory:
-    """One run of a session report: everything derived from its journal and its feedback.
-
-    A journal that does not fold (or verify, with ``key``) gives ``status``
-    ``invalid`` and the problem, never a partial story.
-    """
-    workflow = _workflow(stored.format)
-    try:
-        status = run_status(stored, key)
-        feedback = _verified_feedback(stored, key)
-    except JournalError as error:
-        return RunStory(run_id=stored.run_id, session_id=stored.session_id, workflow=workflow,
-                        created_at=stored.created_at, status="invalid", problem=str(error))
-    state = status.state
-    common: dict[str, Any] = {
-        "run_id": stored.run_id,
-        "session_id": stored.session_id,
-        "workflow": workflow,
-        "created_at": stored.created_at,
-        "status": "complete" if status.complete else "incomplete",
-        "next_call": None if status.complete else status.describe(),
-        "effects": _effects(stored),
-        "tool_invocations": _tools(stored),
-        "feedback": tuple(
-            FeedbackItem(item.rating, item.comment, item.after_seq, item.recorded_at)
-            for item in feedback
-        ),
-    }
-    if workflow == "chat":
-        from .. import build_trace_report
-
-        report = build_trace_report(state)
-        return RunStory(
-            **common,
-            question=report.question,
-            agent_steps=_steps(report.events, "round"),
-            gatekeeper_audits=report.gatekeeper_audits,
-            verifier_evaluations=_verifier(report.events, report.verifier_evaluations),
-            outcome=None if report.outcome is None else report.outcome.value,
-            reason_code=None if report.reason_code is None else report.reason_code.value,
-            answer=report.answer,
-        )
-    if state.fallback is not None:
-        answer: str | None = state.fallback
-    elif state.report is not None:
-        answer = canonical_json(to_wire(state.report))
-    else:
-        answer = None
-    return RunStory(
-        **common,
-        agent_steps=_steps(state.events, "step"),
-        outcome=None if state.outcome is None else state.outcome.value,
-        reason_code=None if state.reason_code is None else state.reason_code.value,
-        answer=answer,
-    )
-
-
 def _invalid(row: SummaryRow, problem: str) -> RunStory:
-    return RunStory(run_id=row.run_id, session_id=row.session_id, workflow=_workflow(row.format),
+    return RunStory(run_id=row.run_id, session_id=row.session_id, workflow=workflow_of(row.format),
                     created_at=row.created_at, status="invalid", problem=problem)
 
 
@@ -352,8 +190,6 @@ def _folded(
 
     ``summarize=False``: the caller stores it later (:meth:`StoreBase.summarize`).
     """
-    from ._summary import RunDigest
-
     try:
         stored = store.load(row.run_id)
     except StoreError as error:
@@ -461,3 +297,53 @@ def format_session_report(report: SessionReport) -> str:
         for item in story.feedback:
             lines.append(f"   feedback: {item.rating}/5 {_cell(item.comment)}")
     return "\n".join(lines) + "\n"
+
+
+def verify_summaries(
+    store: object, *, session_id: str | None = None, since: float | None = None,
+    key: bytes | None = None,
+) -> tuple[SummaryMismatch, ...]:
+    """Fold every listed run's journal and list every run whose stored summary disagrees.
+
+    A summary disagrees when it does not decode (sealed under another key,
+    or copied to another run or left under a relabelled one), when its run's
+    journal does not load or does not tell an ended run (verified with
+    ``key``), when it is not the :func:`run_digest` of the journal, or — in a
+    plain SQL store — when its columns are not that digest's
+    :func:`digest_columns`. A run without a summary is not listed (a report
+    folds it). A host's own store (not one of this package) keeps no
+    summaries: nothing to list.
+    """
+    if not isinstance(store, StoreBase):
+        return ()
+    found: list[SummaryMismatch] = []
+    for row in store.summary_rows(session_id=session_id, since=since):
+        if row.payload is None:
+            continue
+        try:
+            digest = store.decode_summary(row.run_id, row.session_id, row.format,
+                                          row.created_at, row.payload, row.fingerprint)
+            stored = store.load(row.run_id)
+        except StoreError as error:
+            found.append(SummaryMismatch(row.run_id, str(error)))
+            continue
+        expected = None if stored is None else run_digest(stored, key=key)
+        if expected is None:
+            found.append(SummaryMismatch(
+                row.run_id, f"run {row.run_id!r}: a summary, but the journal does not tell an "
+                "ended run (fold it: runs ls, sessions show)"))
+            continue
+        if expected != digest:
+            place = describe_difference(to_wire(digest), to_wire(expected))
+            found.append(SummaryMismatch(
+                row.run_id, f"run {row.run_id!r} summary: {place} is not what the journal gives"))
+            continue
+        if isinstance(store, SqlStore) and not store.has_codec():
+            columns = store.summary_columns(row.run_id)
+            wanted = digest_columns(expected.story)
+            wanted = attrs.evolve(wanted, latencies=tuple(sorted(wanted.latencies)))
+            if columns != wanted or store.summary_last_mac(row.run_id) != expected.last_mac:
+                found.append(SummaryMismatch(
+                    row.run_id, f"run {row.run_id!r} summary: its columns are not what the "
+                    "journal gives"))
+    return tuple(found)

@@ -30,7 +30,6 @@ import attrs
 from .._kernel.converter import from_json, from_json_object_text, to_json
 from .._kernel.errors import PayloadError
 from .._kernel.json import JsonValue
-from ._base import StoredRun
 from ._reports import (
     FeedbackTally,
     FleetReport,
@@ -50,8 +49,6 @@ __all__ = [
     "digest_from_json",
     "digest_to_json",
     "percentile",
-    "run_digest",
-    "verify_summaries",
 ]
 
 GATEKEEPER_STATUSES = ("PASS", "LOW_CONFID", "REJECT")
@@ -93,28 +90,6 @@ class SummaryMismatch:
 
     run_id: str
     problem: str
-
-
-def _last_mac(stored: StoredRun) -> str | None:
-    end = stored.journal.end
-    if end is not None and end.mac:
-        mac: str | None = end.mac
-        return mac
-    entries = stored.journal.entries
-    return entries[-1].mac if entries else None
-
-
-def run_digest(stored: StoredRun, *, key: bytes | None = None) -> RunDigest | None:
-    """The summary of ``stored``, or None when the run has not ended (or does not fold).
-
-    Pure: the same stored journal always gives the same digest.
-    """
-    from ._session import run_story
-
-    story = run_story(attrs.evolve(stored, feedback=()), key=key)
-    if story.status != "complete":
-        return None
-    return RunDigest(story=story, last_mac=_last_mac(stored))
 
 
 def digest_to_json(digest: RunDigest) -> str:
@@ -288,57 +263,3 @@ def describe_difference(stored: JsonValue, expected: JsonValue, path: str = "") 
             if left != right:
                 return describe_difference(left, right, f"{path}[{index}]")
     return path or "$"
-
-
-def verify_summaries(
-    store: object, *, session_id: str | None = None, since: float | None = None,
-    key: bytes | None = None,
-) -> tuple[SummaryMismatch, ...]:
-    """Fold every listed run's journal and list every run whose stored summary disagrees.
-
-    A summary disagrees when it does not decode (sealed under another key,
-    or copied to another run or left under a relabelled one), when its run's
-    journal does not load or does not tell an ended run (verified with
-    ``key``), when it is not the :func:`run_digest` of the journal, or — in a
-    plain SQL store — when its columns are not that digest's
-    :func:`digest_columns`. A run without a summary is not listed (a report
-    folds it). A host's own store (not one of this package) keeps no
-    summaries: nothing to list.
-    """
-    from .._kernel.converter import to_wire
-    from ._base import StoreBase, StoreError
-    from ._sql import SqlStore
-
-    if not isinstance(store, StoreBase):
-        return ()
-    found: list[SummaryMismatch] = []
-    for row in store.summary_rows(session_id=session_id, since=since):
-        if row.payload is None:
-            continue
-        try:
-            digest = store.decode_summary(row.run_id, row.session_id, row.format,
-                                          row.created_at, row.payload, row.fingerprint)
-            stored = store.load(row.run_id)
-        except StoreError as error:
-            found.append(SummaryMismatch(row.run_id, str(error)))
-            continue
-        expected = None if stored is None else run_digest(stored, key=key)
-        if expected is None:
-            found.append(SummaryMismatch(
-                row.run_id, f"run {row.run_id!r}: a summary, but the journal does not tell an "
-                "ended run (fold it: runs ls, sessions show)"))
-            continue
-        if expected != digest:
-            place = describe_difference(to_wire(digest), to_wire(expected))
-            found.append(SummaryMismatch(
-                row.run_id, f"run {row.run_id!r} summary: {place} is not what the journal gives"))
-            continue
-        if isinstance(store, SqlStore) and not store.has_codec():
-            columns = store.summary_columns(row.run_id)
-            wanted = digest_columns(expected.story)
-            wanted = attrs.evolve(wanted, latencies=tuple(sorted(wanted.latencies)))
-            if columns != wanted or store.summary_last_mac(row.run_id) != expected.last_mac:
-                found.append(SummaryMismatch(
-                    row.run_id, f"run {row.run_id!r} summary: its columns are not what the "
-                    "journal gives"))
-    return tuple(found)
