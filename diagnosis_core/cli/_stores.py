@@ -25,16 +25,16 @@ import contextlib
 import datetime
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import DiagnosisError, JournalError, ScenarioError
 from .._kernel.terminal import terminal_safe
-from ..protocol import canonical_json
+from ..protocol import canonical_json, to_json
 from ._io import journal_key, payload_key, write, write_readable, write_result
 
 if TYPE_CHECKING:
-    from ..stores import JournalStore, PayloadCodec
+    from ..stores import JournalStore, PayloadCodec, SummaryMismatch
 
 __all__ = ["add_store_commands", "open_cli_store", "run_batch_with_store", "run_with_store"]
 
@@ -410,19 +410,29 @@ def _no_effects() -> Any:
 
 
 def _sessions_show(args: argparse.Namespace) -> int:
-    from ..stores import format_session_report, session_report
+    from ..stores import format_session_report, session_report, verify_summaries
 
     try:
         key = _key(args)
         with _opened(args) as store:
             report = session_report(store, args.session, key=key)
+            mismatches = (verify_summaries(store, session_id=args.session, key=key)
+                          if args.verify else ())
     except DiagnosisError as error:
         return _fail(_store_problem(error))
     if args.json:
-        write(canonical_json(report) + "\n")
+        write(to_json(report) + "\n")
     else:
         write_readable(format_session_report(report))
-    return 0
+    return _verified(mismatches)
+
+
+def _verified(mismatches: Sequence[SummaryMismatch]) -> int:
+    """``--verify``: every summary that disagrees with its journal on stderr; 1 when any does."""
+    for mismatch in mismatches:
+        sys.stderr.write(terminal_safe(
+            f"diagnosis-core: summary disagrees: {mismatch.problem}\n"))
+    return 1 if mismatches else 0
 
 
 def _since(text: str | None) -> float | None:
@@ -453,13 +463,14 @@ def _since(text: str | None) -> float | None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..stores import fleet_report, fleet_report_html, format_fleet_report
+    from ..stores import fleet_report, fleet_report_html, format_fleet_report, verify_summaries
 
     try:
         key = _key(args)
         since = _since(args.since)
         with _opened(args) as store:
             report = fleet_report(store, since=since, key=key)
+            mismatches = verify_summaries(store, since=since, key=key) if args.verify else ()
     except DiagnosisError as error:
         return _fail(_store_problem(error))
     if args.html is not None:
@@ -472,10 +483,10 @@ def _report(args: argparse.Namespace) -> int:
             ))
             return 1
     if args.json:
-        write(canonical_json(report) + "\n")
+        write(to_json(report) + "\n")
     elif args.html is None:
         write_readable(format_fleet_report(report))
-    return 0
+    return _verified(mismatches)
 
 
 def _store_option(parser: argparse.ArgumentParser) -> None:
@@ -489,6 +500,12 @@ def _key_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--journal-key-file", metavar="FILE",
                         help="host key (the file's bytes): verify the stored journals")
     _payload_key_option(parser)
+
+
+def _verify_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verify", action="store_true",
+                        help="also fold every journal and list each run whose stored summary "
+                        "disagrees (exit status 1 if any)")
 
 
 def _payload_key_option(parser: argparse.ArgumentParser) -> None:
@@ -533,7 +550,8 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
     _store_option(show)
     _key_option(show)
     show.add_argument("--json", action="store_true",
-                      help="print the diagnosis_session_report_v1 JSON form")
+                      help="print the diagnosis_session_report_v2 JSON form")
+    _verify_option(show)
     show.set_defaults(handler=_sessions_show)
     report = commands.add_parser("report", help="the fleet report of a journal store")
     _store_option(report)
@@ -543,4 +561,5 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
     report.add_argument("--json", action="store_true",
                         help="print the diagnosis_fleet_report_v1 JSON form")
     report.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+    _verify_option(report)
     report.set_defaults(handler=_report)

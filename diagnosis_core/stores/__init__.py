@@ -18,7 +18,14 @@ journals of many runs, one entry written at a time (O(1) per write):
 resumes what it holds; :func:`record_feedback` adds a user's rating after a
 run's end; :func:`session_report` tells a session's whole story from the
 journals; :func:`fleet_report` sums the runs up for the people who operate
-them. ``import diagnosis_core`` does not load this package.
+them. Both reports are frozen values (:class:`SessionReport`, each run a
+:class:`RunStory`; :class:`FleetReport`) serialized by the package's one
+converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``).
+An ended run's store keeps a derived summary (:class:`RunDigest`,
+:func:`run_digest`) that the reports read instead of folding its journal;
+:func:`verify_summaries` folds every journal and lists the summaries that
+disagree.
+``import diagnosis_core`` does not load this package.
 """
 
 from __future__ import annotations
@@ -39,35 +46,78 @@ from ._base import (
 )
 from ._codec import AesGcmCodec
 from ._drive import open_store
-from ._fleet import FLEET_REPORT_FORMAT, fleet_report, fleet_report_html, format_fleet_report
+from ._fleet import fleet_report, fleet_report_html, format_fleet_report
 from ._jsonl import JsonlStore
 from ._postgres import PostgresStore
-from ._session import (
+from ._reports import (
+    FLEET_REPORT_FORMAT,
     SESSION_REPORT_FORMAT,
+    AgentStep,
+    EffectTiming,
+    FeedbackItem,
+    FeedbackTally,
+    FleetReport,
+    GatekeeperRates,
+    LatencyTally,
+    RunCounts,
+    RunStory,
+    SessionReport,
+    StoryStatus,
+    ToolCall,
+    ToolCallError,
+    ToolTally,
+    VerifierRow,
+    Workflow,
+)
+from ._session import (
     format_session_report,
     record_feedback,
     run_status,
+    run_story,
     session_report,
+    verify_summaries,
 )
 from ._sqlite import SqliteStore
+from ._story import run_digest
+from ._summary import DigestColumns, RunDigest, SummaryMismatch, digest_columns
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
     "SESSION_REPORT_FORMAT",
     "AesGcmCodec",
+    "AgentStep",
+    "DigestColumns",
+    "EffectTiming",
     "Feedback",
+    "FeedbackItem",
+    "FeedbackTally",
+    "FleetReport",
+    "GatekeeperRates",
     "JournalStore",
     "JsonlStore",
+    "LatencyTally",
     "MissingKeyError",
     "PayloadCodec",
     "PostgresStore",
     "RunClaim",
     "RunClaimedError",
+    "RunCounts",
+    "RunDigest",
+    "RunStory",
     "RunSummary",
+    "SessionReport",
     "SqliteStore",
     "StoreError",
     "StoreSink",
     "StoredRun",
+    "StoryStatus",
+    "SummaryMismatch",
+    "ToolCall",
+    "ToolCallError",
+    "ToolTally",
+    "VerifierRow",
+    "Workflow",
+    "digest_columns",
     "entry_from_json",
     "entry_to_json",
     "fleet_report",
@@ -76,8 +126,11 @@ __all__ = [
     "format_session_report",
     "open_store",
     "record_feedback",
+    "run_digest",
     "run_status",
+    "run_story",
     "session_report",
+    "verify_summaries",
 ]
 
 _publish(__name__, globals(), __all__)

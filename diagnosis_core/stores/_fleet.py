@@ -5,56 +5,37 @@ story the session report tells (:func:`run_story`): outcome and reason-code
 counts, the gatekeeper's PASS / LOW_CONFID / REJECT rates over its audits,
 how often a run needed an evidence retry or ended in a fallback, each tool's
 failure rate, per-call latency percentiles from the ``duration_ms`` the
-drivers measured, and the feedback ratings. The JSON form is
-``diagnosis_fleet_report_v1`` (``docs/protocol.md``); :func:`fleet_report_html`
+drivers measured, and the feedback ratings. It is a :class:`FleetReport`
+value (wire form ``diagnosis_fleet_report_v1``, ``docs/stores.md``); :func:`fleet_report_html`
 renders one self-contained page (inline SVG, no script, nothing fetched).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .._kernel.json import JsonValue
-from ._base import JournalStore
+from .._kernel.converter import to_wire
+from .._kernel.errors import JournalError
+from ._base import JournalStore, StoreError, check_since
 from ._escape import html_text, text_line
-from ._session import listed_runs, run_story, unreadable_story
+from ._reports import FLEET_REPORT_FORMAT, FleetReport
+from ._session import _folded, _from_summary, stories
+from ._sql import SqlStore
+from ._story import checked_feedback
+from ._summary import FleetTally, percentile
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
     "fleet_report",
     "fleet_report_html",
     "format_fleet_report",
+    "percentile",
 ]
-
-FLEET_REPORT_FORMAT = "diagnosis_fleet_report_v1"
-"""The ``format`` of a fleet report's JSON form."""
-
-_GATEKEEPER_STATUSES = ("PASS", "LOW_CONFID", "REJECT")
-
-
-def _rate(count: int, total: int) -> float | None:
-    return None if total == 0 else round(count / total, 6)
-
-
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    """The nearest-rank percentile of ``values`` (None for no values)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(fraction * len(ordered)))
-    return ordered[rank - 1]
-
-
-def _counts(counter: Counter[str]) -> dict[str, JsonValue]:
-    return {name: counter[name] for name in sorted(counter)}
-
 
 def fleet_report(
     store: JournalStore, *, since: float | None = None, key: bytes | None = None
-) -> dict[str, JsonValue]:
+) -> FleetReport:
     """Sum up every run in ``store`` first stored at or after ``since`` (seconds since the epoch).
 
     Runs that are incomplete are counted as such and contribute their
@@ -63,80 +44,46 @@ def fleet_report(
     ``invalid`` and contributes nothing else. ``since`` must be finite.
     Rates are fractions of the runs (or audits, or calls) they are about,
     null when there are none.
+
+    Ended runs are counted from their derived summaries (spec §16, summaries): in a
+    plain SQL store by SQL over the summary columns, elsewhere from the
+    stored digests, one per run; only runs without a summary are folded.
+    Feedback is read from its records, decoded, and its MAC chain verified
+    with ``key``. :func:`verify_summaries` checks the summaries.
     """
-    runs = {"total": 0, "complete": 0, "incomplete": 0, "invalid": 0}
-    outcomes: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    gatekeeper: Counter[str] = Counter()
-    tools: dict[str, list[int]] = {}
-    latencies: dict[str, list[float]] = {}
-    ratings: Counter[str] = Counter()
-    rating_sum = 0
-    retried = fallbacks = finished = chat_finished = 0
-    for summary, stored, problem in listed_runs(store, since=since):
-        story: dict[str, Any] = (
-            unreadable_story(summary, problem or "") if stored is None
-            else run_story(stored, key=key)
-        )
-        runs["total"] += 1
-        runs[story["status"]] += 1
-        if story["status"] == "invalid":
+    since = check_since(since)
+    if not isinstance(store, SqlStore) or store.has_codec():
+        tally = FleetTally()
+        for story in stories(store, since=since, key=key):
+            tally.add(story)
+        return tally.report(since)
+    return _sql_fleet(store, since, key)
+
+
+def _sql_fleet(store: SqlStore, since: float | None, key: bytes | None) -> FleetReport:
+    tally = FleetTally()
+    ended: list[str] = []
+    for row in store.unsummarized(since):
+        story = _from_summary(store, row, store.feedback_of(row.run_id), key)
+        if story is None:
+            # summarized after the SQL below, which would count it a second time
+            story = _folded(store, row, key, summarize=False)
+            if story.status == "complete":
+                ended.append(row.run_id)
+        tally.add(story)
+    excluded: list[str] = []
+    for run_id, (link, rows) in store.summarized_feedback(since).items():
+        try:
+            items = checked_feedback(run_id, store.decode_feedback(run_id, rows), link, key)
+        except (StoreError, JournalError):
+            excluded.append(run_id)  # told invalid, like the journal's fold would
+            tally.statuses["invalid"] += 1
             continue
-        prefix = "" if story["workflow"] == "chat" else "aiops."
-        for effect in story["effects"]:
-            if effect["duration_ms"] is not None and effect["state"] == "finished":
-                latencies.setdefault(prefix + effect["call"], []).append(effect["duration_ms"])
-        for tool in story["tool_invocations"]:
-            tally = tools.setdefault(tool["tool_name"], [0, 0])
-            tally[0] += 1
-            tally[1] += 0 if tool["success"] else 1
-        for audit in story["gatekeeper_audits"]:
-            gatekeeper[audit["status"]] += 1
-        for item in story["feedback"]:
-            ratings[str(item["rating"])] += 1
-            rating_sum += item["rating"]
-        if story["status"] != "complete":
-            continue
-        finished += 1
-        outcome = story["outcome"]
-        outcomes[outcome] += 1
-        if story["reason_code"] is not None:
-            reasons[story["reason_code"]] += 1
-        if "FALLBACK" in outcome:
-            fallbacks += 1
-        if story["workflow"] == "chat":
-            chat_finished += 1
-            if any(step["node"] == "evidence_retry" for step in story["agent_steps"]):
-                retried += 1
-    audits = sum(gatekeeper.values())
-    feedback_count = sum(ratings.values())
-    return {
-        "format": FLEET_REPORT_FORMAT,
-        "since": since,
-        "runs": dict(runs),
-        "outcomes": _counts(outcomes),
-        "reason_codes": _counts(reasons),
-        "gatekeeper": {
-            "audits": audits,
-            "rates": {name: _rate(gatekeeper[name], audits) for name in _GATEKEEPER_STATUSES},
-        },
-        "evidence_retry_rate": _rate(retried, chat_finished),
-        "fallback_rate": _rate(fallbacks, finished),
-        "tools": {
-            name: {"calls": calls, "failures": failures, "failure_rate": _rate(failures, calls)}
-            for name, (calls, failures) in sorted(tools.items())
-        },
-        "latency_ms": {
-            call: {"count": len(values), "p50": percentile(values, 0.5),
-                   "p95": percentile(values, 0.95)}
-            for call, values in sorted(latencies.items())
-        },
-        "feedback": {
-            "count": feedback_count,
-            "mean_rating": None if not feedback_count else round(rating_sum / feedback_count, 6),
-            "ratings": {str(value): ratings[str(value)] for value in range(1, 6)},
-        },
-    }
+        tally.add_feedback(item.rating for item in items)
+    percentiles = store.tally_columns(tally, since, excluded)
+    for run_id in ended:  # a store older than summaries: computed once, here
+        store.summarize(run_id)
+    return tally.report(since, percentiles)
 
 
 def _show(value: object) -> str:
@@ -147,37 +94,36 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def format_fleet_report(report: dict[str, Any]) -> str:
+def format_fleet_report(report: FleetReport) -> str:
     """The fleet report as readable text (``diagnosis-core report``); every name made inert."""
-    runs = report["runs"]
+    runs = report.runs
     lines = [
-        f"runs: {runs['total']} (complete {runs['complete']}, incomplete {runs['incomplete']}, "
-        f"invalid {runs['invalid']})",
+        f"runs: {runs.total} (complete {runs.complete}, incomplete {runs.incomplete}, "
+        f"invalid {runs.invalid})",
         "",
         "outcomes:",
     ]
-    lines += [f"  {text_line(name):<30} {count}" for name, count in report["outcomes"].items()]
+    lines += [f"  {text_line(name):<30} {count}" for name, count in report.outcomes.items()]
     lines.append("reason codes:")
-    lines += [f"  {text_line(name):<30} {count}"
-              for name, count in report["reason_codes"].items()]
-    gate = report["gatekeeper"]
-    lines.append(f"gatekeeper audits: {gate['audits']}")
-    lines += [f"  {name:<30} {_show(rate)}" for name, rate in gate["rates"].items()]
-    lines.append(f"evidence retry rate: {_show(report['evidence_retry_rate'])}")
-    lines.append(f"fallback rate: {_show(report['fallback_rate'])}")
+    lines += [f"  {text_line(name):<30} {count}" for name, count in report.reason_codes.items()]
+    gate = report.gatekeeper
+    lines.append(f"gatekeeper audits: {gate.audits}")
+    lines += [f"  {name:<30} {_show(rate)}" for name, rate in gate.rates.items()]
+    lines.append(f"evidence retry rate: {_show(report.evidence_retry_rate)}")
+    lines.append(f"fallback rate: {_show(report.fallback_rate)}")
     lines.append("tools (calls, failures, failure rate):")
     lines += [
-        f"  {text_line(name):<30} {row['calls']} {row['failures']} {_show(row['failure_rate'])}"
-        for name, row in report["tools"].items()
+        f"  {text_line(name):<30} {row.calls} {row.failures} {_show(row.failure_rate)}"
+        for name, row in report.tools.items()
     ]
     lines.append("latency ms (count, p50, p95):")
     lines += [
-        f"  {text_line(name):<30} {row['count']} {_show(row['p50'])} {_show(row['p95'])}"
-        for name, row in report["latency_ms"].items()
+        f"  {text_line(name):<30} {row.count} {_show(row.p50)} {_show(row.p95)}"
+        for name, row in report.latency_ms.items()
     ]
-    feedback = report["feedback"]
-    lines.append(f"feedback: {feedback['count']} rating(s), mean {_show(feedback['mean_rating'])}")
-    lines += [f"  {stars} star(s): {count}" for stars, count in feedback["ratings"].items()]
+    feedback = report.feedback
+    lines.append(f"feedback: {feedback.count} rating(s), mean {_show(feedback.mean_rating)}")
+    lines += [f"  {stars} star(s): {count}" for stars, count in feedback.ratings.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -217,12 +163,13 @@ td, th { padding: 2px 10px; text-align: left; border-bottom: 1px solid #ddd; }
 """
 
 
-def fleet_report_html(report: dict[str, Any]) -> str:
+def fleet_report_html(fleet: FleetReport) -> str:
     """One self-contained HTML page of the fleet report: inline SVG charts, no network at all.
 
     Every stored string (a tool name, a call, an outcome) is inert HTML text
     (:func:`html_text`), and the page always encodes as UTF-8.
     """
+    report: Any = to_wire(fleet)
     runs = report["runs"]
     charts = [
         _bar_chart("chart-outcomes", "Outcomes",

@@ -4,8 +4,8 @@
 → verifier judgement → final answer → user feedback" for every run of a
 session: each run's journal is folded (and verified with the host's key) and
 everything is derived from that fold and the journal — nothing is stored a
-second time. The JSON form is ``diagnosis_session_report_v1``
-(``docs/protocol.md``).
+second time. It is a :class:`SessionReport` value (wire form
+``diagnosis_session_report_v2``, ``docs/stores.md``).
 
 :func:`record_feedback` appends a rating (and optional comment) after a run's
 end. It is a fact *about* the run, kept beside its journal: folding never
@@ -23,16 +23,14 @@ gives each listed run loaded, or the reason it is not, and the run is told as
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Iterator, Sequence
-from typing import Any
+import contextlib
+from collections.abc import Iterator
 
 import attrs
 
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.store import MissingKeyError, is_signed
-from .._kernel.json import JsonValue, canonical_json
 from ._base import (
     Feedback,
     JournalStore,
@@ -40,10 +38,22 @@ from ._base import (
     StoreBase,
     StoredRun,
     StoreError,
+    SummaryRow,
     wait_for_claim,
 )
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
+from ._reports import SESSION_REPORT_FORMAT, FeedbackItem, RunStory, SessionReport
+from ._sql import SqlStore
+from ._story import (
+    checked_feedback,
+    run_digest,
+    run_status,
+    run_story,
+    verified_feedback,
+    workflow_of,
+)
+from ._summary import RunDigest, SummaryMismatch, describe_difference, digest_columns
 
 __all__ = [
     "SESSION_REPORT_FORMAT",
@@ -53,41 +63,10 @@ __all__ = [
     "run_status",
     "run_story",
     "session_report",
+    "stories",
     "unreadable_story",
+    "verify_summaries",
 ]
-
-SESSION_REPORT_FORMAT = "diagnosis_session_report_v1"
-"""The ``format`` of a session report's JSON form."""
-
-def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
-    """The fold of a stored run's journal (its workflow's ``journal_status``), checked with ``key``.
-
-    Raises :class:`JournalError` when the stored journal does not fold.
-    """
-    if stored.format.startswith("aiops_journal_"):
-        from ..aiops import aiops_journal_status
-
-        return aiops_journal_status(stored.journal, key=key)
-    from ..journal import journal_status
-
-    return journal_status(stored.journal, key=key)
-
-
-def _verified_feedback(stored: StoredRun, key: bytes | None) -> tuple[Feedback, ...]:
-    if key is None:
-        return stored.feedback
-    entries = stored.journal.entries
-    end = stored.journal.end
-    link = end.mac if end is not None and end.mac else (entries[-1].mac if entries else None)
-    for index, item in enumerate(stored.feedback):
-        if link is None or item.mac is None or not hmac.compare_digest(
-            feedback_mac(item, link, key), item.mac
-        ):
-            raise JournalError(
-                f"run {stored.run_id!r} feedback[{index}].mac: missing or does not match"
-            )
-        link = item.mac
-    return stored.feedback
 
 
 def record_feedback(
@@ -123,7 +102,7 @@ def record_feedback(
         if not status.complete:
             raise StoreError(f"run {run_id!r}: has not ended ({status.describe()}); "
                              "feedback follows a run's end")
-        earlier = _verified_feedback(stored, key)
+        earlier = verified_feedback(stored, key)
         feedback = Feedback(rating, comment, len(stored.journal.entries))
         if key is not None:
             end = stored.journal.end
@@ -139,56 +118,6 @@ def record_feedback(
 
 
 # --- the story of one run -----------------------------------------------------------
-
-
-def _effects(stored: StoredRun) -> list[JsonValue]:
-    return [
-        {"seq": entry.seq, "call": entry.call.value, "round": entry.round,
-         "attempt": entry.attempt, "state": entry.state.value, "duration_ms": duration}
-        for entry, duration in zip(stored.journal.entries, stored.durations, strict=True)
-    ]
-
-
-def _tools(stored: StoredRun) -> list[JsonValue]:
-    records: list[JsonValue] = []
-    for entry in stored.journal.entries:
-        for item in entry.tool_invocations or ():
-            records.append(item.to_record())
-    return records
-
-
-def _steps(events: Sequence[Any], round_of: str) -> list[JsonValue]:
-    return [
-        {"seq": event.seq, "node": event.node.value, "round": getattr(event, round_of),
-         "attempt": event.attempt, "status": event.status.value,
-         "reason_code": None if event.reason_code is None else event.reason_code.value}
-        for event in events
-    ]
-
-
-def _verifier(events: Sequence[Any], evaluations: Sequence[Any]) -> list[JsonValue]:
-    found: dict[tuple[int, int], Any] = {(item.round, item.attempt): item for item in evaluations}
-    rows: list[JsonValue] = []
-    for event in events:
-        if event.node.value != "verifier":
-            continue
-        evaluation = found.get((event.round, event.attempt))
-        row: dict[str, JsonValue] = {
-            "round": event.round, "attempt": event.attempt, "status": event.status.value,
-            "reason_code": None if event.reason_code is None else event.reason_code.value,
-            "model_verdict": None, "effective_verdict": None, "ceiling": None,
-            "groundedness_score": None, "unknown_claim_ids": [],
-        }
-        if evaluation is not None:
-            row.update({
-                "model_verdict": evaluation.model_verdict.value,
-                "effective_verdict": evaluation.effective_verdict.value,
-                "ceiling": evaluation.ceiling.value,
-                "groundedness_score": evaluation.output.groundedness_score,
-                "unknown_claim_ids": list(evaluation.unknown_claim_ids),
-            })
-        rows.append(row)
-    return rows
 
 
 def listed_runs(
@@ -213,153 +142,208 @@ def listed_runs(
         yield summary, stored, None
 
 
-def unreadable_story(summary: RunSummary, problem: str) -> dict[str, JsonValue]:
+def unreadable_story(summary: RunSummary, problem: str) -> RunStory:
     """A run the store cannot give back, as a report tells it: ``invalid``, with the reason."""
-    return {
-        "run_id": summary.run_id,
-        "session_id": summary.session_id,
-        "workflow": "aiops" if summary.format.startswith("aiops_journal_") else "chat",
-        "created_at": summary.created_at,
-        "status": "invalid",
-        "problem": problem,
-    }
+    return RunStory(
+        run_id=summary.run_id,
+        session_id=summary.session_id,
+        workflow=workflow_of(summary.format),
+        created_at=summary.created_at,
+        status="invalid",
+        problem=problem,
+    )
 
 
-def run_story(stored: StoredRun, *, key: bytes | None = None) -> dict[str, JsonValue]:
-    """One run of a session report: everything derived from its journal and its feedback.
+def _invalid(row: SummaryRow, problem: str) -> RunStory:
+    return RunStory(run_id=row.run_id, session_id=row.session_id, workflow=workflow_of(row.format),
+                    created_at=row.created_at, status="invalid", problem=problem)
 
-    A journal that does not fold (or verify, with ``key``) gives ``"status":
-    "invalid"`` and the problem, never a partial story.
-    """
-    story: dict[str, JsonValue] = {
-        "run_id": stored.run_id,
-        "session_id": stored.session_id,
-        "workflow": "aiops" if stored.format.startswith("aiops_journal_") else "chat",
-        "created_at": stored.created_at,
-    }
+
+def _from_summary(
+    store: StoreBase, row: SummaryRow, feedback: list[tuple[str, float]], key: bytes | None
+) -> RunStory | None:
+    """The run's story from its stored summary and feedback; None when it has no usable summary."""
+    if row.payload is None:
+        return None
     try:
-        status = run_status(stored, key)
-        feedback = _verified_feedback(stored, key)
-    except JournalError as error:
-        story.update({"status": "invalid", "problem": str(error)})
+        digest = store.decode_summary(row.run_id, row.session_id, row.format, row.created_at,
+                                      row.payload, row.fingerprint)
+    except StoreError:
+        return None  # a summary that does not decode is not used: the journal tells the run
+    try:
+        items = checked_feedback(row.run_id, store.decode_feedback(row.run_id, feedback),
+                                 digest.last_mac, key)
+    except (StoreError, JournalError) as error:
+        return _invalid(row, str(error))
+    story: RunStory = digest.story
+    if not items:
         return story
-    state = status.state
-    story["status"] = "complete" if status.complete else "incomplete"
-    story["next_call"] = None if status.complete else status.describe()
-    story["effects"] = _effects(stored)
-    story["tool_invocations"] = _tools(stored)
-    if story["workflow"] == "chat":
-        from .. import build_trace_report
+    return attrs.evolve(story, feedback=tuple(
+        FeedbackItem(item.rating, item.comment, item.after_seq, item.recorded_at)
+        for item in items))
 
-        report = build_trace_report(state)
-        wire = to_wire(report)
-        assert isinstance(wire, dict)
-        story["question"] = report.question
-        story["agent_steps"] = _steps(report.events, "round")
-        story["gatekeeper_audits"] = wire["gatekeeper_audits"]
-        story["verifier_evaluations"] = _verifier(report.events, report.verifier_evaluations)
-        story["outcome"] = wire["outcome"]
-        story["reason_code"] = wire["reason_code"]
-        story["answer"] = report.answer
-    else:
-        story["question"] = None
-        story["agent_steps"] = _steps(state.events, "step")
-        story["gatekeeper_audits"] = []
-        story["verifier_evaluations"] = []
-        story["outcome"] = None if state.outcome is None else state.outcome.value
-        story["reason_code"] = None if state.reason_code is None else state.reason_code.value
-        if state.fallback is not None:
-            story["answer"] = state.fallback
-        elif state.report is not None:
-            story["answer"] = canonical_json(to_wire(state.report))
-        else:
-            story["answer"] = None
-    story["feedback"] = [
-        {"rating": item.rating, "comment": item.comment, "after_seq": item.after_seq,
-         "recorded_at": item.recorded_at}
-        for item in feedback
-    ]
+
+def _folded(
+    store: StoreBase, row: SummaryRow, key: bytes | None, *, summarize: bool = True
+) -> RunStory:
+    """The run's story folded from its journal; an ended run's summary is stored on the way.
+
+    ``summarize=False``: the caller stores it later (:meth:`StoreBase.summarize`).
+    """
+    try:
+        stored = store.load(row.run_id)
+    except StoreError as error:
+        return _invalid(row, str(error))
+    if stored is None:  # pragma: no cover - a listed run is stored
+        return _invalid(row, f"run {row.run_id!r}: listed but not in the store")
+    story = run_story(stored, key=key)
+    if summarize and story.status == "complete" and store.summaries_writable():
+        end = stored.journal.end
+        entries = stored.journal.entries
+        link = end.mac if end is not None and end.mac else (entries[-1].mac if entries else None)
+        with contextlib.suppress(StoreError):
+            store.put_summary(stored, RunDigest(attrs.evolve(story, feedback=()), link))
     return story
+
+
+def stories(
+    store: JournalStore, *, session_id: str | None = None, since: float | None = None,
+    key: bytes | None = None,
+) -> Iterator[RunStory]:
+    """The story of every listed run, in the order the store first saw them.
+
+    From a store of this package, a run with a stored summary is told from it
+    and its feedback records (decoded, and their MAC chain verified with
+    ``key``), with no fold; any other run is folded from its journal (and,
+    when it has ended, its summary stored). A host's own store is folded run
+    by run.
+    """
+    if not isinstance(store, StoreBase):
+        for listed, stored, problem in listed_runs(store, session_id=session_id, since=since):
+            if stored is None:
+                yield unreadable_story(listed, problem or "")
+            else:
+                yield run_story(stored, key=key)
+        return
+    rows = store.summary_rows(session_id=session_id, since=since)
+    feedback = store.feedback_rows(session_id=session_id, since=since)
+    for row in rows:
+        story = _from_summary(store, row, feedback.get(row.run_id, []), key)
+        yield story if story is not None else _folded(store, row, key)
 
 
 def session_report(
     store: JournalStore, session_id: str, *, key: bytes | None = None
-) -> dict[str, JsonValue]:
+) -> SessionReport:
     """Every run of ``session_id`` in the order the store first saw them (spec §16).
 
-    The ``diagnosis_session_report_v1`` JSON form: ``{"format",
-    "session_id", "runs": [...]}``, each run as :func:`run_story` gives it.
-    With ``key`` every journal and every feedback's MAC is verified.
+    A :class:`SessionReport` (wire form ``diagnosis_session_report_v2``,
+    ``docs/stores.md``), each run a :class:`RunStory`. A run that has ended
+    is told from its derived summary (spec §16, summaries, :func:`stories`); with
+    ``key`` every feedback's MAC is verified, and every journal folded here
+    (a run without a summary). :func:`verify_summaries` checks the summaries
+    against the journals.
     """
     if not isinstance(session_id, str) or not session_id:
         raise StoreError(f"session_id: expected a non-empty string, got {session_id!r}")
-    runs: list[JsonValue] = []
-    for summary, stored, problem in listed_runs(store, session_id=session_id):
-        if stored is None:
-            assert problem is not None
-            runs.append(unreadable_story(summary, problem))
-        else:
-            runs.append(run_story(stored, key=key))
-    return {"format": SESSION_REPORT_FORMAT, "session_id": session_id, "runs": runs}
+    runs = tuple(stories(store, session_id=session_id, key=key))
+    return SessionReport(session_id=session_id, runs=runs)
 
 
 _cell = text_line
 
 
-def format_session_report(report: dict[str, JsonValue]) -> str:
+def format_session_report(report: SessionReport) -> str:
     """The session report as readable text (what ``diagnosis-core sessions show`` prints).
 
     Every stored string is one inert line (:func:`text_line`); an answer's
     own lines are kept, each made inert.
     """
-    runs = report.get("runs")
-    assert isinstance(runs, list)
-    lines = [f"session {_cell(report.get('session_id'))}: {len(runs)} run(s)"]
+    runs = report.runs
+    lines = [f"session {_cell(report.session_id)}: {len(runs)} run(s)"]
     for story in runs:
-        assert isinstance(story, dict)
-        lines += ["", f"== run {_cell(story['run_id'])} ({story['workflow']}, "
-                  f"{story['status']})"]
-        if story["status"] == "invalid":
-            lines.append(f"   problem: {_cell(story['problem'])}")
+        lines += ["", f"== run {_cell(story.run_id)} ({story.workflow}, {story.status})"]
+        if story.status == "invalid":
+            lines.append(f"   problem: {_cell(story.problem)}")
             continue
-        if story.get("question") is not None:
-            lines.append(f"   question: {_cell(story['question'])}")
+        if story.question is not None:
+            lines.append(f"   question: {_cell(story.question)}")
         lines.append("   steps:")
-        for step in story["agent_steps"]:  # type: ignore[union-attr]
-            assert isinstance(step, dict)
+        for step in story.agent_steps:
             lines.append(
-                f"     {step['seq']:>3} {step['node']:<22} round {step['round']} "
-                f"attempt {step['attempt']}  {step['status']}  {_cell(step['reason_code'])}"
+                f"     {step.seq:>3} {step.node:<22} round {step.round} "
+                f"attempt {step.attempt}  {step.status}  {_cell(step.reason_code)}"
             )
-        tools = story["tool_invocations"]
-        assert isinstance(tools, list)
-        lines.append(f"   tools: {len(tools)} call(s)")
-        for tool in tools:
-            assert isinstance(tool, dict)
-            state = "ok" if tool["success"] else "failed"
-            lines.append(f"     {_cell(tool['invocation_id'])} {_cell(tool['tool_name'])} {state}")
-        for audit in story["gatekeeper_audits"]:  # type: ignore[union-attr]
-            assert isinstance(audit, dict)
+        lines.append(f"   tools: {len(story.tool_invocations)} call(s)")
+        for tool in story.tool_invocations:
+            state = "ok" if tool.success else "failed"
+            lines.append(f"     {_cell(tool.invocation_id)} {_cell(tool.tool_name)} {state}")
+        for audit in story.gatekeeper_audits:
             lines.append(
-                f"   gatekeeper round {audit['round']}: {audit['status']} "
-                f"({audit['passed']}/{audit['checked']} passed) {_cell(audit['reason_code'])}"
+                f"   gatekeeper round {audit.round}: {audit.status.value} "
+                f"({audit.passed}/{audit.checked} passed) "
+                f"{_cell(None if audit.reason_code is None else audit.reason_code.value)}"
             )
-        for row in story["verifier_evaluations"]:  # type: ignore[union-attr]
-            assert isinstance(row, dict)
+        for row in story.verifier_evaluations:
             lines.append(
-                f"   verifier round {row['round']} attempt {row['attempt']}: {row['status']} "
-                f"model {_cell(row['model_verdict'])} effective {_cell(row['effective_verdict'])} "
-                f"groundedness {_cell(row['groundedness_score'])}"
+                f"   verifier round {row.round} attempt {row.attempt}: {row.status} "
+                f"model {_cell(row.model_verdict)} effective {_cell(row.effective_verdict)} "
+                f"groundedness {_cell(row.groundedness_score)}"
             )
-        lines.append(
-            f"   outcome: {_cell(story['outcome'])}   reason: {_cell(story['reason_code'])}"
-        )
-        if story.get("answer") is not None:
+        lines.append(f"   outcome: {_cell(story.outcome)}   reason: {_cell(story.reason_code)}")
+        if story.answer is not None:
             lines.append("   answer:")
-            lines += [f"     {_cell(line)}" for line in str(story["answer"]).splitlines()]
-        feedback = story["feedback"]
-        assert isinstance(feedback, list)
-        for item in feedback:
-            assert isinstance(item, dict)
-            lines.append(f"   feedback: {item['rating']}/5 {_cell(item['comment'])}")
+            lines += [f"     {_cell(line)}" for line in story.answer.splitlines()]
+        for item in story.feedback:
+            lines.append(f"   feedback: {item.rating}/5 {_cell(item.comment)}")
     return "\n".join(lines) + "\n"
+
+
+def verify_summaries(
+    store: object, *, session_id: str | None = None, since: float | None = None,
+    key: bytes | None = None,
+) -> tuple[SummaryMismatch, ...]:
+    """Fold every listed run's journal and list every run whose stored summary disagrees.
+
+    A summary disagrees when it does not decode (sealed under another key,
+    or copied to another run or left under a relabelled one), when its run's
+    journal does not load or does not tell an ended run (verified with
+    ``key``), when it is not the :func:`run_digest` of the journal, or — in a
+    plain SQL store — when its columns are not that digest's
+    :func:`digest_columns`. A run without a summary is not listed (a report
+    folds it). A host's own store (not one of this package) keeps no
+    summaries: nothing to list.
+    """
+    if not isinstance(store, StoreBase):
+        return ()
+    found: list[SummaryMismatch] = []
+    for row in store.summary_rows(session_id=session_id, since=since):
+        if row.payload is None:
+            continue
+        try:
+            digest = store.decode_summary(row.run_id, row.session_id, row.format,
+                                          row.created_at, row.payload, row.fingerprint)
+            stored = store.load(row.run_id)
+        except StoreError as error:
+            found.append(SummaryMismatch(row.run_id, str(error)))
+            continue
+        expected = None if stored is None else run_digest(stored, key=key)
+        if expected is None:
+            found.append(SummaryMismatch(
+                row.run_id, f"run {row.run_id!r}: a summary, but the journal does not tell an "
+                "ended run (fold it: runs ls, sessions show)"))
+            continue
+        if expected != digest:
+            place = describe_difference(to_wire(digest), to_wire(expected))
+            found.append(SummaryMismatch(
+                row.run_id, f"run {row.run_id!r} summary: {place} is not what the journal gives"))
+            continue
+        if isinstance(store, SqlStore) and not store.has_codec():
+            columns = store.summary_columns(row.run_id)
+            wanted = digest_columns(expected.story)
+            wanted = attrs.evolve(wanted, latencies=tuple(sorted(wanted.latencies)))
+            if columns != wanted or store.summary_last_mac(row.run_id) != expected.last_mac:
+                found.append(SummaryMismatch(
+                    row.run_id, f"run {row.run_id!r} summary: its columns are not what the "
+                    "journal gives"))
+    return tuple(found)

@@ -18,8 +18,10 @@ from store_support import chat_example_docs, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
 from diagnosis_core.cli import main
+from diagnosis_core.protocol import from_wire, to_wire
 from diagnosis_core.stores import (
     FLEET_REPORT_FORMAT,
+    FleetReport,
     fleet_report,
     fleet_report_html,
     format_fleet_report,
@@ -47,7 +49,8 @@ def _fill(store: StoreBase) -> list[dc.DiagnosisState]:
 def test_the_fleet_report_counts_what_the_runs_did(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     states = _fill(store)
-    report: Any = fleet_report(store)
+    fleet = fleet_report(store)
+    report: Any = to_wire(fleet)
     assert report["format"] == FLEET_REPORT_FORMAT
     assert report["runs"] == {"total": len(states), "complete": len(states), "incomplete": 0,
                               "invalid": 0}
@@ -76,8 +79,8 @@ def test_the_fleet_report_counts_what_the_runs_did(tmp_path: Path) -> None:
     assert report["latency_ms"]["planner"]["count"] == sum(s.calls.planner for s in states)
     assert report["feedback"]["count"] == 2 and report["feedback"]["mean_rating"] == 3.0
     assert report["feedback"]["ratings"] == {"1": 1, "2": 0, "3": 0, "4": 0, "5": 1}
-    assert fleet_report(store, since=time.time() + 60)["runs"]["total"] == 0  # type: ignore[index, call-overload]
-    assert "fallback rate:" in format_fleet_report(report)
+    assert fleet_report(store, since=time.time() + 60).runs.total == 0
+    assert "fallback rate:" in format_fleet_report(fleet)
     store.close()
 
 
@@ -93,7 +96,7 @@ def test_report_json_and_html_from_the_command_line(
     url = str(tmp_path / "r.jsonl")
     store = open_store(url)
     _fill(store)
-    expected = json.loads(json.dumps(fleet_report(store)))
+    expected = json.loads(json.dumps(to_wire(fleet_report(store))))
     store.close()
     assert main(["report", "--store", url, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == expected
@@ -118,7 +121,8 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -
         pytest.skip("no Chromium (apt-get install -y chromium)")
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     _fill(store)
-    report: Any = fleet_report(store)
+    fleet = fleet_report(store)
+    report: Any = to_wire(fleet)
     store.close()
     page = tmp_path / "fleet.html"
     # the page as shipped, plus (in this copy only) a probe that measures the laid-out bars
@@ -129,7 +133,7 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -
         " [...svg.querySelectorAll('rect.bar')].map(r => r.getBoundingClientRect().width)]));"
         " document.body.append(out); });</script>"
     )
-    shipped = fleet_report_html(report)
+    shipped = fleet_report_html(fleet)
     probed = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", shipped)
     page.write_text(probed.replace("</body>", probe + "</body>"), encoding="utf-8")
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
@@ -170,7 +174,7 @@ def test_the_page_escapes_every_name_it_shows() -> None:
         "latency_ms": {}, "feedback": {"count": 0, "mean_rating": None,
                                        "ratings": {str(n): 0 for n in range(1, 6)}},
     }
-    page = fleet_report_html(report)
+    page = fleet_report_html(from_wire(FleetReport, report))
     assert "<script" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
     assert page.count('<rect class="bar"') == 1 + 1 + 3 + 5
@@ -188,7 +192,7 @@ def test_the_page_shows_unencodable_and_control_characters_as_visible_escapes() 
         "latency_ms": {}, "feedback": {"count": 0, "mean_rating": None,
                                        "ratings": {str(n): 0 for n in range(1, 6)}},
     }
-    page = fleet_report_html(report)
+    page = fleet_report_html(from_wire(FleetReport, report))
     page.encode("utf-8")  # a lone surrogate no longer makes the page unwritable
     assert "a\\ud800b\\x1b[2J\\u202e\\ufffe" in page
     assert not any(char in page for char in "\ud800\x1b\u202e\ufffe")
@@ -202,10 +206,10 @@ def test_an_unreadable_run_is_counted_invalid_and_the_others_summed(tmp_path: Pa
     for index, (_, doc) in enumerate(chat_example_docs()[:3]):
         request, effects = scenario_of(with_ids(doc, run_id=f"r{index}"))
         dc.run_diagnosis(request, effects, store=store)
-    alone: Any = fleet_report(store)
+    alone: Any = to_wire(fleet_report(store))
     with sqlite3.connect(path) as db:
         db.execute("UPDATE diagnosis_runs SET payload = 'sealed:aesgcm:AAAA' WHERE run_id = 'r1'")
-    report: Any = fleet_report(store)
+    report: Any = to_wire(fleet_report(store))
     store.close()
     assert report["runs"] == {"total": 3, "complete": 2, "incomplete": 0, "invalid": 1}
     assert sum(report["outcomes"].values()) == sum(alone["outcomes"].values()) - 1

@@ -234,6 +234,8 @@ def test_every_file_a_store_creates_is_private(file_url: str) -> None:
     expected = {real.name: 0o600, f"{real.name}.locks": 0o700, "claims.lock": 0o600}
     if file_url.startswith("sqlite:"):
         expected |= {f"{real.name}-wal": 0o600, f"{real.name}-shm": 0o600}
+    else:  # the derived summaries' index, beside the store (docs/stores.md)
+        expected |= {f"{real.name}.summaries": 0o600}
     assert modes == expected
 
 
