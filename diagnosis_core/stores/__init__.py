@@ -18,7 +18,9 @@ journals of many runs, one entry written at a time (O(1) per write):
 resumes what it holds; :func:`record_feedback` adds a user's rating after a
 run's end; :func:`session_report` tells a session's whole story from the
 journals; :func:`fleet_report` sums the runs up for the people who operate
-them. ``import diagnosis_core`` does not load this package.
+them; :func:`write_report_pages` writes both as linked, self-contained HTML
+pages (the fleet, each session, each run, with every failure reason).
+``import diagnosis_core`` does not load this package.
 """
 
 from __future__ import annotations
@@ -39,8 +41,16 @@ from ._base import (
 )
 from ._codec import AesGcmCodec
 from ._drive import open_store
-from ._fleet import FLEET_REPORT_FORMAT, fleet_report, fleet_report_html, format_fleet_report
+from ._fleet import FLEET_REPORT_FORMAT, fleet_report, format_fleet_report
 from ._jsonl import JsonlStore
+from ._pages import (
+    failure_reasons,
+    fleet_report_html,
+    report_page_name,
+    run_story_html,
+    session_report_html,
+    write_report_pages,
+)
 from ._postgres import PostgresStore
 from ._session import (
     SESSION_REPORT_FORMAT,
@@ -70,14 +80,19 @@ __all__ = [
     "StoredRun",
     "entry_from_json",
     "entry_to_json",
+    "failure_reasons",
     "fleet_report",
     "fleet_report_html",
     "format_fleet_report",
     "format_session_report",
     "open_store",
     "record_feedback",
+    "report_page_name",
     "run_status",
+    "run_story_html",
     "session_report",
+    "session_report_html",
+    "write_report_pages",
 ]
 
 _publish(__name__, globals(), __all__)

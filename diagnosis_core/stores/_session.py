@@ -44,6 +44,7 @@ from ._base import (
 )
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
+from ._pages import failure_reasons
 
 __all__ = [
     "SESSION_REPORT_FORMAT",
@@ -161,7 +162,8 @@ def _steps(events: Sequence[Any], round_of: str) -> list[JsonValue]:
     return [
         {"seq": event.seq, "node": event.node.value, "round": getattr(event, round_of),
          "attempt": event.attempt, "status": event.status.value,
-         "reason_code": None if event.reason_code is None else event.reason_code.value}
+         "reason_code": None if event.reason_code is None else event.reason_code.value,
+         "message": event.details.error}
         for event in events
     ]
 
@@ -337,7 +339,11 @@ def format_session_report(report: dict[str, JsonValue]) -> str:
         for tool in tools:
             assert isinstance(tool, dict)
             state = "ok" if tool["success"] else "failed"
-            lines.append(f"     {_cell(tool['invocation_id'])} {_cell(tool['tool_name'])} {state}")
+            error = tool.get("error")
+            detail = (f"  {_cell(error.get('type'))}: {_cell(error.get('message'))}"
+                      if isinstance(error, dict) else "")
+            lines.append(f"     {_cell(tool['invocation_id'])} {_cell(tool['tool_name'])} "
+                         f"{state}{detail}")
         for audit in story["gatekeeper_audits"]:  # type: ignore[union-attr]
             assert isinstance(audit, dict)
             lines.append(
@@ -354,6 +360,10 @@ def format_session_report(report: dict[str, JsonValue]) -> str:
         lines.append(
             f"   outcome: {_cell(story['outcome'])}   reason: {_cell(story['reason_code'])}"
         )
+        reasons = failure_reasons(story)
+        if reasons:
+            lines.append("   why:")
+            lines += [f"     {_cell(reason)}" for reason in reasons]
         if story.get("answer") is not None:
             lines.append("   answer:")
             lines += [f"     {_cell(line)}" for line in str(story["answer"]).splitlines()]

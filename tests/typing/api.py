@@ -955,6 +955,14 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     assert fleet["format"] == dcst.FLEET_REPORT_FORMAT
     page: str = dcst.fleet_report_html(fleet) + dcst.format_fleet_report(fleet)
     text: str = dcst.format_session_report(report)
+    runs = report["runs"]
+    assert isinstance(runs, list) and isinstance(runs[0], dict)
+    why: list[str] = dcst.failure_reasons(runs[0])
+    page += dcst.session_report_html(report, generated_at=0.0) + dcst.run_story_html(runs[0])
+    written: list[pathlib.Path] = dcst.write_report_pages(path + ".pages", fleet, [report],
+                                                  generated_at=0.0)
+    name: str = dcst.report_page_name("runs", request.run.run_id)
+    assert written[0].name == "index.html" and name.startswith("runs/") and why is not None
     try:
         with store.claim(request.run.run_id) as claim:
             sink: dcj.JournalSink = dcst.StoreSink(store, claim)
