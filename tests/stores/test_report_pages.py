@@ -406,3 +406,27 @@ def test_every_page_renders_in_chromium_with_every_label_inside_its_chart(
                     assert fills["rare_failure"]["fills"][0] == pytest.approx(0.058824,
                                                                               abs=0.002)
                     assert len(tools["bars"]) == len(report["tools"]) + 41
+
+
+def test_the_browser_check_sees_a_cut_label_a_console_error_and_a_request(
+    tmp_path: Path,
+) -> None:
+    """The checks above can fail: on the old page's kind of chart, and on a page that logs
+    and fetches, the same probe and harness report each fault."""
+    if chromium() is None:
+        pytest.skip("no Chromium (apt-get install -y chromium)")
+    page = tmp_path / "faulty.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>f</title></head><body>"
+        "<svg class='chart' id='chart-cut' width='200' height='40'><text x='0' y='20'>"
+        "executor p50 1.502 p95 12345.678 and more</text></svg>"
+        "<script>console.error('broken')</script>"
+        "<img src='http://127.0.0.1:9/pixel.png' alt=''></body></html>", encoding="utf-8")
+    probe = MEASURE.replace("svg.querySelector('rect.track')", "(svg.querySelector('rect.track')"
+                            " || svg)")
+    with Browser() as browser:
+        load = browser.load(page, probe)
+    (chart,) = load.measured["charts"]
+    assert chart["outside"] and chart["outside"][0][0].startswith("executor p50")
+    assert any("broken" in str(error) for error in load.errors())
+    assert load.other_requests() == ["http://127.0.0.1:9/pixel.png"]
