@@ -142,10 +142,8 @@ def _time_report(url: str, session: str, rounds: int) -> tuple[float, int]:
             begin = time.perf_counter()
             report = session_report(store, session)
             best = min(best, time.perf_counter() - begin)
-            runs = report["runs"]
-            assert isinstance(runs, list)
-            assert all(isinstance(r, dict) and r["status"] == "complete" for r in runs)
-            count = len(runs)
+            assert all(story.status == "complete" for story in report.runs)
+            count = len(report.runs)
         return best, count
     finally:
         store.close()

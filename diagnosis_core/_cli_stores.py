@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import DiagnosisError, JournalError, ScenarioError
 from ._cli_io import journal_key, payload_key, write, write_readable, write_result
-from .protocol import canonical_json
+from .protocol import canonical_json, to_json
 from .scenarios import terminal_safe
 
 if TYPE_CHECKING:
@@ -468,7 +468,7 @@ def _sessions_show(args: argparse.Namespace) -> int:
     except DiagnosisError as error:
         return _fail(_store_problem(error))
     if args.json:
-        write(canonical_json(report) + "\n")
+        write(to_json(report) + "\n")
     else:
         write_readable(format_session_report(report))
     return 0
@@ -544,7 +544,7 @@ def _report(args: argparse.Namespace) -> int:
             ))
             return 1
     if args.json:
-        write(canonical_json(report) + "\n")
+        write(to_json(report) + "\n")
     elif args.html is None:
         write_readable(format_fleet_report(report))
     return 0
@@ -605,7 +605,7 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
     _store_option(show)
     _key_option(show)
     show.add_argument("--json", action="store_true",
-                      help="print the diagnosis_session_report_v1 JSON form")
+                      help="print the diagnosis_session_report_v2 JSON form")
     show.set_defaults(handler=_sessions_show)
     report = commands.add_parser("report", help="the fleet report of a journal store")
     _store_option(report)

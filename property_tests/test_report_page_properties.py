@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagnosis_core.stores import report_page_name, run_story_html, session_report_html
+from diagnosis_core.stores import (
+    AgentStep,
+    EffectTiming,
+    FeedbackItem,
+    RunStory,
+    SessionReport,
+    ToolCall,
+    ToolCallError,
+    report_page_name,
+    run_story_html,
+    session_report_html,
+)
 
 # Any code point, lone surrogates included (the recorder accepts them in a tool name).
 any_text = st.text(st.characters(exclude_categories=()),
@@ -56,23 +66,19 @@ def _unsafe(page: str) -> list[str]:
 def test_a_page_is_inert_whatever_the_run_holds(
     run_id: str, session_id: str, tool: str, answer: str, message: str
 ) -> None:
-    story: dict[str, Any] = {
-        "run_id": run_id, "session_id": session_id, "workflow": "chat", "created_at": 0.0,
-        "status": "complete", "next_call": None,
-        "effects": [{"seq": 1, "call": "executor", "round": 1, "attempt": 1,
-                     "state": "finished", "duration_ms": 2.5}],
-        "tool_invocations": [{"invocation_id": message, "tool_name": tool, "success": False,
-                              "output": None, "duration_ms": 1.0,
-                              "error": {"type": tool, "message": message}}],
-        "question": answer,
-        "agent_steps": [{"seq": 1, "node": "executor", "round": 1, "attempt": 1,
-                         "status": "INVALID_OUTPUT", "reason_code": None, "message": message}],
-        "gatekeeper_audits": [], "verifier_evaluations": [], "outcome": "ANSWERED",
-        "reason_code": None, "answer": answer,
-        "feedback": [{"rating": 1, "comment": message, "after_seq": 1, "recorded_at": 0.0}],
-    }
+    story = RunStory(
+        run_id=run_id, session_id=session_id, workflow="chat", created_at=0.0,
+        status="complete",
+        effects=(EffectTiming(1, "executor", 1, 1, "finished", 2.5),),
+        tool_invocations=(ToolCall(message, tool, False, None, None,
+                                   ToolCallError(tool, message), 1.0),),
+        question=answer,
+        agent_steps=(AgentStep(1, "executor", 1, 1, "INVALID_OUTPUT", None, message),),
+        outcome="ANSWERED", answer=answer,
+        feedback=(FeedbackItem(1, message, 1, 0.0),),
+    )
     for page in (run_story_html(story, generated_at=0.0),
-                 session_report_html({"session_id": session_id, "runs": [story]})):
+                 session_report_html(SessionReport(session_id=session_id, runs=(story,)))):
         page.encode("utf-8")
         assert _unsafe(page) == []
         # every tag on the page is one the renderer writes, never one from the run

@@ -18,8 +18,11 @@ journals of many runs, one entry written at a time (O(1) per write):
 resumes what it holds; :func:`record_feedback` adds a user's rating after a
 run's end; :func:`session_report` tells a session's whole story from the
 journals; :func:`fleet_report` sums the runs up for the people who operate
-them; :func:`write_report_pages` writes both as linked, self-contained HTML
-pages (the fleet, each session, each run, with every failure reason).
+them. Both reports are frozen values (:class:`SessionReport`, each run a
+:class:`RunStory`; :class:`FleetReport`) serialized by the package's one
+converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``);
+:func:`write_report_pages` writes them as linked, self-contained HTML pages
+(the fleet, each session, each run, with every failure reason).
 ``import diagnosis_core`` does not load this package.
 """
 
@@ -41,7 +44,7 @@ from ._base import (
 )
 from ._codec import AesGcmCodec
 from ._drive import open_store
-from ._fleet import FLEET_REPORT_FORMAT, fleet_report, format_fleet_report
+from ._fleet import fleet_report, format_fleet_report
 from ._jsonl import JsonlStore
 from ._pages import (
     failure_reasons,
@@ -52,11 +55,31 @@ from ._pages import (
     write_report_pages,
 )
 from ._postgres import PostgresStore
-from ._session import (
+from ._reports import (
+    FLEET_REPORT_FORMAT,
     SESSION_REPORT_FORMAT,
+    AgentStep,
+    EffectTiming,
+    FeedbackItem,
+    FeedbackTally,
+    FleetReport,
+    GatekeeperRates,
+    LatencyTally,
+    RunCounts,
+    RunStory,
+    SessionReport,
+    StoryStatus,
+    ToolCall,
+    ToolCallError,
+    ToolTally,
+    VerifierRow,
+    Workflow,
+)
+from ._session import (
     format_session_report,
     record_feedback,
     run_status,
+    run_story,
     session_report,
 )
 from ._sqlite import SqliteStore
@@ -65,19 +88,35 @@ __all__ = [
     "FLEET_REPORT_FORMAT",
     "SESSION_REPORT_FORMAT",
     "AesGcmCodec",
+    "AgentStep",
+    "EffectTiming",
     "Feedback",
+    "FeedbackItem",
+    "FeedbackTally",
+    "FleetReport",
+    "GatekeeperRates",
     "JournalStore",
     "JsonlStore",
+    "LatencyTally",
     "MissingKeyError",
     "PayloadCodec",
     "PostgresStore",
     "RunClaim",
     "RunClaimedError",
+    "RunCounts",
+    "RunStory",
     "RunSummary",
+    "SessionReport",
     "SqliteStore",
     "StoreError",
     "StoreSink",
     "StoredRun",
+    "StoryStatus",
+    "ToolCall",
+    "ToolCallError",
+    "ToolTally",
+    "VerifierRow",
+    "Workflow",
     "entry_from_json",
     "entry_to_json",
     "failure_reasons",
@@ -89,6 +128,7 @@ __all__ = [
     "record_feedback",
     "report_page_name",
     "run_status",
+    "run_story",
     "run_story_html",
     "session_report",
     "session_report_html",

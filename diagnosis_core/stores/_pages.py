@@ -41,13 +41,15 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from .._chat.trace import RawResult
 from ._escape import html_text
+from ._reports import FleetReport, RunStory, SessionReport
 
 __all__ = [
     "failure_reasons",
     "fleet_report_html",
+    "outcomes_by_workflow",
     "report_page_name",
     "run_story_html",
     "session_report_html",
@@ -134,11 +136,17 @@ def _ms(value: object) -> str:
 # --- failure reasons ------------------------------------------------------------------
 
 
-def _failed_bindings(raw: object) -> list[str]:
-    """The bindings a gatekeeper's raw result failed, as ``claim c1: REASON (tool inv)``."""
-    if not isinstance(raw, dict):
+def _failed_bindings(raw: RawResult | None) -> list[str]:
+    """The bindings a gatekeeper's raw result failed, as ``claim c1: REASON (tool inv)``.
+
+    The raw result is the gatekeeper's own JSON, kept as-is for audit: read
+    defensively, whatever it holds.
+    """
+    try:
+        data = None if raw is None else json.loads(raw.json_text)
+    except (ValueError, RecursionError):
         return []
-    bindings = raw.get("checked_bindings")
+    bindings = data.get("checked_bindings") if isinstance(data, dict) else None
     if not isinstance(bindings, list):
         return []
     found = []
@@ -154,39 +162,56 @@ def _failed_bindings(raw: object) -> list[str]:
     return found
 
 
-def failure_reasons(story: Mapping[str, Any]) -> list[str]:
+def failure_reasons(story: RunStory) -> list[str]:
     """Why a run went as it did, in the trace report's own words (empty when nothing failed).
 
-    In order: why the run is invalid; each step's error message (a parse
-    error, an exception); each gatekeeper audit's problem and the bindings it
-    failed; each tool call's error; the call an unfinished run waits for.
+    In order: why the run is invalid; each step's error message (its trace
+    event's ``error``: a parse error, an exception); each gatekeeper audit's
+    problem and the bindings it failed; each tool call's error; the call an
+    unfinished run waits for.
     """
-    if story.get("status") == "invalid":
-        return [f"invalid: {story.get('problem')}"]
+    if story.status == "invalid":
+        return [f"invalid: {story.problem}"]
     reasons: list[str] = []
     messages = set()
-    for step in story.get("agent_steps") or ():
-        message = step.get("message")
-        if message:
-            messages.add(message)
-            reason = step.get("reason_code")
-            head = f"{step['node']} (seq {step['seq']}, {step['status']}"
-            head += f", {reason})" if reason else ")"
-            reasons.append(f"{head}: {message}")
-    for audit in story.get("gatekeeper_audits") or ():
-        where = f"gatekeeper round {audit.get('round')}"
-        problem = audit.get("problem")
-        if problem and problem not in messages:
-            reasons.append(f"{where}: {problem}")
-        reasons += [f"{where}: {item}" for item in _failed_bindings(audit.get("raw_result"))]
-    for tool in story.get("tool_invocations") or ():
-        error = tool.get("error")
-        if not tool.get("success", True) and isinstance(error, dict):
-            reasons.append(f"tool {tool.get('tool_name')} ({tool.get('invocation_id')}): "
-                           f"{error.get('type')}: {error.get('message')}")
-    if story.get("status") == "incomplete" and story.get("next_call"):
-        reasons.append(f"not finished: {story['next_call']}")
+    for step in story.agent_steps:
+        if step.message:
+            messages.add(step.message)
+            head = f"{step.node} (seq {step.seq}, {step.status}"
+            head += f", {step.reason_code})" if step.reason_code else ")"
+            reasons.append(f"{head}: {step.message}")
+    for audit in story.gatekeeper_audits:
+        where = f"gatekeeper round {audit.round}"
+        if audit.problem and audit.problem not in messages:
+            reasons.append(f"{where}: {audit.problem}")
+        reasons += [f"{where}: {item}" for item in _failed_bindings(audit.raw_result)]
+    for tool in story.tool_invocations:
+        if not tool.success and tool.error is not None:
+            reasons.append(f"tool {tool.tool_name} ({tool.invocation_id}): "
+                           f"{tool.error.type}: {tool.error.message}")
+    if story.status == "incomplete" and story.next_call:
+        reasons.append(f"not finished: {story.next_call}")
     return reasons
+
+
+def outcomes_by_workflow(report: FleetReport) -> dict[str, dict[str, int]]:
+    """The fleet's outcome counts split by workflow: ``chat``, ``aiops`` (and ``other``).
+
+    The two workflows' outcomes are disjoint sets of names (the chat
+    :class:`Outcome` and the AIOps ``AiOpsOutcome``), so the split needs no
+    second count; a name of neither (never written by this package) is
+    ``other``.
+    """
+    from .._chat.enums import Outcome
+    from ..aiops._enums import AiOpsOutcome
+
+    chat = {item.value for item in Outcome}
+    aiops = {item.value for item in AiOpsOutcome}
+    split: dict[str, dict[str, int]] = {"chat": {}, "aiops": {}}
+    for name, count in report.outcomes.items():
+        workflow = "chat" if name in chat else "aiops" if name in aiops else "other"
+        split.setdefault(workflow, {})[name] = count
+    return split
 
 
 # --- charts ---------------------------------------------------------------------------
@@ -305,104 +330,93 @@ def _why(reasons: Sequence[str]) -> str:
     return f'<div class="why"><strong>Why</strong><ul>{items}</ul></div>'
 
 
-def _first_reason(story: Mapping[str, Any]) -> str:
+def _first_reason(story: RunStory) -> str:
     reasons = failure_reasons(story)
     return html_text(reasons[0]) if reasons else ""
 
 
-def _status(story: Mapping[str, Any]) -> str:
-    status = story.get("status")
-    cls = "" if status == "complete" else ' class="bad"'
-    return f"<span{cls}>{html_text(status)}</span>"
+def _status(story: RunStory) -> str:
+    cls = "" if story.status == "complete" else ' class="bad"'
+    return f"<span{cls}>{html_text(story.status)}</span>"
 
 
-def _since_text(since: object) -> str:
+def _since_text(since: float | None) -> str:
     return "every run" if since is None else f"runs first stored since {when(since)}"
 
 
-def _run_rows(stories: Iterable[Mapping[str, Any]], links: bool, prefix: str,
+def _run_rows(stories: Iterable[RunStory], links: bool, prefix: str,
               with_session: bool) -> list[list[str]]:
     rows = []
     for story in stories:
-        run = _link(prefix + report_page_name("runs", story["run_id"]) if links else None,
-                    story["run_id"])
-        row = [run]
+        row = [_link(prefix + report_page_name("runs", story.run_id) if links else None,
+                     story.run_id)]
         if with_session:
-            row.append(_link(prefix + report_page_name("sessions", story["session_id"])
-                             if links else None, story["session_id"]))
-        row += [html_text(story.get("workflow")), html_text(when(story.get("created_at"))),
-                _status(story), html_text(story.get("outcome")),
-                html_text(story.get("reason_code")), _first_reason(story)]
+            row.append(_link(prefix + report_page_name("sessions", story.session_id)
+                             if links else None, story.session_id))
+        row += [html_text(story.workflow), html_text(when(story.created_at)),
+                _status(story), html_text(story.outcome), html_text(story.reason_code),
+                _first_reason(story)]
         rows.append(row)
     return rows
 
 
-def _needs_a_look(story: Mapping[str, Any]) -> bool:
-    outcome = story.get("outcome")
-    return story.get("status") != "complete" or (
-        isinstance(outcome, str) and "FALLBACK" in outcome)
+def _needs_a_look(story: RunStory) -> bool:
+    return story.status != "complete" or "FALLBACK" in (story.outcome or "")
 
 
 _ATTENTION_LIMIT = 500
+_OUTCOME_TITLES = {"chat": "Chat outcomes", "aiops": "AIOps outcomes", "other": "Other outcomes"}
 
 
 def fleet_report_html(
-    report: Mapping[str, Any],
+    report: FleetReport,
     *,
     generated_at: float | None = None,
-    sessions: Sequence[Mapping[str, Any]] | None = None,
+    sessions: Sequence[SessionReport] | None = None,
 ) -> str:
     """The fleet page: the fleet report's counts and rates as charts, and what needs a look.
 
-    With ``sessions`` (session reports, as :func:`session_report` gives
-    them) the page lists every session and the runs that need a look
-    (fallback, incomplete or invalid; the newest 500) with their first
-    failure reason, each linked to the page :func:`write_report_pages` writes
-    beside it. ``generated_at`` (seconds since the epoch) is shown with the
-    report's ``since`` window.
+    With ``sessions`` (the session reports of the sessions to show) the page
+    lists every one and the runs that need a look (fallback, incomplete or
+    invalid; the newest 500) with their first failure reason, each linked to
+    the page :func:`write_report_pages` writes beside it. ``generated_at``
+    (seconds since the epoch) is shown with the report's ``since`` window.
     """
-    runs = report["runs"]
-    by_workflow = report.get("outcomes_by_workflow") or {"all": report["outcomes"]}
-    gate = report["gatekeeper"]
-    tools = report["tools"]
-    feedback = report["feedback"]
-    outcome_titles = {"chat": "Chat outcomes", "aiops": "AIOps outcomes", "all": "Outcomes"}
+    runs = report.runs
+    gate = report.gatekeeper
+    feedback = report.feedback
     charts = [
-        _share_chart(f"chart-outcomes-{name}", outcome_titles.get(name, f"{name} outcomes"),
-                     counts)
-        for name, counts in by_workflow.items()
+        _share_chart(f"chart-outcomes-{name}", _OUTCOME_TITLES[name], counts)
+        for name, counts in outcomes_by_workflow(report).items()
     ]
     charts += [
-        _share_chart("chart-reasons", "Reason codes", report["reason_codes"]),
-        _chart("chart-gatekeeper", f"Gatekeeper status rate (of {gate['audits']} audits)",
-               [(name, [rate or 0.0], _percent(rate)) for name, rate in gate["rates"].items()],
+        _share_chart("chart-reasons", "Reason codes", report.reason_codes),
+        _chart("chart-gatekeeper", f"Gatekeeper status rate (of {gate.audits} audits)",
+               [(name, [rate or 0.0], _percent(rate)) for name, rate in gate.rates.items()],
                _RATE_AXIS),
         _chart("chart-tools", "Tool failure rate",
-               [(name, [row["failure_rate"] or 0.0],
-                 f"{_percent(row['failure_rate'])} of {row['calls']}")
-                for name, row in tools.items()], _RATE_AXIS),
+               [(name, [row.failure_rate or 0.0], f"{_percent(row.failure_rate)} of {row.calls}")
+                for name, row in report.tools.items()], _RATE_AXIS),
         _time_chart("chart-latency", "Latency per call (p95, p50 inside)",
-                    [(name, float(row["p95"] or 0.0), float(row["p50"] or 0.0))
-                     for name, row in report["latency_ms"].items()]),
+                    [(name, float(row.p95 or 0.0), float(row.p50 or 0.0))
+                     for name, row in report.latency_ms.items()]),
         _share_chart("chart-feedback", "Feedback ratings",
-                     {f"{stars} star(s)": count
-                      for stars, count in feedback["ratings"].items()}),
+                     {f"{stars} star(s)": count for stars, count in feedback.ratings.items()}),
     ]
+    mean = "-" if feedback.mean_rating is None else str(feedback.mean_rating)
     summary = _pairs([
-        ("runs", html_text(runs["total"])),
-        ("complete", html_text(runs["complete"])),
-        ("incomplete", html_text(runs["incomplete"])),
-        ("invalid", html_text(runs["invalid"])),
-        ("evidence retry rate", html_text(_percent(report["evidence_retry_rate"]))),
-        ("fallback rate", html_text(_percent(report["fallback_rate"]))),
-        ("gatekeeper audits", html_text(gate["audits"])),
-        ("feedback", html_text(f"{feedback['count']} rating(s), mean "
-                               + ("-" if feedback["mean_rating"] is None
-                                  else str(feedback["mean_rating"])))),
+        ("runs", html_text(runs.total)),
+        ("complete", html_text(runs.complete)),
+        ("incomplete", html_text(runs.incomplete)),
+        ("invalid", html_text(runs.invalid)),
+        ("evidence retry rate", html_text(_percent(report.evidence_retry_rate))),
+        ("fallback rate", html_text(_percent(report.fallback_rate))),
+        ("gatekeeper audits", html_text(gate.audits)),
+        ("feedback", html_text(f"{feedback.count} rating(s), mean {mean}")),
     ])
     body = [
         "<h1>Diagnosis fleet report</h1>",
-        _meta(generated_at, html_text(_since_text(report.get("since")))),
+        _meta(generated_at, html_text(_since_text(report.since))),
         f"<section>{summary}</section>",
         f'<h2>Charts</h2><div class="charts">{"".join(charts)}</div>',
     ]
@@ -411,10 +425,10 @@ def fleet_report_html(
     return _page("Diagnosis fleet report", "".join(body))
 
 
-def _fleet_tables(sessions: Sequence[Mapping[str, Any]]) -> str:
-    stories = [story for session in sessions for story in session["runs"]]
+def _fleet_tables(sessions: Sequence[SessionReport]) -> str:
+    stories = [story for session in sessions for story in session.runs]
     attention = sorted((story for story in stories if _needs_a_look(story)),
-                       key=lambda story: -float(story.get("created_at") or 0.0))
+                       key=lambda story: -story.created_at)
     shown = attention[:_ATTENTION_LIMIT]
     parts = [f"<h2>Runs that need a look ({len(attention)})</h2>"]
     if len(attention) > len(shown):
@@ -428,15 +442,13 @@ def _fleet_tables(sessions: Sequence[Mapping[str, Any]]) -> str:
         parts.append('<p class="muted">none: every run ended with an answer or a report</p>')
     rows = []
     for session in sessions:
-        runs = session["runs"]
-        statuses = [story.get("status") for story in runs]
+        statuses = [story.status for story in session.runs]
         rows.append([
-            _link(report_page_name("sessions", session["session_id"]), session["session_id"]),
-            html_text(len(runs)), html_text(statuses.count("complete")),
+            _link(report_page_name("sessions", session.session_id), session.session_id),
+            html_text(len(session.runs)), html_text(statuses.count("complete")),
             html_text(statuses.count("incomplete")), html_text(statuses.count("invalid")),
-            html_text(sum(1 for story in runs if _needs_a_look(story))),
-            html_text(when(max((story.get("created_at") or 0.0 for story in runs),
-                                default=None))),
+            html_text(sum(1 for story in session.runs if _needs_a_look(story))),
+            html_text(when(max((story.created_at for story in session.runs), default=None))),
         ])
     parts.append(f"<h2>Sessions ({len(sessions)})</h2>")
     parts.append(_table(("session", "runs", "complete", "incomplete", "invalid",
@@ -444,159 +456,158 @@ def _fleet_tables(sessions: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _effect_ms(story: Mapping[str, Any]) -> float:
-    return float(sum(effect.get("duration_ms") or 0.0 for effect in story.get("effects") or ()))
+def _effect_ms(story: RunStory) -> float:
+    return float(sum(effect.duration_ms or 0.0 for effect in story.effects))
 
 
 def session_report_html(
-    report: Mapping[str, Any], *, generated_at: float | None = None, links: bool = True
+    report: SessionReport, *, generated_at: float | None = None, links: bool = True
 ) -> str:
     """A session page: every run of the session report with its outcome and first reason.
 
     With ``links`` each run links to its page and the fleet page (the layout
     :func:`write_report_pages` writes).
     """
-    session_id = report["session_id"]
-    runs = report["runs"]
+    runs = report.runs
     nav = '<nav><a href="../index.html">fleet report</a></nav>' if links else ""
-    timed = [(story["run_id"], _effect_ms(story), None) for story in runs
-             if story.get("status") != "invalid"]
+    timed = [(story.run_id, _effect_ms(story), None) for story in runs
+             if story.status != "invalid"]
     body = [
-        nav, f"<h1>Session {html_text(session_id)}</h1>",
+        nav, f"<h1>Session {html_text(report.session_id)}</h1>",
         _meta(generated_at, html_text(f"{len(runs)} run(s)")),
         _table(("run", "workflow", "first stored", "status", "outcome", "reason", "why"),
                _run_rows(runs, links, "../", False), (0, 6)),
         '<h2>Time</h2><div class="charts">',
         _time_chart("chart-run-time", "Effect time per run", timed), "</div>",
     ]
-    return _page(f"Session {session_id}", "".join(body))
+    return _page(f"Session {report.session_id}", "".join(body))
 
 
-def _steps_table(story: Mapping[str, Any]) -> str:
-    counter = "round" if story.get("workflow") == "chat" else "step"
-    rows = [[html_text(step.get("seq")), html_text(step.get("node")),
-             html_text(step.get("round")), html_text(step.get("attempt")),
-             html_text(step.get("status")), html_text(step.get("reason_code")),
-             html_text(step.get("message") or "")]
-            for step in story.get("agent_steps") or ()]
+def _steps_table(story: RunStory) -> str:
+    counter = "round" if story.workflow == "chat" else "step"
+    rows = [[html_text(step.seq), html_text(step.node), html_text(step.round),
+             html_text(step.attempt), html_text(step.status), html_text(step.reason_code),
+             html_text(step.message or "")]
+            for step in story.agent_steps]
     return _table(("seq", "node", counter, "attempt", "status", "reason", "message"), rows,
                   (6,))
 
 
-def _tools_table(story: Mapping[str, Any]) -> str:
+def _tools_table(story: RunStory) -> str:
     rows = []
-    for tool in story.get("tool_invocations") or ():
-        error = tool.get("error")
-        shown = (f"{error.get('type')}: {error.get('message')}"
-                 if isinstance(error, dict) else "")
-        rows.append([html_text(tool.get("invocation_id")), html_text(tool.get("tool_name")),
-                     "ok" if tool.get("success") else '<span class="bad">failed</span>',
-                     html_text(shown), html_text(_ms(tool.get("duration_ms")))])
+    for tool in story.tool_invocations:
+        error = "" if tool.error is None else f"{tool.error.type}: {tool.error.message}"
+        rows.append([html_text(tool.invocation_id), html_text(tool.tool_name),
+                     "ok" if tool.success else '<span class="bad">failed</span>',
+                     html_text(error), html_text(_ms(tool.duration_ms))])
     if not rows:
         return '<p class="muted">no tool calls</p>'
     return _table(("invocation", "tool", "result", "error", "time"), rows, (0, 1, 3))
 
 
-def _audits(story: Mapping[str, Any]) -> str:
-    audits = story.get("gatekeeper_audits") or ()
-    if not audits:
+def _raw_text(raw: RawResult | None) -> str:
+    if raw is None:
+        return "none: the gatekeeper raised"
+    try:
+        return json.dumps(json.loads(raw.json_text), ensure_ascii=False, indent=1,
+                          sort_keys=True)
+    except (ValueError, RecursionError):
+        return raw.json_text
+
+
+def _audits(story: RunStory) -> str:
+    if not story.gatekeeper_audits:
         return '<p class="muted">no gatekeeper audit</p>'
     parts = []
-    for audit in audits:
-        failed = _failed_bindings(audit.get("raw_result"))
+    for audit in story.gatekeeper_audits:
+        failed = _failed_bindings(audit.raw_result)
+        reason = None if audit.reason_code is None else audit.reason_code.value
         rows = [
-            ("status", html_text(audit.get("status"))),
-            ("reason", html_text(audit.get("reason_code"))),
-            ("bindings", html_text(f"{audit.get('passed')} of {audit.get('checked')} passed, "
-                                   f"{audit.get('failed')} failed, "
-                                   f"{audit.get('trusted_bindings')} trusted")),
+            ("status", html_text(audit.status.value)),
+            ("reason", html_text(reason)),
+            ("bindings", html_text(f"{audit.passed} of {audit.checked} passed, "
+                                   f"{audit.failed} failed, "
+                                   f"{audit.trusted_bindings} trusted")),
         ]
-        if audit.get("error"):
-            rows.append(("error", html_text(audit["error"])))
-        if audit.get("problem"):
-            rows.append(("problem", html_text(audit["problem"])))
+        if audit.error:
+            rows.append(("error", html_text(audit.error)))
+        if audit.problem:
+            rows.append(("problem", html_text(audit.problem)))
         if failed:
             rows.append(("failed", "<br>".join(html_text(item) for item in failed)))
-        raw = json.dumps(audit.get("raw_result"), ensure_ascii=False, indent=1, sort_keys=True)
-        parts.append(f"<h3>Round {html_text(audit.get('round'))}</h3>{_pairs(rows)}"
-                     f"<details><summary>raw result</summary><pre>{html_text(raw)}</pre>"
-                     "</details>")
+        parts.append(f"<h3>Round {html_text(audit.round)}</h3>{_pairs(rows)}"
+                     "<details><summary>raw result</summary>"
+                     f"<pre>{html_text(_raw_text(audit.raw_result))}</pre></details>")
     return "".join(parts)
 
 
-def _verdicts(story: Mapping[str, Any]) -> str:
-    rows = [[html_text(row.get("round")), html_text(row.get("attempt")),
-             html_text(row.get("status")), html_text(row.get("reason_code")),
-             html_text(row.get("model_verdict")), html_text(row.get("ceiling")),
-             html_text(row.get("effective_verdict")), html_text(row.get("groundedness_score")),
-             html_text(", ".join(str(item) for item in row.get("unknown_claim_ids") or ()))]
-            for row in story.get("verifier_evaluations") or ()]
+def _verdicts(story: RunStory) -> str:
+    rows = [[html_text(row.round), html_text(row.attempt), html_text(row.status),
+             html_text(row.reason_code), html_text(row.model_verdict), html_text(row.ceiling),
+             html_text(row.effective_verdict), html_text(row.groundedness_score),
+             html_text(", ".join(row.unknown_claim_ids))]
+            for row in story.verifier_evaluations]
     if not rows:
         return '<p class="muted">no verifier evaluation</p>'
     return _table(("round", "attempt", "status", "reason", "model", "ceiling", "effective",
                    "groundedness", "unknown claims"), rows, (8,))
 
 
-def _feedback(story: Mapping[str, Any]) -> str:
-    rows = [[html_text(f"{item.get('rating')}/5"), html_text(item.get("comment") or ""),
-             html_text(item.get("after_seq")), html_text(when(item.get("recorded_at")))]
-            for item in story.get("feedback") or ()]
+def _feedback(story: RunStory) -> str:
+    rows = [[html_text(f"{item.rating}/5"), html_text(item.comment or ""),
+             html_text(item.after_seq), html_text(when(item.recorded_at))]
+            for item in story.feedback]
     if not rows:
         return '<p class="muted">no feedback</p>'
     return _table(("rating", "comment", "after seq", "recorded"), rows, (1,))
 
 
 def run_story_html(
-    story: Mapping[str, Any], *, generated_at: float | None = None, links: bool = True
+    story: RunStory, *, generated_at: float | None = None, links: bool = True
 ) -> str:
     """A run page: the whole story of one run of a session report, and why it went so.
 
     With ``links`` it links to its session's page and the fleet page (the
     layout :func:`write_report_pages` writes).
     """
-    run_id = story["run_id"]
     nav = ""
     if links:
         nav = ('<nav><a href="../index.html">fleet report</a>'
-               + _link("../" + report_page_name("sessions", story["session_id"]),
-                       f"session {story['session_id']}") + "</nav>")
-    body = [nav, f"<h1>Run {html_text(run_id)}</h1>",
-            _meta(generated_at, html_text(f"{story.get('workflow')} run"),
-                  html_text(f"first stored {when(story.get('created_at'))}"))]
-    facts = [("session", html_text(story.get("session_id"))), ("status", _status(story))]
-    if story.get("status") == "invalid":
+               + _link("../" + report_page_name("sessions", story.session_id),
+                       f"session {story.session_id}") + "</nav>")
+    body = [nav, f"<h1>Run {html_text(story.run_id)}</h1>",
+            _meta(generated_at, html_text(f"{story.workflow} run"),
+                  html_text(f"first stored {when(story.created_at)}"))]
+    facts = [("session", html_text(story.session_id)), ("status", _status(story))]
+    if story.status == "invalid":
         body += [_pairs(facts), _why(failure_reasons(story))]
-        return _page(f"Run {run_id}", "".join(body))
-    facts += [("outcome", html_text(story.get("outcome"))),
-              ("reason", html_text(story.get("reason_code")))]
-    if story.get("next_call"):
-        facts.append(("waits for", html_text(story["next_call"])))
-    effects = story.get("effects") or ()
-    facts.append(("effects", html_text(f"{len(effects)}, {_ms(_effect_ms(story))}")))
+        return _page(f"Run {story.run_id}", "".join(body))
+    facts += [("outcome", html_text(story.outcome)), ("reason", html_text(story.reason_code))]
+    if story.next_call:
+        facts.append(("waits for", html_text(story.next_call)))
+    facts.append(("effects", html_text(f"{len(story.effects)}, {_ms(_effect_ms(story))}")))
     body += [_pairs(facts), _why(failure_reasons(story))]
-    if story.get("question") is not None:
-        body.append(f"<h2>Question</h2><pre>{html_text(story['question'])}</pre>")
+    if story.question is not None:
+        body.append(f"<h2>Question</h2><pre>{html_text(story.question)}</pre>")
     body += ["<h2>Steps</h2>", _steps_table(story)]
-    effect_rows = [(f"{effect.get('seq')} {effect.get('call')} "
-                    f"(round {effect.get('round')}, attempt {effect.get('attempt')})"
-                    + ("" if effect.get("state") == "finished" else " interrupted"),
-                    float(effect.get("duration_ms") or 0.0), None) for effect in effects]
-    tool_rows = [(f"{tool.get('tool_name')} {tool.get('invocation_id')}",
-                  float(tool.get("duration_ms") or 0.0), None)
-                 for tool in story.get("tool_invocations") or ()
-                 if isinstance(tool.get("duration_ms"), (int, float))]
+    effect_rows = [(f"{effect.seq} {effect.call} (round {effect.round}, "
+                    f"attempt {effect.attempt})"
+                    + ("" if effect.state == "finished" else " interrupted"),
+                    float(effect.duration_ms or 0.0), None) for effect in story.effects]
+    tool_rows = [(f"{tool.tool_name} {tool.invocation_id}", float(tool.duration_ms), None)
+                 for tool in story.tool_invocations if tool.duration_ms is not None]
     body += ['<h2>Time</h2><div class="charts">',
              _time_chart("chart-effects", "Time per effect", effect_rows)]
     if tool_rows:
         body.append(_time_chart("chart-tool-time", "Time per tool call", tool_rows))
     body += ["</div>", "<h2>Tool calls</h2>", _tools_table(story)]
-    if story.get("workflow") == "chat":
+    if story.workflow == "chat":
         body += ["<h2>Gatekeeper audits</h2>", _audits(story),
                  "<h2>Verifier verdicts</h2>", _verdicts(story)]
-    if story.get("answer") is not None:
-        body.append(f"<h2>Answer</h2><pre>{html_text(story['answer'])}</pre>")
+    if story.answer is not None:
+        body.append(f"<h2>Answer</h2><pre>{html_text(story.answer)}</pre>")
     body += ["<h2>Feedback</h2>", _feedback(story)]
-    return _page(f"Run {run_id}", "".join(body))
+    return _page(f"Run {story.run_id}", "".join(body))
 
 
 def _write(path: Path, text: str) -> None:
@@ -614,8 +625,8 @@ def _write(path: Path, text: str) -> None:
 
 def write_report_pages(
     folder: str | os.PathLike[str],
-    report: Mapping[str, Any],
-    sessions: Sequence[Mapping[str, Any]],
+    report: FleetReport,
+    sessions: Sequence[SessionReport],
     *,
     generated_at: float | None = None,
 ) -> list[Path]:
@@ -632,11 +643,11 @@ def write_report_pages(
     written = [root / "index.html"]
     _write(written[0], fleet_report_html(report, generated_at=generated_at, sessions=sessions))
     for session in sessions:
-        path = root / report_page_name("sessions", session["session_id"])
+        path = root / report_page_name("sessions", session.session_id)
         _write(path, session_report_html(session, generated_at=generated_at))
         written.append(path)
-        for story in session["runs"]:
-            path = root / report_page_name("runs", story["run_id"])
+        for story in session.runs:
+            path = root / report_page_name("runs", story.run_id)
             _write(path, run_story_html(story, generated_at=generated_at))
             written.append(path)
     return written

@@ -4,8 +4,8 @@
 → verifier judgement → final answer → user feedback" for every run of a
 session: each run's journal is folded (and verified with the host's key) and
 everything is derived from that fold and the journal — nothing is stored a
-second time. The JSON form is ``diagnosis_session_report_v1``
-(``docs/protocol.md``).
+second time. It is a :class:`SessionReport` value (wire form
+``diagnosis_session_report_v2``, ``docs/stores.md``).
 
 :func:`record_feedback` appends a rating (and optional comment) after a run's
 end. It is a fact *about* the run, kept beside its journal: folding never
@@ -32,7 +32,7 @@ import attrs
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.store import MissingKeyError, is_signed
-from .._kernel.json import JsonValue, canonical_json
+from .._kernel.json import canonical_json, loads_stored
 from ._base import (
     Feedback,
     JournalStore,
@@ -45,6 +45,18 @@ from ._base import (
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
 from ._pages import failure_reasons
+from ._reports import (
+    SESSION_REPORT_FORMAT,
+    AgentStep,
+    EffectTiming,
+    FeedbackItem,
+    RunStory,
+    SessionReport,
+    ToolCall,
+    ToolCallError,
+    VerifierRow,
+    Workflow,
+)
 
 __all__ = [
     "SESSION_REPORT_FORMAT",
@@ -57,8 +69,6 @@ __all__ = [
     "unreadable_story",
 ]
 
-SESSION_REPORT_FORMAT = "diagnosis_session_report_v1"
-"""The ``format`` of a session report's JSON form."""
 
 def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
     """The fold of a stored run's journal (its workflow's ``journal_status``), checked with ``key``.
@@ -142,55 +152,66 @@ def record_feedback(
 # --- the story of one run -----------------------------------------------------------
 
 
-def _effects(stored: StoredRun) -> list[JsonValue]:
-    return [
-        {"seq": entry.seq, "call": entry.call.value, "round": entry.round,
-         "attempt": entry.attempt, "state": entry.state.value, "duration_ms": duration}
+def _workflow(format: str) -> Workflow:
+    return "aiops" if format.startswith("aiops_journal_") else "chat"
+
+
+def _effects(stored: StoredRun) -> tuple[EffectTiming, ...]:
+    return tuple(
+        EffectTiming(entry.seq, entry.call.value, entry.round, entry.attempt, entry.state.value,
+                     duration)
         for entry, duration in zip(stored.journal.entries, stored.durations, strict=True)
-    ]
+    )
 
 
-def _tools(stored: StoredRun) -> list[JsonValue]:
-    records: list[JsonValue] = []
+def _tools(stored: StoredRun) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
     for entry in stored.journal.entries:
         for item in entry.tool_invocations or ():
-            records.append(item.to_record())
-    return records
+            calls.append(ToolCall(
+                invocation_id=item.invocation_id,
+                tool_name=item.tool_name,
+                success=item.success,
+                input=None if item.input_json is None else loads_stored(item.input_json),
+                output=loads_stored(item.output_json),
+                error=None if item.error is None
+                else ToolCallError(item.error.type, item.error.message),
+                duration_ms=item.duration_ms,
+            ))
+    return tuple(calls)
 
 
-def _steps(events: Sequence[Any], round_of: str) -> list[JsonValue]:
-    return [
-        {"seq": event.seq, "node": event.node.value, "round": getattr(event, round_of),
-         "attempt": event.attempt, "status": event.status.value,
-         "reason_code": None if event.reason_code is None else event.reason_code.value,
-         "message": event.details.error}
+def _steps(events: Sequence[Any], round_of: str) -> tuple[AgentStep, ...]:
+    return tuple(
+        AgentStep(event.seq, event.node.value, getattr(event, round_of), event.attempt,
+                  event.status.value,
+                  None if event.reason_code is None else event.reason_code.value,
+                  event.details.error)
         for event in events
-    ]
+    )
 
 
-def _verifier(events: Sequence[Any], evaluations: Sequence[Any]) -> list[JsonValue]:
+def _verifier(events: Sequence[Any], evaluations: Sequence[Any]) -> tuple[VerifierRow, ...]:
     found: dict[tuple[int, int], Any] = {(item.round, item.attempt): item for item in evaluations}
-    rows: list[JsonValue] = []
+    rows: list[VerifierRow] = []
     for event in events:
         if event.node.value != "verifier":
             continue
         evaluation = found.get((event.round, event.attempt))
-        row: dict[str, JsonValue] = {
-            "round": event.round, "attempt": event.attempt, "status": event.status.value,
-            "reason_code": None if event.reason_code is None else event.reason_code.value,
-            "model_verdict": None, "effective_verdict": None, "ceiling": None,
-            "groundedness_score": None, "unknown_claim_ids": [],
-        }
-        if evaluation is not None:
-            row.update({
-                "model_verdict": evaluation.model_verdict.value,
-                "effective_verdict": evaluation.effective_verdict.value,
-                "ceiling": evaluation.ceiling.value,
-                "groundedness_score": evaluation.output.groundedness_score,
-                "unknown_claim_ids": list(evaluation.unknown_claim_ids),
-            })
-        rows.append(row)
-    return rows
+        reason = None if event.reason_code is None else event.reason_code.value
+        if evaluation is None:
+            rows.append(VerifierRow(event.round, event.attempt, event.status.value, reason,
+                                    None, None, None, None, ()))
+            continue
+        rows.append(VerifierRow(
+            event.round, event.attempt, event.status.value, reason,
+            model_verdict=evaluation.model_verdict.value,
+            effective_verdict=evaluation.effective_verdict.value,
+            ceiling=evaluation.ceiling.value,
+            groundedness_score=evaluation.output.groundedness_score,
+            unknown_claim_ids=tuple(evaluation.unknown_claim_ids),
+        ))
+    return tuple(rows)
 
 
 def listed_runs(
@@ -215,161 +236,147 @@ def listed_runs(
         yield summary, stored, None
 
 
-def unreadable_story(summary: RunSummary, problem: str) -> dict[str, JsonValue]:
+def unreadable_story(summary: RunSummary, problem: str) -> RunStory:
     """A run the store cannot give back, as a report tells it: ``invalid``, with the reason."""
-    return {
-        "run_id": summary.run_id,
-        "session_id": summary.session_id,
-        "workflow": "aiops" if summary.format.startswith("aiops_journal_") else "chat",
-        "created_at": summary.created_at,
-        "status": "invalid",
-        "problem": problem,
-    }
+    return RunStory(
+        run_id=summary.run_id,
+        session_id=summary.session_id,
+        workflow=_workflow(summary.format),
+        created_at=summary.created_at,
+        status="invalid",
+        problem=problem,
+    )
 
 
-def run_story(stored: StoredRun, *, key: bytes | None = None) -> dict[str, JsonValue]:
+def run_story(stored: StoredRun, *, key: bytes | None = None) -> RunStory:
     """One run of a session report: everything derived from its journal and its feedback.
 
-    A journal that does not fold (or verify, with ``key``) gives ``"status":
-    "invalid"`` and the problem, never a partial story.
+    A journal that does not fold (or verify, with ``key``) gives ``status``
+    ``invalid`` and the problem, never a partial story.
     """
-    story: dict[str, JsonValue] = {
-        "run_id": stored.run_id,
-        "session_id": stored.session_id,
-        "workflow": "aiops" if stored.format.startswith("aiops_journal_") else "chat",
-        "created_at": stored.created_at,
-    }
+    workflow = _workflow(stored.format)
     try:
         status = run_status(stored, key)
         feedback = _verified_feedback(stored, key)
     except JournalError as error:
-        story.update({"status": "invalid", "problem": str(error)})
-        return story
+        return RunStory(run_id=stored.run_id, session_id=stored.session_id, workflow=workflow,
+                        created_at=stored.created_at, status="invalid", problem=str(error))
     state = status.state
-    story["status"] = "complete" if status.complete else "incomplete"
-    story["next_call"] = None if status.complete else status.describe()
-    story["effects"] = _effects(stored)
-    story["tool_invocations"] = _tools(stored)
-    if story["workflow"] == "chat":
+    common: dict[str, Any] = {
+        "run_id": stored.run_id,
+        "session_id": stored.session_id,
+        "workflow": workflow,
+        "created_at": stored.created_at,
+        "status": "complete" if status.complete else "incomplete",
+        "next_call": None if status.complete else status.describe(),
+        "effects": _effects(stored),
+        "tool_invocations": _tools(stored),
+        "feedback": tuple(
+            FeedbackItem(item.rating, item.comment, item.after_seq, item.recorded_at)
+            for item in feedback
+        ),
+    }
+    if workflow == "chat":
         from .. import build_trace_report
 
         report = build_trace_report(state)
-        wire = to_wire(report)
-        assert isinstance(wire, dict)
-        story["question"] = report.question
-        story["agent_steps"] = _steps(report.events, "round")
-        story["gatekeeper_audits"] = wire["gatekeeper_audits"]
-        story["verifier_evaluations"] = _verifier(report.events, report.verifier_evaluations)
-        story["outcome"] = wire["outcome"]
-        story["reason_code"] = wire["reason_code"]
-        story["answer"] = report.answer
+        return RunStory(
+            **common,
+            question=report.question,
+            agent_steps=_steps(report.events, "round"),
+            gatekeeper_audits=report.gatekeeper_audits,
+            verifier_evaluations=_verifier(report.events, report.verifier_evaluations),
+            outcome=None if report.outcome is None else report.outcome.value,
+            reason_code=None if report.reason_code is None else report.reason_code.value,
+            answer=report.answer,
+        )
+    if state.fallback is not None:
+        answer: str | None = state.fallback
+    elif state.report is not None:
+        answer = canonical_json(to_wire(state.report))
     else:
-        story["question"] = None
-        story["agent_steps"] = _steps(state.events, "step")
-        story["gatekeeper_audits"] = []
-        story["verifier_evaluations"] = []
-        story["outcome"] = None if state.outcome is None else state.outcome.value
-        story["reason_code"] = None if state.reason_code is None else state.reason_code.value
-        if state.fallback is not None:
-            story["answer"] = state.fallback
-        elif state.report is not None:
-            story["answer"] = canonical_json(to_wire(state.report))
-        else:
-            story["answer"] = None
-    story["feedback"] = [
-        {"rating": item.rating, "comment": item.comment, "after_seq": item.after_seq,
-         "recorded_at": item.recorded_at}
-        for item in feedback
-    ]
-    return story
+        answer = None
+    return RunStory(
+        **common,
+        agent_steps=_steps(state.events, "step"),
+        outcome=None if state.outcome is None else state.outcome.value,
+        reason_code=None if state.reason_code is None else state.reason_code.value,
+        answer=answer,
+    )
 
 
 def session_report(
     store: JournalStore, session_id: str, *, key: bytes | None = None
-) -> dict[str, JsonValue]:
+) -> SessionReport:
     """Every run of ``session_id`` in the order the store first saw them (spec §16).
 
-    The ``diagnosis_session_report_v1`` JSON form: ``{"format",
-    "session_id", "runs": [...]}``, each run as :func:`run_story` gives it.
-    With ``key`` every journal and every feedback's MAC is verified.
+    A :class:`SessionReport` (wire form ``diagnosis_session_report_v2``,
+    ``docs/stores.md``), each run a :class:`RunStory`. With ``key`` every
+    journal and every feedback's MAC is verified.
     """
     if not isinstance(session_id, str) or not session_id:
         raise StoreError(f"session_id: expected a non-empty string, got {session_id!r}")
-    runs: list[JsonValue] = []
+    runs: list[RunStory] = []
     for summary, stored, problem in listed_runs(store, session_id=session_id):
         if stored is None:
             assert problem is not None
             runs.append(unreadable_story(summary, problem))
         else:
             runs.append(run_story(stored, key=key))
-    return {"format": SESSION_REPORT_FORMAT, "session_id": session_id, "runs": runs}
+    return SessionReport(session_id=session_id, runs=tuple(runs))
 
 
 _cell = text_line
 
 
-def format_session_report(report: dict[str, JsonValue]) -> str:
+def format_session_report(report: SessionReport) -> str:
     """The session report as readable text (what ``diagnosis-core sessions show`` prints).
 
     Every stored string is one inert line (:func:`text_line`); an answer's
     own lines are kept, each made inert.
     """
-    runs = report.get("runs")
-    assert isinstance(runs, list)
-    lines = [f"session {_cell(report.get('session_id'))}: {len(runs)} run(s)"]
+    runs = report.runs
+    lines = [f"session {_cell(report.session_id)}: {len(runs)} run(s)"]
     for story in runs:
-        assert isinstance(story, dict)
-        lines += ["", f"== run {_cell(story['run_id'])} ({story['workflow']}, "
-                  f"{story['status']})"]
-        if story["status"] == "invalid":
-            lines.append(f"   problem: {_cell(story['problem'])}")
+        lines += ["", f"== run {_cell(story.run_id)} ({story.workflow}, {story.status})"]
+        if story.status == "invalid":
+            lines.append(f"   problem: {_cell(story.problem)}")
             continue
-        if story.get("question") is not None:
-            lines.append(f"   question: {_cell(story['question'])}")
+        if story.question is not None:
+            lines.append(f"   question: {_cell(story.question)}")
         lines.append("   steps:")
-        for step in story["agent_steps"]:  # type: ignore[union-attr]
-            assert isinstance(step, dict)
+        for step in story.agent_steps:
             lines.append(
-                f"     {step['seq']:>3} {step['node']:<22} round {step['round']} "
-                f"attempt {step['attempt']}  {step['status']}  {_cell(step['reason_code'])}"
+                f"     {step.seq:>3} {step.node:<22} round {step.round} "
+                f"attempt {step.attempt}  {step.status}  {_cell(step.reason_code)}"
             )
-        tools = story["tool_invocations"]
-        assert isinstance(tools, list)
-        lines.append(f"   tools: {len(tools)} call(s)")
-        for tool in tools:
-            assert isinstance(tool, dict)
-            state = "ok" if tool["success"] else "failed"
-            error = tool.get("error")
-            detail = (f"  {_cell(error.get('type'))}: {_cell(error.get('message'))}"
-                      if isinstance(error, dict) else "")
-            lines.append(f"     {_cell(tool['invocation_id'])} {_cell(tool['tool_name'])} "
+        lines.append(f"   tools: {len(story.tool_invocations)} call(s)")
+        for tool in story.tool_invocations:
+            state = "ok" if tool.success else "failed"
+            error = tool.error
+            detail = "" if error is None else f"  {_cell(error.type)}: {_cell(error.message)}"
+            lines.append(f"     {_cell(tool.invocation_id)} {_cell(tool.tool_name)} "
                          f"{state}{detail}")
-        for audit in story["gatekeeper_audits"]:  # type: ignore[union-attr]
-            assert isinstance(audit, dict)
+        for audit in story.gatekeeper_audits:
             lines.append(
-                f"   gatekeeper round {audit['round']}: {audit['status']} "
-                f"({audit['passed']}/{audit['checked']} passed) {_cell(audit['reason_code'])}"
+                f"   gatekeeper round {audit.round}: {audit.status.value} "
+                f"({audit.passed}/{audit.checked} passed) "
+                f"{_cell(None if audit.reason_code is None else audit.reason_code.value)}"
             )
-        for row in story["verifier_evaluations"]:  # type: ignore[union-attr]
-            assert isinstance(row, dict)
+        for row in story.verifier_evaluations:
             lines.append(
-                f"   verifier round {row['round']} attempt {row['attempt']}: {row['status']} "
-                f"model {_cell(row['model_verdict'])} effective {_cell(row['effective_verdict'])} "
-                f"groundedness {_cell(row['groundedness_score'])}"
+                f"   verifier round {row.round} attempt {row.attempt}: {row.status} "
+                f"model {_cell(row.model_verdict)} effective {_cell(row.effective_verdict)} "
+                f"groundedness {_cell(row.groundedness_score)}"
             )
-        lines.append(
-            f"   outcome: {_cell(story['outcome'])}   reason: {_cell(story['reason_code'])}"
-        )
+        lines.append(f"   outcome: {_cell(story.outcome)}   reason: {_cell(story.reason_code)}")
         reasons = failure_reasons(story)
         if reasons:
             lines.append("   why:")
             lines += [f"     {_cell(reason)}" for reason in reasons]
-        if story.get("answer") is not None:
+        if story.answer is not None:
             lines.append("   answer:")
-            lines += [f"     {_cell(line)}" for line in str(story["answer"]).splitlines()]
-        feedback = story["feedback"]
-        assert isinstance(feedback, list)
-        for item in feedback:
-            assert isinstance(item, dict)
-            lines.append(f"   feedback: {item['rating']}/5 {_cell(item['comment'])}")
+            lines += [f"     {_cell(line)}" for line in story.answer.splitlines()]
+        for item in story.feedback:
+            lines.append(f"   feedback: {item.rating}/5 {_cell(item.comment)}")
     return "\n".join(lines) + "\n"

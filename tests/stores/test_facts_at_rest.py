@@ -73,9 +73,9 @@ def test_no_canary_reaches_the_medium_with_a_codec(
     )
     assert canaries["reply"] in state.result.answer
     record_feedback(store, run_id, 3, canaries["feedback"], key=KEY)
-    story = session_report(store, f"s-{run_id}", key=KEY)["runs"][0]  # type: ignore[index]
-    told = json.dumps(story)
-    assert story["status"] == "complete"  # type: ignore[index, call-overload]
+    story = session_report(store, f"s-{run_id}", key=KEY).runs[0]
+    told = json.dumps(dc.to_wire(story))
+    assert story.status == "complete"
     assert all(canary in told for canary in canaries.values())
     stored = store.load(run_id)
     assert stored is not None and dcj.fold_journal(stored.journal, key=KEY) == state

@@ -19,8 +19,10 @@ from store_support import chat_example_docs, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
 from diagnosis_core._cli import main
+from diagnosis_core.protocol import from_wire, to_wire
 from diagnosis_core.stores import (
     FLEET_REPORT_FORMAT,
+    FleetReport,
     fleet_report,
     fleet_report_html,
     format_fleet_report,
@@ -29,6 +31,7 @@ from diagnosis_core.stores import (
 )
 from diagnosis_core.stores._base import StoreBase
 from diagnosis_core.stores._fleet import percentile
+from diagnosis_core.stores._pages import outcomes_by_workflow
 from diagnosis_core.tools import ToolRecorder
 
 
@@ -48,7 +51,8 @@ def _fill(store: StoreBase) -> list[dc.DiagnosisState]:
 def test_the_fleet_report_counts_what_the_runs_did(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     states = _fill(store)
-    report: Any = fleet_report(store)
+    fleet = fleet_report(store)
+    report: Any = to_wire(fleet)
     assert report["format"] == FLEET_REPORT_FORMAT
     assert report["runs"] == {"total": len(states), "complete": len(states), "incomplete": 0,
                               "invalid": 0}
@@ -77,8 +81,8 @@ def test_the_fleet_report_counts_what_the_runs_did(tmp_path: Path) -> None:
     assert report["latency_ms"]["planner"]["count"] == sum(s.calls.planner for s in states)
     assert report["feedback"]["count"] == 2 and report["feedback"]["mean_rating"] == 3.0
     assert report["feedback"]["ratings"] == {"1": 1, "2": 0, "3": 0, "4": 0, "5": 1}
-    assert fleet_report(store, since=time.time() + 60)["runs"]["total"] == 0  # type: ignore[index, call-overload]
-    assert "fallback rate:" in format_fleet_report(report)
+    assert fleet_report(store, since=time.time() + 60).runs.total == 0
+    assert "fallback rate:" in format_fleet_report(fleet)
     store.close()
 
 
@@ -94,7 +98,7 @@ def test_report_json_and_html_from_the_command_line(
     url = str(tmp_path / "r.jsonl")
     store = open_store(url)
     _fill(store)
-    expected = json.loads(json.dumps(fleet_report(store)))
+    expected = json.loads(json.dumps(to_wire(fleet_report(store))))
     store.close()
     assert main(["report", "--store", url, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == expected
@@ -133,12 +137,13 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -
         pytest.skip("no Chromium (apt-get install -y chromium)")
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     _fill(store)
-    report: Any = fleet_report(store)
+    report: Any = to_wire(fleet_report(store))
     store.close()
     # a latency label as long as the one the old page cut off at the SVG edge
     report["latency_ms"]["executor"] = {"count": 9, "p50": 1.502, "p95": 12345.678}
+    fleet = from_wire(FleetReport, report)
     page = tmp_path / "fleet.html"
-    page.write_text(fleet_report_html(report, generated_at=time.time()), encoding="utf-8")
+    page.write_text(fleet_report_html(fleet, generated_at=time.time()), encoding="utf-8")
     with Browser() as browser:
         load = browser.load(page, _PROBE)
     assert load.errors() == [] and load.other_requests() == []
@@ -150,9 +155,12 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -
             assert left - 0.5 <= text_left and text_right <= right + 0.5, (chart_id, text)
             assert top - 0.5 <= text_top and text_bottom <= bottom + 0.5, (chart_id, text)
     bars = {chart[0]: chart[3] for chart in measured}
+    by_workflow = outcomes_by_workflow(fleet)
+    assert set(by_workflow) == {"chat", "aiops"}
+    assert sum(by_workflow["chat"].values()) == sum(report["outcomes"].values())
     expected_bars = {
-        "chart-outcomes-chat": len(report["outcomes_by_workflow"]["chat"]),
-        "chart-outcomes-aiops": len(report["outcomes_by_workflow"]["aiops"]),
+        "chart-outcomes-chat": len(by_workflow["chat"]),
+        "chart-outcomes-aiops": len(by_workflow["aiops"]),
         "chart-reasons": len(report["reason_codes"]), "chart-gatekeeper": 3,
         "chart-tools": len(report["tools"]), "chart-latency": len(report["latency_ms"]),
         "chart-feedback": 5,
@@ -167,11 +175,11 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -
     assert "12,345.7 ms" in text  # the longest value is shown, whole
 
 
-def _empty_report(**changes: Any) -> dict[str, Any]:
+def _empty_report(**changes: Any) -> FleetReport:
     report: dict[str, Any] = {
         "since": None,
         "runs": {"total": 1, "complete": 1, "incomplete": 0, "invalid": 0},
-        "outcomes": {}, "outcomes_by_workflow": {"chat": {}, "aiops": {}}, "reason_codes": {},
+        "outcomes": {}, "reason_codes": {},
         "gatekeeper": {"audits": 0, "rates": {"PASS": None, "LOW_CONFID": None, "REJECT": None}},
         "evidence_retry_rate": None, "fallback_rate": None,
         "tools": {}, "latency_ms": {},
@@ -179,20 +187,21 @@ def _empty_report(**changes: Any) -> dict[str, Any]:
                      "ratings": {str(n): 0 for n in range(1, 6)}},
     }
     report.update(changes)
-    return report
+    return from_wire(FleetReport, report)
 
 
 def test_the_page_escapes_every_name_it_shows() -> None:
     hostile = '<script>alert("x")</script>&'
     report = _empty_report(
-        outcomes={hostile: 1}, outcomes_by_workflow={"chat": {hostile: 1}, "aiops": {}},
-        fallback_rate=0.0, tools={hostile: {"calls": 2, "failures": 1, "failure_rate": 0.5}},
+        outcomes={hostile: 1}, fallback_rate=0.0,
+        tools={hostile: {"calls": 2, "failures": 1, "failure_rate": 0.5}},
     )
     page = fleet_report_html(report)
     assert "<script" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
     assert page.count('<rect class="fill"') == 1 + 1 + 3 + 5
-    assert page.count('class="empty muted">no data<') == 3
+    # an outcome of neither workflow is drawn apart, never mixed into theirs
+    assert page.count('class="empty muted">no data<') == 4 and "Other outcomes" in page
 
 
 def test_the_page_shows_unencodable_and_control_characters_as_visible_escapes() -> None:
@@ -219,10 +228,10 @@ def test_an_unreadable_run_is_counted_invalid_and_the_others_summed(tmp_path: Pa
     for index, (_, doc) in enumerate(chat_example_docs()[:3]):
         request, effects = scenario_of(with_ids(doc, run_id=f"r{index}"))
         dc.run_diagnosis(request, effects, store=store)
-    alone: Any = fleet_report(store)
+    alone: Any = to_wire(fleet_report(store))
     with sqlite3.connect(path) as db:
         db.execute("UPDATE diagnosis_runs SET payload = 'sealed:aesgcm:AAAA' WHERE run_id = 'r1'")
-    report: Any = fleet_report(store)
+    report: Any = to_wire(fleet_report(store))
     store.close()
     assert report["runs"] == {"total": 3, "complete": 2, "incomplete": 0, "invalid": 1}
     assert sum(report["outcomes"].values()) == sum(alone["outcomes"].values()) - 1

@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from chromium_support import Browser, chromium
 from store_support import chat_example_docs, load_example, scenario_of, with_ids, with_tools
@@ -24,7 +25,13 @@ from store_support import chat_example_docs, load_example, scenario_of, with_ids
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 from diagnosis_core._cli import main
+from diagnosis_core.protocol import from_wire, to_wire
 from diagnosis_core.stores import (
+    FleetReport,
+    RunStory,
+    SessionReport,
+    ToolCall,
+    ToolCallError,
     failure_reasons,
     fleet_report,
     fleet_report_html,
@@ -111,12 +118,12 @@ def _trace_errors(state: dc.DiagnosisState) -> list[str]:
             if event.details.error is not None]
 
 
-def _stories(url: str) -> dict[str, dict[str, Any]]:
+def _stories(url: str) -> dict[str, RunStory]:
     store = open_store(url)
     try:
         sessions = {summary.session_id for summary in store.runs()}
-        return {story["run_id"]: story for session in sorted(sessions)
-                for story in session_report(store, session)["runs"]}  # type: ignore[union-attr]
+        return {story.run_id: story for session in sorted(sessions)
+                for story in session_report(store, session).runs}
     finally:
         store.close()
 
@@ -137,7 +144,7 @@ def test_every_trace_message_is_a_failure_reason_of_its_run(
         seen_errors += len(errors)
         for error in errors:
             assert any(reason.endswith(f": {error}") for reason in reasons), (run_id, error)
-        assert [step["message"] for step in story["agent_steps"] if step["message"]] == errors
+        assert [step.message for step in story.agent_steps if step.message] == errors
         # the failing tool's error is a reason of every run that called it
         assert any("RuntimeError: metrics backend down for pay-svc" in reason
                    for reason in reasons)
@@ -146,11 +153,11 @@ def test_every_trace_message_is_a_failure_reason_of_its_run(
     assert ("gatekeeper round 1: claim c1: INVOCATION_NOT_FOUND (query_metrics inv-404)"
             in failure_reasons(forged))
     assert failure_reasons(stories["pages-unfinished"]) == [
-        f"not finished: {stories['pages-unfinished']['next_call']}"]
+        f"not finished: {stories['pages-unfinished'].next_call}"]
     (invalid,) = failure_reasons(stories["pages-unreadable"])
     assert invalid.startswith("invalid: ") and "pages-unreadable" in invalid
     answered = next(story for run_id, story in stories.items() if "payment_timeout" in run_id)
-    assert answered["outcome"] == "ANSWERED"
+    assert answered.outcome == "ANSWERED"
     assert [reason for reason in failure_reasons(answered) if "metrics backend" not in reason
             ] == []
 
@@ -232,7 +239,7 @@ def test_report_html_into_a_folder_writes_every_page_linked(
     site = tmp_path / "site"
     assert main(["report", "--store", url, "--html", str(site)]) == 0
     stories = _stories(url)
-    sessions = {story["session_id"] for story in stories.values()}
+    sessions = {story.session_id for story in stories.values()}
     assert sorted(p.name for p in (site / "sessions").iterdir()) == sorted(
         Path(report_page_name("sessions", s)).name for s in sessions)
     assert sorted(p.name for p in (site / "runs").iterdir()) == sorted(
@@ -277,18 +284,21 @@ def test_every_stored_string_on_the_pages_is_inert(
 ) -> None:
     url, _ = filled
     stories = _stories(url)
-    story = json.loads(json.dumps(stories[_long_run(stories)]))
+    story = stories[_long_run(stories)]
     hostile = "<script>alert('x')</script>&\ud800\x1b[2J\u202e"
-    story["answer"] = hostile
-    story["question"] = hostile
-    story["tool_invocations"][0]["tool_name"] = hostile
-    story["agent_steps"][0]["message"] = hostile
+    story = attrs.evolve(
+        story, answer=hostile, question=hostile,
+        tool_invocations=(attrs.evolve(story.tool_invocations[0], tool_name=hostile),
+                          *story.tool_invocations[1:]),
+        agent_steps=(attrs.evolve(story.agent_steps[0], message=hostile),
+                     *story.agent_steps[1:]),
+    )
     page = run_story_html(story, generated_at=0.0)
     page.encode("utf-8")
     assert "<script" not in page and "\ud800" not in page and "\x1b" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&amp;\\ud800\\x1b[2J\\u202e" in page
-    session = {"session_id": hostile, "runs": [story]}
-    page = session_report_html(session, generated_at=0.0)
+    page = session_report_html(SessionReport(session_id=hostile, runs=(story,)),
+                               generated_at=0.0)
     page.encode("utf-8")
     assert "<script" not in page and "\\ud800" in page
 
@@ -339,9 +349,9 @@ def _check(load: Any, *, charts: int) -> dict[str, Any]:
     return measured
 
 
-def _stress_report(report: dict[str, Any]) -> dict[str, Any]:
+def _stress_report(report: FleetReport) -> FleetReport:
     """``report`` with many bars and the longest, least breakable names a store can hold."""
-    stressed = json.loads(json.dumps(report))
+    stressed: Any = to_wire(report)
     names = [LONG_TOOL * 2, "工具名称" * 30, "\ud800<script>" + "W" * 80, "\u202eevil " * 20]
     for index in range(40):
         name = f"{names[index % len(names)]}-{index}"
@@ -350,17 +360,16 @@ def _stress_report(report: dict[str, Any]) -> dict[str, Any]:
         stressed["latency_ms"][name] = {"count": 3, "p50": 1.502 * index, "p95": 3.25 * index}
         stressed["reason_codes"]["REASON_" + "VERY_LONG_REASON_CODE_" * 6 + str(index)] = index
     stressed["tools"]["rare_failure"] = {"calls": 17, "failures": 1, "failure_rate": 0.058824}
-    return stressed
+    return from_wire(FleetReport, stressed)
 
 
-def _stress_story(story: dict[str, Any]) -> dict[str, Any]:
-    stressed = json.loads(json.dumps(story))
-    for index in range(60):
-        stressed["tool_invocations"].append({
-            "invocation_id": f"inv-{'x' * 90}-{index}", "tool_name": LONG_TOOL * 3,
-            "success": False, "output": None, "duration_ms": 1000.0 + index,
-            "error": {"type": "TimeoutError", "message": "deadline " * 40}})
-    return stressed
+def _stress_story(story: RunStory) -> RunStory:
+    calls = tuple(
+        ToolCall(invocation_id=f"inv-{'x' * 90}-{index}", tool_name=LONG_TOOL * 3,
+                 success=False, input=None, output=None, duration_ms=1000.0 + index,
+                 error=ToolCallError("TimeoutError", "deadline " * 40))
+        for index in range(60))
+    return attrs.evolve(story, tool_invocations=story.tool_invocations + calls)
 
 
 def test_every_page_renders_in_chromium_with_every_label_inside_its_chart(
@@ -372,7 +381,7 @@ def test_every_page_renders_in_chromium_with_every_label_inside_its_chart(
     site = tmp_path / "site"
     assert main(["report", "--store", url, "--html", str(site)]) == 0
     store = open_store(url)
-    report: Any = fleet_report(store)
+    report = fleet_report(store)
     store.close()
     stories = _stories(url)
     stress = tmp_path / "stress"
@@ -405,7 +414,7 @@ def test_every_page_renders_in_chromium_with_every_label_inside_its_chart(
                     fills = dict(zip(tools["labels"], tools["bars"], strict=True))
                     assert fills["rare_failure"]["fills"][0] == pytest.approx(0.058824,
                                                                               abs=0.002)
-                    assert len(tools["bars"]) == len(report["tools"]) + 41
+                    assert len(tools["bars"]) == len(report.tools) + 41
 
 
 def test_the_browser_check_sees_a_cut_label_a_console_error_and_a_request(

@@ -26,8 +26,10 @@ import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 from diagnosis_core._cli import main
+from diagnosis_core.protocol import to_wire
 from diagnosis_core.stores import (
     SESSION_REPORT_FORMAT,
+    RunStory,
     format_session_report,
     open_store,
     record_feedback,
@@ -62,7 +64,8 @@ def test_the_session_report_matches_every_runs_own_trace_report(store: StoreBase
     session = f"session-{time.monotonic_ns()}"
     references = _record_session(store, session)
     record_feedback(store, references[0][0].run.run_id, 5, "found it")
-    report = session_report(store, session)
+    value = session_report(store, session)
+    report: Any = to_wire(value)
     assert report["format"] == SESSION_REPORT_FORMAT and report["session_id"] == session
     runs = report["runs"]
     assert isinstance(runs, list) and len(runs) == len(references)
@@ -99,7 +102,7 @@ def test_the_session_report_matches_every_runs_own_trace_report(store: StoreBase
                 assert row["groundedness_score"] == found.output.groundedness_score
         assert story["outcome"] == wire["outcome"] and story["reason_code"] == wire["reason_code"]
         assert story["answer"] == trace.answer == state.result.answer
-        records = [{k: v for k, v in r.items() if not (k == "input" and v is None)}
+        records = [{"input": None, "error": None, "duration_ms": None, **r}
                    for r in dcj.journal_tool_records(journal)]
         assert story["tool_invocations"] == records
         assert [e["seq"] for e in story["effects"]] == [e.seq for e in journal.entries]  # type: ignore[index, union-attr]
@@ -107,7 +110,7 @@ def test_the_session_report_matches_every_runs_own_trace_report(store: StoreBase
     assert isinstance(first, dict)
     assert [(f["rating"], f["comment"]) for f in first["feedback"]] == [(5, "found it")]  # type: ignore[index, union-attr]
     assert all(story["feedback"] == [] for story in runs[1:])  # type: ignore[index, call-overload]
-    text = format_session_report(report)
+    text = format_session_report(value)
     assert f"session {session}: {len(references)} run(s)" in text
     assert "feedback: 5/5 found it" in text and "query_metrics failed" in text
 
@@ -118,14 +121,14 @@ def test_signed_feedback_that_was_edited_makes_the_run_invalid(tmp_path: Path) -
     request, effects = scenario_of(doc)
     dc.run_diagnosis(request, effects, store=store, key=KEY)
     record_feedback(store, request.run.run_id, 2, "wrong", key=KEY)
-    assert session_report(store, "s-edit", key=KEY)["runs"][0]["status"] == "complete"  # type: ignore[index, call-overload]
+    assert session_report(store, "s-edit", key=KEY).runs[0].status == "complete"
     with sqlite3.connect(tmp_path / "runs.db") as db:
         (payload,) = db.execute("SELECT payload FROM diagnosis_feedback").fetchone()
         db.execute("UPDATE diagnosis_feedback SET payload = ?",
                    (payload.replace('"rating":2', '"rating":5'),))
-    story = session_report(store, "s-edit", key=KEY)["runs"][0]  # type: ignore[index]
-    assert story["status"] == "invalid"  # type: ignore[index, call-overload]
-    assert "feedback[0].mac: missing or does not match" in story["problem"]  # type: ignore[index, call-overload]
+    story = session_report(store, "s-edit", key=KEY).runs[0]
+    assert story.status == "invalid" and story.problem is not None
+    assert "feedback[0].mac: missing or does not match" in story.problem
     store.close()
 
 
@@ -143,8 +146,8 @@ def test_an_aiops_run_and_an_incomplete_run_tell_their_story(tmp_path: Path) -> 
     request, _ = scenario_of(chat)
     with store.claim("chat-1") as claim:
         store.begin(claim, dcj.Journal(request))
-    report = session_report(store, "mixed")
-    aiops, incomplete = report["runs"]  # type: ignore[misc]
+    report: Any = to_wire(session_report(store, "mixed"))
+    aiops, incomplete = report["runs"]
     assert aiops["workflow"] == "aiops" and aiops["status"] == "complete"
     assert aiops["outcome"] == state.result.outcome.value
     assert [s["node"] for s in aiops["agent_steps"]] == [e.node.value for e in state.events]
@@ -163,7 +166,7 @@ def test_sessions_show_prints_the_report_and_its_json_form(
     assert main(["sessions", "show", "cli-session", "--store", url, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     store = open_store(url)
-    assert printed == json.loads(json.dumps(session_report(store, "cli-session")))
+    assert printed == json.loads(json.dumps(to_wire(session_report(store, "cli-session"))))
     store.close()
     assert main(["sessions", "show", "cli-session", "--store", url]) == 0
     assert "session cli-session:" in capsys.readouterr().out
@@ -190,10 +193,9 @@ def test_feedback_waits_for_the_claim_a_writer_holds_then_is_recorded(store: Sto
     threading.Thread(target=release_later).start()
     record_feedback(store, run_id, 4, "after the writer", key=KEY)
     assert released.is_set()  # it waited for the claim instead of racing the writer
-    (story,) = session_report(store, session, key=KEY)["runs"]  # type: ignore[misc]
-    assert story["status"] == "complete"  # type: ignore[index]
-    assert [item["comment"] for item in story["feedback"]] == [  # type: ignore[index]
-        "after the writer"]
+    (story,) = session_report(store, session, key=KEY).runs
+    assert story.status == "complete"
+    assert [item.comment for item in story.feedback] == ["after the writer"]
 
 
 def test_a_run_the_store_cannot_give_back_is_told_invalid_with_its_reason(
@@ -208,16 +210,15 @@ def test_a_run_the_store_cannot_give_back_is_told_invalid_with_its_reason(
     with sqlite3.connect(path) as db:
         db.execute("UPDATE diagnosis_runs SET format = 'aiops_journal_v2' WHERE run_id = 'r1'")
     report = session_report(store, "s")
-    runs = report["runs"]
-    assert isinstance(runs, list)
-    assert [(r["run_id"], r["status"]) for r in runs] == [  # type: ignore[index]
+    runs = report.runs
+    assert [(r.run_id, r.status) for r in runs] == [
         ("r0", "complete"), ("r1", "invalid"), ("r2", "complete")]
-    assert runs[1] == {
-        "run_id": "r1", "session_id": "s", "workflow": "aiops",
-        "created_at": runs[1]["created_at"], "status": "invalid",  # type: ignore[index]
-        "problem": "run 'r1': the stored request is not valid: format: expected "
-                   "'aiops_journal_v2' or 'aiops_journal_v1', got 'diagnosis_journal_v2'",
-    }
+    assert runs[1] == RunStory(
+        run_id="r1", session_id="s", workflow="aiops",
+        created_at=runs[1].created_at, status="invalid",
+        problem="run 'r1': the stored request is not valid: format: expected "
+                "'aiops_journal_v2' or 'aiops_journal_v1', got 'diagnosis_journal_v2'",
+    )
     assert "problem: run 'r1'" in format_session_report(report)
     store.close()
 
@@ -246,6 +247,6 @@ def test_signed_feedback_through_a_wrapping_store_is_recorded_under_its_claim(
     for rating in (1, 2):
         record_feedback(wrapping, request.run.run_id, rating, key=KEY)
     assert time.monotonic() - started < 30  # never waits for the claim it holds itself
-    (story,) = session_report(inner, "w", key=KEY)["runs"]  # type: ignore[misc]
-    assert [item["rating"] for item in story["feedback"]] == [1, 2]  # type: ignore[index]
+    (story,) = session_report(inner, "w", key=KEY).runs
+    assert [item.rating for item in story.feedback] == [1, 2]
     inner.close()

@@ -146,10 +146,10 @@ def test_a_journal_that_does_not_fold_is_invalid_in_the_reports(
         forged = attrs_evolve(journal.entries[0], input_sha256="0" * 64)
         db.execute("UPDATE diagnosis_entries SET payload = ? WHERE run_id = 'bad' AND seq = 1",
                    (entry_to_json(forged),))
-    report: Any = session_report(store, "s")
+    report: Any = dc.to_wire(session_report(store, "s"))
     assert [story["status"] for story in report["runs"]] == ["complete", "invalid"]
     assert "entries[0].input_sha256: the input of planner" in report["runs"][1]["problem"]
-    fleet: Any = fleet_report(store)
+    fleet: Any = dc.to_wire(fleet_report(store))
     assert fleet["runs"] == {"total": 2, "complete": 1, "incomplete": 0, "invalid": 1}
     store.close()
     assert main(["runs", "ls", "--store", f"sqlite:///{path}", "--json"]) == 0
@@ -234,7 +234,7 @@ def test_feedback_arguments_and_keys_are_checked(tmp_path: Path) -> None:
     with pytest.raises(dc.JournalError, match=r"entries\[0\]\.mac: missing"):
         record_feedback(store, "r", 3, key=b"k")  # an unsigned journal, verified with a key
     record_feedback(store, "r", 3)
-    report: Any = session_report(store, "s", key=None)
+    report: Any = dc.to_wire(session_report(store, "s", key=None))
     assert report["runs"][0]["feedback"][0]["rating"] == 3
     with pytest.raises(StoreError, match="session_id: expected a non-empty string"):
         session_report(store, "")

@@ -949,18 +949,38 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     line = dcst.entry_to_json(stored.journal.entries[0])
     assert_type(dcst.entry_from_json(line), dcj.JournalEntry)
     summaries: tuple[dcst.RunSummary, ...] = store.runs(session_id=request.run.session_id)
-    report: dict[str, JsonValue] = dcst.session_report(store, request.run.session_id)
-    assert report["format"] == dcst.SESSION_REPORT_FORMAT and summaries
-    fleet = dcst.fleet_report(store, since=None)
-    assert fleet["format"] == dcst.FLEET_REPORT_FORMAT
+    report: dcst.SessionReport = dcst.session_report(store, request.run.session_id)
+    assert report.format == dcst.SESSION_REPORT_FORMAT and summaries
+    story: dcst.RunStory = report.runs[0]
+    assert story.status in ("complete", "incomplete", "invalid")
+    fleet: dcst.FleetReport = dcst.fleet_report(store, since=None)
+    assert fleet.format == dcst.FLEET_REPORT_FORMAT and fleet.runs.total >= 1
+    again: dcst.SessionReport = dc.from_json(dcst.SessionReport, dc.to_json(report))
+    assert again == report
+    status: dcst.StoryStatus = story.status
+    workflow: dcst.Workflow = story.workflow
+    effect: tuple[dcst.EffectTiming, ...] = story.effects
+    calls: tuple[dcst.ToolCall, ...] = story.tool_invocations
+    failure: dcst.ToolCallError | None = calls[0].error if calls else None
+    steps: tuple[dcst.AgentStep, ...] = story.agent_steps
+    verifier: tuple[dcst.VerifierRow, ...] = story.verifier_evaluations
+    rated: tuple[dcst.FeedbackItem, ...] = story.feedback
+    assert_type(dcst.run_story(stored), dcst.RunStory)
+    counts: dcst.RunCounts = fleet.runs
+    gate: dcst.GatekeeperRates = fleet.gatekeeper
+    tally: dcst.ToolTally | None = fleet.tools.get("query_logs")
+    latency: dcst.LatencyTally | None = fleet.latency_ms.get("planner")
+    ratings: dcst.FeedbackTally = fleet.feedback
+    shown = (status, workflow, effect, failure, steps, verifier, rated, counts, gate, tally,
+             latency, ratings)
+    assert len(shown) == 12
     page: str = dcst.fleet_report_html(fleet) + dcst.format_fleet_report(fleet)
     text: str = dcst.format_session_report(report)
-    runs = report["runs"]
-    assert isinstance(runs, list) and isinstance(runs[0], dict)
-    why: list[str] = dcst.failure_reasons(runs[0])
-    page += dcst.session_report_html(report, generated_at=0.0) + dcst.run_story_html(runs[0])
+    why: list[str] = dcst.failure_reasons(report.runs[0])
+    page += (dcst.session_report_html(report, generated_at=0.0)
+             + dcst.run_story_html(report.runs[0], links=False))
     written: list[pathlib.Path] = dcst.write_report_pages(path + ".pages", fleet, [report],
-                                                  generated_at=0.0)
+                                                          generated_at=0.0)
     name: str = dcst.report_page_name("runs", request.run.run_id)
     assert written[0].name == "index.html" and name.startswith("runs/") and why is not None
     try:
