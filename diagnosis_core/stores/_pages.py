@@ -94,15 +94,15 @@ figure.chart figcaption { font-weight: 600; margin-bottom: .5em; overflow-wrap: 
 # --- safe names and times -------------------------------------------------------------
 
 
-_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def report_page_name(kind: str, ident: str) -> str:
     """The page of a session or run id, relative to the report folder: safe for any id.
 
-    ``kind`` is ``sessions`` or ``runs``. The name is the id's letters,
-    digits, ``_``, ``.`` and ``-`` (at most 40, never a leading dot) and the
-    first 16 hex digits of the SHA-256 of the id's UTF-8 bytes (a lone
+    ``kind`` is ``sessions`` or ``runs``. The name is the id's ASCII letters,
+    digits, ``_`` and ``-`` (every other run of characters one ``-``, at most
+    40) and the first 16 hex digits of the SHA-256 of the id's UTF-8 bytes (a lone
     surrogate kept as its own bytes): two ids never share a page, not even on
     a file system that ignores case, and no id (``..``, ``/``, a control, a
     thousand characters) escapes the folder or makes a name too long.
@@ -110,7 +110,7 @@ def report_page_name(kind: str, ident: str) -> str:
     if kind not in ("sessions", "runs"):
         raise ValueError(f"kind: expected 'sessions' or 'runs', got {kind!r}")
     digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    slug = _SLUG.sub("-", ident)[:40].lstrip(".-")
+    slug = _SLUG.sub("-", ident)[:40].strip("-")
     return f"{kind}/{slug + '-' if slug else ''}{digest}.html"
 
 

@@ -207,7 +207,7 @@ def test_the_runs_resume_table_has_each_steps_message(
 # --- the pages as files ---------------------------------------------------------------------
 
 
-_NAME = re.compile(r"^(sessions|runs)/([A-Za-z0-9_][A-Za-z0-9_.-]{0,39}-)?[0-9a-f]{16}\.html$")
+_NAME = re.compile(r"^(sessions|runs)/([A-Za-z0-9_][A-Za-z0-9_-]{0,39}-)?[0-9a-f]{16}\.html$")
 
 
 @pytest.mark.parametrize("ident", [
