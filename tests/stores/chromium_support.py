@@ -72,19 +72,20 @@ def _high_fd(fd: int) -> int:
 
 
 class _Pipe:
-    def __init__(self, to_browser: int, from_browser: int, deadline: float) -> None:
+    def __init__(self, to_browser: int, from_browser: int, timeout: float) -> None:
         self._out = to_browser
         self._in = from_browser
         self._buffer = b""
         self._next = 0
-        self._deadline = deadline
+        self._timeout = timeout
+        self._deadline = 0.0
         self.events: list[dict[str, Any]] = []
 
     def _read_message(self) -> dict[str, Any]:
         while b"\0" not in self._buffer:
             left = self._deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError("Chromium did not answer in time")
+                raise TimeoutError(f"Chromium did not answer within {self._timeout} s")
             ready, _, _ = select.select([self._in], [], [], left)
             if not ready:
                 continue
@@ -98,6 +99,7 @@ class _Pipe:
 
     def call(self, method: str, params: dict[str, Any] | None = None,
              session: str | None = None) -> dict[str, Any]:
+        self._deadline = time.monotonic() + self._timeout
         self._next += 1
         ident = self._next
         command: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
@@ -116,15 +118,20 @@ class _Pipe:
             self.events.append(message)
 
     def wait_for(self, method: str, session: str) -> None:
+        self._deadline = time.monotonic() + self._timeout
         while not any(event.get("method") == method and event.get("sessionId") == session
                       for event in self.events):
             self.events.append(self._read_message())
 
 
 class Browser:
-    """One headless Chromium with a throwaway profile; each :meth:`load` in a fresh tab."""
+    """One headless Chromium with a throwaway profile; each :meth:`load` in a fresh tab.
 
-    def __init__(self, *, timeout: float = 120.0) -> None:
+    Every protocol call (and the wait for a page's load) has ``timeout``
+    seconds; :meth:`close` waits 10 s for the browser, then kills its group.
+    """
+
+    def __init__(self, *, timeout: float = 60.0) -> None:
         browser = chromium()
         if browser is None:
             raise FileNotFoundError("no Chromium")
@@ -156,7 +163,7 @@ class Browser:
         os.close(to_write)
         os.close(log)
         self._fds = (to_browser, from_browser)
-        self._pipe = _Pipe(to_browser, from_browser, time.monotonic() + timeout)
+        self._pipe = _Pipe(to_browser, from_browser, timeout)
 
     def __enter__(self) -> Browser:
         return self

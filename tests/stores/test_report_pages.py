@@ -439,3 +439,22 @@ def test_the_browser_check_sees_a_cut_label_a_console_error_and_a_request(
     assert chart["outside"] and chart["outside"][0][0].startswith("executor p50")
     assert any("broken" in str(error) for error in load.errors())
     assert load.other_requests() == ["http://127.0.0.1:9/pixel.png"]
+
+
+def test_a_hostile_failure_message_is_one_inert_line_in_every_text_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = with_ids(load_example("composer_fails_twice"), run_id="hostile-run",
+                   session_id="hostile-session")
+    doc["responses"]["composer"][0]["error"]["message"] = "boom\x1b[2J\nforged: line\u202e"
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = open_store(url)
+    request, effects = scenario_of(doc)
+    dc.run_diagnosis(request, effects, store=store)
+    store.close()
+    for command in (["runs", "resume", "hostile-run"], ["sessions", "show", "hostile-session"]):
+        assert main([*command, "--store", url]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\u202e" not in out
+        assert "boom\\x1b[2J\\nforged: line\\u202e" in out
+        assert not any(line.startswith("forged") for line in out.splitlines())
