@@ -70,6 +70,7 @@ table { border-collapse: collapse; margin: .3em 0; }
 td, th { padding: 3px 10px; text-align: left; vertical-align: top;
          border-bottom: 1px solid #ddd; overflow-wrap: break-word; }
 th { font-weight: 600; white-space: nowrap; } td.t { overflow-wrap: anywhere; min-width: 6em; }
+td.w { overflow-wrap: anywhere; min-width: 16em; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f5f5f5;
       padding: .6em .8em; margin: .3em 0; font: 13px/1.4 ui-monospace, monospace; }
 .why { border-left: 4px solid #b3261e; background: #fdf3f2; padding: .3em 1em; }
@@ -294,19 +295,23 @@ def _meta(generated_at: float | None, *extra: str) -> str:
     return f'<p class="meta">{" · ".join(items)}</p>' if items else ""
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], text: Sequence[int] = ()
-           ) -> str:
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], text: Sequence[int] = (),
+           wide: int | None = None) -> str:
     """A table in a scroller; cells are HTML already (escape before).
 
     The columns ``text`` hold stored free text (an id, a message) and wrap
-    anywhere; the others (codes, numbers) break only where they must.
+    anywhere, the column ``wide`` (a reason) too but never narrower than
+    16em; the others (codes, numbers) break only where they must.
     """
     head = "".join(f"<th>{html_text(name)}</th>" for name in header)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="t">{cell}</td>' if index in text else f"<td>{cell}</td>"
-                         for index, cell in enumerate(row)) + "</tr>"
-        for row in rows
-    )
+
+    def cell(index: int, value: str) -> str:
+        if index == wide:
+            return f'<td class="w">{value}</td>'
+        return f'<td class="t">{value}</td>' if index in text else f"<td>{value}</td>"
+
+    body = "".join("<tr>" + "".join(cell(index, value) for index, value in enumerate(row))
+                   + "</tr>" for row in rows)
     return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 
@@ -437,7 +442,7 @@ def _fleet_tables(sessions: Sequence[SessionReport]) -> str:
     if shown:
         parts.append(_table(
             ("run", "session", "workflow", "first stored", "status", "outcome", "reason",
-             "why"), _run_rows(shown, True, "", True), (0, 1, 7)))
+             "why"), _run_rows(shown, True, "", True), (0, 1), 7))
     else:
         parts.append('<p class="muted">none: every run ended with an answer or a report</p>')
     rows = []
@@ -476,7 +481,7 @@ def session_report_html(
         nav, f"<h1>Session {html_text(report.session_id)}</h1>",
         _meta(generated_at, html_text(f"{len(runs)} run(s)")),
         _table(("run", "workflow", "first stored", "status", "outcome", "reason", "why"),
-               _run_rows(runs, links, "../", False), (0, 6)),
+               _run_rows(runs, links, "../", False), (0,), 6),
         '<h2>Time</h2><div class="charts">',
         _time_chart("chart-run-time", "Effect time per run", timed), "</div>",
     ]
@@ -490,7 +495,7 @@ def _steps_table(story: RunStory) -> str:
              html_text(step.message or "")]
             for step in story.agent_steps]
     return _table(("seq", "node", counter, "attempt", "status", "reason", "message"), rows,
-                  (6,))
+                  wide=6)
 
 
 def _tools_table(story: RunStory) -> str:
@@ -502,7 +507,7 @@ def _tools_table(story: RunStory) -> str:
                      html_text(error), html_text(_ms(tool.duration_ms))])
     if not rows:
         return '<p class="muted">no tool calls</p>'
-    return _table(("invocation", "tool", "result", "error", "time"), rows, (0, 1, 3))
+    return _table(("invocation", "tool", "result", "error", "time"), rows, (0, 1), 3)
 
 
 def _raw_text(raw: RawResult | None) -> str:
