@@ -1,4 +1,4 @@
-"""Properties of the report pages (spec §16): safe file names and inert text for any id.
+"""Properties of the report pages (spec §16): safe file names, inert text, every reason told.
 
 The oracles are the file system's rules and HTML's, written out here: a name
 is one plain component under its kind's folder, short, never hidden; no two
@@ -23,6 +23,7 @@ from diagnosis_core.stores import (
     SessionReport,
     ToolCall,
     ToolCallError,
+    failure_reasons,
     report_page_name,
     run_story_html,
     session_report_html,
@@ -93,3 +94,22 @@ def test_a_page_is_inert_whatever_the_run_holds(
                                    "tr", "th", "td", "span", "ul", "li", "strong", "pre",
                                    "figure", "figcaption", "svg", "rect", "line", "details",
                                    "summary")}
+
+
+@given(st.lists(st.one_of(st.none(), any_text), max_size=6),
+       st.lists(st.tuples(st.booleans(), any_text), max_size=4))
+def test_every_step_message_and_tool_error_is_a_failure_reason_in_order(
+    messages: list[str | None], tools: list[tuple[bool, str]]
+) -> None:
+    steps = tuple(AgentStep(seq, "executor", 1, seq, "INVALID_OUTPUT", None, message)
+                  for seq, message in enumerate(messages, start=1))
+    calls = tuple(ToolCall(f"inv-{index}", "query", ok, None, None,
+                           None if ok else ToolCallError("Boom", text), None)
+                  for index, (ok, text) in enumerate(tools))
+    story = RunStory(run_id="r", session_id="s", workflow="chat", created_at=0.0,
+                     status="complete", agent_steps=steps, tool_invocations=calls)
+    expected = [f"executor (seq {seq}, INVALID_OUTPUT): {message}"
+                for seq, message in enumerate(messages, start=1) if message]
+    expected += [f"tool query (inv-{index}): Boom: {text}"
+                 for index, (ok, text) in enumerate(tools) if not ok]
+    assert failure_reasons(story) == expected
