@@ -514,7 +514,7 @@ def _html_target(path: str) -> str:
 
 def _report(args: argparse.Namespace) -> int:
     from .stores import fleet_report, fleet_report_html, format_fleet_report, session_report
-    from .stores._pages import write_report_pages
+    from .stores._pages import write_page, write_report_pages
 
     target = None if args.html is None else _html_target(args.html)
     sessions: list[Any] = []
@@ -536,8 +536,7 @@ def _report(args: argparse.Namespace) -> int:
             if target == "folder":
                 write_report_pages(args.html, report, sessions, generated_at=generated_at)
             else:
-                with open(args.html, "w", encoding="utf-8", newline="\n") as handle:
-                    handle.write(fleet_report_html(report, generated_at=generated_at))
+                write_page(args.html, fleet_report_html(report, generated_at=generated_at))
         except OSError as error:
             sys.stderr.write(terminal_safe(
                 f"diagnosis-core: cannot write {args.html} ({error.strerror or error})\n"

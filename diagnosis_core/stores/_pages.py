@@ -54,6 +54,7 @@ __all__ = [
     "run_story_html",
     "session_report_html",
     "when",
+    "write_page",
     "write_report_pages",
 ]
 
@@ -615,13 +616,17 @@ def run_story_html(
     return _page(f"Run {story.run_id}", "".join(body))
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a reader never sees half a page)."""
+def write_page(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a reader never sees half a page).
+
+    The page is private (``0600``), like every file of a store: it holds the
+    same facts (questions, answers, tool errors).
+    """
+    path = Path(path)
     handle, temporary = tempfile.mkstemp(prefix=".page-", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
-        os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -646,13 +651,13 @@ def write_report_pages(
     (root / "sessions").mkdir(parents=True, exist_ok=True)
     (root / "runs").mkdir(exist_ok=True)
     written = [root / "index.html"]
-    _write(written[0], fleet_report_html(report, generated_at=generated_at, sessions=sessions))
+    write_page(written[0], fleet_report_html(report, generated_at=generated_at, sessions=sessions))
     for session in sessions:
         path = root / report_page_name("sessions", session.session_id)
-        _write(path, session_report_html(session, generated_at=generated_at))
+        write_page(path, session_report_html(session, generated_at=generated_at))
         written.append(path)
         for story in session.runs:
             path = root / report_page_name("runs", story.run_id)
-            _write(path, run_story_html(story, generated_at=generated_at))
+            write_page(path, run_story_html(story, generated_at=generated_at))
             written.append(path)
     return written

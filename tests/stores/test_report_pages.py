@@ -11,6 +11,7 @@ chart inside its chart's box, no console error, no request) — the latter in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -98,7 +99,7 @@ def _long_run(runs: Any) -> str:
 
 
 def _break(path: Path, run_id: str) -> None:
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         db.execute("UPDATE diagnosis_runs SET payload = 'sealed:aesgcm:AAAA' WHERE run_id = ?",
                    (run_id,))
 
@@ -248,6 +249,9 @@ def test_report_html_into_a_folder_writes_every_page_linked(
     assert sorted(p.name for p in (site / "runs").iterdir()) == sorted(
         Path(report_page_name("runs", r)).name for r in stories)
     pages = [site / "index.html", *(site / "sessions").iterdir(), *(site / "runs").iterdir()]
+    # private like the store's files, each written whole (no temporary file left)
+    assert {page.stat().st_mode & 0o777 for page in pages} == {0o600}
+    assert not [p for p in site.rglob(".page-*")]
     linked = set()
     for page in pages:
         text = page.read_text("utf-8")
@@ -266,6 +270,7 @@ def test_report_html_into_a_folder_writes_every_page_linked(
     single = tmp_path / "fleet.html"
     assert main(["report", "--store", url, "--html", str(single), "--since", "1970-01-02"]) == 0
     text = single.read_text("utf-8")
+    assert single.stat().st_mode & 0o777 == 0o600
     assert "runs first stored since 1970-01-02 00:00:00 UTC" in text
     assert not (tmp_path / "sessions").exists() and "href=" not in text
 
