@@ -29,7 +29,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import DiagnosisError, JournalError, ScenarioError
@@ -38,7 +38,7 @@ from .protocol import canonical_json, to_json
 from .scenarios import terminal_safe
 
 if TYPE_CHECKING:
-    from .stores import JournalStore, PayloadCodec
+    from .stores import JournalStore, PayloadCodec, SummaryMismatch
 
 __all__ = ["add_store_commands", "open_cli_store", "run_batch_with_store", "run_with_store"]
 
@@ -459,19 +459,29 @@ def _no_effects() -> Any:
 
 
 def _sessions_show(args: argparse.Namespace) -> int:
-    from .stores import format_session_report, session_report
+    from .stores import format_session_report, session_report, verify_summaries
 
     try:
         key = _key(args)
         with _opened(args) as store:
             report = session_report(store, args.session, key=key)
+            mismatches = (verify_summaries(store, session_id=args.session, key=key)
+                          if args.verify else ())
     except DiagnosisError as error:
         return _fail(_store_problem(error))
     if args.json:
         write(to_json(report) + "\n")
     else:
         write_readable(format_session_report(report))
-    return 0
+    return _verified(mismatches)
+
+
+def _verified(mismatches: Sequence[SummaryMismatch]) -> int:
+    """``--verify``: every summary that disagrees with its journal on stderr; 1 when any does."""
+    for mismatch in mismatches:
+        sys.stderr.write(terminal_safe(
+            f"diagnosis-core: summary disagrees: {mismatch.problem}\n"))
+    return 1 if mismatches else 0
 
 
 def _since(text: str | None) -> float | None:
@@ -513,7 +523,13 @@ def _html_target(path: str) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .stores import fleet_report, fleet_report_html, format_fleet_report, session_report
+    from .stores import (
+        fleet_report,
+        fleet_report_html,
+        format_fleet_report,
+        session_report,
+        verify_summaries,
+    )
     from .stores._pages import write_page, write_report_pages
 
     target = None if args.html is None else _html_target(args.html)
@@ -528,6 +544,7 @@ def _report(args: argparse.Namespace) -> int:
                 for summary in store.runs(since=since):
                     seen.setdefault(summary.session_id)
                 sessions = [session_report(store, session_id, key=key) for session_id in seen]
+            mismatches = verify_summaries(store, since=since, key=key) if args.verify else ()
     except DiagnosisError as error:
         return _fail(_store_problem(error))
     generated_at = time.time()
@@ -546,7 +563,7 @@ def _report(args: argparse.Namespace) -> int:
         write(to_json(report) + "\n")
     elif args.html is None:
         write_readable(format_fleet_report(report))
-    return 0
+    return _verified(mismatches)
 
 
 def _store_option(parser: argparse.ArgumentParser) -> None:
@@ -560,6 +577,12 @@ def _key_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--journal-key-file", metavar="FILE",
                         help="host key (the file's bytes): verify the stored journals")
     _payload_key_option(parser)
+
+
+def _verify_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verify", action="store_true",
+                        help="also fold every journal and list each run whose stored summary "
+                        "disagrees (exit status 1 if any)")
 
 
 def _payload_key_option(parser: argparse.ArgumentParser) -> None:
@@ -605,6 +628,7 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
     _key_option(show)
     show.add_argument("--json", action="store_true",
                       help="print the diagnosis_session_report_v2 JSON form")
+    _verify_option(show)
     show.set_defaults(handler=_sessions_show)
     report = commands.add_parser("report", help="the fleet report of a journal store")
     _store_option(report)
@@ -617,4 +641,5 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
                         help="write the report as self-contained HTML: into the folder PATH "
                         "(index.html, a page per session and per run), or, when PATH ends "
                         "in .html, the fleet page alone")
+    _verify_option(report)
     report.set_defaults(handler=_report)

@@ -20,9 +20,13 @@ run's end; :func:`session_report` tells a session's whole story from the
 journals; :func:`fleet_report` sums the runs up for the people who operate
 them. Both reports are frozen values (:class:`SessionReport`, each run a
 :class:`RunStory`; :class:`FleetReport`) serialized by the package's one
-converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``);
-:func:`write_report_pages` writes them as linked, self-contained HTML pages
-(the fleet, each session, each run, with every failure reason).
+converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``).
+An ended run's store keeps a derived summary (:class:`RunDigest`,
+:func:`run_digest`) that the reports read instead of folding its journal;
+:func:`verify_summaries` folds every journal and lists the summaries that
+disagree. :func:`write_report_pages` writes the reports as linked,
+self-contained HTML pages (the fleet, each session, each run, with every
+failure reason).
 ``import diagnosis_core`` does not load this package.
 """
 
@@ -83,12 +87,21 @@ from ._session import (
     session_report,
 )
 from ._sqlite import SqliteStore
+from ._summary import (
+    DigestColumns,
+    RunDigest,
+    SummaryMismatch,
+    digest_columns,
+    run_digest,
+    verify_summaries,
+)
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
     "SESSION_REPORT_FORMAT",
     "AesGcmCodec",
     "AgentStep",
+    "DigestColumns",
     "EffectTiming",
     "Feedback",
     "FeedbackItem",
@@ -104,6 +117,7 @@ __all__ = [
     "RunClaim",
     "RunClaimedError",
     "RunCounts",
+    "RunDigest",
     "RunStory",
     "RunSummary",
     "SessionReport",
@@ -112,11 +126,13 @@ __all__ = [
     "StoreSink",
     "StoredRun",
     "StoryStatus",
+    "SummaryMismatch",
     "ToolCall",
     "ToolCallError",
     "ToolTally",
     "VerifierRow",
     "Workflow",
+    "digest_columns",
     "entry_from_json",
     "entry_to_json",
     "failure_reasons",
@@ -127,11 +143,13 @@ __all__ = [
     "open_store",
     "record_feedback",
     "report_page_name",
+    "run_digest",
     "run_status",
     "run_story",
     "run_story_html",
     "session_report",
     "session_report_html",
+    "verify_summaries",
     "write_report_pages",
 ]
 

@@ -108,8 +108,10 @@ __all__ = [
     "StoreBase",
     "StoreError",
     "StoredRun",
+    "SummaryRow",
     "check_since",
     "sealed_context",
+    "summary_context",
     "wait_for_claim",
 ]
 
@@ -132,6 +134,32 @@ def sealed_context(kind: str, run_id: str, *fields: str | int | float | None) ->
     """
     values: list[str | int | float | None] = [kind, run_id, *fields]
     return json.dumps(values, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def summary_context(
+    run_id: str, session_id: str, format: str, created_at: float, fingerprint: str | None
+) -> bytes:
+    """The associated data of a sealed summary: ``["summary", run_id, session_id, format,
+    created_at, fingerprint]``.
+
+    The run's clear columns, so a summary copied to another run, or left in
+    place under a relabelled run, does not decode; ``fingerprint`` (JSON
+    Lines: the digest of the run's records it was computed from) is null in
+    the SQL stores.
+    """
+    return sealed_context("summary", run_id, session_id, format, float(created_at), fingerprint)
+
+
+@attrs.frozen
+class SummaryRow:
+    """A listed run and its stored summary's payload (None when it has none)."""
+
+    run_id: str
+    session_id: str
+    format: str
+    created_at: float
+    payload: str | None
+    fingerprint: str | None = None
 
 
 TOOLS = "tools"
@@ -459,6 +487,7 @@ class StoreBase:
                              sealed_context("end", run_id, seq, written_at))
         self._put_entry(run_id, seq, _END, payload, None, claim.token, written_at, replace=False)
         self._tails[claim.token] = (seq, _END)
+        self.summarize(run_id)
 
     def add_feedback(
         self, run_id: str, feedback: Feedback, *, claim: RunClaim | None = None
@@ -568,12 +597,7 @@ class StoreBase:
             if entry.seq != record.seq or entry.state.value != record.state:
                 raise StoreError(f"{place}: the entry says seq {entry.seq} {entry.state.value}")
             entries.append(entry)
-        feedback = []
-        for index, (payload, recorded_at) in enumerate(raw.feedback):
-            place = f"{where} feedback {index + 1}"
-            context = sealed_context("feedback", raw.run_id, index + 1, recorded_at)
-            text = self._unseal(payload, context, place)
-            feedback.append(attrs.evolve(feedback_from_json(text, place), recorded_at=recorded_at))
+        feedback = self.decode_feedback(raw.run_id, raw.feedback)
         try:
             journal = type(empty)(
                 empty.request, tuple(entries), format=empty.format, end=end
@@ -590,6 +614,125 @@ class StoreBase:
             written_at=tuple(record.written_at for record in records),
             feedback=tuple(feedback),
         )
+
+    def decode_feedback(
+        self, run_id: str, rows: Sequence[tuple[str, float]]
+    ) -> tuple[Feedback, ...]:
+        """A run's feedback records decoded, each bound to its place among them."""
+        feedback = []
+        for index, (payload, recorded_at) in enumerate(rows):
+            place = f"run {run_id!r} feedback {index + 1}"
+            context = sealed_context("feedback", run_id, index + 1, recorded_at)
+            text = self._unseal(payload, context, place)
+            feedback.append(attrs.evolve(feedback_from_json(text, place), recorded_at=recorded_at))
+        return tuple(feedback)
+
+    # --- summaries ------------------------------------------------------------
+
+    def summarize(self, run_id: str) -> bool:
+        """Store the derived summary of an ended run (spec §16); True when one is stored.
+
+        Called when the run's end marker is written, and by a report that
+        found an ended run without one (stores older than summaries). The
+        summary is what :func:`~diagnosis_core.stores.run_digest` computes
+        from the journal as stored; nothing is written for a run that has
+        not ended, does not load or does not fold, or when the store cannot
+        be written (read-only): a report then folds the journal itself.
+        """
+        from ._summary import run_digest
+
+        if not self.summaries_writable():
+            return False
+        try:
+            stored = self.load(run_id)
+            digest = None if stored is None else run_digest(stored)
+            if stored is None or digest is None:
+                return False
+            self.put_summary(stored, digest)
+        except (StoreError, JournalError, PayloadError):
+            return False
+        return True
+
+    def put_summary(self, stored: StoredRun, digest: Any) -> None:
+        """Write ``digest`` (a :class:`RunDigest` of ``stored``) as the run's summary.
+
+        A sealed store seals it, bound to the run's clear columns
+        (:func:`summary_context`), and gives SQL no clear column of it; a
+        plain store also gives SQL its :class:`DigestColumns`. A run that has
+        a summary keeps it (a summary of an ended run never changes).
+        """
+        from ._summary import digest_columns, digest_to_json
+
+        fingerprint = self._fingerprint(stored.run_id)
+        context = summary_context(stored.run_id, stored.session_id, stored.format,
+                                  stored.created_at, fingerprint)
+        payload = self._seal(digest_to_json(digest), context)
+        if self._codec is not None:  # nothing in the clear that the journal seals
+            self._put_summary(stored.run_id, stored.created_at, payload, None, None,
+                              fingerprint)
+        else:
+            self._put_summary(stored.run_id, stored.created_at, payload,
+                              digest_columns(digest.story), digest.last_mac, fingerprint)
+
+    def decode_summary(
+        self, run_id: str, session_id: str, format: str, created_at: float, payload: str,
+        fingerprint: str | None = None,
+    ) -> Any:
+        """A stored summary decoded and checked (a :class:`RunDigest`), else :class:`StoreError`."""
+        from ._summary import digest_from_json
+
+        where = f"run {run_id!r} summary"
+        context = summary_context(run_id, session_id, format, created_at, fingerprint)
+        text = self._unseal(payload, context, where)
+        try:
+            digest = digest_from_json(text)
+        except PayloadError as error:
+            raise StoreError(f"{where}: {error}") from None
+        if digest.story.run_id != run_id or digest.story.session_id != session_id:
+            raise StoreError(f"{where}: it tells another run")
+        return digest
+
+    def summary_rows(
+        self, *, session_id: str | None = None, since: float | None = None
+    ) -> list[SummaryRow]:
+        """Every listed run with its stored summary (or None), in the order of :meth:`runs`."""
+        if session_id is not None and not isinstance(session_id, str):
+            raise StoreError(f"session_id: expected a string, got {type(session_id).__name__}")
+        return list(self._list_summaries(session_id, check_since(since)))
+
+    def feedback_rows(
+        self, *, session_id: str | None = None, since: float | None = None
+    ) -> dict[str, list[tuple[str, float]]]:
+        """The stored feedback records of the listed runs, by run, in the order recorded."""
+        return self._list_feedback(session_id, check_since(since))
+
+    def has_codec(self) -> bool:
+        """Whether this store seals its payloads (a :class:`PayloadCodec`)."""
+        return self._codec is not None
+
+    def summaries_writable(self) -> bool:
+        """Whether this store object may write summaries (not a read-only store)."""
+        return True
+
+    def _fingerprint(self, run_id: str) -> str | None:
+        """What binds a summary to the run's records as they are (JSON Lines); None elsewhere."""
+        return None
+
+    def _list_summaries(
+        self, session_id: str | None, since: float | None
+    ) -> Sequence[SummaryRow]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _list_feedback(
+        self, session_id: str | None, since: float | None
+    ) -> dict[str, list[tuple[str, float]]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _put_summary(  # pragma: no cover - abstract
+        self, run_id: str, created_at: float, payload: str, columns: Any, last_mac: str | None,
+        fingerprint: str | None,
+    ) -> None:
+        raise NotImplementedError
 
     def runs(
         self, *, session_id: str | None = None, since: float | None = None

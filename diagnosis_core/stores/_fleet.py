@@ -12,49 +12,21 @@ value (wire form ``diagnosis_fleet_report_v1``, ``docs/stores.md``);
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Sequence
-
-from ._base import JournalStore
+from .._kernel.errors import JournalError
+from ._base import JournalStore, StoreError, check_since
 from ._escape import text_line
 from ._pages import outcomes_by_workflow, when
-from ._reports import (
-    FLEET_REPORT_FORMAT,
-    FeedbackTally,
-    FleetReport,
-    GatekeeperRates,
-    LatencyTally,
-    RunCounts,
-    ToolTally,
-)
-from ._session import listed_runs, run_story, unreadable_story
+from ._reports import FLEET_REPORT_FORMAT, FleetReport
+from ._session import _folded, _from_summary, checked_feedback, stories
+from ._sql import SqlStore
+from ._summary import FleetTally, percentile
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
     "fleet_report",
     "format_fleet_report",
+    "percentile",
 ]
-
-_GATEKEEPER_STATUSES = ("PASS", "LOW_CONFID", "REJECT")
-
-
-def _rate(count: int, total: int) -> float | None:
-    return None if total == 0 else round(count / total, 6)
-
-
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    """The nearest-rank percentile of ``values`` (None for no values)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(fraction * len(ordered)))
-    return ordered[rank - 1]
-
-
-def _counts(counter: Counter[str]) -> dict[str, int]:
-    return {name: counter[name] for name in sorted(counter)}
-
 
 def fleet_report(
     store: JournalStore, *, since: float | None = None, key: bytes | None = None
@@ -67,78 +39,46 @@ def fleet_report(
     ``invalid`` and contributes nothing else. ``since`` must be finite.
     Rates are fractions of the runs (or audits, or calls) they are about,
     null when there are none.
+
+    Ended runs are counted from their derived summaries (spec §16, summaries): in a
+    plain SQL store by SQL over the summary columns, elsewhere from the
+    stored digests, one per run; only runs without a summary are folded.
+    Feedback is read from its records, decoded, and its MAC chain verified
+    with ``key``. :func:`verify_summaries` checks the summaries.
     """
-    statuses: Counter[str] = Counter()
-    outcomes: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    gatekeeper: Counter[str] = Counter()
-    tools: dict[str, list[int]] = {}
-    latencies: dict[str, list[float]] = {}
-    ratings: Counter[str] = Counter()
-    rating_sum = 0
-    retried = fallbacks = finished = chat_finished = 0
-    for summary, stored, problem in listed_runs(store, since=since):
-        story = (
-            unreadable_story(summary, problem or "") if stored is None
-            else run_story(stored, key=key)
-        )
-        statuses[story.status] += 1
-        if story.status == "invalid":
+    since = check_since(since)
+    if not isinstance(store, SqlStore) or store.has_codec():
+        tally = FleetTally()
+        for story in stories(store, since=since, key=key):
+            tally.add(story)
+        return tally.report(since)
+    return _sql_fleet(store, since, key)
+
+
+def _sql_fleet(store: SqlStore, since: float | None, key: bytes | None) -> FleetReport:
+    tally = FleetTally()
+    ended: list[str] = []
+    for row in store.unsummarized(since):
+        story = _from_summary(store, row, store.feedback_of(row.run_id), key)
+        if story is None:
+            # summarized after the SQL below, which would count it a second time
+            story = _folded(store, row, key, summarize=False)
+            if story.status == "complete":
+                ended.append(row.run_id)
+        tally.add(story)
+    excluded: list[str] = []
+    for run_id, (link, rows) in store.summarized_feedback(since).items():
+        try:
+            items = checked_feedback(run_id, store.decode_feedback(run_id, rows), link, key)
+        except (StoreError, JournalError):
+            excluded.append(run_id)  # told invalid, like the journal's fold would
+            tally.statuses["invalid"] += 1
             continue
-        prefix = "" if story.workflow == "chat" else "aiops."
-        for effect in story.effects:
-            if effect.duration_ms is not None and effect.state == "finished":
-                latencies.setdefault(prefix + effect.call, []).append(effect.duration_ms)
-        for tool in story.tool_invocations:
-            tally = tools.setdefault(tool.tool_name, [0, 0])
-            tally[0] += 1
-            tally[1] += 0 if tool.success else 1
-        for audit in story.gatekeeper_audits:
-            gatekeeper[audit.status.value] += 1
-        for item in story.feedback:
-            ratings[str(item.rating)] += 1
-            rating_sum += item.rating
-        if story.status != "complete":
-            continue
-        finished += 1
-        outcome = story.outcome or ""
-        outcomes[outcome] += 1
-        if story.reason_code is not None:
-            reasons[story.reason_code] += 1
-        if "FALLBACK" in outcome:
-            fallbacks += 1
-        if story.workflow == "chat":
-            chat_finished += 1
-            if any(step.node == "evidence_retry" for step in story.agent_steps):
-                retried += 1
-    audits = sum(gatekeeper.values())
-    feedback_count = sum(ratings.values())
-    return FleetReport(
-        since=since,
-        runs=RunCounts(total=sum(statuses.values()), complete=statuses["complete"],
-                       incomplete=statuses["incomplete"], invalid=statuses["invalid"]),
-        outcomes=_counts(outcomes),
-        reason_codes=_counts(reasons),
-        gatekeeper=GatekeeperRates(
-            audits=audits,
-            rates={name: _rate(gatekeeper[name], audits) for name in _GATEKEEPER_STATUSES},
-        ),
-        evidence_retry_rate=_rate(retried, chat_finished),
-        fallback_rate=_rate(fallbacks, finished),
-        tools={
-            name: ToolTally(calls, failures, _rate(failures, calls))
-            for name, (calls, failures) in sorted(tools.items())
-        },
-        latency_ms={
-            call: LatencyTally(len(values), percentile(values, 0.5), percentile(values, 0.95))
-            for call, values in sorted(latencies.items())
-        },
-        feedback=FeedbackTally(
-            count=feedback_count,
-            mean_rating=None if not feedback_count else round(rating_sum / feedback_count, 6),
-            ratings={str(value): ratings[str(value)] for value in range(1, 6)},
-        ),
-    )
+        tally.add_feedback(item.rating for item in items)
+    percentiles = store.tally_columns(tally, since, excluded)
+    for run_id in ended:  # a store older than summaries: computed once, here
+        store.summarize(run_id)
+    return tally.report(since, percentiles)
 
 
 def _show(value: object) -> str:

@@ -43,15 +43,26 @@ since, so listing and loading stay cheap for a long-lived store object.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
-from ._base import TOOLS, EntryRecord, PayloadCodec, RawRun, RunSummary, StoreBase, StoreError
+from ._base import (
+    TOOLS,
+    EntryRecord,
+    PayloadCodec,
+    RawRun,
+    RunSummary,
+    StoreBase,
+    StoreError,
+    SummaryRow,
+)
 from ._ownership import RunLocks
 
 __all__ = ["JsonlStore"]
@@ -67,6 +78,8 @@ class _Run:
     entries: list[EntryRecord] = attrs.Factory(list)
     feedback: list[tuple[str, float]] = attrs.Factory(list)
     problem: str | None = None
+    digest: Any = attrs.Factory(hashlib.sha256)
+    """The digest of the run's ``run``, ``entry`` and ``tools`` lines so far, in file order."""
 
 
 _POISON = b"\x00\n"
@@ -104,6 +117,11 @@ class JsonlStore(StoreBase):
         self._mutex = threading.RLock()  # the index and the descriptor, across threads
         self._offset = 0
         self._runs: dict[str, _Run] = {}
+        self.summary_path = Path(f"{self.path}.summaries")
+        """The summary index: one ``summary`` line per ended run (``docs/stores.md``)."""
+        self._index_fd = -1
+        self._index_offset = 0
+        self._summaries: dict[str, dict[str, Any]] = {}
         self._orphans: dict[str, list[tuple[str, float]]] = {}
         self.torn_lines = 0
         """Lines skipped because they are not complete records (torn writes)."""
@@ -114,9 +132,9 @@ class JsonlStore(StoreBase):
         with self._mutex:
             self._write_locked(record)
 
-    def _write_locked(self, record: dict[str, object]) -> None:
+    def _write_locked(self, record: dict[str, object], fd: int | None = None) -> None:
         data = _line(record)
-        fd = self._fd
+        fd = self._fd if fd is None else fd
         try:
             self._locks.lock_appends()
             try:
@@ -155,6 +173,21 @@ class JsonlStore(StoreBase):
                      "payload": payload, "duration_ms": duration_ms, "token": token,
                      "written_at": written_at})
 
+    def _put_summary(
+        self, run_id: str, created_at: float, payload: str, columns: object,
+        last_mac: str | None, fingerprint: str | None,
+    ) -> None:
+        with self._mutex:
+            fd = self._summary_fd(create=True)
+            assert fd is not None
+            self._write_locked({"kind": "summary", "run_id": run_id,
+                                "fingerprint": fingerprint, "payload": payload}, fd)
+
+    def _fingerprint(self, run_id: str) -> str | None:
+        self._refresh()
+        run = self._runs.get(run_id)
+        return None if run is None else str(run.digest.hexdigest())
+
     def _put_feedback(self, run_id: str, payload: str, recorded_at: float) -> None:
         self._refresh()
         if run_id not in self._runs:
@@ -176,6 +209,47 @@ class JsonlStore(StoreBase):
         """Read the lines appended since the last read into the index."""
         with self._mutex:
             self._refresh_locked()
+
+    def _summary_fd(self, *, create: bool) -> int | None:
+        """The summary index file's descriptor (opened, or created ``0600``, on first use)."""
+        if self._index_fd >= 0:
+            return self._index_fd
+        path = self.summary_path
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        try:
+            self._index_fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise StoreError(f"cannot open the summary index {path}: {error}") from None
+        return self._index_fd
+
+    def _refresh_summaries(self) -> None:
+        """Read the summary lines appended to the index file since the last read."""
+        fd = self._summary_fd(create=False)
+        if fd is None:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            if size <= self._index_offset:
+                return
+            data = os.pread(fd, size - self._index_offset, self._index_offset)
+        except OSError as error:
+            raise StoreError(f"cannot read the summary index {self.summary_path}: {error}") \
+                from None
+        end = data.rfind(b"\n")
+        if end < 0:
+            return
+        self._index_offset += end + 1
+        for line in data[: end + 1].split(b"\n")[:-1]:
+            if not line or b"\x00" in line:
+                continue
+            try:
+                record = json.loads(line.decode("utf-8", "surrogatepass"))
+                if record["kind"] == "summary" and isinstance(record["run_id"], str):
+                    self._summaries[record["run_id"]] = record
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                continue  # a torn line of the index: as if the summary had not been written
 
     def _refresh_locked(self) -> None:
         try:
@@ -206,8 +280,10 @@ class JsonlStore(StoreBase):
                 raise TypeError
             if kind == "run":
                 self._index_run(record)
+                self._runs[run_id].digest.update(line + b"\n")
             elif kind in ("entry", TOOLS):
                 self._index_entry(record, delta=kind == TOOLS)
+                self._runs[run_id].digest.update(line + b"\n")
             elif kind == "feedback":
                 payload, at = record["payload"], float(record["recorded_at"])
                 if not isinstance(payload, str):
@@ -308,6 +384,37 @@ class JsonlStore(StoreBase):
             and (since is None or run.created_at >= since)
         ]
 
+    def _list_summaries(self, session_id: str | None, since: float | None) -> list[SummaryRow]:
+        with self._mutex:
+            self._refresh_locked()
+            self._refresh_summaries()
+            rows = []
+            for run in self._runs.values():
+                if (session_id is None or run.session_id == session_id) and (
+                    since is None or run.created_at >= since
+                ):
+                    record = self._summaries.get(run.run_id)
+                    fingerprint = run.digest.hexdigest()
+                    usable = (record is not None and run.problem is None
+                              and record.get("fingerprint") == fingerprint
+                              and isinstance(record.get("payload"), str))
+                    rows.append(SummaryRow(
+                        run.run_id, run.session_id, run.format, run.created_at,
+                        record["payload"] if usable and record is not None else None,
+                        fingerprint if usable else None,
+                    ))
+            return rows
+
+    def _list_feedback(
+        self, session_id: str | None, since: float | None
+    ) -> dict[str, list[tuple[str, float]]]:
+        self._refresh()
+        return {
+            run.run_id: list(run.feedback) for run in self._runs.values()
+            if run.feedback and (session_id is None or run.session_id == session_id)
+            and (since is None or run.created_at >= since)
+        }
+
     def close(self) -> None:
         """Release every claim and close the file."""
         for token, (_, handle) in list(self._held.items()):
@@ -316,6 +423,9 @@ class JsonlStore(StoreBase):
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        if self._index_fd >= 0:
+            os.close(self._index_fd)
+            self._index_fd = -1
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from ._base import (
@@ -48,6 +49,37 @@ _SCHEMA = (
     " id BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL, payload TEXT NOT NULL,"
     " recorded_at DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id)",
+    "CREATE TABLE IF NOT EXISTS diagnosis_summaries ("
+    " run_id TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL,"
+    " workflow TEXT, outcome TEXT, reason_code TEXT, evidence_retry INTEGER, fallback INTEGER,"
+    " audits_pass INTEGER, audits_low INTEGER, audits_reject INTEGER, last_mac TEXT,"
+    " payload TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summaries_columns ON diagnosis_summaries ("
+    " workflow, outcome, reason_code, created_at, evidence_retry, fallback, audits_pass,"
+    " audits_low, audits_reject)",
+    "CREATE TABLE IF NOT EXISTS diagnosis_summary_calls ("
+    " run_id TEXT NOT NULL REFERENCES diagnosis_summaries (run_id) ON DELETE CASCADE,"
+    " created_at DOUBLE PRECISION NOT NULL, call TEXT NOT NULL,"
+    " duration_ms DOUBLE PRECISION NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_run ON diagnosis_summary_calls (run_id)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_call"
+    " ON diagnosis_summary_calls (call, duration_ms, created_at)",
+    "CREATE TABLE IF NOT EXISTS diagnosis_summary_tools ("
+    " run_id TEXT NOT NULL REFERENCES diagnosis_summaries (run_id) ON DELETE CASCADE,"
+    " created_at DOUBLE PRECISION NOT NULL, tool_name TEXT NOT NULL, calls INTEGER NOT NULL,"
+    " failures INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_run ON diagnosis_summary_tools (run_id)",
+    "CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_name"
+    " ON diagnosis_summary_tools (tool_name, created_at, calls, failures)",
+    "CREATE OR REPLACE FUNCTION diagnosis_forget_summary() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN"
+    " IF TG_OP <> 'INSERT' THEN DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id; END IF;"
+    " IF TG_OP <> 'DELETE' THEN DELETE FROM diagnosis_summaries WHERE run_id = NEW.run_id; END IF;"
+    " RETURN NULL; END $$",
+    "CREATE OR REPLACE TRIGGER diagnosis_entries_changed AFTER INSERT OR UPDATE OR DELETE"
+    " ON diagnosis_entries FOR EACH ROW EXECUTE FUNCTION diagnosis_forget_summary()",
+    "CREATE OR REPLACE TRIGGER diagnosis_runs_changed AFTER UPDATE OR DELETE"
+    " ON diagnosis_runs FOR EACH ROW EXECUTE FUNCTION diagnosis_forget_summary()",
 )
 
 class PostgresStore(SqlStore):
@@ -87,6 +119,23 @@ class PostgresStore(SqlStore):
         try:
             with self._mutex:
                 return self._db.execute(sql, parameters)
+        except self._psycopg.Error as error:
+            raise StoreError(f"PostgreSQL store: {error}") from None
+
+    def _atomic(self, statements: Sequence[tuple[str, Sequence[tuple[object, ...]]]]) -> int:
+        try:
+            with self._mutex, self._db.transaction():
+                first = -1
+                for sql, rows in statements:
+                    if not rows:
+                        continue
+                    with self._db.cursor() as cursor:
+                        cursor.executemany(sql, rows)
+                        if first < 0:
+                            first = cursor.rowcount
+                    if first == 0:
+                        break
+                return max(first, 0)
         except self._psycopg.Error as error:
             raise StoreError(f"PostgreSQL store: {error}") from None
 

@@ -23,6 +23,7 @@ gives each listed run loaded, or the reason it is not, and the run is told as
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -40,6 +41,7 @@ from ._base import (
     StoreBase,
     StoredRun,
     StoreError,
+    SummaryRow,
     wait_for_claim,
 )
 from ._escape import text_line
@@ -66,6 +68,7 @@ __all__ = [
     "run_status",
     "run_story",
     "session_report",
+    "stories",
     "unreadable_story",
 ]
 
@@ -85,20 +88,30 @@ def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
 
 
 def _verified_feedback(stored: StoredRun, key: bytes | None) -> tuple[Feedback, ...]:
-    if key is None:
-        return stored.feedback
     entries = stored.journal.entries
     end = stored.journal.end
     link = end.mac if end is not None and end.mac else (entries[-1].mac if entries else None)
-    for index, item in enumerate(stored.feedback):
+    return checked_feedback(stored.run_id, stored.feedback, link, key)
+
+
+def checked_feedback(
+    run_id: str, feedback: tuple[Feedback, ...], link: str | None, key: bytes | None
+) -> tuple[Feedback, ...]:
+    """``feedback`` when its MAC chain from ``link`` verifies under ``key`` (no key: as it is).
+
+    Raises :class:`JournalError` naming the first feedback that does not verify.
+    """
+    if key is None:
+        return feedback
+    for index, item in enumerate(feedback):
         if link is None or item.mac is None or not hmac.compare_digest(
             feedback_mac(item, link, key), item.mac
         ):
             raise JournalError(
-                f"run {stored.run_id!r} feedback[{index}].mac: missing or does not match"
+                f"run {run_id!r} feedback[{index}].mac: missing or does not match"
             )
         link = item.mac
-    return stored.feedback
+    return feedback
 
 
 def record_feedback(
@@ -305,25 +318,102 @@ def run_story(stored: StoredRun, *, key: bytes | None = None) -> RunStory:
     )
 
 
+def _invalid(row: SummaryRow, problem: str) -> RunStory:
+    return RunStory(run_id=row.run_id, session_id=row.session_id, workflow=_workflow(row.format),
+                    created_at=row.created_at, status="invalid", problem=problem)
+
+
+def _from_summary(
+    store: StoreBase, row: SummaryRow, feedback: list[tuple[str, float]], key: bytes | None
+) -> RunStory | None:
+    """The run's story from its stored summary and feedback; None when it has no usable summary."""
+    if row.payload is None:
+        return None
+    try:
+        digest = store.decode_summary(row.run_id, row.session_id, row.format, row.created_at,
+                                      row.payload, row.fingerprint)
+    except StoreError:
+        return None  # a summary that does not decode is not used: the journal tells the run
+    try:
+        items = checked_feedback(row.run_id, store.decode_feedback(row.run_id, feedback),
+                                 digest.last_mac, key)
+    except (StoreError, JournalError) as error:
+        return _invalid(row, str(error))
+    story: RunStory = digest.story
+    if not items:
+        return story
+    return attrs.evolve(story, feedback=tuple(
+        FeedbackItem(item.rating, item.comment, item.after_seq, item.recorded_at)
+        for item in items))
+
+
+def _folded(
+    store: StoreBase, row: SummaryRow, key: bytes | None, *, summarize: bool = True
+) -> RunStory:
+    """The run's story folded from its journal; an ended run's summary is stored on the way.
+
+    ``summarize=False``: the caller stores it later (:meth:`StoreBase.summarize`).
+    """
+    from ._summary import RunDigest
+
+    try:
+        stored = store.load(row.run_id)
+    except StoreError as error:
+        return _invalid(row, str(error))
+    if stored is None:  # pragma: no cover - a listed run is stored
+        return _invalid(row, f"run {row.run_id!r}: listed but not in the store")
+    story = run_story(stored, key=key)
+    if summarize and story.status == "complete" and store.summaries_writable():
+        end = stored.journal.end
+        entries = stored.journal.entries
+        link = end.mac if end is not None and end.mac else (entries[-1].mac if entries else None)
+        with contextlib.suppress(StoreError):
+            store.put_summary(stored, RunDigest(attrs.evolve(story, feedback=()), link))
+    return story
+
+
+def stories(
+    store: JournalStore, *, session_id: str | None = None, since: float | None = None,
+    key: bytes | None = None,
+) -> Iterator[RunStory]:
+    """The story of every listed run, in the order the store first saw them.
+
+    From a store of this package, a run with a stored summary is told from it
+    and its feedback records (decoded, and their MAC chain verified with
+    ``key``), with no fold; any other run is folded from its journal (and,
+    when it has ended, its summary stored). A host's own store is folded run
+    by run.
+    """
+    if not isinstance(store, StoreBase):
+        for listed, stored, problem in listed_runs(store, session_id=session_id, since=since):
+            if stored is None:
+                yield unreadable_story(listed, problem or "")
+            else:
+                yield run_story(stored, key=key)
+        return
+    rows = store.summary_rows(session_id=session_id, since=since)
+    feedback = store.feedback_rows(session_id=session_id, since=since)
+    for row in rows:
+        story = _from_summary(store, row, feedback.get(row.run_id, []), key)
+        yield story if story is not None else _folded(store, row, key)
+
+
 def session_report(
     store: JournalStore, session_id: str, *, key: bytes | None = None
 ) -> SessionReport:
     """Every run of ``session_id`` in the order the store first saw them (spec §16).
 
     A :class:`SessionReport` (wire form ``diagnosis_session_report_v2``,
-    ``docs/stores.md``), each run a :class:`RunStory`. With ``key`` every
-    journal and every feedback's MAC is verified.
+    ``docs/stores.md``), each run a :class:`RunStory`. A run that has ended
+    is told from its derived summary (spec §16, summaries, :func:`stories`); with
+    ``key`` every feedback's MAC is verified, and every journal folded here
+    (a run without a summary). :func:`verify_summaries` checks the summaries
+    against the journals.
     """
     if not isinstance(session_id, str) or not session_id:
         raise StoreError(f"session_id: expected a non-empty string, got {session_id!r}")
-    runs: list[RunStory] = []
-    for summary, stored, problem in listed_runs(store, session_id=session_id):
-        if stored is None:
-            assert problem is not None
-            runs.append(unreadable_story(summary, problem))
-        else:
-            runs.append(run_story(stored, key=key))
-    return SessionReport(session_id=session_id, runs=tuple(runs))
+    runs = tuple(stories(store, session_id=session_id, key=key))
+    return SessionReport(session_id=session_id, runs=runs)
 
 
 _cell = text_line

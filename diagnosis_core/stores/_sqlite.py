@@ -28,6 +28,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from ._base import PayloadCodec, RawRun, StoreError
@@ -64,6 +65,61 @@ CREATE TABLE IF NOT EXISTS diagnosis_feedback (
     recorded_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS diagnosis_feedback_run ON diagnosis_feedback (run_id, id);
+CREATE TABLE IF NOT EXISTS diagnosis_summaries (
+    run_id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    workflow TEXT,
+    outcome TEXT,
+    reason_code TEXT,
+    evidence_retry INTEGER,
+    fallback INTEGER,
+    audits_pass INTEGER,
+    audits_low INTEGER,
+    audits_reject INTEGER,
+    last_mac TEXT,
+    payload TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS diagnosis_summaries_columns ON diagnosis_summaries (
+    workflow, outcome, reason_code, created_at, evidence_retry, fallback, audits_pass,
+    audits_low, audits_reject);
+CREATE TABLE IF NOT EXISTS diagnosis_summary_calls (
+    run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    call TEXT NOT NULL,
+    duration_ms REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_run ON diagnosis_summary_calls (run_id);
+CREATE INDEX IF NOT EXISTS diagnosis_summary_calls_call
+    ON diagnosis_summary_calls (call, duration_ms, created_at);
+CREATE TABLE IF NOT EXISTS diagnosis_summary_tools (
+    run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    tool_name TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    failures INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_run ON diagnosis_summary_tools (run_id);
+CREATE INDEX IF NOT EXISTS diagnosis_summary_tools_name
+    ON diagnosis_summary_tools (tool_name, created_at, calls, failures);
+CREATE TRIGGER IF NOT EXISTS diagnosis_summaries_gone AFTER DELETE ON diagnosis_summaries BEGIN
+    DELETE FROM diagnosis_summary_calls WHERE run_id = OLD.run_id;
+    DELETE FROM diagnosis_summary_tools WHERE run_id = OLD.run_id;
+END;
+CREATE TRIGGER IF NOT EXISTS diagnosis_entries_added AFTER INSERT ON diagnosis_entries BEGIN
+    DELETE FROM diagnosis_summaries WHERE run_id = NEW.run_id;
+END;
+CREATE TRIGGER IF NOT EXISTS diagnosis_entries_changed AFTER UPDATE ON diagnosis_entries BEGIN
+    DELETE FROM diagnosis_summaries WHERE run_id IN (OLD.run_id, NEW.run_id);
+END;
+CREATE TRIGGER IF NOT EXISTS diagnosis_entries_removed AFTER DELETE ON diagnosis_entries BEGIN
+    DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id;
+END;
+CREATE TRIGGER IF NOT EXISTS diagnosis_runs_changed AFTER UPDATE ON diagnosis_runs BEGIN
+    DELETE FROM diagnosis_summaries WHERE run_id IN (OLD.run_id, NEW.run_id);
+END;
+CREATE TRIGGER IF NOT EXISTS diagnosis_runs_removed AFTER DELETE ON diagnosis_runs BEGIN
+    DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id;
+END;
 """
 
 _MODES = ("rwc", "rw", "ro")
@@ -135,6 +191,32 @@ class SqliteStore(SqlStore):
                 return self._db.execute(sql, parameters)
         except sqlite3.Error as error:
             raise StoreError(f"SQLite store {self.path}: {error}") from None
+
+    def _atomic(self, statements: Sequence[tuple[str, Sequence[tuple[object, ...]]]]) -> int:
+        with self._mutex:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    first = -1
+                    for sql, rows in statements:
+                        if not rows:
+                            continue
+                        cursor = self._db.executemany(sql, rows)
+                        if first < 0:
+                            first = cursor.rowcount
+                            if first == 0:
+                                break
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+                return max(first, 0)
+            except sqlite3.Error as error:
+                raise StoreError(f"SQLite store {self.path}: {error}") from None
+
+    def summaries_writable(self) -> bool:
+        """Not when opened read-only (``mode=ro``)."""
+        return self.mode != "ro"
 
     def _acquire(self, run_id: str) -> object:
         if self.mode == "ro":

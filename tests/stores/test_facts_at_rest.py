@@ -146,7 +146,7 @@ def test_every_clear_column_a_report_reads_is_in_the_associated_data(url: str) -
     raw = store._get_run(run_id)
     store.close()
     assert stored is not None and raw is not None
-    run, *entries, end, first, second = codec.contexts
+    run, *entries, end, summary, first, second = codec.contexts
     assert run == ["run", run_id, f"s-{run_id}", "diagnosis_journal_v2", raw.created_at]
     written = [c for c in entries if c[0] == "entry"]
     assert written[-1][:4] == ["entry", run_id, len(stored.journal.entries), "finished"]
@@ -154,5 +154,8 @@ def test_every_clear_column_a_report_reads_is_in_the_associated_data(url: str) -
     assert [finals[r.seq] for r in raw.entries[:-1]] == [
         ["entry", run_id, r.seq, r.state, r.duration_ms, r.written_at] for r in raw.entries[:-1]]
     assert end == ["end", run_id, raw.entries[-1].seq, raw.entries[-1].written_at]
+    # the derived summary written at the end is bound to the run's clear columns too
+    assert summary[:5] == ["summary", run_id, f"s-{run_id}", "diagnosis_journal_v2",
+                           raw.created_at]
     assert [first, second] == [["feedback", run_id, 1, raw.feedback[0][1]],
                                ["feedback", run_id, 2, raw.feedback[1][1]]]

@@ -974,6 +974,12 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     shown = (status, workflow, effect, failure, steps, verifier, rated, counts, gate, tally,
              latency, ratings)
     assert len(shown) == 12
+    digest: dcst.RunDigest | None = dcst.run_digest(stored)
+    if digest is not None:
+        columns: dcst.DigestColumns = dcst.digest_columns(digest.story)
+        assert columns.workflow == "chat"
+    mismatches: tuple[dcst.SummaryMismatch, ...] = dcst.verify_summaries(store)
+    assert all(isinstance(item.problem, str) for item in mismatches)
     page: str = dcst.fleet_report_html(fleet) + dcst.format_fleet_report(fleet)
     text: str = dcst.format_session_report(report)
     why: list[str] = dcst.failure_reasons(report.runs[0])

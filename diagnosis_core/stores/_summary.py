@@ -1,0 +1,344 @@
+"""Derived summaries: what a report needs of an ended run, kept beside its journal (spec §16).
+
+When a run reaches its end, its store keeps a :class:`RunDigest`: the run's
+story (:class:`RunStory`, without feedback) and the head of its MAC chain,
+computed by :func:`run_digest` — a pure function of the stored journal, so
+any reader can compute it again from the journal and compare
+(:func:`verify_summaries`). From the digest, :func:`digest_columns` derives
+the flat values the SQL stores keep in columns so that SQL can aggregate
+them (outcome, reason code, gatekeeper statuses, evidence retry, fallback,
+tool calls and failures, the latency of every finished call).
+
+A summary is derived, never trusted: the session and fleet reports read
+it instead of folding the journal, and ``--verify`` folds every journal and
+lists every run whose summary disagrees. Feedback is not in the summary: it
+is read, decoded and checked (its MAC chain, with a key) from its own records
+each time, so a feedback recorded after the summary is always counted.
+
+:class:`FleetTally` is the fleet report's arithmetic over stories; the SQL
+stores fill the same tally from their columns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+
+from .._kernel.converter import from_json, from_json_object_text, to_json
+from .._kernel.errors import PayloadError
+from .._kernel.json import JsonValue
+from ._base import StoredRun
+from ._reports import (
+    FeedbackTally,
+    FleetReport,
+    GatekeeperRates,
+    LatencyTally,
+    RunCounts,
+    RunStory,
+    ToolTally,
+)
+
+__all__ = [
+    "DigestColumns",
+    "FleetTally",
+    "RunDigest",
+    "SummaryMismatch",
+    "digest_columns",
+    "digest_from_json",
+    "digest_to_json",
+    "percentile",
+    "run_digest",
+    "verify_summaries",
+]
+
+GATEKEEPER_STATUSES = ("PASS", "LOW_CONFID", "REJECT")
+
+
+@attrs.frozen
+class RunDigest:
+    """The summary of an ended run: its story without feedback, and its MAC chain's head.
+
+    ``last_mac`` is the end marker's ``mac`` (or the last entry's): the link
+    the run's first feedback is signed over, so feedback is verified with a
+    key without loading the journal.
+    """
+
+    story: RunStory
+    last_mac: str | None = None
+
+
+@attrs.frozen
+class DigestColumns:
+    """The flat values of a digest that the SQL stores keep in columns and tables."""
+
+    workflow: str
+    outcome: str | None
+    reason_code: str | None
+    evidence_retry: bool
+    fallback: bool
+    audits: tuple[int, int, int]
+    """Gatekeeper audits with status ``PASS``, ``LOW_CONFID``, ``REJECT``."""
+    tools: tuple[tuple[str, int, int], ...]
+    """``(tool_name, calls, failures)`` per tool, sorted by name."""
+    latencies: tuple[tuple[str, float], ...]
+    """``(call, duration_ms)`` per finished effect with a duration (AIOps calls ``aiops.``)."""
+
+
+@attrs.frozen
+class SummaryMismatch:
+    """A run whose stored summary is not what its journal gives (``--verify``)."""
+
+    run_id: str
+    problem: str
+
+
+def _last_mac(stored: StoredRun) -> str | None:
+    end = stored.journal.end
+    if end is not None and end.mac:
+        mac: str | None = end.mac
+        return mac
+    entries = stored.journal.entries
+    return entries[-1].mac if entries else None
+
+
+def run_digest(stored: StoredRun, *, key: bytes | None = None) -> RunDigest | None:
+    """The summary of ``stored``, or None when the run has not ended (or does not fold).
+
+    Pure: the same stored journal always gives the same digest.
+    """
+    from ._session import run_story
+
+    story = run_story(attrs.evolve(stored, feedback=()), key=key)
+    if story.status != "complete":
+        return None
+    return RunDigest(story=story, last_mac=_last_mac(stored))
+
+
+def digest_to_json(digest: RunDigest) -> str:
+    """The digest's stored text: its canonical JSON by the package's converter."""
+    return to_json(digest)
+
+
+def digest_from_json(text: str) -> RunDigest:
+    """A stored digest read back strictly; :class:`PayloadError` for anything else.
+
+    One pass (:func:`from_json_object_text`) when it can; the two-step path
+    otherwise (a text it does not take, such as an escaped lone surrogate a
+    tool's output may hold), which gives the same value or the exact error.
+    """
+    try:
+        digest = from_json_object_text(RunDigest, text)
+    except PayloadError:
+        digest = None
+    if digest is None:
+        digest = from_json(RunDigest, text)
+    if digest.story.status != "complete" or digest.story.feedback:
+        raise PayloadError("story", "a summary tells a complete run, without feedback")
+    return digest
+
+
+def digest_columns(story: RunStory) -> DigestColumns:
+    """The columns of a story, as the fleet report counts it (pure)."""
+    prefix = "" if story.workflow == "chat" else "aiops."
+    statuses = Counter(audit.status.value for audit in story.gatekeeper_audits)
+    tools: dict[str, list[int]] = {}
+    for tool in story.tool_invocations:
+        tally = tools.setdefault(tool.tool_name, [0, 0])
+        tally[0] += 1
+        tally[1] += 0 if tool.success else 1
+    outcome = story.outcome
+    return DigestColumns(
+        workflow=story.workflow,
+        outcome=outcome,
+        reason_code=story.reason_code,
+        evidence_retry=story.workflow == "chat" and story.status == "complete" and any(
+            step.node == "evidence_retry" for step in story.agent_steps),
+        fallback=outcome is not None and "FALLBACK" in outcome,
+        audits=(statuses["PASS"], statuses["LOW_CONFID"], statuses["REJECT"]),
+        tools=tuple((name, calls, failures) for name, (calls, failures) in sorted(tools.items())),
+        latencies=tuple(
+            (prefix + effect.call, float(effect.duration_ms)) for effect in story.effects
+            if effect.duration_ms is not None and effect.state == "finished"
+        ),
+    )
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of ``values`` (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[nearest_rank(len(ordered), fraction) - 1]
+
+
+def nearest_rank(count: int, fraction: float) -> int:
+    """The 1-based rank of the nearest-rank percentile among ``count`` values."""
+    return max(1, math.ceil(fraction * count))
+
+
+def _rate(count: int, total: int) -> float | None:
+    return None if total == 0 else round(count / total, 6)
+
+
+@attrs.define
+class FleetTally:
+    """The fleet report's counters; stories are added one by one, or a SQL store fills them."""
+
+    statuses: Counter[str] = attrs.Factory(Counter)
+    outcomes: Counter[str] = attrs.Factory(Counter)
+    reasons: Counter[str] = attrs.Factory(Counter)
+    gatekeeper: Counter[str] = attrs.Factory(Counter)
+    tools: dict[str, list[int]] = attrs.Factory(dict)
+    latencies: dict[str, list[float]] = attrs.Factory(dict)
+    ratings: Counter[str] = attrs.Factory(Counter)
+    rating_sum: int = 0
+    retried: int = 0
+    fallbacks: int = 0
+    finished: int = 0
+    chat_finished: int = 0
+
+    def add(self, story: RunStory) -> None:
+        """Count one run as the fleet report does."""
+        self.statuses[story.status] += 1
+        if story.status == "invalid":
+            return
+        columns = digest_columns(story)
+        for call, duration in columns.latencies:
+            self.latencies.setdefault(call, []).append(duration)
+        for name, calls, failures in columns.tools:
+            tally = self.tools.setdefault(name, [0, 0])
+            tally[0] += calls
+            tally[1] += failures
+        for name, count in zip(GATEKEEPER_STATUSES, columns.audits, strict=True):
+            if count:
+                self.gatekeeper[name] += count
+        self.add_feedback(item.rating for item in story.feedback)
+        if story.status != "complete":
+            return
+        self.finished += 1
+        self.outcomes[story.outcome or ""] += 1
+        if story.reason_code is not None:
+            self.reasons[story.reason_code] += 1
+        self.fallbacks += columns.fallback
+        if story.workflow == "chat":
+            self.chat_finished += 1
+            self.retried += columns.evidence_retry
+
+    def add_feedback(self, ratings: Iterable[int]) -> None:
+        """Count feedback ratings."""
+        for rating in ratings:
+            self.ratings[str(rating)] += 1
+            self.rating_sum += rating
+
+    def report(
+        self, since: float | None,
+        percentiles: Mapping[str, tuple[int, float | None, float | None]] | None = None,
+    ) -> FleetReport:
+        """The fleet report of what was counted.
+
+        ``percentiles`` gives ``(count, p50, p95)`` of calls whose values are
+        not all in :attr:`latencies` (a SQL store ranked them); it wins.
+        """
+        audits = sum(self.gatekeeper.values())
+        feedback_count = sum(self.ratings.values())
+        latency = {
+            call: LatencyTally(len(values), percentile(values, 0.5), percentile(values, 0.95))
+            for call, values in self.latencies.items()
+        }
+        for call, (count, p50, p95) in (percentiles or {}).items():
+            latency[call] = LatencyTally(count, p50, p95)
+        return FleetReport(
+            since=since,
+            runs=RunCounts(total=sum(self.statuses.values()), complete=self.statuses["complete"],
+                           incomplete=self.statuses["incomplete"],
+                           invalid=self.statuses["invalid"]),
+            outcomes={name: self.outcomes[name] for name in sorted(self.outcomes)},
+            reason_codes={name: self.reasons[name] for name in sorted(self.reasons)},
+            gatekeeper=GatekeeperRates(
+                audits=audits,
+                rates={name: _rate(self.gatekeeper[name], audits)
+                       for name in GATEKEEPER_STATUSES},
+            ),
+            evidence_retry_rate=_rate(self.retried, self.chat_finished),
+            fallback_rate=_rate(self.fallbacks, self.finished),
+            tools={name: ToolTally(calls, failures, _rate(failures, calls))
+                   for name, (calls, failures) in sorted(self.tools.items())},
+            latency_ms={call: latency[call] for call in sorted(latency)},
+            feedback=FeedbackTally(
+                count=feedback_count,
+                mean_rating=(None if not feedback_count
+                             else round(self.rating_sum / feedback_count, 6)),
+                ratings={str(value): self.ratings[str(value)] for value in range(1, 6)},
+            ),
+        )
+
+
+def describe_difference(stored: JsonValue, expected: JsonValue, path: str = "") -> str:
+    """The first place two wire values differ (``story.outcome``), for a mismatch's problem."""
+    if isinstance(stored, dict) and isinstance(expected, dict):
+        for name in sorted(set(stored) | set(expected)):
+            if stored.get(name) != expected.get(name):
+                return describe_difference(stored.get(name), expected.get(name),
+                                           f"{path}.{name}" if path else name)
+    if isinstance(stored, list) and isinstance(expected, list) and len(stored) == len(expected):
+        for index, (left, right) in enumerate(zip(stored, expected, strict=True)):
+            if left != right:
+                return describe_difference(left, right, f"{path}[{index}]")
+    return path or "$"
+
+
+def verify_summaries(
+    store: object, *, session_id: str | None = None, since: float | None = None,
+    key: bytes | None = None,
+) -> tuple[SummaryMismatch, ...]:
+    """Fold every listed run's journal and list every run whose stored summary disagrees.
+
+    A summary disagrees when it does not decode (sealed under another key,
+    or copied to another run or left under a relabelled one), when its run's
+    journal does not load or does not tell an ended run (verified with
+    ``key``), when it is not the :func:`run_digest` of the journal, or — in a
+    plain SQL store — when its columns are not that digest's
+    :func:`digest_columns`. A run without a summary is not listed (a report
+    folds it). A host's own store (not one of this package) keeps no
+    summaries: nothing to list.
+    """
+    from .._kernel.converter import to_wire
+    from ._base import StoreBase, StoreError
+    from ._sql import SqlStore
+
+    if not isinstance(store, StoreBase):
+        return ()
+    found: list[SummaryMismatch] = []
+    for row in store.summary_rows(session_id=session_id, since=since):
+        if row.payload is None:
+            continue
+        try:
+            digest = store.decode_summary(row.run_id, row.session_id, row.format,
+                                          row.created_at, row.payload, row.fingerprint)
+            stored = store.load(row.run_id)
+        except StoreError as error:
+            found.append(SummaryMismatch(row.run_id, str(error)))
+            continue
+        expected = None if stored is None else run_digest(stored, key=key)
+        if expected is None:
+            found.append(SummaryMismatch(
+                row.run_id, f"run {row.run_id!r}: a summary, but the journal does not tell an "
+                "ended run (fold it: runs ls, sessions show)"))
+            continue
+        if expected != digest:
+            place = describe_difference(to_wire(digest), to_wire(expected))
+            found.append(SummaryMismatch(
+                row.run_id, f"run {row.run_id!r} summary: {place} is not what the journal gives"))
+            continue
+        if isinstance(store, SqlStore) and not store.has_codec():
+            columns = store.summary_columns(row.run_id)
+            wanted = digest_columns(expected.story)
+            wanted = attrs.evolve(wanted, latencies=tuple(sorted(wanted.latencies)))
+            if columns != wanted or store.summary_last_mac(row.run_id) != expected.last_mac:
+                found.append(SummaryMismatch(
+                    row.run_id, f"run {row.run_id!r} summary: its columns are not what the "
+                    "journal gives"))
+    return tuple(found)
