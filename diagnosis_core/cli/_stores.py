@@ -9,7 +9,9 @@
   responses continue after those the journal already used); without a
   scenario, a complete run is folded and its result printed;
 * ``sessions show SESSION --store URL [--json]`` prints a session report;
-* ``report --store URL [--since T] [--json] [--html FILE]`` the fleet report.
+* ``report --store URL [--since T] [--json] [--html PATH]`` the fleet report;
+  ``--html DIR`` writes linked pages (``index.html``, ``sessions/…``,
+  ``runs/…``), ``--html FILE.html`` the fleet page alone.
 
 ``--payload-key-file FILE`` (every store command) opens an encrypted store
 with the AES-GCM key that is the file's bytes (``AesGcmCodec``, extra
@@ -24,7 +26,9 @@ import argparse
 import contextlib
 import datetime
 import math
+import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +38,8 @@ from ..protocol import canonical_json, to_json
 from ._io import journal_key, payload_key, write, write_readable, write_result
 
 if TYPE_CHECKING:
-    from ..stores import JournalStore, PayloadCodec, SummaryMismatch
+    from ..stores import JournalStore, PayloadCodec
+    from ..stores._summary import SummaryMismatch
 
 __all__ = ["add_store_commands", "open_cli_store", "run_batch_with_store", "run_with_store"]
 
@@ -118,7 +123,8 @@ def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) ->
 
 
 def _run_chat(
-    args: argparse.Namespace, request: Any, effects: Any, store: JournalStore, key: bytes | None
+    args: argparse.Namespace, request: Any, effects: Any, store: JournalStore, key: bytes | None,
+    *, reasons: bool = False,
 ) -> int:
     from .. import run_diagnosis
 
@@ -127,10 +133,53 @@ def _run_chat(
         if problem is not None:
             return _fail(problem)
         state = run_diagnosis(request, effects, store=store, key=key)
+        why = _stored_reasons(store, request.run.run_id, key) if reasons else []
     except DiagnosisError as error:
         return _fail(_run_problem(error))
-    write_result(args, state.result)
+    if reasons and not args.json:
+        write_readable(_format_with_reasons(state.result, why))
+    else:
+        write_result(args, state.result)
     return 0
+
+
+def _stored_reasons(store: JournalStore, run_id: str, key: bytes | None) -> list[str]:
+    """The failure reasons of the stored run (its story's), as a report gives them."""
+    from ..stores import failure_reasons
+    from ..stores._story import run_story
+
+    stored = store.load(run_id)
+    return [] if stored is None else failure_reasons(run_story(stored, key=key))
+
+
+def _format_with_reasons(result: Any, reasons: list[str]) -> str:
+    """The readable result of ``runs resume``: ``run``'s, its trace table with a message column.
+
+    The message of a step is its trace event's error (a parse error, an
+    exception); ``why:`` then lists the run's other failure reasons (a
+    gatekeeper's failed bindings, a tool's error).
+    """
+    from .._kernel.tables import trace_table_lines
+    from ..stores._escape import text_line
+    from ._io import format_result
+
+    text = format_result(result)
+    table = trace_table_lines(result.trace, "round")
+    plain = "\n".join(table) + "\n"
+    assert text.endswith(plain)
+    messages = [event.details.error for event in result.trace]
+    if any(messages):
+        width = max(len(row) for row in table)
+        table = [table[0].ljust(width) + "  message"] + [
+            row if message is None else row.ljust(width) + "  " + text_line(message)
+            for row, message in zip(table[1:], messages, strict=True)
+        ]
+    lines = [text[: len(text) - len(plain)].rstrip("\n"), "", *table]
+    shown = [f": {message}" for message in messages if message]
+    reasons = [reason for reason in reasons if not reason.endswith(tuple(shown))]
+    if reasons:
+        lines += ["", "why:"] + [f"  {text_line(reason)}" for reason in reasons]
+    return "\n".join(lines) + "\n"
 
 
 def _stored_request_problem(store: JournalStore, request: Any) -> str | None:
@@ -384,7 +433,7 @@ def _resume_stored(
         if _status(stored, key) != "complete":
             return _fail(f"run {args.run_id!r}: has not ended; give --scenario FILE "
                          "to perform the remaining calls with its scripted effects")
-        return _run_chat(args, stored.journal.request, _no_effects(), store, key)
+        return _run_chat(args, stored.journal.request, _no_effects(), store, key, reasons=True)
     if scenario_request(scenario) != stored.journal.request:
         return _fail(f"--scenario {args.scenario}: its request is not the one run "
                      f"{args.run_id!r} was recorded with (give the scenario that recorded it)")
@@ -393,7 +442,8 @@ def _resume_stored(
                  for agent in scenario.responses}
     resumed = attrs.evolve(scenario, responses=responses,
                            gatekeeper=scenario.gatekeeper[used.get("gatekeeper", 0):])
-    return _run_chat(args, scenario_request(scenario), scenario_effects(resumed), store, key)
+    return _run_chat(args, scenario_request(scenario), scenario_effects(resumed), store, key,
+                     reasons=True)
 
 
 def _no_effects() -> Any:
@@ -462,21 +512,49 @@ def _since(text: str | None) -> float | None:
         ) from None
 
 
-def _report(args: argparse.Namespace) -> int:
-    from ..stores import fleet_report, fleet_report_html, format_fleet_report, verify_summaries
+def _html_target(path: str) -> str:
+    """What ``--html PATH`` writes: ``page`` (one file) or ``folder`` (the linked pages).
 
+    A path ending in ``.html`` or ``.htm`` that is not a folder is the one
+    fleet page, as before; any other path is a folder of pages.
+    """
+    if os.path.isdir(path):
+        return "folder"
+    return "page" if path.lower().endswith((".html", ".htm")) else "folder"
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ..stores import (
+        fleet_report,
+        fleet_report_html,
+        format_fleet_report,
+        session_report,
+        verify_summaries,
+    )
+    from ..stores._pages import write_page, write_report_pages
+
+    target = None if args.html is None else _html_target(args.html)
+    sessions: list[Any] = []
     try:
         key = _key(args)
         since = _since(args.since)
         with _opened(args) as store:
             report = fleet_report(store, since=since, key=key)
+            if target == "folder":
+                seen: dict[str, None] = {}
+                for summary in store.runs(since=since):
+                    seen.setdefault(summary.session_id)
+                sessions = [session_report(store, session_id, key=key) for session_id in seen]
             mismatches = verify_summaries(store, since=since, key=key) if args.verify else ()
     except DiagnosisError as error:
         return _fail(_store_problem(error))
+    generated_at = time.time()
     if args.html is not None:
         try:
-            with open(args.html, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(fleet_report_html(report))
+            if target == "folder":
+                write_report_pages(args.html, report, sessions, generated_at=generated_at)
+            else:
+                write_page(args.html, fleet_report_html(report, generated_at=generated_at))
         except OSError as error:
             sys.stderr.write(terminal_safe(
                 f"diagnosis-core: cannot write {args.html} ({error.strerror or error})\n"
@@ -560,6 +638,9 @@ def add_store_commands(commands: Any, run: argparse.ArgumentParser) -> None:
                         help="only runs first stored at or after T (epoch seconds or ISO 8601)")
     report.add_argument("--json", action="store_true",
                         help="print the diagnosis_fleet_report_v1 JSON form")
-    report.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+    report.add_argument("--html", metavar="PATH",
+                        help="write the report as self-contained HTML: into the folder PATH "
+                        "(index.html, a page per session and per run), or, when PATH ends "
+                        "in .html, the fleet page alone")
     _verify_option(report)
     report.set_defaults(handler=_report)

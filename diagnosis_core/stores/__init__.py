@@ -24,7 +24,9 @@ converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``).
 An ended run's store keeps a derived summary (:class:`RunDigest`,
 :func:`run_digest`) that the reports read instead of folding its journal;
 :func:`verify_summaries` folds every journal and lists the summaries that
-disagree.
+disagree. :func:`write_report_pages` writes the reports as linked,
+self-contained HTML pages (the fleet, each session, each run, with every
+failure reason).
 ``import diagnosis_core`` does not load this package.
 """
 
@@ -46,8 +48,16 @@ from ._base import (
 )
 from ._codec import AesGcmCodec
 from ._drive import open_store
-from ._fleet import fleet_report, fleet_report_html, format_fleet_report
+from ._fleet import fleet_report, format_fleet_report
 from ._jsonl import JsonlStore
+from ._pages import (
+    failure_reasons,
+    fleet_report_html,
+    report_page_name,
+    run_story_html,
+    session_report_html,
+    write_report_pages,
+)
 from ._postgres import PostgresStore
 from ._reports import (
     FLEET_REPORT_FORMAT,
@@ -63,11 +73,11 @@ from ._reports import (
     RunStory,
     SessionReport,
     StoryStatus,
-    ToolCall,
-    ToolCallError,
+    StoryToolCall,
+    StoryToolError,
     ToolTally,
     VerifierRow,
-    Workflow,
+    WorkflowName,
 )
 from ._session import (
     format_session_report,
@@ -111,26 +121,31 @@ __all__ = [
     "StoreSink",
     "StoredRun",
     "StoryStatus",
+    "StoryToolCall",
+    "StoryToolError",
     "SummaryMismatch",
-    "ToolCall",
-    "ToolCallError",
     "ToolTally",
     "VerifierRow",
-    "Workflow",
+    "WorkflowName",
     "digest_columns",
     "entry_from_json",
     "entry_to_json",
+    "failure_reasons",
     "fleet_report",
     "fleet_report_html",
     "format_fleet_report",
     "format_session_report",
     "open_store",
     "record_feedback",
+    "report_page_name",
     "run_digest",
     "run_status",
     "run_story",
+    "run_story_html",
     "session_report",
+    "session_report_html",
     "verify_summaries",
+    "write_report_pages",
 ]
 
 _publish(__name__, globals(), __all__)

@@ -6,19 +6,16 @@ counts, the gatekeeper's PASS / LOW_CONFID / REJECT rates over its audits,
 how often a run needed an evidence retry or ended in a fallback, each tool's
 failure rate, per-call latency percentiles from the ``duration_ms`` the
 drivers measured, and the feedback ratings. It is a :class:`FleetReport`
-value (wire form ``diagnosis_fleet_report_v1``, ``docs/stores.md``); :func:`fleet_report_html`
-renders one self-contained page (inline SVG, no script, nothing fetched).
+value (wire form ``diagnosis_fleet_report_v1``, ``docs/stores.md``);
+:func:`fleet_report_html` (module ``_pages``) renders it as a self-contained page.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from ._base import JournalStore, StoreError, check_since
-from ._escape import html_text, text_line
+from ._escape import text_line
+from ._pages import outcomes_by_workflow, when
 from ._reports import FLEET_REPORT_FORMAT, FleetReport
 from ._session import _folded, _from_summary, stories
 from ._sql import SqlStore
@@ -28,7 +25,6 @@ from ._summary import FleetTally, percentile
 __all__ = [
     "FLEET_REPORT_FORMAT",
     "fleet_report",
-    "fleet_report_html",
     "format_fleet_report",
     "percentile",
 ]
@@ -100,10 +96,12 @@ def format_fleet_report(report: FleetReport) -> str:
     lines = [
         f"runs: {runs.total} (complete {runs.complete}, incomplete {runs.incomplete}, "
         f"invalid {runs.invalid})",
+        "since: " + ("-" if report.since is None else when(report.since)),
         "",
-        "outcomes:",
     ]
-    lines += [f"  {text_line(name):<30} {count}" for name, count in report.outcomes.items()]
+    for workflow, counts in outcomes_by_workflow(report).items():
+        lines.append(f"{workflow} outcomes:")
+        lines += [f"  {text_line(name):<30} {count}" for name, count in counts.items()]
     lines.append("reason codes:")
     lines += [f"  {text_line(name):<30} {count}" for name, count in report.reason_codes.items()]
     gate = report.gatekeeper
@@ -125,89 +123,3 @@ def format_fleet_report(report: FleetReport) -> str:
     lines.append(f"feedback: {feedback.count} rating(s), mean {_show(feedback.mean_rating)}")
     lines += [f"  {stars} star(s): {count}" for stars, count in feedback.ratings.items()]
     return "\n".join(lines) + "\n"
-
-
-def _bar_chart(chart_id: str, title: str, rows: Sequence[tuple[str, float, str]]) -> str:
-    """One horizontal bar chart as inline SVG: a ``rect`` per row, scaled to the largest."""
-    width, bar, gap, label_width = 640, 22, 8, 240
-    height = max(1, len(rows)) * (bar + gap) + 40
-    largest = max((value for _, value, _ in rows), default=0.0) or 1.0
-    parts = [
-        f'<svg class="chart" id="{chart_id}" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{html_text(title)}">',
-        f'<text x="0" y="18" class="title">{html_text(title)}</text>',
-    ]
-    if not rows:
-        parts.append('<text x="0" y="44" class="empty">no data</text>')
-    for index, (label, value, shown) in enumerate(rows):
-        y = 30 + index * (bar + gap)
-        length = max(1.0, (width - label_width - 90) * value / largest)
-        parts.append(
-            f'<text x="0" y="{y + 16}" class="label">{html_text(label)}</text>'
-            f'<rect class="bar" x="{label_width}" y="{y}" width="{length:.1f}" height="{bar}">'
-            f"<title>{html_text(label)}: {html_text(shown)}</title></rect>"
-            f'<text x="{label_width + length + 6:.1f}" y="{y + 16}" class="value">'
-            f"{html_text(shown)}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-_STYLE = """
-body { font-family: sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.4em; } section { margin-bottom: 2em; }
-svg.chart .bar { fill: #3b6ea5; } svg.chart text { font-size: 13px; fill: #222; }
-svg.chart .title { font-weight: bold; } table { border-collapse: collapse; }
-td, th { padding: 2px 10px; text-align: left; border-bottom: 1px solid #ddd; }
-"""
-
-
-def fleet_report_html(fleet: FleetReport) -> str:
-    """One self-contained HTML page of the fleet report: inline SVG charts, no network at all.
-
-    Every stored string (a tool name, a call, an outcome) is inert HTML text
-    (:func:`html_text`), and the page always encodes as UTF-8.
-    """
-    report: Any = to_wire(fleet)
-    runs = report["runs"]
-    charts = [
-        _bar_chart("chart-outcomes", "Outcomes",
-                   [(name, float(count), str(count))
-                    for name, count in report["outcomes"].items()]),
-        _bar_chart("chart-reasons", "Reason codes",
-                   [(name, float(count), str(count))
-                    for name, count in report["reason_codes"].items()]),
-        _bar_chart("chart-gatekeeper", "Gatekeeper status rate",
-                   [(name, rate or 0.0, _show(rate))
-                    for name, rate in report["gatekeeper"]["rates"].items()]),
-        _bar_chart("chart-tools", "Tool failure rate",
-                   [(name, row["failure_rate"] or 0.0,
-                     f"{_show(row['failure_rate'])} of {row['calls']}")
-                    for name, row in report["tools"].items()]),
-        _bar_chart("chart-latency", "Latency p95 (ms) per call",
-                   [(name, row["p95"] or 0.0, f"p50 {_show(row['p50'])} p95 {_show(row['p95'])}")
-                    for name, row in report["latency_ms"].items()]),
-        _bar_chart("chart-feedback", "Feedback ratings",
-                   [(f"{stars} star(s)", float(count), str(count))
-                    for stars, count in report["feedback"]["ratings"].items()]),
-    ]
-    summary = (
-        f"<table><tr><th>runs</th><td>{runs['total']}</td></tr>"
-        f"<tr><th>complete</th><td>{runs['complete']}</td></tr>"
-        f"<tr><th>incomplete</th><td>{runs['incomplete']}</td></tr>"
-        f"<tr><th>invalid</th><td>{runs['invalid']}</td></tr>"
-        f"<tr><th>evidence retry rate</th><td>{_show(report['evidence_retry_rate'])}</td></tr>"
-        f"<tr><th>fallback rate</th><td>{_show(report['fallback_rate'])}</td></tr>"
-        f"<tr><th>mean rating</th><td>{_show(report['feedback']['mean_rating'])}</td></tr>"
-        "</table>"
-    )
-    body = "".join(f"<section>{chart}</section>" for chart in charts)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'\">"
-        "<title>diagnosis fleet report</title>"
-        f"<style>{_STYLE}</style></head><body><h1>Diagnosis fleet report</h1>"
-        f"<section>{summary}</section>{body}</body></html>\n"
-    )

@@ -32,11 +32,11 @@ __all__ = [
     "RunStory",
     "SessionReport",
     "StoryStatus",
-    "ToolCall",
-    "ToolCallError",
+    "StoryToolCall",
+    "StoryToolError",
     "ToolTally",
     "VerifierRow",
-    "Workflow",
+    "WorkflowName",
 ]
 
 SESSION_REPORT_FORMAT: Final = "diagnosis_session_report_v2"
@@ -45,7 +45,7 @@ SESSION_REPORT_FORMAT: Final = "diagnosis_session_report_v2"
 FLEET_REPORT_FORMAT: Final = "diagnosis_fleet_report_v1"
 """The ``format`` of a fleet report's JSON form."""
 
-Workflow = Literal["chat", "aiops"]
+WorkflowName = Literal["chat", "aiops"]
 """Which workflow a run belongs to: the chat diagnosis (spec §3) or AIOps."""
 
 StoryStatus = Literal["complete", "incomplete", "invalid"]
@@ -68,7 +68,7 @@ class EffectTiming:
 
 
 @attrs.frozen
-class ToolCallError:
+class StoryToolError:
     """Why a tool call failed (§13 ``error``): the exception's type and message."""
 
     type: str
@@ -76,7 +76,7 @@ class ToolCallError:
 
 
 @attrs.frozen
-class ToolCall:
+class StoryToolCall:
     """One tool invocation of the run (a §13 ledger entry), ``input`` null when not recorded."""
 
     invocation_id: str
@@ -84,13 +84,17 @@ class ToolCall:
     success: bool
     input: JsonValue
     output: JsonValue
-    error: ToolCallError | None
+    error: StoryToolError | None
     duration_ms: float | None
 
 
 @attrs.frozen
 class AgentStep:
-    """One executed node (the §8 trace event; an AIOps step's supervisor ``step`` as ``round``)."""
+    """One executed node (the §8 trace event; an AIOps step's supervisor ``step`` as ``round``).
+
+    ``message`` is the event's ``error`` detail — the parse error or the
+    exception of a failed attempt, null otherwise: a failure reason of the run.
+    """
 
     seq: int
     node: str
@@ -98,6 +102,7 @@ class AgentStep:
     attempt: int
     status: str
     reason_code: str | None
+    message: str | None = None
 
 
 @attrs.frozen
@@ -137,13 +142,13 @@ class RunStory:
 
     run_id: str
     session_id: str
-    workflow: Workflow
+    workflow: WorkflowName
     created_at: float
     status: StoryStatus
     problem: str | None = None
     next_call: str | None = None
     effects: tuple[EffectTiming, ...] = ()
-    tool_invocations: tuple[ToolCall, ...] = ()
+    tool_invocations: tuple[StoryToolCall, ...] = ()
     question: str | None = None
     agent_steps: tuple[AgentStep, ...] = ()
     gatekeeper_audits: tuple[GatekeeperAudit, ...] = ()

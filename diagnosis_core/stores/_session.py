@@ -43,6 +43,7 @@ from ._base import (
 )
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
+from ._pages import failure_reasons
 from ._reports import SESSION_REPORT_FORMAT, FeedbackItem, RunStory, SessionReport
 from ._sql import SqlStore
 from ._story import (
@@ -277,7 +278,10 @@ def format_session_report(report: SessionReport) -> str:
         lines.append(f"   tools: {len(story.tool_invocations)} call(s)")
         for tool in story.tool_invocations:
             state = "ok" if tool.success else "failed"
-            lines.append(f"     {_cell(tool.invocation_id)} {_cell(tool.tool_name)} {state}")
+            error = tool.error
+            detail = "" if error is None else f"  {_cell(error.type)}: {_cell(error.message)}"
+            lines.append(f"     {_cell(tool.invocation_id)} {_cell(tool.tool_name)} "
+                         f"{state}{detail}")
         for audit in story.gatekeeper_audits:
             lines.append(
                 f"   gatekeeper round {audit.round}: {audit.status.value} "
@@ -291,6 +295,10 @@ def format_session_report(report: SessionReport) -> str:
                 f"groundedness {_cell(row.groundedness_score)}"
             )
         lines.append(f"   outcome: {_cell(story.outcome)}   reason: {_cell(story.reason_code)}")
+        reasons = failure_reasons(story)
+        if reasons:
+            lines.append("   why:")
+            lines += [f"     {_cell(reason)}" for reason in reasons]
         if story.answer is not None:
             lines.append("   answer:")
             lines += [f"     {_cell(line)}" for line in story.answer.splitlines()]

@@ -24,10 +24,10 @@ from ._reports import (
     EffectTiming,
     FeedbackItem,
     RunStory,
-    ToolCall,
-    ToolCallError,
+    StoryToolCall,
+    StoryToolError,
     VerifierRow,
-    Workflow,
+    WorkflowName,
 )
 from ._summary import RunDigest
 
@@ -83,7 +83,7 @@ def checked_feedback(
     return feedback
 
 
-def workflow_of(format: str) -> Workflow:
+def workflow_of(format: str) -> WorkflowName:
     return "aiops" if format.startswith("aiops_journal_") else "chat"
 
 
@@ -95,18 +95,18 @@ def _effects(stored: StoredRun) -> tuple[EffectTiming, ...]:
     )
 
 
-def _tools(stored: StoredRun) -> tuple[ToolCall, ...]:
-    calls: list[ToolCall] = []
+def _tools(stored: StoredRun) -> tuple[StoryToolCall, ...]:
+    calls: list[StoryToolCall] = []
     for entry in stored.journal.entries:
         for item in entry.tool_invocations or ():
-            calls.append(ToolCall(
+            calls.append(StoryToolCall(
                 invocation_id=item.invocation_id,
                 tool_name=item.tool_name,
                 success=item.success,
                 input=None if item.input_json is None else loads_stored(item.input_json),
                 output=loads_stored(item.output_json),
                 error=None if item.error is None
-                else ToolCallError(item.error.type, item.error.message),
+                else StoryToolError(item.error.type, item.error.message),
                 duration_ms=item.duration_ms,
             ))
     return tuple(calls)
@@ -116,7 +116,8 @@ def _steps(events: Sequence[Any], round_of: str) -> tuple[AgentStep, ...]:
     return tuple(
         AgentStep(event.seq, event.node.value, getattr(event, round_of), event.attempt,
                   event.status.value,
-                  None if event.reason_code is None else event.reason_code.value)
+                  None if event.reason_code is None else event.reason_code.value,
+                  event.details.error)
         for event in events
     )
 

@@ -1,19 +1,20 @@
-"""The fleet report (spec §16): counts and rates from the journals, and its page in Chromium."""
+"""The fleet report (spec §16): counts and rates from the journals, and its page in Chromium.
+
+The page is loaded in headless Chromium over the DevTools protocol
+(``chromium_support``): with its own Content-Security-Policy in force, no
+console error and no request; every text of every chart inside the chart's
+box; each rate drawn as that fraction of its bar's track.
+"""
 
 from __future__ import annotations
 
-import html
 import json
-import os
-import re
-import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium_support import Browser, chromium
 from store_support import chat_example_docs, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
@@ -30,6 +31,7 @@ from diagnosis_core.stores import (
 )
 from diagnosis_core.stores._base import StoreBase
 from diagnosis_core.stores._fleet import percentile
+from diagnosis_core.stores._pages import outcomes_by_workflow
 from diagnosis_core.tools import ToolRecorder
 
 
@@ -103,99 +105,119 @@ def test_report_json_and_html_from_the_command_line(
     page = tmp_path / "fleet.html"
     assert main(["report", "--store", url, "--html", str(page), "--since", "1970-01-02"]) == 0
     text = page.read_text("utf-8")
-    assert "<svg" in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert "<svg" in text and "http:" not in text and "https:" not in text
     assert "<script" not in text and "src=" not in text
+    assert "runs first stored since 1970-01-02 00:00:00 UTC" in text
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+FLEET_CHARTS = ["chart-outcomes-chat", "chart-outcomes-aiops", "chart-reasons",
+                "chart-gatekeeper", "chart-tools", "chart-latency", "chart-feedback"]
+
+# Every chart's laid-out box, the boxes of its texts (ranges over its text nodes) and the
+# fraction of its track each bar fills.
+_PROBE = r"""(() => [...document.querySelectorAll('.chart')].map(chart => {
+  const box = chart.getBoundingClientRect();
+  const texts = [];
+  const walker = document.createTreeWalker(chart, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const range = document.createRange(); range.selectNodeContents(walker.currentNode);
+    for (const r of range.getClientRects())
+      texts.push([walker.currentNode.textContent, r.left, r.right, r.top, r.bottom]);
+  }
+  const bars = [...chart.querySelectorAll('svg')].map(svg => {
+    const track = svg.querySelector('rect.track').getBoundingClientRect().width;
+    return [...svg.querySelectorAll('rect.fill')].map(r => r.getBoundingClientRect().width / track);
+  });
+  return [chart.id, [box.left, box.right, box.top, box.bottom], texts, bars];
+}))()"""
 
 
 def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path: Path) -> None:
-    browser = _chromium()
-    if browser is None:
+    if chromium() is None:
         pytest.skip("no Chromium (apt-get install -y chromium)")
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     _fill(store)
-    fleet = fleet_report(store)
-    report: Any = to_wire(fleet)
+    report: Any = to_wire(fleet_report(store))
     store.close()
+    # a latency label as long as the one the old page cut off at the SVG edge
+    report["latency_ms"]["executor"] = {"count": 9, "p50": 1.502, "p95": 12345.678}
+    fleet = from_wire(FleetReport, report)
     page = tmp_path / "fleet.html"
-    # the page as shipped, plus (in this copy only) a probe that measures the laid-out bars
-    probe = (
-        "<script>addEventListener('load', () => { const out = document.createElement('pre');"
-        " out.id = 'probe'; out.textContent = JSON.stringify([...document.querySelectorAll("
-        "'svg.chart')].map(svg => [svg.id, svg.getBoundingClientRect().width,"
-        " [...svg.querySelectorAll('rect.bar')].map(r => r.getBoundingClientRect().width)]));"
-        " document.body.append(out); });</script>"
-    )
-    shipped = fleet_report_html(fleet)
-    probed = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", shipped)
-    page.write_text(probed.replace("</body>", probe + "</body>"), encoding="utf-8")
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    try:
-        completed = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--no-first-run", "--disable-extensions",
-             f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": profile},
-        )
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    dom = completed.stdout
-    charts = re.findall(r'<svg class="chart" id="(chart-[a-z]+)"', dom)
-    assert charts == ["chart-outcomes", "chart-reasons", "chart-gatekeeper", "chart-tools",
-                      "chart-latency", "chart-feedback"]
-    bars = len(re.findall(r'<rect class="bar"', dom))
-    expected_bars = (len(report["outcomes"]) + len(report["reason_codes"]) + 3
-                     + len(report["tools"]) + len(report["latency_ms"]) + 5)
-    assert bars == expected_bars
-    assert "Diagnosis fleet report" in dom
-    measured = json.loads(html.unescape(re.search(r'<pre id="probe">(.*?)</pre>', dom)[1]))
-    assert [chart[0] for chart in measured] == charts
-    assert all(chart[1] > 0 for chart in measured)
-    assert all(width >= 1 for chart in measured for width in chart[2])
-    assert sum(len(chart[2]) for chart in measured) == expected_bars
-
-
-def test_the_page_escapes_every_name_it_shows() -> None:
-    hostile = '<script>alert("x")</script>&'
-    report: Any = {
-        "runs": {"total": 1, "complete": 1, "incomplete": 0, "invalid": 0},
-        "outcomes": {hostile: 1}, "reason_codes": {},
-        "gatekeeper": {"audits": 0, "rates": {"PASS": None, "LOW_CONFID": None, "REJECT": None}},
-        "evidence_retry_rate": None, "fallback_rate": 0.0,
-        "tools": {hostile: {"calls": 2, "failures": 1, "failure_rate": 0.5}},
-        "latency_ms": {}, "feedback": {"count": 0, "mean_rating": None,
-                                       "ratings": {str(n): 0 for n in range(1, 6)}},
+    page.write_text(fleet_report_html(fleet, generated_at=time.time()), encoding="utf-8")
+    with Browser() as browser:
+        load = browser.load(page, _PROBE)
+    assert load.errors() == [] and load.other_requests() == []
+    measured = load.measured
+    assert [chart[0] for chart in measured] == FLEET_CHARTS
+    for chart_id, (left, right, top, bottom), texts, _ in measured:
+        assert texts, chart_id
+        for text, text_left, text_right, text_top, text_bottom in texts:
+            assert left - 0.5 <= text_left and text_right <= right + 0.5, (chart_id, text)
+            assert top - 0.5 <= text_top and text_bottom <= bottom + 0.5, (chart_id, text)
+    bars = {chart[0]: chart[3] for chart in measured}
+    by_workflow = outcomes_by_workflow(fleet)
+    assert set(by_workflow) == {"chat", "aiops"}
+    assert sum(by_workflow["chat"].values()) == sum(report["outcomes"].values())
+    expected_bars = {
+        "chart-outcomes-chat": len(by_workflow["chat"]),
+        "chart-outcomes-aiops": len(by_workflow["aiops"]),
+        "chart-reasons": len(report["reason_codes"]), "chart-gatekeeper": 3,
+        "chart-tools": len(report["tools"]), "chart-latency": len(report["latency_ms"]),
+        "chart-feedback": 5,
     }
-    page = fleet_report_html(from_wire(FleetReport, report))
-    assert "<script" not in page
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
-    assert page.count('<rect class="bar"') == 1 + 1 + 3 + 5
-    assert page.count('class="empty">no data<') == 2
+    assert {name: len(found) for name, found in bars.items()} == expected_bars
+    # rates on 0-100 %: a bar fills its rate of the track, not a share of the largest rate
+    rates = [rate for rate in report["gatekeeper"]["rates"].values()]
+    assert [found[0] for found in bars["chart-gatekeeper"]] == pytest.approx(rates, abs=0.005)
+    tools = [row["failure_rate"] for row in report["tools"].values()]
+    assert [found[0] for found in bars["chart-tools"]] == pytest.approx(tools, abs=0.005)
+    text = " ".join(item[0] for chart in measured for item in chart[2])
+    assert "12,345.7 ms" in text  # the longest value is shown, whole
 
 
-def test_the_page_shows_unencodable_and_control_characters_as_visible_escapes() -> None:
-    report: Any = {
+def _empty_report(**changes: Any) -> FleetReport:
+    report: dict[str, Any] = {
+        "since": None,
         "runs": {"total": 1, "complete": 1, "incomplete": 0, "invalid": 0},
         "outcomes": {}, "reason_codes": {},
         "gatekeeper": {"audits": 0, "rates": {"PASS": None, "LOW_CONFID": None, "REJECT": None}},
         "evidence_retry_rate": None, "fallback_rate": None,
-        "tools": {"a\ud800b\x1b[2J\u202e\ufffe": {"calls": 1, "failures": 1,
-                                                     "failure_rate": 1.0}},
-        "latency_ms": {}, "feedback": {"count": 0, "mean_rating": None,
-                                       "ratings": {str(n): 0 for n in range(1, 6)}},
+        "tools": {}, "latency_ms": {},
+        "feedback": {"count": 0, "mean_rating": None,
+                     "ratings": {str(n): 0 for n in range(1, 6)}},
     }
-    page = fleet_report_html(from_wire(FleetReport, report))
+    report.update(changes)
+    return from_wire(FleetReport, report)
+
+
+def test_the_page_escapes_every_name_it_shows() -> None:
+    hostile = '<script>alert("x")</script>&'
+    report = _empty_report(
+        outcomes={hostile: 1}, fallback_rate=0.0,
+        tools={hostile: {"calls": 2, "failures": 1, "failure_rate": 0.5}},
+    )
+    page = fleet_report_html(report)
+    assert "<script" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
+    assert page.count('<rect class="fill"') == 1 + 1 + 3 + 5
+    # an outcome of neither workflow is drawn apart, never mixed into theirs
+    assert page.count('class="empty muted">no data<') == 4 and "Other outcomes" in page
+
+
+def test_the_page_shows_unencodable_and_control_characters_as_visible_escapes() -> None:
+    report = _empty_report(tools={"a\ud800b\x1b[2J\u202e\ufffe": {
+        "calls": 1, "failures": 1, "failure_rate": 1.0}})
+    page = fleet_report_html(report)
     page.encode("utf-8")  # a lone surrogate no longer makes the page unwritable
     assert "a\\ud800b\\x1b[2J\\u202e\\ufffe" in page
     assert not any(char in page for char in "\ud800\x1b\u202e\ufffe")
+
+
+def test_the_page_shows_when_it_was_made_and_which_runs_it_covers() -> None:
+    page = fleet_report_html(_empty_report(since=86400.0), generated_at=1796137398.0)
+    assert "generated 2026-12-01 " in page
+    assert "runs first stored since 1970-01-02 00:00:00 UTC" in page
+    assert "every run" in fleet_report_html(_empty_report())
 
 
 def test_an_unreadable_run_is_counted_invalid_and_the_others_summed(tmp_path: Path) -> None:

@@ -81,7 +81,8 @@ def test_the_session_report_matches_every_runs_own_trace_report(store: StoreBase
         assert story["agent_steps"] == [
             {"seq": e.seq, "node": e.node.value, "round": e.round, "attempt": e.attempt,
              "status": e.status.value,
-             "reason_code": None if e.reason_code is None else e.reason_code.value}
+             "reason_code": None if e.reason_code is None else e.reason_code.value,
+             "message": e.details.error}
             for e in trace.events
         ]
         assert story["gatekeeper_audits"] == wire["gatekeeper_audits"]

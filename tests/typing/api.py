@@ -976,10 +976,10 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     again: dcst.SessionReport = dc.from_json(dcst.SessionReport, dc.to_json(report))
     assert again == report
     status: dcst.StoryStatus = story.status
-    workflow: dcst.Workflow = story.workflow
+    workflow: dcst.WorkflowName = story.workflow
     effect: tuple[dcst.EffectTiming, ...] = story.effects
-    calls: tuple[dcst.ToolCall, ...] = story.tool_invocations
-    failure: dcst.ToolCallError | None = calls[0].error if calls else None
+    calls: tuple[dcst.StoryToolCall, ...] = story.tool_invocations
+    failure: dcst.StoryToolError | None = calls[0].error if calls else None
     steps: tuple[dcst.AgentStep, ...] = story.agent_steps
     verifier: tuple[dcst.VerifierRow, ...] = story.verifier_evaluations
     rated: tuple[dcst.FeedbackItem, ...] = story.feedback
@@ -1000,6 +1000,13 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     assert all(isinstance(item.problem, str) for item in mismatches)
     page: str = dcst.fleet_report_html(fleet) + dcst.format_fleet_report(fleet)
     text: str = dcst.format_session_report(report)
+    why: list[str] = dcst.failure_reasons(report.runs[0])
+    page += (dcst.session_report_html(report, generated_at=0.0)
+             + dcst.run_story_html(report.runs[0], links=False))
+    written: list[pathlib.Path] = dcst.write_report_pages(path + ".pages", fleet, [report],
+                                                          generated_at=0.0)
+    name: str = dcst.report_page_name("runs", request.run.run_id)
+    assert written[0].name == "index.html" and name.startswith("runs/") and why is not None
     try:
         with store.claim(request.run.run_id) as claim:
             sink: dcj.JournalSink = dcst.StoreSink(store, claim)
