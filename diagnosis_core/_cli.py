@@ -539,6 +539,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_conformance import add_conformance_parser
 
     add_conformance_parser(commands, ArgumentParser)
+    from ._cli_prompt import add_prompt_parser
+
+    add_prompt_parser(commands)
     return parser
 
 

@@ -41,6 +41,7 @@ HOMES = (
     "diagnosis_core.stores",
     "diagnosis_core.testing",
     "diagnosis_core.conformance",
+    "diagnosis_core.prompts",
 )
 """The public namespaces in order of precedence; ``diagnosis_core.adapters.*`` come
 after, in alphabetical order."""
