@@ -18,6 +18,17 @@ and gatekeeper in different processes: their ``tools=`` is a
 :data:`ToolsFactory` — one recorder per run, seeded with the §13 records the
 run's journal holds — and :class:`RunRecorders` is the ready-made one.
 
+The executor's tool loop lives here as well: a tool-calling chat model is a
+:class:`ToolCallingModel` (one :class:`TurnRequest` in, one :class:`ModelTurn`
+out; the messages are :class:`SystemMessage`, :class:`UserMessage`,
+:class:`AssistantMessage` and :class:`ToolMessage`), and each executor tool a
+:class:`Tool` (a :class:`ToolSpec` and the function that runs) — see
+``docs/executor.md``. :func:`executor_agent` turns them into the executor
+effect: a bounded loop (:class:`ExecutorAgent`; limits end it with
+:class:`ToolLoopLimitError` or :class:`ToolLoopDeadlineError`) whose final
+turn is constrained by :func:`evidence_grounding_schema` — ids and paths only
+of what was recorded (spec §18, limits in :class:`GroundingLimits`).
+
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
 and ``import diagnosis_core`` does not load it.
@@ -25,6 +36,8 @@ and ``import diagnosis_core`` does not load it.
 
 from __future__ import annotations
 
+from ._chat.executor_loop import async_executor_agent, executor_agent
+from ._chat.grounding import evidence_grounding_schema
 from ._chat.reference_gatekeeper import (
     UNRESOLVED,
     BindingFailure,
@@ -38,8 +51,32 @@ from ._chat.reference_gatekeeper import (
     resolve_raw_path,
 )
 from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
+from ._kernel.chat_model import (
+    AssistantMessage,
+    AsyncToolCallingModel,
+    ChatMessage,
+    ModelTurn,
+    SystemMessage,
+    Tool,
+    ToolCall,
+    ToolCallingModel,
+    ToolMessage,
+    ToolSpec,
+    TurnRequest,
+    UserMessage,
+)
+from ._kernel.grounding import GroundingLimits, GroundingSchema, OutputPaths, citable_paths
 from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
 from ._kernel.public import publish as _publish
+from ._kernel.tool_loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    GroundingScope,
+    PerRunRecorders,
+    ToolErrorPolicy,
+    ToolLoopDeadlineError,
+    ToolLoopLimitError,
+)
 from ._kernel.tools import (
     RecorderMark,
     ReplayedToolError,
@@ -50,22 +87,48 @@ from ._kernel.tools import (
 
 __all__ = [
     "UNRESOLVED",
+    "AssistantMessage",
+    "AsyncExecutorAgent",
+    "AsyncToolCallingModel",
     "BindingFailure",
+    "ChatMessage",
+    "ExecutorAgent",
+    "GroundingLimits",
+    "GroundingSchema",
+    "GroundingScope",
+    "ModelTurn",
+    "OutputPaths",
+    "PerRunRecorders",
     "RecorderGatekeeper",
     "RecorderMark",
     "ReferenceGatekeeper",
     "ReplayedToolError",
     "RunRecorders",
     "RunRecordersGatekeeper",
+    "SystemMessage",
+    "Tool",
+    "ToolCall",
     "ToolCallError",
     "ToolCallRecord",
+    "ToolCallingModel",
     "ToolEnvelope",
+    "ToolErrorPolicy",
     "ToolInvocation",
     "ToolLedger",
+    "ToolLoopDeadlineError",
+    "ToolLoopLimitError",
+    "ToolMessage",
     "ToolRecorder",
+    "ToolSpec",
     "ToolsFactory",
+    "TurnRequest",
+    "UserMessage",
+    "async_executor_agent",
     "check_binding",
     "check_bindings",
+    "citable_paths",
+    "evidence_grounding_schema",
+    "executor_agent",
     "ledger_from_records",
     "match_excerpt",
     "parse_raw_path",

@@ -1,4 +1,4 @@
-"""LangChain adapter: any ``BaseChatModel`` as an agent effect (extra ``langchain``).
+r"""LangChain adapter: any ``BaseChatModel`` as an agent effect (extra ``langchain``).
 
 :class:`ChatModelInvoker` is an :class:`AgentInvoker` and
 :class:`AsyncChatModelInvoker` an :class:`AsyncAgentInvoker`. The core's
@@ -23,18 +23,32 @@ the original tool through ``recorder.wrap`` / ``recorder.wrap_async``, and
 returns the envelope ``{"invocation_id", "tool_name", "output"}`` as the
 tool message content (canonical JSON), so the model can cite
 ``source_invocation_id`` and write ``raw_path`` relative to ``output``.
+
+The executor's tool loop (``diagnosis_core.tools.executor_agent``, spec §13,
+§18) runs any :class:`~diagnosis_core.tools.ToolCallingModel`;
+:func:`tool_calling_model` makes one of any LangChain chat model that
+implements ``bind_tools`` (:class:`LangChainToolModel`, and
+:class:`AsyncLangChainToolModel` over ``ainvoke``), and :func:`loop_tools`
+turns LangChain tools into the loop's :class:`~diagnosis_core.tools.Tool`\ s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.messages import ToolMessage as LangChainToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic_core import to_jsonable_python
 
 from .. import (
@@ -48,18 +62,36 @@ from .. import (
     default_failure_classifier,
 )
 from ..machine import AgentName
-from ..protocol import canonical_json
-from ..tools import ToolRecorder
+from ..protocol import JsonValue, canonical_json
+from ..tools import (
+    AssistantMessage,
+    ChatMessage,
+    ModelTurn,
+    Tool,
+    ToolCall,
+    ToolMessage,
+    ToolRecorder,
+    ToolSpec,
+    TurnRequest,
+    UserMessage,
+)
+from ..tools import SystemMessage as ChatSystemMessage
 
 __all__ = [
     "AsyncChatModelInvoker",
+    "AsyncLangChainToolModel",
     "ChatModelInvoker",
     "ChatModelOutputError",
+    "LangChainToolModel",
+    "ResponseFormat",
     "async_chat_model_effects",
     "chat_model_effects",
+    "loop_tools",
     "message_text",
+    "model_turn",
     "recorded_tool",
     "recorded_tools",
+    "tool_calling_model",
 ]
 
 TAG = "diagnosis_core"
@@ -326,3 +358,232 @@ def recorded_tools(recorder: ToolRecorder, tools: Sequence[BaseTool]) -> list[Ba
             raise ValueError(f"tools[{position}]: duplicate tool name {tool.name!r}")
         names.add(tool.name)
     return [recorded_tool(recorder, tool) for tool in tools]
+
+
+# --- the executor's tool loop (issue 33, spec §13, §18) ---------------------------------------
+
+ResponseFormat: TypeAlias = (
+    Literal["openai"] | Callable[[Mapping[str, JsonValue]], Mapping[str, Any]] | None
+)
+"""How :class:`LangChainToolModel` gives a turn's response schema to the model.
+
+``None``: not at all (the parser and the gatekeeper still check the reply).
+``"openai"``: the OpenAI Structured Outputs parameter, bound next to the tools
+(``response_format={"type": "json_schema", "json_schema": {"name":
+"final_answer", "schema": …, "strict": true}}``) — ``ChatOpenAI`` and
+OpenAI-compatible servers (vLLM, llama.cpp's server) read it; the schema
+should be built with ``profile="openai-strict"``. A callable: given the
+schema, returns the keyword arguments to bind (any other provider's
+parameter).
+"""
+
+
+def _openai_format(schema: Mapping[str, JsonValue]) -> Mapping[str, Any]:
+    return {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "final_answer", "schema": dict(schema), "strict": True},
+        }
+    }
+
+
+def _langchain_message(message: ChatMessage) -> BaseMessage:
+    if isinstance(message, ChatSystemMessage):
+        return SystemMessage(content=message.text)
+    if isinstance(message, UserMessage):
+        return HumanMessage(content=message.text)
+    if isinstance(message, AssistantMessage):
+        calls = [
+            {"id": call.id, "name": call.name, "args": dict(call.arguments), "type": "tool_call"}
+            for call in message.tool_calls
+        ]
+        return AIMessage(content=message.text, tool_calls=calls)
+    assert isinstance(message, ToolMessage)
+    return LangChainToolMessage(
+        content=message.content,
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        status="error" if message.is_error else "success",
+    )
+
+
+def _openai_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": dict(spec.parameters),
+        },
+    }
+
+
+def model_turn(reply: object, turn: int = 0) -> ModelTurn:
+    """A LangChain reply as a :class:`ModelTurn`: its tool calls, or its text.
+
+    A tool call without an id gets ``lc-<turn>-<position>`` (the loop sends
+    it back with the answer). A reply with tool calls whose arguments did not
+    parse (``invalid_tool_calls``) and a reply with neither tool calls nor
+    text raise :class:`ChatModelOutputError`.
+    """
+    if not isinstance(reply, BaseMessage):
+        raise ChatModelOutputError(f"expected a chat message, got {type(reply).__name__}")
+    invalid = getattr(reply, "invalid_tool_calls", None)
+    if isinstance(invalid, list) and invalid:
+        names = ", ".join(repr(call.get("name")) for call in invalid if isinstance(call, dict))
+        raise ChatModelOutputError(
+            f"the reply has tool calls whose arguments do not parse: {names}"
+        )
+    raw_calls = getattr(reply, "tool_calls", None)
+    if not isinstance(raw_calls, list) or not raw_calls:
+        return ModelTurn(text=message_text(reply))
+    calls: list[ToolCall] = []
+    for position, raw in enumerate(raw_calls):
+        if not isinstance(raw, dict):
+            raise ChatModelOutputError(f"tool_calls[{position}]: expected a dict")
+        call_id = raw.get("id") or f"lc-{turn}-{position}"
+        arguments = raw.get("args")
+        name: Any = raw.get("name")
+        try:
+            calls.append(ToolCall(call_id, name, arguments if arguments else {}))
+        except (TypeError, ValueError) as error:
+            raise ChatModelOutputError(f"tool_calls[{position}].{error}") from None
+    return ModelTurn(text=_joined_text(reply), tool_calls=calls)
+
+
+class _ToolModel:
+    """What both tool models share: the chat model, how it is bound, the run config."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        response_format: ResponseFormat = None,
+        config: RunnableConfig | None = None,
+        bind_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, BaseChatModel):
+            raise TypeError(f"expected a LangChain BaseChatModel, got {type(model).__name__}")
+        if response_format not in (None, "openai") and not callable(response_format):
+            raise ValueError(
+                f"response_format: expected None, 'openai' or a callable, got {response_format!r}"
+            )
+        self.model = model
+        self.response_format = response_format
+        self.config = config
+        self.bind_kwargs = dict(bind_kwargs or {})
+
+    def bound(self, request: TurnRequest) -> Any:
+        """The model bound to this turn's tools (and response schema, if asked)."""
+        extra: dict[str, Any] = dict(self.bind_kwargs)
+        if request.response_schema is not None and self.response_format is not None:
+            make = _openai_format if self.response_format == "openai" else self.response_format
+            assert callable(make)
+            extra.update(make(request.response_schema))
+        if request.tools:
+            return self.model.bind_tools([_openai_tool(spec) for spec in request.tools], **extra)
+        return self.model.bind(**extra) if extra else self.model
+
+    def run_config(self, request: TurnRequest) -> RunnableConfig | None:
+        if request.config is None:
+            return self.config
+        ours: RunnableConfig = {
+            "metadata": {
+                **request.config.metadata,
+                "run_id": request.config.run_id,
+                "session_id": request.config.session_id,
+            },
+            "tags": [TAG, "executor"],
+        }
+        return merge_configs(self.config, ours)
+
+    @staticmethod
+    def messages(request: TurnRequest) -> list[BaseMessage]:
+        return [_langchain_message(message) for message in request.messages]
+
+    @staticmethod
+    def turn_number(request: TurnRequest) -> int:
+        return sum(1 for message in request.messages if isinstance(message, AssistantMessage))
+
+
+class LangChainToolModel(_ToolModel):
+    """A :class:`~diagnosis_core.tools.ToolCallingModel` over a LangChain chat model.
+
+    Each turn binds the request's tools (``model.bind_tools``, OpenAI function
+    format, which every LangChain provider converts) — or none on the loop's
+    last turn — converts the conversation to LangChain messages and calls
+    ``invoke``; the reply becomes a :class:`ModelTurn` (:func:`model_turn`).
+    The turn's response schema is given as ``response_format`` says.
+    """
+
+    def __call__(self, request: TurnRequest, /) -> ModelTurn:
+        reply = self.bound(request).invoke(self.messages(request), self.run_config(request))
+        return model_turn(reply, self.turn_number(request))
+
+
+class AsyncLangChainToolModel(_ToolModel):
+    """The asyncio variant of :class:`LangChainToolModel` (``ainvoke``)."""
+
+    async def __call__(self, request: TurnRequest, /) -> ModelTurn:
+        bound = self.bound(request)
+        reply = await bound.ainvoke(self.messages(request), self.run_config(request))
+        return model_turn(reply, self.turn_number(request))
+
+
+def tool_calling_model(
+    model: BaseChatModel,
+    *,
+    response_format: ResponseFormat = None,
+    config: RunnableConfig | None = None,
+    bind_kwargs: Mapping[str, Any] | None = None,
+) -> LangChainToolModel:
+    """``model`` (any LangChain chat model with ``bind_tools``) as a ``ToolCallingModel``.
+
+    Give the result to ``diagnosis_core.tools.executor_agent``. ``bind_kwargs``
+    are bound on every turn (``tool_choice``, ``strict=True`` for OpenAI
+    strict tool arguments …); ``response_format``: :data:`ResponseFormat`.
+
+    Raises:
+        TypeError: for something that is not a ``BaseChatModel``.
+    """
+    return LangChainToolModel(
+        model, response_format=response_format, config=config, bind_kwargs=bind_kwargs
+    )
+
+
+def loop_tools(tools: Sequence[BaseTool]) -> list[Tool]:
+    """LangChain tools as the executor loop's :class:`~diagnosis_core.tools.Tool`\\ s.
+
+    Each keeps its name, description and argument schema (as LangChain gives
+    it to OpenAI); the loop calls ``tool.invoke(arguments)`` through the run's
+    recorder, so the call is recorded like any other (spec §13). The tool's
+    output must be a JSON value (a non-JSON output is recorded as failed).
+
+    Raises:
+        TypeError: for an item that is not a ``BaseTool``.
+        ValueError: for two tools with the same name.
+    """
+    converted: list[Tool] = []
+    names: set[str] = set()
+    for position, tool in enumerate(tools):
+        if not isinstance(tool, BaseTool):
+            raise TypeError(f"tools[{position}]: expected a BaseTool, got {type(tool).__name__}")
+        if tool.name in names:
+            raise ValueError(f"tools[{position}]: duplicate tool name {tool.name!r}")
+        names.add(tool.name)
+        function = convert_to_openai_tool(tool)["function"]
+        spec = ToolSpec(
+            tool.name,
+            function.get("description") or "",
+            function.get("parameters") or {"type": "object", "properties": {}},
+        )
+        converted.append(Tool(spec, _invoker(tool)))
+    return converted
+
+
+def _invoker(tool: BaseTool) -> Callable[..., object]:
+    def call(**arguments: object) -> object:
+        return tool.invoke(arguments)
+
+    call.__name__ = tool.name
+    return call

@@ -41,6 +41,11 @@ from ._drivers import (
     run_aiops,
 )
 from ._enums import *  # noqa: F403
+from ._grounding import (
+    aiops_executor_agent,
+    aiops_grounding_schema,
+    async_aiops_executor_agent,
+)
 from ._inputs import (
     DISCOVERY_INSTRUCTION,
     AiOpsExecutorInput,
@@ -204,7 +209,9 @@ __all__ = [
     "ReporterInput",
     "SupervisorInput",
     "advance_aiops",
+    "aiops_executor_agent",
     "aiops_expected_call",
+    "aiops_grounding_schema",
     "aiops_journal_from_json",
     "aiops_journal_ledger",
     "aiops_journal_status",
@@ -220,6 +227,7 @@ __all__ = [
     "aiter_aiops",
     "alerts_from_alertmanager",
     "arun_aiops",
+    "async_aiops_executor_agent",
     "build_aiops_executor_input",
     "build_aiops_planner_input",
     "build_reporter_input",

@@ -1001,3 +1001,84 @@ def precise_parameters(messages: list[HistoryMessage], catalog: dict[str, str]) 
     aiops_sink = dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry]()
     assert_type(dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink[dca.AiOpsJournalEntry])
     assert_type(aiops_sink.entries, list[dca.AiOpsJournalEntry])
+
+
+# --- a tool-calling chat model (issue 33: the executor loop) ----------------------
+
+
+class ScriptedToolModel:
+    """A host's tool-calling model: one TurnRequest in, one ModelTurn out."""
+
+    def __call__(self, request: dct.TurnRequest, /) -> dct.ModelTurn:
+        last: dct.ChatMessage = request.messages[-1]
+        if isinstance(last, dct.ToolMessage) or not request.tools:
+            return dct.ModelTurn(text='{"schema_version": "executor_evidence_v2"}')
+        spec: dct.ToolSpec = request.tools[0]
+        return dct.ModelTurn(tool_calls=[dct.ToolCall("call-1", spec.name, {"service": "pay"})])
+
+
+async def async_turn(request: dct.TurnRequest) -> dct.ModelTurn:
+    return dct.ModelTurn(text="{}")
+
+
+def tool_calling_model() -> dct.TurnRequest:
+    model: dct.ToolCallingModel = ScriptedToolModel()
+    async_model: dct.AsyncToolCallingModel = async_turn
+    assert async_model
+    spec = dct.ToolSpec("query_logs", "Search logs", {"type": "object", "properties": {}})
+    tool = dct.Tool(spec, query_logs)
+    request = dct.TurnRequest(
+        messages=[dct.SystemMessage("You are the executor."), dct.UserMessage("{}")],
+        tools=[tool.spec],
+        response_schema={"type": "object"},
+        config=RunConfig(run_id="r1", session_id="s1"),
+    )
+    turn = model(request)
+    assert_type(turn.is_final, bool)
+    calls: tuple[dct.ToolCall, ...] = turn.tool_calls
+    answered = dct.AssistantMessage(text=turn.text, tool_calls=calls)
+    reply = dct.ToolMessage(tool_call_id="call-1", name="query_logs", content="{}", is_error=False)
+    return dct.TurnRequest(messages=[*request.messages, answered, reply], tools=request.tools)
+
+
+def an_executor_loop(model: dct.ToolCallingModel, recorder: dct.ToolRecorder) -> Effects:
+    spec = dct.ToolSpec("query_logs", "Search logs", {"type": "object", "properties": {}})
+    tools = [dct.Tool(spec, query_logs)]
+    executor: dct.ExecutorAgent = dct.executor_agent(
+        model, tools, recorder=recorder, max_tool_calls=4, max_turns=6, deadline_s=30.0,
+        grounding="call", profile="anthropic-strict", limits=dct.GroundingLimits(max_paths=50),
+        tool_errors="report",
+    )
+    invoker: dc.AgentInvoker = executor
+    per_run = dct.RunRecorders()
+    engine_executor = dct.executor_agent(model, tools, recorder=per_run, deadline_s=None)
+    assert engine_executor.max_turns == 10
+    grounded: dct.GroundingSchema = dct.evidence_grounding_schema(recorder.records())
+    assert_type(grounded.constrained, tuple[str, ...])
+    assert_type(grounded.complete, bool)
+    found: dct.OutputPaths = dct.citable_paths({"a": 1})
+    assert_type(found.paths, tuple[str, ...])
+    failure: type[Exception] = dct.ToolLoopLimitError
+    timeout: type[TimeoutError] = dct.ToolLoopDeadlineError
+    assert failure and timeout
+    aiops: dct.ExecutorAgent = dca.aiops_executor_agent(model, tools, recorder=recorder)
+    assert aiops
+    assert_type(dca.aiops_grounding_schema(recorder.records()), dct.GroundingSchema)
+    return Effects(
+        planner=call_model, executor=invoker, verifier=call_model, composer=call_model,
+        gatekeeper=recorder.gatekeeper(),
+    )
+
+
+async def an_async_executor_loop(
+    model: dct.AsyncToolCallingModel, recorder: dct.ToolRecorder
+) -> dc.AsyncAgentInvoker:
+    spec = dct.ToolSpec("query_metrics", "Metrics", {"type": "object", "properties": {}})
+    executor: dct.AsyncExecutorAgent = dct.async_executor_agent(
+        model, [dct.Tool(spec, query_metrics)], recorder=recorder
+    )
+    aiops: dct.AsyncExecutorAgent = dca.async_aiops_executor_agent(
+        model, [dct.Tool(spec, query_metrics)], recorder=recorder
+    )
+    assert aiops
+    return executor

@@ -1,0 +1,99 @@
+"""The chat workflow's executor as a tool loop: :func:`executor_agent` (issue 33, §13, §18).
+
+The loop itself is the kernel's (``_kernel/tool_loop.py``, shared with the
+AIOps executor); this module gives it the chat workflow's final answer:
+``executor_evidence_v2``, constrained by :func:`evidence_grounding_schema`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from .._kernel.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
+from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
+from .._kernel.ledger import ToolInvocation
+from .._kernel.tool_loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    GroundingScope,
+    PerRunRecorders,
+    ToolErrorPolicy,
+    build_settings,
+)
+from .._kernel.tools import ToolRecorder
+from .grounding import evidence_grounding_schema
+
+__all__ = ["async_executor_agent", "executor_agent"]
+
+
+def _evidence_schema(
+    records: Sequence[ToolInvocation], profile: str, limits: GroundingLimits
+) -> GroundingSchema:
+    return evidence_grounding_schema(records, profile=profile, limits=limits)
+
+
+def executor_agent(
+    model: ToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    system_prompt: str | None = None,
+    max_tool_calls: int = 8,
+    max_turns: int = 10,
+    deadline_s: float | None = 120.0,
+    grounding: GroundingScope = "call",
+    profile: str = "openai-strict",
+    limits: GroundingLimits = DEFAULT_LIMITS,
+    classifier: FailureClassifier = default_failure_classifier,
+    tool_errors: ToolErrorPolicy = "report",
+    clock: Callable[[], float] = time.monotonic,
+) -> ExecutorAgent:
+    """The chat executor effect: ``model`` calling ``tools`` until it answers (spec §13, §18).
+
+    Use it as ``Effects(executor=executor_agent(...), ...)``. ``recorder`` is
+    the run's :class:`ToolRecorder` (the one given to the driver as
+    ``tools=``), or a :class:`RunRecorders` (engines: the run's recorder is
+    found by ``config.run_id``). Each turn's response schema is the
+    ``executor_evidence_v2`` grounding schema in ``profile`` of the
+    invocations recorded so far (``grounding``: this call's, the run's, or
+    none). Limits, errors and resume: ``docs/executor.md``.
+
+    Raises:
+        TypeError, ValueError: for a malformed argument, naming it (at
+            construction, before any run).
+    """
+    settings = build_settings(
+        tools, recorder, build=_evidence_schema, system_prompt=system_prompt,
+        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
+        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
+        tool_errors=tool_errors, clock=clock,
+    )
+    return ExecutorAgent(model, settings)
+
+
+def async_executor_agent(
+    model: AsyncToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    system_prompt: str | None = None,
+    max_tool_calls: int = 8,
+    max_turns: int = 10,
+    deadline_s: float | None = 120.0,
+    grounding: GroundingScope = "call",
+    profile: str = "openai-strict",
+    limits: GroundingLimits = DEFAULT_LIMITS,
+    classifier: FailureClassifier = default_failure_classifier,
+    tool_errors: ToolErrorPolicy = "report",
+    clock: Callable[[], float] = time.monotonic,
+) -> AsyncExecutorAgent:
+    """The asyncio variant of :func:`executor_agent` (tools may be coroutine functions)."""
+    settings = build_settings(
+        tools, recorder, build=_evidence_schema, system_prompt=system_prompt,
+        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
+        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
+        tool_errors=tool_errors, clock=clock, asynchronous=True,
+    )
+    return AsyncExecutorAgent(model, settings)

@@ -1,0 +1,167 @@
+"""The AIOps executor's grounding schema and tool loop (spec §11, §13, §18).
+
+An AIOps executor step returns ``aiops_executor_output``: the ids of the tool
+invocations it made and findings that cite invocation ids; the rule
+evaluator requires every cited id to be a successful invocation of the
+ledger. :func:`aiops_grounding_schema` restricts ``findings[].cited_invocation_ids``
+to an enum of the citable (successful) invocations it is given, so a
+constrained decoder cannot cite one that does not exist or failed.
+``tool_invocation_ids`` is left as it is (a failed call is an invocation the
+step made too, and the parser checks the cross-field rule that a cited id is
+one of them or an earlier step's). No path is cited in this payload, so no
+path limit applies; ``max_invocations`` bounds the enum (beyond it the field
+is left unconstrained, and a note says so).
+
+:func:`aiops_executor_agent` is the kernel's tool loop
+(``_kernel/tool_loop.py``) with this schema as the final answer's.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from .._kernel.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
+from .._kernel.classify import FailureClassifier, default_failure_classifier
+from .._kernel.grounding import (
+    DEFAULT_LIMITS,
+    GroundingLimits,
+    GroundingSchema,
+    citable_invocations,
+)
+from .._kernel.json import JsonValue
+from .._kernel.ledger import ToolInvocation
+from .._kernel.schema import SchemaProfile, profile_of
+from .._kernel.tool_loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    GroundingScope,
+    PerRunRecorders,
+    ToolErrorPolicy,
+    build_settings,
+)
+from .._kernel.tools import ToolRecorder
+from ._schema import aiops_json_schema
+
+__all__ = ["aiops_executor_agent", "aiops_grounding_schema", "async_aiops_executor_agent"]
+
+_JsonObject = dict[str, JsonValue]
+
+
+def _object(value: JsonValue) -> _JsonObject:
+    assert isinstance(value, dict)
+    return value
+
+
+def _array(schema: _JsonObject) -> _JsonObject:
+    """The array part of a (possibly nullable) array schema, as each profile writes it."""
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        for branch in branches:
+            if isinstance(branch, dict) and "items" in branch:
+                return branch
+    return schema
+
+
+def aiops_grounding_schema(
+    invocations: Sequence[ToolInvocation],
+    *,
+    profile: str = "openai-strict",
+    limits: GroundingLimits = DEFAULT_LIMITS,
+) -> GroundingSchema:
+    """The ``aiops_executor_output`` schema whose findings cite only ``invocations`` (spec §18).
+
+    Raises:
+        ValueError: for an unknown profile.
+    """
+    chosen = profile_of(profile)
+    schema = copy.deepcopy(aiops_json_schema("aiops_executor_output", chosen))
+    findings = _array(_object(_object(schema["properties"])["findings"]))
+    finding = _object(findings["items"])
+    cited = _array(_object(_object(finding["properties"])["cited_invocation_ids"]))
+    ids = [record.invocation_id for record in citable_invocations(invocations)]
+    notes: list[str] = []
+    if len(ids) > limits.max_invocations:
+        notes.append(
+            f"cited_invocation_ids not constrained (more than {limits.max_invocations} invocations)"
+        )
+        cited["description"] = "Not constrained: " + notes[0] + "."
+        return GroundingSchema(schema, tuple(ids), (), tuple(notes))
+    item = _object(cited["items"])
+    if ids:
+        item.pop("pattern", None)
+        item.pop("minLength", None)
+        item["enum"] = cast(JsonValue, ids)
+    elif chosen is SchemaProfile.ANTHROPIC_STRICT:
+        cited["description"] = "Must have no item: no tool output was recorded to cite."
+        notes.append(
+            "anthropic-strict: cited_invocation_ids limited to 0 items in its description only"
+        )
+    else:
+        cited["maxItems"] = 0
+    return GroundingSchema(schema, tuple(ids), tuple(ids), tuple(notes))
+
+
+def _schema(
+    records: Sequence[ToolInvocation], profile: str, limits: GroundingLimits
+) -> GroundingSchema:
+    return aiops_grounding_schema(records, profile=profile, limits=limits)
+
+
+def aiops_executor_agent(
+    model: ToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    system_prompt: str | None = None,
+    max_tool_calls: int = 8,
+    max_turns: int = 10,
+    deadline_s: float | None = 120.0,
+    grounding: GroundingScope = "run",
+    profile: str = "openai-strict",
+    limits: GroundingLimits = DEFAULT_LIMITS,
+    classifier: FailureClassifier = default_failure_classifier,
+    tool_errors: ToolErrorPolicy = "report",
+    clock: Callable[[], float] = time.monotonic,
+) -> ExecutorAgent:
+    """The AIOps executor effect: ``model`` calling ``tools`` until it answers (spec §11, §13).
+
+    As :func:`diagnosis_core.tools.executor_agent`, with ``aiops_executor_output``
+    as the final answer. ``grounding`` defaults to ``"run"``: an AIOps step
+    may cite the invocations of earlier executor steps.
+    """
+    settings = build_settings(
+        tools, recorder, build=_schema, system_prompt=system_prompt,
+        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
+        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
+        tool_errors=tool_errors, clock=clock,
+    )
+    return ExecutorAgent(model, settings)
+
+
+def async_aiops_executor_agent(
+    model: AsyncToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    system_prompt: str | None = None,
+    max_tool_calls: int = 8,
+    max_turns: int = 10,
+    deadline_s: float | None = 120.0,
+    grounding: GroundingScope = "run",
+    profile: str = "openai-strict",
+    limits: GroundingLimits = DEFAULT_LIMITS,
+    classifier: FailureClassifier = default_failure_classifier,
+    tool_errors: ToolErrorPolicy = "report",
+    clock: Callable[[], float] = time.monotonic,
+) -> AsyncExecutorAgent:
+    """The asyncio variant of :func:`aiops_executor_agent`."""
+    settings = build_settings(
+        tools, recorder, build=_schema, system_prompt=system_prompt,
+        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
+        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
+        tool_errors=tool_errors, clock=clock, asynchronous=True,
+    )
+    return AsyncExecutorAgent(model, settings)
