@@ -19,9 +19,10 @@ What it provides:
   (:func:`decoder_schema` of the package's own schema) as the constraint.
   :func:`chat_agents` and :func:`aiops_agents` build one per model-backed agent of each
   workflow.
-* :class:`LocalToolCaller`: the executor's tool choice as constrained JSON: given the tool
-  specs (name, description, JSON Schema of the arguments), the model picks one tool and
-  its arguments, or finishes; the reply is constrained to exactly those tools.
+* :class:`LocalToolCaller`: a :class:`~diagnosis_core.tools.ToolCallingModel` for the
+  executor's tool loop (:func:`diagnosis_core.tools.executor_agent`): each tool choice is
+  constrained JSON over the offered tools (:func:`tool_choice_schema`), the final answer is
+  constrained to the loop's per-call grounding schema (spec §18).
 
 What a constrained decoder accepts (llama.cpp's JSON-Schema-to-grammar converter):
 ``type`` (and lists of types), ``enum``, ``const``, ``properties``, ``required``,
@@ -52,6 +53,15 @@ from typing import Any, Protocol
 
 import attrs
 
+from .._kernel.chat_model import (
+    AssistantMessage,
+    ModelTurn,
+    SystemMessage,
+    ToolCall,
+    ToolSpec,
+    TurnRequest,
+    UserMessage,
+)
 from .._kernel.errors import NonRetryableError
 from .._kernel.json import JsonValue
 from ..protocol import json_schema
@@ -65,7 +75,6 @@ __all__ = [
     "LocalModelError",
     "LocalReply",
     "LocalToolCaller",
-    "ToolChoice",
     "aiops_agents",
     "bundled_model_path",
     "chat_agents",
@@ -327,156 +336,126 @@ class LocalAgent:
         return reply.text
 
 
-# Each model-backed agent's payload (the executor's is its final reply).
-_CHAT_PAYLOADS: Mapping[str, str] = {
-    "planner": "planner_plan",
-    "executor": "executor_evidence_v2",
-    "verifier": "verifier_output",
-    "composer": "composer_output",
-}
-_AIOPS_PAYLOADS: Mapping[str, str] = {
-    "supervisor": "supervisor_decision",
-    "planner": "aiops_plan",
-    "executor": "aiops_executor_output",
-    "reporter": "aiops_report",
-}
-
-
-def _payload_schema(workflow: str, agent: str) -> dict[str, JsonValue]:
-    if workflow == "aiops":
-        from ..aiops import aiops_json_schema
-
-        return aiops_json_schema(_AIOPS_PAYLOADS[agent], "openai-strict")
-    return json_schema(_CHAT_PAYLOADS[agent], "openai-strict")
-
-
 def _agents(
     workflow: str,
     model: LocalChatModel,
     agents: Sequence[str],
-    system_prompts: Mapping[str, str],
+    system_prompts: Mapping[str, str] | None,
+    locale: str,
     constrained: bool,
     max_tokens: Mapping[str, int] | None,
 ) -> dict[str, LocalAgent]:
-    missing = [agent for agent in agents if agent not in system_prompts]
-    if missing:
-        raise ValueError(f"system_prompts: no prompt for {', '.join(missing)}")
-    return {
-        agent: LocalAgent(
-            model,
-            agent=agent,
-            system_prompt=system_prompts[agent],
-            schema=decoder_schema(_payload_schema(workflow, agent)) if constrained else None,
+    from ..prompts import system_prompt
+
+    built: dict[str, LocalAgent] = {}
+    for agent in agents:
+        prompt = system_prompt(agent, workflow=workflow, locale=locale)
+        text = prompt.text if system_prompts is None else system_prompts.get(agent)
+        if text is None:
+            raise ValueError(f"system_prompts: no prompt for {agent}")
+        schema = _payload_schema(workflow, prompt.payload) if constrained else None
+        built[agent] = LocalAgent(
+            model, agent=agent, system_prompt=text, schema=schema,
             max_tokens=(max_tokens or {}).get(agent),
         )
-        for agent in agents
-    }
+    return built
+
+
+def _payload_schema(workflow: str, payload: str) -> dict[str, JsonValue]:
+    if workflow == "aiops":
+        from ..aiops import aiops_json_schema
+
+        return decoder_schema(aiops_json_schema(payload, "openai-strict"))
+    return decoder_schema(json_schema(payload, "openai-strict"))
 
 
 def chat_agents(
     model: LocalChatModel,
-    system_prompts: Mapping[str, str],
+    system_prompts: Mapping[str, str] | None = None,
     *,
+    locale: str = "en",
     constrained: bool = True,
     max_tokens: Mapping[str, int] | None = None,
 ) -> dict[str, LocalAgent]:
     """The chat workflow's planner, verifier and composer as :class:`LocalAgent` (by name).
 
-    ``system_prompts`` maps each of the three agents to its prompt (the package's are
-    :func:`diagnosis_core.prompts.system_prompt`). ``constrained``: each reply is
-    constrained to :func:`decoder_schema` of its payload's ``openai-strict`` schema.
-    The executor calls tools: see :class:`LocalToolCaller`.
+    Each agent's system prompt is the package's
+    (:func:`diagnosis_core.prompts.system_prompt` in ``locale``) unless
+    ``system_prompts`` gives all three. ``constrained``: each reply is constrained to
+    :func:`decoder_schema` of its payload's ``openai-strict`` schema. ``max_tokens`` bounds
+    an agent's replies (default: the model's). The executor calls tools: give
+    :class:`LocalToolCaller` to :func:`diagnosis_core.tools.executor_agent`.
 
     Raises:
-        ValueError: a prompt is missing.
+        ValueError: a prompt is missing from ``system_prompts``, or ``locale`` is unknown.
     """
     return _agents(
-        "chat", model, ("planner", "verifier", "composer"), system_prompts, constrained,
-        max_tokens,
+        "chat", model, ("planner", "verifier", "composer"), system_prompts, locale,
+        constrained, max_tokens,
     )
 
 
 def aiops_agents(
     model: LocalChatModel,
-    system_prompts: Mapping[str, str],
+    system_prompts: Mapping[str, str] | None = None,
     *,
+    locale: str = "en",
     constrained: bool = True,
     max_tokens: Mapping[str, int] | None = None,
 ) -> dict[str, LocalAgent]:
     """The AIOps supervisor, planner and reporter as :class:`LocalAgent` (by name).
 
-    As :func:`chat_agents`, with the AIOps payload schemas.
+    As :func:`chat_agents`, with the AIOps prompts and payload schemas; the executor is
+    :func:`diagnosis_core.aiops.aiops_executor_agent` with a :class:`LocalToolCaller`.
 
     Raises:
-        ValueError: a prompt is missing.
+        ValueError: a prompt is missing from ``system_prompts``, or ``locale`` is unknown.
     """
     return _agents(
-        "aiops", model, ("supervisor", "planner", "reporter"), system_prompts, constrained,
-        max_tokens,
+        "aiops", model, ("supervisor", "planner", "reporter"), system_prompts, locale,
+        constrained, max_tokens,
     )
 
 
-# --- tool choice ------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class ToolChoice:
-    """What the model chose: a tool and its arguments, or ``tool`` ``None`` to finish."""
-
-    tool: str | None
-    arguments: Mapping[str, JsonValue]
+# --- the executor's model: tool choice as constrained JSON ----------------------------------
 
 
 _FINISH = "finish"
 
 
 def tool_choice_schema(
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolSpec],
     *,
     max_string: int = DEFAULT_MAX_STRING,
     max_items: int = DEFAULT_MAX_ITEMS,
 ) -> dict[str, JsonValue]:
-    """The schema of one tool choice over ``tools`` (OpenAI-style specs), or ``finish``.
+    """The schema of one tool choice over ``tools``, or of ``finish``.
 
-    Each spec is ``{"name", "description", "parameters"}`` (``parameters`` a JSON Schema
-    object) or ``{"type": "function", "function": {...}}``. The schema is an ``anyOf``
-    with one branch per tool, ``{"tool": <const name>, "arguments": <its parameters,
-    closed and bounded>}``, plus ``{"tool": "finish", "arguments": {}}``: a constrained
-    model cannot name a tool that does not exist or give it an argument it does not take.
+    An ``anyOf`` with one branch per tool, ``{"tool": <its name>, "arguments": <its
+    parameters, closed and bounded>}``, plus ``{"tool": "finish", "arguments": {}}``: a
+    constrained model cannot name a tool that does not exist or give it an argument it
+    does not take (a property of the parameters becomes required: the decoder writes every
+    one).
     """
     branches: list[JsonValue] = []
     for spec in tools:
-        name, parameters = _tool_spec(spec)
-        arguments = _closed(parameters)
-        branches.append({
-            "type": "object",
-            "properties": {
-                "tool": {"type": "string", "enum": [name]},
-                "arguments": decoder_schema(arguments, max_string=max_string, max_items=max_items),
-            },
-            "required": ["tool", "arguments"],
-            "additionalProperties": False,
-        })
-    branches.append({
-        "type": "object",
-        "properties": {
-            "tool": {"type": "string", "enum": [_FINISH]},
-            "arguments": {"type": "object", "properties": {}, "additionalProperties": False},
-        },
-        "required": ["tool", "arguments"],
-        "additionalProperties": False,
-    })
+        arguments = _closed(spec.parameters)
+        branches.append(_choice(spec.name, decoder_schema(
+            arguments, max_string=max_string, max_items=max_items
+        )))
+    branches.append(
+        _choice(_FINISH, {"type": "object", "properties": {}, "additionalProperties": False})
+    )
     return {"anyOf": branches}
 
 
-def _tool_spec(spec: Mapping[str, Any]) -> tuple[str, Mapping[str, JsonValue]]:
-    inner = spec.get("function") if spec.get("type") == "function" else spec
-    if not isinstance(inner, Mapping) or not isinstance(inner.get("name"), str):
-        raise ValueError(f"a tool spec without a name: {sorted(spec)}")
-    parameters = inner.get("parameters") or {"type": "object", "properties": {}}
-    if not isinstance(parameters, Mapping):
-        raise ValueError(f"tool {inner['name']!r}: parameters must be a JSON Schema object")
-    return inner["name"], parameters
+def _choice(name: str, arguments: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    return {
+        "type": "object",
+        "properties": {"tool": {"type": "string", "enum": [name]}, "arguments": arguments},
+        "required": ["tool", "arguments"],
+        "additionalProperties": False,
+    }
 
 
 def _closed(parameters: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
@@ -491,52 +470,95 @@ def _closed(parameters: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     }
 
 
-class LocalToolCaller:
-    """The executor's tool choice by a :class:`LocalChatModel`, as constrained JSON.
+def _transcript(request: TurnRequest) -> tuple[str, str]:
+    """The conversation as one system text and one user text (a small model's chat form).
 
-    :meth:`choose` shows the model the system prompt, the executor input and the tool
-    results so far, and constrains its reply to :func:`tool_choice_schema` of the tools;
-    :meth:`finish` asks for the final reply under a schema the caller gives (the per-call
-    grounding schema). ``constrained=False`` lets the model write freely (for figures).
+    The system prompt, then the input; each tool call the model made and the tool message
+    answering it follow the input, in order, as ``Tool call`` / ``Tool result`` lines.
+    """
+    system = ""
+    parts: list[str] = []
+    for message in request.messages:
+        if isinstance(message, SystemMessage):
+            system = message.text
+        elif isinstance(message, UserMessage):
+            parts.append(message.text)
+        elif isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                arguments = json.dumps(dict(call.arguments), sort_keys=True)
+                parts.append(f"Tool call {call.id}: {call.name} {arguments}")
+        else:
+            error = " (error)" if message.is_error else ""
+            parts.append(f"Tool result {message.tool_call_id}{error}: {message.content}")
+    return system, "\n\n".join(parts)
+
+
+class LocalToolCaller:
+    """A :class:`~diagnosis_core.tools.ToolCallingModel` backed by a :class:`LocalChatModel`.
+
+    Give it to :func:`diagnosis_core.tools.executor_agent` (or
+    :func:`diagnosis_core.aiops.aiops_executor_agent`). A small local model has no native
+    tool calling, so each turn is one or two constrained JSON replies:
+
+    * when the turn offers tools, the model picks one, ``{"tool": NAME, "arguments":
+      {...}}``, or ``{"tool": "finish", "arguments": {}}``, constrained to
+      :func:`tool_choice_schema` of the offered tools; a pick is a one-call tool turn;
+    * on ``finish``, or when the turn offers no tools, it writes the final answer,
+      constrained to the turn's ``response_schema`` (the per-call grounding schema, spec
+      §18) through :func:`decoder_schema`, so it can cite only recorded invocations and
+      paths that exist in their outputs.
+
+    The conversation is shown as one system text (the executor prompt; the tool list is
+    added for a tool choice) and one user text (the input, then each tool call and
+    result). ``constrained=False`` drops every schema (for figures): a tool choice that is
+    then not a choice raises :class:`LocalModelError`.
     """
 
     def __init__(
         self,
         model: LocalChatModel,
         *,
-        system_prompt: str,
         constrained: bool = True,
-        max_tokens: int | None = None,
+        choice_tokens: int = 64,
+        answer_tokens: int | None = None,
         label: str = "executor",
     ) -> None:
         self.model = model
-        self.system_prompt = system_prompt
         self.constrained = constrained
-        self.max_tokens = max_tokens
+        self.choice_tokens = choice_tokens
+        self.answer_tokens = answer_tokens
         self.label = label
+        self._calls = 0
 
-    def choose(
-        self, user: str, tools: Sequence[Mapping[str, Any]], *, max_tokens: int = 96
-    ) -> ToolChoice:
-        """The next tool call, or ``ToolChoice(None, {})`` to finish.
+    def __call__(self, request: TurnRequest, /) -> ModelTurn:
+        system, user = _transcript(request)
+        if request.tools:
+            call = self._choose(system, user, request.tools)
+            if call is not None:
+                return ModelTurn(tool_calls=(call,))
+        schema = request.response_schema
+        constraint = decoder_schema(schema) if self.constrained and schema is not None else None
+        reply = self.model.chat(
+            system, user, schema=constraint, max_tokens=self.answer_tokens, label=self.label
+        )
+        return ModelTurn(text=reply.text)
 
-        Raises:
-            LocalModelError: the runtime failed, or the reply is not a tool choice (only
-                possible unconstrained).
-        """
-        names = [_tool_spec(spec)[0] for spec in tools]
+    def _choose(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
         listing = "\n".join(
-            f"- {_tool_spec(spec)[0]}: {json.dumps(_tool_spec(spec)[1], sort_keys=True)}"
+            f"- {spec.name}: {spec.description} Arguments: "
+            f"{json.dumps(_closed(spec.parameters)['properties'], sort_keys=True)}"
             for spec in tools
         )
         prompt = (
-            f"{self.system_prompt}\n\nTools (reply with one JSON object "
-            f'{{"tool": NAME, "arguments": {{...}}}}, or {{"tool": "{_FINISH}", '
-            f'"arguments": {{}}}} when the results suffice):\n{listing}'
+            f"{system}\n\n## Tools\n\nCall one tool at a time: reply with one JSON object "
+            f'{{"tool": NAME, "arguments": {{...}}}}. When the tool results above answer the '
+            f'question, reply {{"tool": "{_FINISH}", "arguments": {{}}}} and you will then '
+            f"write your final reply.\n{listing}"
         )
         schema = tool_choice_schema(tools) if self.constrained else None
         reply = self.model.chat(
-            prompt, user, schema=schema, max_tokens=max_tokens, label=f"{self.label}.tool_choice"
+            prompt, user, schema=schema, max_tokens=self.choice_tokens,
+            label=f"{self.label}.tool_choice",
         )
         try:
             value = json.loads(reply.text)
@@ -545,19 +567,8 @@ class LocalToolCaller:
         tool = value.get("tool") if isinstance(value, dict) else None
         arguments = value.get("arguments") if isinstance(value, dict) else None
         if tool == _FINISH:
-            return ToolChoice(None, {})
-        if tool not in names or not isinstance(arguments, dict):
-            raise LocalModelError(f"the tool choice names no known tool: {reply.text[:80]!r}")
-        return ToolChoice(tool, arguments)
-
-    def finish(
-        self, user: str, schema: Mapping[str, JsonValue] | None, *, max_tokens: int | None = None
-    ) -> str:
-        """The final reply, constrained to ``schema`` (when constrained and given)."""
-        chosen = schema if self.constrained else None
-        reply = self.model.chat(
-            self.system_prompt, user, schema=chosen,
-            max_tokens=self.max_tokens if max_tokens is None else max_tokens,
-            label=self.label,
-        )
-        return reply.text
+            return None
+        if tool not in {spec.name for spec in tools} or not isinstance(arguments, dict):
+            raise LocalModelError(f"the tool choice names no offered tool: {reply.text[:80]!r}")
+        self._calls += 1
+        return ToolCall(f"call-{self._calls}", tool, arguments)

@@ -12,6 +12,7 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
+import diagnosis_core.tools as dct
 from diagnosis_core.adapters import local_model as lm
 from diagnosis_core.protocol import SCHEMA_NAMES, json_schema
 
@@ -147,8 +148,20 @@ def test_an_unconstrained_agent_sends_no_response_format() -> None:
 
 
 def test_a_missing_prompt_is_named() -> None:
-    with pytest.raises(ValueError, match=r"^system_prompts: no prompt for verifier, composer$"):
+    with pytest.raises(ValueError, match=r"^system_prompts: no prompt for verifier$"):
         lm.chat_agents(lm.LocalChatModel(CannedLlama()), {"planner": "P"})
+
+
+def test_the_default_prompts_are_the_packages_own_in_the_locale() -> None:
+    from diagnosis_core.prompts import system_prompt
+
+    llama = CannedLlama("{}")
+    agents = lm.aiops_agents(lm.LocalChatModel(llama), locale="zh-CN")
+    agents["reporter"]("{}", dc.RunConfig("r", "s"))
+    expected = system_prompt("reporter", workflow="aiops", locale="zh-CN").text
+    assert llama.calls[0]["messages"][0]["content"] == expected
+    schema = lm.decoder_schema(dca.aiops_json_schema("aiops_report", "openai-strict"))
+    assert llama.calls[0]["response_format"]["schema"] == schema
 
 
 def test_a_runtime_failure_or_an_empty_reply_is_a_non_retryable_local_model_error() -> None:
@@ -182,51 +195,101 @@ def test_a_local_model_error_in_a_run_is_classified_with_its_reason() -> None:
 
 
 TOOLS = [
-    {"name": "search_logs", "description": "logs",
-     "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}},
-                    "required": ["pattern"]}},
-    {"type": "function", "function": {
-        "name": "read_metrics", "description": "metrics",
-        "parameters": {"type": "object", "properties": {"service": {"type": "string"}}}}},
+    dct.ToolSpec("search_logs", "Log lines containing a pattern.",
+                 {"type": "object", "properties": {"pattern": {"type": "string"}},
+                  "required": ["pattern"]}),
+    dct.ToolSpec("read_metrics", "Metrics of a service.",
+                 {"type": "object", "properties": {"service": {"type": "string"}}}),
 ]
 
 
 def test_the_tool_choice_schema_has_one_closed_branch_per_tool_and_finish() -> None:
     schema = lm.tool_choice_schema(TOOLS, max_string=30)
-    branches = schema["anyOf"]
-    assert isinstance(branches, list)
-    names = [b["properties"]["tool"]["enum"] for b in branches]  # type: ignore[index,call-overload]
+    branches: Any = schema["anyOf"]
+    names = [b["properties"]["tool"]["enum"] for b in branches]
     assert names == [["search_logs"], ["read_metrics"], ["finish"]]
-    logs: Any = branches[0]
-    assert logs["properties"]["arguments"] == {
+    assert branches[0]["properties"]["arguments"] == {
         "type": "object", "properties": {"pattern": {"type": "string", "maxLength": 30}},
         "required": ["pattern"], "additionalProperties": False,
     }
-    assert logs["additionalProperties"] is False
+    assert all(b["additionalProperties"] is False for b in branches)
 
 
-def test_a_tool_spec_without_a_name_is_refused() -> None:
-    with pytest.raises(ValueError, match="without a name"):
-        lm.tool_choice_schema([{"description": "x"}])
+def _request(*messages: Any, tools: Any = (), schema: Any = None) -> dct.TurnRequest:
+    return dct.TurnRequest(messages=messages, tools=tools, response_schema=schema)
 
 
-def test_the_tool_caller_returns_the_choice_or_finish_and_refuses_an_unknown_tool() -> None:
+def test_the_tool_caller_picks_a_tool_under_the_choice_schema() -> None:
+    llama = CannedLlama('{"tool": "search_logs", "arguments": {"pattern": "504"}}')
+    caller = lm.LocalToolCaller(lm.LocalChatModel(llama), choice_tokens=40)
+    turn = caller(_request(dct.SystemMessage("E"), dct.UserMessage("IN"), tools=TOOLS))
+    [call] = turn.tool_calls
+    assert (call.name, dict(call.arguments)) == ("search_logs", {"pattern": "504"})
+    [sent] = llama.calls
+    assert sent["response_format"]["schema"] == lm.tool_choice_schema(TOOLS)
+    assert sent["max_tokens"] == 40
+    assert sent["messages"][0]["content"].startswith("E\n\n## Tools")
+    assert sent["messages"][1]["content"] == "IN"
+
+
+def test_the_tool_caller_shows_the_calls_and_results_and_answers_under_the_grounding_schema(
+) -> None:
+    grounding = {"type": "object", "properties": {"x": {"type": "string", "pattern": "."}},
+                 "required": ["x"], "additionalProperties": False}
+    llama = CannedLlama('{"tool": "finish", "arguments": {}}', '{"x": "y"}')
+    caller = lm.LocalToolCaller(lm.LocalChatModel(llama), answer_tokens=77)
+    call = dct.ToolCall("call-1", "search_logs", {"pattern": "504"})
+    turn = caller(_request(
+        dct.SystemMessage("E"), dct.UserMessage("IN"), dct.AssistantMessage("", (call,)),
+        dct.ToolMessage("call-1", "search_logs", '{"invocation_id":"inv-1"}'),
+        tools=TOOLS, schema=grounding,
+    ))
+    assert turn.is_final and turn.text == '{"x": "y"}'
+    final = llama.calls[1]
+    assert final["messages"][0]["content"] == "E"
+    assert final["messages"][1]["content"] == (
+        'IN\n\nTool call call-1: search_logs {"pattern": "504"}\n\n'
+        'Tool result call-1: {"invocation_id":"inv-1"}'
+    )
+    assert final["response_format"]["schema"] == lm.decoder_schema(grounding)
+    assert final["max_tokens"] == 77
+
+
+def test_a_turn_without_tools_is_answered_at_once_and_unconstrained_sends_no_schema() -> None:
+    llama = CannedLlama("free text")
+    caller = lm.LocalToolCaller(lm.LocalChatModel(llama), constrained=False)
+    turn = caller(_request(dct.UserMessage("IN"), schema={"type": "object"}))
+    assert turn.text == "free text" and len(llama.calls) == 1
+    assert "response_format" not in llama.calls[0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [('{"tool": "rm_rf", "arguments": {}}', "names no offered tool"),
+     ("not json", "not JSON"), ("[1]", "names no offered tool")],
+)
+def test_a_tool_choice_that_is_not_one_is_a_local_model_error(reply: str, message: str) -> None:
+    caller = lm.LocalToolCaller(lm.LocalChatModel(CannedLlama(reply)), constrained=False)
+    with pytest.raises(lm.LocalModelError, match=message):
+        caller(_request(dct.UserMessage("IN"), tools=TOOLS))
+
+
+def test_the_tool_caller_runs_the_package_executor_loop_with_recorded_tools() -> None:
+    recorder = dct.ToolRecorder()
+    tools = [dct.Tool(TOOLS[0], lambda pattern: {"count": 1, "lines": [f"x {pattern}"]})]
     llama = CannedLlama(
         '{"tool": "search_logs", "arguments": {"pattern": "504"}}',
         '{"tool": "finish", "arguments": {}}',
-        '{"tool": "rm_rf", "arguments": {}}',
-        "not json",
+        '{"final": true}',
     )
-    caller = lm.LocalToolCaller(lm.LocalChatModel(llama), system_prompt="E")
-    assert caller.choose("input", TOOLS) == lm.ToolChoice("search_logs", {"pattern": "504"})
-    assert caller.choose("input", TOOLS) == lm.ToolChoice(None, {})
-    with pytest.raises(lm.LocalModelError, match="names no known tool"):
-        caller.choose("input", TOOLS)
-    with pytest.raises(lm.LocalModelError, match="not JSON"):
-        caller.choose("input", TOOLS)
-    first = llama.calls[0]
-    assert first["response_format"]["schema"] == lm.tool_choice_schema(TOOLS)
-    assert first["messages"][0]["content"].startswith("E\n\nTools")
+    executor = dct.executor_agent(
+        lm.LocalToolCaller(lm.LocalChatModel(llama)), tools, recorder=recorder,
+        system_prompt="E",
+    )
+    assert executor("IN", dc.RunConfig("r", "s")) == '{"final": true}'
+    assert [r.tool_name for r in recorder.records()] == ["search_logs"]
+    final_schema = json.dumps(llama.calls[2]["response_format"]["schema"])
+    assert '"enum": ["inv-1"]' in final_schema and '"$.lines[0]"' in final_schema
 
 
 def test_the_bundled_model_is_found_without_importing_its_package_or_named_when_absent(
