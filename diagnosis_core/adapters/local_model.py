@@ -47,7 +47,7 @@ import importlib
 import importlib.util
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -79,6 +79,8 @@ __all__ = [
     "bundled_model_path",
     "chat_agents",
     "decoder_schema",
+    "input_values",
+    "narrowed_schema",
     "tool_choice_schema",
 ]
 
@@ -310,7 +312,8 @@ class LocalAgent:
 
     The system prompt is fixed at construction; the core's input string (the exact
     whitelist) is the user message; ``schema``, when given, constrains the reply
-    (``None``: the model writes freely, the parser judges).
+    (``None``: the model writes freely, the parser judges). ``schema`` may also be a
+    function of the input string, for a per-call schema.
     """
 
     def __init__(
@@ -319,18 +322,19 @@ class LocalAgent:
         *,
         agent: str,
         system_prompt: str,
-        schema: Mapping[str, JsonValue] | None = None,
+        schema: Mapping[str, JsonValue] | Callable[[str], Mapping[str, JsonValue]] | None = None,
         max_tokens: int | None = None,
     ) -> None:
         self.model = model
         self.agent = agent
         self.system_prompt = system_prompt
-        self.schema = None if schema is None else dict(schema)
+        self.schema = schema
         self.max_tokens = max_tokens
 
     def __call__(self, input: str, config: object, /) -> str:
+        schema = self.schema(input) if callable(self.schema) else self.schema
         reply = self.model.chat(
-            self.system_prompt, input, schema=self.schema, max_tokens=self.max_tokens,
+            self.system_prompt, input, schema=schema, max_tokens=self.max_tokens,
             label=self.agent,
         )
         return reply.text
@@ -353,12 +357,133 @@ def _agents(
         text = prompt.text if system_prompts is None else system_prompts.get(agent)
         if text is None:
             raise ValueError(f"system_prompts: no prompt for {agent}")
-        schema = _payload_schema(workflow, prompt.payload) if constrained else None
+        schema = _PerCallSchema(workflow, agent, prompt.payload) if constrained else None
         built[agent] = LocalAgent(
             model, agent=agent, system_prompt=text, schema=schema,
             max_tokens=(max_tokens or {}).get(agent),
         )
     return built
+
+
+class _PerCallSchema:
+    """An agent's decoder schema, its ids narrowed to those of the call's input.
+
+    The parsers refuse a skill outside the catalog, a claim id the verifier or composer
+    was not given, and the AIOps report checks its citations against the ledger: the
+    schema lists exactly the values the input offers (:func:`narrowed_schema`).
+    """
+
+    def __init__(self, workflow: str, agent: str, payload: str) -> None:
+        self.workflow = workflow
+        self.agent = agent
+        self.base = _payload_schema(workflow, payload)
+
+    def __call__(self, input: str) -> dict[str, JsonValue]:
+        return narrowed_schema(self.base, input_values(self.workflow, self.agent, input))
+
+
+def input_values(workflow: str, agent: str, input: str) -> dict[str, list[str]]:
+    """The values an agent's reply may name, read from its input: ``{property: values}``.
+
+    Chat: the planner's ``selected_skill`` (the catalog's names), the verifier's
+    ``claim_id`` and ``allowed_claim_ids`` (the verified claims' ids), the composer's
+    ``cited_claim_ids`` (the allowed claims' ids). AIOps reporter: ``cited_invocation_ids``
+    (the reported invocation ids) and, with alerts in the task, ``alert_name`` and
+    ``service``. An input that is not the expected JSON gives nothing to narrow.
+    """
+    try:
+        value = json.loads(input)
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+
+    def field(items: object, key: str) -> list[str]:
+        found = [
+            item[key] for item in (items if isinstance(items, list) else [])
+            if isinstance(item, dict) and isinstance(item.get(key), str)
+        ]
+        return list(dict.fromkeys(found))
+
+    if workflow == "chat":
+        if agent == "planner":
+            return {"selected_skill": field(value.get("skills"), "name")}
+        if agent == "verifier":
+            ids = field(value.get("verified_executor_output"), "claim_id")
+            return {"claim_id": ids, "allowed_claim_ids": ids}
+        if agent == "composer":
+            return {"cited_claim_ids": field(value.get("allowed_claims"), "claim_id")}
+        return {}
+    if agent != "reporter":
+        return {}
+    reported = value.get("tool_invocation_ids")
+    values = {"cited_invocation_ids": [i for i in reported if isinstance(i, str)]
+              if isinstance(reported, list) else []}
+    task = value.get("task")
+    alerts = task.get("alerts") if isinstance(task, dict) else None
+    if alerts:
+        values["alert_name"] = field(alerts, "name")
+        values["service"] = field(alerts, "service")
+    return values
+
+
+def narrowed_schema(
+    schema: Mapping[str, JsonValue], values: Mapping[str, Sequence[str]]
+) -> dict[str, JsonValue]:
+    """``schema`` with each named string property (or array of strings) limited to ``values``.
+
+    A property of ``values`` anywhere in the schema becomes ``enum`` of its values (an
+    array: its items do); a nullable one keeps ``null``. With no value, a nullable
+    property can only be ``null`` and an array only empty; a required string with no
+    value is left as it is (the parser will judge). A fresh dict is returned.
+    """
+    out = _narrowed(schema, values)
+    assert isinstance(out, dict)
+    return out
+
+
+def _narrowed(
+    node: JsonValue | Mapping[str, JsonValue], values: Mapping[str, Sequence[str]]
+) -> JsonValue:
+    if isinstance(node, list):
+        return [_narrowed(item, values) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, JsonValue] = {}
+    for key, item in node.items():
+        if key == "properties" and isinstance(item, Mapping):
+            out[key] = {
+                name: _limited(sub, values[name]) if name in values else _narrowed(sub, values)
+                for name, sub in item.items()
+            }
+        elif key in _LITERAL:
+            out[key] = item
+        else:
+            out[key] = _narrowed(item, values)
+    return out
+
+
+def _limited(node: JsonValue, allowed: Sequence[str]) -> JsonValue:
+    if not isinstance(node, Mapping):
+        return node
+    kinds = node.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    nullable = "null" in kinds
+    if "array" in kinds:
+        out = dict(node)
+        if allowed:
+            out["items"] = {"type": "string", "enum": list(allowed)}
+        else:
+            out["maxItems"] = 0
+            out.pop("minItems", None)
+        return out
+    if "string" not in kinds:
+        return dict(node)
+    if allowed:
+        enum: list[JsonValue] = [*allowed, None] if nullable else list(allowed)
+        kept: JsonValue = ["string", "null"] if nullable else "string"
+        return {"type": kept, "enum": enum}
+    return {"type": "null"} if nullable else dict(node)
 
 
 def _payload_schema(workflow: str, payload: str) -> dict[str, JsonValue]:

@@ -129,7 +129,11 @@ def test_an_agent_sends_its_prompt_and_the_input_under_its_schema_and_keeps_the_
         {"role": "user", "content": '{"query":"q"}'},
     ]
     assert call["max_tokens"] == 50 and call["temperature"] == 0.0
-    expected = lm.decoder_schema(json_schema("composer_output", "openai-strict"))
+    # The composer was given no allowed claim ({"query": "q"}): it can cite none.
+    expected = lm.narrowed_schema(
+        lm.decoder_schema(json_schema("composer_output", "openai-strict")),
+        {"cited_claim_ids": []},
+    )
     assert call["response_format"] == {"type": "json_object", "schema": expected}
     [reply] = model.replies
     assert (reply.label, reply.prompt_tokens, reply.completion_tokens) == ("composer", 11, 7)
@@ -160,7 +164,10 @@ def test_the_default_prompts_are_the_packages_own_in_the_locale() -> None:
     agents["reporter"]("{}", dc.RunConfig("r", "s"))
     expected = system_prompt("reporter", workflow="aiops", locale="zh-CN").text
     assert llama.calls[0]["messages"][0]["content"] == expected
-    schema = lm.decoder_schema(dca.aiops_json_schema("aiops_report", "openai-strict"))
+    schema = lm.narrowed_schema(
+        lm.decoder_schema(dca.aiops_json_schema("aiops_report", "openai-strict")),
+        {"cited_invocation_ids": []},
+    )
     assert llama.calls[0]["response_format"]["schema"] == schema
 
 
@@ -331,3 +338,53 @@ def test_the_module_imports_without_the_runtime() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("llama_cpp is not installed")
+
+
+def test_the_input_values_are_read_from_each_agents_input() -> None:
+    assert lm.input_values("chat", "planner", '{"skills":[{"name":"a"},{"name":"b"}]}') == {
+        "selected_skill": ["a", "b"]
+    }
+    verifier = '{"verified_executor_output":[{"claim_id":"c1"},{"claim_id":"c1"},{"x":1}]}'
+    assert lm.input_values("chat", "verifier", verifier) == {
+        "claim_id": ["c1"], "allowed_claim_ids": ["c1"],
+    }
+    assert lm.input_values("chat", "composer", '{"allowed_claims":[]}') == {
+        "cited_claim_ids": []
+    }
+    reporter = ('{"task":{"alerts":[{"name":"HighLatency","service":"pay-svc"}]},'
+                '"tool_invocation_ids":["inv-1",2]}')
+    assert lm.input_values("aiops", "reporter", reporter) == {
+        "cited_invocation_ids": ["inv-1"], "alert_name": ["HighLatency"],
+        "service": ["pay-svc"],
+    }
+    for bad in ("not json", "[1]", '{"skills": 3}'):
+        assert lm.input_values("chat", "planner", bad) in ({}, {"selected_skill": []})
+    assert lm.input_values("aiops", "supervisor", "{}") == {}
+
+
+def test_a_narrowed_schema_lists_only_what_the_input_offers() -> None:
+    base = lm.decoder_schema(json_schema("planner_plan", "openai-strict"))
+    none: Any = lm.narrowed_schema(base, {"selected_skill": []})
+    assert none["properties"]["selected_skill"] == {"type": "null"}
+    some: Any = lm.narrowed_schema(base, {"selected_skill": ["payment-timeout"]})
+    assert some["properties"]["selected_skill"] == {
+        "type": ["string", "null"], "enum": ["payment-timeout", None],
+    }
+    assert some["properties"]["steps"] == base["properties"]["steps"]  # type: ignore[index]
+    composer: Any = lm.narrowed_schema(
+        lm.decoder_schema(json_schema("composer_output", "openai-strict")),
+        {"cited_claim_ids": []},
+    )
+    cited = composer["properties"]["cited_claim_ids"]
+    assert cited["maxItems"] == 0 and "minItems" not in cited
+
+
+def test_a_constrained_agent_narrows_its_schema_per_call() -> None:
+    llama = CannedLlama("{}", "{}")
+    agents = lm.chat_agents(lm.LocalChatModel(llama))
+    agents["composer"]('{"allowed_claims":[{"claim_id":"c2","text":"t"}]}', None)
+    agents["composer"]('{"allowed_claims":[]}', None)
+    first = llama.calls[0]["response_format"]["schema"]["properties"]["cited_claim_ids"]
+    second = llama.calls[1]["response_format"]["schema"]["properties"]["cited_claim_ids"]
+    assert first["items"] == {"type": "string", "enum": ["c2"]}
+    assert second["maxItems"] == 0
