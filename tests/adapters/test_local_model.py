@@ -235,8 +235,9 @@ def test_the_tool_caller_picks_a_tool_under_the_choice_schema() -> None:
     [sent] = llama.calls
     assert sent["response_format"]["schema"] == lm.tool_choice_schema(TOOLS)
     assert sent["max_tokens"] == 40
-    assert sent["messages"][0]["content"].startswith("E\n\n## Tools")
-    assert sent["messages"][1]["content"] == "IN"
+    assert sent["messages"][0]["content"] == "E"
+    assert sent["messages"][1]["content"].startswith("IN\n\n## Next step\n\n")
+    assert "- search_logs: Log lines containing a pattern." in sent["messages"][1]["content"]
 
 
 def test_the_tool_caller_shows_the_calls_and_results_and_answers_under_the_grounding_schema(
@@ -368,15 +369,15 @@ def test_a_narrowed_schema_lists_only_what_the_input_offers() -> None:
     assert none["properties"]["selected_skill"] == {"type": "null"}
     some: Any = lm.narrowed_schema(base, {"selected_skill": ["payment-timeout"]})
     assert some["properties"]["selected_skill"] == {
-        "type": ["string", "null"], "enum": ["payment-timeout", None],
+        "anyOf": [{"type": "string", "enum": ["payment-timeout"]}, {"type": "null"}],
     }
     assert some["properties"]["steps"] == base["properties"]["steps"]  # type: ignore[index]
     composer: Any = lm.narrowed_schema(
         lm.decoder_schema(json_schema("composer_output", "openai-strict")),
         {"cited_claim_ids": []},
     )
-    cited = composer["properties"]["cited_claim_ids"]
-    assert cited["maxItems"] == 0 and "minItems" not in cited
+    array, null = composer["properties"]["cited_claim_ids"]["anyOf"]
+    assert array["maxItems"] == 0 and "minItems" not in array and null == {"type": "null"}
 
 
 def test_a_constrained_agent_narrows_its_schema_per_call() -> None:
@@ -384,7 +385,30 @@ def test_a_constrained_agent_narrows_its_schema_per_call() -> None:
     agents = lm.chat_agents(lm.LocalChatModel(llama))
     agents["composer"]('{"allowed_claims":[{"claim_id":"c2","text":"t"}]}', None)
     agents["composer"]('{"allowed_claims":[]}', None)
-    first = llama.calls[0]["response_format"]["schema"]["properties"]["cited_claim_ids"]
-    second = llama.calls[1]["response_format"]["schema"]["properties"]["cited_claim_ids"]
+    first, second = (
+        call["response_format"]["schema"]["properties"]["cited_claim_ids"]["anyOf"][0]
+        for call in llama.calls
+    )
     assert first["items"] == {"type": "string", "enum": ["c2"]}
     assert second["maxItems"] == 0
+
+
+def test_a_list_of_types_becomes_one_branch_per_type_with_its_keywords() -> None:
+    # llama.cpp's converter reads {"type": ["array", "null"], "items": ...} as any array.
+    schema: Any = lm.decoder_schema({
+        "type": "object",
+        "properties": {
+            "tools": {"type": ["array", "null"], "items": {"type": "string"}},
+            "note": {"type": ["string", "null"], "pattern": "x"},
+            "kind": {"type": ["string", "null"], "enum": ["a", None]},
+        },
+        "required": ["tools", "note", "kind"], "additionalProperties": False,
+    }, max_string=10, max_items=2)
+    assert schema["properties"]["tools"] == {"anyOf": [
+        {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 2},
+        {"type": "null"},
+    ]}
+    assert schema["properties"]["note"] == {"anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": 10}, {"type": "null"},
+    ]}
+    assert schema["properties"]["kind"] == {"type": ["string", "null"], "enum": ["a", None]}
