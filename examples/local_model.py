@@ -179,7 +179,7 @@ def run_chat(
     recorder = dct.ToolRecorder()
     agents = lm.chat_agents(
         model, constrained=constrained, tool_names=[tool.spec.name for tool in CHAT_TOOLS],
-        max_tokens={"planner": 200},
+        max_tokens={"planner": 200, "verifier": 320},
     )
     executor = dct.executor_agent(
         lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS),

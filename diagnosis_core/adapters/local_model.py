@@ -555,8 +555,8 @@ def _limited(node: JsonValue, allowed: Sequence[str]) -> JsonValue:
         return dict(node)
     if allowed:
         enum: list[JsonValue] = [*allowed, None] if nullable else list(allowed)
-        kept: JsonValue = ["string", "null"] if nullable else "string"
-        return {"type": kept, "enum": enum}
+        kind: JsonValue = ["string", "null"] if nullable else "string"
+        return {"type": kind, "enum": enum}
     return {"type": "null"} if nullable else dict(node)
 
 
