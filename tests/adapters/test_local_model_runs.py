@@ -101,7 +101,7 @@ def test_the_chat_workflow_runs_offline_with_the_local_model(
     assert offline == []
     # Invariant 1 and the others a finished state shows: END within the §7 bound, with a
     # non-empty answer; verdicts under their ceilings.
-    assert run_invariant_violations(state) == []
+    assert list(run_invariant_violations(state)) == []
     assert len(state.events) <= state.request.config.max_node_executions
     assert state.result.answer.strip()
     # Every agent call has its event: parsed (COMPLETED) or a failure with its reason.
