@@ -26,6 +26,7 @@ from typing import Any
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.tools as dct
 
 __all__ = [
     "AIOPS",
@@ -44,6 +45,7 @@ __all__ = [
     "my_gatekeeper",
     "my_llm",
     "my_tool_using_executor",
+    "my_tools",
     "payment_effects",
     "scripted_aiops_effects",
     "verifier",
@@ -130,3 +132,21 @@ def scripted_aiops_effects() -> dca.AiOpsEffects:
 def aiops_ledger() -> dc.ToolLedger:
     """The tool ledger of the AIOps example's tool calls."""
     return dca.load_aiops_scenario(_document(AIOPS)).tool_ledger
+
+
+def _query_logs(service: str) -> dict[str, object]:
+    return {"items": [{"ts": "10:00:12",
+                       "message": f"{service}: timeout waiting for connection from pool"}]}
+
+
+my_tools: list[dct.Tool] = [
+    dct.Tool(
+        dct.ToolSpec(
+            "query_logs", "Recent error log lines of a service.",
+            {"type": "object", "properties": {"service": {"type": "string"}},
+             "required": ["service"]},
+        ),
+        _query_logs,
+    ),
+]
+"""The executor loop's tools (yours query your backends): one log tool on canned lines."""

