@@ -55,7 +55,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from .._kernel.chat_model import (
+from .. import JsonValue, NonRetryableError
+from ..protocol import json_schema
+from ..tools import (
     AssistantMessage,
     ModelTurn,
     SystemMessage,
@@ -64,9 +66,6 @@ from .._kernel.chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .._kernel.errors import NonRetryableError
-from .._kernel.json import JsonValue
-from ..protocol import json_schema
 
 __all__ = [
     "BUNDLED_MODEL_PACKAGE",
