@@ -28,7 +28,7 @@ listed in the wire order of spec §5 (providers generate in schema order).
 No profile carries ``$schema``, ``$comment`` or ``title``.
 
 * ``openai-strict`` — OpenAI Structured Outputs with ``strict: true``
-  (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas):
+  (OpenAI's "supported schemas"):
   the root is an object, never ``anyOf``; every object has
   ``additionalProperties: false`` and lists every property in ``required``,
   an optional field being a union with ``null`` (``"type": [T, "null"]``,
@@ -39,7 +39,7 @@ No profile carries ``$schema``, ``$comment`` or ``title``.
   ``minItems``/``maxItems``; at most 5000 object properties, 10 levels of
   nesting, 1000 enum values and 120 000 characters of names and enum values.
 * ``anthropic-strict`` — Claude structured outputs and strict tool use
-  (https://docs.claude.com/en/docs/build-with-claude/structured-outputs#json-schema-limitations):
+  (Anthropic's "JSON Schema limitations"):
   ``additionalProperties: false`` on every object; numeric bounds
   (``minimum``, ``maximum``, ``multipleOf``), string length bounds
   (``minLength``, ``maxLength``) and array bounds other than ``minItems``
@@ -48,8 +48,8 @@ No profile carries ``$schema``, ``$comment`` or ``title``.
   are. Optional fields stay out of ``required`` and are ``anyOf`` with
   ``null``.
 * ``gemini`` — Gemini ``responseSchema``, "a select subset of an OpenAPI 3.0
-  schema object" (https://ai.google.dev/gemini-api/docs/structured-output,
-  https://ai.google.dev/api/caching#Schema): the fields ``type`` (one value
+  schema object" (Gemini's structured output guide and its ``Schema``
+  reference): the fields ``type`` (one value
   of the ``Type`` enum: ``STRING``, ``NUMBER``, ``INTEGER``, ``BOOLEAN``,
   ``ARRAY``, ``OBJECT``), ``format``, ``description``, ``nullable``,
   ``enum`` (strings), ``minItems``, ``maxItems``, ``properties``,

