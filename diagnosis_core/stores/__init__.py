@@ -51,7 +51,6 @@ from ._drive import open_store
 from ._fleet import fleet_report, format_fleet_report
 from ._jsonl import JsonlStore
 from ._pages import (
-    failure_reasons,
     fleet_report_html,
     report_page_name,
     run_story_html,
@@ -88,7 +87,7 @@ from ._session import (
     verify_summaries,
 )
 from ._sqlite import SqliteStore
-from ._story import run_digest
+from ._story import failure_reasons, run_digest
 from ._summary import DigestColumns, RunDigest, SummaryMismatch, digest_columns
 
 __all__ = [

@@ -25,7 +25,7 @@ time. Every string the store holds (an id, a tool name, an answer, a
 message) is inert HTML text (:func:`html_text`): markup escaped, a lone
 surrogate or a control shown as a visible ``\\uXXXX``.
 
-:func:`failure_reasons` is the operator's "why": the trace report's messages
+:func:`failure_reasons` (in ``_story``) is the operator's "why": the trace report's messages
 (a failed step's error, a gatekeeper's problem and the bindings it failed, a
 tool's error, the call an unfinished run waits for, why a run is invalid),
 shared by the text report and the pages.
@@ -45,9 +45,9 @@ from pathlib import Path
 from .._chat.trace import RawResult
 from ._escape import html_text
 from ._reports import FleetReport, RunStory, SessionReport
+from ._story import failed_bindings, failure_reasons
 
 __all__ = [
-    "failure_reasons",
     "fleet_report_html",
     "outcomes_by_workflow",
     "report_page_name",
@@ -133,67 +133,6 @@ def _percent(rate: object) -> str:
 
 def _ms(value: object) -> str:
     return "-" if not isinstance(value, (int, float)) else f"{value:,.1f} ms"
-
-
-# --- failure reasons ------------------------------------------------------------------
-
-
-def _failed_bindings(raw: RawResult | None) -> list[str]:
-    """The bindings a gatekeeper's raw result failed, as ``claim c1: REASON (tool inv)``.
-
-    The raw result is the gatekeeper's own JSON, kept as-is for audit: read
-    defensively, whatever it holds.
-    """
-    try:
-        data = None if raw is None else json.loads(raw.json_text)
-    except (ValueError, RecursionError):
-        return []
-    bindings = data.get("checked_bindings") if isinstance(data, dict) else None
-    if not isinstance(bindings, list):
-        return []
-    found = []
-    for binding in bindings:
-        if not isinstance(binding, dict) or binding.get("status") == "pass":
-            continue
-        parts = [f"claim {binding.get('claim_id', '?')}: {binding.get('reason') or 'failed'}"]
-        where = " ".join(str(binding[key]) for key in ("tool_name", "source_invocation_id")
-                         if isinstance(binding.get(key), str))
-        if where:
-            parts.append(f"({where})")
-        found.append(" ".join(parts))
-    return found
-
-
-def failure_reasons(story: RunStory) -> list[str]:
-    """Why a run went as it did, in the trace report's own words (empty when nothing failed).
-
-    In order: why the run is invalid; each step's error message (its trace
-    event's ``error``: a parse error, an exception); each gatekeeper audit's
-    problem and the bindings it failed; each tool call's error; the call an
-    unfinished run waits for.
-    """
-    if story.status == "invalid":
-        return [f"invalid: {story.problem}"]
-    reasons: list[str] = []
-    messages = set()
-    for step in story.agent_steps:
-        if step.message:
-            messages.add(step.message)
-            head = f"{step.node} (seq {step.seq}, {step.status}"
-            head += f", {step.reason_code})" if step.reason_code else ")"
-            reasons.append(f"{head}: {step.message}")
-    for audit in story.gatekeeper_audits:
-        where = f"gatekeeper round {audit.round}"
-        if audit.problem and audit.problem not in messages:
-            reasons.append(f"{where}: {audit.problem}")
-        reasons += [f"{where}: {item}" for item in _failed_bindings(audit.raw_result)]
-    for tool in story.tool_invocations:
-        if not tool.success and tool.error is not None:
-            reasons.append(f"tool {tool.tool_name} ({tool.invocation_id}): "
-                           f"{tool.error.type}: {tool.error.message}")
-    if story.status == "incomplete" and story.next_call:
-        reasons.append(f"not finished: {story.next_call}")
-    return reasons
 
 
 def outcomes_by_workflow(report: FleetReport) -> dict[str, dict[str, int]]:
@@ -526,7 +465,7 @@ def _audits(story: RunStory) -> str:
         return '<p class="muted">no gatekeeper audit</p>'
     parts = []
     for audit in story.gatekeeper_audits:
-        failed = _failed_bindings(audit.raw_result)
+        failed = failed_bindings(audit.raw_result)
         reason = None if audit.reason_code is None else audit.reason_code.value
         rows = [
             ("status", html_text(audit.status.value)),

@@ -43,11 +43,11 @@ from ._base import (
 )
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
-from ._pages import failure_reasons
 from ._reports import SESSION_REPORT_FORMAT, FeedbackItem, RunStory, SessionReport
 from ._sql import SqlStore
 from ._story import (
     checked_feedback,
+    failure_reasons,
     run_digest,
     run_status,
     run_story,

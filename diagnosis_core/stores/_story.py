@@ -9,11 +9,13 @@ stored run; this module knows no store.
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
+from .._chat.trace import RawResult
 from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.store import Feedback, StoredRun
@@ -33,6 +35,8 @@ from ._summary import RunDigest
 
 __all__ = [
     "checked_feedback",
+    "failed_bindings",
+    "failure_reasons",
     "last_mac",
     "run_digest",
     "run_status",
@@ -220,3 +224,64 @@ def run_digest(stored: StoredRun, *, key: bytes | None = None) -> RunDigest | No
     if story.status != "complete":
         return None
     return RunDigest(story=story, last_mac=last_mac(stored))
+
+
+# --- failure reasons ------------------------------------------------------------------
+
+
+def failed_bindings(raw: RawResult | None) -> list[str]:
+    """The bindings a gatekeeper's raw result failed, as ``claim c1: REASON (tool inv)``.
+
+    The raw result is the gatekeeper's own JSON, kept as-is for audit: read
+    defensively, whatever it holds.
+    """
+    try:
+        data = None if raw is None else json.loads(raw.json_text)
+    except (ValueError, RecursionError):
+        return []
+    bindings = data.get("checked_bindings") if isinstance(data, dict) else None
+    if not isinstance(bindings, list):
+        return []
+    found = []
+    for binding in bindings:
+        if not isinstance(binding, dict) or binding.get("status") == "pass":
+            continue
+        parts = [f"claim {binding.get('claim_id', '?')}: {binding.get('reason') or 'failed'}"]
+        where = " ".join(str(binding[key]) for key in ("tool_name", "source_invocation_id")
+                         if isinstance(binding.get(key), str))
+        if where:
+            parts.append(f"({where})")
+        found.append(" ".join(parts))
+    return found
+
+
+def failure_reasons(story: RunStory) -> list[str]:
+    """Why a run went as it did, in the trace report's own words (empty when nothing failed).
+
+    In order: why the run is invalid; each step's error message (its trace
+    event's ``error``: a parse error, an exception); each gatekeeper audit's
+    problem and the bindings it failed; each tool call's error; the call an
+    unfinished run waits for.
+    """
+    if story.status == "invalid":
+        return [f"invalid: {story.problem}"]
+    reasons: list[str] = []
+    messages = set()
+    for step in story.agent_steps:
+        if step.message:
+            messages.add(step.message)
+            head = f"{step.node} (seq {step.seq}, {step.status}"
+            head += f", {step.reason_code})" if step.reason_code else ")"
+            reasons.append(f"{head}: {step.message}")
+    for audit in story.gatekeeper_audits:
+        where = f"gatekeeper round {audit.round}"
+        if audit.problem and audit.problem not in messages:
+            reasons.append(f"{where}: {audit.problem}")
+        reasons += [f"{where}: {item}" for item in failed_bindings(audit.raw_result)]
+    for tool in story.tool_invocations:
+        if not tool.success and tool.error is not None:
+            reasons.append(f"tool {tool.tool_name} ({tool.invocation_id}): "
+                           f"{tool.error.type}: {tool.error.message}")
+    if story.status == "incomplete" and story.next_call:
+        reasons.append(f"not finished: {story.next_call}")
+    return reasons
