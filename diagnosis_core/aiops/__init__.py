@@ -43,11 +43,8 @@ from ._drivers import (
     run_aiops,
 )
 from ._enums import *  # noqa: F403
-from ._grounding import (
-    aiops_executor_agent,
-    aiops_grounding_schema,
-    async_aiops_executor_agent,
-)
+from ._executor_loop import aiops_executor_agent, async_aiops_executor_agent
+from ._grounding import aiops_grounding_schema
 from ._inputs import (
     DISCOVERY_INSTRUCTION,
     AiOpsExecutorInput,

@@ -1,4 +1,4 @@
-"""The AIOps executor's grounding schema and tool loop (spec §11, §13, §18).
+"""The AIOps executor's grounding schema (spec §11, §18).
 
 An AIOps executor step returns ``aiops_executor_output``: the ids of the tool
 invocations it made and findings that cite invocation ids; the rule
@@ -12,19 +12,16 @@ one of them or an earlier step's). No path is cited in this payload, so no
 path limit applies; ``max_invocations`` bounds the enum (beyond it the field
 is left unconstrained, and a note says so).
 
-:func:`aiops_executor_agent` is the kernel's tool loop
-(``_kernel/tool_loop.py``) with this schema as the final answer's.
+:func:`aiops_executor_agent` (``_executor_loop.py``) gives it to the kernel's
+tool loop as the final answer's schema.
 """
 
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
-from .._kernel.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
-from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
@@ -35,18 +32,9 @@ from .._kernel.grounding import (
 from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolInvocation
 from .._kernel.schema import SchemaProfile, profile_of
-from .._kernel.tool_loop import (
-    AsyncExecutorAgent,
-    ExecutorAgent,
-    GroundingScope,
-    PerRunRecorders,
-    ToolErrorPolicy,
-    build_settings,
-)
-from .._kernel.tools import ToolRecorder
 from ._schema import aiops_json_schema
 
-__all__ = ["aiops_executor_agent", "aiops_grounding_schema", "async_aiops_executor_agent"]
+__all__ = ["aiops_grounding_schema"]
 
 _JsonObject = dict[str, JsonValue]
 
@@ -105,66 +93,3 @@ def aiops_grounding_schema(
     if chosen is SchemaProfile.VALIDATION:  # nullable fields as anyOf: what llama.cpp reads
         schema = _object(for_local_decoder(schema))
     return GroundingSchema(schema, tuple(ids), tuple(ids), tuple(notes))
-
-
-def _schema(
-    records: Sequence[ToolInvocation], profile: str, limits: GroundingLimits
-) -> GroundingSchema:
-    return aiops_grounding_schema(records, profile=profile, limits=limits)
-
-
-def aiops_executor_agent(
-    model: ToolCallingModel,
-    tools: Sequence[Tool],
-    *,
-    recorder: ToolRecorder | PerRunRecorders,
-    system_prompt: str | None = None,
-    max_tool_calls: int = 8,
-    max_turns: int = 10,
-    deadline_s: float | None = 120.0,
-    grounding: GroundingScope = "run",
-    profile: str = "openai-strict",
-    limits: GroundingLimits = DEFAULT_LIMITS,
-    classifier: FailureClassifier = default_failure_classifier,
-    tool_errors: ToolErrorPolicy = "report",
-    clock: Callable[[], float] = time.monotonic,
-) -> ExecutorAgent:
-    """The AIOps executor effect: ``model`` calling ``tools`` until it answers (spec §11, §13).
-
-    As :func:`diagnosis_core.tools.executor_agent`, with ``aiops_executor_output``
-    as the final answer. ``grounding`` defaults to ``"run"``: an AIOps step
-    may cite the invocations of earlier executor steps.
-    """
-    settings = build_settings(
-        tools, recorder, build=_schema, system_prompt=system_prompt,
-        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
-        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
-        tool_errors=tool_errors, clock=clock,
-    )
-    return ExecutorAgent(model, settings)
-
-
-def async_aiops_executor_agent(
-    model: AsyncToolCallingModel,
-    tools: Sequence[Tool],
-    *,
-    recorder: ToolRecorder | PerRunRecorders,
-    system_prompt: str | None = None,
-    max_tool_calls: int = 8,
-    max_turns: int = 10,
-    deadline_s: float | None = 120.0,
-    grounding: GroundingScope = "run",
-    profile: str = "openai-strict",
-    limits: GroundingLimits = DEFAULT_LIMITS,
-    classifier: FailureClassifier = default_failure_classifier,
-    tool_errors: ToolErrorPolicy = "report",
-    clock: Callable[[], float] = time.monotonic,
-) -> AsyncExecutorAgent:
-    """The asyncio variant of :func:`aiops_executor_agent`."""
-    settings = build_settings(
-        tools, recorder, build=_schema, system_prompt=system_prompt,
-        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
-        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
-        tool_errors=tool_errors, clock=clock, asynchronous=True,
-    )
-    return AsyncExecutorAgent(model, settings)
