@@ -28,6 +28,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -208,8 +209,7 @@ def _agent_table(runs: list[Any], freely: list[tuple[str, str, bool]]) -> str:
         events = run.state.events
         for event in events:
             agent = event.node.value
-            if agent in ("planner", "executor", "verifier", "composer", "supervisor",
-                         "reporter"):
+            if agent in AGENTS:
                 parsed[(run.workflow, agent)].append(event.status.value == "COMPLETED")
     free: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for workflow, agent, ok in freely:
@@ -248,6 +248,31 @@ def _agent_table(runs: list[Any], freely: list[tuple[str, str, bool]]) -> str:
          "latency s (median)", "cut by max_tokens"], cost_rows,
     )
     return table + "\n\n" + costs
+
+
+AGENTS = ("planner", "executor", "verifier", "composer", "supervisor", "reporter")
+
+
+def _refusal_reason(error: str) -> str:
+    """A parser's message without its path, ids and quoted values: one row per kind."""
+    text = error.split(": ", 1)[-1] if re.match(r"^[$\w\[\].]+: ", error) else error
+    text = re.sub(r"\([^)]*\)|'[^']*'|\"[^\"]*\"|\d+", "…", text)
+    return re.sub(r"\s+", " ", text).strip()[:80]
+
+
+def _refusal_table(runs: list[Any]) -> str:
+    """Constrained replies the package refused, per agent and reason (what the schema left)."""
+    reasons: Counter[str] = Counter()
+    for run in runs:
+        for event in run.state.events:
+            if event.node.value in AGENTS and event.status.value != "COMPLETED":
+                error = event.details.error or event.reason_code or event.status.value
+                reasons[(run.workflow, event.node.value, _refusal_reason(str(error)))] += 1
+    rows = [[f"{workflow} {agent}", reason, str(count)]
+            for (workflow, agent, reason), count in sorted(reasons.items())]
+    if not rows:
+        return "No constrained reply was refused."
+    return _table(["agent", "why the package refused the reply", "replies"], rows)
 
 
 def _gatekeeper_table(runs: list[Any]) -> str:
@@ -326,6 +351,11 @@ def report(runs: list[Any], freely: list[tuple[str, str, bool]], started: dateti
         "### Replies that parse, per agent",
         "",
         _agent_table(runs, freely),
+        "",
+        "Constrained replies the package refused, and why (the parsers' and the machine's "
+        "words, paths and values left out):",
+        "",
+        _refusal_table(runs),
         "",
         "### The gatekeeper (chat)",
         "",

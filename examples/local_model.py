@@ -51,7 +51,7 @@ QUESTION = "The payment API times out since 10:00. Why?"
 # Small budgets: a 135M model on two CPU threads writes about 30 tokens a second.
 MAX_TOOL_CALLS = 2
 MAX_TOKENS = 160
-EVIDENCE_TOKENS = 240
+EVIDENCE_TOKENS = 400
 DEADLINE_S = 600.0
 # Greedy decoding: a technical retry re-sends the same input and gets the same reply, so
 # none is made; the AIOps supervisor gets four steps.
@@ -182,7 +182,8 @@ def run_chat(
         max_tokens={"planner": 200, "verifier": 320},
     )
     executor = dct.executor_agent(
-        lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS),
+        lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS,
+                           min_tool_calls=1),
         CHAT_TOOLS,
         recorder=recorder,
         system_prompt=system_prompt("executor").text,
@@ -219,7 +220,8 @@ def run_aiops(
         max_tokens={"planner": 200, "supervisor": 60},
     )
     executor = dca.aiops_executor_agent(
-        lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS),
+        lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS,
+                           min_tool_calls=1),
         AIOPS_TOOLS,
         recorder=recorder,
         system_prompt=system_prompt("executor", workflow="aiops").text,

@@ -62,6 +62,7 @@ from ..tools import (
     ModelTurn,
     SystemMessage,
     ToolCall,
+    ToolMessage,
     ToolSpec,
     TurnRequest,
     UserMessage,
@@ -630,6 +631,7 @@ def tool_choice_schema(
     *,
     max_string: int = DEFAULT_MAX_STRING,
     max_items: int = DEFAULT_MAX_ITEMS,
+    finish: bool = True,
 ) -> dict[str, JsonValue]:
     """The schema of one tool choice over ``tools``, or of ``finish``.
 
@@ -637,7 +639,8 @@ def tool_choice_schema(
     parameters, closed and bounded>}``, plus ``{"tool": "finish", "arguments": {}}``: a
     constrained model cannot name a tool that does not exist or give it an argument it
     does not take (a property of the parameters becomes required: the decoder writes every
-    one).
+    one). ``finish=False`` leaves ``finish`` out: the model must call a tool (what a
+    provider calls a *required* tool choice).
     """
     branches: list[JsonValue] = []
     for spec in tools:
@@ -645,9 +648,10 @@ def tool_choice_schema(
         branches.append(_choice(spec.name, decoder_schema(
             arguments, max_string=max_string, max_items=max_items
         )))
-    branches.append(
-        _choice(_FINISH, {"type": "object", "properties": {}, "additionalProperties": False})
-    )
+    if finish:
+        branches.append(
+            _choice(_FINISH, {"type": "object", "properties": {}, "additionalProperties": False})
+        )
     return {"anyOf": branches}
 
 
@@ -714,6 +718,13 @@ class LocalToolCaller:
     (the input, then each tool call and result; for a tool choice, then the tools).
     ``constrained=False`` drops every schema (for figures): a tool choice that is
     then not a choice raises :class:`LocalModelError`.
+
+    ``min_tool_calls``: until the conversation holds that many tool results, ``finish``
+    is not offered (the choice schema has no ``finish`` branch, the prompt does not
+    mention it), so the model must gather evidence before it answers. A small model
+    otherwise tends to pick ``finish`` at once and answer ``no_evidence``. A turn that
+    offers no tools (the loop's last) is answered whatever the count; an unconstrained
+    model that picks ``finish`` too early raises :class:`LocalModelError`.
     """
 
     def __init__(
@@ -723,19 +734,27 @@ class LocalToolCaller:
         constrained: bool = True,
         choice_tokens: int = 64,
         answer_tokens: int | None = None,
+        min_tool_calls: int = 0,
         label: str = "executor",
     ) -> None:
+        if isinstance(min_tool_calls, bool) or not isinstance(min_tool_calls, int) or (
+            min_tool_calls < 0
+        ):
+            raise ValueError(f"min_tool_calls: expected an int >= 0, got {min_tool_calls!r}")
         self.model = model
         self.constrained = constrained
         self.choice_tokens = choice_tokens
         self.answer_tokens = answer_tokens
+        self.min_tool_calls = min_tool_calls
         self.label = label
         self._calls = 0
 
     def __call__(self, request: TurnRequest, /) -> ModelTurn:
         system, user = _transcript(request)
         if request.tools:
-            call = self._choose(system, user, request.tools)
+            results = sum(isinstance(message, ToolMessage) for message in request.messages)
+            call = self._choose(system, user, request.tools,
+                                finish=results >= self.min_tool_calls)
             if call is not None:
                 return ModelTurn(tool_calls=(call,))
         schema = request.response_schema
@@ -745,7 +764,9 @@ class LocalToolCaller:
         )
         return ModelTurn(text=reply.text)
 
-    def _choose(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
+    def _choose(
+        self, system: str, user: str, tools: Sequence[ToolSpec], *, finish: bool
+    ) -> ToolCall | None:
         listing = "\n".join(
             f"- {spec.name}: {spec.description} Arguments: "
             f"{json.dumps(_closed(spec.parameters)['properties'], sort_keys=True)}"
@@ -753,13 +774,16 @@ class LocalToolCaller:
         )
         # After the conversation, so that this prompt and the final answer's share their
         # beginning (a runtime with a prompt cache evaluates it once).
+        ending = (
+            f' When the tool results above answer the question, reply {{"tool": "{_FINISH}", '
+            f'"arguments": {{}}}} and you will then write your final reply.'
+            if finish else ""
+        )
         question = (
             f"{user}\n\n## Next step\n\nCall one tool at a time: reply with one JSON object "
-            f'{{"tool": NAME, "arguments": {{...}}}}. When the tool results above answer the '
-            f'question, reply {{"tool": "{_FINISH}", "arguments": {{}}}} and you will then '
-            f"write your final reply.\nTools:\n{listing}"
+            f'{{"tool": NAME, "arguments": {{...}}}}.{ending}\nTools:\n{listing}'
         )
-        schema = tool_choice_schema(tools) if self.constrained else None
+        schema = tool_choice_schema(tools, finish=finish) if self.constrained else None
         reply = self.model.chat(
             system, question, schema=schema, max_tokens=self.choice_tokens,
             label=f"{self.label}.tool_choice",
@@ -770,7 +794,7 @@ class LocalToolCaller:
             raise LocalModelError(f"the tool choice is not JSON: {error}") from error
         tool = value.get("tool") if isinstance(value, dict) else None
         arguments = value.get("arguments") if isinstance(value, dict) else None
-        if tool == _FINISH:
+        if tool == _FINISH and finish:
             return None
         if tool not in {spec.name for spec in tools} or not isinstance(arguments, dict):
             raise LocalModelError(f"the tool choice names no offered tool: {reply.text[:80]!r}")

@@ -412,3 +412,39 @@ def test_a_list_of_types_becomes_one_branch_per_type_with_its_keywords() -> None
         {"type": "string", "minLength": 1, "maxLength": 10}, {"type": "null"},
     ]}
     assert schema["properties"]["kind"] == {"type": ["string", "null"], "enum": ["a", None]}
+
+
+def test_the_choice_schema_without_finish_offers_the_tools_only() -> None:
+    branches: Any = lm.tool_choice_schema(TOOLS, finish=False)["anyOf"]
+    assert [b["properties"]["tool"]["enum"] for b in branches] == [["search_logs"],
+                                                                    ["read_metrics"]]
+
+
+def test_min_tool_calls_withholds_finish_until_that_many_tool_results() -> None:
+    llama = CannedLlama('{"tool": "search_logs", "arguments": {"pattern": "504"}}',
+                        '{"tool": "finish", "arguments": {}}', '{"x": 1}')
+    caller = lm.LocalToolCaller(lm.LocalChatModel(llama), min_tool_calls=1)
+    first = caller(_request(dct.SystemMessage("E"), dct.UserMessage("IN"), tools=TOOLS))
+    assert [call.name for call in first.tool_calls] == ["search_logs"]
+    assert llama.calls[0]["response_format"]["schema"] == lm.tool_choice_schema(
+        TOOLS, finish=False)
+    assert "finish" not in llama.calls[0]["messages"][1]["content"]
+    call = first.tool_calls[0]
+    second = caller(_request(
+        dct.SystemMessage("E"), dct.UserMessage("IN"), dct.AssistantMessage("", (call,)),
+        dct.ToolMessage(call.id, call.name, '{"invocation_id":"inv-1"}'), tools=TOOLS))
+    assert second.is_final and second.text == '{"x": 1}'
+    assert llama.calls[1]["response_format"]["schema"] == lm.tool_choice_schema(TOOLS)
+
+
+def test_an_unconstrained_finish_before_min_tool_calls_is_a_local_model_error() -> None:
+    llama = CannedLlama('{"tool": "finish", "arguments": {}}')
+    caller = lm.LocalToolCaller(lm.LocalChatModel(llama), constrained=False, min_tool_calls=1)
+    with pytest.raises(lm.LocalModelError, match="names no offered tool"):
+        caller(_request(dct.UserMessage("IN"), tools=TOOLS))
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.0, "1"])
+def test_min_tool_calls_must_be_a_count(bad: Any) -> None:
+    with pytest.raises(ValueError, match="min_tool_calls"):
+        lm.LocalToolCaller(lm.LocalChatModel(CannedLlama()), min_tool_calls=bad)
