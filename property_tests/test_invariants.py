@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 import attrs
-from hypothesis import given, target
+from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
 from diagnosis_core import (
@@ -167,6 +167,12 @@ def test_host_subclasses_of_inputs_contribute_only_their_whitelisted_fields(
 # --- 3 ----------------------------------------------------------------------------
 
 
+# ``database=None``: with an example database, Hypothesis keeps a Pareto front of every
+# targeted example (to save it there) and compares each new one with it by sort keys over
+# its whole choice sequence (a whole scenario's texts): three quarters of this test's time.
+# The examples, their number and the target phase (hill climbing on ``target``) are the
+# same; a failure still prints the blob that reproduces it (``print_blob``, conftest.py).
+@settings(database=None)
 @given(script=effect_scripts())
 def test_effective_verdict_never_exceeds_the_ceiling_or_the_model_verdict(script: Any) -> None:
     state = run_diagnosis(script.request, script.effects())

@@ -8,6 +8,7 @@ type-checked in ``tests/typing/api.py``.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import itertools
@@ -285,9 +286,17 @@ def _imports(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
 
 
 def _graph() -> dict[str, set[str]]:
+    """The package's import graph (a fresh copy: a test may change it)."""
+    return {name: set(targets) for name, targets in _parsed_graph().items()}
+
+
+@functools.cache
+def _parsed_graph() -> dict[str, frozenset[str]]:
+    # Every module is parsed once per process, not once per test (the files do not change
+    # during a session).
     modules = _modules()
     known = set(modules)
-    return {name: _imports(name, path, known) for name, path in modules.items()}
+    return {name: frozenset(_imports(name, path, known)) for name, path in modules.items()}
 
 
 def _is_public(module: str) -> bool:

@@ -18,12 +18,13 @@ changes nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
 import attrs
-from store_support import load_example, scenario_of, with_ids, with_tools
+from store_support import load_example, with_ids, with_tools
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
@@ -68,15 +69,27 @@ def _aiops_doc(run_id: str) -> dict[str, Any]:
     return doc
 
 
+# The scenarios and requests are frozen values made from a file that does not change: each is
+# validated once per process, not at every resume of the sweeps (thousands per flow). The
+# scripted effects are made fresh from them for every run (``effects_after``).
+
+
+@functools.cache
+def _chat_scenario(run_id: str) -> Any:
+    return dc.load_scenario(_chat_doc(run_id))
+
+
+@functools.cache
 def _aiops_scenario(run_id: str) -> Any:
     from diagnosis_core.aiops import load_aiops_scenario
 
     return load_aiops_scenario(_aiops_doc(run_id))
 
 
+@functools.cache
 def request_of(flow: str, run_id: str) -> Any:
     if flow == "chat":
-        return scenario_of(_chat_doc(run_id))[0]
+        return dc.scenario_request(_chat_scenario(run_id))
     from diagnosis_core.aiops._replay import aiops_scenario_request
 
     return aiops_scenario_request(_aiops_scenario(run_id))
@@ -106,7 +119,7 @@ def effects_after(flow: str, run_id: str, entries: tuple[Any, ...], log: list[st
     """Scripted effects continuing after the outcomes ``entries`` used; each call is logged."""
     used = _used(entries)
     if flow == "chat":
-        scenario = dc.load_scenario(_chat_doc(run_id))
+        scenario = _chat_scenario(run_id)
         responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]
                      for agent in dcm.AgentName}
         gatekeeper = scenario.gatekeeper[used.get("gatekeeper", 0):]
@@ -170,8 +183,16 @@ def recorder_of(flow: str, journal: Any) -> ToolRecorder | None:
 
 
 def reference(flow: str, run_id: str | None = None) -> Reference:
-    """The flow's uninterrupted run, recorded write by write through the driver's sink."""
-    run_id = run_id or RUN_ID[flow]
+    """The flow's uninterrupted run, recorded write by write through the driver's sink.
+
+    A frozen value, recorded once per process and flow (the SQLite sweep asks for it at every
+    kill).
+    """
+    return _reference(flow, run_id or RUN_ID[flow])
+
+
+@functools.cache
+def _reference(flow: str, run_id: str) -> Reference:
     request = request_of(flow, run_id)
     writes = Writes()
     listed = dcj.ListJournalSink()
