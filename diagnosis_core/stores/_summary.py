@@ -31,6 +31,7 @@ import contextlib
 import enum
 import functools
 import gc
+import inspect
 import math
 import threading
 import types
@@ -235,6 +236,38 @@ def _count_source(cl: type[Any], var: str) -> str:
     return " + ".join(parts)
 
 
+def _slot_setters(cl: type[Any]) -> tuple[Callable[[Any, Any], None], ...] | None:
+    """The slot setters of ``cl`` when its ``__init__`` only stores its arguments, else None.
+
+    Then ``object.__new__`` and one setter per field build what ``cl(...)``
+    builds. Any validator, converter, default factory, pre/post-init hook or
+    extra slot (a cached hash) keeps the class's own ``__init__``.
+    """
+    fields = attrs.fields(cl)
+    if any(not field.init or field.validator is not None or field.converter is not None
+           for field in fields):
+        return None
+    if hasattr(cl, "__attrs_pre_init__") or hasattr(cl, "__attrs_post_init__"):
+        return None
+    code = getattr(cl.__init__, "__code__", None)
+    if code is None or "attrs generated" not in code.co_filename:
+        return None
+    slots: set[str] = set()
+    for klass in cl.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        slots.update((declared,) if isinstance(declared, str) else declared)
+    slots.discard("__weakref__")
+    if slots != {field.name for field in fields}:
+        return None
+    setters = []
+    for field in fields:
+        descriptor = inspect.getattr_static(cl, field.name, None)
+        if type(descriptor) is not types.MemberDescriptorType:
+            return None
+        setters.append(descriptor.__set__)
+    return tuple(setters)
+
+
 @functools.cache
 def _reader_code() -> tuple[types.CodeType, dict[str, Any]]:
     """The reader's ``object_pairs_hook`` and instance count, compiled once."""
@@ -256,12 +289,24 @@ def _reader_code() -> tuple[types.CodeType, dict[str, Any]]:
                 conditions.append(source[0])
             values[field.name] = source[1]
         namespace[f"_c{number}"] = cl
-        arguments = ", ".join(f"{field.alias}={values[field.name]}" if field.kw_only
-                              else values[field.name] for field in attrs.fields(cl) if field.init)
+        setters = _slot_setters(cl)
+        if setters is None:
+            arguments = ", ".join(
+                f"{field.alias}={values[field.name]}" if field.kw_only else values[field.name]
+                for field in attrs.fields(cl))
+            construct = [f"            return _c{number}({arguments})"]
+        else:  # what the generated __init__ stores, without its object.__setattr__ calls
+            namespace["_new"] = object.__new__
+            construct = [f"            _o = _new(_c{number})"]
+            for position, (field, setter) in enumerate(
+                    zip(attrs.fields(cl), setters, strict=True)):
+                namespace[f"_s{number}_{position}"] = setter
+                construct.append(f"            _s{number}_{position}(_o, {values[field.name]})")
+            construct.append("            return _o")
         by_size.setdefault(len(fields), []).extend([
             f"        if {' and '.join(conditions)}:",
             "            _built[0] += 1",
-            f"            return _c{number}({arguments})",
+            *construct,
         ])
     lines = ["def build(pairs):", "    n = len(pairs)"]
     keyword = "if"
