@@ -92,7 +92,6 @@ class PostgresStore(SqlStore):
     """
 
     _marker = "%s"
-    _text_cast = "::text"
     _real_cast = "::float8"
 
     def __init__(self, conninfo: str, *, codec: PayloadCodec | None = None) -> None:

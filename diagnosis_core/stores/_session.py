@@ -54,7 +54,13 @@ from ._story import (
     verified_feedback,
     workflow_of,
 )
-from ._summary import RunDigest, SummaryMismatch, describe_difference, digest_columns
+from ._summary import (
+    RunDigest,
+    SummaryMismatch,
+    describe_difference,
+    digest_columns,
+    paused_gc,
+)
 
 __all__ = [
     "SESSION_REPORT_FORMAT",
@@ -247,7 +253,8 @@ def session_report(
     """
     if not isinstance(session_id, str) or not session_id:
         raise StoreError(f"session_id: expected a non-empty string, got {session_id!r}")
-    runs = tuple(stories(store, session_id=session_id, key=key))
+    with paused_gc():  # every story lives on in the report: nothing to collect
+        runs = tuple(stories(store, session_id=session_id, key=key))
     return SessionReport(session_id=session_id, runs=runs)
 
 

@@ -17,27 +17,55 @@ each time, so a feedback recorded after the summary is always counted.
 
 :class:`FleetTally` is the fleet report's arithmetic over stories; the SQL
 stores fill the same tally from their columns.
+
+A report reads one digest per ended run, so reading one is its cost:
+:func:`digest_from_json` builds the digest's values while the strict parser
+reads the text (the digest reader below), and leaves any text it does not
+take to the converter; a large report is built with the cyclic collector
+paused (:func:`paused_gc`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import functools
+import gc
+import inspect
 import math
+import threading
+import types
+import typing
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 import attrs
 
+from .._chat.trace import GatekeeperAudit, RawResult
 from .._kernel.converter import from_json, from_json_object_text, to_json
 from .._kernel.errors import PayloadError
-from .._kernel.json import JsonValue
+from .._kernel.json import (
+    DuplicateKey,
+    JsonValue,
+    canonical_json,
+    is_json_value_type,
+    loads_strict_with_objects,
+)
 from ._reports import (
+    AgentStep,
+    EffectTiming,
+    FeedbackItem,
     FeedbackTally,
     FleetReport,
     GatekeeperRates,
     LatencyTally,
     RunCounts,
     RunStory,
+    StoryToolCall,
+    StoryToolError,
     ToolTally,
+    VerifierRow,
 )
 
 __all__ = [
@@ -100,12 +128,16 @@ def digest_to_json(digest: RunDigest) -> str:
 def digest_from_json(text: str) -> RunDigest:
     """A stored digest read back strictly; :class:`PayloadError` for anything else.
 
-    One pass (:func:`from_json_object_text`) when it can; the two-step path
-    otherwise (a text it does not take, such as an escaped lone surrogate a
-    tool's output may hold), which gives the same value or the exact error.
+    One pass when it can: the digest reader below (a canonical text, as
+    :func:`digest_to_json` writes it), else :func:`from_json_object_text`;
+    the two-step path otherwise (a text neither takes, such as an escaped
+    lone surrogate a tool's output may hold), which gives the same value or
+    the exact error.
     """
     try:
-        digest = from_json_object_text(RunDigest, text)
+        digest = _read_digest(text)
+        if digest is None:
+            digest = from_json_object_text(RunDigest, text)
     except PayloadError:
         digest = None
     if digest is None:
@@ -113,6 +145,251 @@ def digest_from_json(text: str) -> RunDigest:
     if digest.story.status != "complete" or digest.story.feedback:
         raise PayloadError("story", "a summary tells a complete run, without feedback")
     return digest
+
+
+# --- reading a stored digest in one pass --------------------------------------------------
+#
+# A digest is stored as canonical JSON (keys sorted, every field written), so each of its
+# objects has exactly one key order. The reader below builds every value of a digest while
+# the strict parser reads it (``loads_strict_with_objects``: every rule of ``loads_strict``,
+# duplicate keys included): an object whose keys are exactly one class's fields, in sorted
+# order, and whose values pass that field's exact check, becomes an instance of the class;
+# any other object stays a ``dict``. The result is used only when the root became a
+# :class:`RunDigest` and the instances built number exactly those the digest holds in typed
+# places: then none was built inside a JSON value (a tool's input or output that happens to
+# have a class's keys), every JSON value is what the strict parser gives, and the digest is
+# equal to what ``from_json_object_text`` gives, without its second walk over the objects and
+# the JSON values. Anything else (another key order, a null for an empty list, a number
+# written as an integer where a float is expected, an instance in a JSON value) leaves the
+# result unused: the converter's path reads the text and decides, with its exact error.
+
+_READER_CLASSES: tuple[type[Any], ...] = (
+    RunDigest, RunStory, EffectTiming, StoryToolCall, StoryToolError, AgentStep,
+    GatekeeperAudit, VerifierRow, FeedbackItem,
+)
+
+
+def _field_source(
+    field_type: Any, var: str, tag: str, namespace: dict[str, Any]
+) -> tuple[str, str] | None:
+    """``(condition, value)`` source over ``var`` for one field, or None when not handled."""
+    nullable = False
+    origin = typing.get_origin(field_type)
+    if origin is types.UnionType or origin is typing.Union:
+        rest = tuple(arg for arg in typing.get_args(field_type) if arg is not type(None))
+        if is_json_value_type(field_type):
+            return "True", var  # any JSON value: the instance count decides
+        if len(rest) != 1:
+            return None
+        nullable, field_type = True, rest[0]
+    if field_type in (str, int, bool, float):
+        namespace[f"_t{tag}"] = field_type
+        condition, value = f"{var}.__class__ is _t{tag}", var
+    elif field_type is RawResult:
+        namespace["_RawResult"], namespace["_canonical"] = RawResult, canonical_json
+        condition, value = "True", f"_RawResult(_canonical({var}))"
+    elif typing.get_origin(field_type) is Literal and all(
+        type(choice) is str for choice in typing.get_args(field_type)
+    ):
+        namespace[f"_l{tag}"] = frozenset(typing.get_args(field_type))
+        condition, value = f"{var}.__class__ is str and {var} in _l{tag}", var
+    elif isinstance(field_type, type) and issubclass(field_type, enum.Enum):
+        members = {member.value: member for member in field_type}
+        if not all(type(name) is str for name in members):
+            return None
+        namespace[f"_m{tag}"] = members
+        condition, value = f"{var}.__class__ is str and {var} in _m{tag}", f"_m{tag}[{var}]"
+    elif field_type in _READER_CLASSES:
+        namespace[f"_t{tag}"] = field_type
+        condition, value = f"{var}.__class__ is _t{tag}", var
+    elif typing.get_origin(field_type) is tuple and len(typing.get_args(field_type)) == 2 \
+            and typing.get_args(field_type)[1] is Ellipsis \
+            and typing.get_args(field_type)[0] in (str, *_READER_CLASSES):
+        namespace[f"_only{tag}"] = frozenset({typing.get_args(field_type)[0]})
+        condition = f"{var}.__class__ is list and _only{tag}.issuperset(map(type, {var}))"
+        value = f"tuple({var})"
+    else:
+        return None
+    if nullable:
+        condition = f"({var} is None or {condition})"
+        value = var if value == var else f"(None if {var} is None else {value})"
+    return condition, value
+
+
+def _count_source(cl: type[Any], var: str) -> str:
+    """Source counting the reader's classes ``var`` (an instance of ``cl``) holds, itself too."""
+    hints = typing.get_type_hints(cl)
+    parts = ["1"]
+    for field in attrs.fields(cl):
+        field_type = hints[field.name]
+        args = typing.get_args(field_type)
+        inner = [arg for arg in args if arg in _READER_CLASSES]
+        if field_type in _READER_CLASSES:
+            parts.append(_count_source(field_type, f"{var}.{field.name}"))
+        elif typing.get_origin(field_type) is tuple and inner:
+            nested = _count_source(inner[0], "x")
+            parts.append(f"len({var}.{field.name})" if nested == "1" else
+                         f"sum([{nested} for x in {var}.{field.name}])")
+        elif inner:  # X | None
+            nested = _count_source(inner[0], f"{var}.{field.name}")
+            parts.append(f"(0 if {var}.{field.name} is None else {nested})")
+    return " + ".join(parts)
+
+
+def _slot_setters(cl: type[Any]) -> tuple[Callable[[Any, Any], None], ...] | None:
+    """The slot setters of ``cl`` when its ``__init__`` only stores its arguments, else None.
+
+    Then ``object.__new__`` and one setter per field build what ``cl(...)``
+    builds. Any validator, converter, default factory, pre/post-init hook or
+    extra slot (a cached hash) keeps the class's own ``__init__``.
+    """
+    fields = attrs.fields(cl)
+    if any(not field.init or field.validator is not None or field.converter is not None
+           for field in fields):
+        return None
+    if hasattr(cl, "__attrs_pre_init__") or hasattr(cl, "__attrs_post_init__"):
+        return None
+    code = getattr(cl.__init__, "__code__", None)
+    if code is None or "attrs generated" not in code.co_filename:
+        return None
+    slots: set[str] = set()
+    for klass in cl.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        slots.update((declared,) if isinstance(declared, str) else declared)
+    slots.discard("__weakref__")
+    if slots != {field.name for field in fields}:
+        return None
+    setters = []
+    for field in fields:
+        descriptor = inspect.getattr_static(cl, field.name, None)
+        if type(descriptor) is not types.MemberDescriptorType:
+            return None
+        setters.append(descriptor.__set__)
+    return tuple(setters)
+
+
+@functools.cache
+def _reader_code() -> tuple[types.CodeType, dict[str, Any]]:
+    """The reader's ``object_pairs_hook`` and instance count, compiled once."""
+    namespace: dict[str, Any] = {"_Duplicate": DuplicateKey}
+    by_size: dict[int, list[str]] = {}
+    for number, cl in enumerate(_READER_CLASSES):
+        hints = typing.get_type_hints(cl)
+        fields = sorted((field for field in attrs.fields(cl) if field.init),
+                        key=lambda field: field.name)
+        conditions: list[str] = []
+        values: dict[str, str] = {}
+        for index, field in enumerate(fields):
+            source = _field_source(hints[field.name], f"v{index}", f"{number}_{index}",
+                                   namespace)
+            if source is None:
+                raise TypeError(f"{cl.__name__}.{field.name}: a type the reader does not read")
+            conditions.append(f"k{index} == {field.name!r}")
+            if source[0] != "True":
+                conditions.append(source[0])
+            values[field.name] = source[1]
+        namespace[f"_c{number}"] = cl
+        setters = _slot_setters(cl)
+        if setters is None:
+            arguments = ", ".join(
+                f"{field.alias}={values[field.name]}" if field.kw_only else values[field.name]
+                for field in attrs.fields(cl))
+            construct = [f"            return _c{number}({arguments})"]
+        else:  # what the generated __init__ stores, without its object.__setattr__ calls
+            namespace["_new"] = object.__new__
+            construct = [f"            _o = _new(_c{number})"]
+            for position, (field, setter) in enumerate(
+                    zip(attrs.fields(cl), setters, strict=True)):
+                namespace[f"_s{number}_{position}"] = setter
+                construct.append(f"            _s{number}_{position}(_o, {values[field.name]})")
+            construct.append("            return _o")
+        by_size.setdefault(len(fields), []).extend([
+            f"        if {' and '.join(conditions)}:",
+            "            _built[0] += 1",
+            *construct,
+        ])
+    lines = ["def build(pairs):", "    n = len(pairs)"]
+    keyword = "if"
+    for size, body in sorted(by_size.items()):
+        targets = ", ".join(f"(k{index}, v{index})" for index in range(size))
+        lines += [f"    {keyword} n == {size}:", f"        ({targets},) = pairs", *body]
+        keyword = "elif"
+    lines += ["    obj = dict(pairs)", "    if len(obj) != n: raise _Duplicate", "    return obj",
+              "", "def count(digest):", f"    return {_count_source(RunDigest, 'digest')}"]
+    return compile("\n".join(lines) + "\n", "<stored digest reader>", "exec"), namespace
+
+
+class _Reader:
+    """One thread's reader: its hook, its instance count and whether it is reading."""
+
+    def __init__(self) -> None:
+        code, shared = _reader_code()
+        namespace = {**shared, "_built": [0]}
+        exec(code, namespace)
+        self.build: Callable[[list[tuple[str, Any]]], object] = namespace["build"]
+        self.count: Callable[[RunDigest], int] = namespace["count"]
+        self.built: list[int] = namespace["_built"]
+        self.busy = False
+
+
+_READERS = threading.local()  # each thread counts its own instances
+
+
+def _read_digest(text: str) -> RunDigest | None:
+    """The digest ``text`` holds, read in one pass; None to let the converter decide.
+
+    Raises the strict parser's :class:`PayloadError` for a text it refuses.
+    """
+    reader: _Reader | None = getattr(_READERS, "reader", None)
+    if reader is None:
+        reader = _READERS.reader = _Reader()
+    if reader.busy:  # re-entered on this thread (a signal handler): not this way
+        return None
+    reader.busy = True
+    try:
+        reader.built[0] = 0
+        accepted, value = loads_strict_with_objects(text, reader.build)
+        if accepted and type(value) is RunDigest and reader.count(value) == reader.built[0]:
+            return value
+        return None
+    finally:
+        reader.busy = False
+
+
+# --- building a large report -----------------------------------------------------------
+
+_PAUSES = threading.Lock()
+_paused = 0  # calls inside paused_gc(), every thread
+_resume = False  # whether the collector was enabled when the first of them began
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector held off while a report builds its values.
+
+    A session report of 10 000 runs builds some 300 000 objects that all
+    live on (the report): each time a generation fills up the collector
+    scans them again, a quarter to a third of the report's CPU time, for
+    nothing (they hold no garbage cycle; reference counting frees what the
+    build drops). The collector is process-wide, so the pause is counted
+    across threads: the first call to begin disables it (when enabled), the
+    last to end enables it again, on every way out (an error too); a host
+    that had disabled it keeps it disabled. Only what a bounded build
+    creates waits, and a collection runs as usual after it.
+    """
+    global _paused, _resume
+    with _PAUSES:
+        if _paused == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _PAUSES:
+            _paused -= 1
+            if _paused == 0 and _resume:
+                gc.enable()
 
 
 def digest_columns(story: RunStory) -> DigestColumns:

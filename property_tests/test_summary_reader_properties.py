@@ -1,0 +1,122 @@
+"""Properties of reading a stored summary (spec §16.1): the one-pass reader changes nothing.
+
+The oracle is the value written: any digest, written as the store writes it,
+reads back equal to itself; and whenever the one-pass reader gives a value,
+it is the value the converter's path gives. The JSON values a run holds (a
+tool's input and output, the gatekeeper's raw result) are drawn with the
+keys of the report's own classes, so that some of them are shaped exactly
+like those values and must stay JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagnosis_core._chat.enums import GatekeeperStatus, ReasonCode
+from diagnosis_core._chat.trace import GatekeeperAudit, RawResult
+from diagnosis_core._kernel.converter import from_json
+from diagnosis_core._kernel.json import canonical_json
+from diagnosis_core.stores import (
+    AgentStep,
+    EffectTiming,
+    RunStory,
+    StoryToolCall,
+    StoryToolError,
+    VerifierRow,
+)
+from diagnosis_core.stores._summary import (
+    RunDigest,
+    _read_digest,
+    digest_from_json,
+    digest_to_json,
+)
+
+# Any code point, lone surrogates included (a tool's output may hold one).
+texts = st.text(max_size=12) | st.text(st.characters(exclude_categories=()), max_size=6)
+numbers = st.integers(-(10**20), 10**20)
+finite = st.floats(allow_nan=False, allow_infinity=False)
+# The keys of the report's classes: some drawn objects are shaped like them.
+KEYS = ["message", "type", "attempt", "call", "duration_ms", "round", "seq", "state",
+        "after_seq", "comment", "rating", "recorded_at", "last_mac", "story"]
+SHAPES: list[st.SearchStrategy[Any]] = [
+    st.fixed_dictionaries({"message": texts, "type": texts}),
+    st.fixed_dictionaries({"attempt": numbers, "call": texts, "duration_ms": finite | st.none(),
+                           "round": numbers, "seq": numbers, "state": texts}),
+    st.fixed_dictionaries({"after_seq": numbers, "comment": texts | st.none(),
+                           "rating": numbers, "recorded_at": finite | st.none()}),
+]
+scalars = st.none() | st.booleans() | numbers | finite | texts
+json_values = st.recursive(
+    scalars | st.one_of(SHAPES),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(KEYS) | texts, inner, max_size=4)
+    | st.fixed_dictionaries({"last_mac": st.none() | texts, "story": inner}),
+    max_leaves=12,
+)
+optional_texts = st.none() | texts
+
+effects = st.builds(EffectTiming, numbers, texts, numbers, numbers, texts, st.none() | finite)
+tool_calls = st.builds(
+    StoryToolCall, texts, texts, st.booleans(), json_values, json_values,
+    st.none() | st.builds(StoryToolError, texts, texts), st.none() | finite,
+)
+steps = st.builds(AgentStep, numbers, texts, numbers, numbers, texts, optional_texts,
+                  optional_texts)
+
+
+@st.composite
+def audits(draw: st.DrawFn) -> GatekeeperAudit:
+    error = draw(optional_texts)
+    raw = None if error is not None else RawResult(canonical_json(draw(json_values)))
+    return GatekeeperAudit(
+        draw(numbers), raw, error, draw(st.sampled_from(GatekeeperStatus)),
+        draw(st.none() | st.sampled_from(ReasonCode)), draw(optional_texts),
+        draw(numbers), draw(numbers), draw(numbers), draw(numbers),
+    )
+
+
+verifier_rows = st.builds(
+    VerifierRow, numbers, numbers, texts, optional_texts, optional_texts, optional_texts,
+    optional_texts, st.none() | finite, st.lists(texts, max_size=3).map(tuple),
+)
+
+
+def _tuples(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[Any, ...]]:
+    return st.lists(strategy, max_size=3).map(tuple)
+
+
+digests = st.builds(
+    RunDigest,
+    st.builds(
+        RunStory,
+        run_id=texts, session_id=texts, workflow=st.sampled_from(["chat", "aiops"]),
+        created_at=finite, status=st.just("complete"), problem=optional_texts,
+        next_call=optional_texts, effects=_tuples(effects), tool_invocations=_tuples(tool_calls),
+        question=optional_texts, agent_steps=_tuples(steps),
+        gatekeeper_audits=_tuples(audits()), verifier_evaluations=_tuples(verifier_rows),
+        outcome=optional_texts, reason_code=optional_texts, answer=optional_texts,
+    ),
+    optional_texts,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(digests)
+def test_a_stored_digest_reads_back_as_itself(digest: RunDigest) -> None:
+    text = digest_to_json(digest)
+    assert digest_from_json(text) == digest
+    fast = _read_digest_or_refusal(text)
+    if fast is not None:
+        assert fast == digest == from_json(RunDigest, text)
+
+
+def _read_digest_or_refusal(text: str) -> RunDigest | None:
+    from diagnosis_core._kernel.errors import PayloadError
+
+    try:
+        return _read_digest(text)
+    except PayloadError:  # a lone surrogate: the strict parser refuses, the converter reads
+        return None
