@@ -79,12 +79,6 @@ from ._kernel.classify import (
 from ._kernel.config import (
     RunConfig,
 )
-from ._kernel.converter import (
-    from_json,
-    from_wire,
-    to_json,
-    to_wire,
-)
 from ._kernel.effects import (
     AgentInvoker,
     AsyncAgentInvoker,
@@ -105,15 +99,21 @@ from ._kernel.errors import (
     ScenarioError,
     ToolBlockedError,
 )
-from ._kernel.json import (
-    JsonValue,
-)
 from ._kernel.lazy import lazy_attributes
 from ._kernel.observe import (
     Observer,
     ObserverWarning,
 )
 from ._kernel.public import publish as _publish
+from ._kernel.wire.converter import (
+    from_json,
+    from_wire,
+    to_json,
+    to_wire,
+)
+from ._kernel.wire.json import (
+    JsonValue,
+)
 
 if TYPE_CHECKING:
     from ._chat.reference_gatekeeper import (

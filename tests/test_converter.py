@@ -32,18 +32,18 @@ from diagnosis_core._chat.payloads import (
     VerifierOutput,
 )
 from diagnosis_core._kernel.config import RunConfig
-from diagnosis_core._kernel.converter import (
+from diagnosis_core._kernel.enums import Locale
+from diagnosis_core._kernel.errors import ConfigError, PayloadError
+from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.wire.converter import (
     _detailed_converter,
     _Reject,
     _WireError,
     from_wire,
     to_wire,
 )
-from diagnosis_core._kernel.converter import _fast_converter as converter
-from diagnosis_core._kernel.enums import Locale
-from diagnosis_core._kernel.errors import ConfigError, PayloadError
-from diagnosis_core._kernel.json import JsonValue, canonical_json
-from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.wire.converter import _fast_converter as converter
+from diagnosis_core._kernel.wire.json import JsonValue, canonical_json
 
 # --- generic building blocks, as colleagues' future classes will use them ------------------
 

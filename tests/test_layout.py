@@ -146,7 +146,7 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
         " 'diagnosis_core.adapters', 'diagnosis_core.testing',"
         " 'diagnosis_core.journal', 'diagnosis_core.tools', 'diagnosis_core.protocol',"
         " 'diagnosis_core.scenarios', 'diagnosis_core._kernel.journal',"
-        " 'diagnosis_core._kernel.tools', 'diagnosis_core._kernel.schema'))]\n"
+        " 'diagnosis_core._kernel.tools', 'diagnosis_core._kernel.wire.schema'))]\n"
         "assert not loaded, loaded\n"
     )
     assert done.returncode == 0, done.stderr
@@ -308,7 +308,7 @@ def _offenders(prefix: str, allowed: object) -> list[str]:
 def test_the_graph_sees_function_local_imports() -> None:
     graph = _graph()
     assert "diagnosis_core.aiops" in graph["diagnosis_core.cli._main"]  # imported inside functions
-    assert "diagnosis_core._kernel.json" in graph["diagnosis_core._kernel.converter"]
+    assert "diagnosis_core._kernel.wire.json" in graph["diagnosis_core._kernel.wire.converter"]
 
 
 def test_the_kernel_imports_neither_workflow() -> None:

@@ -243,7 +243,7 @@ def test_null_object_or_array_value_is_unresolved(path: str) -> None:
 
 
 def test_the_deepest_storable_output_resolves_and_a_deeper_one_is_refused() -> None:
-    from diagnosis_core._kernel.facts import MAX_JSON_DEPTH
+    from diagnosis_core._kernel.wire.facts import MAX_JSON_DEPTH
 
     depth = MAX_JSON_DEPTH // 2  # each level is an object and an array
     output: Any = "bottom line"

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Unpack, cast
 import attrs
 
 from .._kernel.effects import reject_awaitable, require_awaitable
-from .._kernel.facts import repair_text
 from .._kernel.keywords import RunKeywords
 from .._kernel.loop import ainvoke_agent, describe_error, invoke_agent
 from .._kernel.options import DEFAULT_MAX_QUESTION_CHARS, RunOptions, merge_options
+from .._kernel.wire.facts import repair_text
 from .effects import AsyncEffects, Effects
 from .facts import gatekeeper_fact
 from .machine import (

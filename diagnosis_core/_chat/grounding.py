@@ -53,9 +53,9 @@ from .._kernel.grounding import (
     citable_paths,
     for_local_decoder,
 )
-from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolInvocation
-from .._kernel.schema import SchemaProfile, profile_of
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import SchemaProfile, profile_of
 from .schema import json_schema
 
 __all__ = ["evidence_grounding_schema"]

@@ -33,7 +33,6 @@ from typing import Any, ClassVar, Protocol
 
 import attrs
 
-from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.codec import (
     JournalBase,
@@ -71,8 +70,9 @@ from .._kernel.journal.fold import (
 )
 from .._kernel.journal.mac import JournalHead, request_seed
 from .._kernel.journal.status import journal_status_of
-from .._kernel.json import JsonValue
 from .._kernel.typevars import DefaultTypeVar
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from .enums import AgentName
 from .machine import (
     CallGatekeeper,

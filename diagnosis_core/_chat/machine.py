@@ -24,13 +24,13 @@ import attrs
 from .._kernel.config import RunConfig
 from .._kernel.enums import NodeStatus
 from .._kernel.errors import MachineError
-from .._kernel.facts import refuse_surrogate_pairs
-from .._kernel.json import canonical_json
 from .._kernel.provenance import mark_built
 from .._kernel.records import share_repr
 from .._kernel.results import AgentFailed, AgentReplied, awaited, items_of
 from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
+from .._kernel.wire.facts import refuse_surrogate_pairs
+from .._kernel.wire.json import canonical_json
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .gaps import RetryContext, build_retry_context, extract_evidence_gaps

@@ -50,9 +50,9 @@ from typing import Final
 
 import attrs
 
-from .._kernel.json import SURROGATE as _SURROGATE
 from .._kernel.ledger import PathSegment, ToolInvocation, ToolLedger
 from .._kernel.tools import ToolRecorder as _ToolRecorder
+from .._kernel.wire.json import SURROGATE as _SURROGATE
 from .enums import BindingCheckStatus
 from .payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
 

@@ -18,7 +18,6 @@ from typing import Any
 import attrs
 
 from .._kernel.config import RunConfig
-from .._kernel.converter import to_wire
 from .._kernel.document import (
     SCENARIO,
     _json_text,
@@ -29,7 +28,6 @@ from .._kernel.document import (
     scenario_error,
 )
 from .._kernel.errors import NonRetryableError
-from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolLedger
 from .._kernel.scripted import (
     ScriptedAgent,
@@ -38,6 +36,8 @@ from .._kernel.scripted import (
     load_responses_section,
     load_tool_ledger,
 )
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from .config import DiagnosisConfig
 from .drivers import run_diagnosis
 from .effects import Effects, Gatekeeper

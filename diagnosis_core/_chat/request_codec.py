@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._kernel.converter import to_wire
 from .._kernel.document import (
     JOURNAL_REQUEST,
     Document,
@@ -22,7 +21,8 @@ from .._kernel.document import (
     load_run_config,
 )
 from .._kernel.journal.codec import request_object
-from .._kernel.json import JsonValue
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from .config import DiagnosisConfig
 from .machine import DiagnosisRequest
 from .payloads import HistoryMessage, Skill

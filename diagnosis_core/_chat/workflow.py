@@ -28,9 +28,7 @@ from typing import ClassVar
 
 import attrs
 
-from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
-from .._kernel.facts import repair_text
 from .._kernel.journal.codec import (
     JournalEntryBase,
     JournalOutcome,
@@ -39,8 +37,10 @@ from .._kernel.journal.codec import (
     RecordedToolInvocation,
 )
 from .._kernel.journal.fold import agent_outcome, agent_result
-from .._kernel.json import canonical_json, sha256_text
 from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.facts import repair_text
+from .._kernel.wire.json import canonical_json, sha256_text
 from .._kernel.workflow import ExpectedCallBase, Workflow
 from .facts import gatekeeper_fact_json
 from .machine import (

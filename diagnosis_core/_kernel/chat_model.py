@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeAlias
 import attrs
 
 from .config import RunConfig
-from .json import JsonValue
+from .wire.json import JsonValue
 
 __all__ = [
     "AssistantMessage",

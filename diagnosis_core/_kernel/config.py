@@ -15,8 +15,8 @@ import attrs
 
 from .enums import Locale, member_of
 from .errors import ConfigError
-from .json import describe_value
 from .records import attrs_repr
+from .wire.json import describe_value
 
 __all__ = ["RunConfig", "int_in_range", "to_locale"]
 

@@ -22,7 +22,13 @@ from attrs import AttrsInstance
 
 from .config import RunConfig
 from .errors import ConfigError, DiagnosisError, JournalError, PayloadError, ScenarioError
-from .json import canonical_json, describe_value, has_surrogate, int_from_literal, json_type_name
+from .wire.json import (
+    canonical_json,
+    describe_value,
+    has_surrogate,
+    int_from_literal,
+    json_type_name,
+)
 
 __all__ = [
     "JOURNAL_REQUEST",

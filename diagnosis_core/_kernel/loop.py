@@ -36,10 +36,10 @@ from .effects import (
     require_awaitable,
 )
 from .enums import FailureKind
-from .facts import not_text_message, repair_text
 from .observe import Watcher, new_events, observed_result
 from .records import share_repr
 from .results import AgentFailed, AgentReplied
+from .wire.facts import not_text_message, repair_text
 
 __all__ = [
     "AgentAction",

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import attrs
 
 from .errors import PayloadError
-from .json import describe_value
 from .records import share_repr
+from .wire.json import describe_value
 
 __all__ = ["PlanStep", "check_plan_steps"]
 

@@ -19,8 +19,8 @@ import attrs
 from .config import RunConfig
 from .document import check_known_keys, expect_array, expect_object, expect_string, scenario_error
 from .errors import LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
-from .json import describe_value
 from .ledger import ToolLedger, ledger_from_records
+from .wire.json import describe_value
 
 __all__ = [
     "ERROR_KINDS",

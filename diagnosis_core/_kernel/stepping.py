@@ -27,7 +27,6 @@ from attrs import AttrsInstance
 
 from .enums import NodeStatus
 from .errors import MachineError, PayloadError
-from .json import sha256_text
 from .records import share_repr
 from .results import (
     AgentFailed,
@@ -36,6 +35,7 @@ from .results import (
     reply_text,
     retries_left,
 )
+from .wire.json import sha256_text
 
 __all__ = ["AgentSteps", "Reply", "ReplyStep", "StepRoute", "entered", "failure_reasons"]
 

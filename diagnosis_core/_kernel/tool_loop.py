@@ -88,9 +88,9 @@ from .config import RunConfig
 from .enums import FailureKind
 from .errors import NonRetryableError
 from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
-from .json import JsonValue, canonical_json
 from .ledger import ToolInvocation
 from .tools import ToolEnvelope, ToolRecorder, _error_message, _error_type
+from .wire.json import JsonValue, canonical_json
 
 __all__ = [
     "AsyncExecutorAgent",

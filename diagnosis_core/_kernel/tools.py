@@ -86,8 +86,6 @@ import attrs
 
 from . import errors as _errors
 from .errors import LedgerError
-from .facts import repair_text
-from .json import JsonValue, canonical_json
 from .ledger import (
     ToolCallError,
     ToolInvocation,
@@ -97,6 +95,8 @@ from .ledger import (
     thaw_json,
 )
 from .public import defined_in
+from .wire.facts import repair_text
+from .wire.json import JsonValue, canonical_json
 
 __all__ = [
     "RecorderMark",

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 import attrs
 
 from .journal.codec import JournalEntryBase, JournalOutcome, RecordedToolInvocation
-from .json import JsonValue
+from .wire.json import JsonValue
 
 __all__ = ["ExpectedCallBase", "Workflow"]
 

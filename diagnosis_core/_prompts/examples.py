@@ -19,9 +19,9 @@ from collections.abc import Mapping
 
 import attrs
 
-from .._kernel.converter import to_wire
-from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolLedger
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 
 __all__ = ["Example", "example", "example_ledger"]
 

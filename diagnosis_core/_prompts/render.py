@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .._kernel.json import JsonValue
+from .._kernel.wire.json import JsonValue
 from .agents import PROMPT_AGENTS, AgentSpec, agent_spec, describe
 from .examples import example
 from .notation import field_types, type_notation

@@ -128,7 +128,7 @@ def vocabulary(locale: str = "en") -> Mapping[str, str]:
     from .._chat.enums import AnswerMode, EvidenceStatus, Verdict, Verification
     from .._chat.gaps import _GAP_VERIFICATIONS, RetryConstraint
     from .._chat.payloads import EXECUTOR_SCHEMA_VERSION
-    from .._kernel.json import MAX_INT_DIGITS
+    from .._kernel.wire.json import MAX_INT_DIGITS
 
     gaps = [value for value in Verification if value in _GAP_VERIFICATIONS]
     return _Vocabulary(

@@ -29,9 +29,9 @@ from .._kernel.grounding import (
     citable_invocations,
     for_local_decoder,
 )
-from .._kernel.json import JsonValue
 from .._kernel.ledger import ToolInvocation
-from .._kernel.schema import SchemaProfile, profile_of
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import SchemaProfile, profile_of
 from ._schema import aiops_json_schema
 
 __all__ = ["aiops_grounding_schema"]

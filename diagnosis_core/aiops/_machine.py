@@ -29,10 +29,8 @@ from typing import Final
 import attrs
 
 from .._kernel.config import RunConfig
-from .._kernel.converter import to_wire
 from .._kernel.enums import NodeStatus
 from .._kernel.errors import MachineError
-from .._kernel.facts import refuse_surrogate_pairs
 from .._kernel.provenance import mark_built
 from .._kernel.results import (
     AgentFailed,
@@ -43,6 +41,8 @@ from .._kernel.results import (
 )
 from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.tables import leaving_reason
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.facts import refuse_surrogate_pairs
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,

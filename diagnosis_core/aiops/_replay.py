@@ -48,14 +48,12 @@ from typing import Any
 import attrs
 
 from .._kernel.config import RunConfig
-from .._kernel.converter import to_wire
 from .._kernel.document import (
     SCENARIO,
     check_known_keys,
     expect_object,
     scenario_error,
 )
-from .._kernel.json import JsonValue, describe_value
 from .._kernel.ledger import ToolLedger
 from .._kernel.scripted import (
     ScriptedAgent,
@@ -65,6 +63,8 @@ from .._kernel.scripted import (
     load_tool_ledger,
 )
 from .._kernel.tables import text_cell, trace_table_lines
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue, describe_value
 from ._config import AiOpsConfig
 from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
 from ._enums import AiOpsAgent

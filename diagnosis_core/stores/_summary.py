@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from .._kernel.converter import from_json, from_json_object_text, to_json
 from .._kernel.errors import PayloadError
-from .._kernel.json import JsonValue
+from .._kernel.wire.converter import from_json, from_json_object_text, to_json
+from .._kernel.wire.json import JsonValue
 from ._reports import (
     FeedbackTally,
     FleetReport,

@@ -58,7 +58,8 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError, PayloadError
-from ..json import (
+from ..ledger import ToolInvocation
+from ..wire.json import (
     JsonValue,
     canonical_json,
     describe_value,
@@ -67,7 +68,6 @@ from ..json import (
     loads_stored,
     stored_json,
 )
-from ..ledger import ToolInvocation
 from . import recorded
 from .recorded import *  # noqa: F403  (re-exported: its ``__all__`` is added below)
 from .recorded import (

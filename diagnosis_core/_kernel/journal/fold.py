@@ -24,9 +24,9 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError
-from ..facts import not_text_message, repair_text
-from ..json import JsonValue
 from ..results import AgentFailed, AgentReplied
+from ..wire.facts import not_text_message, repair_text
+from ..wire.json import JsonValue
 from ..workflow import ExpectedCallBase, Workflow
 from .codec import (
     EntryState,

@@ -43,7 +43,7 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from .errors import ConfigError, PayloadError
+from ..errors import ConfigError, PayloadError
 from .json import (
     DuplicateKey,
     JsonValue,

@@ -30,7 +30,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .errors import PayloadError
+from ..errors import PayloadError
 
 __all__ = [
     "MAX_INT_DIGITS",

@@ -71,7 +71,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .enums import member_of
+from ..enums import member_of
 from .json import JsonValue, is_json_value_type
 
 __all__ = [

@@ -55,7 +55,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .json import int_too_long
 
 __all__ = [
