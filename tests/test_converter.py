@@ -35,9 +35,9 @@ from diagnosis_core._kernel.config import RunConfig
 from diagnosis_core._kernel.enums import Locale
 from diagnosis_core._kernel.errors import ConfigError, PayloadError
 from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.wire.codegen import Reject
 from diagnosis_core._kernel.wire.converter import (
     _detailed_converter,
-    _Reject,
     _WireError,
     from_wire,
     to_wire,
@@ -492,7 +492,7 @@ _VALID_WIRE = {
 _REFUSALS = (
     BaseValidationError,  # the detailed pass: the tree of field errors
     _WireError,  # a hook's verdict on one value
-    _Reject,  # the fast pass gives up on a shape it does not take
+    Reject,  # the fast pass gives up on a shape it does not take
     PayloadError,
     ConfigError,  # a class's own validators
     KeyError,  # a missing key
