@@ -71,14 +71,6 @@ from ._chat.trace import (
     TraceEvent,
     TraceReport,
 )
-from ._kernel.classify import (
-    FailureClassifier,
-    classify_failure,
-    default_failure_classifier,
-)
-from ._kernel.config import (
-    RunConfig,
-)
 from ._kernel.effects import (
     AgentInvoker,
     AsyncAgentInvoker,
@@ -100,6 +92,14 @@ from ._kernel.errors import (
     ToolBlockedError,
 )
 from ._kernel.lazy import lazy_attributes
+from ._kernel.machine.classify import (
+    FailureClassifier,
+    classify_failure,
+    default_failure_classifier,
+)
+from ._kernel.machine.config import (
+    RunConfig,
+)
 from ._kernel.observe import (
     Observer,
     ObserverWarning,

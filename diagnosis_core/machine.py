@@ -80,19 +80,26 @@ from ._chat.verdict import (
 from ._chat.workflow import (
     DIAGNOSIS_WORKFLOW,
 )
-from ._kernel.classify import (
-    HTTP_CLIENT_ERRORS,
-    FailureClassifier,
-    HttpClientRule,
-    classify_failure,
-    default_failure_classifier,
-)
 from ._kernel.enums import (
     FailureKind,
     NodeStatus,
 )
 from ._kernel.errors import (
     MachineError,
+)
+from ._kernel.machine.classify import (
+    HTTP_CLIENT_ERRORS,
+    FailureClassifier,
+    HttpClientRule,
+    classify_failure,
+    default_failure_classifier,
+)
+from ._kernel.machine.results import (
+    AgentFailed,
+    AgentReplied,
+)
+from ._kernel.machine.text import (
+    sanitize_item,
 )
 from ._kernel.observe import (
     Observer,
@@ -105,13 +112,6 @@ from ._kernel.options import (
     DEFAULT_MAX_QUESTION_CHARS,
 )
 from ._kernel.public import publish as _publish
-from ._kernel.results import (
-    AgentFailed,
-    AgentReplied,
-)
-from ._kernel.text import (
-    sanitize_item,
-)
 from ._kernel.workflow import (
     Workflow,
 )

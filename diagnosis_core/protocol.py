@@ -71,7 +71,7 @@ from ._kernel.errors import (
     PayloadError,
 )
 from ._kernel.lazy import lazy_attributes
-from ._kernel.plan import (
+from ._kernel.machine.plan import (
     PlanStep,
 )
 from ._kernel.public import publish as _publish

@@ -31,10 +31,10 @@ from diagnosis_core._chat.payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from diagnosis_core._kernel.config import RunConfig
 from diagnosis_core._kernel.enums import Locale
 from diagnosis_core._kernel.errors import ConfigError, PayloadError
-from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.machine.config import RunConfig
+from diagnosis_core._kernel.machine.plan import PlanStep
 from diagnosis_core._kernel.wire.codegen import Reject
 from diagnosis_core._kernel.wire.converter import (
     _detailed_converter,

@@ -15,8 +15,13 @@ from diagnosis_core import (
     ReasonCode,
 )
 from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
-from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for, awaited
-from diagnosis_core._kernel.tables import (
+from diagnosis_core._kernel.machine.results import (
+    AgentFailed,
+    AgentReplied,
+    agent_result_for,
+    awaited,
+)
+from diagnosis_core._kernel.machine.tables import (
     Router,
     always,
     completed,

@@ -166,7 +166,7 @@ def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None
     """Fallback rendering, replay, the reference gatekeeper, the ledger, the loop: on first use."""
     done = _fresh(
         "import sys, diagnosis_core\n"
-        "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.text',"
+        "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.machine.text',"
         " 'diagnosis_core._chat.replay', 'diagnosis_core._chat.reference_gatekeeper',"
         " 'diagnosis_core._kernel.ledger', 'diagnosis_core._chat.schema',"
         " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driver')\n"

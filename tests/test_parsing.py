@@ -33,7 +33,7 @@ from diagnosis_core._chat.payloads import (
     VerifierOutput,
 )
 from diagnosis_core._kernel.errors import PayloadError
-from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.machine.plan import PlanStep
 from diagnosis_core._kernel.wire.converter import to_wire
 
 # The examples of spec §5, verbatim.

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from .._kernel.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
-from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
 from .._kernel.ledger import ToolInvocation
+from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
 from .._kernel.tool_loop import (
     AsyncExecutorAgent,
     ExecutorAgent,

@@ -13,7 +13,7 @@ from typing import Literal
 
 import attrs
 
-from .._kernel.plan import PlanStep
+from .._kernel.machine.plan import PlanStep
 from .._kernel.records import share_repr
 from .enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
 

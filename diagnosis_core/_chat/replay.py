@@ -17,7 +17,6 @@ from typing import Any
 
 import attrs
 
-from .._kernel.config import RunConfig
 from .._kernel.document import (
     SCENARIO,
     _json_text,
@@ -29,6 +28,7 @@ from .._kernel.document import (
 )
 from .._kernel.errors import NonRetryableError
 from .._kernel.ledger import ToolLedger
+from .._kernel.machine.config import RunConfig
 from .._kernel.scripted import (
     ScriptedAgent,
     ScriptedResponse,

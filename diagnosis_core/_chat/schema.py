@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._kernel.plan import PlanStep
+from .._kernel.machine.plan import PlanStep
 from .._kernel.wire.json import JsonValue
 from .._kernel.wire.schema import (
     NOT_ONLY_WHITESPACE_PATTERN,

@@ -37,7 +37,7 @@ from .._kernel.journal.codec import (
     RecordedToolInvocation,
 )
 from .._kernel.journal.fold import agent_outcome, agent_result
-from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.facts import repair_text
 from .._kernel.wire.json import canonical_json, sha256_text

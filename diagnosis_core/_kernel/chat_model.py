@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeAlias
 
 import attrs
 
-from .config import RunConfig
+from .machine.config import RunConfig
 from .wire.json import JsonValue
 
 __all__ = [

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import attrs
 from attrs import AttrsInstance
 
-from .config import RunConfig
 from .errors import ConfigError, DiagnosisError, JournalError, PayloadError, ScenarioError
+from .machine.config import RunConfig
 from .wire.json import (
     canonical_json,
     describe_value,

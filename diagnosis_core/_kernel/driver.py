@@ -52,10 +52,10 @@ import attrs
 from .effects import check_effects_kind
 from .errors import JournalError, PayloadError
 from .loop import Done, adrive_steps, drive_steps
+from .machine.provenance import mark_built, require_built_here
 from .messages import other_request_error
 from .observe import Watcher, notify
 from .options import RunOptions, question_limit
-from .provenance import mark_built, require_built_here
 from .records import share_repr
 from .wire.facts import has_surrogate, pair_location
 

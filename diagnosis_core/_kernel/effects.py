@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
-from .classify import FailureClassifier
-from .config import RunConfig
 from .errors import RunOptionsError
+from .machine.classify import FailureClassifier
+from .machine.config import RunConfig
 
 __all__ = [
     "AgentInvoker",

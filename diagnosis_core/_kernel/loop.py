@@ -26,8 +26,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
-from .classify import FailureClassifier, classify_failure
-from .config import RunConfig
 from .effects import (
     AgentInvoker,
     AgentTable,
@@ -36,9 +34,11 @@ from .effects import (
     require_awaitable,
 )
 from .enums import FailureKind
+from .machine.classify import FailureClassifier, classify_failure
+from .machine.config import RunConfig
+from .machine.results import AgentFailed, AgentReplied
 from .observe import Watcher, new_events, observed_result
 from .records import share_repr
-from .results import AgentFailed, AgentReplied
 from .wire.facts import not_text_message, repair_text
 
 __all__ = [

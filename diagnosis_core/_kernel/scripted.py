@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 import attrs
 
-from .config import RunConfig
 from .document import check_known_keys, expect_array, expect_object, expect_string, scenario_error
 from .errors import LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
 from .ledger import ToolLedger, ledger_from_records
+from .machine.config import RunConfig
 from .wire.json import describe_value
 
 __all__ = [

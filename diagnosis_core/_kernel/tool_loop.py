@@ -83,12 +83,12 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .classify import FailureClassifier, default_failure_classifier
-from .config import RunConfig
 from .enums import FailureKind
 from .errors import NonRetryableError
 from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
 from .ledger import ToolInvocation
+from .machine.classify import FailureClassifier, default_failure_classifier
+from .machine.config import RunConfig
 from .tools import ToolEnvelope, ToolRecorder, _error_message, _error_type
 from .wire.json import JsonValue, canonical_json
 

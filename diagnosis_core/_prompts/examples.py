@@ -147,7 +147,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
     from .._chat.projection import project_verified_input, select_allowed_claims
     from .._chat.reference_gatekeeper import ToolRecorder
     from .._chat.verdict import answer_mode_for, apply_verdict_ceiling, verdict_ceiling
-    from .._kernel.plan import PlanStep
+    from .._kernel.machine.plan import PlanStep
 
     text = _TEXTS[locale]
     skills = (Skill("payment-timeout", text["skill"]),)
@@ -243,7 +243,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
 
 @functools.cache
 def _aiops_examples(locale: str) -> Mapping[str, Example]:
-    from .._kernel.plan import PlanStep
+    from .._kernel.machine.plan import PlanStep
     from .._kernel.tools import ToolRecorder
     from ..aiops._enums import SupervisorChoice
     from ..aiops._inputs import (

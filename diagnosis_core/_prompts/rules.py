@@ -6,7 +6,7 @@ An ``enforces`` key is one of:
 
 ``parse:<path>: <message>``
     a rule of an agent's payload parser (``_chat/parsing.py``,
-    ``aiops/_parsing.py``, ``_kernel/plan.py``), written as the
+    ``aiops/_parsing.py``, ``_kernel/machine/plan.py``), written as the
     :class:`~diagnosis_core.protocol.PayloadError` it raises: its path and
     message with every computed part as ``{}``;
 ``layer:document`` / ``layer:types``

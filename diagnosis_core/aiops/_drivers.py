@@ -35,7 +35,6 @@ from typing import TypeAlias, Unpack, cast
 import attrs
 
 from .._kernel import driver as _driver
-from .._kernel.classify import FailureClassifier, default_failure_classifier
 from .._kernel.driver import Driving
 from .._kernel.effects import (
     AGENT_SIGNATURE,
@@ -50,9 +49,10 @@ from .._kernel.effects import (
 from .._kernel.keywords import RunKeywords
 from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
+from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
+from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.observe import Observer
 from .._kernel.options import RunOptions, merge_options
-from .._kernel.results import AgentFailed, AgentReplied
 from .._kernel.tools import ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink

@@ -49,7 +49,7 @@ from .._kernel.journal.fold import (
 )
 from .._kernel.journal.mac import JournalHead
 from .._kernel.journal.status import journal_status_of
-from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.typevars import DefaultTypeVar
 from ._enums import AiOpsAgent
 from ._machine import (

@@ -26,7 +26,7 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.errors import ConfigError
-from .._kernel.plan import PlanStep
+from .._kernel.machine.plan import PlanStep
 from .._kernel.wire.json import describe_value
 from ._enums import SupervisorChoice
 

@@ -47,7 +47,6 @@ from typing import Any
 
 import attrs
 
-from .._kernel.config import RunConfig
 from .._kernel.document import (
     SCENARIO,
     check_known_keys,
@@ -55,6 +54,8 @@ from .._kernel.document import (
     scenario_error,
 )
 from .._kernel.ledger import ToolLedger
+from .._kernel.machine.config import RunConfig
+from .._kernel.machine.tables import text_cell, trace_table_lines
 from .._kernel.scripted import (
     ScriptedAgent,
     ScriptedResponse,
@@ -62,7 +63,6 @@ from .._kernel.scripted import (
     load_responses_section,
     load_tool_ledger,
 )
-from .._kernel.tables import text_cell, trace_table_lines
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue, describe_value
 from ._config import AiOpsConfig

@@ -17,7 +17,7 @@ from typing import ClassVar
 import attrs
 
 from .._kernel.journal.fold import agent_outcome, agent_result
-from .._kernel.results import AgentFailed, AgentReplied
+from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.wire.json import sha256_text
 from .._kernel.workflow import ExpectedCallBase, Workflow
 from ._enums import AiOpsAgent

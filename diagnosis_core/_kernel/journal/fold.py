@@ -24,7 +24,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError
-from ..results import AgentFailed, AgentReplied
+from ..machine.results import AgentFailed, AgentReplied
 from ..wire.facts import not_text_message, repair_text
 from ..wire.json import JsonValue
 from ..workflow import ExpectedCallBase, Workflow

@@ -4,6 +4,13 @@ The chat workflow (:mod:`._routing`) and the AIOps workflow
 (:mod:`.aiops._routing`) keep their own rows and conditions; reading rows in
 order and drawing them is the same for both, so it lives here once, and so
 does the text table of a trace that both command-line reports print.
+
+The fields every routing row and every set of routing facts has are declared here
+too (:class:`RouteRow`, :class:`StatusRoutingFacts`, spec §7, §11): both workflows'
+tables are rows of the same six fields, read by the same :class:`Router` and drawn
+by the same Mermaid function, and both machines route on the status of the node
+just finished and its retry budget. Each workflow's class narrows the node,
+condition and reason types and adds its own facts.
 """
 
 from __future__ import annotations
@@ -13,11 +20,16 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
-from .enums import NodeStatus
+import attrs
+
+from ..enums import NodeStatus
+from ..records import share_repr
 
 __all__ = [
     "RETRYABLE_STATUSES",
+    "RouteRow",
     "Router",
+    "StatusRoutingFacts",
     "TableRow",
     "always",
     "completed",
@@ -58,6 +70,44 @@ Row = TypeVar("Row", bound=TableRow)
 Facts = TypeVar("Facts")
 Reason = TypeVar("Reason", bound=enum.Enum)
 Reason_co = TypeVar("Reason_co", bound=enum.Enum, covariant=True)
+
+
+N = TypeVar("N", bound=enum.Enum)
+C = TypeVar("C", bound=enum.Enum)
+R = TypeVar("R", bound=enum.Enum)
+
+
+@attrs.frozen(repr=False)
+class RouteRow(Generic[N, C, R]):
+    """One row of a routing table: after ``after``, when ``condition`` holds, go to ``next``.
+
+    ``after`` is None for the start of a run; ``next`` is None for END.
+    ``reason`` is the fixed reason code the row sends the run away with;
+    ``reason_from_node`` means the reason is the one the node reported.
+    ``same_input`` marks a technical retry: the identical input is sent again.
+    """
+
+    after: N | None
+    condition: C
+    next: N | None
+    reason: R | None = None
+    reason_from_node: bool = False
+    same_input: bool = False
+
+
+@attrs.frozen(repr=False)
+class StatusRoutingFacts:
+    """The facts every routing condition may look at, in both workflows.
+
+    Attributes:
+        status: the execution status of the node just finished (None for start).
+        retries_left: for an LLM node, whether the technical retries used so
+            far are fewer than ``L`` (per round in the chat workflow, per call
+            in the AIOps flow).
+    """
+
+    status: NodeStatus | None = None
+    retries_left: bool = False
 
 
 class ReasonRow(Protocol[Reason_co]):
@@ -210,3 +260,6 @@ def trace_table_lines(events: Sequence[Any], counter: str) -> list[str]:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+
+
+share_repr(RouteRow, StatusRoutingFacts)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import weakref
 from typing import TypeVar
 
-from .errors import MachineError
+from ..errors import MachineError
 
 __all__ = ["built_here", "mark_built", "require_built_here"]
 

@@ -3,6 +3,13 @@
 Configurations are frozen and validated on construction: an out-of-range value raises
 :class:`ConfigError` naming the field and its range, so a bad configuration
 can never reach the state machine.
+
+The fields both workflows' configurations declare alike (``technical_retry_limit``,
+``max_item_chars``: same default, same range, same :class:`ConfigError`) are declared
+here once, so the two configurations cannot drift apart. Each such function returns
+an ``attrs`` field typed as the field's value, as ``attrs.field`` itself is, so a type
+checker sees an ``int`` attribute with a default. (``locale`` stays spelled out in
+each class: its converter is what lets a type checker accept ``"zh-CN"`` for it.)
 """
 
 from __future__ import annotations
@@ -13,12 +20,18 @@ from typing import Any
 
 import attrs
 
-from .enums import Locale, member_of
-from .errors import ConfigError
-from .records import attrs_repr
-from .wire.json import describe_value
+from ..enums import Locale, member_of
+from ..errors import ConfigError
+from ..records import attrs_repr
+from ..wire.json import describe_value
 
-__all__ = ["RunConfig", "int_in_range", "to_locale"]
+__all__ = [
+    "RunConfig",
+    "int_in_range",
+    "max_item_chars_field",
+    "technical_retry_limit_field",
+    "to_locale",
+]
 
 
 def int_in_range(low: int, high: int) -> Any:
@@ -96,3 +109,13 @@ class RunConfig:
 
     def __hash__(self) -> int:
         return hash((self.run_id, self.session_id, tuple(self.metadata.items())))
+
+
+def technical_retry_limit_field() -> int:
+    """``technical_retry_limit``: retries (not attempts) after a retryable failure; 0..3, 1."""
+    return attrs.field(default=1, validator=int_in_range(0, 3))
+
+
+def max_item_chars_field() -> int:
+    """``max_item_chars``: the cap of any single rendered item; 20..10000, 500."""
+    return attrs.field(default=500, validator=int_in_range(20, 10000))

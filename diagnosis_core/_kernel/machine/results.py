@@ -13,9 +13,9 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from .enums import FailureKind, NodeStatus
-from .errors import MachineError, PayloadError
-from .records import share_repr
+from ..enums import FailureKind, NodeStatus
+from ..errors import MachineError, PayloadError
+from ..records import share_repr
 
 A = TypeVar("A", bound=enum.Enum)
 R = TypeVar("R", bound=enum.Enum)

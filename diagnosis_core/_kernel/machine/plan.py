@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from .errors import PayloadError
-from .records import share_repr
-from .wire.json import describe_value
+from ..errors import PayloadError
+from ..records import share_repr
+from ..wire.json import describe_value
 
 __all__ = ["PlanStep", "check_plan_steps"]
 

@@ -25,9 +25,10 @@ from typing import Final, Generic, Protocol, TypeVar
 import attrs
 from attrs import AttrsInstance
 
-from .enums import NodeStatus
-from .errors import MachineError, PayloadError
-from .records import share_repr
+from ..enums import NodeStatus
+from ..errors import MachineError, PayloadError
+from ..records import share_repr
+from ..wire.json import sha256_text
 from .results import (
     AgentFailed,
     FailureReasons,
@@ -35,7 +36,6 @@ from .results import (
     reply_text,
     retries_left,
 )
-from .wire.json import sha256_text
 
 __all__ = ["AgentSteps", "Reply", "ReplyStep", "StepRoute", "entered", "failure_reasons"]
 

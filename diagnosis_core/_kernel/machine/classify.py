@@ -67,8 +67,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Final, Protocol
 
-from .enums import FailureKind
-from .errors import NonRetryableError, ToolBlockedError
+from ..enums import FailureKind
+from ..errors import NonRetryableError, ToolBlockedError
 
 __all__ = [
     "HTTP_CLIENT_ERRORS",
