@@ -127,7 +127,7 @@ if TYPE_CHECKING:
         scenario_effects,
         scenario_request,
     )
-    from ._kernel.ledger import (
+    from ._kernel.tools.ledger import (
         ToolInvocation,
         ToolLedger,
     )
@@ -340,8 +340,8 @@ _LAZY: dict[str, str] = {
     "replay_scenario": "._chat.replay",
     "scenario_effects": "._chat.replay",
     "scenario_request": "._chat.replay",
-    "ToolInvocation": "._kernel.ledger",
-    "ToolLedger": "._kernel.ledger",
+    "ToolInvocation": "._kernel.tools.ledger",
+    "ToolLedger": "._kernel.tools.ledger",
 }
 
 # Names that moved to an audience namespace (one release of grace, with a warning).

@@ -117,7 +117,7 @@ GROUPS: dict[str, Group] = {
     },
     "tools": {
         "modules": (
-            "diagnosis_core/_kernel/tools.py",
+            "diagnosis_core/_kernel/tools/recorder.py",
             "diagnosis_core/_chat/run_recorders.py",
         ),
         "tests": (

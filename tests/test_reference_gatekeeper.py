@@ -26,7 +26,7 @@ from diagnosis_core._chat.reference_gatekeeper import (
     resolve_raw_path,
 )
 from diagnosis_core._kernel.errors import LedgerError
-from diagnosis_core._kernel.ledger import (
+from diagnosis_core._kernel.tools.ledger import (
     ToolInvocation,
     ToolLedger,
     _canonical_json,

@@ -27,7 +27,6 @@ from .._kernel.document import (
     scenario_error,
 )
 from .._kernel.errors import NonRetryableError
-from .._kernel.ledger import ToolLedger
 from .._kernel.machine.config import RunConfig
 from .._kernel.scripted import (
     ScriptedAgent,
@@ -36,6 +35,7 @@ from .._kernel.scripted import (
     load_responses_section,
     load_tool_ledger,
 )
+from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue
 from .config import DiagnosisConfig

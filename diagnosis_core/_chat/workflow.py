@@ -136,7 +136,7 @@ def derive_gatekeeper(
     :class:`JournalError`.
     """
     from .._kernel.errors import LedgerError
-    from .._kernel.ledger import ToolLedger, invocation_from_record
+    from .._kernel.tools.ledger import ToolLedger, invocation_from_record
     from .reference_gatekeeper import ReferenceGatekeeper
 
     try:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from .journal.codec import JournalBase
     from .journal.fold import JournalRecorderBase
     from .journal.tool_calls import ExecutorTools
-    from .tools import ToolRecorder
+    from .tools.recorder import ToolRecorder
     from .workflow import Workflow
 
 __all__ = [

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .journal.fold import EntrySink
     from .journal.mac import JournalHead
     from .journal.store import JournalStore
-    from .tools import ToolRecorder
+    from .tools.recorder import ToolRecorder
 
 __all__ = ["DEFAULT_MAX_QUESTION_CHARS", "RunOptions", "merge_options", "question_limit"]
 

@@ -18,8 +18,8 @@ import attrs
 
 from .document import check_known_keys, expect_array, expect_object, expect_string, scenario_error
 from .errors import LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
-from .ledger import ToolLedger, ledger_from_records
 from .machine.config import RunConfig
+from .tools.ledger import ToolLedger, ledger_from_records
 from .wire.json import describe_value
 
 __all__ = [

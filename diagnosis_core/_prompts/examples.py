@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .._kernel.ledger import ToolLedger
+from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue
 
@@ -244,7 +244,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
 @functools.cache
 def _aiops_examples(locale: str) -> Mapping[str, Example]:
     from .._kernel.machine.plan import PlanStep
-    from .._kernel.tools import ToolRecorder
+    from .._kernel.tools.recorder import ToolRecorder
     from ..aiops._enums import SupervisorChoice
     from ..aiops._inputs import (
         build_aiops_executor_input,
@@ -329,7 +329,7 @@ def example(workflow: str, agent: str, locale: str) -> Example:
 
 def example_ledger(workflow: str) -> ToolLedger:
     """The tool ledger the example tool results were recorded in (for the tests' checks)."""
-    from .._kernel.tools import ToolRecorder
+    from .._kernel.tools.recorder import ToolRecorder
 
     recorder = ToolRecorder()
     if workflow == "chat":

@@ -166,7 +166,7 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         "",
     ]
     if spec.calls_tools:
-        from .._kernel.tools import ToolEnvelope
+        from .._kernel.tools.recorder import ToolEnvelope
 
         keys = ", ".join(f"`{key}`" for key in ToolEnvelope.__annotations__)
         space = " " if locale == "en" else ""

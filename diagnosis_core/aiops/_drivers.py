@@ -47,13 +47,13 @@ from .._kernel.effects import (
     effect_field,
 )
 from .._kernel.keywords import RunKeywords
-from .._kernel.ledger import ToolLedger
 from .._kernel.loop import ainvoke_agent, invoke_agent
 from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.observe import Observer
 from .._kernel.options import RunOptions, merge_options
-from .._kernel.tools import ToolRecorder
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.tools.recorder import ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink
 from ._machine import (

@@ -22,14 +22,14 @@ import copy
 from collections.abc import Sequence
 from typing import cast
 
-from .._kernel.grounding import (
+from .._kernel.tools.grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
     GroundingSchema,
     citable_invocations,
     for_local_decoder,
 )
-from .._kernel.ledger import ToolInvocation
+from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.wire.json import JsonValue
 from .._kernel.wire.schema import SchemaProfile, profile_of
 from ._schema import aiops_json_schema

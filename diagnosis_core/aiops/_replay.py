@@ -53,7 +53,6 @@ from .._kernel.document import (
     expect_object,
     scenario_error,
 )
-from .._kernel.ledger import ToolLedger
 from .._kernel.machine.config import RunConfig
 from .._kernel.machine.tables import text_cell, trace_table_lines
 from .._kernel.scripted import (
@@ -63,6 +62,7 @@ from .._kernel.scripted import (
     load_responses_section,
     load_tool_ledger,
 )
+from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue, describe_value
 from ._config import AiOpsConfig

@@ -58,7 +58,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError, PayloadError
-from ..ledger import ToolInvocation
+from ..tools.ledger import ToolInvocation
 from ..wire.json import (
     JsonValue,
     canonical_json,

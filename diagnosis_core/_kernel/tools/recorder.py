@@ -84,8 +84,11 @@ from typing import Any, ParamSpec, Self, TypedDict
 
 import attrs
 
-from . import errors as _errors
-from .errors import LedgerError
+from .. import errors as _errors
+from ..errors import LedgerError
+from ..public import defined_in
+from ..wire.facts import repair_text
+from ..wire.json import JsonValue, canonical_json
 from .ledger import (
     ToolCallError,
     ToolInvocation,
@@ -94,9 +97,6 @@ from .ledger import (
     invocation_from_record,
     thaw_json,
 )
-from .public import defined_in
-from .wire.facts import repair_text
-from .wire.json import JsonValue, canonical_json
 
 __all__ = [
     "RecorderMark",

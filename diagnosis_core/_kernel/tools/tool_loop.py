@@ -69,6 +69,11 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from ..enums import FailureKind
+from ..errors import NonRetryableError
+from ..machine.classify import FailureClassifier, default_failure_classifier
+from ..machine.config import RunConfig
+from ..wire.json import JsonValue, canonical_json
 from .chat_model import (
     AssistantMessage,
     AsyncToolCallingModel,
@@ -83,14 +88,9 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .enums import FailureKind
-from .errors import NonRetryableError
 from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
 from .ledger import ToolInvocation
-from .machine.classify import FailureClassifier, default_failure_classifier
-from .machine.config import RunConfig
-from .tools import ToolEnvelope, ToolRecorder, _error_message, _error_type
-from .wire.json import JsonValue, canonical_json
+from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
 __all__ = [
     "AsyncExecutorAgent",

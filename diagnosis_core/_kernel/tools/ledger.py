@@ -35,9 +35,9 @@ from typing import Final, TypeAlias
 
 import attrs
 
-from .errors import LedgerError
-from .wire.facts import MAX_JSON_DEPTH, MAX_STORED_CHARS, has_surrogate_pair
-from .wire.json import JsonValue, describe_value, json_type_name
+from ..errors import LedgerError
+from ..wire.facts import MAX_JSON_DEPTH, MAX_STORED_CHARS, has_surrogate_pair
+from ..wire.json import JsonValue, describe_value, json_type_name
 
 __all__ = [
     "LEDGER_RECORD_KEYS",

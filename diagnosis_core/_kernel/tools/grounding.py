@@ -46,8 +46,8 @@ from typing import Any
 
 import attrs
 
+from ..wire.json import JsonValue
 from .ledger import ToolInvocation
-from .wire.json import JsonValue
 
 __all__ = [
     "DEFAULT_LIMITS",
