@@ -87,6 +87,9 @@ from ._kernel.enums import (
 from ._kernel.errors import (
     MachineError,
 )
+from ._kernel.journal.workflow import (
+    Workflow,
+)
 from ._kernel.machine.classify import (
     HTTP_CLIENT_ERRORS,
     FailureClassifier,
@@ -112,9 +115,6 @@ from ._kernel.options import (
     DEFAULT_MAX_QUESTION_CHARS,
 )
 from ._kernel.public import publish as _publish
-from ._kernel.workflow import (
-    Workflow,
-)
 
 __all__ = [
     "DEFAULT_MAX_QUESTION_CHARS",

@@ -1,6 +1,6 @@
 """The chat diagnosis workflow as the kernel sees it: :data:`DIAGNOSIS_WORKFLOW` (spec §12).
 
-One descriptor (``_kernel/workflow.py``) states what the journal, the fold,
+One descriptor (``_kernel/journal/workflow.py``) states what the journal, the fold,
 the resume rule, the recorder and the driver need to know of this workflow:
 the journal's call names (:class:`JournalCall`: the four agents and the
 gatekeeper), the machine (:func:`start_diagnosis`, :func:`next_action`,
@@ -37,11 +37,11 @@ from .._kernel.journal.codec import (
     RecordedToolInvocation,
 )
 from .._kernel.journal.fold import agent_outcome, agent_result
+from .._kernel.journal.workflow import ExpectedCallBase, Workflow
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.facts import repair_text
 from .._kernel.wire.json import canonical_json, sha256_text
-from .._kernel.workflow import ExpectedCallBase, Workflow
 from .facts import gatekeeper_fact_json
 from .machine import (
     PLAIN_FACT,

@@ -4,7 +4,7 @@ A workflow's drivers (``run_diagnosis`` / ``arun_diagnosis`` /
 ``iter_diagnosis`` / ``aiter_diagnosis``, ``run_aiops`` and its three
 twins) are thin typed wrappers over :func:`run`, :func:`arun`,
 :func:`iterate` and :func:`aiterate` here, parameterized by a
-:class:`Driving`: the workflow's descriptor (``_kernel/workflow.py``), its
+:class:`Driving`: the workflow's descriptor (``_kernel/journal/workflow.py``), its
 journal and recorder classes, its effects classes and how one effect is
 performed. So both workflows take the same :class:`RunOptions`, validate
 them the same way (:meth:`RunOptions.check`, one :class:`RunOptionsError`
@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from .journal.codec import JournalBase
     from .journal.fold import JournalRecorderBase
     from .journal.tool_calls import ExecutorTools
+    from .journal.workflow import Workflow
     from .tools.recorder import ToolRecorder
-    from .workflow import Workflow
 
 __all__ = [
     "Driving",

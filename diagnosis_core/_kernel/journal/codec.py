@@ -23,7 +23,7 @@ writes them.
 
 Both workflows share this form (spec §12): the entry and journal classes here
 are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
-workflow narrows with its descriptor (``_kernel/workflow.py``; what the codec
+workflow narrows with its descriptor (``_kernel/journal/workflow.py``; what the codec
 reads of it is :class:`WireForm`) — its ``format``, its call names, which
 call is the executor (the one that may carry ``tool_invocations``), which
 calls are gatekeeper calls (``result`` outcomes) and how its request goes to
@@ -132,7 +132,7 @@ E = TypeVar("E", bound="JournalEntryBase[Any]")
 
 
 class WireForm(Protocol):
-    """What the codec reads of a workflow's descriptor (``_kernel/workflow.py``).
+    """What the codec reads of a workflow's descriptor (``_kernel/journal/workflow.py``).
 
     A :class:`~diagnosis_core.machine.Workflow` is one: ``calls`` is the
     enumeration of call names, ``executor`` the one call whose entries may

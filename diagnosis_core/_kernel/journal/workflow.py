@@ -36,8 +36,8 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
-from .journal.codec import JournalEntryBase, JournalOutcome, RecordedToolInvocation
-from .wire.json import JsonValue
+from ..wire.json import JsonValue
+from .codec import JournalEntryBase, JournalOutcome, RecordedToolInvocation
 
 __all__ = ["ExpectedCallBase", "Workflow"]
 
