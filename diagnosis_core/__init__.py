@@ -71,9 +71,13 @@ from ._chat.trace import (
     TraceEvent,
     TraceReport,
 )
-from ._kernel.effects import (
+from ._kernel.driving.effects import (
     AgentInvoker,
     AsyncAgentInvoker,
+)
+from ._kernel.driving.observe import (
+    Observer,
+    ObserverWarning,
 )
 from ._kernel.enums import (
     FailureKind,
@@ -99,10 +103,6 @@ from ._kernel.machine.classify import (
 )
 from ._kernel.machine.config import (
     RunConfig,
-)
-from ._kernel.observe import (
-    Observer,
-    ObserverWarning,
 )
 from ._kernel.public import publish as _publish
 from ._kernel.wire.converter import (

@@ -80,6 +80,16 @@ from ._chat.verdict import (
 from ._chat.workflow import (
     DIAGNOSIS_WORKFLOW,
 )
+from ._kernel.driving.observe import (
+    Observer,
+    ObserverWarning,
+    new_events,
+    notify,
+    observed_result,
+)
+from ._kernel.driving.options import (
+    DEFAULT_MAX_QUESTION_CHARS,
+)
 from ._kernel.enums import (
     FailureKind,
     NodeStatus,
@@ -103,16 +113,6 @@ from ._kernel.machine.results import (
 )
 from ._kernel.machine.text import (
     sanitize_item,
-)
-from ._kernel.observe import (
-    Observer,
-    ObserverWarning,
-    new_events,
-    notify,
-    observed_result,
-)
-from ._kernel.options import (
-    DEFAULT_MAX_QUESTION_CHARS,
 )
 from ._kernel.public import publish as _publish
 

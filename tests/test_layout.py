@@ -169,7 +169,7 @@ def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None
         "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.machine.text',"
         " 'diagnosis_core._chat.replay', 'diagnosis_core._chat.reference_gatekeeper',"
         " 'diagnosis_core._kernel.tools.ledger', 'diagnosis_core._chat.schema',"
-        " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driver')\n"
+        " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driving.driver')\n"
         "loaded = [m for m in lazy if m in sys.modules]\n"
         "assert not loaded, loaded\n"
         "assert diagnosis_core.ReferenceGatekeeper.__module__ == 'diagnosis_core'\n"

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import attrs
 
-from .._kernel.effects import (
+from .._kernel.driving.effects import (
     AGENT_SIGNATURE,
     ASYNC_AGENT_SIGNATURE,
     CLASSIFIER_SIGNATURE,

@@ -26,6 +26,12 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
+from ..enums import FailureKind
+from ..machine.classify import FailureClassifier, classify_failure
+from ..machine.config import RunConfig
+from ..machine.results import AgentFailed, AgentReplied
+from ..records import share_repr
+from ..wire.facts import not_text_message, repair_text
 from .effects import (
     AgentInvoker,
     AgentTable,
@@ -33,13 +39,7 @@ from .effects import (
     reject_awaitable,
     require_awaitable,
 )
-from .enums import FailureKind
-from .machine.classify import FailureClassifier, classify_failure
-from .machine.config import RunConfig
-from .machine.results import AgentFailed, AgentReplied
 from .observe import Watcher, new_events, observed_result
-from .records import share_repr
-from .wire.facts import not_text_message, repair_text
 
 __all__ = [
     "AgentAction",

@@ -49,22 +49,21 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from ..errors import JournalError, PayloadError
+from ..machine.provenance import mark_built, require_built_here
+from ..records import share_repr
+from ..wire.facts import has_surrogate, pair_location
 from .effects import check_effects_kind
-from .errors import JournalError, PayloadError
 from .loop import Done, adrive_steps, drive_steps
-from .machine.provenance import mark_built, require_built_here
-from .messages import other_request_error
 from .observe import Watcher, notify
 from .options import RunOptions, question_limit
-from .records import share_repr
-from .wire.facts import has_surrogate, pair_location
 
 if TYPE_CHECKING:
-    from .journal.codec import JournalBase
-    from .journal.fold import JournalRecorderBase
-    from .journal.tool_calls import ExecutorTools
-    from .journal.workflow import Workflow
-    from .tools.recorder import ToolRecorder
+    from ..journal.codec import JournalBase
+    from ..journal.fold import JournalRecorderBase
+    from ..journal.tool_calls import ExecutorTools
+    from ..journal.workflow import Workflow
+    from ..tools.recorder import ToolRecorder
 
 __all__ = [
     "Driving",
@@ -132,7 +131,7 @@ class _Journaling:
     _executor: ExecutorTools | None = attrs.field(default=None, init=False)
 
     def begin(self, action: object, /) -> None:
-        from .journal.tool_calls import ExecutorTools
+        from ..journal.tool_calls import ExecutorTools
 
         derive = self._driving.derived
         derived = derive is not None and derive(
@@ -259,7 +258,7 @@ class _Call:
     @contextlib.contextmanager
     def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
         """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
-        from .journal.store import MissingKeyError, is_signed, on_store
+        from ..journal.store import MissingKeyError, is_signed, on_store
 
         assert options.store is not None
         store, journal_type = options.store, self.driving.journal_type
@@ -403,6 +402,26 @@ def check_wiring(
     check_tools(driving, effects, tools, where)
 
 
+def other_request_error(recorded: Any, given: Any) -> JournalError:
+    """The journal of ``recorded`` was passed with the request ``given`` (both attrs requests).
+
+    Names the fields that differ and, since the run id is what a host keys its
+    journals by, both run ids.
+    """
+    differing = [
+        field.name
+        for field in attrs.fields(type(recorded))
+        if getattr(recorded, field.name) != getattr(given, field.name)
+    ]
+    fields = ", ".join(differing) or "request"
+    return JournalError(
+        f"request: the journal is of another request (different {fields}; the journal's "
+        f"run_id is {recorded.run.run_id!r}, this request's {given.run.run_id!r}) — resume "
+        "with the journal's own request (journal.request), or start this request without "
+        "journal="
+    )
+
+
 def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
     """Resume the journal (options already checked); nothing is written yet."""
     driving, request = call.driving, call.request
@@ -413,8 +432,8 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
             require_built_here(state, call.driver)
         current: Any = workflow.start(request) if state is None else state
         return _Run(driving, current, None, options, announced=len(current.events))
-    from .journal.codec import is_v1
-    from .journal.fold import fold, resume
+    from ..journal.codec import is_v1
+    from ..journal.fold import fold, resume
 
     journal = options.journal
     key = options.key
@@ -478,7 +497,7 @@ def _claimed(options: RunOptions) -> bool:
     """True when the run goes through a store (``store=``), which must be a store."""
     if options.store is None:
         return False
-    from .journal.store import require_store
+    from ..journal.store import require_store
 
     require_store(options.store)
     return True

@@ -1,29 +1,41 @@
 """How a driver runs: one :class:`RunOptions` for every workflow's drivers (spec §12, §14, §16).
 
-Its own module, apart from the driver loop (``_kernel/driver.py``): a host
+Its own module, apart from the driver loop (``_kernel/driving/driver.py``): a host
 builds options, and ``import diagnosis_core`` exports them, long before a
 run is driven, so the loop loads at the first run and not with the package.
+
+Every driver takes :class:`RunOptions` as ``options=`` or as the same-named
+keywords. The keywords are typed by one ``TypedDict`` (:class:`RunKeywords`),
+parametrised by what differs between the workflows (the journal, its sink, the
+observer and the tool recorder), so an option added to :class:`RunOptions` is
+added to every driver's signature at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 import attrs
 
+from ..errors import RunOptionsError
+from ..records import share_repr
 from .effects import check_run_options
-from .errors import RunOptionsError
-from .records import share_repr
 
 if TYPE_CHECKING:
-    from .journal.codec import JournalBase
-    from .journal.fold import EntrySink
-    from .journal.mac import JournalHead
-    from .journal.store import JournalStore
-    from .tools.recorder import ToolRecorder
+    from ..journal.codec import JournalBase
+    from ..journal.fold import EntrySink
+    from ..journal.mac import JournalHead
+    from ..journal.store import JournalStore
+    from ..tools.recorder import ToolRecorder
 
-__all__ = ["DEFAULT_MAX_QUESTION_CHARS", "RunOptions", "merge_options", "question_limit"]
+__all__ = [
+    "DEFAULT_MAX_QUESTION_CHARS",
+    "RunKeywords",
+    "RunOptions",
+    "merge_options",
+    "question_limit",
+]
 
 DEFAULT_MAX_QUESTION_CHARS = 100_000
 """The longest question (in characters) a driver accepts unless told otherwise (spec §12.1).
@@ -169,6 +181,31 @@ def merge_options(driver: str, options: RunOptions | None, **keywords: Any) -> R
             f"(got options= and {', '.join(name + '=' for name in given)})"
         )
     return options
+
+
+J = TypeVar("J")
+K = TypeVar("K")
+O = TypeVar("O")  # noqa: E741
+T = TypeVar("T")
+
+
+class RunKeywords(TypedDict, Generic[J, K, O, T], total=False):
+    """The run options as loose keywords (each one a :class:`RunOptions` field).
+
+    ``J`` is the workflow's journal, ``K`` its journal sink, ``O`` its observer,
+    ``T`` its tool recorder.
+    """
+
+    journal: J | None
+    sink: K | None
+    key: bytes | None
+    resend_gatekeeper: bool
+    tools: T | None
+    observer: O | None
+    store: JournalStore | None
+    resend_executor: bool
+    head: JournalHead | None
+    max_question_chars: int
 
 
 share_repr(RunOptions)

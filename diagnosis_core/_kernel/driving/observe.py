@@ -42,7 +42,7 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from .wire.facts import plain_json_copy
+from ..wire.facts import plain_json_copy
 
 __all__ = [
     "Observer",

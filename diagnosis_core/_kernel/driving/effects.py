@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
-from .errors import RunOptionsError
-from .machine.classify import FailureClassifier
-from .machine.config import RunConfig
+from ..errors import RunOptionsError
+from ..machine.classify import FailureClassifier
+from ..machine.config import RunConfig
 
 __all__ = [
     "AgentInvoker",
@@ -360,7 +360,7 @@ def check_run_options(
         )
     if tools is None:
         return
-    from .tools.recorder import ToolRecorder  # loaded only by a run that records tools
+    from ..tools.recorder import ToolRecorder  # loaded only by a run that records tools
 
     if not isinstance(tools, ToolRecorder):
         raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
