@@ -95,7 +95,6 @@ from ._kernel.errors import (
     ScenarioError,
     ToolBlockedError,
 )
-from ._kernel.lazy import lazy_attributes
 from ._kernel.machine.classify import (
     FailureClassifier,
     classify_failure,
@@ -104,6 +103,7 @@ from ._kernel.machine.classify import (
 from ._kernel.machine.config import (
     RunConfig,
 )
+from ._kernel.public import lazy_attributes
 from ._kernel.public import publish as _publish
 from ._kernel.wire.converter import (
     from_json,

@@ -70,10 +70,10 @@ from ._chat.payloads import (
 from ._kernel.errors import (
     PayloadError,
 )
-from ._kernel.lazy import lazy_attributes
 from ._kernel.machine.plan import (
     PlanStep,
 )
+from ._kernel.public import lazy_attributes
 from ._kernel.public import publish as _publish
 from ._kernel.wire.converter import (
     from_json,

@@ -4,7 +4,7 @@ A scenario scripts every effect of a run as JSON. :func:`load_scenario` checks
 it strictly (every problem is a :class:`ScenarioError` naming the path),
 :func:`replay` runs it through the synchronous driver and returns the
 JSON-compatible result. The scripted agents are the kernel's
-(``_kernel/scripted.py``); the scripted gatekeeper is this workflow's. The
+(``_kernel/scenario/scripted.py``); the scripted gatekeeper is this workflow's. The
 request part of a scenario is read by the request codec
 (``request_codec.py``), the same reader a journal's request goes through.
 """
@@ -17,7 +17,9 @@ from typing import Any
 
 import attrs
 
-from .._kernel.document import (
+from .._kernel.errors import NonRetryableError
+from .._kernel.machine.config import RunConfig
+from .._kernel.scenario.document import (
     SCENARIO,
     _json_text,
     check_known_keys,
@@ -26,9 +28,7 @@ from .._kernel.document import (
     expect_string,
     scenario_error,
 )
-from .._kernel.errors import NonRetryableError
-from .._kernel.machine.config import RunConfig
-from .._kernel.scripted import (
+from .._kernel.scenario.scripted import (
     ScriptedAgent,
     ScriptedResponse,
     frozen_responses,

@@ -47,15 +47,15 @@ from typing import Any
 
 import attrs
 
-from .._kernel.document import (
+from .._kernel.machine.config import RunConfig
+from .._kernel.machine.tables import text_cell, trace_table_lines
+from .._kernel.scenario.document import (
     SCENARIO,
     check_known_keys,
     expect_object,
     scenario_error,
 )
-from .._kernel.machine.config import RunConfig
-from .._kernel.machine.tables import text_cell, trace_table_lines
-from .._kernel.scripted import (
+from .._kernel.scenario.scripted import (
     ScriptedAgent,
     ScriptedResponse,
     frozen_responses,

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 import attrs
 from attrs import AttrsInstance
 
-from .errors import ConfigError, DiagnosisError, JournalError, PayloadError, ScenarioError
-from .machine.config import RunConfig
-from .wire.json import (
+from ..errors import ConfigError, DiagnosisError, JournalError, PayloadError, ScenarioError
+from ..machine.config import RunConfig
+from ..wire.json import (
     canonical_json,
     describe_value,
     has_surrogate,

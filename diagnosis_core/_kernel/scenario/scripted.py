@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ..errors import LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
+from ..machine.config import RunConfig
+from ..tools.ledger import ToolLedger, ledger_from_records
+from ..wire.json import describe_value
 from .document import check_known_keys, expect_array, expect_object, expect_string, scenario_error
-from .errors import LedgerError, NonRetryableError, ScenarioError, ToolBlockedError
-from .machine.config import RunConfig
-from .tools.ledger import ToolLedger, ledger_from_records
-from .wire.json import describe_value
 
 __all__ = [
     "ERROR_KINDS",
