@@ -71,23 +71,13 @@ from ._chat.trace import (
     TraceEvent,
     TraceReport,
 )
-from ._kernel.classify import (
-    FailureClassifier,
-    classify_failure,
-    default_failure_classifier,
-)
-from ._kernel.config import (
-    RunConfig,
-)
-from ._kernel.converter import (
-    from_json,
-    from_wire,
-    to_json,
-    to_wire,
-)
-from ._kernel.effects import (
+from ._kernel.driving.effects import (
     AgentInvoker,
     AsyncAgentInvoker,
+)
+from ._kernel.driving.observe import (
+    Observer,
+    ObserverWarning,
 )
 from ._kernel.enums import (
     FailureKind,
@@ -105,15 +95,25 @@ from ._kernel.errors import (
     ScenarioError,
     ToolBlockedError,
 )
-from ._kernel.json import (
+from ._kernel.machine.classify import (
+    FailureClassifier,
+    classify_failure,
+    default_failure_classifier,
+)
+from ._kernel.machine.config import (
+    RunConfig,
+)
+from ._kernel.public import lazy_attributes
+from ._kernel.public import publish as _publish
+from ._kernel.wire.converter import (
+    from_json,
+    from_wire,
+    to_json,
+    to_wire,
+)
+from ._kernel.wire.json import (
     JsonValue,
 )
-from ._kernel.lazy import lazy_attributes
-from ._kernel.observe import (
-    Observer,
-    ObserverWarning,
-)
-from ._kernel.public import publish as _publish
 
 if TYPE_CHECKING:
     from ._chat.reference_gatekeeper import (
@@ -127,7 +127,7 @@ if TYPE_CHECKING:
         scenario_effects,
         scenario_request,
     )
-    from ._kernel.ledger import (
+    from ._kernel.tools.ledger import (
         ToolInvocation,
         ToolLedger,
     )
@@ -340,8 +340,8 @@ _LAZY: dict[str, str] = {
     "replay_scenario": "._chat.replay",
     "scenario_effects": "._chat.replay",
     "scenario_request": "._chat.replay",
-    "ToolInvocation": "._kernel.ledger",
-    "ToolLedger": "._kernel.ledger",
+    "ToolInvocation": "._kernel.tools.ledger",
+    "ToolLedger": "._kernel.tools.ledger",
 }
 
 # Names that moved to an audience namespace (one release of grace, with a warning).

@@ -80,12 +80,15 @@ from ._chat.verdict import (
 from ._chat.workflow import (
     DIAGNOSIS_WORKFLOW,
 )
-from ._kernel.classify import (
-    HTTP_CLIENT_ERRORS,
-    FailureClassifier,
-    HttpClientRule,
-    classify_failure,
-    default_failure_classifier,
+from ._kernel.driving.observe import (
+    Observer,
+    ObserverWarning,
+    new_events,
+    notify,
+    observed_result,
+)
+from ._kernel.driving.options import (
+    DEFAULT_MAX_QUESTION_CHARS,
 )
 from ._kernel.enums import (
     FailureKind,
@@ -94,27 +97,24 @@ from ._kernel.enums import (
 from ._kernel.errors import (
     MachineError,
 )
-from ._kernel.observe import (
-    Observer,
-    ObserverWarning,
-    new_events,
-    notify,
-    observed_result,
+from ._kernel.journal.workflow import (
+    Workflow,
 )
-from ._kernel.options import (
-    DEFAULT_MAX_QUESTION_CHARS,
+from ._kernel.machine.classify import (
+    HTTP_CLIENT_ERRORS,
+    FailureClassifier,
+    HttpClientRule,
+    classify_failure,
+    default_failure_classifier,
 )
-from ._kernel.public import publish as _publish
-from ._kernel.results import (
+from ._kernel.machine.results import (
     AgentFailed,
     AgentReplied,
 )
-from ._kernel.text import (
+from ._kernel.machine.text import (
     sanitize_item,
 )
-from ._kernel.workflow import (
-    Workflow,
-)
+from ._kernel.public import publish as _publish
 
 __all__ = [
     "DEFAULT_MAX_QUESTION_CHARS",

@@ -67,17 +67,22 @@ from ._chat.payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from ._kernel.converter import (
+from ._kernel.errors import (
+    PayloadError,
+)
+from ._kernel.machine.plan import (
+    PlanStep,
+)
+from ._kernel.public import lazy_attributes
+from ._kernel.public import publish as _publish
+from ._kernel.wire.converter import (
     from_json,
     from_wire,
     make_converter,
     to_json,
     to_wire,
 )
-from ._kernel.errors import (
-    PayloadError,
-)
-from ._kernel.json import (
+from ._kernel.wire.json import (
     JsonValue,
     canonical_json,
     describe_value,
@@ -87,11 +92,6 @@ from ._kernel.json import (
     loads_strict,
     parse_json_object,
 )
-from ._kernel.lazy import lazy_attributes
-from ._kernel.plan import (
-    PlanStep,
-)
-from ._kernel.public import publish as _publish
 
 if TYPE_CHECKING:
     from ._chat.schema import (
@@ -99,7 +99,7 @@ if TYPE_CHECKING:
         class_json_schema,
         json_schema,
     )
-    from ._kernel.schema import (
+    from ._kernel.wire.schema import (
         SCHEMA_PROFILES,
         SchemaProfile,
     )
@@ -175,7 +175,7 @@ _LAZY: dict[str, str] = {
     name: home
     for home, names in (
         ("._chat.schema", ("SCHEMA_NAMES", "class_json_schema", "json_schema")),
-        ("._kernel.schema", ("SCHEMA_PROFILES", "SchemaProfile")),
+        ("._kernel.wire.schema", ("SCHEMA_PROFILES", "SchemaProfile")),
     )
     for name in names
 }

@@ -21,14 +21,14 @@ from ._chat.replay import (
     scenario_effects,
     scenario_request,
 )
-from ._kernel.document import (
-    parse_document_text,
-)
 from ._kernel.errors import (
     ScenarioError,
 )
 from ._kernel.public import publish as _publish
-from ._kernel.scripted import (
+from ._kernel.scenario.document import (
+    parse_document_text,
+)
+from ._kernel.scenario.scripted import (
     ERROR_KINDS,
     ScriptedAgent,
     ScriptedError,

@@ -51,7 +51,8 @@ from ._chat.reference_gatekeeper import (
     resolve_raw_path,
 )
 from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
-from ._kernel.chat_model import (
+from ._kernel.public import publish as _publish
+from ._kernel.tools.chat_model import (
     AssistantMessage,
     AsyncToolCallingModel,
     ChatMessage,
@@ -65,10 +66,16 @@ from ._kernel.chat_model import (
     TurnRequest,
     UserMessage,
 )
-from ._kernel.grounding import GroundingLimits, GroundingSchema, OutputPaths, citable_paths
-from ._kernel.ledger import ToolInvocation, ToolLedger, ledger_from_records
-from ._kernel.public import publish as _publish
-from ._kernel.tool_loop import (
+from ._kernel.tools.grounding import GroundingLimits, GroundingSchema, OutputPaths, citable_paths
+from ._kernel.tools.ledger import ToolInvocation, ToolLedger, ledger_from_records
+from ._kernel.tools.recorder import (
+    RecorderMark,
+    ReplayedToolError,
+    ToolCallError,
+    ToolCallRecord,
+    ToolEnvelope,
+)
+from ._kernel.tools.tool_loop import (
     AsyncExecutorAgent,
     ExecutorAgent,
     GroundingScope,
@@ -76,13 +83,6 @@ from ._kernel.tool_loop import (
     ToolErrorPolicy,
     ToolLoopDeadlineError,
     ToolLoopLimitError,
-)
-from ._kernel.tools import (
-    RecorderMark,
-    ReplayedToolError,
-    ToolCallError,
-    ToolCallRecord,
-    ToolEnvelope,
 )
 
 __all__ = [

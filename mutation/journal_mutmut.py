@@ -63,9 +63,9 @@ DECISION_MODULES: tuple[str, ...] = (
     "diagnosis_core/_chat/verdict.py",
     "diagnosis_core/_chat/gaps.py",
     "diagnosis_core/_chat/parsing.py",
-    "diagnosis_core/_kernel/classify.py",
-    "diagnosis_core/_kernel/routes.py",
-    "diagnosis_core/_kernel/stepping.py",
+    "diagnosis_core/_kernel/machine/classify.py",
+    "diagnosis_core/_kernel/machine/tables.py",
+    "diagnosis_core/_kernel/machine/stepping.py",
     "diagnosis_core/aiops/_routing.py",
     "diagnosis_core/aiops/_rules.py",
     "diagnosis_core/aiops/_machine.py",
@@ -117,7 +117,7 @@ GROUPS: dict[str, Group] = {
     },
     "tools": {
         "modules": (
-            "diagnosis_core/_kernel/tools.py",
+            "diagnosis_core/_kernel/tools/recorder.py",
             "diagnosis_core/_chat/run_recorders.py",
         ),
         "tests": (
@@ -139,8 +139,8 @@ GROUPS: dict[str, Group] = {
     },
     "observer": {
         "modules": (
-            "diagnosis_core/_kernel/observe.py",
-            "diagnosis_core/_kernel/loop.py",
+            "diagnosis_core/_kernel/driving/observe.py",
+            "diagnosis_core/_kernel/driving/loop.py",
             "diagnosis_core/_chat/drivers.py",
             "diagnosis_core/aiops/_drivers.py",
         ),
@@ -153,10 +153,10 @@ GROUPS: dict[str, Group] = {
         ),
         # observe.py whole; of the drivers only the observer dispatch
         "functions": (
-            "diagnosis_core._kernel.observe.*",
-            "diagnosis_core._kernel.loop.x_watcher_of__*",
-            "diagnosis_core._kernel.loop.x_drive_steps__*",
-            "diagnosis_core._kernel.loop.x_adrive_steps__*",
+            "diagnosis_core._kernel.driving.observe.*",
+            "diagnosis_core._kernel.driving.loop.x_watcher_of__*",
+            "diagnosis_core._kernel.driving.loop.x_drive_steps__*",
+            "diagnosis_core._kernel.driving.loop.x_adrive_steps__*",
             "diagnosis_core._chat.drivers.xǁ_JournalRecorderǁend__*",
             "diagnosis_core._chat.drivers.xǁ_Runǁ*",
             "diagnosis_core._chat.drivers.x__returned__*",

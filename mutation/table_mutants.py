@@ -2,7 +2,7 @@
 
 mutmut 3 mutates function bodies only. The decisions of this package also live
 in module-level data — the routing tables, the predicate maps, the ceilings,
-the HTTP client table of ``_kernel/classify.py`` — and in the defaults of
+the HTTP client table of ``_kernel/machine/classify.py`` — and in the defaults of
 public attrs classes (``RoutingFacts.gap_count``). This script mutates exactly
 those: every module-level assignment (``__all__`` and type variables aside)
 and every class-level annotated default of the decision modules, with these
@@ -37,9 +37,9 @@ to ``mutants-tables/results.jsonl``; a re-run skips mutants already judged.
     python mutation/table_mutants.py run --size 40 --seed 23  # <= 40 per module, seeded
     python mutation/table_mutants.py run --size 40 --seed 23 --no-baseline  # resume
     python mutation/table_mutants.py run --size 40 --seed 23 --rejudge  # survivors again
-    python mutation/table_mutants.py run --only _kernel/classify.py:12
+    python mutation/table_mutants.py run --only _kernel/machine/classify.py:12
     python mutation/table_mutants.py report                   # per module, survivors
-    python mutation/table_mutants.py show _kernel/classify.py:12   # the mutated statement
+    python mutation/table_mutants.py show _kernel/machine/classify.py:12   # the mutated statement
 
 Run it under ``nice -n 19``: the machine is shared.
 """

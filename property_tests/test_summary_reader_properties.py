@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from diagnosis_core._chat.enums import GatekeeperStatus, ReasonCode
 from diagnosis_core._chat.trace import GatekeeperAudit, RawResult
-from diagnosis_core._kernel.converter import from_json
-from diagnosis_core._kernel.json import canonical_json
+from diagnosis_core._kernel.wire.converter import from_json
+from diagnosis_core._kernel.wire.json import canonical_json
 from diagnosis_core.stores import (
     AgentStep,
     EffectTiming,

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from diagnosis_core._kernel.classify import classify_failure, default_failure_classifier
 from diagnosis_core._kernel.enums import FailureKind
 from diagnosis_core._kernel.errors import NonRetryableError, ToolBlockedError
+from diagnosis_core._kernel.machine.classify import classify_failure, default_failure_classifier
 
 
 class Flagged(Exception):

@@ -31,19 +31,19 @@ from diagnosis_core._chat.payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from diagnosis_core._kernel.config import RunConfig
-from diagnosis_core._kernel.converter import (
+from diagnosis_core._kernel.enums import Locale
+from diagnosis_core._kernel.errors import ConfigError, PayloadError
+from diagnosis_core._kernel.machine.config import RunConfig
+from diagnosis_core._kernel.machine.plan import PlanStep
+from diagnosis_core._kernel.wire.codegen import Reject
+from diagnosis_core._kernel.wire.converter import (
     _detailed_converter,
-    _Reject,
     _WireError,
     from_wire,
     to_wire,
 )
-from diagnosis_core._kernel.converter import _fast_converter as converter
-from diagnosis_core._kernel.enums import Locale
-from diagnosis_core._kernel.errors import ConfigError, PayloadError
-from diagnosis_core._kernel.json import JsonValue, canonical_json
-from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.wire.converter import _fast_converter as converter
+from diagnosis_core._kernel.wire.json import JsonValue, canonical_json
 
 # --- generic building blocks, as colleagues' future classes will use them ------------------
 
@@ -492,7 +492,7 @@ _VALID_WIRE = {
 _REFUSALS = (
     BaseValidationError,  # the detailed pass: the tree of field errors
     _WireError,  # a hook's verdict on one value
-    _Reject,  # the fast pass gives up on a shape it does not take
+    Reject,  # the fast pass gives up on a shape it does not take
     PayloadError,
     ConfigError,  # a class's own validators
     KeyError,  # a missing key

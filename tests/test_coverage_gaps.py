@@ -30,9 +30,9 @@ from diagnosis_core import (
     Verdict,
 )
 from diagnosis_core._chat.reference_gatekeeper import UNRESOLVED
-from diagnosis_core._kernel.json import JsonValue, is_json_value_type, json_type_name
-from diagnosis_core._kernel.schema import SchemaRules, _nullable
-from diagnosis_core._kernel.schema import _type_schema as _rules_type_schema
+from diagnosis_core._kernel.wire.json import JsonValue, is_json_value_type, json_type_name
+from diagnosis_core._kernel.wire.schema import SchemaRules, _nullable
+from diagnosis_core._kernel.wire.schema import _type_schema as _rules_type_schema
 from diagnosis_core.protocol import BindingCheckStatus, Claim, EvidenceBinding, EvidenceStatus
 
 # --- configuration --------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_an_audit_raw_result_must_be_a_json_value() -> None:
 def test_json_text_helpers_refuse_values_that_are_not_text() -> None:
     with pytest.raises(dc.PayloadError, match="expected text, got int"):
         dcp.extract_json_text(5)  # type: ignore[arg-type]
-    from diagnosis_core._kernel.json import loads_strict_with_objects
+    from diagnosis_core._kernel.wire.json import loads_strict_with_objects
 
     assert loads_strict_with_objects(5, dict) == (False, None)  # type: ignore[arg-type]
     assert loads_strict_with_objects('{"a": 1}', dict) == (True, {"a": 1})

@@ -68,7 +68,7 @@ from tests.test_hardening_gatekeeper import EVIDENCE_WITH_TOOLS, _at_round_two
 RETRYABLE, NON_RETRYABLE = FailureKind.RETRYABLE, FailureKind.NON_RETRYABLE
 
 
-# --- _kernel/classify.py: the HTTP client table and the status boundaries -------------
+# --- _kernel/machine/classify.py: the HTTP client table and the status boundaries -------------
 
 
 def test_a_requests_ssl_error_wrapping_a_timeout_is_not_retried() -> None:

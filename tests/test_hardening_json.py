@@ -16,9 +16,14 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
-from diagnosis_core._kernel import converter as _converter
-from diagnosis_core._kernel.json import canonical_json, int_from_literal, int_to_text, int_too_long
-from diagnosis_core._kernel.schema import NOT_ONLY_WHITESPACE_PATTERN
+from diagnosis_core._kernel.wire import converter as _converter
+from diagnosis_core._kernel.wire.json import (
+    canonical_json,
+    int_from_literal,
+    int_to_text,
+    int_too_long,
+)
+from diagnosis_core._kernel.wire.schema import NOT_ONLY_WHITESPACE_PATTERN
 
 # --- §5 digit limit -------------------------------------------------------------------
 
@@ -243,7 +248,7 @@ def _longest_digit_run(text: str) -> int:
 
 @pytest.mark.parametrize("length", [299, 300, 599, 600, 601, 602, 900, 4301])
 def test_the_digit_run_check_finds_every_long_run_at_every_alignment(length: int) -> None:
-    from diagnosis_core._kernel.json import _has_long_digit_run
+    from diagnosis_core._kernel.wire.json import _has_long_digit_run
 
     for offset in range(0, 302):
         for before, after in (("x", "y"), ("é", ""), ("1 ", " 2")):
@@ -253,7 +258,7 @@ def test_the_digit_run_check_finds_every_long_run_at_every_alignment(length: int
 
 @pytest.mark.parametrize("length", [2149, 2150, 4299, 4300, 4301, 4302, 9000])
 def test_the_long_integer_prefilter_never_misses_a_run(length: int) -> None:
-    from diagnosis_core._kernel.json import _may_hold_digit_run
+    from diagnosis_core._kernel.wire.json import _may_hold_digit_run
 
     for offset in [*range(0, 40), *range(2100, 2200), *range(4280, 4310)]:
         text = '["' + "a" * offset + '",' + "7" * length + "]"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diagnosis_core._kernel.errors import PayloadError
-from diagnosis_core._kernel.json import (
+from diagnosis_core._kernel.wire.json import (
     canonical_json,
     escape_surrogates,
     extract_json_text,
@@ -332,7 +332,7 @@ def test_the_rare_paths_patterns_are_compiled_on_first_use_only() -> None:
 
     code = (
         "import diagnosis_core, diagnosis_core.protocol as p\n"
-        "from diagnosis_core._kernel import json as j, converter as c\n"
+        "from diagnosis_core._kernel.wire import json as j, converter as c\n"
         "rare = (j._LONG_INTEGER_TOKEN, j._UNSAFE_DIGIT_RUN, j._LONE_SURROGATE_ESCAPE,\n"
         "        j._CUT_LITERAL, j._INNER_FENCE, c._PATH_STEP)\n"
         "print(sum(pattern._compiled is None for pattern in rare))\n"

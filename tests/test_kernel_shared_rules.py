@@ -15,9 +15,13 @@ from diagnosis_core import (
     ReasonCode,
 )
 from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
-from diagnosis_core._kernel.results import AgentFailed, AgentReplied, agent_result_for, awaited
-from diagnosis_core._kernel.schema import SchemaProfile, profile_of
-from diagnosis_core._kernel.tables import (
+from diagnosis_core._kernel.machine.results import (
+    AgentFailed,
+    AgentReplied,
+    agent_result_for,
+    awaited,
+)
+from diagnosis_core._kernel.machine.tables import (
     Router,
     always,
     completed,
@@ -25,6 +29,7 @@ from diagnosis_core._kernel.tables import (
     leaving_reason,
     retry_left,
 )
+from diagnosis_core._kernel.wire.schema import SchemaProfile, profile_of
 from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode, AiOpsRoutingFacts
 from diagnosis_core.machine import AgentName, RoutingFacts
 

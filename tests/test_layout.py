@@ -147,7 +147,7 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
         " 'diagnosis_core.adapters', 'diagnosis_core.testing',"
         " 'diagnosis_core.journal', 'diagnosis_core.tools', 'diagnosis_core.protocol',"
         " 'diagnosis_core.scenarios', 'diagnosis_core._kernel.journal',"
-        " 'diagnosis_core._kernel.tools', 'diagnosis_core._kernel.schema'))]\n"
+        " 'diagnosis_core._kernel.tools', 'diagnosis_core._kernel.wire.schema'))]\n"
         "assert not loaded, loaded\n"
     )
     assert done.returncode == 0, done.stderr
@@ -167,10 +167,10 @@ def test_import_diagnosis_core_leaves_rarely_used_modules_to_first_use() -> None
     """Fallback rendering, replay, the reference gatekeeper, the ledger, the loop: on first use."""
     done = _fresh(
         "import sys, diagnosis_core\n"
-        "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.text',"
+        "lazy = ('diagnosis_core._chat.rendering', 'diagnosis_core._kernel.machine.text',"
         " 'diagnosis_core._chat.replay', 'diagnosis_core._chat.reference_gatekeeper',"
-        " 'diagnosis_core._kernel.ledger', 'diagnosis_core._chat.schema',"
-        " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driver')\n"
+        " 'diagnosis_core._kernel.tools.ledger', 'diagnosis_core._chat.schema',"
+        " 'diagnosis_core._chat.journal', 'diagnosis_core._kernel.driving.driver')\n"
         "loaded = [m for m in lazy if m in sys.modules]\n"
         "assert not loaded, loaded\n"
         "assert diagnosis_core.ReferenceGatekeeper.__module__ == 'diagnosis_core'\n"
@@ -317,13 +317,69 @@ def _offenders(prefix: str, allowed: object) -> list[str]:
 def test_the_graph_sees_function_local_imports() -> None:
     graph = _graph()
     assert "diagnosis_core.aiops" in graph["diagnosis_core.cli._main"]  # imported inside functions
-    assert "diagnosis_core._kernel.json" in graph["diagnosis_core._kernel.converter"]
+    assert "diagnosis_core._kernel.wire.json" in graph["diagnosis_core._kernel.wire.converter"]
 
 
 def test_the_kernel_imports_neither_workflow() -> None:
     assert _offenders(
         "diagnosis_core._kernel", lambda _s, t: t.startswith("diagnosis_core._kernel")
     ) == []
+
+
+# The kernel's rooms. The ground floor holds leaves that import nothing of the kernel;
+# each room imports the ground floor, itself and the rooms below it, never one above:
+# wire < machine < tools < journal < driving, and scenario beside driving.
+_KERNEL = "diagnosis_core._kernel"
+_GROUND_FLOOR = ("errors", "enums", "records", "public", "terminal")
+_ROOMS_BELOW = {
+    "wire": (),
+    "machine": ("wire",),
+    "tools": ("wire", "machine"),
+    "journal": ("wire", "machine", "tools"),
+    "driving": ("wire", "machine", "tools", "journal"),
+    "scenario": ("wire", "machine", "tools"),
+}
+
+
+def _kernel_room(module: str) -> str:
+    """``ground`` for the ground floor (and the kernel's own ``__init__``), else the room."""
+    parts = module.removeprefix(_KERNEL).lstrip(".").split(".")
+    return "ground" if parts[0] in ("", *_GROUND_FLOOR) else parts[0]
+
+
+def test_every_kernel_module_is_on_the_ground_floor_or_in_a_room() -> None:
+    loose = [
+        name for name in _modules()
+        if name.startswith(_KERNEL) and _kernel_room(name) not in ("ground", *_ROOMS_BELOW)
+    ]
+    assert loose == []
+    assert all(
+        (PACKAGE / "_kernel" / f"{leaf}.py").is_file() for leaf in _GROUND_FLOOR
+    )
+
+
+def test_the_kernel_ground_floor_imports_nothing_of_the_kernel() -> None:
+    assert _offenders(
+        _KERNEL,
+        lambda s, t: _kernel_room(s) != "ground" or not t.startswith(_KERNEL),
+    ) == []
+
+
+@pytest.mark.parametrize("room", sorted(_ROOMS_BELOW))
+def test_a_kernel_room_imports_the_ground_floor_itself_and_the_rooms_below_only(
+    room: str,
+) -> None:
+    allowed = {"ground", room, *_ROOMS_BELOW[room]}
+    assert _offenders(
+        f"{_KERNEL}.{room}", lambda _s, t: _kernel_room(t) in allowed
+    ) == []
+
+
+def test_the_room_check_finds_an_import_from_a_room_above() -> None:
+    assert _kernel_room(f"{_KERNEL}.wire.json") == "wire"
+    assert _kernel_room(f"{_KERNEL}.errors") == "ground"
+    assert _kernel_room(_KERNEL) == "ground"
+    assert "journal" not in {"ground", "tools", *_ROOMS_BELOW["tools"]}
 
 
 def test_aiops_imports_the_kernel_and_public_names_only_never_the_chat_workflow() -> None:

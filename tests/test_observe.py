@@ -9,7 +9,7 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
-from diagnosis_core._kernel.observe import Watcher
+from diagnosis_core._kernel.driving.observe import Watcher
 
 
 class Recording:

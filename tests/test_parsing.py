@@ -32,9 +32,9 @@ from diagnosis_core._chat.payloads import (
     ToolTraceEntry,
     VerifierOutput,
 )
-from diagnosis_core._kernel.converter import to_wire
 from diagnosis_core._kernel.errors import PayloadError
-from diagnosis_core._kernel.plan import PlanStep
+from diagnosis_core._kernel.machine.plan import PlanStep
+from diagnosis_core._kernel.wire.converter import to_wire
 
 # The examples of spec §5, verbatim.
 PLANNER_EXAMPLE = """{"steps": [{"step_id": "s1", "goal": "check gateway timeout logs", "tools": ["query_logs"]}],

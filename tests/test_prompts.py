@@ -199,7 +199,7 @@ def test_the_chat_example_inputs_are_one_consistent_run() -> None:
 
 # --- the rule table against the code ---------------------------------------------------
 
-_PARSER_MODULES = ("_chat/parsing.py", "aiops/_parsing.py", "_kernel/plan.py")
+_PARSER_MODULES = ("_chat/parsing.py", "aiops/_parsing.py", "_kernel/machine/plan.py")
 _DOCUMENT_LAYER = {"parse_json_object", "extract_json_text", "loads_strict"}
 _TYPES_LAYER = {"from_wire", "from_json_object_text"}
 

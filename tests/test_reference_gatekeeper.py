@@ -26,7 +26,7 @@ from diagnosis_core._chat.reference_gatekeeper import (
     resolve_raw_path,
 )
 from diagnosis_core._kernel.errors import LedgerError
-from diagnosis_core._kernel.ledger import (
+from diagnosis_core._kernel.tools.ledger import (
     ToolInvocation,
     ToolLedger,
     _canonical_json,
@@ -243,7 +243,7 @@ def test_null_object_or_array_value_is_unresolved(path: str) -> None:
 
 
 def test_the_deepest_storable_output_resolves_and_a_deeper_one_is_refused() -> None:
-    from diagnosis_core._kernel.facts import MAX_JSON_DEPTH
+    from diagnosis_core._kernel.wire.facts import MAX_JSON_DEPTH
 
     depth = MAX_JSON_DEPTH // 2  # each level is an object and an array
     output: Any = "bottom line"

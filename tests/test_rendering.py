@@ -30,7 +30,7 @@ from diagnosis_core._chat.rendering import (
     summarize_tool_usage,
 )
 from diagnosis_core._kernel.enums import Locale
-from diagnosis_core._kernel.text import sanitize_item
+from diagnosis_core._kernel.machine.text import sanitize_item
 
 EN = DiagnosisConfig()
 ZH = DiagnosisConfig(locale="zh-CN")

@@ -39,7 +39,7 @@ from diagnosis_core._chat.rendering import (
     render_pre_verification_fallback,
 )
 from diagnosis_core._kernel.enums import Locale
-from diagnosis_core._kernel.text import sanitize_item
+from diagnosis_core._kernel.machine.text import sanitize_item
 from diagnosis_core.aiops import (
     AiOpsCallCounts,
     AiOpsConfig,

@@ -23,7 +23,7 @@ import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.stores as dcst
-from diagnosis_core._kernel.options import DEFAULT_MAX_QUESTION_CHARS
+from diagnosis_core._kernel.driving.options import DEFAULT_MAX_QUESTION_CHARS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 LONE = "\ud800"

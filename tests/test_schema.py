@@ -26,7 +26,7 @@ from diagnosis_core._chat.payloads import (
 )
 from diagnosis_core._chat.schema import SCHEMA_NAMES, json_schema
 from diagnosis_core._kernel.errors import PayloadError
-from diagnosis_core._kernel.json import canonical_json
+from diagnosis_core._kernel.wire.json import canonical_json
 
 # --- a tiny draft 2020-12 validator covering exactly the keywords the schemas use -----------
 

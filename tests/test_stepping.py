@@ -1,4 +1,4 @@
-"""The agent steps both machines share (``_kernel/stepping.py``)."""
+"""The agent steps both machines share (``_kernel/machine/stepping.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import enum
 import pytest
 
 from diagnosis_core import ReasonCode
-from diagnosis_core._kernel.stepping import failure_reasons
+from diagnosis_core._kernel.machine.stepping import failure_reasons
 from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
 from diagnosis_core.machine import AgentName
 

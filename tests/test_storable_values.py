@@ -19,7 +19,7 @@ import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.tools as dct
 from diagnosis_core import LedgerError
-from diagnosis_core._kernel.facts import MAX_JSON_DEPTH, storable_problem
+from diagnosis_core._kernel.wire.facts import MAX_JSON_DEPTH, storable_problem
 from diagnosis_core.journal import EntryState, JournalCall
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

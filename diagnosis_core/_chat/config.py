@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import attrs
 
-from .._kernel.config import int_in_range, to_locale
-from .._kernel.config_fields import max_item_chars_field, technical_retry_limit_field
 from .._kernel.enums import Locale
+from .._kernel.machine.config import (
+    int_in_range,
+    max_item_chars_field,
+    technical_retry_limit_field,
+    to_locale,
+)
 from .._kernel.records import share_repr
 
 __all__ = ["DiagnosisConfig"]

@@ -8,12 +8,12 @@ cancellation, ``KeyboardInterrupt``) propagate untouched.
 
 All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
 :func:`iter_diagnosis`, :func:`aiter_diagnosis`) are thin typed wrappers over
-the kernel's one driver (``_kernel/driver.py``) for :data:`DIAGNOSIS_WORKFLOW`,
+the kernel's one driver (``_kernel/driving/driver.py``) for :data:`DIAGNOSIS_WORKFLOW`,
 with the AIOps drivers' options: a :class:`RunOptions` value as ``options=``
 (or the same-named keywords; not both) — ``journal``, ``sink``, ``key``,
 ``head``, ``tools``, ``resend_gatekeeper``, ``resend_executor``, ``observer``,
 ``store`` — checked the same way, with the same errors (see
-``_kernel/driver.py`` for what each does). The descriptor and the journal
+``_kernel/driving/driver.py`` for what each does). The descriptor and the journal
 classes are loaded at the first run, so ``import diagnosis_core`` stays cheap.
 """
 
@@ -25,11 +25,15 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Unpack, cast
 
 import attrs
 
-from .._kernel.effects import reject_awaitable, require_awaitable
-from .._kernel.facts import repair_text
-from .._kernel.keywords import RunKeywords
-from .._kernel.loop import ainvoke_agent, describe_error, invoke_agent
-from .._kernel.options import DEFAULT_MAX_QUESTION_CHARS, RunOptions, merge_options
+from .._kernel.driving.effects import reject_awaitable, require_awaitable
+from .._kernel.driving.loop import ainvoke_agent, describe_error, invoke_agent
+from .._kernel.driving.options import (
+    DEFAULT_MAX_QUESTION_CHARS,
+    RunKeywords,
+    RunOptions,
+    merge_options,
+)
+from .._kernel.wire.facts import repair_text
 from .effects import AsyncEffects, Effects
 from .facts import gatekeeper_fact
 from .machine import (
@@ -47,7 +51,7 @@ from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
-    from .._kernel.driver import Driving
+    from .._kernel.driving.driver import Driving
     from .journal import Journal, JournalSink
     from .reference_gatekeeper import ToolRecorder
 
@@ -145,7 +149,7 @@ def _check_tools(gatekeeper: object, tools: object, driver: str) -> None:
 @functools.cache
 def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
     """The chat workflow's parts, loaded at the first run (not by ``import diagnosis_core``)."""
-    from .._kernel.driver import Driving
+    from .._kernel.driving.driver import Driving
     from .journal import Journal, JournalRecorder
     from .workflow import DIAGNOSIS_WORKFLOW
 
@@ -172,7 +176,7 @@ def check_diagnosis_effects(
     drivers: an adapter calls it where the effects come in, before any
     effect runs or any engine state is written.
     """
-    from .._kernel.driver import check_wiring
+    from .._kernel.driving.driver import check_wiring
 
     check_wiring(_driving(), effects, tools, where)
 
@@ -191,7 +195,7 @@ def check_diagnosis_request(
     limit that is not a positive int is a :class:`RunOptionsError`; a request
     of another type is left to the caller's own check.
     """
-    from .._kernel.driver import check_entry_request
+    from .._kernel.driving.driver import check_entry_request
 
     check_entry_request(_driving(), request, max_question_chars, where)
 
@@ -239,7 +243,7 @@ def run_diagnosis(
     when options do not go together; :class:`JournalError` when the journal
     does not verify or belongs to another request.
     """
-    from .._kernel import driver  # the loop loads at the first run
+    from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("run_diagnosis", options, **keywords)
     return driver.run(_driving(), "run_diagnosis", request, effects, state, chosen)
@@ -259,7 +263,7 @@ async def arun_diagnosis(
     run starts when ``effects`` are not :class:`AsyncEffects` of ``async``
     callables (spec §15).
     """
-    from .._kernel import driver  # the loop loads at the first run
+    from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("arun_diagnosis", options, **keywords)
     return await driver.arun(_driving(), "arun_diagnosis", request, effects, state, chosen)
@@ -283,7 +287,7 @@ def iter_diagnosis(
     (with ``store``, the run is claimed when iteration starts and released
     when it ends or the iterator is closed).
     """
-    from .._kernel import driver  # the loop loads at the first run
+    from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("iter_diagnosis", options, **keywords)
     items = driver.iterate(_driving(), "iter_diagnosis", request, effects, state, chosen)
@@ -303,7 +307,7 @@ def aiter_diagnosis(
     ``async for item in aiter_diagnosis(request, effects): ...``. Options are
     checked when this is called; effects run as it is iterated.
     """
-    from .._kernel import driver  # the loop loads at the first run
+    from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("aiter_diagnosis", options, **keywords)
     items = driver.aiterate(_driving(), "aiter_diagnosis", request, effects, state, chosen)

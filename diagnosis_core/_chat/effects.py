@@ -14,8 +14,7 @@ from typing import Protocol
 
 import attrs
 
-from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.effects import (
+from .._kernel.driving.effects import (
     AGENT_SIGNATURE,
     ASYNC_AGENT_SIGNATURE,
     CLASSIFIER_SIGNATURE,
@@ -25,6 +24,7 @@ from .._kernel.effects import (
     AsyncAgentTable,
     effect_field,
 )
+from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
 from .._kernel.records import share_repr
 from .enums import AgentName
 from .payloads import ExecutorEvidence

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, overload
 
 from .._kernel.errors import JournalError, PayloadError
 from .._kernel.journal.codec import JournalEntryBase, _load_entry, entry_to_wire
-from .._kernel.json import loads_stored, stored_json
+from .._kernel.wire.json import loads_stored, stored_json
 from .journal import JournalEntry
 
 __all__ = ["entry_from_json", "entry_to_json"]

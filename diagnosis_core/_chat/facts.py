@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from .._kernel.facts import repair_text, storable
-from .._kernel.json import JsonValue, canonical_json
+from .._kernel.wire.facts import repair_text, storable
+from .._kernel.wire.json import JsonValue, canonical_json
 from .gatekeeper import snapshot_raw_result
 
 __all__ = ["gatekeeper_fact", "gatekeeper_fact_json"]

@@ -40,8 +40,8 @@ from collections.abc import Mapping
 import attrs
 
 from .._kernel.errors import PayloadError
-from .._kernel.json import SURROGATE as _SURROGATE
 from .._kernel.records import share_repr
+from .._kernel.wire.json import SURROGATE as _SURROGATE
 from .enums import BindingCheckStatus, GatekeeperStatus, ReasonCode
 from .payloads import CheckedBinding, GatekeeperResult
 

@@ -5,7 +5,7 @@ call and returns the ``executor_evidence_v2`` schema of a profile (spec
 §5.5) in which each binding is one of per-invocation branches: the branch of
 ``inv-3`` fixes ``source_invocation_id`` to ``inv-3``, ``tool_name`` to the
 tool ``inv-3`` called, and ``raw_path`` to an enum of the paths that exist in
-``inv-3``'s output (``_kernel/grounding.py``). An ``anyOf`` and not two
+``inv-3``'s output (``_kernel/tools/grounding.py``). An ``anyOf`` and not two
 independent enums: with independent enums a model was measured citing
 ``inv-1`` with a path that exists only in ``inv-2``'s output; a branch couples
 an id to its own paths.
@@ -20,7 +20,7 @@ resolves to a scalar — ``INVOCATION_NOT_FOUND``, ``INVOCATION_FAILED``,
 Profiles: ``openai-strict`` and ``anthropic-strict`` take the ``anyOf`` (both
 document it inside an object, never at the root); ``validation`` too (draft
 2020-12, in the form a local decoder's JSON-schema grammar converter reads
-whole: ``_kernel.grounding.for_local_decoder`` writes nullable fields as an
+whole: ``_kernel.tools.grounding.for_local_decoder`` writes nullable fields as an
 ``anyOf`` with ``null`` and moves ``pattern`` into the description — the strict
 profiles' unanchored patterns are refused by llama.cpp's converter);
 ``gemini``'s schema subset has no composition keyword, so there the ids, tool
@@ -44,7 +44,7 @@ from typing import cast
 
 import attrs
 
-from .._kernel.grounding import (
+from .._kernel.tools.grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
     GroundingSchema,
@@ -53,9 +53,9 @@ from .._kernel.grounding import (
     citable_paths,
     for_local_decoder,
 )
-from .._kernel.json import JsonValue
-from .._kernel.ledger import ToolInvocation
-from .._kernel.schema import SchemaProfile, profile_of
+from .._kernel.tools.ledger import ToolInvocation
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import SchemaProfile, profile_of
 from .schema import json_schema
 
 __all__ = ["evidence_grounding_schema"]

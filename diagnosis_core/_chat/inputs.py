@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import attrs
 
-from .._kernel.converter import to_wire
-from .._kernel.json import canonical_json
 from .._kernel.records import share_repr
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import canonical_json
 from .config import DiagnosisConfig
 from .enums import AnswerMode, GatekeeperStatus, Verdict
 from .gaps import RetryContext

@@ -33,7 +33,6 @@ from typing import Any, ClassVar, Protocol
 
 import attrs
 
-from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.codec import (
     JournalBase,
@@ -50,6 +49,7 @@ from .._kernel.journal.codec import (
 )
 from .._kernel.journal.fold import (
     INTERRUPTED_MESSAGE,
+    DefaultTypeVar,
     JournalRecorderBase,
     JournalStatusBase,
     ListSinkBase,
@@ -71,8 +71,8 @@ from .._kernel.journal.fold import (
 )
 from .._kernel.journal.mac import JournalHead, request_seed
 from .._kernel.journal.status import journal_status_of
-from .._kernel.json import JsonValue
-from .._kernel.typevars import DefaultTypeVar
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from .enums import AgentName
 from .machine import (
     CallGatekeeper,
@@ -349,7 +349,7 @@ class JournalSink(Protocol):
 
 # ``ListJournalSink()`` is a ``ListJournalSink[JournalEntry]``, and so is the spelled-out
 # ``ListJournalSink[JournalEntry]()``: a type variable with a default (PEP 696; see
-# ``_kernel/typevars.py``).
+# ``_kernel/journal/fold.py``).
 _Entry = DefaultTypeVar("_Entry", bound=JournalEntry, default=JournalEntry)
 
 

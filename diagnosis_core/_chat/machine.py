@@ -21,16 +21,16 @@ from typing import Final
 
 import attrs
 
-from .._kernel.config import RunConfig
 from .._kernel.enums import NodeStatus
 from .._kernel.errors import MachineError
-from .._kernel.facts import refuse_surrogate_pairs
-from .._kernel.json import canonical_json
-from .._kernel.provenance import mark_built
+from .._kernel.machine.config import RunConfig
+from .._kernel.machine.provenance import mark_built
+from .._kernel.machine.results import AgentFailed, AgentReplied, awaited, items_of
+from .._kernel.machine.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
+from .._kernel.machine.tables import leaving_reason
 from .._kernel.records import share_repr
-from .._kernel.results import AgentFailed, AgentReplied, awaited, items_of
-from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
-from .._kernel.tables import leaving_reason
+from .._kernel.wire.facts import refuse_surrogate_pairs
+from .._kernel.wire.json import canonical_json
 from .config import DiagnosisConfig
 from .enums import AgentName, AnswerMode, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .gaps import RetryContext, build_retry_context, extract_evidence_gaps
@@ -822,7 +822,7 @@ _STEPS: Final = AgentSteps(
     leave=_leave,
     replies=_REPLIES,
 )
-"""The chat workflow's data for the agent steps both machines share (``_kernel/stepping``)."""
+"""The chat workflow's data for the agent steps both machines share (``machine/stepping``)."""
 
 
 share_repr(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from .._kernel.observe import Observer
+from .._kernel.driving.observe import Observer
 from .machine import CallGatekeeper, EffectResult, InvokeAgent
 from .trace import TraceEvent
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection
 
-from .._kernel.converter import from_json_object_text, from_wire
 from .._kernel.errors import PayloadError
-from .._kernel.json import describe_value, extract_json_text, parse_json_object
-from .._kernel.plan import check_plan_steps
+from .._kernel.machine.plan import check_plan_steps
+from .._kernel.wire.converter import from_json_object_text, from_wire
+from .._kernel.wire.json import describe_value, extract_json_text, parse_json_object
 from .enums import EvidenceStatus
 from .payloads import (
     EXECUTOR_SCHEMA_VERSION,

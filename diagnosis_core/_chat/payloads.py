@@ -3,7 +3,7 @@
 These are the *parsed* forms: a value of one of these classes has passed every
 rule of its section (the parsers in :mod:`diagnosis_core._chat.parsing` guarantee
 it). Collections are tuples so nobody can mutate a payload after parsing.
-Python attribute names equal the wire names; :mod:`diagnosis_core._kernel.converter`
+Python attribute names equal the wire names; :mod:`diagnosis_core._kernel.wire.converter`
 is the one place that maps them to JSON.
 """
 
@@ -13,7 +13,7 @@ from typing import Literal
 
 import attrs
 
-from .._kernel.plan import PlanStep
+from .._kernel.machine.plan import PlanStep
 from .._kernel.records import share_repr
 from .enums import BindingCheckStatus, EvidenceStatus, Verdict, Verification
 

@@ -8,7 +8,7 @@ is exact and fails closed: every doubt is a failed binding with a reason code,
 never an exception and never a pass.
 
 The ledger itself (:class:`ToolLedger`, freezing, records) is the kernel's
-(``_kernel/ledger.py``).
+(``_kernel/tools/ledger.py``).
 
 Decisions where the spec is silent:
 
@@ -50,9 +50,9 @@ from typing import Final
 
 import attrs
 
-from .._kernel.json import SURROGATE as _SURROGATE
-from .._kernel.ledger import PathSegment, ToolInvocation, ToolLedger
-from .._kernel.tools import ToolRecorder as _ToolRecorder
+from .._kernel.tools.ledger import PathSegment, ToolInvocation, ToolLedger
+from .._kernel.tools.recorder import ToolRecorder as _ToolRecorder
+from .._kernel.wire.json import SURROGATE as _SURROGATE
 from .enums import BindingCheckStatus
 from .payloads import CheckedBinding, EvidenceBinding, ExecutorEvidence
 

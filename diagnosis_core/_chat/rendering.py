@@ -25,8 +25,13 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import Locale
-from .._kernel.rendering_common import SHARED_TEXTS, SharedTexts, titled_section, trace_pointer
-from .._kernel.text import sanitize_item
+from .._kernel.machine.text import (
+    SHARED_TEXTS,
+    SharedTexts,
+    sanitize_item,
+    titled_section,
+    trace_pointer,
+)
 from .config import DiagnosisConfig
 from .enums import AnswerMode, GatekeeperStatus, ReasonCode
 from .payloads import ToolTraceEntry
@@ -99,7 +104,7 @@ class _Templates:
     Placeholders are filled with ``str.format`` after each value went
     through :func:`sanitize_item`. No template contains ``&``, ``<`` or ``>``.
     The lines the AIOps renderings say too are in ``shared``
-    (:data:`~diagnosis_core._kernel.rendering_common.SHARED_TEXTS`).
+    (:data:`~diagnosis_core._kernel.machine.text.SHARED_TEXTS`).
     """
 
     shared: SharedTexts

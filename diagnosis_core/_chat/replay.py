@@ -4,7 +4,7 @@ A scenario scripts every effect of a run as JSON. :func:`load_scenario` checks
 it strictly (every problem is a :class:`ScenarioError` naming the path),
 :func:`replay` runs it through the synchronous driver and returns the
 JSON-compatible result. The scripted agents are the kernel's
-(``_kernel/scripted.py``); the scripted gatekeeper is this workflow's. The
+(``_kernel/scenario/scripted.py``); the scripted gatekeeper is this workflow's. The
 request part of a scenario is read by the request codec
 (``request_codec.py``), the same reader a journal's request goes through.
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 import attrs
 
-from .._kernel.config import RunConfig
-from .._kernel.converter import to_wire
-from .._kernel.document import (
+from .._kernel.errors import NonRetryableError
+from .._kernel.machine.config import RunConfig
+from .._kernel.scenario.document import (
     SCENARIO,
     _json_text,
     check_known_keys,
@@ -28,16 +28,16 @@ from .._kernel.document import (
     expect_string,
     scenario_error,
 )
-from .._kernel.errors import NonRetryableError
-from .._kernel.json import JsonValue
-from .._kernel.ledger import ToolLedger
-from .._kernel.scripted import (
+from .._kernel.scenario.scripted import (
     ScriptedAgent,
     ScriptedResponse,
     frozen_responses,
     load_responses_section,
     load_tool_ledger,
 )
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from .config import DiagnosisConfig
 from .drivers import run_diagnosis
 from .effects import Effects, Gatekeeper

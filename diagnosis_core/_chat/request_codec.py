@@ -3,7 +3,7 @@
 One reader for both places a request arrives as JSON: a §9 scenario's
 request part (``question``, ``run``, ``history``, ``skills``, ``config``) and
 a §12 journal's ``request`` object. The reader is told which document it
-reads (:class:`~diagnosis_core._kernel.document.Document`), so a journal's
+reads (:class:`~diagnosis_core._kernel.scenario.document.Document`), so a journal's
 request fails as a :class:`JournalError` at ``request.<path>`` directly.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._kernel.converter import to_wire
-from .._kernel.document import (
+from .._kernel.journal.codec import request_object
+from .._kernel.scenario.document import (
     JOURNAL_REQUEST,
     Document,
     expect_array,
@@ -21,8 +21,8 @@ from .._kernel.document import (
     load_config_section,
     load_run_config,
 )
-from .._kernel.journal.codec import request_object
-from .._kernel.json import JsonValue
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from .config import DiagnosisConfig
 from .machine import DiagnosisRequest
 from .payloads import HistoryMessage, Skill

@@ -17,9 +17,17 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
+from .._kernel.machine.tables import (
+    Router,
+    RouteRow,
+    StatusRoutingFacts,
+    always,
+    completed,
+    failed,
+    mermaid_flowchart,
+    retry_left,
+)
 from .._kernel.records import share_repr
-from .._kernel.routes import RouteRow, StatusRoutingFacts
-from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
 
 __all__ = [

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
-from .._kernel.json import JsonValue
+from .._kernel.wire.json import JsonValue
 from .payloads import ExecutorEvidence
 from .reference_gatekeeper import ToolRecorder
 

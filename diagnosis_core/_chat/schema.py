@@ -3,7 +3,7 @@
 The shape comes from the payload types; the rules a type cannot express
 (non-empty, at least one item, a score range, the evidence-status condition)
 come from the tables below, and the kernel's generator
-(``_kernel/schema.py``, whose docstring describes the profiles) writes both.
+(``_kernel/wire/schema.py``, whose docstring describes the profiles) writes both.
 Rules JSON Schema cannot express at all are written in ``$comment`` and
 enforced by :mod:`diagnosis_core._chat.parsing`, which remains the authority.
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._kernel.json import JsonValue
-from .._kernel.plan import PlanStep
-from .._kernel.schema import (
+from .._kernel.machine.plan import PlanStep
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import (
     NOT_ONLY_WHITESPACE_PATTERN,
     SchemaProfile,
     SchemaRules,

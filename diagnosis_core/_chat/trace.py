@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import attrs
 
-from .._kernel.converter import register_json_text, register_sparse_details
 from .._kernel.enums import NodeStatus
 from .._kernel.records import share_repr
+from .._kernel.wire.converter import register_json_text, register_sparse_details
 from .enums import AgentName, GatekeeperStatus, NodeName, Outcome, ReasonCode, Verdict
 from .payloads import VerifierOutput
 

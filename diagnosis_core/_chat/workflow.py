@@ -1,6 +1,6 @@
 """The chat diagnosis workflow as the kernel sees it: :data:`DIAGNOSIS_WORKFLOW` (spec §12).
 
-One descriptor (``_kernel/workflow.py``) states what the journal, the fold,
+One descriptor (``_kernel/journal/workflow.py``) states what the journal, the fold,
 the resume rule, the recorder and the driver need to know of this workflow:
 the journal's call names (:class:`JournalCall`: the four agents and the
 gatekeeper), the machine (:func:`start_diagnosis`, :func:`next_action`,
@@ -28,9 +28,7 @@ from typing import ClassVar
 
 import attrs
 
-from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
-from .._kernel.facts import repair_text
 from .._kernel.journal.codec import (
     JournalEntryBase,
     JournalOutcome,
@@ -39,9 +37,11 @@ from .._kernel.journal.codec import (
     RecordedToolInvocation,
 )
 from .._kernel.journal.fold import agent_outcome, agent_result
-from .._kernel.json import canonical_json, sha256_text
-from .._kernel.results import AgentFailed, AgentReplied
-from .._kernel.workflow import ExpectedCallBase, Workflow
+from .._kernel.journal.workflow import ExpectedCallBase, Workflow
+from .._kernel.machine.results import AgentFailed, AgentReplied
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.facts import repair_text
+from .._kernel.wire.json import canonical_json, sha256_text
 from .facts import gatekeeper_fact_json
 from .machine import (
     PLAIN_FACT,
@@ -136,7 +136,7 @@ def derive_gatekeeper(
     :class:`JournalError`.
     """
     from .._kernel.errors import LedgerError
-    from .._kernel.ledger import ToolLedger, invocation_from_record
+    from .._kernel.tools.ledger import ToolLedger, invocation_from_record
     from .reference_gatekeeper import ReferenceGatekeeper
 
     try:

@@ -19,16 +19,24 @@ it (those that cannot be, such as names imported for type checking only,
 stay strings). :func:`defined_in` keeps the defining module for the few
 places that store a class's name as data (a recorded tool error's ``type``,
 spec §12.3), whose bytes must not change.
+
+A public namespace may also serve names whose modules are costly to import (the
+schemas, the replay loader): :func:`lazy_attributes` builds its module
+``__getattr__`` (PEP 562) from a table of name to module, so every such namespace
+refuses an unknown name the same way (``AttributeError`` naming the module),
+publishes a class it exports when loaded, and keeps a loaded value as a plain
+global afterwards.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
-__all__ = ["HOMES", "defined_in", "publish"]
+__all__ = ["HOMES", "defined_in", "lazy_attributes", "publish"]
 
 HOMES = (
     "diagnosis_core",
@@ -116,3 +124,32 @@ def publish(namespace: str, values: Mapping[str, object], names: Iterable[str]) 
             _DEFINED[cls] = current
             _resolve_annotations(cls, current)
         cls.__module__ = namespace
+
+
+def lazy_attributes(
+    module: str,
+    package: str | None,
+    table: Mapping[str, str],
+    namespace: MutableMapping[str, object],
+) -> Callable[[str], object]:
+    """A module ``__getattr__`` serving each name of ``table`` from its module.
+
+    ``table`` maps a name to the (relative to ``package``) module it is read
+    from; the value is stored in ``namespace`` (the module's globals), so it
+    is looked up once. Any other name: ``AttributeError`` naming ``module``.
+    A class the namespace exports (``__all__``) is published there when
+    loaded (:func:`publish`).
+    """
+
+    def load(name: str) -> object:
+        home = table.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home, package), name)
+        namespace[name] = value
+        exported = namespace.get("__all__", ())
+        if isinstance(exported, list | tuple) and name in exported:
+            publish(module, namespace, (name,))  # a public class names its namespace
+        return value
+
+    return load

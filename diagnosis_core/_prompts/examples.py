@@ -19,9 +19,9 @@ from collections.abc import Mapping
 
 import attrs
 
-from .._kernel.converter import to_wire
-from .._kernel.json import JsonValue
-from .._kernel.ledger import ToolLedger
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 
 __all__ = ["Example", "example", "example_ledger"]
 
@@ -147,7 +147,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
     from .._chat.projection import project_verified_input, select_allowed_claims
     from .._chat.reference_gatekeeper import ToolRecorder
     from .._chat.verdict import answer_mode_for, apply_verdict_ceiling, verdict_ceiling
-    from .._kernel.plan import PlanStep
+    from .._kernel.machine.plan import PlanStep
 
     text = _TEXTS[locale]
     skills = (Skill("payment-timeout", text["skill"]),)
@@ -243,8 +243,8 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
 
 @functools.cache
 def _aiops_examples(locale: str) -> Mapping[str, Example]:
-    from .._kernel.plan import PlanStep
-    from .._kernel.tools import ToolRecorder
+    from .._kernel.machine.plan import PlanStep
+    from .._kernel.tools.recorder import ToolRecorder
     from ..aiops._enums import SupervisorChoice
     from ..aiops._inputs import (
         build_aiops_executor_input,
@@ -329,7 +329,7 @@ def example(workflow: str, agent: str, locale: str) -> Example:
 
 def example_ledger(workflow: str) -> ToolLedger:
     """The tool ledger the example tool results were recorded in (for the tests' checks)."""
-    from .._kernel.tools import ToolRecorder
+    from .._kernel.tools.recorder import ToolRecorder
 
     recorder = ToolRecorder()
     if workflow == "chat":

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .._kernel.json import JsonValue
+from .._kernel.wire.json import JsonValue
 from .agents import PROMPT_AGENTS, AgentSpec, agent_spec, describe
 from .examples import example
 from .notation import field_types, type_notation
@@ -166,7 +166,7 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         "",
     ]
     if spec.calls_tools:
-        from .._kernel.tools import ToolEnvelope
+        from .._kernel.tools.recorder import ToolEnvelope
 
         keys = ", ".join(f"`{key}`" for key in ToolEnvelope.__annotations__)
         space = " " if locale == "en" else ""

@@ -6,7 +6,7 @@ An ``enforces`` key is one of:
 
 ``parse:<path>: <message>``
     a rule of an agent's payload parser (``_chat/parsing.py``,
-    ``aiops/_parsing.py``, ``_kernel/plan.py``), written as the
+    ``aiops/_parsing.py``, ``_kernel/machine/plan.py``), written as the
     :class:`~diagnosis_core.protocol.PayloadError` it raises: its path and
     message with every computed part as ``{}``;
 ``layer:document`` / ``layer:types``
@@ -128,7 +128,7 @@ def vocabulary(locale: str = "en") -> Mapping[str, str]:
     from .._chat.enums import AnswerMode, EvidenceStatus, Verdict, Verification
     from .._chat.gaps import _GAP_VERIFICATIONS, RetryConstraint
     from .._chat.payloads import EXECUTOR_SCHEMA_VERSION
-    from .._kernel.json import MAX_INT_DIGITS
+    from .._kernel.wire.json import MAX_INT_DIGITS
 
     gaps = [value for value in Verification if value in _GAP_VERIFICATIONS]
     return _Vocabulary(

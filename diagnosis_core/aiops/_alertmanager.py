@@ -58,8 +58,8 @@ from collections.abc import Mapping
 import attrs
 
 from .._kernel.errors import DiagnosisError
-from .._kernel.json import SURROGATE as _SURROGATE
-from .._kernel.json import describe_value, json_path_index, json_path_key, json_type_name
+from .._kernel.wire.json import SURROGATE as _SURROGATE
+from .._kernel.wire.json import describe_value, json_path_index, json_path_key, json_type_name
 from ._payloads import Alert
 
 __all__ = [

@@ -10,7 +10,7 @@ propagate untouched.
 
 The four drivers (:func:`run_aiops`, :func:`arun_aiops`, :func:`iter_aiops`,
 :func:`aiter_aiops`) are thin typed wrappers over the kernel's one driver
-(``_kernel/driver.py``) for :data:`AIOPS_WORKFLOW`, like the chat drivers,
+(``_kernel/driving/driver.py``) for :data:`AIOPS_WORKFLOW`, like the chat drivers,
 with the same :class:`RunOptions` (``options=`` or the same-named keywords),
 checked the same way with the same errors. ``observer=`` (an :data:`AiOpsObserver`) is told of
 every agent call and every trace event appended in this process (spec §14).
@@ -34,10 +34,9 @@ from typing import TypeAlias, Unpack, cast
 
 import attrs
 
-from .._kernel import driver as _driver
-from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.driver import Driving
-from .._kernel.effects import (
+from .._kernel.driving import driver as _driver
+from .._kernel.driving.driver import Driving
+from .._kernel.driving.effects import (
     AGENT_SIGNATURE,
     ASYNC_AGENT_SIGNATURE,
     CLASSIFIER_SIGNATURE,
@@ -47,13 +46,13 @@ from .._kernel.effects import (
     AsyncAgentTable,
     effect_field,
 )
-from .._kernel.keywords import RunKeywords
-from .._kernel.ledger import ToolLedger
-from .._kernel.loop import ainvoke_agent, invoke_agent
-from .._kernel.observe import Observer
-from .._kernel.options import RunOptions, merge_options
-from .._kernel.results import AgentFailed, AgentReplied
-from .._kernel.tools import ToolRecorder
+from .._kernel.driving.loop import ainvoke_agent, invoke_agent
+from .._kernel.driving.observe import Observer
+from .._kernel.driving.options import RunKeywords, RunOptions, merge_options
+from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
+from .._kernel.machine.results import AgentFailed, AgentReplied
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.tools.recorder import ToolRecorder
 from ._enums import AiOpsAgent
 from ._journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink
 from ._machine import (

@@ -1,6 +1,6 @@
 """The AIOps executor as a tool loop: :func:`aiops_executor_agent` (spec §11, §13, §18).
 
-The loop itself is the kernel's (``_kernel/tool_loop.py``, shared with the
+The loop itself is the kernel's (``_kernel/tools/tool_loop.py``, shared with the
 chat executor); this module gives it the AIOps final answer,
 ``aiops_executor_output``, constrained by :func:`aiops_grounding_schema`.
 """
@@ -10,11 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from .._kernel.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
-from .._kernel.classify import FailureClassifier, default_failure_classifier
-from .._kernel.grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
-from .._kernel.ledger import ToolInvocation
-from .._kernel.tool_loop import (
+from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
+from .._kernel.tools.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
+from .._kernel.tools.grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
+from .._kernel.tools.ledger import ToolInvocation
+from .._kernel.tools.recorder import ToolRecorder
+from .._kernel.tools.tool_loop import (
     AsyncExecutorAgent,
     ExecutorAgent,
     GroundingScope,
@@ -22,7 +23,6 @@ from .._kernel.tool_loop import (
     ToolErrorPolicy,
     build_settings,
 )
-from .._kernel.tools import ToolRecorder
 from ._grounding import aiops_grounding_schema
 
 __all__ = ["aiops_executor_agent", "async_aiops_executor_agent"]

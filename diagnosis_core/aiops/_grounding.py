@@ -22,16 +22,16 @@ import copy
 from collections.abc import Sequence
 from typing import cast
 
-from .._kernel.grounding import (
+from .._kernel.tools.grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
     GroundingSchema,
     citable_invocations,
     for_local_decoder,
 )
-from .._kernel.json import JsonValue
-from .._kernel.ledger import ToolInvocation
-from .._kernel.schema import SchemaProfile, profile_of
+from .._kernel.tools.ledger import ToolInvocation
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import SchemaProfile, profile_of
 from ._schema import aiops_json_schema
 
 __all__ = ["aiops_grounding_schema"]

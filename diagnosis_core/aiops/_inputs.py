@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from .._kernel.converter import to_wire
-from .._kernel.json import canonical_json
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import canonical_json
 from ._enums import AiOpsMode, SupervisorChoice
 from ._payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
 

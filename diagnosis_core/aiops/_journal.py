@@ -41,6 +41,7 @@ from .._kernel.journal.codec import (
     load_journal_document,
 )
 from .._kernel.journal.fold import (
+    DefaultTypeVar,
     JournalRecorderBase,
     JournalStatusBase,
     ListSinkBase,
@@ -49,8 +50,7 @@ from .._kernel.journal.fold import (
 )
 from .._kernel.journal.mac import JournalHead
 from .._kernel.journal.status import journal_status_of
-from .._kernel.results import AgentFailed, AgentReplied
-from .._kernel.typevars import DefaultTypeVar
+from .._kernel.machine.results import AgentFailed, AgentReplied
 from ._enums import AiOpsAgent
 from ._machine import (
     AiOpsFinished,

@@ -33,9 +33,9 @@ from .._kernel.journal.codec import (
 )
 from .._kernel.journal.fold import require_complete, scenario_response
 from .._kernel.journal.mac import sign_journal
-from .._kernel.json import JsonValue
-from .._kernel.ledger import ToolLedger
-from .._kernel.scripted import load_tool_ledger
+from .._kernel.scenario.scripted import load_tool_ledger
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.wire.json import JsonValue
 from ._drivers import run_aiops
 from ._enums import AiOpsAgent
 from ._journal import (

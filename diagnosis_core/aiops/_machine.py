@@ -28,21 +28,21 @@ from typing import Final
 
 import attrs
 
-from .._kernel.config import RunConfig
-from .._kernel.converter import to_wire
 from .._kernel.enums import NodeStatus
 from .._kernel.errors import MachineError
-from .._kernel.facts import refuse_surrogate_pairs
-from .._kernel.provenance import mark_built
-from .._kernel.results import (
+from .._kernel.machine.config import RunConfig
+from .._kernel.machine.provenance import mark_built
+from .._kernel.machine.results import (
     AgentFailed,
     AgentReplied,
     awaited,
     items_of,
     to_tuple,
 )
-from .._kernel.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
-from .._kernel.tables import leaving_reason
+from .._kernel.machine.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
+from .._kernel.machine.tables import leaving_reason
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.facts import refuse_surrogate_pairs
 from ._config import AiOpsConfig
 from ._enums import (
     AiOpsAgent,
@@ -443,4 +443,4 @@ _STEPS: Final = AgentSteps(
     leave=_leave,
     replies=_REPLIES,
 )
-"""The AIOps data for the agent steps both machines share (``_kernel/stepping``)."""
+"""The AIOps data for the agent steps both machines share (``_kernel/machine/stepping``)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Sequence
 
-from .._kernel.converter import from_wire
 from .._kernel.errors import PayloadError
-from .._kernel.json import describe_value, parse_json_object
-from .._kernel.plan import check_plan_steps
+from .._kernel.machine.plan import check_plan_steps
+from .._kernel.wire.converter import from_wire
+from .._kernel.wire.json import describe_value, parse_json_object
 from ._payloads import (
     AiOpsExecutorOutput,
     AiOpsPlan,

@@ -26,8 +26,8 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.errors import ConfigError
-from .._kernel.json import describe_value
-from .._kernel.plan import PlanStep
+from .._kernel.machine.plan import PlanStep
+from .._kernel.wire.json import describe_value
 from ._enums import SupervisorChoice
 
 __all__ = [

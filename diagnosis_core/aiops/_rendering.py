@@ -20,8 +20,13 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import Locale
-from .._kernel.rendering_common import SHARED_TEXTS, SharedTexts, titled_section, trace_pointer
-from .._kernel.text import sanitize_item
+from .._kernel.machine.text import (
+    SHARED_TEXTS,
+    SharedTexts,
+    sanitize_item,
+    titled_section,
+    trace_pointer,
+)
 from ._config import AiOpsConfig
 from ._enums import AiOpsMode, AiOpsReasonCode
 from ._payloads import AiOpsReport, Alert
@@ -35,7 +40,7 @@ class _Templates:
     """Every fixed text of the AIOps renderings for one locale (no ``&``, ``<``, ``>``).
 
     The lines the chat fallbacks say too are in ``shared``
-    (:data:`~diagnosis_core._kernel.rendering_common.SHARED_TEXTS`).
+    (:data:`~diagnosis_core._kernel.machine.text.SHARED_TEXTS`).
     """
 
     shared: SharedTexts

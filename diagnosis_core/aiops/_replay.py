@@ -47,24 +47,24 @@ from typing import Any
 
 import attrs
 
-from .._kernel.config import RunConfig
-from .._kernel.converter import to_wire
-from .._kernel.document import (
+from .._kernel.machine.config import RunConfig
+from .._kernel.machine.tables import text_cell, trace_table_lines
+from .._kernel.scenario.document import (
     SCENARIO,
     check_known_keys,
     expect_object,
     scenario_error,
 )
-from .._kernel.json import JsonValue, describe_value
-from .._kernel.ledger import ToolLedger
-from .._kernel.scripted import (
+from .._kernel.scenario.scripted import (
     ScriptedAgent,
     ScriptedResponse,
     frozen_responses,
     load_responses_section,
     load_tool_ledger,
 )
-from .._kernel.tables import text_cell, trace_table_lines
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue, describe_value
 from ._config import AiOpsConfig
 from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
 from ._enums import AiOpsAgent

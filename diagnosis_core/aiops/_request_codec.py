@@ -3,7 +3,7 @@
 One reader for both places a request arrives as JSON: an AIOps scenario's
 request part (``run``, ``alerts`` or ``alertmanager``, ``config``) and an
 ``aiops_journal_v1`` journal's ``request`` object; the
-:class:`~diagnosis_core._kernel.document.Document` it is given says which
+:class:`~diagnosis_core._kernel.scenario.document.Document` it is given says which
 error a problem raises and under which path.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._kernel.converter import to_wire
-from .._kernel.document import (
+from .._kernel.journal.codec import request_object
+from .._kernel.scenario.document import (
     JOURNAL_REQUEST,
     Document,
     check_known_keys,
@@ -22,8 +22,8 @@ from .._kernel.document import (
     load_config_section,
     load_run_config,
 )
-from .._kernel.journal.codec import request_object
-from .._kernel.json import JsonValue
+from .._kernel.wire.converter import to_wire
+from .._kernel.wire.json import JsonValue
 from ._alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
 from ._config import AiOpsConfig
 from ._machine import AiOpsRequest

@@ -37,8 +37,16 @@ from types import MappingProxyType
 import attrs
 
 from .._kernel.enums import NodeStatus
-from .._kernel.routes import RouteRow, StatusRoutingFacts
-from .._kernel.tables import Router, always, completed, failed, mermaid_flowchart, retry_left
+from .._kernel.machine.tables import (
+    Router,
+    RouteRow,
+    StatusRoutingFacts,
+    always,
+    completed,
+    failed,
+    mermaid_flowchart,
+    retry_left,
+)
 from ._config import NO_PROGRESS_REPEATS
 from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
 

@@ -40,10 +40,10 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from .._kernel.converter import from_wire, to_wire
 from .._kernel.errors import PayloadError
-from .._kernel.json import describe_value
-from .._kernel.ledger import ToolLedger
+from .._kernel.tools.ledger import ToolLedger
+from .._kernel.wire.converter import from_wire, to_wire
+from .._kernel.wire.json import describe_value
 from ._enums import AiOpsMode
 from ._parsing import validate_aiops_report
 from ._payloads import (

@@ -20,9 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._kernel.json import JsonValue
-from .._kernel.plan import PlanStep
-from .._kernel.schema import NOT_ONLY_WHITESPACE_PATTERN, SchemaProfile, SchemaRules, named_schema
+from .._kernel.machine.plan import PlanStep
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import (
+    NOT_ONLY_WHITESPACE_PATTERN,
+    SchemaProfile,
+    SchemaRules,
+    named_schema,
+)
 from ._parsing import AiOpsPayloadName
 from ._payloads import (
     AiOpsEvidence,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import attrs
 
-from .._kernel.converter import register_sparse_details
 from .._kernel.enums import NodeStatus
+from .._kernel.wire.converter import register_sparse_details
 from ._enums import AiOpsAgent, AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
 __all__ = [

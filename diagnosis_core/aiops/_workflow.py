@@ -1,6 +1,6 @@
 """The AIOps workflow as the kernel sees it: :data:`AIOPS_WORKFLOW` (spec §11, §12).
 
-The same kernel descriptor as the chat diagnosis's (``_kernel/workflow.py``):
+The same kernel descriptor as the chat diagnosis's (``_kernel/journal/workflow.py``):
 the journal's calls are the four agents (:class:`AiOpsAgent`:
 ``supervisor|planner|executor|reporter``; there is no gatekeeper in this
 flow), a ``round`` is the supervisor ``step``, every outcome is an agent's,
@@ -17,9 +17,9 @@ from typing import ClassVar
 import attrs
 
 from .._kernel.journal.fold import agent_outcome, agent_result
-from .._kernel.json import sha256_text
-from .._kernel.results import AgentFailed, AgentReplied
-from .._kernel.workflow import ExpectedCallBase, Workflow
+from .._kernel.journal.workflow import ExpectedCallBase, Workflow
+from .._kernel.machine.results import AgentFailed, AgentReplied
+from .._kernel.wire.json import sha256_text
 from ._enums import AiOpsAgent
 from ._machine import (
     AiOpsFinished,

@@ -14,7 +14,7 @@ import sys
 from typing import NoReturn
 
 from .. import DiagnosisResult, ScenarioError, to_wire
-from .._kernel.tables import text_cell, trace_table_lines
+from .._kernel.machine.tables import text_cell, trace_table_lines
 from .._kernel.terminal import terminal_safe
 from ..protocol import canonical_json
 from ..scenarios import parse_document_text

@@ -159,7 +159,7 @@ def _format_with_reasons(result: Any, reasons: list[str]) -> str:
     exception); ``why:`` then lists the run's other failure reasons (a
     gatekeeper's failed bindings, a tool's error).
     """
-    from .._kernel.tables import trace_table_lines
+    from .._kernel.machine.tables import trace_table_lines
     from ..stores._escape import text_line
     from ._io import format_result
 

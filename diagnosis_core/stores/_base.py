@@ -90,7 +90,7 @@ from .._kernel.journal.store import (
     StoredRun,
     StoreError,
 )
-from .._kernel.json import loads_stored, stored_json
+from .._kernel.wire.json import loads_stored, stored_json
 from ..journal import entry_from_json, entry_to_json
 from ._feedback import feedback_from_json, feedback_to_json
 from ._story import run_digest

@@ -13,7 +13,7 @@ import hmac
 
 from .._kernel.errors import PayloadError
 from .._kernel.journal.store import Feedback, StoreError
-from .._kernel.json import JsonValue, loads_stored, stored_json
+from .._kernel.wire.json import JsonValue, loads_stored, stored_json
 
 __all__ = ["check_feedback", "feedback_from_json", "feedback_mac", "feedback_to_json"]
 

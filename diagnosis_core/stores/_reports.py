@@ -16,7 +16,7 @@ from typing import Final, Literal
 import attrs
 
 from .._chat.trace import GatekeeperAudit
-from .._kernel.json import JsonValue
+from .._kernel.wire.json import JsonValue
 
 __all__ = [
     "FLEET_REPORT_FORMAT",

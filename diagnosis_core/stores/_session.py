@@ -28,9 +28,9 @@ from collections.abc import Iterator
 
 import attrs
 
-from .._kernel.converter import to_wire
 from .._kernel.errors import JournalError
 from .._kernel.journal.store import MissingKeyError, is_signed
+from .._kernel.wire.converter import to_wire
 from ._base import (
     Feedback,
     JournalStore,

@@ -43,9 +43,9 @@ from typing import Any, Literal
 import attrs
 
 from .._chat.trace import GatekeeperAudit, RawResult
-from .._kernel.converter import from_json, from_json_object_text, to_json
 from .._kernel.errors import PayloadError
-from .._kernel.json import (
+from .._kernel.wire.converter import from_json, from_json_object_text, to_json
+from .._kernel.wire.json import (
     DuplicateKey,
     JsonValue,
     canonical_json,

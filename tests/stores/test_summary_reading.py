@@ -20,8 +20,8 @@ import pytest
 from store_support import load_example, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
-from diagnosis_core._kernel.converter import from_json
 from diagnosis_core._kernel.errors import PayloadError
+from diagnosis_core._kernel.wire.converter import from_json
 from diagnosis_core.stores import open_store, session_report
 from diagnosis_core.stores._base import StoreBase
 from diagnosis_core.stores._summary import (

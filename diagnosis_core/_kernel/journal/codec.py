@@ -23,7 +23,7 @@ writes them.
 
 Both workflows share this form (spec §12): the entry and journal classes here
 are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
-workflow narrows with its descriptor (``_kernel/workflow.py``; what the codec
+workflow narrows with its descriptor (``_kernel/journal/workflow.py``; what the codec
 reads of it is :class:`WireForm`) — its ``format``, its call names, which
 call is the executor (the one that may carry ``tool_invocations``), which
 calls are gatekeeper calls (``result`` outcomes) and how its request goes to
@@ -58,7 +58,8 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError, PayloadError
-from ..json import (
+from ..tools.ledger import ToolInvocation
+from ..wire.json import (
     JsonValue,
     canonical_json,
     describe_value,
@@ -67,7 +68,6 @@ from ..json import (
     loads_stored,
     stored_json,
 )
-from ..ledger import ToolInvocation
 from . import recorded
 from .recorded import *  # noqa: F403  (re-exported: its ``__all__`` is added below)
 from .recorded import (
@@ -132,7 +132,7 @@ E = TypeVar("E", bound="JournalEntryBase[Any]")
 
 
 class WireForm(Protocol):
-    """What the codec reads of a workflow's descriptor (``_kernel/workflow.py``).
+    """What the codec reads of a workflow's descriptor (``_kernel/journal/workflow.py``).
 
     A :class:`~diagnosis_core.machine.Workflow` is one: ``calls`` is the
     enumeration of call names, ``executor`` the one call whose entries may

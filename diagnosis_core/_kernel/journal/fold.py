@@ -4,7 +4,7 @@ Fold-and-verify, the resume rule, the ``seq``/``state``/``started`` checks,
 the entry builder and the sinks are the same for every workflow; only the
 machine, the call names, the request and the outcome types differ. A
 workflow states those differences once, in its descriptor (:class:`Workflow`,
-``_kernel/workflow.py``), and its public functions (``fold_journal`` for the
+``_kernel/journal/workflow.py``), and its public functions (``fold_journal`` for the
 chat diagnosis, ``fold_aiops_journal`` for the AIOps flow, …) are this kernel
 applied to its descriptor; the resume rule is the descriptor's
 :meth:`Workflow.resent_on_resume`.
@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError
-from ..facts import not_text_message, repair_text
-from ..json import JsonValue
-from ..results import AgentFailed, AgentReplied
-from ..workflow import ExpectedCallBase, Workflow
+from ..machine.results import AgentFailed, AgentReplied
+from ..wire.facts import not_text_message, repair_text
+from ..wire.json import JsonValue
 from .codec import (
     EntryState,
     JournalBase,
@@ -52,10 +51,12 @@ from .mac import (
     verify_end_mac,
     verify_entry_mac,
 )
+from .workflow import ExpectedCallBase, Workflow
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "AnyWorkflow",
+    "DefaultTypeVar",
     "EntrySink",
     "ExpectedCallBase",
     "JournalRecorderBase",
@@ -533,6 +534,23 @@ class ListSinkBase(Generic[E]):
             self.entries[-1] = entry
         else:
             self.entries.append(entry)
+
+
+# A type variable with a default (PEP 696), for the workflows' in-memory sinks:
+# ``ListJournalSink()`` is meant to be a ``ListJournalSink[JournalEntry]`` (and the
+# AIOps sink likewise), which needs a type variable whose default is the entry class.
+# Type checkers learn defaults from ``typing_extensions.TypeVar``; Python 3.11's
+# ``typing.TypeVar`` has no ``default`` and ``typing_extensions`` is no runtime
+# dependency of the core. Both workflows declare their sink's variable through
+# :func:`DefaultTypeVar`, which is ``typing_extensions.TypeVar`` to a type checker and,
+# at run time, a plain ``TypeVar`` (the default only matters to a type checker).
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as DefaultTypeVar
+else:
+
+    def DefaultTypeVar(name: str, *, bound: type, default: type) -> TypeVar:
+        """A ``TypeVar`` bound to ``bound``; ``default`` is for type checkers only."""
+        return TypeVar(name, bound=bound)
 
 
 class JournalRecorderBase(Generic[J, A, R, E]):

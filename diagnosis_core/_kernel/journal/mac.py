@@ -42,7 +42,7 @@ from typing import Any, Self, TypeVar
 import attrs
 
 from ..errors import JournalError
-from ..json import escape_surrogates, loads_stored, stored_json
+from ..wire.json import escape_surrogates, loads_stored, stored_json
 from .codec import (
     EntryState,
     JournalBase,

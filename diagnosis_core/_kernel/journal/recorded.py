@@ -18,7 +18,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import JournalError
-from ..json import JsonValue, canonical_json
+from ..wire.json import JsonValue, canonical_json
 
 __all__ = [
     "EntryState",

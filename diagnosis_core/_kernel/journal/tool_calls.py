@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import JournalError
-from ..ledger import ToolInvocation, invocation_from_record
-from ..tools import ToolRecorder
+from ..tools.ledger import ToolInvocation, invocation_from_record
+from ..tools.recorder import ToolRecorder
 from .codec import RecordedToolInvocation, is_v1, recorded_tool_invocations
 from .fold import JournalRecorderBase
 
