@@ -31,19 +31,19 @@ import contextlib
 import enum
 import functools
 import gc
-import inspect
 import math
 import threading
 import types
 import typing
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 
 from .._chat.trace import GatekeeperAudit, RawResult
 from .._kernel.errors import PayloadError
+from .._kernel.wire.codegen import slot_setters
 from .._kernel.wire.converter import from_json, from_json_object_text, to_json
 from .._kernel.wire.json import (
     DuplicateKey,
@@ -236,38 +236,6 @@ def _count_source(cl: type[Any], var: str) -> str:
     return " + ".join(parts)
 
 
-def _slot_setters(cl: type[Any]) -> tuple[Callable[[Any, Any], None], ...] | None:
-    """The slot setters of ``cl`` when its ``__init__`` only stores its arguments, else None.
-
-    Then ``object.__new__`` and one setter per field build what ``cl(...)``
-    builds. Any validator, converter, default factory, pre/post-init hook or
-    extra slot (a cached hash) keeps the class's own ``__init__``.
-    """
-    fields = attrs.fields(cl)
-    if any(not field.init or field.validator is not None or field.converter is not None
-           for field in fields):
-        return None
-    if hasattr(cl, "__attrs_pre_init__") or hasattr(cl, "__attrs_post_init__"):
-        return None
-    code = getattr(cl.__init__, "__code__", None)
-    if code is None or "attrs generated" not in code.co_filename:
-        return None
-    slots: set[str] = set()
-    for klass in cl.__mro__:
-        declared = klass.__dict__.get("__slots__", ())
-        slots.update((declared,) if isinstance(declared, str) else declared)
-    slots.discard("__weakref__")
-    if slots != {field.name for field in fields}:
-        return None
-    setters = []
-    for field in fields:
-        descriptor = inspect.getattr_static(cl, field.name, None)
-        if type(descriptor) is not types.MemberDescriptorType:
-            return None
-        setters.append(descriptor.__set__)
-    return tuple(setters)
-
-
 @functools.cache
 def _reader_code() -> tuple[types.CodeType, dict[str, Any]]:
     """The reader's ``object_pairs_hook`` and instance count, compiled once."""
@@ -289,7 +257,7 @@ def _reader_code() -> tuple[types.CodeType, dict[str, Any]]:
                 conditions.append(source[0])
             values[field.name] = source[1]
         namespace[f"_c{number}"] = cl
-        setters = _slot_setters(cl)
+        setters = slot_setters(cast(Any, cl))
         if setters is None:
             arguments = ", ".join(
                 f"{field.alias}={values[field.name]}" if field.kw_only else values[field.name]

@@ -13,7 +13,7 @@ package's strict wire rules and measured 1.7x faster on its payloads:
   intermediate dicts and the second walk over them.
 
 Both build an instance without its generated ``__init__`` where that ``__init__``
-only stores its arguments (:func:`_slot_setters`). The converter
+only stores its arguments (:func:`slot_setters`). The converter
 (:mod:`.converter`) registers the hooks and owns every error message.
 """
 
@@ -87,7 +87,7 @@ class InstanceAcceptingConverter(cattrs.Converter):
 
 
 @functools.cache
-def _slot_setters(cl: Any) -> tuple[Callable[[Any, Any], None], ...] | None:
+def slot_setters(cl: Any) -> tuple[Callable[[Any, Any], None], ...] | None:
     """Slot setters of ``cl`` when its ``__init__`` only stores its arguments, else None.
 
     Then ``object.__new__`` plus one setter per field builds exactly what
@@ -124,7 +124,7 @@ def _construct_lines(
     cl: Any, values: list[str], namespace: dict[str, Any], prefix: str, indent: str
 ) -> list[str]:
     """Source lines that return ``cl`` built from ``values`` (source expressions, field order)."""
-    setters = _slot_setters(cl)
+    setters = slot_setters(cl)
     if setters is None:
         namespace[f"{prefix}cl"] = cl
         init_fields = [field for field in attrs.fields(cl) if field.init]
@@ -434,7 +434,7 @@ def object_builder(root: Any) -> ObjectHook:
     halves the structuring cost of a large payload.
     """
     namespace: dict[str, Any] = {"_Duplicate": DuplicateKey}
-    classes = [cl for cl in _reachable_classes(root) if _slot_setters(cl) is not None]
+    classes = [cl for cl in _reachable_classes(root) if slot_setters(cl) is not None]
     eligible = set(classes)
     while True:  # a class whose nested class cannot be prebuilt cannot be prebuilt either
         scratch: dict[str, Any] = {}
