@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -71,7 +70,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import NonRetryableError
-from ..machine.classify import FailureClassifier, default_failure_classifier
+from ..machine.classify import FailureClassifier
 from ..machine.config import RunConfig
 from ..wire.json import JsonValue, canonical_json
 from .chat_model import (
@@ -88,7 +87,7 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
+from .grounding import GroundingLimits, GroundingSchema
 from .ledger import ToolInvocation
 from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
@@ -187,7 +186,7 @@ class _Settings:
         return tuple(tool.spec for tool in self.tools.values())
 
 
-def _settings(
+def build_settings(
     tools: Sequence[Tool],
     recorder: ToolRecorder | PerRunRecorders,
     *,
@@ -202,8 +201,9 @@ def _settings(
     classifier: FailureClassifier,
     tool_errors: ToolErrorPolicy,
     clock: Callable[[], float],
-    asynchronous: bool,
+    asynchronous: bool = False,
 ) -> _Settings:
+    """The validated settings of an executor agent (each workflow's constructor calls this)."""
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise TypeError(f"tools: expected a sequence of Tool, got {type(tools).__name__}")
     table: dict[str, Tool] = {}
@@ -516,29 +516,3 @@ async def _call_tool(
         function: Callable[..., Awaitable[object]] = tool.function
         return await recorder.wrap_async(name, function)(**arguments)
     return recorder.wrap(name, tool.function)(**arguments)
-
-
-def build_settings(
-    tools: Sequence[Tool],
-    recorder: ToolRecorder | PerRunRecorders,
-    *,
-    build: GroundingBuilder,
-    system_prompt: str | None = None,
-    max_tool_calls: int = 8,
-    max_turns: int = 10,
-    deadline_s: float | None = 120.0,
-    grounding: GroundingScope = "call",
-    profile: str = "openai-strict",
-    limits: GroundingLimits = DEFAULT_LIMITS,
-    classifier: FailureClassifier = default_failure_classifier,
-    tool_errors: ToolErrorPolicy = "report",
-    clock: Callable[[], float] = time.monotonic,
-    asynchronous: bool = False,
-) -> _Settings:
-    """The validated settings of an executor agent (each workflow's constructor calls this)."""
-    return _settings(
-        tools, recorder, system_prompt=system_prompt, max_tool_calls=max_tool_calls,
-        max_turns=max_turns, deadline_s=deadline_s, grounding=grounding, profile=profile,
-        limits=limits, build=build, classifier=classifier, tool_errors=tool_errors,
-        clock=clock, asynchronous=asynchronous,
-    )
