@@ -26,7 +26,8 @@ Four comparisons, each measured side by side in this one process (see
 Every contender's result is checked for equality before anything is timed.
 Nothing here is a test: timings are printed, never asserted. Options:
 ``--quick`` (few rounds, a smoke run),
-``--only parse,scaling,large-output,drivers,import,reject,journal,stores,langgraph,engines`` and
+``--only parse,scaling,large-output,drivers,import,reject,journal,stores,langgraph,engines``
+(``--only stores-reports``: the store section's report rows alone) and
 ``--write-docs docs/benchmarks.md`` (also write the output into the page, between its
 markers, so the page shows measured figures: ``tests/test_docs.py`` checks that the
 page's tables have the structure this script prints).
@@ -65,6 +66,8 @@ import diagnosis_core.tools as dct
 
 SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal",
             "stores", "langgraph", "engines")
+EXTRA_SECTIONS = ("stores-reports",)
+"""Sections run only when named: the store section's report rows alone (a quick re-measure)."""
 TARGETS: list[tuple[str, str, bool]] = []  # (target, measured, met)
 
 
@@ -672,6 +675,12 @@ def bench_stores(quick: bool) -> None:
     run_stores(quick, _table, _target, _ms)
 
 
+def bench_store_reports(quick: bool) -> None:
+    from stores_bench import bench_stores as run_stores
+
+    run_stores(quick, _table, _target, _ms, appends=False)
+
+
 def bench_langgraph(quick: bool) -> None:
     from langgraph_bench import bench_langgraph as run_langgraph
 
@@ -696,7 +705,7 @@ def main() -> None:
                         help="also write the output into PAGE between its benchmark markers")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
-    unknown = set(chosen) - set(SECTIONS)
+    unknown = set(chosen) - set(SECTIONS) - set(EXTRA_SECTIONS)
     if unknown:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     if args.write_docs is None:
@@ -750,9 +759,9 @@ def run(chosen: list[str], quick: bool) -> None:
     runners = {"parse": bench_parse, "scaling": bench_scaling,
                "large-output": bench_one_large_output, "drivers": bench_drivers,
                "import": bench_import, "reject": bench_reject, "journal": bench_journal,
-               "stores": bench_stores, "langgraph": bench_langgraph,
-               "engines": bench_engines}
-    for name in SECTIONS:
+               "stores": bench_stores, "stores-reports": bench_store_reports,
+               "langgraph": bench_langgraph, "engines": bench_engines}
+    for name in (*SECTIONS, *EXTRA_SECTIONS):
         if name in chosen:
             runners[name](quick)
     print("## Targets\n")
