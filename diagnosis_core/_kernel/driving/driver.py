@@ -396,7 +396,6 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
         current: Any = workflow.start(request) if state is None else state
         return _Run(driving, current, None, options, announced=len(current.events))
     from ..journal.codec import is_v1
-    from ..journal.fold import fold, resume
 
     journal = options.journal
     key = options.key
@@ -410,7 +409,7 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
         )
     if journal.request != request:
         raise other_request_error(journal.request, request)
-    before, _, interrupted, _ = fold(workflow, journal, key, options.head)
+    before, _, interrupted, _ = workflow.fold(journal, key, options.head)
     if options.resend_executor and is_v1(journal) and interrupted is not None and (
         interrupted.call is workflow.executor
     ):
@@ -418,8 +417,8 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
             f"resend_executor: a {journal.format} journal does not record tool calls as they "
             "finish; its interrupted executor call cannot be re-sent"
         )
-    resumed, current = resume(
-        workflow, journal, key, resend_gatekeeper=options.resend_gatekeeper,
+    resumed, current = workflow.resume_journal(
+        journal, key=key, resend_gatekeeper=options.resend_gatekeeper,
         resend_executor=options.resend_executor, head=options.head,
     )
     completed = resumed.entries[-1] if resumed is not journal else None
