@@ -181,3 +181,20 @@ def test_no_public_signature_of_the_descriptor_says_any() -> None:
     assert offenders == []
     assert typing.get_type_hints(Workflow.resent_on_resume)["return"] is bool
 
+
+
+def test_each_workflows_journal_functions_are_bound_to_it() -> None:
+    """Public names are bound methods: the other workflow's journal is refused."""
+    chat_journal = dcj.Journal(dc.DiagnosisRequest("why?", dc.RunConfig("run-x", "chat-x")))
+    flow_journal = dca.AiOpsJournal(dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1")))
+    for refuse_chat in (dca.fold_aiops_journal, dca.aiops_journal_status, dca.resume_aiops_journal):
+        with pytest.raises(dc.JournalError, match=r"^expected a AiOpsJournal, got Journal$"):
+            refuse_chat(chat_journal)  # type: ignore[arg-type]
+    for refuse_flow in (dcj.fold_journal, dcj.journal_status, dcj.resume_journal):
+        with pytest.raises(dc.JournalError, match=r"^expected a Journal, got AiOpsJournal$"):
+            refuse_flow(flow_journal)  # type: ignore[arg-type]
+    assert dcj.load_journal(dcj.journal_to_wire(chat_journal)) == chat_journal
+    assert dca.load_aiops_journal(dcj.journal_to_wire(flow_journal)) == flow_journal
+    assert type(dcj.journal_from_json(dcj.journal_to_json(chat_journal))) is dcj.Journal
+    with pytest.raises(dc.JournalError, match=r"^format: expected 'aiops_journal_v2'"):
+        dca.load_aiops_journal(dcj.journal_to_wire(chat_journal))
