@@ -25,6 +25,14 @@ instance), which says, in one place:
   the rule — the resume, the drivers, the engine adapters — asks the
   workflow, so the rule is written once.
 
+The kernel's journal code is written once, as methods of this class that
+call the ones above: :meth:`~Workflow.fold` (fold and verify a journal),
+:meth:`~Workflow.fold_journal`, :meth:`~Workflow.resume_journal` (the resume
+rule applied), :meth:`~Workflow.start_entry` and :meth:`~Workflow.finish_entry`
+(the entry builder the recorder writes through). A workflow's public
+functions (``fold_journal``, ``resume_aiops_journal``, …) are these methods,
+bound to its instance.
+
 The class is typed over its request, state, action, finished action, result,
 call and expected-call types; nothing in its signatures is ``Any``. An
 instance holds nothing (its attributes are the class's, read-only) and does
