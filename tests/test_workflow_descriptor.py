@@ -7,9 +7,9 @@ import itertools
 import sys
 import typing
 
-import attrs
 import pytest
 
+import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
@@ -82,16 +82,38 @@ def test_the_descriptors_values() -> None:
     assert chat.gatekeeper == frozenset({Call.GATEKEEPER}) and flow.gatekeeper == frozenset()
     assert (chat.round_name, flow.round_name) == ("round", "step")
     assert chat.request_type is dcm.DiagnosisRequest and flow.request_type is dca.AiOpsRequest
-    assert chat.start is dcm.start_diagnosis and flow.start is dca.start_aiops
-    assert chat.next_action is dcm.next_action and flow.next_action is dca.next_aiops_action
-    assert chat.advance is dcm.advance and flow.advance is dca.advance_aiops
     assert chat.finished_type is dcm.Finished and flow.finished_type is dca.AiOpsFinished
-    assert chat.expected_call is dcj.expected_call
-    assert flow.expected_call is dca.aiops_expected_call
-    assert chat.entry_result is dcj.entry_result and chat.outcome_of is dcj.outcome_of
-    assert chat.request_to_wire is dcj.request_to_wire
-    assert flow.request_to_wire is dca.aiops_request_to_wire
-    assert chat.derive is not None and flow.derive is None
+    # The public names of the journal header and the recorded facts are the workflow's methods.
+    assert chat.expected_call == dcj.expected_call
+    assert flow.expected_call == dca.aiops_expected_call
+    assert chat.entry_result == dcj.entry_result and chat.outcome_of == dcj.outcome_of
+    # Each workflow overrides every method the kernel calls; only chat derives (§12.4).
+    for workflow in (chat, flow):
+        for method in (
+            "request_to_wire", "load_request", "start", "next_action", "advance",
+            "expected_call", "entry_result", "outcome_of",
+        ):
+            assert getattr(type(workflow), method) is not getattr(Workflow, method), method
+    assert type(chat).derive is not Workflow.derive and type(flow).derive is Workflow.derive
+
+
+def test_the_workflow_methods_are_the_public_machine_and_codec() -> None:
+    chat, flow = DIAGNOSIS_WORKFLOW, AIOPS_WORKFLOW
+    request = dc.DiagnosisRequest("why?", dc.RunConfig("run-x", "chat-x"))
+    state = chat.start(request)
+    assert state == dcm.start_diagnosis(request)
+    assert chat.next_action(state) == dcm.next_action(state)
+    assert chat.request_to_wire(request) == dcj.request_to_wire(request)
+    assert chat.load_request(chat.request_to_wire(request)) == request
+    result = dcm.AgentReplied("{}")
+    assert chat.advance(state, result) == dcm.advance(state, result)
+    flow_request = dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1"))
+    flow_state = flow.start(flow_request)
+    assert flow_state == dca.start_aiops(flow_request)
+    assert flow.next_action(flow_state) == dca.next_aiops_action(flow_state)
+    assert flow.request_to_wire(flow_request) == dca.aiops_request_to_wire(flow_request)
+    assert flow.load_request(flow.request_to_wire(flow_request)) == flow_request
+    assert flow.advance(flow_state, result) == dca.advance_aiops(flow_state, result)
 
 
 def test_the_journal_classes_read_their_descriptor() -> None:
@@ -111,15 +133,18 @@ def test_an_expected_call_says_a_round_in_its_workflows_words() -> None:
 
 
 def test_a_descriptor_is_frozen() -> None:
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         DIAGNOSIS_WORKFLOW.round_name = "step"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        DIAGNOSIS_WORKFLOW.other = 1  # type: ignore[attr-defined]
 
 
 def test_a_descriptor_refuses_to_always_resend_the_executor_or_the_gatekeeper() -> None:
+    chat = type(DIAGNOSIS_WORKFLOW)
     with pytest.raises(ValueError, match=r"^resent: the executor and gatekeeper calls"):
-        attrs.evolve(DIAGNOSIS_WORKFLOW, resent=frozenset({Call.PLANNER, Call.EXECUTOR}))
+        type("Resending", (chat,), {"resent": frozenset({Call.PLANNER, Call.EXECUTOR})})
     with pytest.raises(ValueError, match=r"\['gatekeeper'\]"):
-        attrs.evolve(DIAGNOSIS_WORKFLOW, resent=frozenset({Call.GATEKEEPER}))
+        type("Resending", (chat,), {"resent": frozenset({Call.GATEKEEPER})})
 
 
 def _mentions_any(hint: object) -> bool:
@@ -142,8 +167,7 @@ def test_no_public_signature_of_the_descriptor_says_any() -> None:
     fields = typing.get_type_hints(Workflow, globalns=namespace)
     assert set(fields) >= {
         "name", "format", "v1_format", "calls", "executor", "gatekeeper", "resent",
-        "request_type", "request_to_wire", "load_request", "start", "next_action", "advance",
-        "finished_type", "expected_call", "entry_result", "outcome_of", "round_name", "derive",
+        "request_type", "finished_type", "round_name",
     }
     offenders = [name for name, hint in fields.items() if _mentions_any(hint)]
     for name, member in inspect.getmembers(Workflow):
@@ -157,3 +181,20 @@ def test_no_public_signature_of_the_descriptor_says_any() -> None:
     assert offenders == []
     assert typing.get_type_hints(Workflow.resent_on_resume)["return"] is bool
 
+
+
+def test_each_workflows_journal_functions_are_bound_to_it() -> None:
+    """Public names are bound methods: the other workflow's journal is refused."""
+    chat_journal = dcj.Journal(dc.DiagnosisRequest("why?", dc.RunConfig("run-x", "chat-x")))
+    flow_journal = dca.AiOpsJournal(dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1")))
+    for refuse_chat in (dca.fold_aiops_journal, dca.aiops_journal_status, dca.resume_aiops_journal):
+        with pytest.raises(dc.JournalError, match=r"^expected a AiOpsJournal, got Journal$"):
+            refuse_chat(chat_journal)  # type: ignore[arg-type]
+    for refuse_flow in (dcj.fold_journal, dcj.journal_status, dcj.resume_journal):
+        with pytest.raises(dc.JournalError, match=r"^expected a Journal, got AiOpsJournal$"):
+            refuse_flow(flow_journal)  # type: ignore[arg-type]
+    assert dcj.load_journal(dcj.journal_to_wire(chat_journal)) == chat_journal
+    assert dca.load_aiops_journal(dcj.journal_to_wire(flow_journal)) == flow_journal
+    assert type(dcj.journal_from_json(dcj.journal_to_json(chat_journal))) is dcj.Journal
+    with pytest.raises(dc.JournalError, match=r"^format: expected 'aiops_journal_v2'"):
+        dca.load_aiops_journal(dcj.journal_to_wire(chat_journal))

@@ -19,13 +19,12 @@ classes are loaded at the first run, so ``import diagnosis_core`` stays cheap.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias, Unpack, cast
 
 import attrs
 
-from .._kernel.driving.effects import reject_awaitable, require_awaitable
+from .._kernel.driving.effects import Driving, reject_awaitable, require_awaitable
 from .._kernel.driving.loop import ainvoke_agent, describe_error, invoke_agent
 from .._kernel.driving.options import (
     DEFAULT_MAX_QUESTION_CHARS,
@@ -51,9 +50,9 @@ from .observe import DiagnosisObserver
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
-    from .._kernel.driving.driver import Driving
-    from .journal import Journal, JournalSink
+    from .journal import Journal, JournalRecorder, JournalSink
     from .reference_gatekeeper import ToolRecorder
+    from .workflow import DiagnosisWorkflow
 
 __all__ = [
     "RunOptions",
@@ -120,44 +119,75 @@ async def perform_effect_async(
 # --- the workflow's parts of the one driver -------------------------------------------
 
 
-def _with_failures(state: DiagnosisState, failures: int) -> DiagnosisState:
-    return attrs.evolve(state, observer_failures=failures)
+class _DiagnosisDriving(Driving[DiagnosisState, Effects, AsyncEffects]):
+    """The chat workflow's parts of the one driver; its journal side is loaded at the first run."""
+
+    __slots__ = ()
+
+    effects_type = Effects
+    async_effects_type = AsyncEffects
+    effect_names = _EFFECT_NAMES
+
+    @property
+    def workflow(self) -> DiagnosisWorkflow:
+        """:data:`DIAGNOSIS_WORKFLOW`."""
+        from .workflow import DIAGNOSIS_WORKFLOW
+
+        return DIAGNOSIS_WORKFLOW
+
+    @property
+    def journal_type(self) -> type[Journal]:
+        """:class:`Journal`."""
+        from .journal import Journal
+
+        return Journal
+
+    @property
+    def recorder_type(self) -> type[JournalRecorder]:
+        """:class:`JournalRecorder`."""
+        from .journal import JournalRecorder
+
+        return JournalRecorder
+
+    def perform(self, action: InvokeAgent | CallGatekeeper, effects: Effects) -> EffectResult:
+        """:func:`perform_effect`."""
+        return perform_effect(action, effects)
+
+    async def aperform(
+        self, action: InvokeAgent | CallGatekeeper, effects: AsyncEffects
+    ) -> EffectResult:
+        """:func:`perform_effect_async`."""
+        return await perform_effect_async(action, effects)
+
+    def with_failures(self, state: DiagnosisState, failures: int) -> DiagnosisState:
+        """The finished state with its ``observer_failures`` count."""
+        return attrs.evolve(state, observer_failures=failures)
+
+    def derived(
+        self, action: object, gatekeeper: object, tools: ToolRecorder | None, journal: Any
+    ) -> bool:
+        """Is the gatekeeper ``tools.gatekeeper()`` over exactly the journal's tools? (§12.4)"""
+        from .._kernel.journal.tool_calls import journal_ledger_equals
+        from .reference_gatekeeper import RecorderGatekeeper
+
+        if not isinstance(action, CallGatekeeper) or tools is None:
+            return False
+        if not isinstance(gatekeeper, RecorderGatekeeper) or gatekeeper.recorder is not tools:
+            return False
+        return journal_ledger_equals(journal.entries, tools)
+
+    def question(self, request: DiagnosisRequest) -> str:
+        """The request's question (``max_question_chars`` bounds it)."""
+        return request.question
+
+    def check_tools(self, gatekeeper: object, tools: object, driver: str) -> None:
+        """Refuse a gatekeeper built over another tool recorder than ``tools``."""
+        from .run_recorders import refuse_foreign_gatekeeper
+
+        refuse_foreign_gatekeeper(gatekeeper, tools, driver)
 
 
-def _derived(action: object, gatekeeper: object, tools: ToolRecorder | None, journal: Any) -> bool:
-    """Is the gatekeeper ``tools.gatekeeper()`` over exactly the journal's tools? (§12.4)"""
-    from .._kernel.journal.tool_calls import journal_ledger_equals
-    from .reference_gatekeeper import RecorderGatekeeper
-
-    if not isinstance(action, CallGatekeeper) or tools is None:
-        return False
-    if not isinstance(gatekeeper, RecorderGatekeeper) or gatekeeper.recorder is not tools:
-        return False
-    return journal_ledger_equals(journal.entries, tools)
-
-
-def _question(request: DiagnosisRequest) -> str:
-    return request.question
-
-
-def _check_tools(gatekeeper: object, tools: object, driver: str) -> None:
-    from .run_recorders import refuse_foreign_gatekeeper
-
-    refuse_foreign_gatekeeper(gatekeeper, tools, driver)
-
-
-@functools.cache
-def _driving() -> Driving[DiagnosisState, Effects, AsyncEffects]:
-    """The chat workflow's parts, loaded at the first run (not by ``import diagnosis_core``)."""
-    from .._kernel.driving.driver import Driving
-    from .journal import Journal, JournalRecorder
-    from .workflow import DIAGNOSIS_WORKFLOW
-
-    return Driving(
-        DIAGNOSIS_WORKFLOW, Journal, JournalRecorder, Effects, AsyncEffects, _EFFECT_NAMES,
-        perform_effect, perform_effect_async, with_failures=_with_failures, derived=_derived,
-        question=_question, check_tools=_check_tools,
-    )
+_DRIVING = _DiagnosisDriving()
 
 
 def check_diagnosis_effects(
@@ -178,7 +208,7 @@ def check_diagnosis_effects(
     """
     from .._kernel.driving.driver import check_wiring
 
-    check_wiring(_driving(), effects, tools, where)
+    check_wiring(_DRIVING, effects, tools, where)
 
 
 def check_diagnosis_request(
@@ -197,7 +227,7 @@ def check_diagnosis_request(
     """
     from .._kernel.driving.driver import check_entry_request
 
-    check_entry_request(_driving(), request, max_question_chars, where)
+    check_entry_request(_DRIVING, request, max_question_chars, where)
 
 
 _Keywords: TypeAlias = RunKeywords["Journal", "JournalSink", DiagnosisObserver, "ToolRecorder"]
@@ -246,7 +276,7 @@ def run_diagnosis(
     from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("run_diagnosis", options, **keywords)
-    return driver.run(_driving(), "run_diagnosis", request, effects, state, chosen)
+    return driver.run(_DRIVING, "run_diagnosis", request, effects, state, chosen)
 
 
 async def arun_diagnosis(
@@ -266,7 +296,7 @@ async def arun_diagnosis(
     from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("arun_diagnosis", options, **keywords)
-    return await driver.arun(_driving(), "arun_diagnosis", request, effects, state, chosen)
+    return await driver.arun(_DRIVING, "arun_diagnosis", request, effects, state, chosen)
 
 
 def iter_diagnosis(
@@ -290,7 +320,7 @@ def iter_diagnosis(
     from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("iter_diagnosis", options, **keywords)
-    items = driver.iterate(_driving(), "iter_diagnosis", request, effects, state, chosen)
+    items = driver.iterate(_DRIVING, "iter_diagnosis", request, effects, state, chosen)
     return cast("Iterator[TraceEvent | DiagnosisResult]", items)
 
 
@@ -310,5 +340,5 @@ def aiter_diagnosis(
     from .._kernel.driving import driver  # the loop loads at the first run
 
     chosen = merge_options("aiter_diagnosis", options, **keywords)
-    items = driver.aiterate(_driving(), "aiter_diagnosis", request, effects, state, chosen)
+    items = driver.aiterate(_DRIVING, "aiter_diagnosis", request, effects, state, chosen)
     return cast("AsyncIterator[TraceEvent | DiagnosisResult]", items)

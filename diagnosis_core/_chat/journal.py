@@ -14,10 +14,12 @@ runs and :func:`finish_entry` when it returned, hand both to a
 finished entry — the recorded fact, never the raw object — so the live state
 and the fold of the journal are equal by construction.
 
-The walk, the resume rule, the builder and the sinks are the workflow-free
-kernel of ``_kernel/journal/fold.py``, applied to the chat workflow's
-descriptor :data:`DIAGNOSIS_WORKFLOW` (``workflow.py``, where the recorded
-facts are decided); this module is its typed public functions.
+The walk, the resume rule and the builder are methods of the kernel's
+:class:`Workflow` class (``_kernel/journal/workflow.py``), written once; the
+chat workflow's subclass (``workflow.py``, where the recorded facts are
+decided) overrides the machine, the header and the facts. This module holds
+the chat journal's classes; its public functions are the methods of
+:data:`DIAGNOSIS_WORKFLOW` and of those classes, bound to them.
 
 Decisions where the spec is silent:
 
@@ -28,7 +30,6 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 import attrs
@@ -42,9 +43,6 @@ from .._kernel.journal.codec import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     RecordedReply,
-    RecordedToolInvocation,
-    journal_document_from_json,
-    load_journal_document,
     recorded_tool_invocations,
 )
 from .._kernel.journal.fold import (
@@ -53,24 +51,13 @@ from .._kernel.journal.fold import (
     JournalRecorderBase,
     JournalStatusBase,
     ListSinkBase,
-    fold,
+    append_entry,
     inexact,
     require_complete,
-    resume,
     scenario_response,
     scripted_message,
 )
-from .._kernel.journal.fold import (
-    append_entry as _append_entry,
-)
-from .._kernel.journal.fold import (
-    finish_entry as _finish_entry,
-)
-from .._kernel.journal.fold import (
-    start_entry as _start_entry,
-)
 from .._kernel.journal.mac import JournalHead, request_seed
-from .._kernel.journal.status import journal_status_of
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue
 from .enums import AgentName
@@ -151,25 +138,11 @@ class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
     _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
 
 
-def load_journal(data: object) -> Journal:
-    """Validate a journal document (plain JSON data) strictly; every problem names its path.
-
-    This checks the *form* only; :func:`fold_journal` checks that the entries
-    are the calls the run makes.
-    """
-    return load_journal_document(Journal, data)
-
-
-def journal_from_json(text: str) -> Journal:
-    """Parse journal text strictly (:func:`loads_stored`) and :func:`load_journal` it."""
-    return journal_document_from_json(Journal, text)
-
-
 def request_mac(request: DiagnosisRequest, key: bytes) -> str:
     """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
     return request_seed(request_to_wire(request), key)
 
-# --- fold and verify ---------------------------------------------------------------
+# --- fold and verify, resume: the workflow's methods ------------------------------
 
 
 @attrs.frozen
@@ -188,96 +161,13 @@ class JournalStatus(
     interrupted: JournalEntry | None = None
 
 
-def journal_status(
-    journal: Journal, *, key: bytes | None = None, head: JournalHead | None = None
-) -> JournalStatus:
-    """Fold and verify ``journal`` (spec §12); the first problem is a :class:`JournalError`.
-
-    With ``key``, every entry's ``mac`` is checked first (a missing or wrong
-    one names the entry); without, ``mac`` fields are ignored. Then each
-    entry must be the call the machine asks for, ``seq`` must count from 1,
-    nothing may follow END, and only the last entry may be ``started``; a
-    ``derived`` gatekeeper result must equal the reference gatekeeper's over
-    the recorded tool calls (§12.4); an end marker must follow END and cover
-    every entry. With ``head`` (and ``key``), a journal shorter than the head
-    or diverging from it is refused (§12.2). With ``key``, a v2 journal is
-    :attr:`~JournalStatus.complete` only with its signed end marker.
-    """
-    return journal_status_of(JournalStatus, journal, key, head)
-
-
-def fold_journal(
-    journal: Journal, *, key: bytes | None = None, head: JournalHead | None = None
-) -> DiagnosisState:
-    """The state ``journal`` folds to (see :func:`journal_status` for what is checked).
-
-    A journal that ends before the run does, or whose last entry is
-    ``started``, folds to the state before the missing effect; use
-    :func:`journal_status` to learn which call that is.
-    """
-    return fold(DIAGNOSIS_WORKFLOW, journal, key, head)[0]
-
-
-# --- resume ------------------------------------------------------------------------
-
-
-def resent_on_resume(
-    call: JournalCall, *, resend_gatekeeper: bool = False, resend_executor: bool = False
-) -> bool:
-    """Whether an interrupted ``call`` is re-sent when a run resumes (spec §12 Resume).
-
-    Planner, verifier and composer calls are re-sent with the identical input
-    as the same attempt; an executor call only when the host declares its
-    tools replay-safe (``resend_executor``, spec §12.3: they may have run),
-    and a gatekeeper call only when the host asks for it (``resend_gatekeeper``:
-    it is read-only). The rule is :data:`DIAGNOSIS_WORKFLOW`'s
-    (:meth:`Workflow.resent_on_resume`), which :func:`resume_journal` and
-    every engine adapter read.
-    """
-    return DIAGNOSIS_WORKFLOW.resent_on_resume(
-        call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
-    )
-
-
-def resume_journal(
-    journal: Journal,
-    *,
-    key: bytes | None = None,
-    resend_gatekeeper: bool = False,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-) -> tuple[Journal, DiagnosisState]:
-    """Apply the resume rule of spec §12; returns the journal and the state to continue from.
-
-    When the last entry is ``started`` (the process died during that effect):
-
-    * planner, verifier, composer: nothing is completed; the state is the one
-      before the call, whose next action is that same call with the identical
-      input *as the same attempt* — :func:`start_entry` then reuses the
-      entry's ``seq``;
-    * executor: its tools may have run, so it is never re-sent: the entry is
-      finished as a ``non_retryable`` failure with :data:`INTERRUPTED_MESSAGE`
-      (→ ``EXECUTOR_FAILED``);
-    * gatekeeper: finished as a gatekeeper error with the same message
-      (→ ``GATEKEEPER_UNAVAILABLE``), unless ``resend_gatekeeper`` (it is
-      read-only), which treats it like an LLM call.
-
-    With ``resend_executor`` (the host declares its tools replay-safe, spec
-    §12.3) an interrupted executor call is left started too: it is re-sent
-    as the same attempt, and the driver answers each tool call identical to
-    one the entry records from the journal (see ``run_diagnosis``). A v2
-    journal records the tool calls that finished during the interrupted
-    executor call; the default keeps them on the failed entry.
-
-    A completed entry is signed with ``key`` when one is given; the host
-    persists the journal's last entry (it replaces the started one). A later
-    :func:`fold_journal` of the returned journal gives the returned state.
-    ``head`` is checked as by :func:`journal_status`.
-    """
-    return resume(
-        DIAGNOSIS_WORKFLOW, journal, key, resend_gatekeeper=resend_gatekeeper,
-        resend_executor=resend_executor, head=head,
-    )
+journal_status = JournalStatus.of
+fold_journal = DIAGNOSIS_WORKFLOW.fold_journal
+resume_journal = DIAGNOSIS_WORKFLOW.resume_journal
+resent_on_resume = DIAGNOSIS_WORKFLOW.resent_on_resume
+finish_entry = DIAGNOSIS_WORKFLOW.finish_entry
+load_journal = Journal.load
+journal_from_json = Journal.from_json
 
 
 # --- the builder -------------------------------------------------------------------
@@ -301,34 +191,7 @@ def start_entry(
     """
     if derived and not isinstance(action, CallGatekeeper):
         raise JournalError("derived: only gatekeeper calls are derived")
-    entry: JournalEntry = _start_entry(DIAGNOSIS_WORKFLOW, journal, action, key, derived)
-    return entry
-
-
-def finish_entry(
-    journal: Journal,
-    result: EffectResult,
-    *,
-    tool_invocations: Sequence[RecordedToolInvocation] | None = None,
-    key: bytes | None = None,
-) -> JournalEntry:
-    """The ``finished`` entry for the journal's last (``started``) entry and ``result``.
-
-    ``tool_invocations`` (executor calls only) are the §13 ledger entries
-    recorded during the call. Feed the machine :func:`entry_result` of the
-    returned entry, not ``result`` itself.
-    """
-    entry: JournalEntry = _finish_entry(DIAGNOSIS_WORKFLOW, journal, result, tool_invocations, key)
-    return entry
-
-
-def append_entry(journal: Journal, entry: JournalEntry) -> Journal:
-    """``journal`` with ``entry``: appended, or replacing the last entry when it has the same seq.
-
-    Only a ``started`` last entry can be replaced (by its finished entry or,
-    on a resumed re-send, by itself).
-    """
-    return _append_entry(journal, entry)
+    return DIAGNOSIS_WORKFLOW.start_entry(journal, action, key=key, derived=derived)
 
 
 class JournalSink(Protocol):

@@ -41,7 +41,7 @@ from .._kernel.journal.workflow import ExpectedCallBase, Workflow
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.facts import repair_text
-from .._kernel.wire.json import canonical_json, sha256_text
+from .._kernel.wire.json import JsonValue, canonical_json, sha256_text
 from .facts import gatekeeper_fact_json
 from .machine import (
     PLAIN_FACT,
@@ -66,7 +66,6 @@ __all__ = [
     "DiagnosisWorkflow",
     "ExpectedCall",
     "JournalCall",
-    "derive_gatekeeper",
     "entry_result",
     "expected_call",
     "outcome_of",
@@ -90,106 +89,122 @@ class JournalCall(enum.StrEnum):
     GATEKEEPER = "gatekeeper"
 
 
-def expected_call(action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
-    """The entry header an action must be recorded under (hash included)."""
-    if isinstance(action, InvokeAgent):
-        return ExpectedCall(
-            JournalCall(action.agent.value), action.round, action.attempt, sha256_text(action.input)
-        )
-    document = {"run_id": action.run_id, "executor_output": to_wire(action.executor_output)}
-    return ExpectedCall(
-        JournalCall.GATEKEEPER, action.round, 1, sha256_text(canonical_json(document))
-    )
+class DiagnosisWorkflow(
+    Workflow[
+        DiagnosisRequest,
+        DiagnosisState,
+        InvokeAgent | CallGatekeeper,
+        Finished,
+        EffectResult,
+        JournalCall,
+        "ExpectedCall",
+    ]
+):
+    """The chat diagnosis workflow (spec §2, §12): its machine, journal form and resume rule.
 
-
-def outcome_of(result: EffectResult) -> JournalOutcome:
-    """The fact to record for an effect result (see the module's decisions)."""
-    if isinstance(result, AgentReplied | AgentFailed):
-        return agent_outcome(result)
-    if isinstance(result, GatekeeperReturned):
-        # The one fact codec (spec §12.1): a storable plain copy, or the
-        # ``unserializable`` stand-in; never raises.
-        return RecordedGatekeeperResult(gatekeeper_fact_json(result.raw))
-    message = repair_text(result.message) if isinstance(result.message, str) else ""
-    return RecordedGatekeeperError(message)
-
-
-def entry_result(entry: JournalEntryBase[JournalCall]) -> EffectResult:
-    """The machine result a finished entry stands for: what :func:`advance` is fed."""
-    outcome = entry.outcome
-    if isinstance(outcome, RecordedGatekeeperResult):
-        return GatekeeperReturned(outcome.result, origin=PLAIN_FACT)  # a fresh decoded copy
-    if isinstance(outcome, RecordedGatekeeperError):
-        return GatekeeperFailed(outcome.message)
-    return agent_result(entry)
-
-
-def derive_gatekeeper(
-    action: CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
-) -> str:
-    """The canonical JSON of the reference gatekeeper's result over recorded tool calls (§12.4).
-
-    What a ``derived`` gatekeeper entry must hold: the package's reference
-    gatekeeper (the one :meth:`ToolRecorder.gatekeeper` runs) over the
-    ledger of the tool calls the journal records before it. A ledger the
-    journal cannot hold (a duplicate id, a malformed record) is a
-    :class:`JournalError`.
+    Its one instance is :data:`DIAGNOSIS_WORKFLOW`; the kernel's journal,
+    fold, resume and driver call its methods.
     """
-    from .._kernel.errors import LedgerError
-    from .._kernel.tools.ledger import ToolLedger, invocation_from_record
-    from .reference_gatekeeper import ReferenceGatekeeper
 
-    try:
-        ledger = ToolLedger(tuple(invocation_from_record(item.to_record()) for item in invocations))
-    except LedgerError as error:
-        raise JournalError(f"tool_invocations: not a ledger ({error})") from None
-    result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
-    return canonical_json(result)
+    __slots__ = ()
+
+    name = "diagnosis"
+    journal_name = "Journal"
+    format = JOURNAL_FORMAT
+    v1_format = JOURNAL_FORMAT_V1
+    calls = JournalCall
+    executor = JournalCall.EXECUTOR
+    gatekeeper = frozenset({JournalCall.GATEKEEPER})
+    resent = frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER})
+    request_type = DiagnosisRequest
+    finished_type = Finished
+    round_name = "round"
+
+    def request_to_wire(self, request: DiagnosisRequest) -> dict[str, JsonValue]:
+        """The request's wire form (``request_to_wire``)."""
+        return request_to_wire(request)
+
+    def load_request(self, data: object) -> DiagnosisRequest:
+        """A request loaded strictly from its wire form (``load_request``)."""
+        return load_request(data)
+
+    def start(self, request: DiagnosisRequest) -> DiagnosisState:
+        """The state a run starts in (:func:`start_diagnosis`)."""
+        return start_diagnosis(request)
+
+    def next_action(self, state: DiagnosisState) -> InvokeAgent | CallGatekeeper | Finished:
+        """The effect the machine asks for next (:func:`next_action`)."""
+        return next_action(state)
+
+    def advance(self, state: DiagnosisState, result: EffectResult) -> DiagnosisState:
+        """The state after an effect's result (:func:`advance`)."""
+        return advance(state, result)
+
+    def expected_call(self, action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
+        """The entry header an action must be recorded under (hash included)."""
+        if isinstance(action, InvokeAgent):
+            return ExpectedCall(
+                JournalCall(action.agent.value), action.round, action.attempt,
+                sha256_text(action.input),
+            )
+        document = {"run_id": action.run_id, "executor_output": to_wire(action.executor_output)}
+        return ExpectedCall(
+            JournalCall.GATEKEEPER, action.round, 1, sha256_text(canonical_json(document))
+        )
+
+    def outcome_of(self, result: EffectResult) -> JournalOutcome:
+        """The fact to record for an effect result (see the module's decisions)."""
+        if isinstance(result, AgentReplied | AgentFailed):
+            return agent_outcome(result)
+        if isinstance(result, GatekeeperReturned):
+            # The one fact codec (spec §12.1): a storable plain copy, or the
+            # ``unserializable`` stand-in; never raises.
+            return RecordedGatekeeperResult(gatekeeper_fact_json(result.raw))
+        message = repair_text(result.message) if isinstance(result.message, str) else ""
+        return RecordedGatekeeperError(message)
+
+    def entry_result(self, entry: JournalEntryBase[JournalCall]) -> EffectResult:
+        """The machine result a finished entry stands for: what :meth:`advance` is fed."""
+        outcome = entry.outcome
+        if isinstance(outcome, RecordedGatekeeperResult):
+            return GatekeeperReturned(outcome.result, origin=PLAIN_FACT)  # a fresh decoded copy
+        if isinstance(outcome, RecordedGatekeeperError):
+            return GatekeeperFailed(outcome.message)
+        return agent_result(entry)
+
+    def derive(
+        self, action: InvokeAgent | CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
+    ) -> str:
+        """The canonical JSON of the reference gatekeeper's result over recorded tool calls (§12.4).
+
+        What a ``derived`` gatekeeper entry must hold: the package's reference
+        gatekeeper (the one :meth:`ToolRecorder.gatekeeper` runs) over the
+        ledger of the tool calls the journal records before it. A ledger the
+        journal cannot hold (a duplicate id, a malformed record) is a
+        :class:`JournalError`.
+        """
+        from .._kernel.errors import LedgerError
+        from .._kernel.tools.ledger import ToolLedger, invocation_from_record
+        from .reference_gatekeeper import ReferenceGatekeeper
+
+        if not isinstance(action, CallGatekeeper):  # the codec allows derived gatekeepers only
+            raise JournalError("derived: only gatekeeper calls are derived")
+        try:
+            ledger = ToolLedger(
+                tuple(invocation_from_record(item.to_record()) for item in invocations)
+            )
+        except LedgerError as error:
+            raise JournalError(f"tool_invocations: not a ledger ({error})") from None
+        result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
+        return canonical_json(result)
 
 
-def _derive(
-    action: InvokeAgent | CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
-) -> str:
-    if not isinstance(action, CallGatekeeper):  # the codec allows derived gatekeeper entries only
-        raise JournalError("derived: only gatekeeper calls are derived")
-    return derive_gatekeeper(action, invocations)
-
-
-DiagnosisWorkflow = Workflow[
-    DiagnosisRequest,
-    DiagnosisState,
-    InvokeAgent | CallGatekeeper,
-    Finished,
-    EffectResult,
-    JournalCall,
-    "ExpectedCall",
-]
-"""The type of :data:`DIAGNOSIS_WORKFLOW`: the chat workflow's descriptor."""
-
-
-DIAGNOSIS_WORKFLOW: DiagnosisWorkflow = Workflow(
-    name="diagnosis",
-    journal_name="Journal",
-    format=JOURNAL_FORMAT,
-    v1_format=JOURNAL_FORMAT_V1,
-    calls=JournalCall,
-    executor=JournalCall.EXECUTOR,
-    gatekeeper=frozenset({JournalCall.GATEKEEPER}),
-    resent=frozenset({JournalCall.PLANNER, JournalCall.VERIFIER, JournalCall.COMPOSER}),
-    request_type=DiagnosisRequest,
-    request_to_wire=request_to_wire,
-    load_request=load_request,
-    start=start_diagnosis,
-    next_action=next_action,
-    advance=advance,
-    finished_type=Finished,
-    expected_call=expected_call,
-    entry_result=entry_result,
-    outcome_of=outcome_of,
-    round_name="round",
-    derive=_derive,
-)
+DIAGNOSIS_WORKFLOW = DiagnosisWorkflow()
 """The chat diagnosis workflow (spec §2, §12): its machine, journal form and resume rule."""
+
+expected_call = DIAGNOSIS_WORKFLOW.expected_call
+entry_result = DIAGNOSIS_WORKFLOW.entry_result
+outcome_of = DIAGNOSIS_WORKFLOW.outcome_of
 
 
 @attrs.frozen

@@ -28,14 +28,12 @@ the tool ledger the host recorded.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TypeAlias, Unpack, cast
 
 import attrs
 
 from .._kernel.driving import driver as _driver
-from .._kernel.driving.driver import Driving
 from .._kernel.driving.effects import (
     AGENT_SIGNATURE,
     ASYNC_AGENT_SIGNATURE,
@@ -44,6 +42,7 @@ from .._kernel.driving.effects import (
     AgentTable,
     AsyncAgentInvoker,
     AsyncAgentTable,
+    Driving,
     effect_field,
 )
 from .._kernel.driving.loop import ainvoke_agent, invoke_agent
@@ -69,7 +68,7 @@ from ._rules import (
     evaluate_aiops_report,
 )
 from ._trace import AiOpsTraceEvent
-from ._workflow import AIOPS_WORKFLOW
+from ._workflow import AIOPS_WORKFLOW, AiOpsWorkflow
 
 __all__ = [
     "AiOpsEffects",
@@ -158,13 +157,44 @@ AiOpsObserver: TypeAlias = Observer[
 """An observer of the AIOps drivers (spec §14): the kernel's protocol, narrowed."""
 
 
-@functools.cache
-def _driving() -> Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]:
+class _AiOpsDriving(Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]):
     """The AIOps workflow's parts of the kernel's one driver."""
-    return Driving(
-        AIOPS_WORKFLOW, AiOpsJournal, AiOpsJournalRecorder, AiOpsEffects, AsyncAiOpsEffects,
-        _AGENT_NAMES, perform_aiops_effect, perform_aiops_effect_async,
-    )
+
+    __slots__ = ()
+
+    effects_type = AiOpsEffects
+    async_effects_type = AsyncAiOpsEffects
+    effect_names = _AGENT_NAMES
+
+    @property
+    def workflow(self) -> AiOpsWorkflow:
+        """:data:`AIOPS_WORKFLOW`."""
+        return AIOPS_WORKFLOW
+
+    @property
+    def journal_type(self) -> type[AiOpsJournal]:
+        """:class:`AiOpsJournal`."""
+        return AiOpsJournal
+
+    @property
+    def recorder_type(self) -> type[AiOpsJournalRecorder]:
+        """:class:`AiOpsJournalRecorder`."""
+        return AiOpsJournalRecorder
+
+    def perform(
+        self, action: InvokeAiOpsAgent, effects: AiOpsEffects
+    ) -> AgentReplied | AgentFailed:
+        """:func:`perform_aiops_effect`."""
+        return perform_aiops_effect(action, effects)
+
+    async def aperform(
+        self, action: InvokeAiOpsAgent, effects: AsyncAiOpsEffects
+    ) -> AgentReplied | AgentFailed:
+        """:func:`perform_aiops_effect_async`."""
+        return await perform_aiops_effect_async(action, effects)
+
+
+_DRIVING = _AiOpsDriving()
 
 
 def check_aiops_effects(
@@ -181,7 +211,7 @@ def check_aiops_effects(
     it). ``where`` names the caller in the messages; one check, shared with
     the drivers.
     """
-    _driver.check_wiring(_driving(), effects, tools, where)
+    _driver.check_wiring(_DRIVING, effects, tools, where)
 
 
 def check_aiops_request(request: AiOpsRequest, *, where: str) -> None:
@@ -192,7 +222,7 @@ def check_aiops_request(request: AiOpsRequest, *, where: str) -> None:
     keep it (spec §12.1). AIOps requests hold no question, so no size limit
     applies. A request of another type is left to the caller's own check.
     """
-    _driver.check_request(_driving(), request, 1, where)
+    _driver.check_request(_DRIVING, request, 1, where)
 
 
 _Keywords: TypeAlias = RunKeywords[AiOpsJournal, AiOpsJournalSink, AiOpsObserver, ToolRecorder]
@@ -238,7 +268,7 @@ def run_aiops(
     keywords); the chat drivers take the same value and check it the same way.
     """
     chosen = merge_options("run_aiops", options, **keywords)
-    return _driver.run(_driving(), "run_aiops", request, effects, state, chosen)
+    return _driver.run(_DRIVING, "run_aiops", request, effects, state, chosen)
 
 
 async def arun_aiops(
@@ -256,7 +286,7 @@ async def arun_aiops(
     options are :func:`run_aiops`'s.
     """
     chosen = merge_options("arun_aiops", options, **keywords)
-    return await _driver.arun(_driving(), "arun_aiops", request, effects, state, chosen)
+    return await _driver.arun(_DRIVING, "arun_aiops", request, effects, state, chosen)
 
 
 def iter_aiops(
@@ -277,7 +307,7 @@ def iter_aiops(
     ends or the iterator is closed).
     """
     chosen = merge_options("iter_aiops", options, **keywords)
-    items = _driver.iterate(_driving(), "iter_aiops", request, effects, state, chosen)
+    items = _driver.iterate(_DRIVING, "iter_aiops", request, effects, state, chosen)
     return cast("Iterator[AiOpsTraceEvent | AiOpsResult]", items)
 
 
@@ -295,7 +325,7 @@ def aiter_aiops(
     checked when this is called; agents run as it is iterated.
     """
     chosen = merge_options("aiter_aiops", options, **keywords)
-    items = _driver.aiterate(_driving(), "aiter_aiops", request, effects, state, chosen)
+    items = _driver.aiterate(_DRIVING, "aiter_aiops", request, effects, state, chosen)
     return cast("AsyncIterator[AiOpsTraceEvent | AiOpsResult]", items)
 
 

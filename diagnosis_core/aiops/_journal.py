@@ -2,9 +2,10 @@
 
 ``aiops_journal_v1`` is still read, folded and replayed. The same journal as
 the chat diagnosis's — the same entries, fold-and-verify
-walk, resume rule, builder, sinks and HMAC chain, all from the shared kernel
-(``_kernel/journal/``) applied to this workflow's descriptor
-:data:`AIOPS_WORKFLOW` (``_workflow.py``) — with this workflow's own parts:
+walk, resume rule, builder, sinks and HMAC chain, all the shared kernel's
+(``_kernel/journal/``): its public functions are methods of
+:data:`AIOPS_WORKFLOW` (``_workflow.py``) and of the classes below, bound
+to them — with this workflow's own parts:
 
 * ``format`` is ``aiops_journal_v1``; ``request`` is the :class:`AiOpsRequest`
   wire form ``{"run", "alerts", "config"}``;
@@ -33,23 +34,13 @@ from typing import Any, ClassVar, Protocol
 
 import attrs
 
-from .._kernel.journal.codec import (
-    JournalBase,
-    JournalEnd,
-    JournalEntryBase,
-    journal_document_from_json,
-    load_journal_document,
-)
+from .._kernel.journal.codec import JournalBase, JournalEnd, JournalEntryBase
 from .._kernel.journal.fold import (
     DefaultTypeVar,
     JournalRecorderBase,
     JournalStatusBase,
     ListSinkBase,
-    fold,
-    resume,
 )
-from .._kernel.journal.mac import JournalHead
-from .._kernel.journal.status import journal_status_of
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from ._enums import AiOpsAgent
 from ._machine import (
@@ -122,49 +113,11 @@ class AiOpsJournalStatus(
     interrupted: AiOpsJournalEntry | None = None
 
 
-def aiops_journal_status(
-    journal: AiOpsJournal, *, key: bytes | None = None, head: JournalHead | None = None
-) -> AiOpsJournalStatus:
-    """Fold and verify an AIOps journal; the first problem is a :class:`JournalError`.
-
-    Exactly the chat journal's checks (``journal_status``): with ``key`` every
-    ``mac`` first, then each entry must be the call the machine asks for
-    (agent, step, attempt, input hash), ``seq`` counts from 1, nothing
-    follows END, and only the last entry may be ``started``; the end marker
-    and ``head`` as there (spec §12.2).
-    """
-    return journal_status_of(AiOpsJournalStatus, journal, key, head)
-
-
-def fold_aiops_journal(
-    journal: AiOpsJournal, *, key: bytes | None = None, head: JournalHead | None = None
-) -> AiOpsState:
-    """The state an AIOps journal folds to (see :func:`aiops_journal_status`)."""
-    return fold(AIOPS_WORKFLOW, journal, key, head)[0]
-
-
-def resume_aiops_journal(
-    journal: AiOpsJournal,
-    *,
-    key: bytes | None = None,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-) -> tuple[AiOpsJournal, AiOpsState]:
-    """Apply the resume rule; returns the journal and the state to continue from.
-
-    An interrupted supervisor, planner or reporter call is left as it is: the
-    state's next action is that same call with the identical input as the
-    same attempt, and the recorder reuses the started entry's ``seq``. An
-    interrupted executor call is finished (signed with ``key`` when given) as
-    a ``non_retryable`` failure ``interrupted: outcome unknown`` — never
-    re-sent, its tools may have run — so the run goes on to
-    ``EXECUTOR_FAILED`` (a v2 entry keeps the tool calls that finished).
-    With ``resend_executor`` (the host declares its tools replay-safe, spec
-    §12.3) it is re-sent as the same attempt instead, and the driver answers
-    each tool call identical to a recorded one from the journal. The host
-    persists the returned journal's last entry.
-    """
-    return resume(AIOPS_WORKFLOW, journal, key, resend_executor=resend_executor, head=head)
+aiops_journal_status = AiOpsJournalStatus.of
+fold_aiops_journal = AIOPS_WORKFLOW.fold_journal
+resume_aiops_journal = AIOPS_WORKFLOW.resume_journal
+load_aiops_journal = AiOpsJournal.load
+aiops_journal_from_json = AiOpsJournal.from_json
 
 
 class AiOpsJournalSink(Protocol):
@@ -205,13 +158,3 @@ class AiOpsJournalRecorder(
     """
 
     _workflow: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
-
-
-def load_aiops_journal(data: object) -> AiOpsJournal:
-    """Validate an AIOps journal document (plain JSON data) strictly; problems name the path."""
-    return load_journal_document(AiOpsJournal, data)
-
-
-def aiops_journal_from_json(text: str) -> AiOpsJournal:
-    """Parse AIOps journal text strictly and :func:`load_aiops_journal` it."""
-    return journal_document_from_json(AiOpsJournal, text)

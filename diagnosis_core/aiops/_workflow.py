@@ -16,10 +16,11 @@ from typing import ClassVar
 
 import attrs
 
+from .._kernel.journal.codec import JournalEntryBase, JournalOutcome
 from .._kernel.journal.fold import agent_outcome, agent_result
 from .._kernel.journal.workflow import ExpectedCallBase, Workflow
 from .._kernel.machine.results import AgentFailed, AgentReplied
-from .._kernel.wire.json import sha256_text
+from .._kernel.wire.json import JsonValue, sha256_text
 from ._enums import AiOpsAgent
 from ._machine import (
     AiOpsFinished,
@@ -48,45 +49,76 @@ AIOPS_JOURNAL_FORMAT_V1 = "aiops_journal_v1"
 """The ``format`` of AIOps journals written before v2; still read, folded and replayed."""
 
 
-def aiops_expected_call(action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
-    """The entry header an action must be recorded under: agent, step, attempt, input hash."""
-    return AiOpsExpectedCall(action.agent, action.step, action.attempt, sha256_text(action.input))
+class AiOpsWorkflow(
+    Workflow[
+        AiOpsRequest,
+        AiOpsState,
+        InvokeAiOpsAgent,
+        AiOpsFinished,
+        AgentReplied | AgentFailed,
+        AiOpsAgent,
+        "AiOpsExpectedCall",
+    ]
+):
+    """The AIOps workflow (spec §11, §12): its machine, journal form and resume rule.
+
+    Its one instance is :data:`AIOPS_WORKFLOW`; the kernel's journal, fold,
+    resume and driver call its methods.
+    """
+
+    __slots__ = ()
+
+    name = "aiops"
+    journal_name = "AiOpsJournal"
+    format = AIOPS_JOURNAL_FORMAT
+    v1_format = AIOPS_JOURNAL_FORMAT_V1
+    calls = AiOpsAgent
+    executor = AiOpsAgent.EXECUTOR
+    gatekeeper: frozenset[AiOpsAgent] = frozenset()
+    resent = frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER})
+    request_type = AiOpsRequest
+    finished_type = AiOpsFinished
+    round_name = "step"
+
+    def request_to_wire(self, request: AiOpsRequest) -> dict[str, JsonValue]:
+        """The request's wire form (:func:`aiops_request_to_wire`)."""
+        return aiops_request_to_wire(request)
+
+    def load_request(self, data: object) -> AiOpsRequest:
+        """A request loaded strictly from its wire form."""
+        return load_aiops_request(data)
+
+    def start(self, request: AiOpsRequest) -> AiOpsState:
+        """The state a run starts in (:func:`start_aiops`)."""
+        return start_aiops(request)
+
+    def next_action(self, state: AiOpsState) -> InvokeAiOpsAgent | AiOpsFinished:
+        """The agent call the machine asks for next (:func:`next_aiops_action`)."""
+        return next_aiops_action(state)
+
+    def advance(self, state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
+        """The state after an agent's result (:func:`advance_aiops`)."""
+        return advance_aiops(state, result)
+
+    def expected_call(self, action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
+        """The entry header an action must be recorded under: agent, step, attempt, input hash."""
+        return AiOpsExpectedCall(
+            action.agent, action.step, action.attempt, sha256_text(action.input)
+        )
+
+    def entry_result(self, entry: JournalEntryBase[AiOpsAgent]) -> AgentReplied | AgentFailed:
+        """The agent result a finished entry stands for."""
+        return agent_result(entry)
+
+    def outcome_of(self, result: AgentReplied | AgentFailed) -> JournalOutcome:
+        """The fact to record for an agent's result."""
+        return agent_outcome(result)
 
 
-AiOpsWorkflow = Workflow[
-    AiOpsRequest,
-    AiOpsState,
-    InvokeAiOpsAgent,
-    AiOpsFinished,
-    AgentReplied | AgentFailed,
-    AiOpsAgent,
-    "AiOpsExpectedCall",
-]
-"""The type of :data:`AIOPS_WORKFLOW`: the AIOps workflow's descriptor."""
-
-
-AIOPS_WORKFLOW: AiOpsWorkflow = Workflow(
-    name="aiops",
-    journal_name="AiOpsJournal",
-    format=AIOPS_JOURNAL_FORMAT,
-    v1_format=AIOPS_JOURNAL_FORMAT_V1,
-    calls=AiOpsAgent,
-    executor=AiOpsAgent.EXECUTOR,
-    gatekeeper=frozenset(),
-    resent=frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER}),
-    request_type=AiOpsRequest,
-    request_to_wire=aiops_request_to_wire,
-    load_request=load_aiops_request,
-    start=start_aiops,
-    next_action=next_aiops_action,
-    advance=advance_aiops,
-    finished_type=AiOpsFinished,
-    expected_call=aiops_expected_call,
-    entry_result=agent_result,
-    outcome_of=agent_outcome,
-    round_name="step",
-)
+AIOPS_WORKFLOW = AiOpsWorkflow()
 """The AIOps workflow (spec §11, §12): its machine, journal form and resume rule."""
+
+aiops_expected_call = AIOPS_WORKFLOW.expected_call
 
 
 @attrs.frozen

@@ -3,10 +3,11 @@
 A workflow's drivers (``run_diagnosis`` / ``arun_diagnosis`` /
 ``iter_diagnosis`` / ``aiter_diagnosis``, ``run_aiops`` and its three
 twins) are thin typed wrappers over :func:`run`, :func:`arun`,
-:func:`iterate` and :func:`aiterate` here, parameterized by a
-:class:`Driving`: the workflow's descriptor (``_kernel/journal/workflow.py``), its
-journal and recorder classes, its effects classes and how one effect is
-performed. So both workflows take the same :class:`RunOptions`, validate
+:func:`iterate` and :func:`aiterate` here, handed the workflow's
+:class:`Driving` (``driving/effects.py``), whose methods and attributes
+say which :class:`Workflow` it drives (``_kernel/journal/workflow.py``),
+its journal and recorder classes, its effects classes and how one effect
+is performed. So both workflows take the same :class:`RunOptions`, validate
 them the same way (:meth:`RunOptions.check`, one :class:`RunOptionsError`
 for every misuse) and have the same four forms, ``observer=`` and
 ``store=``.
@@ -44,8 +45,8 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -53,16 +54,14 @@ from ..errors import JournalError, PayloadError
 from ..machine.provenance import mark_built, require_built_here
 from ..records import share_repr
 from ..wire.facts import has_surrogate, pair_location
-from .effects import check_effects_kind
+from .effects import Driving, check_effects_kind
 from .loop import Done, adrive_steps, drive_steps
 from .observe import Watcher, notify
 from .options import RunOptions, question_limit
 
 if TYPE_CHECKING:
-    from ..journal.codec import JournalBase
     from ..journal.fold import JournalRecorderBase
     from ..journal.tool_calls import ExecutorTools
-    from ..journal.workflow import Workflow
     from ..tools.recorder import ToolRecorder
 
 __all__ = [
@@ -81,41 +80,6 @@ S = TypeVar("S")
 Eff = TypeVar("Eff")
 AEff = TypeVar("AEff")
 
-
-@attrs.frozen(repr=False)
-class Driving(Generic[S, Eff, AEff]):
-    """What the one driver needs of a workflow beyond its descriptor.
-
-    ``perform(action, effects=…)`` / ``aperform`` perform one effect with
-    the workflow's effects (sync / async), ``effects_type`` / ``async_effects_type`` and
-    ``effect_names`` let the driver refuse effects of the other kind before a
-    run starts (spec §15). ``journal_type`` / ``recorder_type`` are the
-    workflow's journal and recorder classes. ``with_failures`` returns a
-    finished state carrying the observer failure count (None: the state has
-    no such field). ``derived(action, gatekeeper, tools, journal)`` says
-    whether a gatekeeper call is the reference gatekeeper over exactly the
-    journal's tool calls (spec §12.4); None when the workflow has no
-    gatekeeper. ``question(request)`` is the request's question, which
-    ``max_question_chars`` bounds (None: the workflow's requests hold none).
-    ``check_tools(gatekeeper, tools, driver)`` refuses, with ``TypeError``, a
-    gatekeeper built over another tool recorder than ``tools=`` (None: the
-    workflow has no gatekeeper).
-    """
-
-    workflow: Workflow[Any, S, Any, Any, Any, Any, Any]
-    journal_type: type[JournalBase[Any, Any]]
-    recorder_type: type[JournalRecorderBase[Any, Any, Any, Any]]
-    effects_type: type[Eff]
-    async_effects_type: type[AEff]
-    effect_names: tuple[str, ...]
-    perform: Callable[..., object]
-    aperform: Callable[..., Awaitable[object]]
-    with_failures: Callable[[S, int], S] | None = None
-    derived: Callable[[object, object, Any, Any], bool] | None = None
-    question: Callable[[Any], str] | None = None
-    check_tools: Callable[[object, object, str], None] | None = None
-
-
 # --- journaling and the run ----------------------------------------------------------
 
 
@@ -133,8 +97,7 @@ class _Journaling:
     def begin(self, action: object, /) -> None:
         from ..journal.tool_calls import ExecutorTools
 
-        derive = self._driving.derived
-        derived = derive is not None and derive(
+        derived = self._driving.derived(
             action, self._gatekeeper, self._tools, self.recorder.journal
         )
         entry = self.recorder.begin(action, derived=derived)  # before the effect runs
@@ -190,9 +153,10 @@ class _Run:
     def returned(self, done: object) -> Any:
         """The finished state a blocking driver returns, with its observer failure count."""
         assert isinstance(done, Done)  # the step loop always ends with it
-        with_failures = self.driving.with_failures
-        if done.observer_failures and with_failures is not None:
-            return mark_built(with_failures(done.state, done.observer_failures))
+        if done.observer_failures:
+            counted = self.driving.with_failures(done.state, done.observer_failures)
+            if counted is not done.state:
+                return mark_built(counted)
         return done.state
 
     def loop_arguments(self, events: bool) -> dict[str, Any]:
@@ -333,9 +297,9 @@ def check_request(driving: Driving[Any, Any, Any], request: object, limit: int, 
     workflow = driving.workflow
     if not isinstance(request, workflow.request_type):
         return  # refused, as before, by the step that reads it
-    question = driving.question
+    question = driving.question(request)
     if question is not None:
-        size = len(question(request))
+        size = len(question)
         if size > limit:
             raise PayloadError(
                 "request.question",
@@ -370,9 +334,8 @@ def check_tools(
     driving: Driving[Any, Any, Any], effects: object, tools: object, where: str
 ) -> None:
     """Refuse (``TypeError``) a gatekeeper built over another tool recorder than ``tools``."""
-    refuse = driving.check_tools
-    if refuse is not None and tools is not None:
-        refuse(getattr(effects, "gatekeeper", None), tools, where)
+    if tools is not None:
+        driving.check_tools(getattr(effects, "gatekeeper", None), tools, where)
 
 
 def check_wiring(
@@ -433,7 +396,6 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
         current: Any = workflow.start(request) if state is None else state
         return _Run(driving, current, None, options, announced=len(current.events))
     from ..journal.codec import is_v1
-    from ..journal.fold import fold, resume
 
     journal = options.journal
     key = options.key
@@ -447,7 +409,7 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
         )
     if journal.request != request:
         raise other_request_error(journal.request, request)
-    before, _, interrupted, _ = fold(workflow, journal, key, options.head)
+    before, _, interrupted, _ = workflow.fold(journal, key, options.head)
     if options.resend_executor and is_v1(journal) and interrupted is not None and (
         interrupted.call is workflow.executor
     ):
@@ -455,8 +417,8 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
             f"resend_executor: a {journal.format} journal does not record tool calls as they "
             "finish; its interrupted executor call cannot be re-sent"
         )
-    resumed, current = resume(
-        workflow, journal, key, resend_gatekeeper=options.resend_gatekeeper,
+    resumed, current = workflow.resume_journal(
+        journal, key=key, resend_gatekeeper=options.resend_gatekeeper,
         resend_executor=options.resend_executor, head=options.head,
     )
     completed = resumed.entries[-1] if resumed is not journal else None
@@ -583,4 +545,4 @@ async def _aiterate(
             yield item.state.result if isinstance(item, Done) else item
 
 
-share_repr(Driving, _Journaling, _Run, _Call)
+share_repr(_Journaling, _Run, _Call)

@@ -9,11 +9,12 @@ sync/async mix-up into a ``TypeError`` before the run starts.
 
 from __future__ import annotations
 
+import abc
 import inspect
 import types
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
@@ -21,11 +22,17 @@ from ..errors import RunOptionsError
 from ..machine.classify import FailureClassifier
 from ..machine.config import RunConfig
 
+if TYPE_CHECKING:
+    from ..journal.codec import JournalBase
+    from ..journal.fold import JournalRecorderBase
+    from ..journal.workflow import Workflow
+
 __all__ = [
     "AgentInvoker",
     "AgentTable",
     "AsyncAgentInvoker",
     "AsyncAgentTable",
+    "Driving",
     "awaitable_agent",
     "awaitable_call",
     "check_effect",
@@ -364,3 +371,73 @@ def check_run_options(
 
     if not isinstance(tools, ToolRecorder):
         raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
+
+
+S = TypeVar("S")
+Eff = TypeVar("Eff")
+AEff = TypeVar("AEff")
+
+
+class Driving(abc.ABC, Generic[S, Eff, AEff]):
+    """How the one driver (``driving/driver.py``) runs a workflow: a class whose methods it calls.
+
+    A workflow's driving says which :class:`~diagnosis_core.machine.Workflow`
+    it drives (:attr:`workflow`), its journal and recorder classes, its
+    effects classes and field names (``effects_type``, ``async_effects_type``,
+    ``effect_names``: the driver refuses effects of the other kind before a
+    run starts, spec §15), and how one effect is performed
+    (:meth:`perform` / :meth:`aperform`). The other methods have defaults
+    for a workflow without a gatekeeper or a question; the chat diagnosis
+    overrides them. Its one instance is what the driver is handed.
+    """
+
+    __slots__ = ()
+
+    effects_type: type[Eff]
+    """The workflow's sync effects class."""
+    async_effects_type: type[AEff]
+    """The workflow's asyncio effects class."""
+    effect_names: tuple[str, ...]
+    """The effects' field names, each checked before a run starts (spec §15)."""
+
+    @property
+    @abc.abstractmethod
+    def workflow(self) -> Workflow[Any, S, Any, Any, Any, Any, Any]:
+        """The workflow driven: its machine, journal form and resume rule."""
+
+    @property
+    @abc.abstractmethod
+    def journal_type(self) -> type[JournalBase[Any, Any]]:
+        """The workflow's journal class."""
+
+    @property
+    @abc.abstractmethod
+    def recorder_type(self) -> type[JournalRecorderBase[Any, Any, Any, Any]]:
+        """The workflow's journal recorder class."""
+
+    @abc.abstractmethod
+    def perform(self, action: Any, effects: Eff) -> object:
+        """Perform one effect with the sync effects; its result for the machine."""
+
+    @abc.abstractmethod
+    async def aperform(self, action: Any, effects: AEff) -> object:
+        """Perform one effect on the event loop; its result for the machine."""
+
+    def with_failures(self, state: S, failures: int) -> S:
+        """The finished ``state`` carrying the observer failure count (as it is: no such field)."""
+        return state
+
+    def derived(self, action: object, gatekeeper: object, tools: Any, journal: Any) -> bool:
+        """Whether a gatekeeper call is the reference gatekeeper over the journal's tools (§12.4).
+
+        No gatekeeper, nothing derived.
+        """
+        return False
+
+    def question(self, request: Any) -> str | None:
+        """The request's question, bounded by ``max_question_chars`` (None: there is none)."""
+        return None
+
+    def check_tools(self, gatekeeper: object, tools: object, driver: str) -> None:
+        """Refuse (``TypeError``) a gatekeeper built over another tool recorder than ``tools``."""
+        return None

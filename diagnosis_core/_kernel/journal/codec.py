@@ -291,6 +291,20 @@ class JournalBase(Generic[Q, E]):
         default=attrs.Factory(_default_format, takes_self=True), kw_only=True
     )
 
+    @classmethod
+    def load(cls, data: object) -> Self:
+        """Validate a journal document (plain JSON data) strictly; every problem names its path.
+
+        This checks the *form* only; folding checks that the entries are the
+        calls the run makes.
+        """
+        return load_journal_document(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """Parse journal text strictly (``loads_stored``) and :meth:`load` it."""
+        return journal_document_from_json(cls, text)
+
     def _with_entries(self, entries: tuple[E, ...]) -> Self:
         """This journal with ``entries`` instead (checked as any journal's are).
 

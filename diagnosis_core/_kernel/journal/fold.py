@@ -1,24 +1,19 @@
-"""The workflow-independent kernel of the run journal (spec §12).
+"""The workflow-independent parts of the run journal around the fold (spec §12).
 
-Fold-and-verify, the resume rule, the ``seq``/``state``/``started`` checks,
-the entry builder and the sinks are the same for every workflow; only the
-machine, the call names, the request and the outcome types differ. A
-workflow states those differences once, in its descriptor (:class:`Workflow`,
-``_kernel/journal/workflow.py``), and its public functions (``fold_journal`` for the
-chat diagnosis, ``fold_aiops_journal`` for the AIOps flow, …) are this kernel
-applied to its descriptor; the resume rule is the descriptor's
-:meth:`Workflow.resent_on_resume`.
-
-Every other interrupted call is folded as a failure with
-:data:`INTERRUPTED_MESSAGE`: a ``non_retryable`` agent error, or a
-gatekeeper error for a gatekeeper call.
+Fold-and-verify, the resume rule and the entry builder are methods of the
+:class:`Workflow` class (``_kernel/journal/workflow.py``), written once for
+every workflow; this module holds what a workflow's public classes are built
+on: the status of a folded journal (:class:`JournalStatusBase`, whose
+:meth:`~JournalStatusBase.of` folds a journal), the recorder a driver loop
+writes through (:class:`JournalRecorderBase`), the sinks, the agent outcomes
+both workflows record, and the §9 scenario helpers of ``journal_to_scenario``.
+A workflow's public classes name their workflow in ``_workflow``.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
@@ -32,26 +27,15 @@ from .codec import (
     JournalBase,
     JournalEnd,
     JournalEntryBase,
-    JournalOutcome,
     RecordedAgentError,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
     RecordedReply,
     RecordedToolInvocation,
     bound_input_sha256,
     is_v1,
     request_digest,
 )
-from .mac import (
-    JournalHead,
-    check_head,
-    journal_seed,
-    sign_end,
-    sign_entry,
-    verify_end_mac,
-    verify_entry_mac,
-)
-from .workflow import ExpectedCallBase, Workflow
+from .mac import JournalHead, sign_end, sign_entry
+from .workflow import INTERRUPTED_MESSAGE, ExpectedCallBase, Workflow, append_entry
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -66,26 +50,16 @@ __all__ = [
     "agent_result",
     "append_entry",
     "end_journal",
-    "finish_entry",
-    "fold",
     "inexact",
     "progress_entry",
     "require_complete",
-    "resume",
     "scenario_response",
     "scripted_message",
-    "start_entry",
 ]
 
-INTERRUPTED_MESSAGE = "interrupted: outcome unknown"
-"""The recorded message of an executor (or gatekeeper) call whose process died."""
-
-C = TypeVar("C", bound=enum.StrEnum)
 J = TypeVar("J", bound=JournalBase[Any, Any])
-Q = TypeVar("Q")
 S = TypeVar("S")
 A = TypeVar("A")
-F = TypeVar("F")
 R = TypeVar("R")
 X = TypeVar("X", bound=ExpectedCallBase[Any])
 E = TypeVar("E", bound=JournalEntryBase[Any])
@@ -149,6 +123,26 @@ class JournalStatusBase(Generic[S, A, X]):
     end_required: bool = attrs.field(default=False, kw_only=True)
     request_sha256: str | None = attrs.field(default=None, kw_only=True)
 
+    @classmethod
+    def of(
+        cls, journal: JournalBase[Any, Any], *, key: bytes | None = None,
+        head: JournalHead | None = None,
+    ) -> Self:
+        """Fold and verify ``journal`` (spec §12); the first problem is a :class:`JournalError`.
+
+        With ``key``, every entry's ``mac`` is checked first (a missing or wrong
+        one names the entry); without, ``mac`` fields are ignored. Then each
+        entry must be the call the machine asks for, ``seq`` must count from 1,
+        nothing may follow END, and only the last entry may be ``started``; a
+        ``derived`` gatekeeper result must equal the reference gatekeeper's over
+        the recorded tool calls (§12.4); an end marker must follow END and cover
+        every entry. With ``head`` (and ``key``), a journal shorter than the head
+        or diverging from it is refused (§12.2). With ``key``, a v2 journal is
+        :attr:`complete` only with its signed end marker.
+        """
+        state, action, interrupted, ended = cls._workflow.fold(journal, key, head)
+        return cls(state, action, interrupted, **status_fields(journal, key, ended))
+
     @property
     def complete(self) -> bool:
         """True when the journal records the whole run.
@@ -186,151 +180,6 @@ class JournalStatusBase(Generic[S, A, X]):
         return f"incomplete: ends before {pending.describe()}"
 
 
-def _mismatch(index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBase[Any]) -> (
-    JournalError
-):
-    where = f"entries[{index}]"
-    if entry.call is not expected.call:
-        return JournalError(
-            f"{where}: the run expects {expected.describe()}, the journal has {entry.call.value}"
-        )
-    if entry.round != expected.round or entry.attempt != expected.attempt:
-        return JournalError(
-            f"{where}: the run expects {expected.describe()}, the journal has "
-            f"{expected.header(entry.call.value, entry.round, entry.attempt)}"
-        )
-    return JournalError(
-        f"{where}.input_sha256: the input of {expected.describe()} hashes to "
-        f"{expected.input_sha256}, the journal has {entry.input_sha256}"
-    )
-
-
-def expected_entry(workflow: Workflow[Q, S, A, F, R, C, X], journal: J, action: A) -> X:
-    """The header an entry of ``journal`` must carry for ``action`` (v2: bound to the request)."""
-    expected: X = workflow.expected_call(action)
-    if is_v1(journal):
-        return expected
-    return expected._bound(bound_input_sha256(request_digest(journal), expected.input_sha256))
-
-
-def _check_derived(
-    workflow: Workflow[Q, S, A, F, R, C, X],
-    index: int,
-    entry: JournalEntryBase[Any],
-    action: A,
-    ledger: Sequence[RecordedToolInvocation],
-) -> None:
-    """A ``derived`` gatekeeper entry's result must be the reference gatekeeper's (spec §12.4)."""
-    outcome = entry.outcome
-    derive = workflow.derive
-    if derive is None:
-        raise JournalError(f"entries[{index}].derived: this workflow has no derived calls")
-    if isinstance(outcome, RecordedGatekeeperError):
-        if outcome.message != INTERRUPTED_MESSAGE:
-            raise JournalError(
-                f"entries[{index}].outcome: a derived gatekeeper call does not fail (only "
-                "an interrupted one is recorded as an error)"
-            )
-        return
-    assert isinstance(outcome, RecordedGatekeeperResult)
-    derived = derive(action, ledger)
-    if derived != outcome.result_json:
-        raise JournalError(
-            f"entries[{index}].outcome.result: differs from the reference gatekeeper's result "
-            "over the recorded tool invocations"
-        )
-
-
-def fold(
-    workflow: Workflow[Q, S, A, F, R, C, X],
-    journal: J,
-    key: bytes | None,
-    head: JournalHead | None = None,
-) -> tuple[S, A | F, Any, bool]:
-    """Fold and verify ``journal``: ``(state, next action, interrupted entry or None, ended)``.
-
-    With ``key``, every entry's ``mac`` is checked first (a missing or wrong
-    one names the entry); without, ``mac`` fields are ignored. Then each
-    entry must be the call the machine asks for, ``seq`` must count from 1,
-    nothing may follow END, and only the last entry may be ``started``; a
-    ``derived`` gatekeeper result must be the one re-derived from the
-    recorded tool calls; a v2 end marker must follow END and cover every
-    entry (and verify, with ``key``); with ``head``, the journal must not be
-    shorter than the head nor diverge from it. The first problem is a
-    :class:`JournalError` naming the entry (or ``end``, or ``head``).
-    ``ended`` is true when a valid end marker closes the journal.
-    """
-    if getattr(type(journal), "_form", None) is not workflow:
-        raise JournalError(f"expected a {workflow.journal_name}, got {type(journal).__name__}")
-    v1 = is_v1(journal)
-    bind = "" if v1 else request_digest(journal)
-    link = journal_seed(journal, key) if key is not None else ""
-    state = workflow.start(journal.request)
-    next_action = workflow.next_action
-    finished_type = workflow.finished_type
-    expected_call = workflow.expected_call
-    advance = workflow.advance
-    entry_result = workflow.entry_result
-    entries = journal.entries
-    last = len(entries) - 1
-    ledger: list[RecordedToolInvocation] = []
-    interrupted: Any = None
-    action: A | F
-    for index, entry in enumerate(entries):
-        if key is not None:
-            link = verify_entry_mac(entry, link, key, index, journal.format)
-        if entry.seq != index + 1:
-            raise JournalError(f"entries[{index}].seq: expected {index + 1}, got {entry.seq}")
-        action = next_action(state)
-        if isinstance(action, finished_type):
-            raise JournalError(
-                f"entries[{index}]: the run has ended, the journal has "
-                f"{workflow.describe_entry(entry)}"
-            )
-        expected = expected_call(action)
-        if not v1:
-            expected = attrs.evolve(
-                expected, input_sha256=bound_input_sha256(bind, expected.input_sha256)
-            )
-        if (
-            entry.call is not expected.call
-            or entry.round != expected.round
-            or entry.attempt != expected.attempt
-            or entry.input_sha256 != expected.input_sha256
-        ):
-            raise _mismatch(index, expected, entry)
-        if entry.state is EntryState.STARTED:
-            if index != last:
-                raise JournalError(
-                    f"entries[{index}].state: only the last entry may be started"
-                )
-            interrupted = entry
-            break
-        if entry.derived:
-            _check_derived(workflow, index, entry, action, ledger)
-        if entry.tool_invocations:
-            ledger.extend(entry.tool_invocations)
-        state = advance(state, entry_result(entry))
-    if interrupted is None:
-        action = next_action(state)
-    ended = False
-    end = journal.end
-    if end is not None:
-        if interrupted is not None or not isinstance(action, finished_type):
-            raise JournalError("end: the journal has an end marker, but the run has not ended")
-        if end.entries != len(entries):
-            raise JournalError(
-                f"end.entries: the end marker covers {end.entries} entries, the journal has "
-                f"{len(entries)}"
-            )
-        if key is not None:
-            verify_end_mac(end, link, key)
-        ended = True
-    if head is not None:
-        check_head(journal, head, key)
-    return state, action, interrupted, ended
-
-
 def status_fields(
     journal: JournalBase[Any, Any], key: bytes | None, ended: bool
 ) -> dict[str, Any]:
@@ -343,44 +192,6 @@ def status_fields(
     }
 
 
-def resume(
-    workflow: Workflow[Q, S, A, F, R, C, X],
-    journal: J,
-    key: bytes | None,
-    *,
-    resend_gatekeeper: bool = False,
-    resend_executor: bool = False,
-    head: JournalHead | None = None,
-) -> tuple[J, S]:
-    """Apply the resume rule of spec §12 (see :func:`diagnosis_core.journal.resume_journal`).
-
-    The rule is the workflow's :meth:`Workflow.resent_on_resume`, with the
-    host's choices ``resend_gatekeeper`` (the read-only gatekeeper) and
-    ``resend_executor`` (tools declared replay-safe). A re-sent call leaves the journal as
-    it is (the next :func:`start_entry` reuses the started entry's ``seq``
-    and keeps its recorded tool calls); any other interrupted call is
-    finished as a failure with :data:`INTERRUPTED_MESSAGE` (an executor's
-    keeps the tool calls that finished), signed with ``key`` when one is
-    given. A v2 journal whose run ended but that has no end marker is
-    returned as it is: the driver writes the end marker.
-    """
-    state, _, entry, _ = fold(workflow, journal, key, head)
-    if entry is None or workflow.resent_on_resume(
-        entry.call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
-    ):
-        return journal, state
-    outcome: JournalOutcome = (
-        RecordedGatekeeperError(INTERRUPTED_MESSAGE)
-        if entry.call in workflow.gatekeeper
-        else RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
-    )
-    finished = attrs.evolve(entry, state=EntryState.FINISHED, outcome=outcome, mac=None)
-    if key is not None:
-        finished = sign_entry(journal, finished, key)
-    resumed = append_entry(journal, finished)
-    return resumed, workflow.advance(state, workflow.entry_result(finished))
-
-
 def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
     """A :class:`JournalError` unless ``status`` is of a complete journal."""
     if not status.complete:
@@ -388,50 +199,6 @@ def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
 
 
 # --- the builder -------------------------------------------------------------------
-
-
-def start_entry(
-    workflow: Workflow[Q, S, A, F, R, C, X],
-    journal: J,
-    action: A,
-    key: bytes | None,
-    derived: bool = False,
-) -> Any:
-    """The ``started`` entry to persist before performing ``action``.
-
-    Its ``seq`` is one past the last entry, or the last entry's own when that
-    one is a ``started`` entry for the same call (a resumed call re-sent as
-    the same attempt; it keeps the tool calls that entry records). Signed
-    when ``key`` is given. ``derived`` (v2 gatekeeper calls only) says the
-    result is the reference gatekeeper's over the recorded tool calls.
-    """
-    expected = expected_entry(workflow, journal, action)
-    seq = len(journal.entries) + 1
-    tools = None
-    if journal.entries and journal.entries[-1].state is EntryState.STARTED:
-        last = journal.entries[-1]
-        header = (last.call, last.round, last.attempt, last.input_sha256)
-        if header != (expected.call, expected.round, expected.attempt, expected.input_sha256):
-            raise JournalError(
-                f"entries[{len(journal.entries) - 1}]: started for "
-                f"{workflow.describe_entry(last)}, not for {expected.describe()}"
-            )
-        seq = last.seq
-        tools = last.tool_invocations
-        derived = last.derived
-    if derived and is_v1(journal):
-        derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
-    entry = type(journal)._entry_type(
-        seq=seq,
-        call=expected.call,
-        round=expected.round,
-        attempt=expected.attempt,
-        input_sha256=expected.input_sha256,
-        state=EntryState.STARTED,
-        tool_invocations=tools,
-        derived=derived,
-    )
-    return sign_entry(journal, entry, key) if key is not None else entry
 
 
 def progress_entry(
@@ -460,49 +227,6 @@ def end_journal(journal: J, key: bytes | None) -> JournalEnd:
     if is_v1(journal):
         raise JournalError(f"end: a {journal.format} journal has no end marker")
     return JournalEnd(len(journal.entries))
-
-
-def finish_entry(
-    workflow: Workflow[Q, S, A, F, R, C, X],
-    journal: J,
-    result: R,
-    tool_invocations: Sequence[RecordedToolInvocation] | None,
-    key: bytes | None,
-) -> Any:
-    """The ``finished`` entry for the journal's last (``started``) entry and ``result``."""
-    if not journal.entries or journal.entries[-1].state is not EntryState.STARTED:
-        raise JournalError("the journal's last entry is not started; nothing to finish")
-    started = journal.entries[-1]
-    entry = type(journal)._entry_type(
-        seq=started.seq,
-        call=started.call,
-        round=started.round,
-        attempt=started.attempt,
-        input_sha256=started.input_sha256,
-        state=EntryState.FINISHED,
-        outcome=workflow.outcome_of(result),
-        tool_invocations=tool_invocations,
-        derived=started.derived,
-    )
-    return sign_entry(journal, entry, key) if key is not None else entry
-
-
-def append_entry(journal: J, entry: JournalEntryBase[Any]) -> J:
-    """``journal`` with ``entry``: appended, or replacing the last entry when it has the same seq.
-
-    Only a ``started`` last entry can be replaced (by its finished entry or,
-    on a resumed re-send, by itself). Works on any workflow's journal.
-    """
-    entries = journal.entries
-    if journal.end is not None:
-        raise JournalError("end: the journal has ended; nothing can be appended")
-    if entries and entries[-1].seq == entry.seq:
-        if entries[-1].state is not EntryState.STARTED:
-            raise JournalError(f"entries[{len(entries) - 1}]: finished; it cannot be replaced")
-        return journal._with_entries((*entries[:-1], entry))
-    if entry.seq != len(entries) + 1:
-        raise JournalError(f"seq: expected {len(entries) + 1}, got {entry.seq}")
-    return journal._with_entries((*entries, entry))
 
 
 class EntrySink(Protocol[E_contra]):
@@ -574,7 +298,8 @@ class JournalRecorderBase(Generic[J, A, R, E]):
 
     def begin(self, action: A, *, derived: bool = False) -> E:
         """Record that ``action`` is about to be performed."""
-        entry: E = start_entry(type(self)._workflow, self.journal, action, self._key, derived)
+        workflow = type(self)._workflow
+        entry: E = workflow.start_entry(self.journal, action, key=self._key, derived=derived)
         if self._sink is not None:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)
@@ -613,7 +338,9 @@ class JournalRecorderBase(Generic[J, A, R, E]):
     ) -> R:
         """Record the effect's result; returns what to feed the machine's ``advance``."""
         workflow = type(self)._workflow
-        entry: E = finish_entry(workflow, self.journal, result, tool_invocations, self._key)
+        entry: E = workflow.finish_entry(
+            self.journal, result, tool_invocations=tool_invocations, key=self._key
+        )
         if self._sink is not None:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)

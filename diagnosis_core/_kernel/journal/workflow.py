@@ -1,45 +1,79 @@
-"""The workflow descriptor: everything the kernel needs to know about one workflow (spec §12).
+"""The workflow class: everything the kernel needs to know about one workflow (spec §12).
 
 The kernel (the journal codec, fold-and-verify, the resume rule, the
 recorder, the driver loop) is workflow-free; a workflow — the chat diagnosis,
-the AIOps flow — is *one* :class:`Workflow` value that says, in one place:
+the AIOps flow — is *one* subclass of :class:`Workflow` (and its one
+instance), which says, in one place:
 
-* its name, its journal class's name (for messages) and its journal's wire
-  names (``format``, ``v1_format``);
-* its calls (the enumeration of a journal entry's ``call``), which one is the
-  executor (the only call that runs tools and whose entries carry
-  ``tool_invocations``) and which are gatekeeper calls (``result`` outcomes);
-* its request type and request codec (to wire, and strict load from the wire);
-* its sans-IO machine (``start`` / ``next_action`` / ``advance``) and the
-  action class that means the run is finished;
-* how an action maps to the entry header it is recorded under
-  (``expected_call``), how a finished entry is fed to the machine
-  (``entry_result``) and how a result becomes the fact to record
-  (``outcome_of``); what a ``round`` is called in its words;
-* ``derive``: the reference gatekeeper's result over recorded tool calls, for
-  a ``derived`` gatekeeper entry (spec §12.4);
+* in class attributes: its name, its journal class's name (for messages) and
+  its journal's wire names (``format``, ``v1_format``); its calls (the
+  enumeration of a journal entry's ``call``), which one is the executor (the
+  only call that runs tools and whose entries carry ``tool_invocations``),
+  which are gatekeeper calls (``result`` outcomes) and which LLM calls are
+  re-sent on resume; its request type, the action class that means the run
+  is finished, and what a ``round`` is called in its words;
+* in methods the kernel calls: the request codec (:meth:`~Workflow.request_to_wire`,
+  :meth:`~Workflow.load_request`), the sans-IO machine (:meth:`~Workflow.start`,
+  :meth:`~Workflow.next_action`, :meth:`~Workflow.advance`), how an action maps
+  to the entry header it is recorded under (:meth:`~Workflow.expected_call`),
+  how a finished entry is fed to the machine (:meth:`~Workflow.entry_result`)
+  and how a result becomes the fact to record (:meth:`~Workflow.outcome_of`);
+  :meth:`~Workflow.derive` is the reference gatekeeper's result over recorded
+  tool calls, for a ``derived`` gatekeeper entry (spec §12.4);
 * THE resume rule (:meth:`Workflow.resent_on_resume`): which interrupted
   calls are re-sent as the same attempt when a run resumes. Every reader of
-  the rule — :func:`resume_journal`, the drivers, the engine adapters — asks
-  the descriptor, so the rule is written once.
+  the rule — the resume, the drivers, the engine adapters — asks the
+  workflow, so the rule is written once.
 
-The descriptor is frozen and typed over its request, state, action, finished
-action, result, call and expected-call types; nothing in its signatures is
-``Any``. Being pure data it does no I/O.
+The kernel's journal code is written once, as methods of this class that
+call the ones above: :meth:`~Workflow.fold` (fold and verify a journal),
+:meth:`~Workflow.fold_journal`, :meth:`~Workflow.resume_journal` (the resume
+rule applied), :meth:`~Workflow.start_entry` and :meth:`~Workflow.finish_entry`
+(the entry builder the recorder writes through). A workflow's public
+functions (``fold_journal``, ``resume_aiops_journal``, …) are these methods,
+bound to its instance.
+
+The class is typed over its request, state, action, finished action, result,
+call and expected-call types; nothing in its signatures is ``Any``. An
+instance holds nothing (its attributes are the class's, read-only) and does
+no I/O; workflows are compared by identity: each has one instance.
 """
 
 from __future__ import annotations
 
+import abc
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
+from ..enums import FailureKind
+from ..errors import JournalError
 from ..wire.json import JsonValue
-from .codec import JournalEntryBase, JournalOutcome, RecordedToolInvocation
+from .codec import (
+    EntryState,
+    JournalBase,
+    JournalEntryBase,
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    RecordedToolInvocation,
+    bound_input_sha256,
+    is_v1,
+    request_digest,
+)
+from .mac import (
+    JournalHead,
+    check_head,
+    journal_seed,
+    sign_entry,
+    verify_end_mac,
+    verify_entry_mac,
+)
 
-__all__ = ["ExpectedCallBase", "Workflow"]
+__all__ = ["INTERRUPTED_MESSAGE", "ExpectedCallBase", "Workflow", "append_entry"]
 
 C = TypeVar("C", bound=enum.StrEnum)
 Q = TypeVar("Q")
@@ -48,6 +82,48 @@ A = TypeVar("A")
 F = TypeVar("F")
 R = TypeVar("R")
 X = TypeVar("X", bound="ExpectedCallBase[Any]")
+J = TypeVar("J", bound=JournalBase[Any, Any])
+E = TypeVar("E", bound=JournalEntryBase[Any])
+
+INTERRUPTED_MESSAGE = "interrupted: outcome unknown"
+"""The recorded message of an executor (or gatekeeper) call whose process died."""
+
+
+def _mismatch(index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBase[Any]) -> (
+    JournalError
+):
+    where = f"entries[{index}]"
+    if entry.call is not expected.call:
+        return JournalError(
+            f"{where}: the run expects {expected.describe()}, the journal has {entry.call.value}"
+        )
+    if entry.round != expected.round or entry.attempt != expected.attempt:
+        return JournalError(
+            f"{where}: the run expects {expected.describe()}, the journal has "
+            f"{expected.header(entry.call.value, entry.round, entry.attempt)}"
+        )
+    return JournalError(
+        f"{where}.input_sha256: the input of {expected.describe()} hashes to "
+        f"{expected.input_sha256}, the journal has {entry.input_sha256}"
+    )
+
+
+def append_entry(journal: J, entry: JournalEntryBase[Any]) -> J:
+    """``journal`` with ``entry``: appended, or replacing the last entry when it has the same seq.
+
+    Only a ``started`` last entry can be replaced (by its finished entry or,
+    on a resumed re-send, by itself). Works on any workflow's journal.
+    """
+    entries = journal.entries
+    if journal.end is not None:
+        raise JournalError("end: the journal has ended; nothing can be appended")
+    if entries and entries[-1].seq == entry.seq:
+        if entries[-1].state is not EntryState.STARTED:
+            raise JournalError(f"entries[{len(entries) - 1}]: finished; it cannot be replaced")
+        return journal._with_entries((*entries[:-1], entry))
+    if entry.seq != len(entries) + 1:
+        raise JournalError(f"seq: expected {len(entries) + 1}, got {entry.seq}")
+    return journal._with_entries((*entries, entry))
 
 
 @attrs.frozen
@@ -86,48 +162,104 @@ class _Named(Protocol):
     def round_name(self) -> str: ...
 
 
-@attrs.frozen(eq=False)
-class Workflow(Generic[Q, S, A, F, R, C, X]):
-    """One workflow as the kernel sees it: machine, calls, request codec and resume rule.
+class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
+    """One workflow as the kernel sees it: its calls and resume rule, its machine, its codec.
 
     Type parameters: ``Q`` the request, ``S`` the state, ``A`` the effect
     actions, ``F`` the finished action, ``R`` the effect results, ``C`` the
-    call enumeration, ``X`` the expected-call header. See the module
-    docstring for each field; ``resent`` are the calls always re-sent on
-    resume (LLM calls: re-sending one with the identical input is safe),
-    ``executor`` is never re-sent unless the host declares its tools
-    replay-safe (spec §12.3), a ``gatekeeper`` call only when the host asks
-    (it is read-only). Compared by identity: each workflow has one.
+    call enumeration, ``X`` the expected-call header. A workflow is a
+    subclass that sets the class attributes below and overrides the
+    abstract methods; the kernel's journal, fold, resume and driver code
+    calls them. ``resent`` are the calls always re-sent on resume (LLM
+    calls: re-sending one with the identical input is safe), ``executor`` is
+    never re-sent unless the host declares its tools replay-safe (spec
+    §12.3), a ``gatekeeper`` call only when the host asks (it is read-only);
+    a subclass that lists either in ``resent`` is refused (``ValueError``).
     """
 
-    name: str
-    journal_name: str
-    format: str
-    v1_format: str
-    calls: type[C]
-    executor: C
-    gatekeeper: frozenset[C]
-    resent: frozenset[C]
-    request_type: type[Q]
-    request_to_wire: Callable[[Q], dict[str, JsonValue]]
-    load_request: Callable[[object], Q]
-    start: Callable[[Q], S]
-    next_action: Callable[[S], A | F]
-    advance: Callable[[S, R], S]
-    finished_type: type[F]
-    expected_call: Callable[[A], X]
-    entry_result: Callable[[JournalEntryBase[C]], R]
-    outcome_of: Callable[[R], JournalOutcome]
-    round_name: str = "round"
-    derive: Callable[[A, Sequence[RecordedToolInvocation]], str] | None = None
+    __slots__ = ()
 
-    def __attrs_post_init__(self) -> None:
-        overlap = self.resent & (self.gatekeeper | {self.executor})
+    name: str
+    """The workflow's name (``diagnosis``, ``aiops``)."""
+    journal_name: str
+    """Its journal class's name, for messages (``Journal``, ``AiOpsJournal``)."""
+    format: str
+    """The ``format`` new journals are written in."""
+    v1_format: str
+    """The ``format`` of v1 journals, still read, folded and replayed."""
+    calls: type[C]
+    """The enumeration of a journal entry's ``call``."""
+    executor: C
+    """The one call that runs tools (its entries carry ``tool_invocations``)."""
+    gatekeeper: frozenset[C]
+    """The gatekeeper calls (``result`` outcomes)."""
+    resent: frozenset[C]
+    """The calls always re-sent as the same attempt on resume."""
+    request_type: type[Q]
+    """The request class."""
+    finished_type: type[F]
+    """The action class that means the run is finished."""
+    round_name: str = "round"
+    """What a ``round`` is called in this workflow's words (AIOps: ``step``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        resent: frozenset[enum.StrEnum] = getattr(cls, "resent", frozenset())
+        overlap = resent & {*getattr(cls, "gatekeeper", ()), getattr(cls, "executor", None)}
         if overlap:
             raise ValueError(
                 f"resent: the executor and gatekeeper calls are re-sent only on request, "
                 f"got {sorted(call.value for call in overlap)}"
             )
+
+    # --- the request codec ----------------------------------------------------------
+
+    @abc.abstractmethod
+    def request_to_wire(self, request: Q) -> dict[str, JsonValue]:
+        """The request's wire form, as a journal's ``request`` holds it."""
+
+    @abc.abstractmethod
+    def load_request(self, data: object) -> Q:
+        """The request, loaded strictly from its wire form (errors name a path in ``request``)."""
+
+    # --- the machine ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def start(self, request: Q) -> S:
+        """The state a run of ``request`` starts in."""
+
+    @abc.abstractmethod
+    def next_action(self, state: S) -> A | F:
+        """The effect the machine asks for from ``state``, or the finished action."""
+
+    @abc.abstractmethod
+    def advance(self, state: S, result: R) -> S:
+        """The state after ``result`` of the effect ``state`` asked for."""
+
+    # --- the journal ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def expected_call(self, action: A) -> X:
+        """The entry header ``action`` must be recorded under (its input hash included)."""
+
+    @abc.abstractmethod
+    def entry_result(self, entry: JournalEntryBase[C]) -> R:
+        """The machine result a finished entry stands for: what :meth:`advance` is fed."""
+
+    @abc.abstractmethod
+    def outcome_of(self, result: R) -> JournalOutcome:
+        """The fact to record for an effect's result."""
+
+    def derive(self, action: A, invocations: Sequence[RecordedToolInvocation]) -> str:
+        """The canonical JSON a ``derived`` gatekeeper entry must hold (spec §12.4).
+
+        The reference gatekeeper's result for ``action`` over the tool calls
+        the journal records before it. A workflow without gatekeeper calls
+        derives nothing (:class:`JournalError`).
+        """
+        raise JournalError("derived: this workflow has no derived calls")
+
+    # --- the resume rule ------------------------------------------------------------
 
     @property
     def formats(self) -> tuple[str, str]:
@@ -155,3 +287,259 @@ class Workflow(Generic[Q, S, A, F, R, C, X]):
     def describe_entry(self, entry: JournalEntryBase[C]) -> str:
         """An entry's call in this workflow's words: ``composer round 1 attempt 2``."""
         return f"{entry.call.value} {self.round_name} {entry.round} attempt {entry.attempt}"
+
+    # --- the journal, written once for every workflow ------------------------------
+
+    def expected_entry(self, journal: J, action: A) -> X:
+        """The header ``journal``'s entry for ``action`` must carry (v2: bound to the request)."""
+        expected: X = self.expected_call(action)
+        if is_v1(journal):
+            return expected
+        return expected._bound(bound_input_sha256(request_digest(journal), expected.input_sha256))
+
+    def _check_derived(
+        self,
+        index: int,
+        entry: JournalEntryBase[Any],
+        action: A,
+        ledger: Sequence[RecordedToolInvocation],
+    ) -> None:
+        """A ``derived`` gatekeeper entry's result must be the reference one (spec §12.4)."""
+        outcome = entry.outcome
+        if isinstance(outcome, RecordedGatekeeperError):
+            if outcome.message != INTERRUPTED_MESSAGE:
+                raise JournalError(
+                    f"entries[{index}].outcome: a derived gatekeeper call does not fail (only "
+                    "an interrupted one is recorded as an error)"
+                )
+            return
+        assert isinstance(outcome, RecordedGatekeeperResult)
+        derived = self.derive(action, ledger)
+        if derived != outcome.result_json:
+            raise JournalError(
+                f"entries[{index}].outcome.result: differs from the reference gatekeeper's result "
+                "over the recorded tool invocations"
+            )
+
+    def fold(
+        self,
+        journal: JournalBase[Q, E],
+        key: bytes | None,
+        head: JournalHead | None = None,
+    ) -> tuple[S, A | F, E | None, bool]:
+        """Fold and verify ``journal``: ``(state, next action, interrupted entry or None, ended)``.
+
+        With ``key``, every entry's ``mac`` is checked first (a missing or wrong
+        one names the entry); without, ``mac`` fields are ignored. Then each
+        entry must be the call the machine asks for, ``seq`` must count from 1,
+        nothing may follow END, and only the last entry may be ``started``; a
+        ``derived`` gatekeeper result must be the one re-derived from the
+        recorded tool calls; a v2 end marker must follow END and cover every
+        entry (and verify, with ``key``); with ``head``, the journal must not be
+        shorter than the head nor diverge from it. The first problem is a
+        :class:`JournalError` naming the entry (or ``end``, or ``head``).
+        ``ended`` is true when a valid end marker closes the journal.
+        """
+        if getattr(type(journal), "_form", None) is not self:
+            raise JournalError(f"expected a {self.journal_name}, got {type(journal).__name__}")
+        v1 = is_v1(journal)
+        bind = "" if v1 else request_digest(journal)
+        link = journal_seed(journal, key) if key is not None else ""
+        state = self.start(journal.request)
+        next_action = self.next_action
+        finished_type = self.finished_type
+        expected_call = self.expected_call
+        advance = self.advance
+        entry_result = self.entry_result
+        entries = journal.entries
+        last = len(entries) - 1
+        ledger: list[RecordedToolInvocation] = []
+        interrupted: E | None = None
+        action: A | F
+        for index, entry in enumerate(entries):
+            if key is not None:
+                link = verify_entry_mac(entry, link, key, index, journal.format)
+            if entry.seq != index + 1:
+                raise JournalError(f"entries[{index}].seq: expected {index + 1}, got {entry.seq}")
+            action = next_action(state)
+            if isinstance(action, finished_type):
+                raise JournalError(
+                    f"entries[{index}]: the run has ended, the journal has "
+                    f"{self.describe_entry(entry)}"
+                )
+            expected = expected_call(action)
+            if not v1:
+                expected = attrs.evolve(
+                    expected, input_sha256=bound_input_sha256(bind, expected.input_sha256)
+                )
+            if (
+                entry.call is not expected.call
+                or entry.round != expected.round
+                or entry.attempt != expected.attempt
+                or entry.input_sha256 != expected.input_sha256
+            ):
+                raise _mismatch(index, expected, entry)
+            if entry.state is EntryState.STARTED:
+                if index != last:
+                    raise JournalError(
+                        f"entries[{index}].state: only the last entry may be started"
+                    )
+                interrupted = entry
+                break
+            if entry.derived:
+                self._check_derived(index, entry, action, ledger)
+            if entry.tool_invocations:
+                ledger.extend(entry.tool_invocations)
+            state = advance(state, entry_result(entry))
+        if interrupted is None:
+            action = next_action(state)
+        ended = False
+        end = journal.end
+        if end is not None:
+            if interrupted is not None or not isinstance(action, finished_type):
+                raise JournalError("end: the journal has an end marker, but the run has not ended")
+            if end.entries != len(entries):
+                raise JournalError(
+                    f"end.entries: the end marker covers {end.entries} entries, the journal has "
+                    f"{len(entries)}"
+                )
+            if key is not None:
+                verify_end_mac(end, link, key)
+            ended = True
+        if head is not None:
+            check_head(journal, head, key)
+        return state, action, interrupted, ended
+
+    def fold_journal(
+        self, journal: JournalBase[Q, E], *, key: bytes | None = None,
+        head: JournalHead | None = None,
+    ) -> S:
+        """The state ``journal`` folds to (see ``journal_status`` for what is checked).
+
+        A journal that ends before the run does, or whose last entry is
+        ``started``, folds to the state before the missing effect; its status
+        (``journal_status``) says which call that is.
+        """
+        return self.fold(journal, key, head)[0]
+
+    def resume_journal(
+        self,
+        journal: J,
+        *,
+        key: bytes | None = None,
+        resend_gatekeeper: bool = False,
+        resend_executor: bool = False,
+        head: JournalHead | None = None,
+    ) -> tuple[J, S]:
+        """Apply the resume rule of spec §12; returns the journal and the state to continue from.
+
+        When the last entry is ``started`` (the process died during that
+        effect), the rule is :meth:`resent_on_resume`, with the host's
+        choices ``resend_gatekeeper`` (the read-only gatekeeper) and
+        ``resend_executor`` (tools declared replay-safe, spec §12.3):
+
+        * a re-sent call (an LLM call; the executor or a gatekeeper when the
+          host asks) leaves the journal as it is: the state is the one before
+          the call, whose next action is that same call with the identical
+          input *as the same attempt* — :meth:`start_entry` then reuses the
+          entry's ``seq`` and keeps the tool calls it records (the driver
+          answers each tool call identical to a recorded one from the journal);
+        * an executor call (its tools may have run) is finished as a
+          ``non_retryable`` failure with :data:`INTERRUPTED_MESSAGE`
+          (→ ``EXECUTOR_FAILED``), keeping the tool calls that finished; a
+          gatekeeper call as a gatekeeper error with the same message
+          (→ ``GATEKEEPER_UNAVAILABLE``).
+
+        A completed entry is signed with ``key`` when one is given; the host
+        persists the journal's last entry (it replaces the started one). A
+        later fold of the returned journal gives the returned state. A v2
+        journal whose run ended but that has no end marker is returned as it
+        is: the driver writes the end marker. ``head`` is checked as by the
+        fold (spec §12.2).
+        """
+        state, _, entry, _ = self.fold(journal, key, head)
+        if entry is None or self.resent_on_resume(
+            entry.call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
+        ):
+            return journal, state
+        outcome: JournalOutcome = (
+            RecordedGatekeeperError(INTERRUPTED_MESSAGE)
+            if entry.call in self.gatekeeper
+            else RecordedAgentError(FailureKind.NON_RETRYABLE, INTERRUPTED_MESSAGE)
+        )
+        finished = attrs.evolve(entry, state=EntryState.FINISHED, outcome=outcome, mac=None)
+        if key is not None:
+            finished = sign_entry(journal, finished, key)
+        resumed = append_entry(journal, finished)
+        return resumed, self.advance(state, self.entry_result(finished))
+
+    def start_entry(
+        self,
+        journal: JournalBase[Q, E],
+        action: A,
+        *,
+        key: bytes | None = None,
+        derived: bool = False,
+    ) -> E:
+        """The ``started`` entry to persist before performing ``action``.
+
+        Its ``seq`` is one past the last entry, or the last entry's own when that
+        one is a ``started`` entry for the same call (a resumed call re-sent as
+        the same attempt; it keeps the tool calls that entry records). Signed
+        when ``key`` is given. ``derived`` (v2 gatekeeper calls only) says the
+        result is the reference gatekeeper's over the recorded tool calls.
+        """
+        expected = self.expected_entry(journal, action)
+        seq = len(journal.entries) + 1
+        tools = None
+        if journal.entries and journal.entries[-1].state is EntryState.STARTED:
+            last = journal.entries[-1]
+            header = (last.call, last.round, last.attempt, last.input_sha256)
+            if header != (expected.call, expected.round, expected.attempt, expected.input_sha256):
+                raise JournalError(
+                    f"entries[{len(journal.entries) - 1}]: started for "
+                    f"{self.describe_entry(last)}, not for {expected.describe()}"
+                )
+            seq = last.seq
+            tools = last.tool_invocations
+            derived = last.derived
+        if derived and is_v1(journal):
+            derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
+        entry: Any = type(journal)._entry_type(
+            seq=seq,
+            call=expected.call,
+            round=expected.round,
+            attempt=expected.attempt,
+            input_sha256=expected.input_sha256,
+            state=EntryState.STARTED,
+            tool_invocations=tools,
+            derived=derived,
+        )
+        made: E = sign_entry(journal, entry, key) if key is not None else entry
+        return made
+
+    def finish_entry(
+        self,
+        journal: JournalBase[Q, E],
+        result: R,
+        *,
+        tool_invocations: Sequence[RecordedToolInvocation] | None = None,
+        key: bytes | None = None,
+    ) -> E:
+        """The ``finished`` entry for the journal's last (``started``) entry and ``result``."""
+        if not journal.entries or journal.entries[-1].state is not EntryState.STARTED:
+            raise JournalError("the journal's last entry is not started; nothing to finish")
+        started = journal.entries[-1]
+        entry: Any = type(journal)._entry_type(
+            seq=started.seq,
+            call=started.call,
+            round=started.round,
+            attempt=started.attempt,
+            input_sha256=started.input_sha256,
+            state=EntryState.FINISHED,
+            outcome=self.outcome_of(result),
+            tool_invocations=tool_invocations,
+            derived=started.derived,
+        )
+        made: E = sign_entry(journal, entry, key) if key is not None else entry
+        return made
