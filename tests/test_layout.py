@@ -21,6 +21,7 @@ import types
 import pytest
 
 import diagnosis_core
+from tests._import_graph import import_graph, module_files
 
 PACKAGE = pathlib.Path(diagnosis_core.__file__).parent
 API_FILE = pathlib.Path(__file__).parent / "typing" / "api.py"
@@ -251,38 +252,8 @@ def test_an_unknown_top_level_name_is_still_an_attribute_error() -> None:
 # --- the layout: one kernel, two workflows, public names outside ---------------------
 
 
-def _module_name(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def _modules() -> dict[str, pathlib.Path]:
-    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
-
-
-def _imports(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
-    """Every package module ``name`` imports, at any depth of its code (AST, not importing it)."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            candidates = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = package[: len(package) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            else:
-                base = node.module or ""
-            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
-        else:
-            continue
-        for candidate in candidates:
-            while candidate and candidate not in known:
-                candidate = candidate.rpartition(".")[0]
-            if candidate and candidate != name:
-                targets.add(candidate)
-                break
-    return targets
+    return module_files(PACKAGE)
 
 
 def _graph() -> dict[str, set[str]]:
@@ -294,9 +265,7 @@ def _graph() -> dict[str, set[str]]:
 def _parsed_graph() -> dict[str, frozenset[str]]:
     # Every module is parsed once per process, not once per test (the files do not change
     # during a session).
-    modules = _modules()
-    known = set(modules)
-    return {name: frozenset(_imports(name, path, known)) for name, path in modules.items()}
+    return import_graph(PACKAGE)
 
 
 def _is_public(module: str) -> bool:
