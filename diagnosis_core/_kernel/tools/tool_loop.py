@@ -63,14 +63,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
 import attrs
 
 from ..enums import FailureKind
 from ..errors import NonRetryableError
-from ..machine.classify import FailureClassifier
+from ..machine.classify import FailureClassifier, default_failure_classifier
 from ..machine.config import RunConfig
 from ..wire.json import JsonValue, canonical_json
 from .chat_model import (
@@ -87,13 +88,14 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .grounding import GroundingLimits, GroundingSchema
+from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
 from .ledger import ToolInvocation
 from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
 __all__ = [
     "AsyncExecutorAgent",
     "ExecutorAgent",
+    "ExecutorOptions",
     "GroundingBuilder",
     "GroundingScope",
     "PerRunRecorders",
@@ -186,24 +188,49 @@ class _Settings:
         return tuple(tool.spec for tool in self.tools.values())
 
 
+class ExecutorOptions(TypedDict, total=False):
+    """The keyword options of every executor-agent constructor (limits: ``docs/executor.md``).
+
+    Defaults: no system prompt, 8 tool calls, 10 turns, a 120 s deadline, the
+    workflow's ``grounding``, the ``"openai-strict"`` profile, the default
+    limits and classifier, tool errors reported to the model, and
+    :func:`time.monotonic`.
+    """
+
+    system_prompt: str | None
+    max_tool_calls: int
+    max_turns: int
+    deadline_s: float | None
+    grounding: GroundingScope
+    profile: str
+    limits: GroundingLimits
+    classifier: FailureClassifier
+    tool_errors: ToolErrorPolicy
+    clock: Callable[[], float]
+
+
 def build_settings(
     tools: Sequence[Tool],
     recorder: ToolRecorder | PerRunRecorders,
+    options: ExecutorOptions,
     *,
-    system_prompt: str | None,
-    max_tool_calls: int,
-    max_turns: int,
-    deadline_s: float | None,
-    grounding: GroundingScope,
-    profile: str,
-    limits: GroundingLimits,
+    name: str,
     build: GroundingBuilder,
-    classifier: FailureClassifier,
-    tool_errors: ToolErrorPolicy,
-    clock: Callable[[], float],
+    grounding: GroundingScope,
     asynchronous: bool = False,
 ) -> _Settings:
-    """The validated settings of an executor agent (each workflow's constructor calls this)."""
+    """The validated settings of the executor agent ``name`` (its constructors call this).
+
+    ``grounding`` is the workflow's default scope; ``options`` are the
+    caller's keywords, checked as Python checks a signature's.
+    """
+    for key in options.keys() - ExecutorOptions.__optional_keys__:
+        raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+    system_prompt = options.get("system_prompt")
+    grounding = options.get("grounding", grounding)
+    profile = options.get("profile", "openai-strict")
+    limits = options.get("limits", DEFAULT_LIMITS)
+    tool_errors = options.get("tool_errors", "report")
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise TypeError(f"tools: expected a sequence of Tool, got {type(tools).__name__}")
     table: dict[str, Tool] = {}
@@ -237,16 +264,16 @@ def build_settings(
         tools=table,
         recorder=recorder,
         system_prompt=system_prompt,
-        max_tool_calls=_limit("max_tool_calls", max_tool_calls),
-        max_turns=_limit("max_turns", max_turns),
-        deadline_s=_deadline(deadline_s),
+        max_tool_calls=_limit("max_tool_calls", options.get("max_tool_calls", 8)),
+        max_turns=_limit("max_turns", options.get("max_turns", 10)),
+        deadline_s=_deadline(options.get("deadline_s", 120.0)),
         grounding=grounding,
         profile=profile,
         limits=limits,
         build=build,
-        classifier=classifier,
+        classifier=options.get("classifier", default_failure_classifier),
         tool_errors=tool_errors,
-        clock=clock,
+        clock=options.get("clock", time.monotonic),
     )
 
 
