@@ -224,8 +224,9 @@ def build_settings(
     ``grounding`` is the workflow's default scope; ``options`` are the
     caller's keywords, checked as Python checks a signature's.
     """
-    for key in options.keys() - ExecutorOptions.__optional_keys__:
-        raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+    for key in options:  # in the caller's order, as Python names the first unknown one
+        if key not in ExecutorOptions.__optional_keys__:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
     system_prompt = options.get("system_prompt")
     grounding = options.get("grounding", grounding)
     profile = options.get("profile", "openai-strict")
