@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from .._kernel.tools.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
-from .._kernel.tools.grounding import GroundingLimits, GroundingSchema
-from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.tools.recorder import ToolRecorder
 from .._kernel.tools.tool_loop import (
     AsyncExecutorAgent,
@@ -24,12 +22,6 @@ from .._kernel.tools.tool_loop import (
 from .grounding import evidence_grounding_schema
 
 __all__ = ["async_executor_agent", "executor_agent"]
-
-
-def _evidence_schema(
-    records: Sequence[ToolInvocation], profile: str, limits: GroundingLimits
-) -> GroundingSchema:
-    return evidence_grounding_schema(records, profile=profile, limits=limits)
 
 
 def executor_agent(
@@ -54,7 +46,8 @@ def executor_agent(
             construction, before any run).
     """
     settings = build_settings(
-        tools, recorder, options, name="executor_agent", build=_evidence_schema, grounding="call"
+        tools, recorder, options, name="executor_agent",
+        build=evidence_grounding_schema, grounding="call",
     )
     return ExecutorAgent(model, settings)
 
@@ -68,7 +61,7 @@ def async_executor_agent(
 ) -> AsyncExecutorAgent:
     """The asyncio variant of :func:`executor_agent` (tools may be coroutine functions)."""
     settings = build_settings(
-        tools, recorder, options,
-        name="async_executor_agent", build=_evidence_schema, grounding="call", asynchronous=True
+        tools, recorder, options, name="async_executor_agent",
+        build=evidence_grounding_schema, grounding="call", asynchronous=True,
     )
     return AsyncExecutorAgent(model, settings)

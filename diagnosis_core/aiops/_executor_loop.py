@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from .._kernel.tools.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
-from .._kernel.tools.grounding import GroundingLimits, GroundingSchema
-from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.tools.recorder import ToolRecorder
 from .._kernel.tools.tool_loop import (
     AsyncExecutorAgent,
@@ -24,12 +22,6 @@ from .._kernel.tools.tool_loop import (
 from ._grounding import aiops_grounding_schema
 
 __all__ = ["aiops_executor_agent", "async_aiops_executor_agent"]
-
-
-def _schema(
-    records: Sequence[ToolInvocation], profile: str, limits: GroundingLimits
-) -> GroundingSchema:
-    return aiops_grounding_schema(records, profile=profile, limits=limits)
 
 
 def aiops_executor_agent(
@@ -46,7 +38,8 @@ def aiops_executor_agent(
     may cite the invocations of earlier executor steps.
     """
     settings = build_settings(
-        tools, recorder, options, name="aiops_executor_agent", build=_schema, grounding="run"
+        tools, recorder, options, name="aiops_executor_agent",
+        build=aiops_grounding_schema, grounding="run",
     )
     return ExecutorAgent(model, settings)
 
@@ -60,7 +53,7 @@ def async_aiops_executor_agent(
 ) -> AsyncExecutorAgent:
     """The asyncio variant of :func:`aiops_executor_agent`."""
     settings = build_settings(
-        tools, recorder, options,
-        name="async_aiops_executor_agent", build=_schema, grounding="run", asynchronous=True
+        tools, recorder, options, name="async_aiops_executor_agent",
+        build=aiops_grounding_schema, grounding="run", asynchronous=True,
     )
     return AsyncExecutorAgent(model, settings)

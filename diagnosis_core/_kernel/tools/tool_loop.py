@@ -145,10 +145,12 @@ class PerRunRecorders(Protocol):
     def recorder(self, run_id: str, /) -> ToolRecorder: ...
 
 
-GroundingBuilder = Callable[
-    [Sequence[ToolInvocation], str, GroundingLimits], GroundingSchema
-]
-"""A workflow's grounding schema: ``(citable invocations, profile, limits) -> GroundingSchema``."""
+class GroundingBuilder(Protocol):
+    """A workflow's grounding schema: the citable invocations, a profile and the limits."""
+
+    def __call__(
+        self, invocations: Sequence[ToolInvocation], /, *, profile: str, limits: GroundingLimits
+    ) -> GroundingSchema: ...
 
 
 def _limit(name: str, value: object) -> int:
@@ -259,8 +261,8 @@ def build_settings(
         raise ValueError(f"tool_errors: expected 'report' or 'raise', got {tool_errors!r}")
     if not isinstance(limits, GroundingLimits):
         raise TypeError("limits: expected a GroundingLimits")
-    if grounding != "off":
-        build((), profile, limits)  # an unknown profile fails here, not at the first call
+    if grounding != "off":  # an unknown profile fails here, not at the first call
+        build((), profile=profile, limits=limits)
     return _Settings(
         tools=table,
         recorder=recorder,
@@ -352,7 +354,7 @@ class _Run:
         else:
             found = (ledger.get(invocation_id) for invocation_id in self.invocations)
             records = [record for record in found if record is not None]
-        return settings.build(records, settings.profile, settings.limits).schema
+        return settings.build(records, profile=settings.profile, limits=settings.limits).schema
 
     def take(self, request: TurnRequest, turn: object) -> str | tuple[ToolCall, ...]:
         """The final text, or the tool calls to perform."""
