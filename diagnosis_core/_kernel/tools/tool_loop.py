@@ -65,7 +65,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 import attrs
 
@@ -420,11 +420,17 @@ class _Run:
         return dict(call.arguments)
 
 
-class _Agent:
-    """What both agents share: the settings and the public view of them."""
+M = TypeVar("M", ToolCallingModel, AsyncToolCallingModel)  # the model kind of an agent
 
-    def __init__(self, settings: _Settings) -> None:
+
+class _Agent(Generic[M]):
+    """What both agents share: the model, the settings and the public view of them."""
+
+    def __init__(self, model: M, settings: _Settings) -> None:
+        if not callable(model):
+            raise TypeError(f"model: expected a ToolCallingModel, got {type(model).__name__}")
         self._settings = settings
+        self.model: M = model
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
@@ -451,19 +457,13 @@ class _Agent:
         )
 
 
-class ExecutorAgent(_Agent):
+class ExecutorAgent(_Agent[ToolCallingModel]):
     """An executor effect (``AgentInvoker``) running a :class:`ToolCallingModel` in a bounded loop.
 
     Built by ``diagnosis_core.tools.executor_agent`` (chat) or
     ``diagnosis_core.aiops.aiops_executor_agent``; the loop, its limits and
     its errors are described in the module docstring and ``docs/executor.md``.
     """
-
-    def __init__(self, model: ToolCallingModel, settings: _Settings) -> None:
-        if not callable(model):
-            raise TypeError(f"model: expected a ToolCallingModel, got {type(model).__name__}")
-        super().__init__(settings)
-        self.model = model
 
     def __call__(self, input: str, config: RunConfig, /) -> str:
         run = _Run(self._settings, input, config)
@@ -485,19 +485,13 @@ class ExecutorAgent(_Agent):
                 run.answered(call, envelope)
 
 
-class AsyncExecutorAgent(_Agent):
+class AsyncExecutorAgent(_Agent[AsyncToolCallingModel]):
     """The asyncio variant of :class:`ExecutorAgent` (an ``AsyncAgentInvoker``).
 
     Coroutine-function tools are awaited (``recorder.wrap_async``), plain
     ones called directly; a model call still running at the deadline is
     cancelled. A synchronous model is accepted too (its turn is not awaited).
     """
-
-    def __init__(self, model: AsyncToolCallingModel, settings: _Settings) -> None:
-        if not callable(model):
-            raise TypeError(f"model: expected a ToolCallingModel, got {type(model).__name__}")
-        super().__init__(settings)
-        self.model = model
 
     async def _call_model(self, request: TurnRequest) -> object:
         reply: object = self.model(request)
