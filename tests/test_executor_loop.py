@@ -381,6 +381,42 @@ def test_bad_settings_are_refused_at_construction(change: dict[str, Any], messag
                            **change)
 
 
+_CONSTRUCTORS = [
+    (dct.executor_agent, ScriptedToolModel, "call"),
+    (dct.async_executor_agent, AsyncScriptedToolModel, "call"),
+    (dca.aiops_executor_agent, ScriptedToolModel, "run"),
+    (dca.async_aiops_executor_agent, AsyncScriptedToolModel, "run"),
+]
+
+
+@pytest.mark.parametrize(("constructor", "model", "grounding"), _CONSTRUCTORS)
+def test_each_executor_constructor_refuses_an_unknown_keyword_as_python_does(
+    constructor: Any, model: Any, grounding: str
+) -> None:
+    name = constructor.__name__
+    unknown = rf"^{name}\(\) got an unexpected keyword argument 'max_turn'$"
+    with pytest.raises(TypeError, match=unknown):
+        constructor(model([]), Tools().specs(), recorder=dct.ToolRecorder(), max_turn=3, nope=1)
+
+
+@pytest.mark.parametrize(("constructor", "model", "grounding"), _CONSTRUCTORS)
+def test_each_executor_constructor_keeps_its_documented_defaults(
+    constructor: Any, model: Any, grounding: str
+) -> None:
+    import time
+
+    from diagnosis_core._kernel.tools.grounding import GroundingLimits
+
+    settings = constructor(model([]), Tools().specs(), recorder=dct.ToolRecorder())._settings
+    assert (settings.system_prompt, settings.max_tool_calls, settings.max_turns) == (None, 8, 10)
+    assert (settings.deadline_s, settings.grounding, settings.profile) == (
+        120.0, grounding, "openai-strict"
+    )
+    assert settings.limits == GroundingLimits()
+    assert settings.classifier is default_failure_classifier
+    assert (settings.tool_errors, settings.clock) == ("report", time.monotonic)
+
+
 def test_bad_tools_and_recorders_are_refused_at_construction() -> None:
     tools = Tools()
     with pytest.raises(ValueError, match=r"tools\[1\]: duplicate tool name 'query_logs'"):

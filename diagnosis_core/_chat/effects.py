@@ -15,9 +15,9 @@ from typing import Protocol
 import attrs
 
 from .._kernel.driving.effects import (
-    AGENT_SIGNATURE,
-    ASYNC_AGENT_SIGNATURE,
-    CLASSIFIER_SIGNATURE,
+    AGENT_FIELD,
+    ASYNC_AGENT_FIELD,
+    CLASSIFIER_FIELD,
     AgentInvoker,
     AgentTable,
     AsyncAgentInvoker,
@@ -49,13 +49,10 @@ class AsyncGatekeeper(Protocol):
     def __call__(self, run_id: str, executor_output: ExecutorEvidence, /) -> Awaitable[object]: ...
 
 
-_AGENT = effect_field(AGENT_SIGNATURE)
-_ASYNC_AGENT = effect_field(ASYNC_AGENT_SIGNATURE)
 _GATEKEEPER = effect_field("(run_id: str, executor_output: ExecutorEvidence) -> object")
 _ASYNC_GATEKEEPER = effect_field(
     "(run_id: str, executor_output: ExecutorEvidence) -> Awaitable[object]"
 )
-_CLASSIFIER = effect_field(CLASSIFIER_SIGNATURE, 1)
 
 
 @attrs.frozen(repr=False)
@@ -69,13 +66,13 @@ class Effects(AgentTable[AgentName, AgentInvoker]):
     accepted). Which kind (sync or ``async def``) is checked by the driver.
     """
 
-    planner: AgentInvoker = attrs.field(validator=_AGENT)
-    executor: AgentInvoker = attrs.field(validator=_AGENT)
-    verifier: AgentInvoker = attrs.field(validator=_AGENT)
-    composer: AgentInvoker = attrs.field(validator=_AGENT)
+    planner: AgentInvoker = attrs.field(validator=AGENT_FIELD)
+    executor: AgentInvoker = attrs.field(validator=AGENT_FIELD)
+    verifier: AgentInvoker = attrs.field(validator=AGENT_FIELD)
+    composer: AgentInvoker = attrs.field(validator=AGENT_FIELD)
     gatekeeper: Gatekeeper = attrs.field(validator=_GATEKEEPER)
     classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=_CLASSIFIER
+        default=default_failure_classifier, validator=CLASSIFIER_FIELD
     )
 
 
@@ -88,13 +85,13 @@ class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
     Each effect is checked when built, as :class:`Effects` checks its own.
     """
 
-    planner: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
-    executor: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
-    verifier: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
-    composer: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    planner: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
+    executor: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
+    verifier: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
+    composer: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
     gatekeeper: AsyncGatekeeper = attrs.field(validator=_ASYNC_GATEKEEPER)
     classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=_CLASSIFIER
+        default=default_failure_classifier, validator=CLASSIFIER_FIELD
     )
 
 

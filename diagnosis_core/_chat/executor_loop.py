@@ -7,20 +7,16 @@ AIOps executor); this module gives it the chat workflow's final answer:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Unpack
 
-from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
 from .._kernel.tools.chat_model import AsyncToolCallingModel, Tool, ToolCallingModel
-from .._kernel.tools.grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
-from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.tools.recorder import ToolRecorder
 from .._kernel.tools.tool_loop import (
     AsyncExecutorAgent,
     ExecutorAgent,
-    GroundingScope,
+    ExecutorOptions,
     PerRunRecorders,
-    ToolErrorPolicy,
     build_settings,
 )
 from .grounding import evidence_grounding_schema
@@ -28,27 +24,12 @@ from .grounding import evidence_grounding_schema
 __all__ = ["async_executor_agent", "executor_agent"]
 
 
-def _evidence_schema(
-    records: Sequence[ToolInvocation], profile: str, limits: GroundingLimits
-) -> GroundingSchema:
-    return evidence_grounding_schema(records, profile=profile, limits=limits)
-
-
 def executor_agent(
     model: ToolCallingModel,
     tools: Sequence[Tool],
     *,
     recorder: ToolRecorder | PerRunRecorders,
-    system_prompt: str | None = None,
-    max_tool_calls: int = 8,
-    max_turns: int = 10,
-    deadline_s: float | None = 120.0,
-    grounding: GroundingScope = "call",
-    profile: str = "openai-strict",
-    limits: GroundingLimits = DEFAULT_LIMITS,
-    classifier: FailureClassifier = default_failure_classifier,
-    tool_errors: ToolErrorPolicy = "report",
-    clock: Callable[[], float] = time.monotonic,
+    **options: Unpack[ExecutorOptions],
 ) -> ExecutorAgent:
     """The chat executor effect: ``model`` calling ``tools`` until it answers (spec §13, §18).
 
@@ -65,10 +46,8 @@ def executor_agent(
             construction, before any run).
     """
     settings = build_settings(
-        tools, recorder, build=_evidence_schema, system_prompt=system_prompt,
-        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
-        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
-        tool_errors=tool_errors, clock=clock,
+        tools, recorder, options, name="executor_agent",
+        build=evidence_grounding_schema, grounding="call",
     )
     return ExecutorAgent(model, settings)
 
@@ -78,22 +57,11 @@ def async_executor_agent(
     tools: Sequence[Tool],
     *,
     recorder: ToolRecorder | PerRunRecorders,
-    system_prompt: str | None = None,
-    max_tool_calls: int = 8,
-    max_turns: int = 10,
-    deadline_s: float | None = 120.0,
-    grounding: GroundingScope = "call",
-    profile: str = "openai-strict",
-    limits: GroundingLimits = DEFAULT_LIMITS,
-    classifier: FailureClassifier = default_failure_classifier,
-    tool_errors: ToolErrorPolicy = "report",
-    clock: Callable[[], float] = time.monotonic,
+    **options: Unpack[ExecutorOptions],
 ) -> AsyncExecutorAgent:
     """The asyncio variant of :func:`executor_agent` (tools may be coroutine functions)."""
     settings = build_settings(
-        tools, recorder, build=_evidence_schema, system_prompt=system_prompt,
-        max_tool_calls=max_tool_calls, max_turns=max_turns, deadline_s=deadline_s,
-        grounding=grounding, profile=profile, limits=limits, classifier=classifier,
-        tool_errors=tool_errors, clock=clock, asynchronous=True,
+        tools, recorder, options, name="async_executor_agent",
+        build=evidence_grounding_schema, grounding="call", asynchronous=True,
     )
     return AsyncExecutorAgent(model, settings)

@@ -35,15 +35,14 @@ import attrs
 
 from .._kernel.driving import driver as _driver
 from .._kernel.driving.effects import (
-    AGENT_SIGNATURE,
-    ASYNC_AGENT_SIGNATURE,
-    CLASSIFIER_SIGNATURE,
+    AGENT_FIELD,
+    ASYNC_AGENT_FIELD,
+    CLASSIFIER_FIELD,
     AgentInvoker,
     AgentTable,
     AsyncAgentInvoker,
     AsyncAgentTable,
     Driving,
-    effect_field,
 )
 from .._kernel.driving.loop import ainvoke_agent, invoke_agent
 from .._kernel.driving.observe import Observer
@@ -86,9 +85,6 @@ __all__ = [
 ]
 
 
-_AGENT = effect_field(AGENT_SIGNATURE)
-_ASYNC_AGENT = effect_field(ASYNC_AGENT_SIGNATURE)
-_CLASSIFIER = effect_field(CLASSIFIER_SIGNATURE, 1)
 
 
 @attrs.frozen
@@ -100,12 +96,12 @@ class AiOpsEffects(AgentTable[AiOpsAgent, AgentInvoker]):
     naming the field and the expected signature (as ``Effects`` checks its own).
     """
 
-    supervisor: AgentInvoker = attrs.field(validator=_AGENT)
-    planner: AgentInvoker = attrs.field(validator=_AGENT)
-    executor: AgentInvoker = attrs.field(validator=_AGENT)
-    reporter: AgentInvoker = attrs.field(validator=_AGENT)
+    supervisor: AgentInvoker = attrs.field(validator=AGENT_FIELD)
+    planner: AgentInvoker = attrs.field(validator=AGENT_FIELD)
+    executor: AgentInvoker = attrs.field(validator=AGENT_FIELD)
+    reporter: AgentInvoker = attrs.field(validator=AGENT_FIELD)
     classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=_CLASSIFIER
+        default=default_failure_classifier, validator=CLASSIFIER_FIELD
     )
 
 
@@ -117,12 +113,12 @@ class AsyncAiOpsEffects(AsyncAgentTable[AiOpsAgent, AiOpsEffects]):
     Each effect is checked when built, as :class:`AiOpsEffects` checks its own.
     """
 
-    supervisor: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
-    planner: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
-    executor: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
-    reporter: AsyncAgentInvoker = attrs.field(validator=_ASYNC_AGENT)
+    supervisor: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
+    planner: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
+    executor: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
+    reporter: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
     classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=_CLASSIFIER
+        default=default_failure_classifier, validator=CLASSIFIER_FIELD
     )
 
 

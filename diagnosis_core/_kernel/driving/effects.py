@@ -268,6 +268,16 @@ def effect_field(
     return validate
 
 
+AGENT_FIELD = effect_field(AGENT_SIGNATURE)
+"""The validator of an agent field of a workflow's sync effects."""
+
+ASYNC_AGENT_FIELD = effect_field(ASYNC_AGENT_SIGNATURE)
+"""The validator of an agent field of a workflow's asyncio effects."""
+
+CLASSIFIER_FIELD = effect_field(CLASSIFIER_SIGNATURE, 1)
+"""The validator of the ``classifier`` field of every effects class."""
+
+
 def check_effects_kind(
     effects: object,
     expected: type[Any],

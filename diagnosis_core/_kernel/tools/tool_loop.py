@@ -63,14 +63,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 import attrs
 
 from ..enums import FailureKind
 from ..errors import NonRetryableError
-from ..machine.classify import FailureClassifier
+from ..machine.classify import FailureClassifier, default_failure_classifier
 from ..machine.config import RunConfig
 from ..wire.json import JsonValue, canonical_json
 from .chat_model import (
@@ -87,13 +88,14 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .grounding import GroundingLimits, GroundingSchema
+from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
 from .ledger import ToolInvocation
 from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
 __all__ = [
     "AsyncExecutorAgent",
     "ExecutorAgent",
+    "ExecutorOptions",
     "GroundingBuilder",
     "GroundingScope",
     "PerRunRecorders",
@@ -143,10 +145,12 @@ class PerRunRecorders(Protocol):
     def recorder(self, run_id: str, /) -> ToolRecorder: ...
 
 
-GroundingBuilder = Callable[
-    [Sequence[ToolInvocation], str, GroundingLimits], GroundingSchema
-]
-"""A workflow's grounding schema: ``(citable invocations, profile, limits) -> GroundingSchema``."""
+class GroundingBuilder(Protocol):
+    """A workflow's grounding schema: the citable invocations, a profile and the limits."""
+
+    def __call__(
+        self, invocations: Sequence[ToolInvocation], /, *, profile: str, limits: GroundingLimits
+    ) -> GroundingSchema: ...
 
 
 def _limit(name: str, value: object) -> int:
@@ -186,24 +190,50 @@ class _Settings:
         return tuple(tool.spec for tool in self.tools.values())
 
 
+class ExecutorOptions(TypedDict, total=False):
+    """The keyword options of every executor-agent constructor (limits: ``docs/executor.md``).
+
+    Defaults: no system prompt, 8 tool calls, 10 turns, a 120 s deadline, the
+    workflow's ``grounding``, the ``"openai-strict"`` profile, the default
+    limits and classifier, tool errors reported to the model, and
+    :func:`time.monotonic`.
+    """
+
+    system_prompt: str | None
+    max_tool_calls: int
+    max_turns: int
+    deadline_s: float | None
+    grounding: GroundingScope
+    profile: str
+    limits: GroundingLimits
+    classifier: FailureClassifier
+    tool_errors: ToolErrorPolicy
+    clock: Callable[[], float]
+
+
 def build_settings(
     tools: Sequence[Tool],
     recorder: ToolRecorder | PerRunRecorders,
+    options: ExecutorOptions,
     *,
-    system_prompt: str | None,
-    max_tool_calls: int,
-    max_turns: int,
-    deadline_s: float | None,
-    grounding: GroundingScope,
-    profile: str,
-    limits: GroundingLimits,
+    name: str,
     build: GroundingBuilder,
-    classifier: FailureClassifier,
-    tool_errors: ToolErrorPolicy,
-    clock: Callable[[], float],
+    grounding: GroundingScope,
     asynchronous: bool = False,
 ) -> _Settings:
-    """The validated settings of an executor agent (each workflow's constructor calls this)."""
+    """The validated settings of the executor agent ``name`` (its constructors call this).
+
+    ``grounding`` is the workflow's default scope; ``options`` are the
+    caller's keywords, checked as Python checks a signature's.
+    """
+    for key in options:  # in the caller's order, as Python names the first unknown one
+        if key not in ExecutorOptions.__optional_keys__:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+    system_prompt = options.get("system_prompt")
+    grounding = options.get("grounding", grounding)
+    profile = options.get("profile", "openai-strict")
+    limits = options.get("limits", DEFAULT_LIMITS)
+    tool_errors = options.get("tool_errors", "report")
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise TypeError(f"tools: expected a sequence of Tool, got {type(tools).__name__}")
     table: dict[str, Tool] = {}
@@ -231,22 +261,22 @@ def build_settings(
         raise ValueError(f"tool_errors: expected 'report' or 'raise', got {tool_errors!r}")
     if not isinstance(limits, GroundingLimits):
         raise TypeError("limits: expected a GroundingLimits")
-    if grounding != "off":
-        build((), profile, limits)  # an unknown profile fails here, not at the first call
+    if grounding != "off":  # an unknown profile fails here, not at the first call
+        build((), profile=profile, limits=limits)
     return _Settings(
         tools=table,
         recorder=recorder,
         system_prompt=system_prompt,
-        max_tool_calls=_limit("max_tool_calls", max_tool_calls),
-        max_turns=_limit("max_turns", max_turns),
-        deadline_s=_deadline(deadline_s),
+        max_tool_calls=_limit("max_tool_calls", options.get("max_tool_calls", 8)),
+        max_turns=_limit("max_turns", options.get("max_turns", 10)),
+        deadline_s=_deadline(options.get("deadline_s", 120.0)),
         grounding=grounding,
         profile=profile,
         limits=limits,
         build=build,
-        classifier=classifier,
+        classifier=options.get("classifier", default_failure_classifier),
         tool_errors=tool_errors,
-        clock=clock,
+        clock=options.get("clock", time.monotonic),
     )
 
 
@@ -324,7 +354,7 @@ class _Run:
         else:
             found = (ledger.get(invocation_id) for invocation_id in self.invocations)
             records = [record for record in found if record is not None]
-        return settings.build(records, settings.profile, settings.limits).schema
+        return settings.build(records, profile=settings.profile, limits=settings.limits).schema
 
     def take(self, request: TurnRequest, turn: object) -> str | tuple[ToolCall, ...]:
         """The final text, or the tool calls to perform."""
@@ -390,11 +420,17 @@ class _Run:
         return dict(call.arguments)
 
 
-class _Agent:
-    """What both agents share: the settings and the public view of them."""
+M = TypeVar("M", ToolCallingModel, AsyncToolCallingModel)  # the model kind of an agent
 
-    def __init__(self, settings: _Settings) -> None:
+
+class _Agent(Generic[M]):
+    """What both agents share: the model, the settings and the public view of them."""
+
+    def __init__(self, model: M, settings: _Settings) -> None:
+        if not callable(model):
+            raise TypeError(f"model: expected a ToolCallingModel, got {type(model).__name__}")
         self._settings = settings
+        self.model: M = model
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
@@ -421,19 +457,13 @@ class _Agent:
         )
 
 
-class ExecutorAgent(_Agent):
+class ExecutorAgent(_Agent[ToolCallingModel]):
     """An executor effect (``AgentInvoker``) running a :class:`ToolCallingModel` in a bounded loop.
 
     Built by ``diagnosis_core.tools.executor_agent`` (chat) or
     ``diagnosis_core.aiops.aiops_executor_agent``; the loop, its limits and
     its errors are described in the module docstring and ``docs/executor.md``.
     """
-
-    def __init__(self, model: ToolCallingModel, settings: _Settings) -> None:
-        if not callable(model):
-            raise TypeError(f"model: expected a ToolCallingModel, got {type(model).__name__}")
-        super().__init__(settings)
-        self.model = model
 
     def __call__(self, input: str, config: RunConfig, /) -> str:
         run = _Run(self._settings, input, config)
@@ -455,19 +485,13 @@ class ExecutorAgent(_Agent):
                 run.answered(call, envelope)
 
 
-class AsyncExecutorAgent(_Agent):
+class AsyncExecutorAgent(_Agent[AsyncToolCallingModel]):
     """The asyncio variant of :class:`ExecutorAgent` (an ``AsyncAgentInvoker``).
 
     Coroutine-function tools are awaited (``recorder.wrap_async``), plain
     ones called directly; a model call still running at the deadline is
     cancelled. A synchronous model is accepted too (its turn is not awaited).
     """
-
-    def __init__(self, model: AsyncToolCallingModel, settings: _Settings) -> None:
-        if not callable(model):
-            raise TypeError(f"model: expected a ToolCallingModel, got {type(model).__name__}")
-        super().__init__(settings)
-        self.model = model
 
     async def _call_model(self, request: TurnRequest) -> object:
         reply: object = self.model(request)
