@@ -48,7 +48,6 @@ from ._chat.effects import (
     Gatekeeper,
 )
 from ._chat.enums import (
-    AnswerMode,
     Outcome,
     ReasonCode,
     Verdict,
@@ -268,7 +267,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentInvoker",
-    "AnswerMode",
     "AsyncAgentInvoker",
     "AsyncEffects",
     "AsyncGatekeeper",

@@ -125,12 +125,10 @@ from ._engine import (
 __all__ = [
     "AIOPS_WORKFLOW_NAME",
     "DIAGNOSIS_WORKFLOW_NAME",
-    "aiops_dbos_workflow",
     "configure_aiops_dbos",
     "configure_diagnosis_dbos",
     "dbos_aiops_journal",
     "dbos_diagnosis_journal",
-    "diagnosis_dbos_workflow",
     "run_aiops_dbos",
     "run_diagnosis_dbos",
     "start_aiops_dbos",

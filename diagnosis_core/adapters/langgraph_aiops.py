@@ -46,16 +46,12 @@ from .._kernel.public import publish as _publish
 from ..journal import entry_to_wire
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
-from ._langgraph_core import Durability, GraphState, ResumeOptions, RunOptions, ThreadBusyError
+from ._langgraph_core import Durability, GraphState, ResumeOptions, RunOptions
 
 __all__ = [
     "AIOPS_NODES",
     "AiOpsGraph",
     "AiOpsGraphState",
-    "ResumeOptions",
-    "RunOptions",
-    "ThreadBusyError",
-    "aiops_graph_input",
     "aiops_graph_values",
     "aiops_journal_of",
     "aiops_state_graph",
