@@ -13,8 +13,8 @@ from _builders import scenario
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
-import diagnosis_core.tools as dct
 from diagnosis_core._chat.inputs import build_planner_input
+from tests._reach import tools as dct
 
 # --- the planner's history window (§6.6) ------------------------------------------
 

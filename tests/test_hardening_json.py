@@ -15,7 +15,6 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core._kernel.wire import converter as _converter
 from diagnosis_core._kernel.wire.json import (
     canonical_json,
@@ -24,6 +23,7 @@ from diagnosis_core._kernel.wire.json import (
     int_too_long,
 )
 from diagnosis_core._kernel.wire.schema import NOT_ONLY_WHITESPACE_PATTERN
+from tests._reach import protocol as dcp
 
 # --- §5 digit limit -------------------------------------------------------------------
 
