@@ -4,9 +4,8 @@ A scenario scripts every effect of a run as JSON; the host's
 :func:`diagnosis_core.load_scenario` checks it and :func:`diagnosis_core.replay`
 runs it. The doubles behind them are here, for a test that scripts a run by hand:
 :class:`ScriptedAgent` and :class:`ScriptedGatekeeper` play a script back
-(:class:`ScriptedResponse`, :class:`ScriptedGatekeeperEntry`), raising the
-failures the default classifier knows (:data:`ERROR_KINDS`, as
-:class:`ScriptedError` and :class:`UnknownScriptedError`).
+(:class:`ScriptedResponse`, :class:`ScriptedGatekeeperEntry`), raising a
+failure of each kind of :data:`ERROR_KINDS` for the failure classifier.
 :func:`parse_document_text` reads a scenario's or journal's text strictly, as
 the command line and the conformance kit do.
 """
@@ -24,19 +23,15 @@ from ._kernel.scenario.document import (
 from ._kernel.scenario.scripted import (
     ERROR_KINDS,
     ScriptedAgent,
-    ScriptedError,
     ScriptedResponse,
-    UnknownScriptedError,
 )
 
 __all__ = [
     "ERROR_KINDS",
     "ScriptedAgent",
-    "ScriptedError",
     "ScriptedGatekeeper",
     "ScriptedGatekeeperEntry",
     "ScriptedResponse",
-    "UnknownScriptedError",
     "parse_document_text",
 ]
 

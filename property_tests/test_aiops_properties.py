@@ -36,11 +36,11 @@ from diagnosis_core.aiops import (
     AiOpsRuleEvaluation,
     AiOpsState,
     Alert,
+    evaluate_aiops_report,
     replay_aiops,
     run_aiops,
 )
 from diagnosis_core.aiops._config import NO_PROGRESS_REPEATS
-from diagnosis_core.aiops._rules import evaluate_aiops_report
 from diagnosis_core.protocol import canonical_json
 from diagnosis_core.scenarios import ScriptedAgent, ScriptedResponse
 from diagnosis_core.testing._values import host_subclassed

@@ -44,7 +44,6 @@ aiops = _Namespace("diagnosis_core.aiops", {
     "DISCOVERY_INSTRUCTION": "diagnosis_core.aiops._inputs",
     "aiops_journal_from_json": "diagnosis_core.aiops._journal",
     "aiops_routing_mermaid": "diagnosis_core.aiops._routing",
-    "evaluate_aiops_report": "diagnosis_core.aiops._rules",
     "record_aiops_scenario": "diagnosis_core.aiops._journal_replay",
 })
 journal = _Namespace("diagnosis_core.journal", {

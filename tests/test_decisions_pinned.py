@@ -42,11 +42,12 @@ from diagnosis_core.aiops import (
     Alert,
     SupervisorChoice,
     advance_aiops,
+    evaluate_aiops_report,
     next_aiops_action,
     start_aiops,
 )
 from diagnosis_core.aiops._routing import AiOpsRoutingFacts, choose_aiops_route
-from diagnosis_core.aiops._rules import AiOpsRuleContext, AiOpsRuleViolation, evaluate_aiops_report
+from diagnosis_core.aiops._rules import AiOpsRuleContext, AiOpsRuleViolation
 from diagnosis_core.machine import AgentFailed, GatekeeperReturned, NodeName, NodeStatus
 from diagnosis_core.protocol import GatekeeperStatus, parse_executor_evidence, parse_verifier_output
 from tests.test_decision_details import CHECKED

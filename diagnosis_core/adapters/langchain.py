@@ -84,6 +84,7 @@ __all__ = [
     "ChatModelInvoker",
     "ChatModelOutputError",
     "LangChainToolModel",
+    "ResponseFormat",
     "async_chat_model_effects",
     "chat_model_effects",
     "loop_tools",

@@ -28,7 +28,8 @@ the AIOps drivers tell it, for the effects this process performs.
 :class:`AsyncAiOpsEffects` make the nodes coroutines (:func:`arun_aiops_graph`).
 ``interrupt_before`` / ``interrupt_after`` name nodes of :data:`AIOPS_NODES`.
 Large entries are checkpointed once, by content hash, and each thread has one
-live owner (:class:`ThreadBusyError`), as for the chat graph.
+live owner (:class:`~diagnosis_core.adapters.langgraph.ThreadBusyError`), as for the chat
+graph; the run options are the chat graph's too (:mod:`diagnosis_core.adapters.langgraph`).
 """
 
 from __future__ import annotations

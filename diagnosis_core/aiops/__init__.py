@@ -95,6 +95,7 @@ from ._rules import (
     AiOpsRule,
     AiOpsRuleEvaluation,
     LedgerSource,
+    evaluate_aiops_report,
 )
 from ._schema import (
     AIOPS_SCHEMA_NAMES,
@@ -151,6 +152,7 @@ __all__ = [
     "async_aiops_executor_agent",
     "check_aiops_effects",
     "check_aiops_request",
+    "evaluate_aiops_report",
     "evaluate_aiops_run",
     "fold_aiops_journal",
     "iter_aiops",

@@ -21,8 +21,8 @@ journals; :func:`fleet_report` sums the runs up for the people who operate
 them. Both reports are frozen values (:class:`SessionReport`, each run a
 :class:`RunStory`; :class:`FleetReport`) serialized by the package's one
 converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``).
-An ended run's store keeps a derived summary (:class:`RunDigest`,
-:func:`run_digest`) that the reports read instead of folding its journal;
+An ended run's store keeps a derived summary of it that the reports read
+instead of folding its journal;
 :func:`verify_summaries` folds every journal and lists the summaries that
 disagree. :func:`write_report_pages` writes the reports as linked,
 self-contained HTML pages (the fleet, each session, each run, with every

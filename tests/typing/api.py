@@ -359,6 +359,7 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
     assert_type(evaluation, dca.AiOpsRuleEvaluation | None)
     source: dca.LedgerSource = dct.ToolRecorder()  # the recorder is read at evaluation time
     assert_type(dca.evaluate_aiops_run(state, source), dca.AiOpsRuleEvaluation | None)
+    assert dca.evaluate_aiops_report(None, mode=state.request.mode, alerts=(), ledger=source)
     async_state = asyncio.run(
         dca.arun_aiops(request, dca.AsyncAiOpsEffects.from_sync(effects))
     )
@@ -451,10 +452,8 @@ PUBLIC_CLASSES: tuple[type, ...] = (
     dca.AiOpsTraceEvent,
     dca.Alert,
     dct.BindingFailure,
-    dcs.ScriptedError,
     dcs.ScriptedGatekeeperEntry,
     dcs.ScriptedResponse,
-    dcs.UnknownScriptedError,
     dcm.VerifierEvaluation,
     dt.AsyncFakeGatekeeper,
     dt.AsyncRecordingGatekeeper,
