@@ -9,9 +9,10 @@ the envelope ``{invocation_id, tool_name, output}`` the executor model cites.
 *at call time*, so citations of tools called after start-up are checked against
 what was really recorded.
 
-The ledger a recorder writes (:class:`ToolLedger`, :func:`ledger_from_records`)
-and the reference gatekeeper that checks citations against it
-(:class:`ReferenceGatekeeper` and its binding checks) are here too.
+A ledger is built from recorded records with :func:`ledger_from_records`; the
+ledger (:class:`diagnosis_core.ToolLedger`) and the reference gatekeeper that
+checks citations against it (:class:`diagnosis_core.ReferenceGatekeeper`) are
+the host's, at the top level; a failed binding check is a :class:`BindingFailure`.
 
 Engines run many runs through one set of effects and may run a run's executor
 and gatekeeper in different processes: their ``tools=`` is a
