@@ -10,7 +10,8 @@ agents and the gatekeeper are effects passed in as :class:`AgentInvoker` and
 This namespace is what a host embedding the chat workflow uses: the request
 and configuration, the effects, the drivers, the result and its trace, the
 errors, the failure classifier, observers, the reference gatekeeper and
-replay; each of them lives here alone. The other public namespaces are cut by
+replay; each of them lives here alone, but for ``scenario_effects``, re-exported
+from :mod:`diagnosis_core.scenarios`. The other public namespaces are cut by
 audience: :mod:`diagnosis_core.protocol` (payload types, parsers, schemas: for
 prompt and provider authors), :mod:`diagnosis_core.machine` (the sans-IO
 machine, routing table and the pieces of a driver loop: for custom drivers and

@@ -5,7 +5,9 @@ A scenario scripts every effect of a run as JSON; the host's
 runs it. The doubles behind them are here, for a test that scripts a run by hand:
 :class:`ScriptedAgent` and :class:`ScriptedGatekeeper` play a script back
 (:class:`ScriptedResponse`, :class:`ScriptedGatekeeperEntry`), raising a
-failure of each kind of :data:`ERROR_KINDS` for the failure classifier.
+failure of each kind of :data:`ERROR_KINDS` for the failure classifier;
+:func:`scenario_effects` builds a scenario's effects from them (the top level
+re-exports it for the host).
 :func:`parse_document_text` reads a scenario's or journal's text strictly, as
 the command line and the conformance kit do.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from ._chat.replay import (
     ScriptedGatekeeper,
     ScriptedGatekeeperEntry,
+    scenario_effects,
 )
 from ._kernel.public import publish as _publish
 from ._kernel.scenario.document import (
@@ -33,6 +36,7 @@ __all__ = [
     "ScriptedGatekeeperEntry",
     "ScriptedResponse",
     "parse_document_text",
+    "scenario_effects",
 ]
 
 # Public classes name this namespace, not the private module defining them.

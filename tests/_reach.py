@@ -27,6 +27,12 @@ class _Namespace(types.ModuleType):
         self._public = public
         self._internal = internal
 
+    def __getattribute__(self, name: str) -> object:
+        # ``vars(alias)`` is the public namespace's: a test lists what it defines.
+        if name == "__dict__":
+            return vars(importlib.import_module(object.__getattribute__(self, "_public")))
+        return super().__getattribute__(name)
+
     def __getattr__(self, name: str) -> object:
         home = self._internal.get(name, self._public)
         return getattr(importlib.import_module(home), name)
@@ -98,7 +104,6 @@ protocol = _Namespace("diagnosis_core.protocol", {
     "to_wire": "diagnosis_core",
 })
 scenarios = _Namespace("diagnosis_core.scenarios", {
-    "scenario_effects": "diagnosis_core",
 })
 stores = _Namespace("diagnosis_core.stores", {
     "StoreSink": "diagnosis_core._kernel.journal.store",
