@@ -141,11 +141,8 @@ async def _temporal(rounds: int) -> Samples | str:
             SandboxRestrictions,
         )
 
-        from diagnosis_core.adapters.temporal import (
-            PASSTHROUGH_MODULES,
-            create_diagnosis_worker,
-            execute_diagnosis,
-        )
+        from diagnosis_core.adapters._temporal_common import PASSTHROUGH_MODULES
+        from diagnosis_core.adapters.temporal import create_diagnosis_worker, execute_diagnosis
     except ImportError:
         return "the temporal extra is not installed"
     sys.path.insert(0, str(ROOT / "tests" / "adapters"))

@@ -63,6 +63,8 @@ import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
+from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result
+from diagnosis_core._chat.projection import project_verified_input
 
 SECTIONS = ("parse", "scaling", "large-output", "drivers", "import", "reject", "journal",
             "stores", "langgraph", "engines")
@@ -250,9 +252,9 @@ def _projector_inputs(claims: int) -> dict[str, Callable[[], object]]:
     document = payloads.evidence_document(claims)
     evidence = dcp.parse_executor_evidence(json.dumps(document, ensure_ascii=False))
     raw = payloads.gatekeeper_result_passing_all(document)
-    checked = dcm.normalize_gatekeeper_result(raw).checked_bindings
-    assert len(dcm.project_verified_input(evidence, checked).verified_evidence) == 2 * claims
-    return {"project_verified_input": lambda: dcm.project_verified_input(evidence, checked)}
+    checked = normalize_gatekeeper_result(raw).checked_bindings
+    assert len(project_verified_input(evidence, checked).verified_evidence) == 2 * claims
+    return {"project_verified_input": lambda: project_verified_input(evidence, checked)}
 
 
 def _gatekeeper_inputs(claims: int) -> dict[str, Callable[[], object]]:

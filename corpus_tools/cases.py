@@ -36,13 +36,8 @@ from corpus_tools.builders import (
     two_claims,
     verifier,
 )
-from diagnosis_core.conformance import (
-    RESUME_FORMAT,
-    Case,
-    document_text,
-    run_document,
-)
-from diagnosis_core.conformance._corpus import AREAS
+from diagnosis_core.conformance import RESUME_FORMAT, run_document
+from diagnosis_core.conformance._corpus import AREAS, Case, document_text
 
 __all__ = ["AREAS", "Draft", "build_corpus", "drafts"]
 
@@ -953,7 +948,7 @@ def _tampered() -> Iterator[Draft]:
 
 
 def _area_aiops(examples: Path) -> Iterator[Draft]:
-    from diagnosis_core.aiops import record_aiops_scenario
+    from diagnosis_core.aiops._journal_replay import record_aiops_scenario
     from diagnosis_core.journal import journal_to_wire
 
     for path in sorted(examples.glob("aiops_*.json")):

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from corpus_tools.cases import build_corpus
-from diagnosis_core.conformance import PROTOCOL_VERSION, Case
+from diagnosis_core.conformance import PROTOCOL_VERSION
+from diagnosis_core.conformance._corpus import Case
 
 __all__ = ["corpus_file_text", "main", "render_corpus"]
 

@@ -10,13 +10,14 @@ agents and the gatekeeper are effects passed in as :class:`AgentInvoker` and
 This namespace is what a host embedding the chat workflow uses: the request
 and configuration, the effects, the drivers, the result and its trace, the
 errors, the failure classifier, observers, the reference gatekeeper and
-replay. The other public namespaces are cut by audience:
-:mod:`diagnosis_core.protocol` (payload types, parsers, agent inputs, schemas,
-strict JSON: for prompt and provider authors), :mod:`diagnosis_core.machine`
-(the sans-IO machine, routing table, decisions, fallbacks and driver loop: for
-custom drivers and auditors), :mod:`diagnosis_core.journal`,
-:mod:`diagnosis_core.tools` (recorder, ledger, reference gatekeeper),
-:mod:`diagnosis_core.scenarios` (§9 replay and scripted doubles),
+replay; each of them lives here alone, but for ``scenario_effects``, re-exported
+from :mod:`diagnosis_core.scenarios`. The other public namespaces are cut by
+audience: :mod:`diagnosis_core.protocol` (payload types, parsers, schemas: for
+prompt and provider authors), :mod:`diagnosis_core.machine` (the sans-IO
+machine, routing table and the pieces of a driver loop: for custom drivers and
+engine adapters), :mod:`diagnosis_core.journal`,
+:mod:`diagnosis_core.tools` (the recorder and the executor's tool loop),
+:mod:`diagnosis_core.scenarios` (the scripted doubles behind §9 replay),
 :mod:`diagnosis_core.aiops`, :mod:`diagnosis_core.prompts` (the agents'
 system prompts, spec §17), :mod:`diagnosis_core.testing` and
 ``diagnosis_core.adapters.*``. ``import diagnosis_core`` loads none of the
@@ -48,7 +49,6 @@ from ._chat.effects import (
     Gatekeeper,
 )
 from ._chat.enums import (
-    AnswerMode,
     Outcome,
     ReasonCode,
     Verdict,
@@ -268,7 +268,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentInvoker",
-    "AnswerMode",
     "AsyncAgentInvoker",
     "AsyncEffects",
     "AsyncGatekeeper",

@@ -24,8 +24,7 @@ that keeps the :class:`JournalHead` (:func:`journal_head`: entry count and last
 
 The AIOps flow's journal (``aiops_journal_v2``, in :mod:`diagnosis_core.aiops`) is
 the same kernel with its own call names; :func:`journal_to_json`,
-:func:`journal_to_wire`, :func:`sign_journal`, :func:`sign_entry` and
-:func:`entry_mac` accept either workflow's journal.
+:func:`journal_to_wire` and :func:`sign_journal` accept either workflow's journal.
 
 An engine adapter (a durable-execution engine driving the machine, like the
 LangGraph and Temporal adapters) needs only this module and
@@ -40,16 +39,38 @@ LangGraph and Temporal adapters) needs only this module and
 
 from __future__ import annotations
 
-# The chat journal module and the kernel's recorded values are public in full:
-# their ``__all__`` is the list (a star import re-exports exactly it, and mypy sees
-# each name), added to this module's ``__all__`` below instead of being written out
-# a second time. The codec and MAC functions are picked by name: most of those
-# modules' names stay private.
-from ._chat import journal as _journal
-from ._chat.entries import entry_from_json, entry_to_json
-from ._chat.journal import *  # noqa: F403
-from ._kernel.errors import JournalError
-from ._kernel.journal import recorded as _recorded
+from ._chat.entries import (
+    entry_from_json,
+    entry_to_json,
+)
+from ._chat.journal import (
+    INTERRUPTED_MESSAGE,
+    JOURNAL_FORMAT,
+    Journal,
+    JournalCall,
+    JournalEntry,
+    JournalRecorder,
+    JournalSink,
+    JournalStatus,
+    ListJournalSink,
+    append_entry,
+    entry_result,
+    expected_call,
+    finish_entry,
+    fold_journal,
+    journal_from_json,
+    journal_status,
+    journal_to_scenario,
+    journal_tool_records,
+    load_journal,
+    outcome_of,
+    recorded_tool_invocations,
+    replay_journal,
+    request_to_wire,
+    resent_on_resume,
+    resume_journal,
+    start_entry,
+)
 from ._kernel.journal.codec import (
     JournalEnd,
     entry_to_wire,
@@ -59,29 +80,69 @@ from ._kernel.journal.codec import (
     outcome_to_wire,
     stored_json,
 )
-from ._kernel.journal.mac import JournalHead, entry_mac, journal_head, sign_entry, sign_journal
-from ._kernel.journal.recorded import *  # noqa: F403
+from ._kernel.journal.mac import (
+    JournalHead,
+    journal_head,
+    sign_journal,
+)
+from ._kernel.journal.recorded import (
+    EntryState,
+    JournalOutcome,
+    RecordedAgentError,
+    RecordedGatekeeperError,
+    RecordedGatekeeperResult,
+    RecordedReply,
+    RecordedToolInvocation,
+)
 from ._kernel.public import publish as _publish
 
 __all__ = [
+    "INTERRUPTED_MESSAGE",
+    "JOURNAL_FORMAT",
+    "EntryState",
+    "Journal",
+    "JournalCall",
     "JournalEnd",
-    "JournalError",
+    "JournalEntry",
     "JournalHead",
+    "JournalOutcome",
+    "JournalRecorder",
+    "JournalSink",
+    "JournalStatus",
+    "ListJournalSink",
+    "RecordedAgentError",
+    "RecordedGatekeeperError",
+    "RecordedGatekeeperResult",
+    "RecordedReply",
+    "RecordedToolInvocation",
+    "append_entry",
     "entry_from_json",
-    "entry_mac",
+    "entry_result",
     "entry_to_json",
     "entry_to_wire",
+    "expected_call",
+    "finish_entry",
+    "fold_journal",
+    "journal_from_json",
     "journal_head",
+    "journal_status",
     "journal_to_json",
+    "journal_to_scenario",
     "journal_to_wire",
+    "journal_tool_records",
+    "load_journal",
     "load_outcome",
+    "outcome_of",
     "outcome_to_wire",
-    "sign_entry",
+    "recorded_tool_invocations",
+    "replay_journal",
+    "request_to_wire",
+    "resent_on_resume",
+    "resume_journal",
     "sign_journal",
+    "start_entry",
     "stored_json",
 ]
-__all__ += _journal.__all__
-__all__ += _recorded.__all__
 
 # Public classes name this namespace, not the private module defining them.
 _publish(__name__, globals(), __all__)

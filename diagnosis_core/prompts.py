@@ -16,16 +16,14 @@ from __future__ import annotations
 
 from ._kernel.public import publish as _publish
 from ._prompts.agents import PROMPT_AGENTS
-from ._prompts.render import PROMPT_LOCALES, Prompt, prompt_rules, system_prompt
+from ._prompts.render import Prompt, system_prompt
 from ._prompts.rules import PROMPT_RULES, PromptRule
 
 __all__ = [
     "PROMPT_AGENTS",
-    "PROMPT_LOCALES",
     "PROMPT_RULES",
     "Prompt",
     "PromptRule",
-    "prompt_rules",
     "system_prompt",
 ]
 

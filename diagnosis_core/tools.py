@@ -9,9 +9,10 @@ the envelope ``{invocation_id, tool_name, output}`` the executor model cites.
 *at call time*, so citations of tools called after start-up are checked against
 what was really recorded.
 
-The ledger a recorder writes (:class:`ToolLedger`, :func:`ledger_from_records`)
-and the reference gatekeeper that checks citations against it
-(:class:`ReferenceGatekeeper` and its binding checks) are here too.
+A ledger is built from recorded records with :func:`ledger_from_records`; the
+ledger (:class:`diagnosis_core.ToolLedger`) and the reference gatekeeper that
+checks citations against it (:class:`diagnosis_core.ReferenceGatekeeper`) are
+the host's, at the top level; a failed binding check is a :class:`BindingFailure`.
 
 Engines run many runs through one set of effects and may run a run's executor
 and gatekeeper in different processes: their ``tools=`` is a
@@ -39,18 +40,11 @@ from __future__ import annotations
 from ._chat.executor_loop import async_executor_agent, executor_agent
 from ._chat.grounding import evidence_grounding_schema
 from ._chat.reference_gatekeeper import (
-    UNRESOLVED,
     BindingFailure,
-    RecorderGatekeeper,
-    ReferenceGatekeeper,
     ToolRecorder,
-    check_binding,
-    check_bindings,
-    match_excerpt,
     parse_raw_path,
-    resolve_raw_path,
 )
-from ._chat.run_recorders import RunRecorders, RunRecordersGatekeeper, ToolsFactory
+from ._chat.run_recorders import RunRecorders, ToolsFactory
 from ._kernel.public import publish as _publish
 from ._kernel.tools.chat_model import (
     AssistantMessage,
@@ -66,27 +60,22 @@ from ._kernel.tools.chat_model import (
     TurnRequest,
     UserMessage,
 )
-from ._kernel.tools.grounding import GroundingLimits, GroundingSchema, OutputPaths, citable_paths
-from ._kernel.tools.ledger import ToolInvocation, ToolLedger, ledger_from_records
+from ._kernel.tools.grounding import GroundingLimits, GroundingSchema
+from ._kernel.tools.ledger import ledger_from_records
 from ._kernel.tools.recorder import (
     RecorderMark,
     ReplayedToolError,
     ToolCallError,
-    ToolCallRecord,
     ToolEnvelope,
 )
 from ._kernel.tools.tool_loop import (
     AsyncExecutorAgent,
     ExecutorAgent,
-    GroundingScope,
-    PerRunRecorders,
-    ToolErrorPolicy,
     ToolLoopDeadlineError,
     ToolLoopLimitError,
 )
 
 __all__ = [
-    "UNRESOLVED",
     "AssistantMessage",
     "AsyncExecutorAgent",
     "AsyncToolCallingModel",
@@ -95,26 +84,16 @@ __all__ = [
     "ExecutorAgent",
     "GroundingLimits",
     "GroundingSchema",
-    "GroundingScope",
     "ModelTurn",
-    "OutputPaths",
-    "PerRunRecorders",
-    "RecorderGatekeeper",
     "RecorderMark",
-    "ReferenceGatekeeper",
     "ReplayedToolError",
     "RunRecorders",
-    "RunRecordersGatekeeper",
     "SystemMessage",
     "Tool",
     "ToolCall",
     "ToolCallError",
-    "ToolCallRecord",
     "ToolCallingModel",
     "ToolEnvelope",
-    "ToolErrorPolicy",
-    "ToolInvocation",
-    "ToolLedger",
     "ToolLoopDeadlineError",
     "ToolLoopLimitError",
     "ToolMessage",
@@ -124,15 +103,10 @@ __all__ = [
     "TurnRequest",
     "UserMessage",
     "async_executor_agent",
-    "check_binding",
-    "check_bindings",
-    "citable_paths",
     "evidence_grounding_schema",
     "executor_agent",
     "ledger_from_records",
-    "match_excerpt",
     "parse_raw_path",
-    "resolve_raw_path",
 ]
 
 # Public classes name this namespace, not the private module defining them.

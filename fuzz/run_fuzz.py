@@ -59,10 +59,12 @@ from typing import Any
 import attrs
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
-from diagnosis_core.testing import host_subclassed, hostile_gatekeeper_factories
+from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result
+from diagnosis_core._chat.reference_gatekeeper import match_excerpt, resolve_raw_path
+from diagnosis_core.testing import hostile_gatekeeper_factories
+from diagnosis_core.testing._values import host_subclassed
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CATALOG = ["payment-timeout", "redis-latency", "db-pool-exhaustion"]
@@ -463,14 +465,14 @@ class Fuzzer:
         raw = value_input(self.rng, self.corpus["gatekeeper"], self.corpus["gatekeeper_text"])
         self.expect("parse_gatekeeper_result", lambda: dcp.parse_gatekeeper_result(raw),
                     (dc.PayloadError,), raw)
-        self.expect("normalize_gatekeeper_result", lambda: dcm.normalize_gatekeeper_result(raw),
+        self.expect("normalize_gatekeeper_result", lambda: normalize_gatekeeper_result(raw),
                     (), raw)
         if self.rng.random() < 0.2:
             hostile = self.rng.choice(HOSTILE)()
             self.expect("parse_gatekeeper_result", lambda: dcp.parse_gatekeeper_result(hostile),
                         (dc.PayloadError,), hostile)
             self.expect("normalize_gatekeeper_result",
-                        lambda: dcm.normalize_gatekeeper_result(hostile), (), hostile)
+                        lambda: normalize_gatekeeper_result(hostile), (), hostile)
 
     def hostile_run(self) -> None:
         """A whole run whose gatekeeper returns a hostile Python value (spec §15)."""
@@ -563,8 +565,8 @@ class Fuzzer:
                            ["$", ".", "[", "]", "'", "0", "a"])
         output = self.rng.choice(self.corpus["ledger"])[0]["output"]
         excerpt = self._text("composer")[:40]
-        self.expect("resolve_raw_path", lambda: dct.resolve_raw_path(output, path), (), path)
-        self.expect("match_excerpt", lambda: dct.match_excerpt(path + excerpt, excerpt), (),
+        self.expect("resolve_raw_path", lambda: resolve_raw_path(output, path), (), path)
+        self.expect("match_excerpt", lambda: match_excerpt(path + excerpt, excerpt), (),
                     excerpt)
 
     def run(self, inputs: int) -> tuple[Counter[str], list[str], float]:

@@ -17,10 +17,10 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 from test_aiops_properties import SETTINGS, _run, scenarios
 
-import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
 from diagnosis_core import JournalError
+from tests._reach import aiops as dca
 
 KEY = b"aiops-property-key"
 

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from diagnosis_core import Locale, RunConfig, ToolInvocation, ToolLedger, from_wire, to_wire
 from diagnosis_core.aiops import (
     AIOPS_RULES,
-    NO_PROGRESS_REPEATS,
     AiOpsAgent,
     AiOpsConfig,
     AiOpsEffects,
@@ -41,9 +40,10 @@ from diagnosis_core.aiops import (
     replay_aiops,
     run_aiops,
 )
+from diagnosis_core.aiops._config import NO_PROGRESS_REPEATS
 from diagnosis_core.protocol import canonical_json
 from diagnosis_core.scenarios import ScriptedAgent, ScriptedResponse
-from diagnosis_core.testing import host_subclassed
+from diagnosis_core.testing._values import host_subclassed
 
 IDS = ("inv-1", "inv-2", "inv-3", "inv-4")
 NAMES = ("HighLatency", "PodRestarts", "DiskFull")

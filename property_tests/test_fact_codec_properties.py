@@ -18,9 +18,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-import diagnosis_core.testing as dt
 from diagnosis_core._chat.facts import gatekeeper_fact, gatekeeper_fact_json
 from diagnosis_core.protocol import canonical_json
+from tests._reach import testing as dt
 
 
 class _Text(str):

@@ -66,7 +66,6 @@ from diagnosis_core.testing import (
     effect_scripts,
     executor_evidences,
     gatekeeper_result_values,
-    host_subclassed,
     planner_plans,
     planted_scenarios,
     scenarios,
@@ -75,6 +74,7 @@ from diagnosis_core.testing import (
     unknown_exceptions,
     verifier_outputs,
 )
+from diagnosis_core.testing._values import host_subclassed
 
 RANK = {Verdict.REJECT: 0, Verdict.LOW_CONFID: 1, Verdict.PASS: 2}
 CEILING = {GatekeeperStatus.PASS: Verdict.PASS, GatekeeperStatus.LOW_CONFID: Verdict.LOW_CONFID}

@@ -48,15 +48,17 @@ from diagnosis_core.machine import (
 )
 from diagnosis_core.protocol import canonical_json
 from diagnosis_core.testing import (
-    composer_output_texts,
     diagnosis_requests,
-    executor_evidence_texts,
     gatekeeper_raw_results,
     hostile_gatekeeper_values,
-    planner_plan_texts,
     random_garbage_texts,
     run_invariant_violations,
     texts,
+)
+from diagnosis_core.testing._texts import (
+    composer_output_texts,
+    executor_evidence_texts,
+    planner_plan_texts,
     verifier_output_texts,
 )
 

@@ -15,7 +15,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-import diagnosis_core.prompts as dcpr
+from tests._reach import prompts as dcpr
 
 WORKFLOWS = tuple(dcpr.PROMPT_AGENTS)
 AGENT_NAMES = sorted({agent for agents in dcpr.PROMPT_AGENTS.values() for agent in agents})

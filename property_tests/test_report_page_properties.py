@@ -16,17 +16,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnosis_core.stores import (
-    AgentStep,
-    EffectTiming,
-    FeedbackItem,
     RunStory,
     SessionReport,
-    StoryToolCall,
-    StoryToolError,
     failure_reasons,
     report_page_name,
     run_story_html,
     session_report_html,
+)
+from diagnosis_core.stores._reports import (
+    AgentStep,
+    EffectTiming,
+    FeedbackItem,
+    StoryToolCall,
+    StoryToolError,
 )
 
 # Any code point, lone surrogates included (the recorder accepts them in a tool name).

@@ -29,8 +29,10 @@ from diagnosis_core import (
     ToolBlockedError,
     run_diagnosis,
 )
-from diagnosis_core.machine import ROUTING_TABLE, Condition, NodeName, Route, RoutingFacts
-from diagnosis_core.testing import FakeGatekeeper, Reply, ScriptedInvoker, passing_gatekeeper
+from diagnosis_core._chat.routing import Condition, RoutingFacts
+from diagnosis_core.machine import ROUTING_TABLE, NodeName, Route
+from diagnosis_core.testing import FakeGatekeeper, ScriptedInvoker, passing_gatekeeper
+from diagnosis_core.testing._doubles import Reply
 
 N, C, PRE = NodeName, Condition, NodeName.PRE_VERIFICATION_FALLBACK
 

@@ -19,10 +19,10 @@ from diagnosis_core._chat.enums import GatekeeperStatus, ReasonCode
 from diagnosis_core._chat.trace import GatekeeperAudit, RawResult
 from diagnosis_core._kernel.wire.converter import from_json
 from diagnosis_core._kernel.wire.json import canonical_json
-from diagnosis_core.stores import (
+from diagnosis_core.stores import RunStory
+from diagnosis_core.stores._reports import (
     AgentStep,
     EffectTiming,
-    RunStory,
     StoryToolCall,
     StoryToolError,
     VerifierRow,

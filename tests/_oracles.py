@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import diagnosis_core as dc
-import diagnosis_core.protocol as dcp
+from tests._reach import protocol as dcp
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_DIGITS = 4300

@@ -14,14 +14,15 @@ import pytest
 from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError, RunOptionsError
-from diagnosis_core.aiops import AiOpsAgent, AiOpsJournal, AiOpsJournalEntry
+from diagnosis_core.aiops import AiOpsAgent, AiOpsJournal
+from diagnosis_core.aiops._journal import AiOpsJournalEntry
 from diagnosis_core.cli import main
 from diagnosis_core.journal import EntryState
+from tests._reach import aiops as dca
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = b"aiops-host-key-for-tests"

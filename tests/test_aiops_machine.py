@@ -24,8 +24,6 @@ from diagnosis_core import (
 )
 from diagnosis_core.aiops import (
     AIOPS_ROUTING_TABLE,
-    DISCOVERY_INSTRUCTION,
-    NO_PROGRESS_REPEATS,
     AiOpsAgent,
     AiOpsConfig,
     AiOpsEffects,
@@ -35,21 +33,24 @@ from diagnosis_core.aiops import (
     AiOpsOutcome,
     AiOpsReasonCode,
     AiOpsRequest,
-    AiOpsRoutingFacts,
     AiOpsState,
     Alert,
     AsyncAiOpsEffects,
     InvokeAiOpsAgent,
     SupervisorChoice,
     advance_aiops,
-    aiops_routing_mermaid,
     arun_aiops,
-    choose_aiops_route,
     evaluate_aiops_run,
     next_aiops_action,
     run_aiops,
-    select_aiops_mode,
     start_aiops,
+)
+from diagnosis_core.aiops._config import NO_PROGRESS_REPEATS
+from diagnosis_core.aiops._inputs import DISCOVERY_INSTRUCTION, select_aiops_mode
+from diagnosis_core.aiops._routing import (
+    AiOpsRoutingFacts,
+    aiops_routing_mermaid,
+    choose_aiops_route,
 )
 from diagnosis_core.machine import AgentFailed, AgentReplied, NodeStatus
 from diagnosis_core.protocol import canonical_json

@@ -19,13 +19,12 @@ from diagnosis_core.aiops import (
     AiOpsMode,
     AiOpsReport,
     AiOpsRule,
-    AiOpsRuleContext,
     AiOpsRuleEvaluation,
-    AiOpsRuleViolation,
     Alert,
     evaluate_aiops_report,
     parse_aiops_report,
 )
+from diagnosis_core.aiops._rules import AiOpsRuleContext, AiOpsRuleViolation
 
 ALERTS = (
     Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z", {"env": "prod"}),

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
 import diagnosis_core.tools as dct
+from tests._reach import aiops as dca
 
 RUN = dc.RunConfig("aiops-tools-1", "ops-1")
 ALERTS = (dca.Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z"),)

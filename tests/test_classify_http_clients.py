@@ -23,7 +23,7 @@ from diagnosis_core import (
     FailureKind,
     default_failure_classifier,
 )
-from diagnosis_core.machine import HTTP_CLIENT_ERRORS, HttpClientRule
+from diagnosis_core._kernel.machine.classify import HTTP_CLIENT_ERRORS, HttpClientRule
 
 RETRYABLE, NON_RETRYABLE = FailureKind.RETRYABLE, FailureKind.NON_RETRYABLE
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import diagnosis_core.aiops as dca
-import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 from diagnosis_core.cli import main
+from tests._reach import aiops as dca
+from tests._reach import machine as dcm
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT_EXAMPLE = ROOT / "examples" / "db_pool_forged_citations.json"

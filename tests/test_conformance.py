@@ -23,9 +23,9 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core.cli import main
-from diagnosis_core.conformance import PROTOCOL_VERSION, Case, load_corpus, run_document
+from diagnosis_core.conformance import PROTOCOL_VERSION, run_document
+from diagnosis_core.conformance._corpus import Case, load_corpus
 from diagnosis_core.conformance._runner import (
     FileCommand,
     PythonModule,
@@ -34,6 +34,7 @@ from diagnosis_core.conformance._runner import (
     run_cases,
     select_cases,
 )
+from tests._reach import protocol as dcp
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "diagnosis_core"]

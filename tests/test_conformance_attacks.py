@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnosis_core.conformance import Case, load_corpus
+from diagnosis_core.conformance._corpus import Case, load_corpus
 from diagnosis_core.conformance._runner import CaseFailure, PythonModule, compare
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnosis_core.conformance import load_corpus
+from diagnosis_core.conformance._corpus import load_corpus
 from diagnosis_core.conformance._runner import BatchCommand, run_cases
 
 ROOT = Path(__file__).resolve().parents[1]

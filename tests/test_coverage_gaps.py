@@ -16,9 +16,6 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
-import diagnosis_core.tools as dct
 from diagnosis_core import (
     ConfigError,
     DiagnosisConfig,
@@ -34,6 +31,9 @@ from diagnosis_core._kernel.wire.json import JsonValue, is_json_value_type, json
 from diagnosis_core._kernel.wire.schema import SchemaRules, _nullable
 from diagnosis_core._kernel.wire.schema import _type_schema as _rules_type_schema
 from diagnosis_core.protocol import BindingCheckStatus, Claim, EvidenceBinding, EvidenceStatus
+from tests._reach import machine as dcm
+from tests._reach import protocol as dcp
+from tests._reach import tools as dct
 
 # --- configuration --------------------------------------------------------------------
 

@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-import diagnosis_core as dc
-import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 from diagnosis_core import DiagnosisRequest, FailureKind, RunConfig
+from diagnosis_core._chat.trace import RawResult
 from diagnosis_core.machine import (
     AgentFailed,
     AgentReplied,
     GatekeeperFailed,
     GatekeeperReturned,
     NodeName,
-    RawResult,
 )
+from tests._reach import diagnosis_core as dc
+from tests._reach import machine as dcm
 
 PLAN = '{"steps": [{"step_id": "s1", "goal": "read the gateway logs"}]}'
 EVIDENCE = json.dumps(

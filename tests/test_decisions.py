@@ -8,9 +8,6 @@ from types import FrameType
 
 import pytest
 
-import diagnosis_core as dc
-import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core import ExecutorEvidence, Verdict
 from diagnosis_core.protocol import (
     BindingCheckStatus,
@@ -22,6 +19,9 @@ from diagnosis_core.protocol import (
     GatekeeperStatus,
     Verification,
 )
+from tests._reach import diagnosis_core as dc
+from tests._reach import machine as dcm
+from tests._reach import protocol as dcp
 
 
 def b(inv: str, tool: str = "t", path: str = "$.a", excerpt: str = "EXCERPT") -> EvidenceBinding:

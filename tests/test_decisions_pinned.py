@@ -22,11 +22,14 @@ import diagnosis_core.machine as dcm
 from diagnosis_core import (
     ConfigError,
     FailureKind,
+    PayloadError,
     RunConfig,
     ToolLedger,
+    Verdict,
     default_failure_classifier,
 )
 from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result, snapshot_raw_result
+from diagnosis_core._chat.routing import RoutingFacts, choose_route
 from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsAgent,
@@ -34,34 +37,19 @@ from diagnosis_core.aiops import (
     AiOpsNode,
     AiOpsReport,
     AiOpsRequest,
-    AiOpsRoutingFacts,
     AiOpsRule,
-    AiOpsRuleContext,
     AiOpsRuleEvaluation,
-    AiOpsRuleViolation,
     Alert,
     SupervisorChoice,
     advance_aiops,
-    choose_aiops_route,
     evaluate_aiops_report,
     next_aiops_action,
     start_aiops,
 )
-from diagnosis_core.machine import (
-    AgentFailed,
-    GatekeeperReturned,
-    NodeName,
-    NodeStatus,
-    RoutingFacts,
-    choose_route,
-)
-from diagnosis_core.protocol import (
-    GatekeeperStatus,
-    PayloadError,
-    Verdict,
-    parse_executor_evidence,
-    parse_verifier_output,
-)
+from diagnosis_core.aiops._routing import AiOpsRoutingFacts, choose_aiops_route
+from diagnosis_core.aiops._rules import AiOpsRuleContext, AiOpsRuleViolation
+from diagnosis_core.machine import AgentFailed, GatekeeperReturned, NodeName, NodeStatus
+from diagnosis_core.protocol import GatekeeperStatus, parse_executor_evidence, parse_verifier_output
 from tests.test_decision_details import CHECKED
 from tests.test_hardening_gatekeeper import EVIDENCE_WITH_TOOLS, _at_round_two
 

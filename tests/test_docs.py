@@ -379,7 +379,7 @@ def test_the_conformance_listing_is_a_checked_console_block() -> None:
 
 
 def test_the_conformance_example_run_counts_every_case() -> None:
-    from diagnosis_core.conformance import load_corpus
+    from diagnosis_core.conformance._corpus import load_corpus
 
     text = CONFORMANCE.read_text(encoding="utf-8")
     runs = re.findall(r"^(\d+) passed, (\d+) failed \(", text, re.MULTILINE)
@@ -406,7 +406,8 @@ def test_the_schema_table_lists_every_schema_the_kit_writes(tmp_path: Path) -> N
 
 
 def test_the_schema_ids_on_the_page_are_the_written_ones() -> None:
-    from diagnosis_core.conformance import PROTOCOL_VERSION, schema_id
+    from diagnosis_core.conformance import PROTOCOL_VERSION
+    from diagnosis_core.conformance._schemas import schema_id
 
     text = CONFORMANCE.read_text(encoding="utf-8")
     assert f"`{schema_id('<name>')}`" in text

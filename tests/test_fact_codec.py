@@ -207,14 +207,14 @@ def test_a_request_holding_a_surrogate_pair_is_refused_when_built(field: str) ->
 
 
 def test_an_aiops_request_holding_a_surrogate_pair_is_refused_when_built() -> None:
-    import diagnosis_core.aiops as dca
+    from tests._reach import aiops as dca
 
     with pytest.raises(dc.ConfigError, match="surrogate"):
         dca.AiOpsRequest(dc.RunConfig("run-1" + PAIR, "s"))
 
 
 def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -> None:
-    import diagnosis_core.aiops as dca
+    from tests._reach import aiops as dca
 
     document = json.loads(
         (Path(__file__).resolve().parent.parent / "examples" / "aiops_payload_targeted.json")

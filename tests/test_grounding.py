@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import diagnosis_core.aiops as dca
-import diagnosis_core.tools as dct
+from tests._reach import tools as dct
 
 
 def recorded(*outputs: Any, fail: int | None = None) -> dct.ToolRecorder:

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
-import diagnosis_core.tools as dct
 from diagnosis_core import ReasonCode
 from diagnosis_core._chat import reference_gatekeeper as reference
 from diagnosis_core._chat.rendering import _TEMPLATES
 from diagnosis_core.machine import GatekeeperReturned, NodeName
 from diagnosis_core.protocol import GatekeeperStatus
 from diagnosis_core.testing import gatekeeper_raw_results, hostile_gatekeeper_values
+from tests._reach import tools as dct
 from tests.test_decision_details import CHECKED, at_gatekeeper
 
 # --- hostile raw results -------------------------------------------------------------

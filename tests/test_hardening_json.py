@@ -15,7 +15,6 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core._kernel.wire import converter as _converter
 from diagnosis_core._kernel.wire.json import (
     canonical_json,
@@ -24,6 +23,7 @@ from diagnosis_core._kernel.wire.json import (
     int_too_long,
 )
 from diagnosis_core._kernel.wire.schema import NOT_ONLY_WHITESPACE_PATTERN
+from tests._reach import protocol as dcp
 
 # --- §5 digit limit -------------------------------------------------------------------
 
@@ -41,7 +41,7 @@ def test_the_digit_limit_does_not_depend_on_the_interpreter_setting() -> None:
         import json, sys
         import diagnosis_core as dc
         import diagnosis_core.machine as dcm
-        import diagnosis_core.protocol as dcp
+        from tests._reach import protocol as dcp
         print(sys.get_int_max_str_digits(), file=sys.stderr)
         ok = dcp.parse_composer_output('{"answer": "a", "x": ' + "7" * 1000 + '}', ())
         print(ok.answer)
@@ -286,7 +286,7 @@ def test_canonical_json_refuses_long_integers_at_any_offset_whatever_the_interpr
 
 def test_integers_longer_than_every_interpreter_converts_parse_exactly_at_any_offset() -> None:
     code = """
-        import diagnosis_core.protocol as dcp
+        from tests._reach import protocol as dcp
         for offset in range(0, 301, 7):
             for digits in (641, 1000, 4300):
                 text = '{"p": "' + "x" * offset + '", "n": ' + "9" * digits + "}"

@@ -13,9 +13,7 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core import (
     FailureKind,
     JournalError,
@@ -29,6 +27,8 @@ from diagnosis_core.journal import (
     RecordedAgentError,
     RecordedGatekeeperError,
 )
+from tests._reach import journal as dcj
+from tests._reach import protocol as dcp
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = b"host-key-for-tests"

@@ -19,12 +19,12 @@ import attrs
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
-import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError
 from diagnosis_core.journal import EntryState, JournalCall
+from tests._reach import aiops as dca
+from tests._reach import journal as dcj
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -22,12 +22,12 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-import diagnosis_core.stores as dcs
-import diagnosis_core.tools as dct
 from diagnosis_core import JournalError
 from diagnosis_core.journal import EntryState, JournalCall
+from tests._reach import journal as dcj
+from tests._reach import stores as dcs
+from tests._reach import tools as dct
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = b"mutation-oracle-key"

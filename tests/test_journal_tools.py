@@ -33,11 +33,11 @@ from journal_tools_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError, ReasonCode
 from diagnosis_core.journal import EntryState, JournalCall
+from tests._reach import journal as dcj
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = b"tools-journal-test-key"

@@ -331,7 +331,8 @@ def test_the_rare_paths_patterns_are_compiled_on_first_use_only() -> None:
     import sys
 
     code = (
-        "import diagnosis_core, diagnosis_core.protocol as p\n"
+        "import diagnosis_core\n"
+        "from tests._reach import protocol as p\n"
         "from diagnosis_core._kernel.wire import json as j, converter as c\n"
         "rare = (j._LONG_INTEGER_TOKEN, j._UNSAFE_DIGIT_RUN, j._LONE_SURROGATE_ESCAPE,\n"
         "        j._CUT_LITERAL, j._INNER_FENCE, c._PATH_STEP)\n"

@@ -14,6 +14,7 @@ from diagnosis_core import (
     PayloadError,
     ReasonCode,
 )
+from diagnosis_core._chat.routing import RoutingFacts
 from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
 from diagnosis_core._kernel.machine.results import (
     AgentFailed,
@@ -30,8 +31,9 @@ from diagnosis_core._kernel.machine.tables import (
     retry_left,
 )
 from diagnosis_core._kernel.wire.schema import SchemaProfile, profile_of
-from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode, AiOpsRoutingFacts
-from diagnosis_core.machine import AgentName, RoutingFacts
+from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
+from diagnosis_core.aiops._routing import AiOpsRoutingFacts
+from diagnosis_core.machine import AgentName
 
 
 class _Text(str):

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
-from diagnosis_core.protocol import loads_strict, parse_json_object
+from diagnosis_core._kernel.wire.json import loads_strict, parse_json_object
 from diagnosis_core.testing import executor_evidences
+from tests._reach import protocol as dcp
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYMENT = json.loads((ROOT / "examples" / "payment_timeout.json").read_text("utf-8"))

@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
 from diagnosis_core._kernel.driving.observe import Watcher
+from tests._reach import machine as dcm
 
 
 class Recording:

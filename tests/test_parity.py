@@ -38,8 +38,8 @@ from adapters.adapter_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 import diagnosis_core.scenarios as dcs
+from tests._reach import protocol as dcp
 
 SEED = 20240611
 GENERATED = 300

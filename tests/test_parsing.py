@@ -12,7 +12,6 @@ from _oracles import SCHEMA_NAMES, accepted_payload_is_sound, reference_accepts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import diagnosis_core.protocol as dcp
 from diagnosis_core._chat.enums import EvidenceStatus, Verdict, Verification
 from diagnosis_core._chat.parsing import (
     PayloadName,
@@ -35,6 +34,7 @@ from diagnosis_core._chat.payloads import (
 from diagnosis_core._kernel.errors import PayloadError
 from diagnosis_core._kernel.machine.plan import PlanStep
 from diagnosis_core._kernel.wire.converter import to_wire
+from tests._reach import protocol as dcp
 
 # The examples of spec §5, verbatim.
 PLANNER_EXAMPLE = """{"steps": [{"step_id": "s1", "goal": "check gateway timeout logs", "tools": ["query_logs"]}],

@@ -35,16 +35,17 @@ import attrs
 import pytest
 
 import diagnosis_core
-import diagnosis_core.aiops as dca
-import diagnosis_core.prompts as dcpr
-import diagnosis_core.protocol as dcp
-import diagnosis_core.tools as dct
+from diagnosis_core import ReferenceGatekeeper
 from diagnosis_core._prompts.agents import FIELD_DESCRIPTIONS, agent_spec
 from diagnosis_core._prompts.examples import example, example_ledger
 from diagnosis_core._prompts.notation import field_types
 from diagnosis_core.cli import main
 from diagnosis_core.conformance import PROTOCOL_VERSION
-from diagnosis_core.tools import BindingFailure, ReferenceGatekeeper
+from diagnosis_core.tools import BindingFailure
+from tests._reach import aiops as dca
+from tests._reach import prompts as dcpr
+from tests._reach import protocol as dcp
+from tests._reach import tools as dct
 
 PACKAGE = pathlib.Path(diagnosis_core.__file__).parent
 GOLDEN = pathlib.Path(__file__).parent / "fixtures" / "prompts"

@@ -7,10 +7,11 @@ import json
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core import FailureKind, PayloadError
-from diagnosis_core.machine import GatekeeperReturned, RawResult
+from diagnosis_core._chat.trace import RawResult
+from diagnosis_core.machine import GatekeeperReturned
+from tests._reach import machine as dcm
+from tests._reach import protocol as dcp
 
 
 def test_scenario_without_run_id_whose_agent_text_has_a_lone_surrogate_loads() -> None:

@@ -41,7 +41,6 @@ from diagnosis_core._chat.rendering import (
 from diagnosis_core._kernel.enums import Locale
 from diagnosis_core._kernel.machine.text import sanitize_item
 from diagnosis_core.aiops import (
-    AiOpsCallCounts,
     AiOpsConfig,
     AiOpsEvidence,
     AiOpsFinding,
@@ -50,9 +49,9 @@ from diagnosis_core.aiops import (
     AiOpsRecommendedAction,
     AiOpsReport,
     Alert,
-    render_aiops_fallback,
-    render_aiops_report,
 )
+from diagnosis_core.aiops._rendering import render_aiops_fallback, render_aiops_report
+from diagnosis_core.aiops._trace import AiOpsCallCounts
 
 NEUTRAL = "Neutral0item"
 CAP = 40

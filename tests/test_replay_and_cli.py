@@ -12,8 +12,8 @@ import pytest
 from _builders import scenario
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
 from diagnosis_core.cli import main
+from tests._reach import machine as dcm
 
 ROOT = Path(__file__).parent.parent
 

@@ -19,9 +19,9 @@ from _builders import (
 )
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
 from diagnosis_core import ReasonCode
 from diagnosis_core.machine import NodeName
+from tests._reach import machine as dcm
 
 
 def nodes(result: dict[str, Any]) -> list[tuple[str, int, int, str, str | None]]:

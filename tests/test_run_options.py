@@ -18,11 +18,11 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.stores as dcst
 import diagnosis_core.tools as dct
 from diagnosis_core.stores import SqliteStore
+from tests._reach import journal as dcj
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 KEY = b"k" * 32

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from diagnosis_core._kernel.wire.schema import SchemaProfile
 from diagnosis_core.aiops import (
     AIOPS_SCHEMA_NAMES,
     aiops_json_schema,
@@ -40,7 +41,6 @@ from diagnosis_core.protocol import (
     SCHEMA_NAMES,
     SCHEMA_PROFILES,
     ComposerOutput,
-    SchemaProfile,
     class_json_schema,
     json_schema,
     parse_composer_output,

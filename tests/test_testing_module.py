@@ -23,10 +23,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diagnosis_core as dc
-import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
-import diagnosis_core.scenarios as dcs
-import diagnosis_core.testing as dt
 import diagnosis_core.tools as dct
 from diagnosis_core import (
     AsyncEffects,
@@ -39,6 +35,10 @@ from diagnosis_core import (
 )
 from diagnosis_core.machine import AgentName
 from diagnosis_core.protocol import GatekeeperStatus
+from tests._reach import machine as dcm
+from tests._reach import protocol as dcp
+from tests._reach import scenarios as dcs
+from tests._reach import testing as dt
 
 PARSERS = (
     lambda text: dcp.parse_planner_plan(text, ["payment-timeout"]),

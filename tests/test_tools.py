@@ -11,13 +11,9 @@ import pytest
 from _builders import binding, claim, executor
 
 from diagnosis_core import LedgerError, ReferenceGatekeeper, ToolBlockedError, ToolInvocation
+from diagnosis_core._kernel.tools.recorder import ToolCallRecord
 from diagnosis_core.protocol import parse_executor_evidence
-from diagnosis_core.tools import (
-    ToolCallError,
-    ToolCallRecord,
-    ToolRecorder,
-    ledger_from_records,
-)
+from diagnosis_core.tools import ToolCallError, ToolRecorder, ledger_from_records
 
 
 def query_logs(service: str, *, limit: int = 10) -> dict[str, Any]:

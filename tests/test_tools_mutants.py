@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from _builders import binding, claim, executor
 
-import diagnosis_core.tools as dct
 from diagnosis_core import LedgerError
 from diagnosis_core.protocol import parse_executor_evidence
+from tests._reach import tools as dct
 
 
 def invocation(

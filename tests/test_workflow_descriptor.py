@@ -10,10 +10,10 @@ import typing
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
-import diagnosis_core.journal as dcj
-import diagnosis_core.machine as dcm
 from diagnosis_core.machine import DIAGNOSIS_WORKFLOW, Workflow
+from tests._reach import aiops as dca
+from tests._reach import journal as dcj
+from tests._reach import machine as dcm
 
 AIOPS_WORKFLOW = dca.AIOPS_WORKFLOW
 Call = dcj.JournalCall

@@ -4,8 +4,8 @@ Built from public ``diagnosis_core`` names only (``tests/test_layout.py``
 checks it), as the worked example of ``docs/adapters.md``.
 
 **One workflow per run, the journal as its step results.** The workflow
-function :func:`diagnosis_dbos_workflow` holds the request and the run's
-journal (spec §12) and nothing else: each effect is one DBOS step,
+function (``diagnosis_dbos_workflow``, registered as :data:`DIAGNOSIS_WORKFLOW_NAME`)
+holds the request and the run's journal (spec §12) and nothing else: each effect is one DBOS step,
 ``diagnosis_core.effect``, returning the finished entry's facts (the input
 hash, the outcome in its §12 wire form, an executor's tool calls). DBOS
 records each step's output in its system database; a recovered workflow
@@ -125,12 +125,10 @@ from ._engine import (
 __all__ = [
     "AIOPS_WORKFLOW_NAME",
     "DIAGNOSIS_WORKFLOW_NAME",
-    "aiops_dbos_workflow",
     "configure_aiops_dbos",
     "configure_diagnosis_dbos",
     "dbos_aiops_journal",
     "dbos_diagnosis_journal",
-    "diagnosis_dbos_workflow",
     "run_aiops_dbos",
     "run_diagnosis_dbos",
     "start_aiops_dbos",

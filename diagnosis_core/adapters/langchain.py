@@ -57,12 +57,13 @@ from .. import (
     Effects,
     FailureClassifier,
     Gatekeeper,
+    JsonValue,
     NonRetryableError,
     RunConfig,
     default_failure_classifier,
 )
 from ..machine import AgentName
-from ..protocol import JsonValue, canonical_json
+from ..protocol import canonical_json
 from ..tools import (
     AssistantMessage,
     ChatMessage,
@@ -87,9 +88,6 @@ __all__ = [
     "async_chat_model_effects",
     "chat_model_effects",
     "loop_tools",
-    "message_text",
-    "model_turn",
-    "recorded_tool",
     "recorded_tools",
     "tool_calling_model",
 ]

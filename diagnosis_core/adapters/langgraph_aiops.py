@@ -28,7 +28,8 @@ the AIOps drivers tell it, for the effects this process performs.
 :class:`AsyncAiOpsEffects` make the nodes coroutines (:func:`arun_aiops_graph`).
 ``interrupt_before`` / ``interrupt_after`` name nodes of :data:`AIOPS_NODES`.
 Large entries are checkpointed once, by content hash, and each thread has one
-live owner (:class:`ThreadBusyError`), as for the chat graph.
+live owner (:class:`~diagnosis_core.adapters.langgraph.ThreadBusyError`), as for the chat
+graph; the run options are the chat graph's too (:mod:`diagnosis_core.adapters.langgraph`).
 """
 
 from __future__ import annotations
@@ -46,16 +47,12 @@ from .._kernel.public import publish as _publish
 from ..journal import entry_to_wire
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
-from ._langgraph_core import Durability, GraphState, ResumeOptions, RunOptions, ThreadBusyError
+from ._langgraph_core import Durability, GraphState, ResumeOptions, RunOptions
 
 __all__ = [
     "AIOPS_NODES",
     "AiOpsGraph",
     "AiOpsGraphState",
-    "ResumeOptions",
-    "RunOptions",
-    "ThreadBusyError",
-    "aiops_graph_input",
     "aiops_graph_values",
     "aiops_journal_of",
     "aiops_state_graph",

@@ -69,10 +69,6 @@ from ..tools import (
 )
 
 __all__ = [
-    "BUNDLED_MODEL_PACKAGE",
-    "DEFAULT_MAX_ITEMS",
-    "DEFAULT_MAX_STRING",
-    "MAX_ID_LENGTH",
     "LocalAgent",
     "LocalChatModel",
     "LocalModelError",
@@ -82,8 +78,6 @@ __all__ = [
     "bundled_model_path",
     "chat_agents",
     "decoder_schema",
-    "input_values",
-    "narrowed_schema",
     "tool_choice_schema",
 ]
 

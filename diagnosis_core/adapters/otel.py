@@ -133,7 +133,6 @@ __all__ = [
     "DEFAULT_PROVIDER_NAME",
     "AiOpsOpenTelemetryObserver",
     "OpenTelemetryObserver",
-    "ProviderNames",
     "provider_names",
     "run_trace_context",
     "trace_id_for_run",

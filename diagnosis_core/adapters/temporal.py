@@ -88,7 +88,6 @@ from ._temporal_common import (
     DEFAULT_GATEKEEPER_TIMEOUT,
     DEFAULT_HEARTBEAT_TIMEOUT,
     INTERRUPTED_RESENDS,
-    PASSTHROUGH_MODULES,
     HeartbeatingActivities,
     create_worker,
     executing,
@@ -98,16 +97,11 @@ from ._temporal_common import (
 )
 
 __all__ = [
-    "ANNOUNCE_EVENTS_ACTIVITY",
-    "CALL_GATEKEEPER_ACTIVITY",
     "INTERRUPTED_RESENDS",
-    "INVOKE_AGENT_ACTIVITY",
-    "PASSTHROUGH_MODULES",
     "DiagnosisActivities",
     "DiagnosisWorkflow",
     "DiagnosisWorkflowInput",
     "create_diagnosis_worker",
-    "diagnosis_workflow_runner",
     "execute_diagnosis",
     "start_diagnosis_workflow",
 ]

@@ -63,8 +63,6 @@ from ._temporal_common import (
 )
 
 __all__ = [
-    "ANNOUNCE_AIOPS_EVENTS_ACTIVITY",
-    "INVOKE_AIOPS_AGENT_ACTIVITY",
     "AiOpsActivities",
     "AiOpsWorkflow",
     "AiOpsWorkflowInput",

@@ -18,14 +18,10 @@ from __future__ import annotations
 from .._kernel.public import publish as _publish
 from . import _enums, _payloads
 from ._alertmanager import (
-    ALERTMANAGER_WEBHOOK_VERSION,
-    GRAFANA_WEBHOOK_VERSION,
-    AlertmanagerAlerts,
     AlertmanagerPayloadError,
     alerts_from_alertmanager,
 )
 from ._config import (
-    NO_PROGRESS_REPEATS,
     AiOpsConfig,
 )
 from ._drivers import (
@@ -45,36 +41,11 @@ from ._drivers import (
 from ._enums import *  # noqa: F403
 from ._executor_loop import aiops_executor_agent, async_aiops_executor_agent
 from ._grounding import aiops_grounding_schema
-from ._inputs import (
-    DISCOVERY_INSTRUCTION,
-    AiOpsExecutorInput,
-    AiOpsInput,
-    AiOpsPlannerInput,
-    AiOpsTask,
-    AlertDiscoveryTask,
-    AlertPayloadTask,
-    ReporterInput,
-    SupervisorInput,
-    aiops_task,
-    build_aiops_executor_input,
-    build_aiops_planner_input,
-    build_reporter_input,
-    build_supervisor_input,
-    encode_aiops_input,
-    select_aiops_mode,
-)
 from ._journal import (
-    AIOPS_JOURNAL_FORMAT,
-    AIOPS_JOURNAL_FORMAT_V1,
-    AiOpsExpectedCall,
     AiOpsJournal,
-    AiOpsJournalEntry,
     AiOpsJournalRecorder,
-    AiOpsJournalSink,
-    AiOpsJournalStatus,
     ListAiOpsJournalSink,
     aiops_expected_call,
-    aiops_journal_from_json,
     aiops_journal_status,
     aiops_request_to_wire,
     fold_aiops_journal,
@@ -84,13 +55,11 @@ from ._journal import (
 from ._journal_replay import (
     aiops_journal_ledger,
     aiops_journal_to_scenario,
-    record_aiops_scenario,
     replay_aiops_journal,
 )
 from ._machine import (
     AiOpsAction,
     AiOpsFinished,
-    AiOpsPendingCall,
     AiOpsRequest,
     AiOpsResult,
     AiOpsState,
@@ -100,18 +69,13 @@ from ._machine import (
     start_aiops,
 )
 from ._parsing import (
-    AiOpsPayloadName,
     parse_aiops_executor_output,
     parse_aiops_plan,
     parse_aiops_report,
     parse_supervisor_decision,
-    validate_aiops_report,
 )
 from ._payloads import *  # noqa: F403
-from ._rendering import (
-    render_aiops_fallback,
-    render_aiops_report,
-)
+from ._rendering import render_aiops_report
 from ._replay import (
     AiOpsScenario,
     aiops_output,
@@ -124,18 +88,12 @@ from ._replay import (
 )
 from ._routing import (
     AIOPS_ROUTING_TABLE,
-    AiOpsCondition,
     AiOpsRoute,
-    AiOpsRoutingFacts,
-    aiops_routing_mermaid,
-    choose_aiops_route,
 )
 from ._rules import (
     AIOPS_RULES,
     AiOpsRule,
-    AiOpsRuleContext,
     AiOpsRuleEvaluation,
-    AiOpsRuleViolation,
     LedgerSource,
     evaluate_aiops_report,
 )
@@ -144,9 +102,6 @@ from ._schema import (
     aiops_json_schema,
 )
 from ._trace import (
-    AiOpsCallCounts,
-    AiOpsEventDetails,
-    AiOpsInvocationRecord,
     AiOpsTraceEvent,
 )
 from ._workflow import (
@@ -154,63 +109,34 @@ from ._workflow import (
 )
 
 __all__ = [
-    "AIOPS_JOURNAL_FORMAT",
-    "AIOPS_JOURNAL_FORMAT_V1",
     "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
     "AIOPS_SCHEMA_NAMES",
     "AIOPS_WORKFLOW",
-    "ALERTMANAGER_WEBHOOK_VERSION",
-    "DISCOVERY_INSTRUCTION",
-    "GRAFANA_WEBHOOK_VERSION",
-    "NO_PROGRESS_REPEATS",
     "AiOpsAction",
-    "AiOpsCallCounts",
-    "AiOpsCondition",
     "AiOpsConfig",
     "AiOpsEffects",
-    "AiOpsEventDetails",
-    "AiOpsExecutorInput",
-    "AiOpsExpectedCall",
     "AiOpsFinished",
-    "AiOpsInput",
-    "AiOpsInvocationRecord",
     "AiOpsJournal",
-    "AiOpsJournalEntry",
     "AiOpsJournalRecorder",
-    "AiOpsJournalSink",
-    "AiOpsJournalStatus",
     "AiOpsObserver",
-    "AiOpsPayloadName",
-    "AiOpsPendingCall",
-    "AiOpsPlannerInput",
     "AiOpsRequest",
     "AiOpsResult",
     "AiOpsRoute",
-    "AiOpsRoutingFacts",
     "AiOpsRule",
-    "AiOpsRuleContext",
     "AiOpsRuleEvaluation",
-    "AiOpsRuleViolation",
     "AiOpsScenario",
     "AiOpsState",
-    "AiOpsTask",
     "AiOpsTraceEvent",
-    "AlertDiscoveryTask",
-    "AlertPayloadTask",
-    "AlertmanagerAlerts",
     "AlertmanagerPayloadError",
     "AsyncAiOpsEffects",
     "InvokeAiOpsAgent",
     "LedgerSource",
     "ListAiOpsJournalSink",
-    "ReporterInput",
-    "SupervisorInput",
     "advance_aiops",
     "aiops_executor_agent",
     "aiops_expected_call",
     "aiops_grounding_schema",
-    "aiops_journal_from_json",
     "aiops_journal_ledger",
     "aiops_journal_status",
     "aiops_journal_to_scenario",
@@ -218,22 +144,14 @@ __all__ = [
     "aiops_output",
     "aiops_replay_output",
     "aiops_request_to_wire",
-    "aiops_routing_mermaid",
     "aiops_scenario_effects",
     "aiops_scenario_request",
-    "aiops_task",
     "aiter_aiops",
     "alerts_from_alertmanager",
     "arun_aiops",
     "async_aiops_executor_agent",
-    "build_aiops_executor_input",
-    "build_aiops_planner_input",
-    "build_reporter_input",
-    "build_supervisor_input",
     "check_aiops_effects",
     "check_aiops_request",
-    "choose_aiops_route",
-    "encode_aiops_input",
     "evaluate_aiops_report",
     "evaluate_aiops_run",
     "fold_aiops_journal",
@@ -247,17 +165,13 @@ __all__ = [
     "parse_supervisor_decision",
     "perform_aiops_effect",
     "perform_aiops_effect_async",
-    "record_aiops_scenario",
-    "render_aiops_fallback",
     "render_aiops_report",
     "replay_aiops",
     "replay_aiops_journal",
     "replay_aiops_scenario",
     "resume_aiops_journal",
     "run_aiops",
-    "select_aiops_mode",
     "start_aiops",
-    "validate_aiops_report",
 ]
 __all__ += _enums.__all__
 __all__ += _payloads.__all__

@@ -11,17 +11,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..conformance import (
-    PROTOCOL_VERSION,
+from ..conformance import PROTOCOL_VERSION
+from ..conformance._corpus import Case, load_corpus
+from ..conformance._runner import (
     BatchCommand,
-    Case,
     FileCommand,
+    failure_lines,
+    inert,
     junit_xml,
-    load_corpus,
+    python_process,
     run_cases,
     select_cases,
 )
-from ..conformance._runner import failure_lines, inert, python_process
 from ..conformance._schemas import write_schemas
 from ._commands import add_command
 

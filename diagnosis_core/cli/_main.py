@@ -44,8 +44,8 @@ from .. import (
     scenario_request,
     to_wire,
 )
+from .._chat.routing import routing_mermaid
 from .._kernel.terminal import terminal_safe
-from ..machine import routing_mermaid
 from ..protocol import (
     SCHEMA_NAMES,
     SCHEMA_PROFILES,
@@ -320,7 +320,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _graph(args: argparse.Namespace) -> int:
     if args.workflow == "aiops":
-        from ..aiops import aiops_routing_mermaid
+        from ..aiops._routing import aiops_routing_mermaid
 
         write(aiops_routing_mermaid())
     else:
@@ -362,7 +362,7 @@ def _reply_parser(args: argparse.Namespace) -> Callable[[str], object] | None:
 
     if name not in AIOPS_SCHEMA_NAMES:
         return None
-    from .. import aiops as aiops_parsing
+    from ..aiops import _parsing as aiops_parsing
 
     if name == aiops_parsing.AiOpsPayloadName.AIOPS_EXECUTOR_OUTPUT:
         known = _id_list(args.known_invocations)

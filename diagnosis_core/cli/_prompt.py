@@ -22,7 +22,8 @@ __all__ = ["add_prompt_parser", "write_all_prompts"]
 
 def write_all_prompts(out: str) -> int:
     """Write every prompt under ``out``; exit 1 with one line when a file cannot be written."""
-    from ..prompts import PROMPT_AGENTS, PROMPT_LOCALES, system_prompt
+    from .._prompts.render import PROMPT_LOCALES
+    from ..prompts import PROMPT_AGENTS, system_prompt
 
     try:
         for workflow, agents in PROMPT_AGENTS.items():

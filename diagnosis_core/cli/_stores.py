@@ -32,9 +32,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import DiagnosisError, JournalError, ScenarioError
+from .. import DiagnosisError, JournalError, ScenarioError, to_json
 from .._kernel.terminal import terminal_safe
-from ..protocol import canonical_json, to_json
+from ..protocol import canonical_json
 from ._io import journal_key, payload_key, write, write_readable, write_result
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def run_with_store(args: argparse.Namespace, data: object, key: bytes | None) ->
     try:
         if isinstance(data, dict) and "workflow" in data:
             return _run_aiops(args, data, store, key)
-        from ..scenarios import load_scenario, scenario_effects, scenario_request
+        from .. import load_scenario, scenario_effects, scenario_request
 
         scenario = load_scenario(data)
         return _run_chat(args, scenario_request(scenario), scenario_effects(scenario), store, key)
@@ -273,7 +273,7 @@ def run_batch_with_store(args: argparse.Namespace, lines: Iterator[bytes]) -> in
 
 
 def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, Any]:
-    from .. import run_diagnosis, to_wire
+    from .. import load_scenario, run_diagnosis, scenario_effects, scenario_request, to_wire
     from ..aiops import (
         aiops_replay_output,
         aiops_scenario_effects,
@@ -281,7 +281,7 @@ def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, 
         load_aiops_scenario,
         run_aiops,
     )
-    from ..scenarios import load_scenario, parse_document_text, scenario_effects, scenario_request
+    from ..scenarios import parse_document_text
 
     try:
         data = parse_document_text(text, "<document>")
@@ -316,7 +316,7 @@ def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, 
 
 
 def _status(stored: Any, key: bytes | None) -> str:
-    from ..stores import run_status as fold_status
+    from ..stores._story import run_status as fold_status
 
     try:
         return "complete" if fold_status(stored, key).complete else "incomplete"
@@ -326,7 +326,7 @@ def _status(stored: Any, key: bytes | None) -> str:
 
 def _fold_problem(stored: Any, key: bytes | None) -> tuple[str, str | None]:
     """A loaded run's status and, when ``invalid``, why (its journal does not fold or verify)."""
-    from ..stores import run_status as fold_status
+    from ..stores._story import run_status as fold_status
 
     try:
         return ("complete" if fold_status(stored, key).complete else "incomplete"), None
@@ -387,7 +387,7 @@ def _consumed(journal: Any) -> dict[str, int]:
 
 def _runs_resume(args: argparse.Namespace) -> int:
     """Resume a stored chat run; without ``--scenario`` only a complete run (folded, printed)."""
-    from ..scenarios import load_scenario, scenario_request
+    from .. import load_scenario, scenario_request
     from ._io import read_scenario_file
 
     scenario = None
@@ -422,7 +422,7 @@ def _resume_stored(
     """``runs resume`` once the store is open: check the run and the scenario, then run."""
     import attrs
 
-    from ..scenarios import scenario_effects, scenario_request
+    from .. import scenario_effects, scenario_request
 
     stored = store.load(args.run_id)
     if stored is None:
@@ -460,7 +460,8 @@ def _no_effects() -> Any:
 
 
 def _sessions_show(args: argparse.Namespace) -> int:
-    from ..stores import format_session_report, session_report, verify_summaries
+    from ..stores import session_report, verify_summaries
+    from ..stores._session import format_session_report
 
     try:
         key = _key(args)
@@ -527,10 +528,10 @@ def _report(args: argparse.Namespace) -> int:
     from ..stores import (
         fleet_report,
         fleet_report_html,
-        format_fleet_report,
         session_report,
         verify_summaries,
     )
+    from ..stores._fleet import format_fleet_report
     from ..stores._pages import write_page, write_report_pages
 
     target = None if args.html is None else _html_target(args.html)

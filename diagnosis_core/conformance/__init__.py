@@ -32,21 +32,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .._kernel.public import publish as _publish
-from ._corpus import PROTOCOL_VERSION, Case, document_text, load_corpus
+from ._corpus import PROTOCOL_VERSION
 from ._document import RESUME_FORMAT, run_document
-from ._runner import (
-    BatchCommand,
-    CaseFailure,
-    CaseResult,
-    FileCommand,
-    Implementation,
-    PythonModule,
-    compare,
-    junit_xml,
-    run_cases,
-    select_cases,
-)
-from ._schemas import all_schemas, schema_id
+from ._schemas import all_schemas
 
 
 class DocumentRunner(Protocol):
@@ -65,23 +53,9 @@ class DocumentRunner(Protocol):
 __all__ = [
     "PROTOCOL_VERSION",
     "RESUME_FORMAT",
-    "BatchCommand",
-    "Case",
-    "CaseFailure",
-    "CaseResult",
     "DocumentRunner",
-    "FileCommand",
-    "Implementation",
-    "PythonModule",
     "all_schemas",
-    "compare",
-    "document_text",
-    "junit_xml",
-    "load_corpus",
-    "run_cases",
     "run_document",
-    "schema_id",
-    "select_cases",
 ]
 
 # Public classes name this namespace, not the private module defining them.

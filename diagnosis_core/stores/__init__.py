@@ -21,8 +21,8 @@ journals; :func:`fleet_report` sums the runs up for the people who operate
 them. Both reports are frozen values (:class:`SessionReport`, each run a
 :class:`RunStory`; :class:`FleetReport`) serialized by the package's one
 converter (``to_wire`` / ``to_json``; wire forms in ``docs/stores.md``).
-An ended run's store keeps a derived summary (:class:`RunDigest`,
-:func:`run_digest`) that the reports read instead of folding its journal;
+An ended run's store keeps a derived summary of it that the reports read
+instead of folding its journal;
 :func:`verify_summaries` folds every journal and lists the summaries that
 disagree. :func:`write_report_pages` writes the reports as linked,
 self-contained HTML pages (the fleet, each session, each run, with every
@@ -32,23 +32,18 @@ failure reason).
 
 from __future__ import annotations
 
-from .._kernel.journal.store import StoreSink
 from .._kernel.public import publish as _publish
-from ..journal import entry_from_json, entry_to_json
 from ._base import (
     Feedback,
     JournalStore,
     MissingKeyError,
     PayloadCodec,
-    RunClaim,
     RunClaimedError,
-    RunSummary,
-    StoredRun,
     StoreError,
 )
 from ._codec import AesGcmCodec
 from ._drive import open_store
-from ._fleet import fleet_report, format_fleet_report
+from ._fleet import fleet_report
 from ._jsonl import JsonlStore
 from ._pages import (
     fleet_report_html,
@@ -59,87 +54,38 @@ from ._pages import (
 )
 from ._postgres import PostgresStore
 from ._reports import (
-    FLEET_REPORT_FORMAT,
-    SESSION_REPORT_FORMAT,
-    AgentStep,
-    EffectTiming,
-    FeedbackItem,
-    FeedbackTally,
     FleetReport,
-    GatekeeperRates,
-    LatencyTally,
-    RunCounts,
     RunStory,
     SessionReport,
-    StoryStatus,
-    StoryToolCall,
-    StoryToolError,
-    ToolTally,
-    VerifierRow,
-    WorkflowName,
 )
 from ._session import (
-    format_session_report,
     record_feedback,
-    run_status,
-    run_story,
     session_report,
     verify_summaries,
 )
 from ._sqlite import SqliteStore
-from ._story import failure_reasons, run_digest
-from ._summary import DigestColumns, RunDigest, SummaryMismatch, digest_columns
+from ._story import failure_reasons
 
 __all__ = [
-    "FLEET_REPORT_FORMAT",
-    "SESSION_REPORT_FORMAT",
     "AesGcmCodec",
-    "AgentStep",
-    "DigestColumns",
-    "EffectTiming",
     "Feedback",
-    "FeedbackItem",
-    "FeedbackTally",
     "FleetReport",
-    "GatekeeperRates",
     "JournalStore",
     "JsonlStore",
-    "LatencyTally",
     "MissingKeyError",
     "PayloadCodec",
     "PostgresStore",
-    "RunClaim",
     "RunClaimedError",
-    "RunCounts",
-    "RunDigest",
     "RunStory",
-    "RunSummary",
     "SessionReport",
     "SqliteStore",
     "StoreError",
-    "StoreSink",
-    "StoredRun",
-    "StoryStatus",
-    "StoryToolCall",
-    "StoryToolError",
-    "SummaryMismatch",
-    "ToolTally",
-    "VerifierRow",
-    "WorkflowName",
-    "digest_columns",
-    "entry_from_json",
-    "entry_to_json",
     "failure_reasons",
     "fleet_report",
     "fleet_report_html",
-    "format_fleet_report",
-    "format_session_report",
     "open_store",
     "record_feedback",
     "report_page_name",
-    "run_digest",
-    "run_status",
-    "run_story",
     "run_story_html",
     "session_report",
     "session_report_html",

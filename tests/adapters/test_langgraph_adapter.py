@@ -21,7 +21,6 @@ from langgraph.types import Command
 from langgraph_support import edit_entry, forge_checkpoint
 
 import diagnosis_core as dc
-import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.scenarios as dcs
 from diagnosis_core.adapters.langgraph import (
@@ -42,6 +41,7 @@ from diagnosis_core.adapters.langgraph import (
     resume_diagnosis_graph,
     run_diagnosis_graph,
 )
+from tests._reach import journal as dcj
 
 REDIS = EXAMPLES_DIR / "redis_latency_evidence_retry.json"
 PAYMENT = EXAMPLES_DIR / "payment_timeout.json"

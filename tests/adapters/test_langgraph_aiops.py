@@ -18,7 +18,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
 from diagnosis_core.adapters.langgraph_aiops import (
     AIOPS_NODES,
     aiops_state_of,
@@ -26,6 +25,7 @@ from diagnosis_core.adapters.langgraph_aiops import (
     resume_aiops_graph,
     run_aiops_graph,
 )
+from tests._reach import aiops as dca
 
 AIOPS_EXAMPLES = sorted(EXAMPLES_DIR.glob("aiops*.json"))
 TARGETED = EXAMPLES_DIR / "aiops_payload_targeted.json"

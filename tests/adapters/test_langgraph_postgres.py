@@ -36,7 +36,6 @@ from langgraph_support import (
 from test_langgraph_kill import check
 
 import diagnosis_core as dc
-import diagnosis_core.journal as dcj
 from diagnosis_core.adapters.langgraph import (
     GATEKEEPER_NODE,
     build_diagnosis_graph,
@@ -45,6 +44,7 @@ from diagnosis_core.adapters.langgraph import (
     resume_diagnosis_graph,
     run_diagnosis_graph,
 )
+from tests._reach import journal as dcj
 
 PAYMENT = load_doc(EXAMPLES_DIR / "payment_timeout.json")
 KEY = b"postgres host key"

@@ -28,10 +28,10 @@ import pytest
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.tools as dct
 from diagnosis_core.adapters import local_model as lm
 from diagnosis_core.machine import NodeName, NodeStatus
 from diagnosis_core.testing import run_invariant_violations
+from tests._reach import tools as dct
 
 pytestmark = pytest.mark.slow
 

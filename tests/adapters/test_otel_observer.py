@@ -39,14 +39,14 @@ from otel_support import Exported
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
-import diagnosis_core.machine as dcm
-import diagnosis_core.protocol as dcp
 from diagnosis_core.adapters.otel import (
     AiOpsOpenTelemetryObserver,
     OpenTelemetryObserver,
     run_trace_context,
     trace_id_for_run,
 )
+from tests._reach import machine as dcm
+from tests._reach import protocol as dcp
 
 CHAT_EXAMPLES = chat_example_paths()
 AIOPS_EXAMPLES = sorted(EXAMPLES_DIR.glob("aiops*.json"))

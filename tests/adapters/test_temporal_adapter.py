@@ -54,10 +54,10 @@ import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.scenarios as dcs
 from diagnosis_core.adapters._engine import CHAT
+from diagnosis_core.adapters._temporal_common import PASSTHROUGH_MODULES
 from diagnosis_core.adapters.temporal import (
     INTERRUPTED_RESENDS,
     INVOKE_AGENT_ACTIVITY,
-    PASSTHROUGH_MODULES,
     DiagnosisActivities,
     DiagnosisWorkflow,
     DiagnosisWorkflowInput,

@@ -22,9 +22,9 @@ from temporalio.testing import ActivityEnvironment
 from tools_support import reference_tooled_state, tooled_effects
 
 import diagnosis_core as dc
-import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.tools as dct
+from diagnosis_core import JsonValue
 from diagnosis_core.adapters._engine import CHAT
 from diagnosis_core.adapters.temporal import (
     DiagnosisActivities,
@@ -32,7 +32,7 @@ from diagnosis_core.adapters.temporal import (
     create_diagnosis_worker,
     start_diagnosis_workflow,
 )
-from diagnosis_core.protocol import JsonValue
+from tests._reach import journal as dcj
 
 
 class Seeding(dct.RunRecorders):

@@ -18,20 +18,19 @@ from chromium_support import Browser, chromium
 from store_support import chat_example_docs, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
+from diagnosis_core import from_wire, to_wire
 from diagnosis_core.cli import main
-from diagnosis_core.protocol import from_wire, to_wire
 from diagnosis_core.stores import (
-    FLEET_REPORT_FORMAT,
     FleetReport,
     fleet_report,
     fleet_report_html,
-    format_fleet_report,
     open_store,
     record_feedback,
 )
 from diagnosis_core.stores._base import StoreBase
-from diagnosis_core.stores._fleet import percentile
+from diagnosis_core.stores._fleet import format_fleet_report, percentile
 from diagnosis_core.stores._pages import outcomes_by_workflow
+from diagnosis_core.stores._reports import FLEET_REPORT_FORMAT
 from diagnosis_core.tools import ToolRecorder
 
 

@@ -16,7 +16,8 @@ from store_support import failing_effects, load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
-from diagnosis_core.stores import JsonlStore, entry_to_json
+from diagnosis_core.journal import entry_to_json
+from diagnosis_core.stores import JsonlStore
 
 
 def _journal() -> tuple[dc.DiagnosisRequest, dcj.Journal, dc.DiagnosisState]:

@@ -25,14 +25,12 @@ from store_support import chat_example_docs, load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
+from diagnosis_core import from_wire, to_wire
 from diagnosis_core.cli import main
-from diagnosis_core.protocol import from_wire, to_wire
 from diagnosis_core.stores import (
     FleetReport,
     RunStory,
     SessionReport,
-    StoryToolCall,
-    StoryToolError,
     failure_reasons,
     fleet_report,
     fleet_report_html,
@@ -44,6 +42,7 @@ from diagnosis_core.stores import (
     session_report_html,
 )
 from diagnosis_core.stores._base import StoreBase
+from diagnosis_core.stores._reports import StoryToolCall, StoryToolError
 from diagnosis_core.tools import ToolRecorder
 
 LONG_TOOL = "query_" + "cluster_wide_latency_histogram_" * 5 + "v2"

@@ -23,21 +23,20 @@ from store_support import load_example, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
+from diagnosis_core._kernel.journal.store import StoredRun
 from diagnosis_core.stores import (
-    FLEET_REPORT_FORMAT,
-    SESSION_REPORT_FORMAT,
     FleetReport,
     RunStory,
     SessionReport,
-    StoredRun,
     fleet_report,
-    format_fleet_report,
-    format_session_report,
     open_store,
     record_feedback,
     session_report,
 )
 from diagnosis_core.stores._base import StoreBase
+from diagnosis_core.stores._fleet import format_fleet_report
+from diagnosis_core.stores._reports import FLEET_REPORT_FORMAT, SESSION_REPORT_FORMAT
+from diagnosis_core.stores._session import format_session_report
 from diagnosis_core.tools import ToolRecorder
 
 GOLDEN = Path(__file__).parent / "golden"

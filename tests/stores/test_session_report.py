@@ -25,17 +25,12 @@ from store_support import (
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
+from diagnosis_core import to_wire
 from diagnosis_core.cli import main
-from diagnosis_core.protocol import to_wire
-from diagnosis_core.stores import (
-    SESSION_REPORT_FORMAT,
-    RunStory,
-    format_session_report,
-    open_store,
-    record_feedback,
-    session_report,
-)
+from diagnosis_core.stores import RunStory, open_store, record_feedback, session_report
 from diagnosis_core.stores._base import StoreBase
+from diagnosis_core.stores._reports import SESSION_REPORT_FORMAT
+from diagnosis_core.stores._session import format_session_report
 from diagnosis_core.tools import ToolRecorder
 
 KEY = b"session key"

@@ -34,20 +34,20 @@ from store_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
+from diagnosis_core import to_wire
 from diagnosis_core.cli import main
-from diagnosis_core.protocol import to_wire
 from diagnosis_core.stores import (
     MissingKeyError,
     StoreError,
     fleet_report,
     fleet_report_html,
-    format_fleet_report,
-    format_session_report,
     open_store,
     record_feedback,
     session_report,
 )
 from diagnosis_core.stores._base import StoreBase
+from diagnosis_core.stores._fleet import format_fleet_report
+from diagnosis_core.stores._session import format_session_report
 from diagnosis_core.tools import ToolRecorder
 
 KEY = b"attack chain key"

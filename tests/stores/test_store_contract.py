@@ -27,14 +27,8 @@ from store_support import (
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-from diagnosis_core.stores import (
-    RunClaimedError,
-    StoreError,
-    entry_from_json,
-    entry_to_json,
-    open_store,
-    record_feedback,
-)
+from diagnosis_core.journal import entry_from_json, entry_to_json
+from diagnosis_core.stores import RunClaimedError, StoreError, open_store, record_feedback
 from diagnosis_core.stores._base import StoreBase
 
 KEY = b"store contract key"

@@ -13,13 +13,12 @@ from store_support import load_example, scenario_of, with_ids
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 from diagnosis_core.cli import main
+from diagnosis_core.journal import entry_from_json, entry_to_json
 from diagnosis_core.stores import (
     AesGcmCodec,
     JsonlStore,
     SqliteStore,
     StoreError,
-    entry_from_json,
-    entry_to_json,
     fleet_report,
     open_store,
     record_feedback,

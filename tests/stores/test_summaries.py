@@ -22,19 +22,19 @@ import pytest
 from store_support import load_example, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
+from diagnosis_core._kernel.journal.store import StoredRun
 from diagnosis_core.cli import main
 from diagnosis_core.conformance._corpus import load_corpus
 from diagnosis_core.stores import (
     RunStory,
-    StoredRun,
     fleet_report,
     open_store,
     record_feedback,
-    run_digest,
     session_report,
     verify_summaries,
 )
 from diagnosis_core.stores._base import StoreBase
+from diagnosis_core.stores._story import run_digest
 from diagnosis_core.tools import ToolRecorder
 
 KEY = b"summary key"

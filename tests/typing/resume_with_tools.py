@@ -28,8 +28,7 @@ def resume(
     records = [] if stored is None else dcj.journal_tool_records(stored.journal)
     tools = dct.ToolRecorder.from_records(records)
     assert_type(tools, dct.ToolRecorder)
-    gatekeeper = dct.ToolRecorder.from_records(records).gatekeeper()
-    assert_type(gatekeeper, dct.RecorderGatekeeper)
+    gatekeeper: dc.Gatekeeper = dct.ToolRecorder.from_records(records).gatekeeper()
     effects = dc.Effects(
         planner=planner,
         executor=executor,
