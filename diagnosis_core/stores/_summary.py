@@ -32,6 +32,7 @@ import enum
 import functools
 import gc
 import math
+import re
 import threading
 import types
 import typing
@@ -121,8 +122,26 @@ class SummaryMismatch:
 
 
 def digest_to_json(digest: RunDigest) -> str:
-    """The digest's stored text: its canonical JSON by the package's converter."""
-    return to_json(digest)
+    """The digest's stored text: its canonical JSON by the package's converter.
+
+    Raises :class:`PayloadError` for a digest holding a string with a
+    surrogate pair (a high surrogate directly before a low one), which JSON
+    would read back as another text (spec §12.1). A journal never holds one
+    (its facts are repaired or refused at the door), so neither does a digest
+    derived from it; one built by hand is refused rather than stored changed.
+    """
+    text = to_json(digest)
+    if "\\u" in text and _ESCAPED_PAIR.search(text) is not None:
+        raise PayloadError("summary", "a string holding a surrogate pair JSON cannot store")
+    return text
+
+
+# The converter writes a surrogate code point as an escape (``\ud800``); an escaped high
+# surrogate directly before an escaped low one is what JSON reads back as one character.
+# The backslash opening the first escape is preceded by an even number of backslashes.
+_ESCAPED_PAIR = re.compile(
+    r"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 
 
 def digest_from_json(text: str) -> RunDigest:

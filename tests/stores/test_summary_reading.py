@@ -141,6 +141,27 @@ def test_a_summary_that_tells_another_run_is_still_refused(tmp_path: Path) -> No
         digest_from_json(incomplete)
 
 
+def test_a_digest_holding_a_surrogate_pair_is_refused_not_stored_changed(
+    tmp_path: Path,
+) -> None:
+    # JSON reads a high surrogate followed by a low one back as one other character: such
+    # a digest (built by hand; a journal never holds one) would come back as another value.
+    digest = digest_from_json(_one_digest_text(tmp_path))
+    assert digest.story.tool_invocations and digest.story.answer is not None
+    paired = attrs.evolve(digest, story=attrs.evolve(
+        digest.story, answer=digest.story.answer + "\ud800\udc00"))
+    with pytest.raises(PayloadError, match=r"^summary: a string holding a surrogate pair"):
+        digest_to_json(paired)
+    call = digest.story.tool_invocations[0]
+    in_output = attrs.evolve(digest, story=attrs.evolve(digest.story, tool_invocations=(
+        attrs.evolve(call, output={"k\udbff\udfff": 1}),)))
+    with pytest.raises(PayloadError, match="surrogate pair"):
+        digest_to_json(in_output)
+    lone = attrs.evolve(digest, story=attrs.evolve(
+        digest.story, answer="\ud800 and \udc00"))  # lone ones are stored as they are
+    assert digest_from_json(digest_to_json(lone)) == lone
+
+
 # --- the collector's pause ---------------------------------------------------------------
 
 
