@@ -196,30 +196,40 @@ FILE_SECONDS: dict[str, int] = {
 }
 
 
+# Files with tests in both lanes, by the seconds of their tests that are not ``slow``: how
+# they rank in the fast lane (``pytest -m "not slow"``), where their slow tests are left out.
+FILE_SECONDS_WITHOUT_SLOW: dict[str, int] = {
+}
+
 # What this session's collection met (before any deselection): tests/test_lanes.py checks
 # that every ``path::function[id]`` of SLOW_TESTS names a case that exists.
 COLLECTED_FILES: set[str] = set()
 SLOW_CASES_FOUND: set[str] = set()
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    path = Path(str(item.path)).resolve()
+    if not path.is_relative_to(ROOT):
+        return
+    name = path.relative_to(ROOT).as_posix()
+    function = getattr(item, "originalname", item.name)
+    COLLECTED_FILES.add(name)
+    if f"{name}::{item.name}" in SLOW_TESTS:
+        SLOW_CASES_FOUND.add(f"{name}::{item.name}")
+    if (
+        name in SLOW_FILES
+        or f"{name}::{function}" in SLOW_TESTS
+        or f"{name}::{item.name}" in SLOW_TESTS
+    ):
+        item.add_marker(pytest.mark.slow)
+    if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
+        item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        path = Path(str(item.path)).resolve()
-        if not path.is_relative_to(ROOT):
-            continue
-        name = path.relative_to(ROOT).as_posix()
-        function = getattr(item, "originalname", item.name)
-        COLLECTED_FILES.add(name)
-        if f"{name}::{item.name}" in SLOW_TESTS:
-            SLOW_CASES_FOUND.add(f"{name}::{item.name}")
-        if (
-            name in SLOW_FILES
-            or f"{name}::{function}" in SLOW_TESTS
-            or f"{name}::{item.name}" in SLOW_TESTS
-        ):
-            item.add_marker(pytest.mark.slow)
-        if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+    # After ``-m``'s deselection: a file whose slow tests are left out is ranked by the
+    # seconds of the tests that stay (``FILE_SECONDS_WITHOUT_SLOW``).
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's order
         items[:] = longest_files_first(items)
 
@@ -228,15 +238,31 @@ def _file_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def file_seconds(items: list[pytest.Item]) -> dict[str, int]:
+    """The seconds each file of ``items`` is expected to take: ``FILE_SECONDS``, or, when
+    none of its items is ``slow``, ``FILE_SECONDS_WITHOUT_SLOW`` where it is listed."""
+    files: dict[str, bool] = {}
+    for item in items:
+        name = _file_of(item)
+        files[name] = files.get(name, False) or item.get_closest_marker("slow") is not None
+    return {
+        name: FILE_SECONDS_WITHOUT_SLOW.get(name, FILE_SECONDS.get(name, 0))
+        if not slow
+        else FILE_SECONDS.get(name, 0)
+        for name, slow in files.items()
+    }
+
+
 def longest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` file by file, the longest files (``FILE_SECONDS``) first, then the others by
-    their number of tests, most first (what pytest-xdist's ``loadfile`` does by default);
+    """``items`` file by file, the longest files (:func:`file_seconds`) first, then the others
+    by their number of tests, most first (what pytest-xdist's ``loadfile`` does by default);
     within a file the collected order."""
     files: dict[str, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(_file_of(item), []).append(item)
+    seconds = file_seconds(items)
     ranked = sorted(
-        files.values(), key=lambda group: (-FILE_SECONDS.get(_file_of(group[0]), 0), -len(group))
+        files.values(), key=lambda group: (-seconds[_file_of(group[0])], -len(group))
     )
     return [item for group in ranked for item in group]
 
