@@ -170,9 +170,7 @@ TIME_LIMITS: dict[str, int] = {
 # the most tests first (pytest-xdist's own order).
 FILE_SECONDS: dict[str, int] = {
     # a real model on two threads: listed, or they start last and run alone at the end
-    # (the runs of tests/adapters/test_local_model_runs.py had not ended when the rest had:
-    # its figure is that of the other file, raised for its two runs)
-    "tests/adapters/test_local_model_runs.py": 200,
+    "tests/adapters/test_local_model_runs.py": 394,
     "docs/bring-your-model.md": 162,
     "tests/stores/test_crash_sweeps_sqlite.py": 179,
     "tests/stores/test_crash_sweeps_jsonl.py": 154,
