@@ -159,40 +159,54 @@ TIME_LIMITS: dict[str, int] = {
 }
 
 
-# The longest files, by the seconds their tests took in one run of the whole suite
-# (``--durations=0``, setup + call + teardown summed per file, on a loaded 2-core machine:
+# The longest files, by the seconds their tests took in one run of the whole suite (per
+# test: the CPU seconds of the worker and of the processes it started and waited for,
+# or the wall seconds over 2.5 where that is more, for tests that wait on servers and
+# timers; summed per file; measured on a 2-core machine loaded about 2.5 times over:
 # only their order matters). pytest-xdist's ``loadfile`` hands out files in the order of
 # the collection (``--no-loadscope-reorder`` in pyproject.toml), and each worker collects
 # them longest first (``longest_files_first``): a long file started last would keep one
 # worker busy while the other has nothing left to do. Files not listed follow, those with
 # the most tests first (pytest-xdist's own order).
 FILE_SECONDS: dict[str, int] = {
-    "tests/stores/test_crash_sweeps_jsonl.py": 1083,
-    "property_tests/test_invariants.py": 626,
-    "tests/test_conformance_attacks.py": 516,
-    "property_tests/test_journal_drivers_properties.py": 398,
-    "tests/adapters/test_engine_kill_matrix.py": 358,
-    "tests/adapters/test_aiops_engine_parity.py": 305,
-    "tests/stores/test_crash_sweeps_sqlite.py": 276,
-    "property_tests/test_journal_properties.py": 251,
-    "tests/test_testing_module.py": 247,
-    "tests/load/test_engines_under_load.py": 236,
-    "tests/stores/test_kill_and_race.py": 207,
-    "tests/test_docs_blocks.py": 172,
-    "tests/test_parity.py": 163,
-    "tests/adapters/test_dbos_adapter.py": 161,
-    "tests/test_conformance.py": 156,
-    "tests/stores/test_claim_races.py": 148,
-    "property_tests/test_aiops_properties.py": 112,
-    "tests/test_hardening_json.py": 100,
-    "tests/test_conformance_mutations.py": 87,
-    "tests/test_journal_tools.py": 83,
-    "docs/embedding.md": 81,
-    "tests/test_schema_profiles.py": 68,
-    "tests/test_layout.py": 62,
-    "tests/adapters/test_langgraph_kill_matrix.py": 61,
-    "tests/test_time_limits.py": 49,
-    "tests/stores/test_store_attacks.py": 42,
+    # a real model on two threads: listed, or they start last and run alone at the end
+    "tests/adapters/test_local_model_runs.py": 394,
+    "docs/bring-your-model.md": 162,
+    "tests/stores/test_crash_sweeps_sqlite.py": 179,
+    "tests/stores/test_crash_sweeps_jsonl.py": 154,
+    "tests/test_conformance_attacks.py": 85,
+    "tests/adapters/test_engine_kill_matrix.py": 89,
+    "tests/stores/test_kill_and_race.py": 67,
+    "tests/test_parity.py": 61,
+    "tests/test_docs_blocks.py": 59,
+    "property_tests/test_journal_drivers_properties.py": 58,
+    "property_tests/test_invariants.py": 55,
+    "tests/load/test_engines_under_load.py": 51,
+    "tests/adapters/test_aiops_engine_parity.py": 48,
+    "tests/test_testing_module.py": 45,
+    "tests/stores/test_claim_races.py": 28,
+    "tests/test_conformance.py": 27,
+    "tests/adapters/test_dbos_adapter.py": 27,
+    "tests/test_conformance_mutations.py": 24,
+    "property_tests/test_journal_properties.py": 24,
+    "tests/test_time_limits.py": 16,
+    "tests/test_schema_profiles.py": 14,
+    "tests/stores/test_store_attacks.py": 11,
+    "docs/embedding.md": 11,
+    "tests/test_docs.py": 10,
+}
+
+# Files with tests in both lanes, by the seconds of their tests that are not ``slow``: how
+# they rank in the fast lane (``pytest -m "not slow"``), where their slow tests are left out.
+FILE_SECONDS_WITHOUT_SLOW: dict[str, int] = {
+    "tests/test_conformance_attacks.py": 40,
+    "tests/stores/test_claim_races.py": 20,
+    "tests/test_conformance.py": 12,
+    "docs/embedding.md": 9,
+    "tests/test_time_limits.py": 5,
+    "tests/test_conformance_mutations.py": 2,
+    "tests/test_docs.py": 1,
+    "tests/test_schema_profiles.py": 0,
 }
 
 
@@ -202,24 +216,29 @@ COLLECTED_FILES: set[str] = set()
 SLOW_CASES_FOUND: set[str] = set()
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    path = Path(str(item.path)).resolve()
+    if not path.is_relative_to(ROOT):
+        return
+    name = path.relative_to(ROOT).as_posix()
+    function = getattr(item, "originalname", item.name)
+    COLLECTED_FILES.add(name)
+    if f"{name}::{item.name}" in SLOW_TESTS:
+        SLOW_CASES_FOUND.add(f"{name}::{item.name}")
+    if (
+        name in SLOW_FILES
+        or f"{name}::{function}" in SLOW_TESTS
+        or f"{name}::{item.name}" in SLOW_TESTS
+    ):
+        item.add_marker(pytest.mark.slow)
+    if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
+        item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        path = Path(str(item.path)).resolve()
-        if not path.is_relative_to(ROOT):
-            continue
-        name = path.relative_to(ROOT).as_posix()
-        function = getattr(item, "originalname", item.name)
-        COLLECTED_FILES.add(name)
-        if f"{name}::{item.name}" in SLOW_TESTS:
-            SLOW_CASES_FOUND.add(f"{name}::{item.name}")
-        if (
-            name in SLOW_FILES
-            or f"{name}::{function}" in SLOW_TESTS
-            or f"{name}::{item.name}" in SLOW_TESTS
-        ):
-            item.add_marker(pytest.mark.slow)
-        if name in TIME_LIMITS and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(TIME_LIMITS[name]))
+    # After ``-m``'s deselection: a file whose slow tests are left out is ranked by the
+    # seconds of the tests that stay (``FILE_SECONDS_WITHOUT_SLOW``).
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's order
         items[:] = longest_files_first(items)
 
@@ -228,15 +247,31 @@ def _file_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def file_seconds(items: list[pytest.Item]) -> dict[str, int]:
+    """The seconds each file of ``items`` is expected to take: ``FILE_SECONDS``, or, when
+    none of its items is ``slow``, ``FILE_SECONDS_WITHOUT_SLOW`` where it is listed."""
+    files: dict[str, bool] = {}
+    for item in items:
+        name = _file_of(item)
+        files[name] = files.get(name, False) or item.get_closest_marker("slow") is not None
+    return {
+        name: FILE_SECONDS_WITHOUT_SLOW.get(name, FILE_SECONDS.get(name, 0))
+        if not slow
+        else FILE_SECONDS.get(name, 0)
+        for name, slow in files.items()
+    }
+
+
 def longest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` file by file, the longest files (``FILE_SECONDS``) first, then the others by
-    their number of tests, most first (what pytest-xdist's ``loadfile`` does by default);
+    """``items`` file by file, the longest files (:func:`file_seconds`) first, then the others
+    by their number of tests, most first (what pytest-xdist's ``loadfile`` does by default);
     within a file the collected order."""
     files: dict[str, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(_file_of(item), []).append(item)
+    seconds = file_seconds(items)
     ranked = sorted(
-        files.values(), key=lambda group: (-FILE_SECONDS.get(_file_of(group[0]), 0), -len(group))
+        files.values(), key=lambda group: (-seconds[_file_of(group[0])], -len(group))
     )
     return [item for group in ranked for item in group]
 

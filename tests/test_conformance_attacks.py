@@ -15,6 +15,7 @@ the real command line, run as a child process.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -25,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnosis_core.conformance._corpus import Case, load_corpus
+from diagnosis_core.conformance import run_document
+from diagnosis_core.conformance._corpus import Case, document_text, load_corpus
 from diagnosis_core.conformance._runner import CaseFailure, PythonModule, compare
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,17 +46,27 @@ def _kit(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.Compl
 
 
 # A --cli implementation: this package's answers, except that the routing/happy_path
-# case (its run id is "run-happy") gets ``attack(line)``: the bytes written instead.
+# case (its run id is "run-happy") gets ``attack(line)``: the bytes written instead. The
+# answers to the routing cases are this package's, worked out once in the test process
+# (``_ANSWERS``), so that the per-file mode's process per case starts without importing
+# the package; any other document is answered by ``run_document`` itself.
 _FAKE_CLI = '''
 import json, os, signal, subprocess, sys, time
-sys.path.insert(0, {root!r})
-from diagnosis_core.conformance import run_document
+with open({answers!r}, encoding="utf-8") as answers:
+    ANSWERS = json.load(answers)
 
 def attack(line):
 {body}
 
+def run_document_json(text):
+    if text in ANSWERS:
+        return ANSWERS[text]
+    sys.path.insert(0, {root!r})
+    from diagnosis_core.conformance import run_document
+    return json.dumps(run_document(text), ensure_ascii=False)
+
 def answer(text):
-    line = json.dumps(run_document(text), ensure_ascii=False).encode() + b"\\n"
+    line = run_document_json(text).encode() + b"\\n"
     return attack(line) if '"run-happy"' in text else line
 
 args = sys.argv[1:]
@@ -70,9 +82,20 @@ elif args[:2] == ["run", "--json"]:
 '''
 
 
+@functools.cache
+def _answers() -> str:
+    """``{document text: run_document's answer, as the fake writes it}`` of the routing cases."""
+    return json.dumps({
+        text: json.dumps(run_document(text), ensure_ascii=False)
+        for text in (document_text(case) for case in ROUTING)
+    })
+
+
 def _fake_cli(tmp_path: Path, body: str) -> str:
     fake = tmp_path / "fake_cli.py"
-    fake.write_text(_FAKE_CLI.format(root=str(ROOT), body=textwrap.indent(
+    answers = tmp_path / "fake_cli_answers.json"
+    answers.write_text(_answers(), encoding="utf-8")
+    fake.write_text(_FAKE_CLI.format(root=str(ROOT), answers=str(answers), body=textwrap.indent(
         textwrap.dedent(body).strip("\n"), "    ")), encoding="utf-8")
     return f"{sys.executable} {fake}"
 

@@ -8,7 +8,16 @@ import tomllib
 
 import pytest
 from lane_figures import LANES, PAGE, collected, page_counts
-from lanes import FILE_SECONDS, ROOT, SLOW_FILES, SLOW_TESTS, TIME_LIMITS, longest_files_first
+from lanes import (
+    FILE_SECONDS,
+    FILE_SECONDS_WITHOUT_SLOW,
+    ROOT,
+    SLOW_FILES,
+    SLOW_TESTS,
+    TIME_LIMITS,
+    file_seconds,
+    longest_files_first,
+)
 
 from tests import lanes
 
@@ -81,7 +90,7 @@ def test_no_node_id_shows_an_address(request: pytest.FixtureRequest) -> None:
     assert not [item.nodeid for item in request.session.items if _ADDRESS.search(item.nodeid)]
 
 
-@pytest.mark.parametrize("name", sorted(FILE_SECONDS))
+@pytest.mark.parametrize("name", sorted(FILE_SECONDS.keys() | FILE_SECONDS_WITHOUT_SLOW.keys()))
 def test_every_file_ranked_by_its_seconds_exists(name: str) -> None:
     # A renamed file would silently lose its place at the head of the queue.
     assert (ROOT / name).is_file()
@@ -99,7 +108,8 @@ def test_the_workers_collect_the_longest_files_first_each_file_whole(
     for name in set(runs):  # within a file, the collected order
         mine = [item.nodeid for item in items if item.nodeid.split("::")[0] == name]
         assert [item.nodeid for item in ordered if item.nodeid.split("::")[0] == name] == mine
-    seconds = [FILE_SECONDS.get(name, 0) for name in runs]
+    expected = file_seconds(items)
+    seconds = [expected[name] for name in runs]
     assert seconds == sorted(seconds, reverse=True)
 
 
@@ -107,3 +117,18 @@ def test_pytest_xdist_keeps_the_order_the_workers_collect() -> None:
     options = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]
     addopts = options["ini_options"]["addopts"].split()
     assert "--dist=loadfile" in addopts and "--no-loadscope-reorder" in addopts
+
+
+def test_a_file_whose_slow_tests_are_left_out_is_ranked_by_the_seconds_of_the_others(
+    request: pytest.FixtureRequest,
+) -> None:
+    items = list(request.session.items)
+    for name in FILE_SECONDS_WITHOUT_SLOW:
+        mine = [item for item in items if item.nodeid.split("::")[0] == name]
+        if not any(item.get_closest_marker("slow") for item in mine):
+            continue  # this session runs the fast lane (or not this file)
+        assert FILE_SECONDS_WITHOUT_SLOW[name] < FILE_SECONDS[name]
+        assert file_seconds(mine) == {name: FILE_SECONDS[name]}
+        fast = [item for item in mine if item.get_closest_marker("slow") is None]
+        assert fast, name  # only a file with tests in both lanes is listed
+        assert file_seconds(fast) == {name: FILE_SECONDS_WITHOUT_SLOW[name]}

@@ -14,6 +14,7 @@ crash anything.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
@@ -119,7 +120,7 @@ def gatekeeper_results(
             presence = draw(st.sampled_from(("omit", "null", "text")))
             if presence != "omit":
                 entry["matched_text"] = None if presence == "null" else draw(texts())
-            entry["reason"] = draw(st.sampled_from([code.value for code in BindingFailure]))
+            entry["reason"] = draw(_FAILURE_CODES)
         entries.append(entry)
     entries = list(draw(st.permutations(entries)))
     result: dict[str, Any] = {}
@@ -141,8 +142,16 @@ def gatekeeper_results(
             {str(entry["reason"]) for entry in entries if entry.get("reason")}
         )
     if draw(st.booleans()):
-        result["x-audit"] = draw(json_values(max_leaves=3) | fact_texts(max_size=8))
+        result["x-audit"] = draw(_audit_values())
     return result
+
+
+_FAILURE_CODES = st.sampled_from(tuple(code.value for code in BindingFailure))
+
+
+@functools.cache
+def _audit_values() -> st.SearchStrategy[JsonValue]:
+    return json_values(max_leaves=3) | fact_texts(max_size=8)
 
 
 def _fresh_entry(draw: st.DrawFn, status: str) -> dict[str, Any]:

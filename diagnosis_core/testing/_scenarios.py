@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -148,9 +149,7 @@ def unknown_exceptions(draw: st.DrawFn, *, base_exceptions: bool = False) -> Bas
     """
     bases = _UNKNOWN_BASES + (_BASE_ONLY if base_exceptions else ())
     base = draw(st.sampled_from(bases))
-    namespace: dict[str, object] = dict(
-        draw(st.dictionaries(_ATTRIBUTE, json_values(max_leaves=2) | st.just(True), max_size=3))
-    )
+    namespace: dict[str, object] = dict(draw(_attribute_namespaces()))
     flag = draw(
         st.sampled_from(("none", "falsy", "property", "bool_raises", "getattr", "fake_class"))
     )
@@ -158,7 +157,7 @@ def unknown_exceptions(draw: st.DrawFn, *, base_exceptions: bool = False) -> Bas
         namespace["retryable"] = draw(st.sampled_from(_FALSY))
     elif flag == "property":
         namespace["retryable"] = _raising_property(
-            draw(st.sampled_from([RuntimeError, AttributeError, ValueError]))
+            draw(st.sampled_from((RuntimeError, AttributeError, ValueError)))
         )
     elif flag == "bool_raises":
         namespace["retryable"] = _BoolRaises()
@@ -166,13 +165,21 @@ def unknown_exceptions(draw: st.DrawFn, *, base_exceptions: bool = False) -> Bas
         namespace["__getattr__"] = _falsy_getattr(draw(st.sampled_from(_FALSY)))
     elif flag == "fake_class":
         namespace["__class__"] = _fake_class(
-            draw(st.sampled_from([TimeoutError, ConnectionError, ConnectionResetError]))
+            draw(st.sampled_from((TimeoutError, ConnectionError, ConnectionResetError)))
         )
     if draw(st.booleans()):
         namespace["__str__"] = _raising_str
-    name = draw(st.from_regex(r"[A-Z][A-Za-z0-9]{0,15}", fullmatch=True))
+    name = draw(_CLASS_NAMES)
     cls: type[BaseException] = type(name, (base,), namespace)
     return cls(draw(texts(max_size=20)))
+
+
+_CLASS_NAMES = st.from_regex(r"[A-Z][A-Za-z0-9]{0,15}", fullmatch=True)
+
+
+@functools.cache
+def _attribute_namespaces() -> st.SearchStrategy[dict[str, object]]:
+    return st.dictionaries(_ATTRIBUTE, json_values(max_leaves=2) | st.just(True), max_size=3)
 
 
 class _Retryable(Exception):
@@ -184,6 +191,14 @@ def agent_exceptions() -> st.SearchStrategy[Exception]:
 
     Messages often hold lone surrogates (:func:`fact_texts`): a state keeps them.
     """
+    return _agent_exceptions()
+
+
+# Strategies are immutable: those a run's draw asks for again and again are built once.
+
+
+@functools.cache
+def _agent_exceptions() -> st.SearchStrategy[Exception]:
     message = fact_texts(max_size=20)
     known: st.SearchStrategy[Exception] = st.one_of(
         message.map(TimeoutError),
@@ -258,7 +273,7 @@ def _gap_biased_verifier_outputs(
             fact=draw(texts()),
             is_critical=True,
             verification=draw(
-                st.sampled_from([Verification.INDIRECT_SUPPORT, Verification.NO_EVIDENCE])
+                st.sampled_from((Verification.INDIRECT_SUPPORT, Verification.NO_EVIDENCE))
             ),
         )
         output = attrs.evolve(output, facts_checked=(*output.facts_checked, gap))
@@ -293,7 +308,7 @@ def _draw_plan(
     # A quarter of the runs open with a failing executor: nothing may retry it.
     executor_fails_first = draw(st.integers(0, 3)) == 0
     failure_roll = draw(st.integers(16, 19))
-    first = draw(executor_evidences(min_claims=draw(_FIRST_CLAIMS), max_claims=3))
+    first = draw(_first_evidences(draw(_FIRST_CLAIMS)))
     first_ids = [claim.claim_id for claim in first.claims]
     reused = st.sampled_from(first_ids) | identifiers() if first_ids else identifiers()
     second = draw(executor_evidences(claim_ids=reused, max_claims=3))
@@ -306,15 +321,17 @@ def _draw_plan(
             for _ in range(count)
         )
 
-    planner = entries(counts["planner"], planner_plans(skill_names))
+    planner = entries(counts["planner"], _plans(tuple(skill_names)))
     executor = tuple(
         _reply_entry(draw, next(rolls), output, reply, error, adversarial)
         for output in outputs[: counts["executor"]]
     )
     if executor_fails_first:
         executor = (_reply_entry(draw, failure_roll, first, reply, error, adversarial), *executor)
-    verifier = entries(counts["verifier"], _gap_biased_verifier_outputs(first_ids, claim_ids))
-    composer = entries(counts["composer"], composer_outputs(claim_ids if cite else []))
+    verifier = entries(
+        counts["verifier"], _gap_biased_verifier_outputs(tuple(first_ids), tuple(claim_ids))
+    )
+    composer = entries(counts["composer"], _composer_outputs(tuple(claim_ids) if cite else ()))
     gatekeeper: list[object] = []
     for output in outputs[: counts["gatekeeper"]]:
         roll = next(rolls)
@@ -330,6 +347,21 @@ def _draw_plan(
     return _Plan(agents, tuple(gatekeeper), outputs)
 
 
+@functools.cache
+def _first_evidences(min_claims: int) -> st.SearchStrategy[ExecutorEvidence]:
+    return executor_evidences(min_claims=min_claims, max_claims=3)
+
+
+@functools.lru_cache(maxsize=64)
+def _plans(skill_names: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    return planner_plans(skill_names)
+
+
+@functools.lru_cache(maxsize=64)
+def _composer_outputs(claim_ids: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    return composer_outputs(claim_ids)
+
+
 # --- scenario documents --------------------------------------------------------------------
 
 
@@ -337,6 +369,7 @@ def _text_entry(text: str) -> dict[str, JsonValue]:
     return {"text": text}
 
 
+@functools.cache
 def _error_entries() -> st.SearchStrategy[object]:
     return st.builds(
         lambda kind, message: {"error": {"kind": kind, "message": message}},
@@ -345,6 +378,7 @@ def _error_entries() -> st.SearchStrategy[object]:
     )
 
 
+@functools.cache
 def _gatekeeper_error_entries() -> st.SearchStrategy[object]:
     return st.builds(
         lambda message, kind: {"error": {"message": message, **kind}},
@@ -379,7 +413,7 @@ def scenarios(
         gatekeeper_hostile=None,
     )
     document: dict[str, Any] = {
-        "question": draw(texts(min_size=1).filter(str.strip)),
+        "question": draw(_questions()),
         "config": to_wire(config),
         "responses": {agent: list(replies) for agent, replies in plan.agents.items()},
     }
@@ -402,24 +436,30 @@ def scenarios(
     mode = gatekeeper if gatekeeper != "any" else draw(st.sampled_from(("scripted", "ledger")))
     if mode == "ledger":
         records = draw(tool_ledger_records(*plan.executor_outputs))
-        # The audit fields a recorder writes (spec §9 v1.1, §13); null means absent;
-        # an ``error`` only on a failed call (on a successful one it is refused).
-        failure = st.fixed_dictionaries({"type": texts(max_size=8), "message": texts(max_size=8)})
-
-        def audit(success: object) -> st.SearchStrategy[dict[str, Any]]:
-            optional: dict[str, st.SearchStrategy[Any]] = {
-                "input": json_values(max_leaves=3),
-                "duration_ms": st.none() | st.integers(0, 10**6) | st.floats(0, 1e6),
-                "error": st.none() | failure if success is False else st.none(),
-            }
-            return st.fixed_dictionaries({}, optional=optional)
-
         document["tool_ledger"] = [
-            {**record, **draw(audit(record.get("success")))} for record in records
+            {**record, **draw(_audits(record.get("success") is False))} for record in records
         ]
     else:
         document["gatekeeper"] = list(plan.gatekeeper)
     return document
+
+
+@functools.cache
+def _questions() -> st.SearchStrategy[str]:
+    return texts(min_size=1).filter(str.strip)
+
+
+@functools.cache
+def _audits(failed: bool) -> st.SearchStrategy[dict[str, Any]]:
+    """The audit fields a recorder writes (spec §9 v1.1, §13); null means absent;
+    an ``error`` only on a failed call (on a successful one it is refused)."""
+    failure = st.fixed_dictionaries({"type": texts(max_size=8), "message": texts(max_size=8)})
+    optional: dict[str, st.SearchStrategy[Any]] = {
+        "input": json_values(max_leaves=3),
+        "duration_ms": st.none() | st.integers(0, 10**6) | st.floats(0, 1e6),
+        "error": st.none() | failure if failed else st.none(),
+    }
+    return st.fixed_dictionaries({}, optional=optional)
 
 
 # --- effect scripts ---------------------------------------------------------------------------
@@ -483,6 +523,11 @@ class EffectScript:
         )
 
 
+@functools.cache
+def _hostile_gatekeepers() -> st.SearchStrategy[object]:
+    return st.sampled_from(hostile_gatekeeper_factories()).map(_Fresh)
+
+
 def _replies(items: tuple[object, ...]) -> tuple[Reply, ...]:
     return tuple(item for item in items if isinstance(item, str | BaseException))
 
@@ -513,9 +558,7 @@ def effect_scripts(
         error=error,
         gatekeeper_result=lambda result: result,
         gatekeeper_error=error,
-        gatekeeper_hostile=(
-            st.sampled_from(hostile_gatekeeper_factories()).map(_Fresh) if adversarial else None
-        ),
+        gatekeeper_hostile=_hostile_gatekeepers() if adversarial else None,
     )
     agents = {agent: _replies(replies) for agent, replies in plan.agents.items()}
     return EffectScript(request=request, **agents, gatekeeper=plan.gatekeeper)

@@ -191,12 +191,26 @@ def _json_values(max_leaves: int) -> st.SearchStrategy[JsonValue]:
 
 def skill_catalogs(*, max_size: int = 4) -> st.SearchStrategy[tuple[Skill, ...]]:
     """A skill catalog with unique names."""
+    return _skill_catalogs(max_size)
+
+
+def _skill_name(skill: Skill) -> str:
+    return skill.name
+
+
+@functools.cache
+def _skill_catalogs(max_size: int) -> st.SearchStrategy[tuple[Skill, ...]]:
     skill = st.builds(Skill, name=identifiers(), description=texts())
-    return st.lists(skill, max_size=max_size, unique_by=lambda item: item.name).map(tuple)
+    return st.lists(skill, max_size=max_size, unique_by=_skill_name).map(tuple)
 
 
 def history_messages(*, max_size: int = 4) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
     """Chat history messages (role and content are any text)."""
+    return _history_messages(max_size)
+
+
+@functools.cache
+def _history_messages(max_size: int) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
     roles = st.sampled_from(["user", "assistant", "system"]) | texts()
     message = st.builds(HistoryMessage, role=roles, content=texts())
     return st.lists(message, max_size=max_size).map(tuple)
@@ -273,17 +287,24 @@ def host_subclassed(value: V, secret: str) -> V:
 # --- §5.1 planner_plan -------------------------------------------------------------
 
 
-@st.composite
-def planner_plans(draw: st.DrawFn, skill_names: Sequence[str] = ()) -> PlannerPlan:
-    """Valid plans; ``selected_skill`` is None or one of ``skill_names`` (the catalog)."""
-    step = st.builds(
+_PLAN_STEPS = st.lists(
+    st.builds(
         PlanStep,
         step_id=identifiers(),
         goal=texts(min_size=1),
         tools=st.lists(texts(max_size=12), max_size=3).map(tuple),
-    )
-    steps = draw(st.lists(step, min_size=1, max_size=4, unique_by=lambda item: item.step_id))
-    selected = draw(st.sampled_from([None, *skill_names]))
+    ),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda item: item.step_id,
+)
+
+
+@st.composite
+def planner_plans(draw: st.DrawFn, skill_names: Sequence[str] = ()) -> PlannerPlan:
+    """Valid plans; ``selected_skill`` is None or one of ``skill_names`` (the catalog)."""
+    steps = draw(_PLAN_STEPS)
+    selected = draw(st.sampled_from((None, *skill_names)))
     return PlannerPlan(tuple(steps), selected)
 
 
@@ -393,27 +414,47 @@ def verifier_outputs(
     With ``unknown_ids`` some ids are fresh (the workflow drops and records
     them, spec §5.3); with neither, both lists are empty.
     """
+    referred = _referred_ids(tuple(claim_ids), unknown_ids)
+    if referred is not None:
+        facts_of, allowed_of = referred
+        facts = tuple(draw(facts_of))
+        allowed = tuple(draw(allowed_of))
+    else:
+        facts, allowed = (), ()
+    return VerifierOutput(
+        verdict=draw(_VERIFIER_VERDICTS),
+        groundedness_score=draw(_SCORES),
+        facts_checked=facts,
+        allowed_claim_ids=allowed,
+        critical_fact_count=draw(_CRITICAL_COUNTS),
+        missing_info=tuple(draw(_TEXT_LISTS)),
+        recommended_actions=tuple(draw(_TEXT_LISTS)),
+        rationale=draw(texts()),
+    )
+
+
+_VERIFIER_VERDICTS = st.sampled_from([Verdict.LOW_CONFID, Verdict.PASS, Verdict.REJECT])
+_SCORES = st.floats(0.0, 1.0)
+_CRITICAL_COUNTS = st.none() | st.integers(0, 10)
+_TEXT_LISTS = st.lists(texts(), max_size=3)
+
+
+# The claim ids of one run are asked for by each of its verifier replies: the
+# strategies over them are built once per run, not once per reply.
+@functools.lru_cache(maxsize=64)
+def _referred_ids(
+    claim_ids: tuple[str, ...], unknown_ids: bool
+) -> tuple[st.SearchStrategy[list[FactCheck]], st.SearchStrategy[list[str]]] | None:
+    """The facts and allowed ids of a verifier output over ``claim_ids`` (None: no id at all)."""
     pool: list[st.SearchStrategy[str]] = []
     if claim_ids:
         pool.append(st.sampled_from(list(claim_ids)))
     if unknown_ids:
         pool.append(identifiers())
-    if pool:
-        ids = st.one_of(pool)
-        facts = tuple(draw(st.lists(fact_checks(ids), max_size=4)))
-        allowed = tuple(draw(st.lists(ids, max_size=4, unique=True)))
-    else:
-        facts, allowed = (), ()
-    return VerifierOutput(
-        verdict=draw(st.sampled_from([Verdict.LOW_CONFID, Verdict.PASS, Verdict.REJECT])),
-        groundedness_score=draw(st.floats(0.0, 1.0)),
-        facts_checked=facts,
-        allowed_claim_ids=allowed,
-        critical_fact_count=draw(st.none() | st.integers(0, 10)),
-        missing_info=tuple(draw(st.lists(texts(), max_size=3))),
-        recommended_actions=tuple(draw(st.lists(texts(), max_size=3))),
-        rationale=draw(texts()),
-    )
+    if not pool:
+        return None
+    ids = st.one_of(pool)
+    return st.lists(fact_checks(ids), max_size=4), st.lists(ids, max_size=4, unique=True)
 
 
 # --- §5.4 composer_output ------------------------------------------------------------------
@@ -431,10 +472,8 @@ def composer_outputs(draw: st.DrawFn, allowed_claim_ids: Sequence[str] = ()) -> 
 # --- §6.1 gatekeeper result (value form) ------------------------------------------------------
 
 
-@st.composite
-def gatekeeper_result_values(draw: st.DrawFn) -> GatekeeperResult:
-    """Well-shaped :class:`GatekeeperResult` values (for round trips)."""
-    entry = st.builds(
+_CHECKED_BINDING_LISTS = st.lists(
+    st.builds(
         CheckedBinding,
         claim_id=identifiers(),
         source_invocation_id=identifiers(),
@@ -443,10 +482,18 @@ def gatekeeper_result_values(draw: st.DrawFn) -> GatekeeperResult:
         status=st.sampled_from(BindingCheckStatus),
         matched_text=st.none() | texts(min_size=1),
         reason=st.none() | texts(),
-    )
+    ),
+    max_size=3,
+)
+_REASON_CODE_LISTS = st.lists(texts(max_size=12), max_size=2)
+
+
+@st.composite
+def gatekeeper_result_values(draw: st.DrawFn) -> GatekeeperResult:
+    """Well-shaped :class:`GatekeeperResult` values (for round trips)."""
     return GatekeeperResult(
-        status=draw(st.sampled_from(["pass", "fail"])),
-        level=draw(st.sampled_from([None, "pass", "low_confid", "reject"])),
-        checked_bindings=tuple(draw(st.lists(entry, max_size=3))),
-        reason_codes=tuple(draw(st.lists(texts(max_size=12), max_size=2))),
+        status=draw(st.sampled_from(("pass", "fail"))),
+        level=draw(st.sampled_from((None, "pass", "low_confid", "reject"))),
+        checked_bindings=tuple(draw(_CHECKED_BINDING_LISTS)),
+        reason_codes=tuple(draw(_REASON_CODE_LISTS)),
     )
