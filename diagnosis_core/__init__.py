@@ -21,15 +21,11 @@ engine adapters), :mod:`diagnosis_core.journal`,
 :mod:`diagnosis_core.aiops`, :mod:`diagnosis_core.prompts` (the agents'
 system prompts, spec §17), :mod:`diagnosis_core.testing` and
 ``diagnosis_core.adapters.*``. ``import diagnosis_core`` loads none of the
-journal, tools, AIOps or adapter modules. A name that used to live here and
-moved to one of those namespaces still resolves here, with a
-``DeprecationWarning`` naming its new home. The underscore modules are private.
+journal, tools, AIOps or adapter modules. The underscore modules are private.
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from typing import TYPE_CHECKING
 
 from ._chat.config import (
@@ -131,137 +127,8 @@ if TYPE_CHECKING:
         ToolInvocation,
         ToolLedger,
     )
-    from .machine import (
-        Action as Action,
-    )
-    from .machine import (
-        AgentFailed as AgentFailed,
-    )
-    from .machine import (
-        AgentName as AgentName,
-    )
-    from .machine import (
-        AgentReplied as AgentReplied,
-    )
-    from .machine import (
-        CallCounts as CallCounts,
-    )
-    from .machine import (
-        CallGatekeeper as CallGatekeeper,
-    )
-    from .machine import (
-        EffectResult as EffectResult,
-    )
-    from .machine import (
-        EventDetails as EventDetails,
-    )
-    from .machine import (
-        Finished as Finished,
-    )
-    from .machine import (
-        GatekeeperFailed as GatekeeperFailed,
-    )
-    from .machine import (
-        GatekeeperReturned as GatekeeperReturned,
-    )
-    from .machine import (
-        InvokeAgent as InvokeAgent,
-    )
-    from .machine import (
-        NodeName as NodeName,
-    )
-    from .machine import (
-        NodeStatus as NodeStatus,
-    )
-    from .machine import (
-        advance as advance,
-    )
-    from .machine import (
-        next_action as next_action,
-    )
-    from .machine import (
-        start_diagnosis as start_diagnosis,
-    )
 
     # Moved to an audience namespace; still typed here (explicit re-exports).
-    from .protocol import (
-        SCHEMA_NAMES as SCHEMA_NAMES,
-    )
-    from .protocol import (
-        SCHEMA_PROFILES as SCHEMA_PROFILES,
-    )
-    from .protocol import (
-        BindingCheckStatus as BindingCheckStatus,
-    )
-    from .protocol import (
-        CheckedBinding as CheckedBinding,
-    )
-    from .protocol import (
-        Claim as Claim,
-    )
-    from .protocol import (
-        ComposerOutput as ComposerOutput,
-    )
-    from .protocol import (
-        EvidenceBinding as EvidenceBinding,
-    )
-    from .protocol import (
-        EvidenceStatus as EvidenceStatus,
-    )
-    from .protocol import (
-        FactCheck as FactCheck,
-    )
-    from .protocol import (
-        GatekeeperResult as GatekeeperResult,
-    )
-    from .protocol import (
-        GatekeeperStatus as GatekeeperStatus,
-    )
-    from .protocol import (
-        Hypothesis as Hypothesis,
-    )
-    from .protocol import (
-        PayloadName as PayloadName,
-    )
-    from .protocol import (
-        PlannerPlan as PlannerPlan,
-    )
-    from .protocol import (
-        PlanStep as PlanStep,
-    )
-    from .protocol import (
-        ToolTraceEntry as ToolTraceEntry,
-    )
-    from .protocol import (
-        Verification as Verification,
-    )
-    from .protocol import (
-        VerifierOutput as VerifierOutput,
-    )
-    from .protocol import (
-        json_schema as json_schema,
-    )
-    from .protocol import (
-        parse_composer_output as parse_composer_output,
-    )
-    from .protocol import (
-        parse_executor_evidence as parse_executor_evidence,
-    )
-    from .protocol import (
-        parse_gatekeeper_result as parse_gatekeeper_result,
-    )
-    from .protocol import (
-        parse_planner_plan as parse_planner_plan,
-    )
-    from .protocol import (
-        parse_verifier_output as parse_verifier_output,
-    )
-    from .scenarios import (
-        ScriptedAgent as ScriptedAgent,
-    )
-    from .scenarios import (
-        ScriptedGatekeeper as ScriptedGatekeeper,
-    )
 
 __version__ = "0.1.0"
 """The package version (the distribution's, as ``diagnosis-core --version`` prints it)."""
@@ -343,69 +210,13 @@ _LAZY: dict[str, str] = {
     "ToolLedger": "._kernel.tools.ledger",
 }
 
-# Names that moved to an audience namespace (one release of grace, with a warning).
-_MOVED: dict[str, str] = {
-    "SCHEMA_NAMES": "diagnosis_core.protocol",
-    "SCHEMA_PROFILES": "diagnosis_core.protocol",
-    "Action": "diagnosis_core.machine",
-    "AgentFailed": "diagnosis_core.machine",
-    "AgentName": "diagnosis_core.machine",
-    "AgentReplied": "diagnosis_core.machine",
-    "BindingCheckStatus": "diagnosis_core.protocol",
-    "CallCounts": "diagnosis_core.machine",
-    "CallGatekeeper": "diagnosis_core.machine",
-    "CheckedBinding": "diagnosis_core.protocol",
-    "Claim": "diagnosis_core.protocol",
-    "ComposerOutput": "diagnosis_core.protocol",
-    "EffectResult": "diagnosis_core.machine",
-    "EventDetails": "diagnosis_core.machine",
-    "EvidenceBinding": "diagnosis_core.protocol",
-    "EvidenceStatus": "diagnosis_core.protocol",
-    "FactCheck": "diagnosis_core.protocol",
-    "Finished": "diagnosis_core.machine",
-    "GatekeeperFailed": "diagnosis_core.machine",
-    "GatekeeperResult": "diagnosis_core.protocol",
-    "GatekeeperReturned": "diagnosis_core.machine",
-    "GatekeeperStatus": "diagnosis_core.protocol",
-    "Hypothesis": "diagnosis_core.protocol",
-    "InvokeAgent": "diagnosis_core.machine",
-    "NodeName": "diagnosis_core.machine",
-    "NodeStatus": "diagnosis_core.machine",
-    "PayloadName": "diagnosis_core.protocol",
-    "PlanStep": "diagnosis_core.protocol",
-    "PlannerPlan": "diagnosis_core.protocol",
-    "ScriptedAgent": "diagnosis_core.scenarios",
-    "ScriptedGatekeeper": "diagnosis_core.scenarios",
-    "ToolTraceEntry": "diagnosis_core.protocol",
-    "Verification": "diagnosis_core.protocol",
-    "VerifierOutput": "diagnosis_core.protocol",
-    "advance": "diagnosis_core.machine",
-    "json_schema": "diagnosis_core.protocol",
-    "next_action": "diagnosis_core.machine",
-    "parse_composer_output": "diagnosis_core.protocol",
-    "parse_executor_evidence": "diagnosis_core.protocol",
-    "parse_gatekeeper_result": "diagnosis_core.protocol",
-    "parse_planner_plan": "diagnosis_core.protocol",
-    "parse_verifier_output": "diagnosis_core.protocol",
-    "start_diagnosis": "diagnosis_core.machine",
-}
-
 if not TYPE_CHECKING:
     _load = lazy_attributes(__name__, __name__, _LAZY, globals())
 
-    def __getattr__(name: str) -> object:
-        home = _MOVED.get(name)
-        if home is not None:
-            warnings.warn(
-                f"diagnosis_core.{name} moved to {home}.{name}; import it from there",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return getattr(importlib.import_module(home), name)
-        return _load(name)
+    __getattr__ = _load
 
     def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY, *_MOVED})
+        return sorted({*globals(), *_LAZY})
 
 # Public classes name this namespace, not the private module defining them.
 _publish(__name__, globals(), __all__)

@@ -55,7 +55,11 @@ def layer(module: str, packages: frozenset[str] = frozenset()) -> str:
 
 
 def layers(package: pathlib.Path) -> tuple[list[str], dict[str, tuple[int, int, set[str]]]]:
-    """The layers in drawing order, and each one's ``(modules, lines, layers it imports)``."""
+    """The layers in drawing order, and each one's ``(modules, lines, layers it imports)``.
+
+    The page's table leaves the lines out: they change with every edit, the layers and
+    their arrows only when the layout does.
+    """
     files = module_files(package)
     graph = import_graph(package)
     packages = frozenset(name for name, path in files.items() if path.name == "__init__.py")
@@ -77,18 +81,17 @@ def table(package: pathlib.Path) -> str:
     """The Markdown table of ``package``'s layers, bottom up, and its upward arrows."""
     order, found = layers(package)
     position = {name: index for index, name in enumerate(order)}
-    rows = ["| layer | modules | lines | imports |", "| --- | ---: | ---: | --- |"]
+    rows = ["| layer | modules | imports |", "| --- | ---: | --- |"]
     upward = []
     for name in order:
-        modules, lines, targets = found[name]
+        modules, _lines, targets = found[name]
         ordered = sorted(targets, key=position.__getitem__)
         upward += [f"`{name}` → `{target}`" for target in ordered
                    if position[target] > position[name]]
         cell = ", ".join(f"`{target}`" for target in ordered) or "—"
-        rows.append(f"| `{name}` | {modules} | {lines} | {cell} |")
+        rows.append(f"| `{name}` | {modules} | {cell} |")
     total_modules = sum(found[name][0] for name in order)
-    total_lines = sum(found[name][1] for name in order)
-    rows.append(f"| all | {total_modules} | {total_lines} | |")
+    rows.append(f"| all | {total_modules} | |")
     rows.append("")
     rows.append("Arrows pointing up: " + (", ".join(upward) if upward else "none") + ".")
     return "\n".join(rows)

@@ -27,5 +27,5 @@ def test_an_upward_arrow_is_drawn_as_one(tmp_path: pathlib.Path) -> None:
     (package / "_kernel" / "wire" / "__init__.py").write_text("")
     (package / "_kernel" / "wire" / "json.py").write_text("def f():\n    from .. import errors\n")
     drawn = figure.table(package)
-    assert "| `_kernel/wire` | 2 | 2 | `_kernel` |" in drawn
+    assert "| `_kernel/wire` | 2 | `_kernel` |" in drawn
     assert drawn.endswith("Arrows pointing up: `_kernel` → `_kernel/wire`.")

@@ -7,7 +7,7 @@ run into OpenTelemetry spans. Each submodule needs its extra (``langgraph``,
 diagnosis_core.adapters.langgraph import build_diagnosis_graph``; importing
 this package pulls in no optional dependency. Adapters only perform effects
 and persist state: every routing decision stays in
-:func:`diagnosis_core.next_action` / :func:`diagnosis_core.advance`.
+:func:`diagnosis_core.machine.next_action` / :func:`diagnosis_core.machine.advance`.
 """
 
 from __future__ import annotations

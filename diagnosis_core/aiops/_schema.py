@@ -1,6 +1,6 @@
 """JSON Schemas of the AIOps agent payloads, generated from the payload types.
 
-The same generator as the chat payloads' (:func:`diagnosis_core.json_schema`),
+The same generator as the chat payloads' (:func:`diagnosis_core.protocol.json_schema`),
 with the same profiles (spec §5.5: ``validation``, ``openai-strict``,
 ``anthropic-strict``, ``gemini``; the provider rules are cited in
 :mod:`diagnosis_core._chat.schema`): shapes come from the ``attrs`` classes, so the
@@ -101,7 +101,7 @@ def aiops_json_schema(
     """The JSON Schema of one AIOps agent payload, in one profile (spec §5.5, §11).
 
     ``name`` is one of :data:`AIOPS_SCHEMA_NAMES`, ``profile`` one of the
-    profiles of :func:`diagnosis_core.json_schema` (``validation``, the
+    profiles of :func:`diagnosis_core.protocol.json_schema` (``validation``, the
     default, is draft 2020-12 with open objects; ``openai-strict``,
     ``anthropic-strict`` and ``gemini`` follow each provider's documented
     subset). A fresh dict is returned on every call, so callers may change

@@ -4,7 +4,7 @@
 ``<name>.schema.json``, each with a stable ``$id``
 (``urn:diagnosis-core:<protocol version>:<name>``): the agent payloads of
 both workflows (the *validation* profile of spec §5.5, from
-:func:`diagnosis_core.json_schema`), the §9 scenario documents, the §9
+:func:`diagnosis_core.protocol.json_schema`), the §9 scenario documents, the §9
 replay outputs, the §8 trace report, the §12 journals and the conformance
 kit's resume document. Payload and output shapes come from the package's
 types; the documents the scenario and journal loaders read are written out

@@ -294,7 +294,7 @@ class SchemaProfile(enum.StrEnum):
 
 
 SCHEMA_PROFILES: tuple[str, ...] = tuple(member.value for member in SchemaProfile)
-"""The profile names :func:`diagnosis_core.json_schema` accepts."""
+"""The profile names :func:`diagnosis_core.protocol.json_schema` accepts."""
 
 
 def profile_of(profile: object) -> SchemaProfile:
