@@ -54,27 +54,25 @@ def layer(module: str, packages: frozenset[str] = frozenset()) -> str:
     return top
 
 
-def layers(package: pathlib.Path) -> tuple[list[str], dict[str, tuple[int, int, set[str]]]]:
-    """The layers in drawing order, and each one's ``(modules, lines, layers it imports)``.
+def layers(package: pathlib.Path) -> tuple[list[str], dict[str, tuple[int, set[str]]]]:
+    """The layers in drawing order, and each one's ``(modules, layers it imports)``.
 
-    The page's table leaves the lines out: they change with every edit, the layers and
-    their arrows only when the layout does.
+    Lines are not counted: they change with every edit, the layers and their arrows
+    only when the layout does.
     """
     files = module_files(package)
     graph = import_graph(package)
     packages = frozenset(name for name, path in files.items() if path.name == "__init__.py")
-    sizes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    modules: dict[str, int] = defaultdict(int)
     arrows: dict[str, set[str]] = defaultdict(set)
-    for name, path in files.items():
+    for name in files:
         own = layer(name, packages)
-        sizes[own][0] += 1
-        sizes[own][1] += len(path.read_text(encoding="utf-8").splitlines())
+        modules[own] += 1
         arrows[own].update(layer(target, packages) for target in graph[name])
         arrows[own].discard(own)
-    # A kernel room folder is a layer only where the kernel has rooms (a flat kernel is one).
     rank = {name: index for index, name in enumerate(ORDER)}
-    order = sorted(sizes, key=lambda name: (rank.get(name, len(ORDER)), name))
-    return order, {name: (sizes[name][0], sizes[name][1], arrows[name]) for name in order}
+    order = sorted(modules, key=lambda name: (rank.get(name, len(ORDER)), name))
+    return order, {name: (modules[name], arrows[name]) for name in order}
 
 
 def table(package: pathlib.Path) -> str:
@@ -84,7 +82,7 @@ def table(package: pathlib.Path) -> str:
     rows = ["| layer | modules | imports |", "| --- | ---: | --- |"]
     upward = []
     for name in order:
-        modules, _lines, targets = found[name]
+        modules, targets = found[name]
         ordered = sorted(targets, key=position.__getitem__)
         upward += [f"`{name}` → `{target}`" for target in ordered
                    if position[target] > position[name]]
