@@ -18,11 +18,11 @@ each time, so a feedback recorded after the summary is always counted.
 :class:`FleetTally` is the fleet report's arithmetic over stories; the SQL
 stores fill the same tally from their columns.
 
-A report reads one digest per ended run, so reading one is its cost:
-:func:`digest_from_json` builds the digest's values while the strict parser
-reads the text (the digest reader below), and leaves any text it does not
-take to the converter; a large report is built with the cyclic collector
-paused (:func:`paused_gc`).
+A report reads one digest per ended run, so reading one is its cost: a
+digest is stored in a positional form (records as arrays, no keys), which
+the strict parser reads with few objects and a reader generated from the
+digest's classes checks and builds in one walk; a large report is built
+with the cyclic collector paused (:func:`paused_gc`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import gc
 import math
 import re
 import threading
-import types
 import typing
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -45,13 +44,13 @@ import attrs
 from .._chat.trace import GatekeeperAudit, RawResult
 from .._kernel.errors import PayloadError
 from .._kernel.wire.codegen import slot_setters
-from .._kernel.wire.converter import from_json, from_json_object_text, to_json
+from .._kernel.wire.converter import from_wire, to_wire
 from .._kernel.wire.json import (
-    DuplicateKey,
     JsonValue,
     canonical_json,
     is_json_value_type,
-    loads_strict_with_objects,
+    loads_stored,
+    stored_json,
 )
 from ._reports import (
     AgentStep,
@@ -122,7 +121,7 @@ class SummaryMismatch:
 
 
 def digest_to_json(digest: RunDigest) -> str:
-    """The digest's stored text: its canonical JSON by the package's converter.
+    """The digest's stored text: its positional form (below), as canonical JSON.
 
     Raises :class:`PayloadError` for a digest holding a string with a
     surrogate pair (a high surrogate directly before a low one), which JSON
@@ -130,13 +129,13 @@ def digest_to_json(digest: RunDigest) -> str:
     (its facts are repaired or refused at the door), so neither does a digest
     derived from it; one built by hand is refused rather than stored changed.
     """
-    text = to_json(digest)
+    text = stored_json(_stored_form(RunDigest, digest))
     if "\\u" in text and _ESCAPED_PAIR.search(text) is not None:
         raise PayloadError("summary", "a string holding a surrogate pair JSON cannot store")
     return text
 
 
-# The converter writes a surrogate code point as an escape (``\ud800``); an escaped high
+# The writer writes a surrogate code point as an escape (``\ud800``); an escaped high
 # surrogate directly before an escaped low one is what JSON reads back as one character.
 # The backslash opening the first escape is preceded by an even number of backslashes.
 _ESCAPED_PAIR = re.compile(
@@ -147,200 +146,162 @@ _ESCAPED_PAIR = re.compile(
 def digest_from_json(text: str) -> RunDigest:
     """A stored digest read back strictly; :class:`PayloadError` for anything else.
 
-    One pass when it can: the digest reader below (a canonical text, as
-    :func:`digest_to_json` writes it), else :func:`from_json_object_text`;
-    the two-step path otherwise (a text neither takes, such as an escaped
-    lone surrogate a tool's output may hold), which gives the same value or
-    the exact error.
+    The text is parsed as stored facts (:func:`loads_stored`: every rule of
+    the strict parser, duplicate keys refused anywhere, an escaped lone
+    surrogate kept). A JSON array is the positional form this module writes;
+    an object is the converter's keyed form of a :class:`RunDigest` (what the
+    stores wrote before), structured by the converter.
     """
-    try:
-        digest = _read_digest(text)
-        if digest is None:
-            digest = from_json_object_text(RunDigest, text)
-    except PayloadError:
-        digest = None
-    if digest is None:
-        digest = from_json(RunDigest, text)
+    value = loads_stored(text)
+    if type(value) is list:
+        digest = _positional_reader()(value)
+    elif type(value) is dict:
+        digest = from_wire(RunDigest, value)
+    else:
+        raise PayloadError("summary", "expected a JSON array (a stored digest)")
     if digest.story.status != "complete" or digest.story.feedback:
         raise PayloadError("story", "a summary tells a complete run, without feedback")
     return digest
 
 
-# --- reading a stored digest in one pass --------------------------------------------------
+# --- the stored form: positional -----------------------------------------------------------
 #
-# A digest is stored as canonical JSON (keys sorted, every field written), so each of its
-# objects has exactly one key order. The reader below builds every value of a digest while
-# the strict parser reads it (``loads_strict_with_objects``: every rule of ``loads_strict``,
-# duplicate keys included): an object whose keys are exactly one class's fields, in sorted
-# order, and whose values pass that field's exact check, becomes an instance of the class;
-# any other object stays a ``dict``. The result is used only when the root became a
-# :class:`RunDigest` and the instances built number exactly those the digest holds in typed
-# places: then none was built inside a JSON value (a tool's input or output that happens to
-# have a class's keys), every JSON value is what the strict parser gives, and the digest is
-# equal to what ``from_json_object_text`` gives, without its second walk over the objects and
-# the JSON values. Anything else (another key order, a null for an empty list, a number
-# written as an integer where a float is expected, an instance in a JSON value) leaves the
-# result unused: the converter's path reads the text and decides, with its exact error.
+# A report reads one digest per ended run, so reading one is its cost. The stored form holds
+# no key: each record of a digest (the digest, its story, every effect, tool call, step,
+# audit, verifier row) is a JSON array of its fields' wire values in the order the class
+# declares them, a nested record an array in its place, a tuple of records an array of
+# arrays. The JSON values a story carries (a tool's input and output, the gatekeeper's raw
+# result) are written as they are, never read as records: which array is a record is
+# decided by the field's type, never by the value's shape. So the strict parser (in C)
+# builds few objects, and one function per class, generated from the classes' types, checks
+# each field exactly as the converter does (an integer where a float is declared is that
+# float; nothing else is coerced) and builds the instance.
 
-_READER_CLASSES: tuple[type[Any], ...] = (
+_RECORDS: tuple[type[Any], ...] = (
     RunDigest, RunStory, EffectTiming, StoryToolCall, StoryToolError, AgentStep,
     GatekeeperAudit, VerifierRow, FeedbackItem,
 )
 
 
-def _field_source(
-    field_type: Any, var: str, tag: str, namespace: dict[str, Any]
-) -> tuple[str, str] | None:
-    """``(condition, value)`` source over ``var`` for one field, or None when not handled."""
-    nullable = False
-    origin = typing.get_origin(field_type)
-    if origin is types.UnionType or origin is typing.Union:
-        rest = tuple(arg for arg in typing.get_args(field_type) if arg is not type(None))
-        if is_json_value_type(field_type):
-            return "True", var  # any JSON value: the instance count decides
-        if len(rest) != 1:
-            return None
-        nullable, field_type = True, rest[0]
-    if field_type in (str, int, bool, float):
+def _record_of(field_type: Any) -> tuple[str, type[Any]] | None:
+    """``("one" | "many", record class)`` when ``field_type`` holds records, else None."""
+    args = [arg for arg in typing.get_args(field_type) if arg is not type(None)]
+    if field_type in _RECORDS:
+        return "one", field_type
+    if typing.get_origin(field_type) is tuple and args and args[0] in _RECORDS:
+        return "many", args[0]
+    if len(args) == 1 and args[0] in _RECORDS:  # X | None
+        return "one", args[0]
+    return None
+
+
+@functools.cache
+def _plan(cl: Any) -> tuple[tuple[str, tuple[str, type[Any]] | None], ...]:
+    """``(field name, records it holds or None)`` for every field of ``cl``, in order."""
+    hints = typing.get_type_hints(cl)
+    return tuple((field.name, _record_of(hints[field.name])) for field in attrs.fields(cl))
+
+
+def _stored_form(cl: Any, value: Any) -> list[JsonValue]:
+    """``value`` (an instance of ``cl``) in the positional form."""
+    row: list[JsonValue] = []
+    for name, records in _plan(cl):
+        item = getattr(value, name)
+        if records is None or item is None:
+            row.append(to_wire(item))
+        elif records[0] == "one":
+            row.append(_stored_form(records[1], item))
+        else:
+            row.append([_stored_form(records[1], element) for element in item])
+    return row
+
+
+def _check_source(field_type: Any, var: str, tag: str, namespace: dict[str, Any]
+                  ) -> tuple[str, str]:
+    """``(condition, value)`` source over ``var`` for one field of the positional form."""
+    records = _record_of(field_type)
+    nullable = type(None) in typing.get_args(field_type)
+    if records is not None:
+        builder = f"_build_{records[1].__name__}"
+        if records[0] == "many":
+            return f"{var}.__class__ is list", f"tuple([{builder}(x) for x in {var}])"
+        return ((f"({var} is None or {var}.__class__ is list)" if nullable
+                 else f"{var}.__class__ is list"),
+                f"(None if {var} is None else {builder}({var}))" if nullable
+                else f"{builder}({var})")
+    if is_json_value_type(field_type):
+        return "True", var  # any JSON value, as the strict parser gives it
+    if nullable:
+        field_type = next(arg for arg in typing.get_args(field_type) if arg is not type(None))
+    if field_type is float:  # the converter's rule: an integer is that float
+        condition = f"({var}.__class__ is float or {var}.__class__ is int)"
+        value = f"({var} if {var}.__class__ is float else float({var}))"
+    elif field_type in (str, int, bool):
         namespace[f"_t{tag}"] = field_type
         condition, value = f"{var}.__class__ is _t{tag}", var
     elif field_type is RawResult:
         namespace["_RawResult"], namespace["_canonical"] = RawResult, canonical_json
         condition, value = "True", f"_RawResult(_canonical({var}))"
-    elif typing.get_origin(field_type) is Literal and all(
-        type(choice) is str for choice in typing.get_args(field_type)
-    ):
+    elif typing.get_origin(field_type) is Literal:
         namespace[f"_l{tag}"] = frozenset(typing.get_args(field_type))
         condition, value = f"{var}.__class__ is str and {var} in _l{tag}", var
     elif isinstance(field_type, type) and issubclass(field_type, enum.Enum):
-        members = {member.value: member for member in field_type}
-        if not all(type(name) is str for name in members):
-            return None
-        namespace[f"_m{tag}"] = members
+        namespace[f"_m{tag}"] = {member.value: member for member in field_type}
         condition, value = f"{var}.__class__ is str and {var} in _m{tag}", f"_m{tag}[{var}]"
-    elif field_type in _READER_CLASSES:
-        namespace[f"_t{tag}"] = field_type
-        condition, value = f"{var}.__class__ is _t{tag}", var
-    elif typing.get_origin(field_type) is tuple and len(typing.get_args(field_type)) == 2 \
-            and typing.get_args(field_type)[1] is Ellipsis \
-            and typing.get_args(field_type)[0] in (str, *_READER_CLASSES):
-        namespace[f"_only{tag}"] = frozenset({typing.get_args(field_type)[0]})
-        condition = f"{var}.__class__ is list and _only{tag}.issuperset(map(type, {var}))"
+    elif typing.get_origin(field_type) is tuple and typing.get_args(field_type) == (str, ...):
+        condition = f"{var}.__class__ is list and {{str}}.issuperset(map(type, {var}))"
         value = f"tuple({var})"
     else:
-        return None
+        raise TypeError(f"{field_type!r}: a type the stored digest does not hold")
     if nullable:
         condition = f"({var} is None or {condition})"
         value = var if value == var else f"(None if {var} is None else {value})"
     return condition, value
 
 
-def _count_source(cl: type[Any], var: str) -> str:
-    """Source counting the reader's classes ``var`` (an instance of ``cl``) holds, itself too."""
-    hints = typing.get_type_hints(cl)
-    parts = ["1"]
-    for field in attrs.fields(cl):
-        field_type = hints[field.name]
-        args = typing.get_args(field_type)
-        inner = [arg for arg in args if arg in _READER_CLASSES]
-        if field_type in _READER_CLASSES:
-            parts.append(_count_source(field_type, f"{var}.{field.name}"))
-        elif typing.get_origin(field_type) is tuple and inner:
-            nested = _count_source(inner[0], "x")
-            parts.append(f"len({var}.{field.name})" if nested == "1" else
-                         f"sum([{nested} for x in {var}.{field.name}])")
-        elif inner:  # X | None
-            nested = _count_source(inner[0], f"{var}.{field.name}")
-            parts.append(f"(0 if {var}.{field.name} is None else {nested})")
-    return " + ".join(parts)
-
-
 @functools.cache
-def _reader_code() -> tuple[types.CodeType, dict[str, Any]]:
-    """The reader's ``object_pairs_hook`` and instance count, compiled once."""
-    namespace: dict[str, Any] = {"_Duplicate": DuplicateKey}
-    by_size: dict[int, list[str]] = {}
-    for number, cl in enumerate(_READER_CLASSES):
+def _positional_reader() -> Callable[[list[Any]], RunDigest]:
+    """The positional form's reader: one function per record class, generated once."""
+    namespace: dict[str, Any] = {"_Bad": _bad_field, "_new": object.__new__}
+    lines: list[str] = []
+    for number, cl in enumerate(_RECORDS):
         hints = typing.get_type_hints(cl)
-        fields = sorted((field for field in attrs.fields(cl) if field.init),
-                        key=lambda field: field.name)
-        conditions: list[str] = []
-        values: dict[str, str] = {}
+        fields = attrs.fields(cl)
+        names = ", ".join(f"v{index}" for index in range(len(fields)))
+        lines += [f"def _build_{cl.__name__}(row):",
+                  f"    if row.__class__ is not list or len(row) != {len(fields)}:",
+                  f"        _Bad({cl.__name__!r}, None, {len(fields)})",
+                  f"    {names}{',' if len(fields) == 1 else ''} = row"]
+        values = []
         for index, field in enumerate(fields):
-            source = _field_source(hints[field.name], f"v{index}", f"{number}_{index}",
-                                   namespace)
-            if source is None:
-                raise TypeError(f"{cl.__name__}.{field.name}: a type the reader does not read")
-            conditions.append(f"k{index} == {field.name!r}")
-            if source[0] != "True":
-                conditions.append(source[0])
-            values[field.name] = source[1]
+            condition, value = _check_source(hints[field.name], f"v{index}",
+                                             f"{number}_{index}", namespace)
+            if condition != "True":
+                lines += [f"    if not ({condition}):",
+                          f"        _Bad({cl.__name__!r}, {field.name!r}, v{index})"]
+            values.append(value)
         namespace[f"_c{number}"] = cl
         setters = slot_setters(cast(Any, cl))
-        if setters is None:
-            arguments = ", ".join(
-                f"{field.alias}={values[field.name]}" if field.kw_only else values[field.name]
-                for field in attrs.fields(cl))
-            construct = [f"            return _c{number}({arguments})"]
+        if setters is None:  # a validator or post-init check: the class's own constructor
+            arguments = ", ".join(f"{field.alias}={value}" if field.kw_only else value
+                                  for field, value in zip(fields, values, strict=True))
+            lines.append(f"    return _c{number}({arguments})")
         else:  # what the generated __init__ stores, without its object.__setattr__ calls
-            namespace["_new"] = object.__new__
-            construct = [f"            _o = _new(_c{number})"]
-            for position, (field, setter) in enumerate(
-                    zip(attrs.fields(cl), setters, strict=True)):
+            lines.append(f"    _o = _new(_c{number})")
+            for position, (setter, value) in enumerate(zip(setters, values, strict=True)):
                 namespace[f"_s{number}_{position}"] = setter
-                construct.append(f"            _s{number}_{position}(_o, {values[field.name]})")
-            construct.append("            return _o")
-        by_size.setdefault(len(fields), []).extend([
-            f"        if {' and '.join(conditions)}:",
-            "            _built[0] += 1",
-            *construct,
-        ])
-    lines = ["def build(pairs):", "    n = len(pairs)"]
-    keyword = "if"
-    for size, body in sorted(by_size.items()):
-        targets = ", ".join(f"(k{index}, v{index})" for index in range(size))
-        lines += [f"    {keyword} n == {size}:", f"        ({targets},) = pairs", *body]
-        keyword = "elif"
-    lines += ["    obj = dict(pairs)", "    if len(obj) != n: raise _Duplicate", "    return obj",
-              "", "def count(digest):", f"    return {_count_source(RunDigest, 'digest')}"]
-    return compile("\n".join(lines) + "\n", "<stored digest reader>", "exec"), namespace
+                lines.append(f"    _s{number}_{position}(_o, {value})")
+            lines.append("    return _o")
+        lines.append("")
+    exec(compile("\n".join(lines), "<stored digest reader>", "exec"), namespace)
+    return cast(Callable[[list[Any]], RunDigest], namespace["_build_RunDigest"])
 
 
-class _Reader:
-    """One thread's reader: its hook, its instance count and whether it is reading."""
-
-    def __init__(self) -> None:
-        code, shared = _reader_code()
-        namespace = {**shared, "_built": [0]}
-        exec(code, namespace)
-        self.build: Callable[[list[tuple[str, Any]]], object] = namespace["build"]
-        self.count: Callable[[RunDigest], int] = namespace["count"]
-        self.built: list[int] = namespace["_built"]
-        self.busy = False
-
-
-_READERS = threading.local()  # each thread counts its own instances
-
-
-def _read_digest(text: str) -> RunDigest | None:
-    """The digest ``text`` holds, read in one pass; None to let the converter decide.
-
-    Raises the strict parser's :class:`PayloadError` for a text it refuses.
-    """
-    reader: _Reader | None = getattr(_READERS, "reader", None)
-    if reader is None:
-        reader = _READERS.reader = _Reader()
-    if reader.busy:  # re-entered on this thread (a signal handler): not this way
-        return None
-    reader.busy = True
-    try:
-        reader.built[0] = 0
-        accepted, value = loads_strict_with_objects(text, reader.build)
-        if accepted and type(value) is RunDigest and reader.count(value) == reader.built[0]:
-            return value
-        return None
-    finally:
-        reader.busy = False
+def _bad_field(record: str, field: str | None, value: object) -> typing.NoReturn:
+    """The :class:`PayloadError` of a positional form that is not a digest's."""
+    if field is None:
+        raise PayloadError(record, f"expected an array of {value} fields")
+    raise PayloadError(f"{record}.{field}", f"a {type(value).__name__} is not what it holds")
 
 
 # --- building a large report -----------------------------------------------------------

@@ -35,6 +35,7 @@ from diagnosis_core.stores import (
 )
 from diagnosis_core.stores._base import StoreBase
 from diagnosis_core.stores._story import run_digest
+from diagnosis_core.stores._summary import RunDigest
 from diagnosis_core.tools import ToolRecorder
 
 KEY = b"summary key"
@@ -248,9 +249,10 @@ def test_a_tampered_summary_is_found_by_verify(
     assert victim.payload is not None and '"outcome":"ANSWERED"' not in victim.payload
     assert victim.run_id.startswith("composer_fails_twice")
     store.close()
-    document = json.loads(victim.payload)
-    document["story"]["outcome"] = "ANSWERED"
-    forged = json.dumps(document, separators=(",", ":"), sort_keys=True)
+    document = json.loads(victim.payload)  # positional: [story, last_mac], fields in order
+    story = document[[field.name for field in attrs.fields(RunDigest)].index("story")]
+    story[[field.name for field in attrs.fields(RunStory)].index("outcome")] = "ANSWERED"
+    forged = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
     if url.endswith(".jsonl"):
         _append_line(f"{url}.summaries", {"kind": "summary", "run_id": victim.run_id,
                                           "fingerprint": victim.fingerprint,
