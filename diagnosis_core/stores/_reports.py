@@ -15,8 +15,8 @@ from typing import Final, Literal
 
 import attrs
 
+from .. import JsonValue
 from .._chat.trace import GatekeeperAudit
-from .._kernel.wire.json import JsonValue
 
 __all__ = [
     "FLEET_REPORT_FORMAT",
