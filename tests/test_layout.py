@@ -383,21 +383,18 @@ def test_adapters_testing_and_conformance_import_public_names_only(prefix: str) 
 
 # What the stores still take from private modules, and why (docs/decisions.md, "The
 # stores on public names"): the kernel's store port and the journal codec's generic
-# bases (publishing them is the next step), the trace's audit and raw-result types (a
-# report's field types), the reader generator's slot setters and JSON-type test, and
-# the terminal escaping the conformance kit shares. The list may only shrink.
+# bases (publishing them in ``journal`` is the next step), the reader generator's slot
+# setters and JSON-type test, and the terminal escaping the conformance kit shares.
+# The list may only shrink.
 _STORES_PRIVATE_DEBT = {
     "diagnosis_core.stores._base": {"_kernel.journal.codec", "_kernel.journal.store"},
     "diagnosis_core.stores._drive": {"_kernel.journal.store"},
     "diagnosis_core.stores._escape": {"_kernel.terminal"},
     "diagnosis_core.stores._feedback": {"_kernel.journal.store"},
     "diagnosis_core.stores._ownership": {"_kernel.journal.store"},
-    "diagnosis_core.stores._pages": {"_chat.trace"},
-    "diagnosis_core.stores._reports": {"_chat.trace"},
     "diagnosis_core.stores._session": {"_kernel.journal.store"},
-    "diagnosis_core.stores._story": {"_chat.trace", "_kernel.journal.store"},
-    "diagnosis_core.stores._summary": {"_chat.trace", "_kernel.wire.codegen",
-                                       "_kernel.wire.json"},
+    "diagnosis_core.stores._story": {"_kernel.journal.store"},
+    "diagnosis_core.stores._summary": {"_kernel.wire.codegen", "_kernel.wire.json"},
 }
 
 

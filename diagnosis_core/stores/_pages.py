@@ -42,7 +42,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .._chat.trace import RawResult
+from ..machine import RawResult
 from ._escape import html_text
 from ._reports import FleetReport, RunStory, SessionReport
 from ._story import failed_bindings, failure_reasons

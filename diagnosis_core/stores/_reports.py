@@ -16,7 +16,7 @@ from typing import Final, Literal
 import attrs
 
 from .. import JsonValue
-from .._chat.trace import GatekeeperAudit
+from ..machine import GatekeeperAudit
 
 __all__ = [
     "FLEET_REPORT_FORMAT",

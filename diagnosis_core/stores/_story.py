@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 
 from .. import JournalError, to_wire
-from .._chat.trace import RawResult
 from .._kernel.journal.store import Feedback, StoredRun
+from ..machine import RawResult
 from ..protocol import canonical_json, loads_stored
 from ._feedback import feedback_mac
 from ._reports import (

@@ -42,10 +42,10 @@ from typing import Any, Literal, cast
 import attrs
 
 from .. import JsonValue, PayloadError, from_wire, to_wire
-from .._chat.trace import GatekeeperAudit, RawResult
 from .._kernel.wire.codegen import slot_setters
 from .._kernel.wire.json import is_json_value_type
 from ..journal import stored_json
+from ..machine import GatekeeperAudit, RawResult
 from ..protocol import canonical_json, loads_stored
 from ._reports import (
     AgentStep,
