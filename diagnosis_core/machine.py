@@ -49,6 +49,8 @@ from ._chat.routing import (
 from ._chat.trace import (
     CallCounts,
     EventDetails,
+    GatekeeperAudit,
+    RawResult,
     VerifierEvaluation,
 )
 from ._chat.workflow import (
@@ -86,11 +88,13 @@ __all__ = [
     "EffectResult",
     "EventDetails",
     "Finished",
+    "GatekeeperAudit",
     "GatekeeperFailed",
     "GatekeeperReturned",
     "InvokeAgent",
     "NodeName",
     "NodeStatus",
+    "RawResult",
     "Route",
     "VerifierEvaluation",
     "Workflow",

@@ -70,7 +70,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import attrs
 
-from .._kernel.errors import JournalError, PayloadError
+from .. import JournalError, PayloadError
 from .._kernel.journal.codec import (
     EntryState,
     JournalBase,
@@ -90,8 +90,8 @@ from .._kernel.journal.store import (
     StoredRun,
     StoreError,
 )
-from .._kernel.wire.json import loads_stored, stored_json
-from ..journal import entry_from_json, entry_to_json
+from ..journal import entry_from_json, entry_to_json, stored_json
+from ..protocol import loads_stored
 from ._feedback import feedback_from_json, feedback_to_json
 from ._story import run_digest
 from ._summary import digest_columns, digest_from_json, digest_to_json

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from .._kernel.errors import PayloadError
+from .. import JsonValue, PayloadError
 from .._kernel.journal.store import Feedback, StoreError
-from .._kernel.wire.json import JsonValue, loads_stored, stored_json
+from ..journal import stored_json
+from ..protocol import loads_stored
 
 __all__ = ["check_feedback", "feedback_from_json", "feedback_mac", "feedback_to_json"]
 

@@ -12,7 +12,7 @@ value (wire form ``diagnosis_fleet_report_v1``, ``docs/stores.md``);
 
 from __future__ import annotations
 
-from .._kernel.errors import JournalError
+from .. import JournalError
 from ._base import JournalStore, StoreError, check_since
 from ._escape import text_line
 from ._pages import outcomes_by_workflow, when

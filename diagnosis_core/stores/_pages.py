@@ -42,7 +42,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .._chat.trace import RawResult
+from ..machine import RawResult
 from ._escape import html_text
 from ._reports import FleetReport, RunStory, SessionReport
 from ._story import failed_bindings, failure_reasons
@@ -143,8 +143,8 @@ def outcomes_by_workflow(report: FleetReport) -> dict[str, dict[str, int]]:
     second count; a name of neither (never written by this package) is
     ``other``.
     """
-    from .._chat.enums import Outcome
-    from ..aiops._enums import AiOpsOutcome
+    from .. import Outcome
+    from ..aiops import AiOpsOutcome
 
     chat = {item.value for item in Outcome}
     aiops = {item.value for item in AiOpsOutcome}

@@ -15,8 +15,8 @@ from typing import Final, Literal
 
 import attrs
 
-from .._chat.trace import GatekeeperAudit
-from .._kernel.wire.json import JsonValue
+from .. import JsonValue
+from ..machine import GatekeeperAudit
 
 __all__ = [
     "FLEET_REPORT_FORMAT",

@@ -28,9 +28,8 @@ from collections.abc import Iterator
 
 import attrs
 
-from .._kernel.errors import JournalError
+from .. import JournalError, to_wire
 from .._kernel.journal.store import MissingKeyError, is_signed
-from .._kernel.wire.converter import to_wire
 from ._base import (
     Feedback,
     JournalStore,

@@ -15,11 +15,10 @@ from typing import Any
 
 import attrs
 
-from .._chat.trace import RawResult
-from .._kernel.errors import JournalError
+from .. import JournalError, to_wire
 from .._kernel.journal.store import Feedback, StoredRun
-from .._kernel.wire.converter import to_wire
-from .._kernel.wire.json import canonical_json, loads_stored
+from ..machine import RawResult
+from ..protocol import canonical_json, loads_stored
 from ._feedback import feedback_mac
 from ._reports import (
     AgentStep,

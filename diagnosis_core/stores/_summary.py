@@ -41,17 +41,12 @@ from typing import Any, Literal, cast
 
 import attrs
 
-from .._chat.trace import GatekeeperAudit, RawResult
-from .._kernel.errors import PayloadError
+from .. import JsonValue, PayloadError, from_wire, to_wire
 from .._kernel.wire.codegen import slot_setters
-from .._kernel.wire.converter import from_wire, to_wire
-from .._kernel.wire.json import (
-    JsonValue,
-    canonical_json,
-    is_json_value_type,
-    loads_stored,
-    stored_json,
-)
+from .._kernel.wire.json import is_json_value_type
+from ..journal import stored_json
+from ..machine import GatekeeperAudit, RawResult
+from ..protocol import canonical_json, loads_stored
 from ._reports import (
     AgentStep,
     EffectTiming,

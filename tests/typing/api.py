@@ -481,10 +481,8 @@ PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dt.contradictory_gatekeeper_results,
     dt.diagnosis_configs,
     dt.diagnosis_requests,
-    dt.evidence_bindings,
     dt.gatekeeper_result_values,
     dt.gatekeeper_results,
-    dt.history_messages,
     dt.hostile_gatekeeper_factories,
     dt.hostile_gatekeeper_values,
     dt.identifiers,
@@ -495,14 +493,11 @@ PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dt.payload_documents,
     dt.planner_plans,
     dt.random_garbage_texts,
-    dt.raw_paths,
-    dt.run_configs,
     dt.scripted_effects,
     dt.skill_catalogs,
     dt.texts,
     dt.tool_ledger_records,
     dt.tool_names,
-    dt.tool_trace_entries,
     dt.unknown_exceptions,
     dt.verifier_outputs,
 )
@@ -819,6 +814,11 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     report: dcst.SessionReport = dcst.session_report(store, request.run.session_id)
     assert summaries
     story: dcst.RunStory = report.runs[0]
+    audits: tuple[dcm.GatekeeperAudit, ...] = story.gatekeeper_audits
+    raw: list[dcm.RawResult | None] = [audit.raw_result for audit in audits]
+    again_loaded: dcst.StoredRun | None = store.load(request.run.run_id)
+    listed: tuple[dcst.RunSummary, ...] = store.runs(session_id=request.run.session_id)
+    assert raw is not None and listed and (again_loaded is None or again_loaded.run_id)
     assert story.status in ("complete", "incomplete", "invalid")
     fleet: dcst.FleetReport = dcst.fleet_report(store, since=None)
     assert fleet.runs.total >= 1
@@ -843,7 +843,8 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     assert written[0].name == "index.html" and name.startswith("runs/") and why is not None
     try:
         with store.claim(request.run.run_id) as claim:
-            assert claim
+            held: dcst.RunClaim = claim
+            assert held.run_id == request.run.run_id
     except dcst.RunClaimedError as error:
         assert isinstance(error, dcst.StoreError)
     try:
