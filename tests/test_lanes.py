@@ -7,7 +7,7 @@ import re
 import tomllib
 
 import pytest
-from lane_figures import LANES, PAGE, collected, page_counts
+from lane_figures import LANES, PAGE, _with_count, collected, page_counts
 from lanes import (
     FILE_SECONDS,
     FILE_SECONDS_WITHOUT_SLOW,
@@ -132,3 +132,38 @@ def test_a_file_whose_slow_tests_are_left_out_is_ranked_by_the_seconds_of_the_ot
         fast = [item for item in mine if item.get_closest_marker("slow") is None]
         assert fast, name  # only a file with tests in both lanes is listed
         assert file_seconds(fast) == {name: FILE_SECONDS_WITHOUT_SLOW[name]}
+
+
+def test_the_counts_are_written_before_the_lanes_run_keeping_each_rows_times() -> None:
+    # lane_figures.py writes the counts first, so the count check above passes in the run
+    # that times the lanes; a lane with no row yet gets one that says it has not run.
+    row = ("| full | `python -m pytest` | 5 125 | 5125 passed (exit 0) | 9 min 01 s | 1 s "
+           "| 1.0 → 1.0 |")
+    updated = _with_count(row, "full", 5145)
+    assert page_counts(updated) == {"full": 5145}
+    assert updated.replace("5 145", "5 125") == row
+    fresh = _with_count(None, "fast", 4141)
+    assert page_counts(fresh) == {"fast": 4141} and "not run" in fresh
+
+
+def test_the_fresh_clone_script_finds_the_readmes_two_commands() -> None:
+    from fresh_clone_runs import END, START, readme_commands
+
+    example, suite = readme_commands((ROOT / "README.md").read_text("utf-8"))
+    assert "diagnosis-core run examples/" in example and "pip install -e . " in example
+    assert suite.endswith("-m pytest") and "'.[all]'" in suite
+    page = PAGE.read_text("utf-8")
+    assert page.count(START) == 1 and page.count(END) == 1
+    with pytest.raises(ValueError, match="3 commands"):
+        readme_commands("# x\n\n```bash\na\nb\nc\n```\n")
+
+
+def test_the_fresh_clone_rows_carry_pytests_own_summary_and_time() -> None:
+    from fresh_clone_runs import round_row, suite_summary
+
+    output = "....\n=== 5145 passed, 2 warnings in 655.21s (0:10:55) ===\n"
+    assert suite_summary(output) == "5145 passed, 2 warnings, pytest 10 min 55 s"
+    assert suite_summary("Killed\n") == "no pytest summary"
+    row = round_row(2, (0, 9.6, "answer"), (1, 700.0, "=== 1 failed, 9 passed in 3.0s ==="))
+    assert row == ("| 2 | exit 0, 10 s | exit 1, 11 min 40 s | 1 failed, 9 passed, "
+                   "pytest 3 s |")
