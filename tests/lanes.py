@@ -64,8 +64,9 @@ SLOW_FILES = frozenset(
         "tests/stores/test_kill_and_race.py",
         "tests/load/test_engines_under_load.py",
         "tests/load/test_langgraph_lost_run.py",
-        # a real model (SmolLM2-135M on the CPU) running both workflows
+        # a real model (SmolLM2-135M on the CPU) running both workflows, one file each
         "tests/adapters/test_local_model_runs.py",
+        "tests/adapters/test_local_model_aiops.py",
         "docs/bring-your-model.md",
         # the heaviest property files (minutes each on a loaded 2-core machine)
         "tests/test_testing_module.py",
@@ -144,8 +145,9 @@ TIME_LIMITS: dict[str, int] = {
     "tests/load/test_engines_under_load.py": 1200,
     "tests/load/test_langgraph_lost_run.py": 600,
     "tests/load/test_load_checks.py": 600,
-    # a real model on two CPU threads: each workflow's run takes a few minutes, loaded
+    # a real model on the CPU: each workflow's run takes one to a few minutes, loaded
     "tests/adapters/test_local_model_runs.py": 900,
+    "tests/adapters/test_local_model_aiops.py": 900,
     "docs/bring-your-model.md": 900,
     # processes racing and killed on every store kind (PostgreSQL included)
     "tests/stores/test_kill_and_race.py": 600,
@@ -169,19 +171,21 @@ TIME_LIMITS: dict[str, int] = {
 # worker busy while the other has nothing left to do. Files not listed follow, those with
 # the most tests first (pytest-xdist's own order).
 FILE_SECONDS: dict[str, int] = {
-    # a real model on two threads: listed, or they start last and run alone at the end
-    "tests/adapters/test_local_model_runs.py": 394,
-    "docs/bring-your-model.md": 162,
     "tests/stores/test_crash_sweeps_sqlite.py": 179,
     "tests/stores/test_crash_sweeps_jsonl.py": 154,
-    "tests/test_conformance_attacks.py": 85,
     "tests/adapters/test_engine_kill_matrix.py": 89,
+    # a real model (one thread, the CPU seconds of a run alone): listed, or the three
+    # start last and run alone at the end
+    "tests/adapters/test_local_model_runs.py": 82,
     "tests/stores/test_kill_and_race.py": 67,
+    "tests/test_conformance_attacks.py": 62,
+    "docs/bring-your-model.md": 61,
     "tests/test_parity.py": 61,
     "tests/test_docs_blocks.py": 59,
     "property_tests/test_journal_drivers_properties.py": 58,
     "property_tests/test_invariants.py": 55,
     "tests/load/test_engines_under_load.py": 51,
+    "tests/adapters/test_local_model_aiops.py": 49,
     "tests/adapters/test_aiops_engine_parity.py": 48,
     "tests/test_testing_module.py": 45,
     "tests/stores/test_claim_races.py": 28,
@@ -199,7 +203,7 @@ FILE_SECONDS: dict[str, int] = {
 # Files with tests in both lanes, by the seconds of their tests that are not ``slow``: how
 # they rank in the fast lane (``pytest -m "not slow"``), where their slow tests are left out.
 FILE_SECONDS_WITHOUT_SLOW: dict[str, int] = {
-    "tests/test_conformance_attacks.py": 40,
+    "tests/test_conformance_attacks.py": 38,
     "tests/stores/test_claim_races.py": 20,
     "tests/test_conformance.py": 12,
     "docs/embedding.md": 9,
