@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import diagnosis_core as dc
+from diagnosis_core import JournalError
 from diagnosis_core._kernel.journal.codec import canonical_form, end_text, entry_text
 from diagnosis_core._kernel.wire.json import stored_json, stored_json_with
 from tests._reach import journal as dcj
@@ -62,3 +64,22 @@ def test_a_spliced_text_is_the_stored_json_of_the_value_it_stands_for(result: st
     assert stored_json_with(wire, "\x00slot\x00", result) == stored_json(
         {"outcome": {"result": value}, "seq": 1}
     )
+
+
+def test_the_chain_checked_first_still_refuses_a_journal_for_its_first_problem() -> None:
+    # The fold checks the whole chain before it walks the entries; an entry that is
+    # not the call the run expects, before a broken link, is still what it names.
+    journal = signed_journal()
+    first, second, *rest = journal.entries
+    wrong = attrs.evolve(journal, entries=(attrs.evolve(first, input_sha256="0" * 64),
+                                           second, *rest))
+    wrong = dcj.sign_journal(wrong, KEY)
+    broken = attrs.evolve(wrong, entries=(wrong.entries[0],
+                                          attrs.evolve(wrong.entries[1], mac="1" * 64),
+                                          *wrong.entries[2:]))
+    with pytest.raises(JournalError, match=r"^entries\[0\]\.input_sha256: "):
+        dcj.fold_journal(broken, key=KEY)
+    unsigned_first = attrs.evolve(broken, entries=(attrs.evolve(broken.entries[0], mac=None),
+                                                   *broken.entries[1:]))
+    with pytest.raises(JournalError, match=r"^entries\[0\]\.mac: missing "):
+        dcj.fold_journal(unsigned_first, key=KEY)
