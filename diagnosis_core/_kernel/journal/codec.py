@@ -37,7 +37,7 @@ second (spec §12.2, §12.3, §12.4; ``docs/protocol.md``):
 
 * ``…_v1``: as it was; loaded, folded, signed and replayed exactly as before.
 * ``…_v2``: each entry's ``input_sha256`` is bound to the request
-  (:func:`bound_input_sha256`), so entries recorded under another run never
+  (``mac.bound_input_sha256``), so entries recorded under another run never
   fold under this request; a ``started`` executor entry may carry the tool
   calls that finished so far; a gatekeeper entry may say ``"derived": true``
   (its result is re-derived from the recorded tool calls when folded); the
@@ -89,7 +89,6 @@ __all__ = [
     "JournalEnd",
     "JournalEntryBase",
     "WireForm",
-    "bound_input_sha256",
     "canonical_form",
     "end_text",
     "end_to_wire",
@@ -398,16 +397,6 @@ def request_digest(journal: JournalBase[Any, Any]) -> str:
     return _request(journal)[3]
 
 
-def bound_input_sha256(request_sha256: str, input_sha256: str) -> str:
-    """A v2 entry's ``input_sha256``: SHA-256 hex of the request digest followed by the input's.
-
-    Both are 64 lowercase hex characters; the bound hash is over their
-    128-character concatenation (ASCII). So an entry names the request it was
-    recorded under, with or without a key (spec §12.2).
-    """
-    return hashlib.sha256((request_sha256 + input_sha256).encode("ascii")).hexdigest()
-
-
 _RUN_KEYS = ("run_id", "session_id")
 
 
@@ -558,7 +547,7 @@ def end_text(end: JournalEnd) -> str:
 class CanonicalForm:
     """A journal's canonical text, computed once: what its MACs and its entries' hashes cover.
 
-    ``request_sha256`` binds a v2 entry's input hash (:func:`bound_input_sha256`);
+    ``request_sha256`` binds a v2 entry's input hash (``mac.bound_input_sha256``);
     ``request`` is the text the chain's seed signs, ``entries`` each entry's
     text without ``mac`` (:func:`entry_text`), ``end`` the end marker's (None
     without one). ``started`` holds the texts the entry a head points at had

@@ -34,8 +34,10 @@ from it.
 
 The MACs are computed over text the codec writes, once per entry
 (``entry_text``, ``end_text``, ``request_text``; a fold takes them all at
-once as its ``CanonicalForm``): the HMAC part of this module (the seed,
-:func:`entry_mac`, :func:`end_mac`, :func:`verify_chain`) encodes nothing.
+once as its ``CanonicalForm``): the part of this module over given text (the
+seed, :func:`entry_mac`, :func:`end_mac`, :func:`verify_chain`, and
+:func:`bound_input_sha256`, the keyless binding of a v2 entry's input hash to
+its request) encodes nothing.
 Only the signing helpers below it (:func:`sign_entry`, :func:`sign_end`,
 :func:`sign_journal`) ask the codec for an entry's text.
 """
@@ -65,6 +67,7 @@ from .codec import (
 __all__ = [
     "Chain",
     "JournalHead",
+    "bound_input_sha256",
     "end_mac",
     "entry_mac",
     "journal_head",
@@ -97,6 +100,16 @@ def _hmac(key: bytes, text: str) -> str:
 def request_seed(text: str, key: bytes) -> str:
     """The chain's seed: HMAC-SHA256 of the request's canonical JSON ``text`` (UTF-8)."""
     return _hmac(_check_key(key), text)
+
+
+def bound_input_sha256(request_sha256: str, input_sha256: str) -> str:
+    """A v2 entry's ``input_sha256``: SHA-256 hex of the request digest followed by the input's.
+
+    Both are 64 lowercase hex characters; the bound hash is over their
+    128-character concatenation (ASCII). So an entry names the request it was
+    recorded under, with or without a key (spec §12.2).
+    """
+    return hashlib.sha256((request_sha256 + input_sha256).encode("ascii")).hexdigest()
 
 
 _CURRENT = "v2"

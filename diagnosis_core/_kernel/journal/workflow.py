@@ -60,12 +60,11 @@ from .codec import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     RecordedToolInvocation,
-    bound_input_sha256,
     canonical_form,
     is_v1,
     request_digest,
 )
-from .mac import JournalHead, sign_entry, verify_chain
+from .mac import JournalHead, bound_input_sha256, sign_entry, verify_chain
 
 __all__ = ["INTERRUPTED_MESSAGE", "ExpectedCallBase", "Workflow", "append_entry"]
 
@@ -458,6 +457,26 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         fold (spec §12.2).
         """
         state, _, entry, _ = self.fold(journal, key, head)
+        return self.resume_folded(
+            journal, state, entry, key=key, resend_gatekeeper=resend_gatekeeper,
+            resend_executor=resend_executor,
+        )
+
+    def resume_folded(
+        self,
+        journal: J,
+        state: S,
+        entry: JournalEntryBase[Any] | None,
+        *,
+        key: bytes | None,
+        resend_gatekeeper: bool,
+        resend_executor: bool,
+    ) -> tuple[J, S]:
+        """:meth:`resume_journal` of a journal folded already: ``state`` and ``entry`` as folded.
+
+        For a driver that folded the journal itself (it reads the state before
+        the interrupted call), so the journal is folded and verified once.
+        """
         if entry is None or self.resent_on_resume(
             entry.call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
         ):
