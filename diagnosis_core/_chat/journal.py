@@ -59,7 +59,7 @@ from .._kernel.journal.fold import (
 )
 from .._kernel.journal.mac import JournalHead, request_seed
 from .._kernel.wire.converter import to_wire
-from .._kernel.wire.json import JsonValue
+from .._kernel.wire.json import JsonValue, stored_json
 from .enums import AgentName
 from .machine import (
     CallGatekeeper,
@@ -140,7 +140,7 @@ class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
 
 def request_mac(request: DiagnosisRequest, key: bytes) -> str:
     """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
-    return request_seed(request_to_wire(request), key)
+    return request_seed(stored_json(request_to_wire(request)), key)
 
 # --- fold and verify, resume: the workflow's methods ------------------------------
 

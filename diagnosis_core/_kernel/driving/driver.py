@@ -417,9 +417,9 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
             f"resend_executor: a {journal.format} journal does not record tool calls as they "
             "finish; its interrupted executor call cannot be re-sent"
         )
-    resumed, current = workflow.resume_journal(
-        journal, key=key, resend_gatekeeper=options.resend_gatekeeper,
-        resend_executor=options.resend_executor, head=options.head,
+    resumed, current = workflow.resume_folded(
+        journal, before, interrupted, key=key, resend_gatekeeper=options.resend_gatekeeper,
+        resend_executor=options.resend_executor,
     )
     completed = resumed.entries[-1] if resumed is not journal else None
     recorder = driving.recorder_type(resumed, sink=options.sink, key=key)

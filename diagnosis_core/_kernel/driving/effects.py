@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVa
 
 import attrs
 
-from ..errors import RunOptionsError
 from ..machine.classify import FailureClassifier
 from ..machine.config import RunConfig
 
@@ -37,7 +36,6 @@ __all__ = [
     "awaitable_call",
     "check_effect",
     "check_effects_kind",
-    "check_run_options",
     "effect_field",
     "is_async_callable",
     "reject_awaitable",
@@ -349,38 +347,6 @@ def require_awaitable(value: object, what: str, driver: str) -> Awaitable[Any]:
 
 
 # --- the options of a run (spec §12, §14): one rule set for both workflows -------------
-
-
-def check_run_options(
-    driver: str,
-    *,
-    journaling: bool,
-    state: object,
-    key: object,
-    tools: object,
-) -> None:
-    """Refuse options that do not go together; ``journaling``: ``journal=`` or ``sink=`` given.
-
-    Raises:
-        RunOptionsError: ``state=`` with a journal or sink, or ``key=`` /
-            ``tools=`` without one.
-        TypeError: ``tools=`` that is not a tool recorder.
-    """
-    if journaling and state is not None:
-        raise RunOptionsError(
-            f"{driver}: state= cannot start a journaling run; a journaling run starts from "
-            "its request or its journal (pass state= or journal=/sink=, not both)"
-        )
-    if not journaling and (key is not None or tools is not None):
-        raise RunOptionsError(
-            f"{driver}: key= and tools= record a journal; pass journal= or sink="
-        )
-    if tools is None:
-        return
-    from ..tools.recorder import ToolRecorder  # loaded only by a run that records tools
-
-    if not isinstance(tools, ToolRecorder):
-        raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
 
 
 S = TypeVar("S")

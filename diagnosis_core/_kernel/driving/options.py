@@ -20,7 +20,6 @@ import attrs
 
 from ..errors import RunOptionsError
 from ..records import share_repr
-from .effects import check_run_options
 
 if TYPE_CHECKING:
     from ..journal.codec import JournalBase
@@ -63,6 +62,38 @@ def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:
             raise RunOptionsError(f"{name}: expected True or False, got {type(value).__name__}")
 
     return check
+
+
+def check_run_options(
+    driver: str,
+    *,
+    journaling: bool,
+    state: object,
+    key: object,
+    tools: object,
+) -> None:
+    """Refuse options that do not go together; ``journaling``: ``journal=`` or ``sink=`` given.
+
+    Raises:
+        RunOptionsError: ``state=`` with a journal or sink, or ``key=`` /
+            ``tools=`` without one.
+        TypeError: ``tools=`` that is not a tool recorder.
+    """
+    if journaling and state is not None:
+        raise RunOptionsError(
+            f"{driver}: state= cannot start a journaling run; a journaling run starts from "
+            "its request or its journal (pass state= or journal=/sink=, not both)"
+        )
+    if not journaling and (key is not None or tools is not None):
+        raise RunOptionsError(
+            f"{driver}: key= and tools= record a journal; pass journal= or sink="
+        )
+    if tools is None:
+        return
+    from ..tools.recorder import ToolRecorder  # loaded only by a run that records tools
+
+    if not isinstance(tools, ToolRecorder):
+        raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
 
 
 @attrs.frozen(kw_only=True, repr=False)

@@ -37,13 +37,13 @@ second (spec §12.2, §12.3, §12.4; ``docs/protocol.md``):
 
 * ``…_v1``: as it was; loaded, folded, signed and replayed exactly as before.
 * ``…_v2``: each entry's ``input_sha256`` is bound to the request
-  (:func:`bound_input_sha256`), so entries recorded under another run never
+  (``mac.bound_input_sha256``), so entries recorded under another run never
   fold under this request; a ``started`` executor entry may carry the tool
   calls that finished so far; a gatekeeper entry may say ``"derived": true``
   (its result is re-derived from the recorded tool calls when folded); the
   document may end with ``"end": {"entries": n, "mac"?}``, the end marker
   (:class:`JournalEnd`). With a key, ``started`` and ``finished`` entries and
-  the end marker are signed in separate domains (``_journal_mac.py``).
+  the end marker are signed in separate domains (``mac.py``).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from ..wire.json import (
     json_type_name,
     loads_stored,
     stored_json,
+    stored_json_with,
 )
 from . import recorded
 from .recorded import *  # noqa: F403  (re-exported: its ``__all__`` is added below)
@@ -83,12 +84,15 @@ from .recorded import (
 )
 
 __all__ = [
+    "CanonicalForm",
     "JournalBase",
     "JournalEnd",
     "JournalEntryBase",
     "WireForm",
-    "bound_input_sha256",
+    "canonical_form",
+    "end_text",
     "end_to_wire",
+    "entry_text",
     "entry_to_wire",
     "escape_surrogates",
     "is_v1",
@@ -102,6 +106,7 @@ __all__ = [
     "recorded_tool_invocations",
     "request_digest",
     "request_object",
+    "request_text",
     "stored_json",
     "tool_invocation_from_record",
 ]
@@ -353,43 +358,43 @@ def is_v1(journal: JournalBase[Any, Any]) -> bool:
 
 
 _DIGEST_CACHE_SIZE = 64
-_digests: dict[int, tuple[object, object, str]] = {}
-"""``id(request)`` → ``(request, form, digest)`` of the last requests hashed.
+_requests: dict[int, tuple[object, object, str, str]] = {}
+"""``id(request)`` → ``(request, form, text, digest)`` of the last requests written.
 
 Every v2 entry built or checked binds the request digest (spec §12.2), and
-a run's journals share one request value (``attrs.evolve`` keeps it), so
-the canonical JSON and SHA-256 of the whole request are computed once per
+a signed journal's chain is seeded with the HMAC of the request's text; a
+run's journals share one request value (``attrs.evolve`` keeps it), so the
+canonical JSON and SHA-256 of the whole request are computed once per
 request, not once per entry. Keyed on identity, not equality (two equal
 requests may still differ on the wire, e.g. ``1`` and ``1.0``); the entry
 holds the request itself, so its ``id`` cannot be reused while cached. A
 request is deeply immutable (frozen attrs, tuples, read-only mappings), so
-a cached digest never goes stale.
+a cached text never goes stale.
 """
+
+
+def _request(journal: JournalBase[Any, Any]) -> tuple[object, object, str, str]:
+    request = journal.request
+    form = type(journal)._form
+    found = _requests.get(id(request))
+    if found is not None and found[0] is request and found[1] is form:
+        return found
+    text = stored_json(form.request_to_wire(request))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(_requests) >= _DIGEST_CACHE_SIZE:
+        _requests.clear()
+    made = _requests[id(request)] = (request, form, text, digest)
+    return made
+
+
+def request_text(journal: JournalBase[Any, Any]) -> str:
+    """The request's canonical JSON (:func:`stored_json`): what the chain's seed signs."""
+    return _request(journal)[2]
 
 
 def request_digest(journal: JournalBase[Any, Any]) -> str:
     """SHA-256 hex of the UTF-8 bytes of the request's canonical JSON (:func:`stored_json`)."""
-    request = journal.request
-    form = type(journal)._form
-    found = _digests.get(id(request))
-    if found is not None and found[0] is request and found[1] is form:
-        return found[2]
-    text = stored_json(form.request_to_wire(request))
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    if len(_digests) >= _DIGEST_CACHE_SIZE:
-        _digests.clear()
-    _digests[id(request)] = (request, form, digest)
-    return digest
-
-
-def bound_input_sha256(request_sha256: str, input_sha256: str) -> str:
-    """A v2 entry's ``input_sha256``: SHA-256 hex of the request digest followed by the input's.
-
-    Both are 64 lowercase hex characters; the bound hash is over their
-    128-character concatenation (ASCII). So an entry names the request it was
-    recorded under, with or without a key (spec §12.2).
-    """
-    return hashlib.sha256((request_sha256 + input_sha256).encode("ascii")).hexdigest()
+    return _request(journal)[3]
 
 
 _RUN_KEYS = ("run_id", "session_id")
@@ -491,6 +496,104 @@ def end_to_wire(end: JournalEnd, *, with_mac: bool = True) -> dict[str, JsonValu
     if with_mac and end.mac is not None:
         wire["mac"] = end.mac
     return wire
+
+
+# --- the canonical text a MAC covers (spec §12) ----------------------------------------
+
+# Stands for a gatekeeper result in an entry's wire object; its recorded text is spliced in.
+_RESULT_SLOT = "\x00result\x00"
+
+
+def _signed_wire(entry: JournalEntryBase[Any]) -> tuple[dict[str, JsonValue], str | None]:
+    """The entry's wire object without ``mac``, and the gatekeeper result to splice into it.
+
+    A gatekeeper result is written as its recorded canonical JSON
+    (:func:`stored_json_with`) instead of being decoded and encoded again: it
+    can be large, and it is already canonical.
+    """
+    outcome = entry.outcome
+    if not isinstance(outcome, RecordedGatekeeperResult):
+        return entry_to_wire(entry, with_mac=False), None
+    slotted = attrs.evolve(entry, outcome=RecordedGatekeeperError(_RESULT_SLOT))
+    wire = entry_to_wire(slotted, with_mac=False)
+    wire["outcome"] = {"result": _RESULT_SLOT}
+    return wire, outcome.result_json
+
+
+def _started_forms(entry: JournalEntryBase[Any]) -> list[JournalEntryBase[Any]]:
+    """``entry`` as it was while ``started``: one form per tool-call prefix (spec §12.3)."""
+    tools = entry.tool_invocations or ()
+    prefixes = [None, *(tools[:count] for count in range(1, len(tools) + 1))]
+    return [
+        attrs.evolve(
+            entry, state=EntryState.STARTED, outcome=None, tool_invocations=prefix, mac=None
+        )
+        for prefix in prefixes
+    ]
+
+
+def entry_text(entry: JournalEntryBase[Any]) -> str:
+    """The entry's canonical JSON without ``mac``: what its MAC is computed over."""
+    wire, result = _signed_wire(entry)
+    return stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
+
+
+def end_text(end: JournalEnd) -> str:
+    """The end marker's canonical JSON without ``mac``: what its MAC is computed over."""
+    return stored_json(end_to_wire(end, with_mac=False))
+
+
+@attrs.frozen
+class CanonicalForm:
+    """A journal's canonical text, computed once: what its MACs and its entries' hashes cover.
+
+    ``request_sha256`` binds a v2 entry's input hash (``mac.bound_input_sha256``);
+    ``request`` is the text the chain's seed signs, ``entries`` each entry's
+    text without ``mac`` (:func:`entry_text`), ``end`` the end marker's (None
+    without one). ``started`` holds the texts the entry a head points at had
+    while it was ``started`` (one per tool-call prefix, spec §12.3), when a head
+    is checked. An unsigned fold asks for the digest alone: the texts are then empty.
+    """
+
+    request_sha256: str
+    request: str = ""
+    entries: tuple[str, ...] = ()
+    end: str | None = None
+    started: tuple[str, ...] = ()
+
+
+def canonical_form(
+    journal: JournalBase[Any, Any], *, signed: bool, head_entries: int | None = None
+) -> CanonicalForm:
+    """The canonical texts of ``journal`` (all of them when ``signed``, else the digest alone).
+
+    ``head_entries`` is the entry count a head commits to: the started forms of
+    the entry at that position are added (when the journal has it). Every wire
+    object is built first, then written, each once.
+    """
+    entries = journal.entries if signed else ()
+    wires = [_signed_wire(entry) for entry in entries]
+    started = []
+    if head_entries is not None and 0 < head_entries <= len(entries):
+        started = [_signed_wire(form) for form in _started_forms(entries[head_entries - 1])]
+    end = journal.end if signed else None
+    end_wire = None if end is None else end_to_wire(end, with_mac=False)
+    _, _, request, digest = _request(journal)
+    if not signed:
+        return CanonicalForm(digest)
+    return CanonicalForm(
+        digest,
+        request,
+        tuple(
+            stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
+            for wire, result in wires
+        ),
+        None if end_wire is None else stored_json(end_wire),
+        tuple(
+            stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
+            for wire, result in started
+        ),
+    )
 
 
 def journal_to_wire(journal: JournalBase[Any, Any]) -> dict[str, JsonValue]:

@@ -30,11 +30,10 @@ from .codec import (
     RecordedAgentError,
     RecordedReply,
     RecordedToolInvocation,
-    bound_input_sha256,
     is_v1,
     request_digest,
 )
-from .mac import JournalHead, sign_end, sign_entry
+from .mac import JournalHead, bound_input_sha256, sign_end, sign_entry
 from .workflow import INTERRUPTED_MESSAGE, ExpectedCallBase, Workflow, append_entry
 
 __all__ = [

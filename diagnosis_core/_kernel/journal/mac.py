@@ -29,35 +29,45 @@ the ASCII text of its domain and a colon:
 So a signed ``started`` entry can never stand in for a finished one, and a
 journal proves that it is complete only with a valid end marker. A host may
 keep the :class:`JournalHead` (entry count and last ``mac``) outside the
-store; :func:`check_head` refuses a journal shorter than it or diverging
+store; :func:`verify_chain` refuses a journal shorter than it or diverging
 from it.
+
+The MACs are computed over text the codec writes, once per entry
+(``entry_text``, ``end_text``, ``request_text``; a fold takes them all at
+once as its ``CanonicalForm``): the part of this module over given text (the
+seed, :func:`entry_mac`, :func:`end_mac`, :func:`verify_chain`, and
+:func:`bound_input_sha256`, the keyless binding of a v2 entry's input hash to
+its request) encodes nothing.
+Only the signing helpers below it (:func:`sign_entry`, :func:`sign_end`,
+:func:`sign_journal`) ask the codec for an entry's text.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any, Self, TypeVar
+from collections.abc import Sequence
+from typing import Any, Protocol, Self, TypeVar
 
 import attrs
 
 from ..errors import JournalError
-from ..wire.json import escape_surrogates, loads_stored, stored_json
+from ..wire.json import loads_stored, stored_json
 from .codec import (
     EntryState,
     JournalBase,
     JournalEnd,
     JournalEntryBase,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
-    end_to_wire,
-    entry_to_wire,
+    end_text,
+    entry_text,
     is_v1,
+    request_text,
 )
 
 __all__ = [
+    "Chain",
     "JournalHead",
-    "check_head",
+    "bound_input_sha256",
     "end_mac",
     "entry_mac",
     "journal_head",
@@ -66,12 +76,15 @@ __all__ = [
     "sign_end",
     "sign_entry",
     "sign_journal",
-    "verify_end_mac",
-    "verify_entry_mac",
+    "verify_chain",
 ]
 
 J = TypeVar("J", bound=JournalBase[Any, Any])
 E = TypeVar("E", bound=JournalEntryBase[Any])
+
+# --- the HMAC over given text -----------------------------------------------------------
+# Everything in this part takes canonical text (the codec writes it: ``entry_text``,
+# ``end_text``, ``request_text``) and the MACs a journal records; none of it encodes.
 
 
 def _check_key(key: object) -> bytes:
@@ -80,14 +93,23 @@ def _check_key(key: object) -> bytes:
     return bytes(key)
 
 
-def request_seed(request_wire: dict[str, Any], key: bytes) -> str:
-    data = stored_json(request_wire).encode("utf-8")
-    return hmac.new(_check_key(key), data, hashlib.sha256).hexdigest()
+def _hmac(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def journal_seed(journal: JournalBase[Any, Any], key: bytes) -> str:
-    """The chain's seed of ``journal`` (any workflow's): the HMAC of its request's wire form."""
-    return request_seed(type(journal)._form.request_to_wire(journal.request), key)
+def request_seed(text: str, key: bytes) -> str:
+    """The chain's seed: HMAC-SHA256 of the request's canonical JSON ``text`` (UTF-8)."""
+    return _hmac(_check_key(key), text)
+
+
+def bound_input_sha256(request_sha256: str, input_sha256: str) -> str:
+    """A v2 entry's ``input_sha256``: SHA-256 hex of the request digest followed by the input's.
+
+    Both are 64 lowercase hex characters; the bound hash is over their
+    128-character concatenation (ASCII). So an entry names the request it was
+    recorded under, with or without a key (spec §12.2).
+    """
+    return hashlib.sha256((request_sha256 + input_sha256).encode("ascii")).hexdigest()
 
 
 _CURRENT = "v2"
@@ -98,45 +120,189 @@ def _is_v1_format(format: str) -> bool:
     return format.endswith("_v1")
 
 
-# Stands for a gatekeeper result in an entry's canonical JSON, then replaced by it.
-_RESULT_SLOT = "\x00result\x00"
-_RESULT_SLOT_TEXT = stored_json(_RESULT_SLOT)
-
-
-def _entry_text(entry: JournalEntryBase[Any]) -> str:
-    """The entry's canonical JSON without ``mac`` (:func:`stored_json` of its wire object).
-
-    A gatekeeper result is spliced in as its recorded canonical JSON (surrogates
-    escaped as :func:`stored_json` escapes them) instead of being decoded and
-    encoded again: it can be large, and it is already canonical.
-    """
-    outcome = entry.outcome
-    if not isinstance(outcome, RecordedGatekeeperResult):
-        return stored_json(entry_to_wire(entry, with_mac=False))
-    slotted = attrs.evolve(entry, outcome=RecordedGatekeeperError(_RESULT_SLOT))
-    wire = entry_to_wire(slotted, with_mac=False)
-    wire["outcome"] = {"result": _RESULT_SLOT}
-    return stored_json(wire).replace(_RESULT_SLOT_TEXT, escape_surrogates(outcome.result_json), 1)
-
-
 def entry_mac(
-    entry: JournalEntryBase[Any], previous: str, key: bytes, *, format: str = _CURRENT
+    text: str, previous: str, key: bytes, *, state: str, format: str = _CURRENT
 ) -> str:
-    """HMAC-SHA256 of ``previous`` (hex) followed by the entry's canonical JSON without ``mac``.
+    """HMAC-SHA256 of ``previous`` (hex) followed by an entry's canonical ``text`` without ``mac``.
 
     For a v2 ``format`` (the default) the message starts with the entry's
-    domain, ``started:`` or ``finished:``; for a v1 one it does not.
+    domain, its ``state`` (``started:`` or ``finished:``); for a v1 one it does not.
     """
-    text = previous + _entry_text(entry)
-    if not _is_v1_format(format):
-        text = f"{entry.state.value}:" + text
-    return hmac.new(_check_key(key), text.encode("utf-8"), hashlib.sha256).hexdigest()
+    if _is_v1_format(format):
+        return _hmac(_check_key(key), previous + text)
+    return _hmac(_check_key(key), f"{state}:{previous}{text}")
 
 
-def end_mac(end: JournalEnd, previous: str, key: bytes) -> str:
-    """HMAC-SHA256 of ``end:`` + ``previous`` + the end marker's canonical JSON without ``mac``."""
-    text = "end:" + previous + stored_json(end_to_wire(end, with_mac=False))
-    return hmac.new(_check_key(key), text.encode("utf-8"), hashlib.sha256).hexdigest()
+def end_mac(text: str, previous: str, key: bytes) -> str:
+    """HMAC-SHA256 of ``end:`` + ``previous`` + the end marker's canonical ``text`` (no ``mac``)."""
+    return _hmac(_check_key(key), "end:" + previous + text)
+
+
+class _State(Protocol):
+    @property
+    def value(self) -> str: ...
+
+
+class _Linked(Protocol):
+    """What the chain reads of a recorded entry: its ``mac`` and its state (the domain)."""
+
+    @property
+    def mac(self) -> str | None: ...
+
+    @property
+    def state(self) -> _State: ...
+
+
+class _Marked(Protocol):
+    """What the chain reads of an end marker: its ``mac``."""
+
+    @property
+    def mac(self) -> str | None: ...
+
+
+class _Chained(Protocol):
+    """What a head is checked against: a journal's format, entries and end marker."""
+
+    @property
+    def format(self) -> str: ...
+
+    @property
+    def entries(self) -> Sequence[_Linked]: ...
+
+    @property
+    def end(self) -> _Marked | None: ...
+
+
+@attrs.frozen
+class Chain:
+    """What checking a journal's MACs and head found: each first problem, if any (spec §12).
+
+    ``broken`` is the index of the first entry whose ``mac`` is missing or
+    wrong and ``error`` says so; ``end_error`` is the end marker's and
+    ``head_error`` the head's (:func:`verify_chain`), each found only when
+    everything before it holds. The fold raises each where its walk reaches
+    it, so a journal is refused for its first problem whichever kind it is.
+    """
+
+    broken: int | None = None
+    error: JournalError | None = None
+    end_error: JournalError | None = None
+    head_error: JournalError | None = None
+
+
+class _Texts(Protocol):
+    """The canonical texts a chain is checked over (the codec's ``CanonicalForm``)."""
+
+    @property
+    def request(self) -> str: ...
+
+    @property
+    def entries(self) -> Sequence[str]: ...
+
+    @property
+    def end(self) -> str | None: ...
+
+    @property
+    def started(self) -> Sequence[str]: ...
+
+
+def verify_chain(
+    journal: _Chained, texts: _Texts, key: bytes | None, head: object = None
+) -> Chain:
+    """Check every link of ``journal``'s chain under ``key``, then its ``head`` (spec §12).
+
+    ``texts`` are the journal's canonical texts, each written once by the
+    codec: the request's (the seed signs it), the entries' and the end
+    marker's without ``mac``, and the forms the entry a head points at had
+    while it was started (a head taken meanwhile signed one of them). Without ``key`` only the head
+    is looked at (it needs one). A wrong ``key`` raises at once.
+    """
+    request, started = texts.request, texts.started
+    if key is None:
+        error = None if head is None else _head_error(journal, head, key, request, started)
+        return Chain(head_error=error)
+    link = request_seed(request, key)
+    for index, (entry, text) in enumerate(zip(journal.entries, texts.entries, strict=True)):
+        if entry.mac is None:
+            return Chain(index, JournalError(
+                f"entries[{index}].mac: missing (the journal is verified with a key)"
+            ))
+        expected = entry_mac(text, link, key, state=entry.state.value, format=journal.format)
+        if not hmac.compare_digest(expected, entry.mac):
+            return Chain(index, JournalError(
+                f"entries[{index}].mac: does not match (the entry, an earlier one or the request "
+                "was changed, or the key is different)"
+            ))
+        link = entry.mac
+    marker, end = journal.end, texts.end
+    if marker is not None and end is not None:
+        if marker.mac is None:
+            return Chain(
+                end_error=JournalError("end.mac: missing (the journal is verified with a key)")
+            )
+        if not hmac.compare_digest(end_mac(end, link, key), marker.mac):
+            return Chain(end_error=JournalError(
+                "end.mac: does not match (the end marker or an entry was changed, or the key "
+                "is different)"
+            ))
+    if head is None:
+        return Chain()
+    return Chain(head_error=_head_error(journal, head, key, request, started))
+
+
+def _head_error(
+    journal: _Chained, head: object, key: bytes | None, request: str, started: Sequence[str]
+) -> JournalError | None:
+    """Why ``journal`` is refused for ``head`` (spec §12.2), or None when it matches.
+
+    The journal matches when its record at the head's position has the
+    head's ``mac``: the end marker (with exactly ``head.entries`` entries),
+    entry ``head.entries`` itself, or — the run went on after the head was
+    taken — that entry as it was while ``started`` (any prefix of its tool
+    calls: ``started`` are those forms' canonical texts, ``request`` is the
+    request's). Needs the key (the head's MAC is recomputed for the last case)
+    and a journal whose chain verifies (the caller verifies it first).
+    """
+    if not isinstance(head, JournalHead):
+        return JournalError(f"head: expected a JournalHead, got {type(head).__name__}")
+    if key is None:
+        return JournalError("head: checking a head needs the key")
+    count = len(journal.entries)
+    if count < head.entries:
+        return JournalError(
+            f"head: the journal has {count} entries, the head commits to {head.entries} "
+            "(the journal was cut)"
+        )
+    end = journal.end
+    if end is not None and end.mac is not None and count == head.entries and (
+        hmac.compare_digest(end.mac, head.mac)
+    ):
+        return None
+    if head.entries == 0:
+        return JournalError("head: the journal diverges from the head (entries[0])")
+    index = head.entries - 1
+    mac = journal.entries[index].mac
+    if mac is not None and hmac.compare_digest(mac, head.mac):
+        return None
+    previous = request_seed(request, key) if index == 0 else journal.entries[index - 1].mac
+    if previous is not None:
+        for text in started:
+            signed = entry_mac(text, previous, key, state="started", format=journal.format)
+            if hmac.compare_digest(signed, head.mac):
+                return None
+    return JournalError(f"head: the journal diverges from the head at entries[{index}]")
+
+
+# --- a journal signed: its texts from the codec ------------------------------------------
+
+
+def journal_seed(journal: JournalBase[Any, Any], key: bytes) -> str:
+    """The chain's seed of ``journal`` (any workflow's): the HMAC of its request's wire form."""
+    return request_seed(request_text(journal), key)
+
+
+def _entry_mac(entry: JournalEntryBase[Any], previous: str, key: bytes, format: str) -> str:
+    return entry_mac(entry_text(entry), previous, key, state=entry.state.value, format=format)
 
 
 def _previous_link(journal: JournalBase[Any, Any], seq: int, key: bytes) -> str:
@@ -159,7 +325,7 @@ def sign_entry(journal: JournalBase[Any, Any], entry: E, key: bytes) -> E:
     """
     previous = _previous_link(journal, entry.seq, key)
     unsigned = attrs.evolve(entry, mac=None)
-    return attrs.evolve(entry, mac=entry_mac(unsigned, previous, key, format=journal.format))
+    return attrs.evolve(entry, mac=_entry_mac(unsigned, previous, key, journal.format))
 
 
 def sign_end(journal: JournalBase[Any, Any], key: bytes) -> JournalEnd:
@@ -176,7 +342,7 @@ def sign_end(journal: JournalBase[Any, Any], key: bytes) -> JournalEnd:
     if previous is None:
         raise JournalError(f"entries[{len(entries) - 1}].mac: missing; cannot sign the end")
     end = JournalEnd(len(entries))
-    return JournalEnd(len(entries), end_mac(end, previous, key))
+    return JournalEnd(len(entries), end_mac(end_text(end), previous, key))
 
 
 def _end_link(journal: JournalBase[Any, Any], key: bytes) -> str | None:
@@ -194,40 +360,15 @@ def sign_journal(journal: J, key: bytes) -> J:
     link = journal_seed(journal, key)
     signed = []
     for entry in journal.entries:
-        mac = entry_mac(entry, link, key, format=journal.format)
+        mac = _entry_mac(entry, link, key, journal.format)
         signed.append(attrs.evolve(entry, mac=mac))
         link = mac
     result = attrs.evolve(journal, entries=tuple(signed), end=None)
     if journal.end is not None:
         end = JournalEnd(journal.end.entries)
-        result = attrs.evolve(result, end=JournalEnd(end.entries, end_mac(end, link, key)))
+        signed_end = JournalEnd(end.entries, end_mac(end_text(end), link, key))
+        result = attrs.evolve(result, end=signed_end)
     return result
-
-
-def verify_entry_mac(
-    entry: JournalEntryBase[Any], previous: str, key: bytes, index: int, format: str
-) -> str:
-    """Check one link of the chain; returns the entry's ``mac``, or raises :class:`JournalError`."""
-    if entry.mac is None:
-        raise JournalError(f"entries[{index}].mac: missing (the journal is verified with a key)")
-    expected = entry_mac(entry, previous, key, format=format)
-    if not hmac.compare_digest(expected, entry.mac):
-        raise JournalError(
-            f"entries[{index}].mac: does not match (the entry, an earlier one or the request "
-            "was changed, or the key is different)"
-        )
-    return entry.mac
-
-
-def verify_end_mac(end: JournalEnd, previous: str, key: bytes) -> None:
-    """Check the end marker's ``mac`` against the last link; :class:`JournalError` if wrong."""
-    if end.mac is None:
-        raise JournalError("end.mac: missing (the journal is verified with a key)")
-    if not hmac.compare_digest(end_mac(end, previous, key), end.mac):
-        raise JournalError(
-            "end.mac: does not match (the end marker or an entry was changed, or the key "
-            "is different)"
-        )
 
 
 # --- the head (spec §12.2) ---------------------------------------------------------------
@@ -284,59 +425,3 @@ def journal_head(journal: JournalBase[Any, Any]) -> JournalHead:
     if mac is None:
         raise JournalError(f"entries[{len(journal.entries) - 1}].mac: missing; no head")
     return JournalHead(len(journal.entries), mac)
-
-
-def _started_macs(
-    journal: JournalBase[Any, Any], index: int, key: bytes
-) -> list[str]:
-    """Every ``mac`` entry ``index`` had while it was ``started`` (one per tool-call prefix)."""
-    entry = journal.entries[index]
-    previous = journal_seed(journal, key) if index == 0 else journal.entries[index - 1].mac
-    if previous is None:
-        return []
-    tools = entry.tool_invocations or ()
-    forms = [None, *(tools[:count] for count in range(1, len(tools) + 1))]
-    macs = []
-    for prefix in forms:
-        started = attrs.evolve(
-            entry, state=EntryState.STARTED, outcome=None, tool_invocations=prefix, mac=None
-        )
-        macs.append(entry_mac(started, previous, key, format=journal.format))
-    return macs
-
-
-def check_head(journal: JournalBase[Any, Any], head: JournalHead, key: bytes | None) -> None:
-    """Refuse ``journal`` when it is shorter than ``head`` or diverges from it (spec §12.2).
-
-    The journal matches when its record at the head's position has the
-    head's ``mac``: the end marker (with exactly ``head.entries`` entries),
-    entry ``head.entries`` itself, or — the run went on after the head was
-    taken — that entry as it was while ``started`` (any prefix of its tool
-    calls). Needs the key (the head's MAC is recomputed for the last case)
-    and a journal whose chain verifies (the caller verifies it).
-    """
-    if not isinstance(head, JournalHead):
-        raise JournalError(f"head: expected a JournalHead, got {type(head).__name__}")
-    if key is None:
-        raise JournalError("head: checking a head needs the key")
-    count = len(journal.entries)
-    if count < head.entries:
-        raise JournalError(
-            f"head: the journal has {count} entries, the head commits to {head.entries} "
-            "(the journal was cut)"
-        )
-    end = journal.end
-    if end is not None and end.mac is not None and count == head.entries and (
-        hmac.compare_digest(end.mac, head.mac)
-    ):
-        return
-    if head.entries == 0:
-        raise JournalError("head: the journal diverges from the head (entries[0])")
-    index = head.entries - 1
-    mac = journal.entries[index].mac
-    if mac is not None and hmac.compare_digest(mac, head.mac):
-        return
-    for started in _started_macs(journal, index, key):
-        if hmac.compare_digest(started, head.mac):
-            return
-    raise JournalError(f"head: the journal diverges from the head at entries[{index}]")

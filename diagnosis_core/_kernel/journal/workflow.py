@@ -60,18 +60,11 @@ from .codec import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     RecordedToolInvocation,
-    bound_input_sha256,
+    canonical_form,
     is_v1,
     request_digest,
 )
-from .mac import (
-    JournalHead,
-    check_head,
-    journal_seed,
-    sign_entry,
-    verify_end_mac,
-    verify_entry_mac,
-)
+from .mac import JournalHead, bound_input_sha256, sign_entry, verify_chain
 
 __all__ = ["INTERRUPTED_MESSAGE", "ExpectedCallBase", "Workflow", "append_entry"]
 
@@ -343,8 +336,13 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         if getattr(type(journal), "_form", None) is not self:
             raise JournalError(f"expected a {self.journal_name}, got {type(journal).__name__}")
         v1 = is_v1(journal)
-        bind = "" if v1 else request_digest(journal)
-        link = journal_seed(journal, key) if key is not None else ""
+        # The journal's canonical texts, each written once: the request digest the v2
+        # entries bind and, with a key, every text the chain signs (spec §12).
+        signed = key is not None
+        at = head.entries if signed and isinstance(head, JournalHead) else None
+        form = canonical_form(journal, signed=signed, head_entries=at)
+        bind = "" if v1 else form.request_sha256
+        chain = verify_chain(journal, form, key, head) if signed or head is not None else None
         state = self.start(journal.request)
         next_action = self.next_action
         finished_type = self.finished_type
@@ -357,8 +355,9 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         interrupted: E | None = None
         action: A | F
         for index, entry in enumerate(entries):
-            if key is not None:
-                link = verify_entry_mac(entry, link, key, index, journal.format)
+            if chain is not None and chain.broken == index:
+                assert chain.error is not None
+                raise chain.error
             if entry.seq != index + 1:
                 raise JournalError(f"entries[{index}].seq: expected {index + 1}, got {entry.seq}")
             action = next_action(state)
@@ -403,11 +402,11 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
                     f"end.entries: the end marker covers {end.entries} entries, the journal has "
                     f"{len(entries)}"
                 )
-            if key is not None:
-                verify_end_mac(end, link, key)
+            if chain is not None and chain.end_error is not None:
+                raise chain.end_error
             ended = True
-        if head is not None:
-            check_head(journal, head, key)
+        if chain is not None and chain.head_error is not None:
+            raise chain.head_error
         return state, action, interrupted, ended
 
     def fold_journal(
@@ -458,6 +457,26 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         fold (spec §12.2).
         """
         state, _, entry, _ = self.fold(journal, key, head)
+        return self.resume_folded(
+            journal, state, entry, key=key, resend_gatekeeper=resend_gatekeeper,
+            resend_executor=resend_executor,
+        )
+
+    def resume_folded(
+        self,
+        journal: J,
+        state: S,
+        entry: JournalEntryBase[Any] | None,
+        *,
+        key: bytes | None,
+        resend_gatekeeper: bool,
+        resend_executor: bool,
+    ) -> tuple[J, S]:
+        """:meth:`resume_journal` of a journal folded already: ``state`` and ``entry`` as folded.
+
+        For a driver that folded the journal itself (it reads the state before
+        the interrupted call), so the journal is folded and verified once.
+        """
         if entry is None or self.resent_on_resume(
             entry.call, resend_gatekeeper=resend_gatekeeper, resend_executor=resend_executor
         ):

@@ -1064,6 +1064,17 @@ def stored_json(value: object) -> str:
     return escape_surrogates(canonical_json(value))
 
 
+def stored_json_with(value: object, slot: str, text: str) -> str:
+    """:func:`stored_json` of ``value`` in which the string ``slot`` stands for ``text``.
+
+    ``text`` is canonical JSON written already (a recorded gatekeeper result):
+    it is spliced in, its surrogates escaped as :func:`stored_json` escapes
+    them, instead of being decoded and encoded again. ``slot`` must be a string
+    that occurs nowhere else in ``value``; its first occurrence is replaced.
+    """
+    return stored_json(value).replace(stored_json(slot), escape_surrogates(text), 1)
+
+
 def escape_surrogates(text: str) -> str:
     """``text`` with every surrogate code point written as a ``\\uXXXX`` escape (JSON text).
 
