@@ -122,12 +122,13 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(round_row(number, first, second))
             print(rows[-1], flush=True)
             failed = failed or first[0] != 0 or second[0] != 0
+            # written after each round: a run stopped early keeps the rounds it finished
+            before, _, rest = PAGE.read_text(encoding="utf-8").partition(START)
+            PAGE.write_text(before + table(rows, commit, (load_start, os.getloadavg()[0]))
+                            + rest.partition(END)[2], encoding="utf-8")
     finally:
         if options.dir is None:
             shutil.rmtree(clone.parent, ignore_errors=True)
-    before, _, rest = PAGE.read_text(encoding="utf-8").partition(START)
-    PAGE.write_text(before + table(rows, commit, (load_start, os.getloadavg()[0]))
-                    + rest.partition(END)[2], encoding="utf-8")
     return 1 if failed else 0
 
 
