@@ -466,7 +466,7 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         self,
         journal: J,
         state: S,
-        entry: JournalEntryBase[Any] | None,
+        entry: E | None,
         *,
         key: bytes | None,
         resend_gatekeeper: bool,
