@@ -13,6 +13,7 @@ import contextlib
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 
 import diagnosis_core.aiops as dca
@@ -74,7 +75,7 @@ def test_an_output_over_a_limit_keeps_its_id_and_tool_but_not_its_path(
     assert grounded.notes[0] in bindings(grounded)["description"]
 
 
-def test_invocations_beyond_the_limit_share_one_branch_and_the_path_budget_is_shared() -> None:
+def test_invocations_beyond_the_limit_share_a_branch_and_the_path_budget_is_shared() -> None:
     records = recorded({"a": 1}, {"b": 2, "c": 3}, {"d": 4}, {"e": 5}, {}).records()
     grounded = dct.evidence_grounding_schema(
         records, limits=dct.GroundingLimits(max_invocations=3, max_total_paths=2)
@@ -92,6 +93,26 @@ def test_invocations_beyond_the_limit_share_one_branch_and_the_path_budget_is_sh
         "inv-2: raw_path not constrained (more than 2 paths in all)",
         "inv-4: raw_path not constrained (more than 3 invocations)",
     )
+
+
+def test_invocations_beyond_the_limit_keep_each_id_with_its_own_tool() -> None:
+    # Found by the grounding property: one branch holding an enum of the later ids and an
+    # enum of their tools accepted inv-2 cited as "metrics" though inv-2 was a "logs" call.
+    recorder = dct.ToolRecorder()
+    for tool, value in (("logs", 1), ("logs", 2), ("metrics", 3)):
+        recorder.wrap(tool, lambda value=value: {"v": value})()
+    grounded = dct.evidence_grounding_schema(
+        recorder.records(), limits=dct.GroundingLimits(max_invocations=1)
+    )
+    assert [fields(branch) for branch in bindings(grounded)["anyOf"]] == [
+        (["inv-1"], ["logs"], ["$.v"]),
+        (["inv-2"], ["logs"], None),
+        (["inv-3"], ["metrics"], None),
+    ]
+    validator = jsonschema.Draft202012Validator(bindings(grounded))
+    cite = {"raw_path": "$.v", "evidence_excerpt": "2"}
+    assert validator.is_valid({"source_invocation_id": "inv-2", "tool_name": "logs", **cite})
+    assert not validator.is_valid({"source_invocation_id": "inv-2", "tool_name": "metrics", **cite})
 
 
 def test_failed_invocations_are_not_citable_and_nothing_citable_means_no_evidence() -> None:

@@ -176,12 +176,16 @@ def evidence_grounding_schema(
             f"{', '.join(ids)}: raw_path not constrained "
             f"(more than {limits.max_invocations} invocations)"
         )
-        branches.append(
-            _branch(
-                template, chosen, ids, _distinct([record.tool_name for record in rest]), None,
-                "Cites one of the invocations beyond the listing limit.",
+        # One branch per tool: a shared branch with an enum of ids and an enum of tools
+        # would accept an id paired with another invocation's tool.
+        for tool in _distinct([record.tool_name for record in rest]):
+            branches.append(
+                _branch(
+                    template, chosen,
+                    [record.invocation_id for record in rest if record.tool_name == tool],
+                    [tool], None, "Cites one of the invocations beyond the listing limit.",
+                )
             )
-        )
     cited = tuple(record.invocation_id for record, _ in listed) + tuple(
         record.invocation_id for record in rest
     )

@@ -31,8 +31,8 @@ never refuses a path that exists because of a limit, it stops constraining:
 An output that hits one of the first four has its ``raw_path`` left
 unconstrained (the profile's plain non-empty string) in its branch — its
 invocation id and tool name still fixed; invocations beyond
-``max_invocations`` share one branch whose id is an enum of their ids and
-whose path is unconstrained. Each such fallback is a line of
+``max_invocations`` share one branch per tool, whose id is an enum of that
+tool's later ids and whose path is unconstrained. Each such fallback is a line of
 :attr:`GroundingSchema.notes` and the schema's ``description`` says so.
 Cost: linear in the size of the outputs walked, and a walk stops as soon as
 its output is over a limit.
