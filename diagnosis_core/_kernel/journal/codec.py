@@ -532,10 +532,14 @@ def _started_forms(entry: JournalEntryBase[Any]) -> list[JournalEntryBase[Any]]:
     ]
 
 
+def _written(wire: dict[str, JsonValue], result: str | None) -> str:
+    """A wire object from :func:`_signed_wire` as text, its gatekeeper result spliced in."""
+    return stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
+
+
 def entry_text(entry: JournalEntryBase[Any]) -> str:
     """The entry's canonical JSON without ``mac``: what its MAC is computed over."""
-    wire, result = _signed_wire(entry)
-    return stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
+    return _written(*_signed_wire(entry))
 
 
 def end_text(end: JournalEnd) -> str:
@@ -571,28 +575,22 @@ def canonical_form(
     the entry at that position are added (when the journal has it). Every wire
     object is built first, then written, each once.
     """
-    entries = journal.entries if signed else ()
+    _, _, request, digest = _request(journal)
+    if not signed:
+        return CanonicalForm(digest)
+    entries = journal.entries
     wires = [_signed_wire(entry) for entry in entries]
     started = []
     if head_entries is not None and 0 < head_entries <= len(entries):
         started = [_signed_wire(form) for form in _started_forms(entries[head_entries - 1])]
-    end = journal.end if signed else None
+    end = journal.end
     end_wire = None if end is None else end_to_wire(end, with_mac=False)
-    _, _, request, digest = _request(journal)
-    if not signed:
-        return CanonicalForm(digest)
     return CanonicalForm(
         digest,
         request,
-        tuple(
-            stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
-            for wire, result in wires
-        ),
+        tuple(_written(*pair) for pair in wires),
         None if end_wire is None else stored_json(end_wire),
-        tuple(
-            stored_json(wire) if result is None else stored_json_with(wire, _RESULT_SLOT, result)
-            for wire, result in started
-        ),
+        tuple(_written(*pair) for pair in started),
     )
 
 
