@@ -17,6 +17,7 @@ from lanes import (
     TIME_LIMITS,
     file_seconds,
     longest_files_first,
+    workers_for,
 )
 
 from tests import lanes
@@ -111,6 +112,26 @@ def test_the_workers_collect_the_longest_files_first_each_file_whole(
     expected = file_seconds(items)
     seconds = [expected[name] for name in runs]
     assert seconds == sorted(seconds, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("cores", "workers"), [(None, 2), (1, 2), (2, 3), (4, 5), (7, 8), (8, 8), (64, 8)]
+)
+def test_auto_starts_one_worker_more_than_the_cores_and_at_most_eight(
+    cores: int | None, workers: int
+) -> None:
+    assert workers_for(cores) == workers
+
+
+def test_the_suite_asks_pytest_xdist_for_auto_workers_and_the_hook_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "--numprocesses=auto" in options["tool"]["pytest"]["ini_options"]["addopts"]
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    assert lanes.pytest_xdist_auto_num_workers(None) in range(2, 9)  # type: ignore[arg-type]
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")  # pytest-xdist's own hook reads it
+    assert lanes.pytest_xdist_auto_num_workers(None) is None  # type: ignore[arg-type]
 
 
 def test_pytest_xdist_keeps_the_order_the_workers_collect() -> None:

@@ -8,7 +8,11 @@ dozens of real processes within CI time; the parent starts no thread itself.
 
 An order: ``{"engine": "temporal" | "dbos", "workflow": "chat" | "aiops",
 "run_id", "point", "log", "fired", "address", "queue"}`` (Temporal) or
-``{…, "database_url", "schema"}`` (DBOS).
+``{…, "database_url", "schema"}`` (DBOS). ``{"engine": "dbos-recover", "workflow",
+"run_id", "log", "database_url", "schema", "out"}`` forks a process that launches DBOS on
+the killed run's system database (DBOS recovers the run), waits for the run's result and
+writes it with the run's journal to ``out``, then exits: every killed run is finished by
+a new process, several side by side.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -31,11 +36,14 @@ import diagnosis_core.tools as dct
 from diagnosis_core.adapters.dbos import (
     configure_aiops_dbos,
     configure_diagnosis_dbos,
+    dbos_aiops_journal,
+    dbos_diagnosis_journal,
     start_aiops_dbos,
     start_diagnosis_dbos,
 )
 from diagnosis_core.adapters.temporal import create_diagnosis_worker
 from diagnosis_core.adapters.temporal_aiops import create_aiops_worker
+from diagnosis_core.journal import journal_to_json
 
 APP_VERSION = "kill-matrix"
 
@@ -88,7 +96,39 @@ def _dbos(order: dict[str, Any], plan: CrashPlan) -> None:
     time.sleep(3600)
 
 
+def _dbos_recover(order: dict[str, Any]) -> None:
+    recorders = dct.RunRecorders()
+    log, plan = Path(order["log"]), CrashPlan(None, None)
+    if order["workflow"] == "chat":
+        _, effects = chat_case(order["run_id"], recorders, log, plan)
+        configure_diagnosis_dbos(effects, tools=recorders)
+        workflow_id, journal_of = f"diagnosis-{order['run_id']}", dbos_diagnosis_journal
+    else:
+        _, aiops = aiops_case(order["run_id"], recorders, log, plan)
+        configure_aiops_dbos(aiops, tools=recorders)
+        workflow_id, journal_of = f"aiops-{order['run_id']}", dbos_aiops_journal
+    DBOS(config=dbos_config(order["database_url"], order.get("schema")))
+    DBOS.launch()  # recovers the killed run
+    # The recovered run is read from the system database every 50 ms, not DBOS's default
+    # second: the same result, without up to a second of sleep per case.
+    result = DBOS.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.05)
+    journal = json.loads(journal_to_json(journal_of(workflow_id)))  # its wire object
+    _write(Path(order["out"]), {"result": result, "journal": journal})
+
+
+def _write(out: Path, found: dict[str, Any]) -> None:
+    part = out.with_suffix(".part")
+    part.write_text(json.dumps(found), encoding="utf-8")
+    part.replace(out)  # the parent sees the whole file or none
+
+
 def child(order: dict[str, Any]) -> None:
+    if order["engine"] == "dbos-recover":
+        try:
+            _dbos_recover(order)
+        except BaseException:  # the parent fails the case with this process's traceback
+            _write(Path(order["out"]), {"error": traceback.format_exc()})
+        os._exit(0)  # no DBOS.destroy(): its threads' waits would only slow the matrix
     plan = CrashPlan(order["point"], Path(order["fired"]))
     if order["engine"] == "temporal":
         asyncio.run(_temporal(order, plan))

@@ -4,8 +4,8 @@ For every effect of a run — planner … composer, gatekeeper; supervisor …
 reporter — a process is killed just before it is performed and just after it
 returned (performed, not yet recorded), and for every tool call of the executor
 just before and just after the tool ran (``kill_matrix_support.CrashPlan``).
-A new worker (Temporal) or a new DBOS launch on the same system database
-finishes the run, and:
+A new worker (Temporal) or a new process launching DBOS on the same system
+database finishes the run, and:
 
 * the finished state is byte-identical to the uninterrupted run's, or — when
   the killed entry is one the §12 resume rule never sends again (an executor,
@@ -308,19 +308,12 @@ async def test_temporal_kill_matrix(
 # --- DBOS ----------------------------------------------------------------------------------
 
 
+_BATCH = 6  # DBOS processes side by side on two cores, doomed or recovering
+
+
 def _dbos_matrix(
     forker: subprocess.Popen[str], cases: list[Case], scratch: Path, database: Any
 ) -> None:
-    from dbos import DBOS
-    from kill_matrix_process import dbos_config
-
-    from diagnosis_core.adapters.dbos import (
-        configure_aiops_dbos,
-        configure_diagnosis_dbos,
-        dbos_aiops_journal,
-        dbos_diagnosis_journal,
-    )
-
     doomed = []
     for index, case in enumerate(cases):
         run_id = f"kill-{index}-{case.name}".replace(":", "-")
@@ -329,38 +322,41 @@ def _dbos_matrix(
         order = {"engine": "dbos", "workflow": case.workflow, "run_id": run_id,
                  "point": case.point, "log": str(log), "fired": str(fired),
                  "database_url": url, "schema": schema}
-        doomed.append((case, run_id, url, schema, log, fired, _fork(forker, order)))
-        if len(doomed) % 6 == 0:  # a few DBOS launches at a time on two cores
-            for *_, fired_file, pid in doomed[-6:]:
+        doomed.append((case, run_id, log, order, fired, _fork(forker, order)))
+        if len(doomed) % _BATCH == 0:
+            for *_, fired_file, pid in doomed[-_BATCH:]:
                 _wait_killed(fired_file, pid, time.monotonic() + 60)
     for *_, fired_file, pid in doomed:
         _wait_killed(fired_file, pid, time.monotonic() + 60)
-    for case, run_id, url, schema, log, _, _ in doomed:
-        recorders = dct.RunRecorders()
-        plan = CrashPlan(None, None)
-        if case.workflow == "chat":
-            _, effects = chat_case(run_id, recorders, log, plan)
-            configure_diagnosis_dbos(effects, tools=recorders)
-            workflow_id = f"diagnosis-{run_id}"
-        else:
-            _, aiops = aiops_case(run_id, recorders, log, plan)
-            configure_aiops_dbos(aiops, tools=recorders)
-            workflow_id = f"aiops-{run_id}"
-        DBOS(config=dbos_config(url, schema))
-        DBOS.launch()  # recovers the killed run
-        try:
-            # The recovered run is read from the system database every 50 ms, not DBOS's
-            # default second: the same result, without up to a second of sleep per case.
-            result = DBOS.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.05)
+    # Each killed run is finished by a new process: a DBOS launch on the same system
+    # database recovers it (kill_matrix_process.py, "dbos-recover").
+    for start in range(0, len(doomed), _BATCH):
+        batch = doomed[start : start + _BATCH]
+        outs = []
+        for _, run_id, _, order, _, _ in batch:
+            out = scratch / f"{run_id}.recovered.json"
+            outs.append((out, _fork(forker, {**order, "engine": "dbos-recover", "out": str(out)})))
+        for (case, run_id, log, *_), (out, pid) in zip(batch, outs, strict=True):
+            recovered = _recovered(out, pid, case)
             if case.workflow == "chat":
-                journal: Any = dbos_diagnosis_journal(workflow_id)
-                state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, result))
+                journal: Any = dcj.load_journal(recovered["journal"])
+                state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, recovered["result"]))
             else:
-                journal = dbos_aiops_journal(workflow_id)
-                state_json = dc.to_json(dc.from_wire(dca.AiOpsState, result))
-        finally:
-            DBOS.destroy()
-        _check(case, run_id, state_json, journal, log)
+                journal = dca.load_aiops_journal(recovered["journal"])
+                state_json = dc.to_json(dc.from_wire(dca.AiOpsState, recovered["result"]))
+            _check(case, run_id, state_json, journal, log)
+
+
+def _recovered(out: Path, pid: int, case: Case) -> dict[str, Any]:
+    """What the recovering process wrote: the run's result and journal, or its traceback."""
+    deadline = time.monotonic() + 120
+    while not out.exists():
+        assert not _dead(pid) or out.exists(), f"{case.name}: the recovering process died"
+        assert time.monotonic() < deadline, f"{case.name}: the run was not recovered in time"
+        time.sleep(0.05)
+    recovered: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    assert "error" not in recovered, f"{case.name}: recovering failed:\n{recovered.get('error')}"
+    return recovered
 
 
 def test_dbos_kill_matrix_on_sqlite(
