@@ -314,29 +314,29 @@ _BATCH = 6  # DBOS processes side by side on two cores, doomed or recovering
 def _dbos_matrix(
     forker: subprocess.Popen[str], cases: list[Case], scratch: Path, database: Any
 ) -> None:
-    doomed = []
+    doomed = []  # (case, its order, the doomed process)
     for index, case in enumerate(cases):
         run_id = f"kill-{index}-{case.name}".replace(":", "-")
         url, schema = database(index)
-        log, fired = scratch / f"{run_id}.log", scratch / f"{run_id}.fired"
         order = {"engine": "dbos", "workflow": case.workflow, "run_id": run_id,
-                 "point": case.point, "log": str(log), "fired": str(fired),
+                 "point": case.point, "log": str(scratch / f"{run_id}.log"),
+                 "fired": str(scratch / f"{run_id}.fired"),
                  "database_url": url, "schema": schema}
-        doomed.append((case, run_id, log, order, fired, _fork(forker, order)))
+        doomed.append((case, order, _fork(forker, order)))
         if len(doomed) % _BATCH == 0:
-            for *_, fired_file, pid in doomed[-_BATCH:]:
-                _wait_killed(fired_file, pid, time.monotonic() + 60)
-    for *_, fired_file, pid in doomed:
-        _wait_killed(fired_file, pid, time.monotonic() + 60)
+            for _, placed, pid in doomed[-_BATCH:]:
+                _wait_killed(Path(placed["fired"]), pid, time.monotonic() + 60)
+    for _, placed, pid in doomed:
+        _wait_killed(Path(placed["fired"]), pid, time.monotonic() + 60)
     # Each killed run is finished by a new process: a DBOS launch on the same system
     # database recovers it (kill_matrix_process.py, "dbos-recover").
     for start in range(0, len(doomed), _BATCH):
-        batch = doomed[start : start + _BATCH]
-        outs = []
-        for _, run_id, _, order, _, _ in batch:
-            out = scratch / f"{run_id}.recovered.json"
-            outs.append((out, _fork(forker, {**order, "engine": "dbos-recover", "out": str(out)})))
-        for (case, run_id, log, *_), (out, pid) in zip(batch, outs, strict=True):
+        recovering = []
+        for case, order, _ in doomed[start : start + _BATCH]:
+            out = scratch / f"{order['run_id']}.recovered.json"
+            pid = _fork(forker, {**order, "engine": "dbos-recover", "out": str(out)})
+            recovering.append((case, order, out, pid))
+        for case, order, out, pid in recovering:
             recovered = _recovered(out, pid, case)
             if case.workflow == "chat":
                 journal: Any = dcj.load_journal(recovered["journal"])
@@ -344,7 +344,7 @@ def _dbos_matrix(
             else:
                 journal = dca.load_aiops_journal(recovered["journal"])
                 state_json = dc.to_json(dc.from_wire(dca.AiOpsState, recovered["result"]))
-            _check(case, run_id, state_json, journal, log)
+            _check(case, order["run_id"], state_json, journal, Path(order["log"]))
 
 
 def _recovered(out: Path, pid: int, case: Case) -> dict[str, Any]:
