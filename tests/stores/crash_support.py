@@ -226,10 +226,12 @@ def result_json(state: Any) -> str:
 
 
 def check_resume(ref: Reference, open_store: Callable[[], StoreBase], durable: int | None,
-                 where: str) -> None:
+                 where: str, check_reader: Callable[[StoreBase], None] | None = None) -> None:
     """The harness's assertion after a crash that left ``durable`` writes (None: not even the run).
 
-    ``open_store`` opens the crashed store afresh (a new process would).
+    ``open_store`` opens the crashed store afresh (a new process would). ``check_reader``,
+    when given, is called with the store opened afresh after the resume, once it has
+    loaded the run (what the store itself reports of the file, e.g. its torn lines).
     """
     flow, run_id = ref.flow, ref.run_id
     store = open_store()
@@ -271,6 +273,8 @@ def check_resume(ref: Reference, open_store: Callable[[], StoreBase], durable: i
     try:
         after = reader.load(run_id)
         assert after is not None, where
+        if check_reader is not None:
+            check_reader(reader)
         entries = after.journal.entries
         assert [entry.seq for entry in entries] == list(range(1, len(entries) + 1)), where
         assert all(entry.state is dcj.EntryState.FINISHED for entry in entries), where
