@@ -171,7 +171,6 @@ TIME_LIMITS: dict[str, int] = {
 # worker busy while the other has nothing left to do. Files not listed follow, those with
 # the most tests first (pytest-xdist's own order).
 FILE_SECONDS: dict[str, int] = {
-    "tests/stores/test_crash_sweeps_sqlite.py": 179,
     "tests/stores/test_crash_sweeps_jsonl.py": 154,
     "tests/adapters/test_engine_kill_matrix.py": 89,
     # a real model (one thread, the CPU seconds of a run alone): listed, or the three
@@ -192,6 +191,7 @@ FILE_SECONDS: dict[str, int] = {
     "tests/test_conformance.py": 27,
     "tests/adapters/test_dbos_adapter.py": 27,
     "tests/test_conformance_mutations.py": 24,
+    "tests/stores/test_crash_sweeps_sqlite.py": 20,  # forked writers (test_crash_harness.py)
     "property_tests/test_journal_properties.py": 24,
     "tests/test_time_limits.py": 16,
     "tests/test_schema_profiles.py": 14,

@@ -27,9 +27,12 @@ the newline) and three kill points run here, in the fast lane.
 
 from __future__ import annotations
 
+import atexit
 import functools
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -141,8 +144,13 @@ def _parse_trace(text: str) -> list[_Syscall]:
 
 
 def _run_child(strace: str, directory: Path, flow: str, kill_at: tuple[str, int] | None,
-               ) -> tuple[int, list[_Syscall], int]:
-    """Run the child on ``directory/runs.db`` under strace: (exit code, writes, writes returned)."""
+               *, forked: bool = True) -> tuple[int, list[_Syscall], int]:
+    """Run the child on ``directory/runs.db`` under strace: (exit code, writes, writes returned).
+
+    The child is forked by this process's writer server (``crash_child.py --serve``) and
+    strace attaches to it; where strace cannot attach (or ``forked`` is False), strace
+    starts the child itself.
+    """
     db = directory / "runs.db"
     trace, side = directory / "trace.txt", directory / "side.log"
     command = [strace, "-f", "-qq", "-o", str(trace), "-e", f"trace={','.join(_SYSCALLS)}"]
@@ -150,11 +158,79 @@ def _run_child(strace: str, directory: Path, flow: str, kill_at: tuple[str, int]
         command += ["-P", f"{db}{suffix}"]
     if kill_at is not None:
         command += ["-e", f"inject={kill_at[0]}:signal=KILL:when={kill_at[1]}"]
-    command += [sys.executable, str(_CHILD), str(db), flow, str(side)]
-    completed = subprocess.run(command, capture_output=True, timeout=300, check=False,
-                               env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    code = _WRITERS.run(command, db, flow, side) if forked and _WRITERS.attaching else None
+    if code is None:
+        command += [sys.executable, str(_CHILD), str(db), flow, str(side)]
+        completed = subprocess.run(command, capture_output=True, timeout=300, check=False,
+                                   env={**os.environ, "PYTHONPATH": _child_path()})
+        code = completed.returncode
     returned = side.read_text().count("\n") if side.exists() else 0
-    return completed.returncode, _parse_trace(trace.read_text()), returned
+    return code, _parse_trace(trace.read_text()), returned
+
+
+def _child_path() -> str:
+    return os.environ.get("PYTHONPATH", "")
+
+
+class _WriterServer:
+    """``crash_child.py --serve``, started at the first kill, one per test process.
+
+    A writer process costs a Python start and the package's imports (most of its CPU
+    time) when strace starts it; forked from the server, a millisecond. The server exits
+    when its standard input closes (at this process's exit, or with it).
+    """
+
+    def __init__(self) -> None:
+        self.attaching = True  # False once strace could not attach: then strace starts each
+        self._process: subprocess.Popen[str] | None = None
+
+    def _server(self) -> subprocess.Popen[str]:
+        if self._process is None:
+            self._process = subprocess.Popen(
+                [sys.executable, str(_CHILD), "--serve"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": _child_path()})
+            atexit.register(self.close)
+            assert self._answer() == {"ready": True}
+        return self._process
+
+    def _answer(self) -> dict[str, int]:
+        assert self._process is not None and self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the writer server exited with {self._process.wait(timeout=30)}")
+        answer: dict[str, int] = json.loads(line)
+        return answer
+
+    def run(self, command: list[str], db: Path, flow: str, side: Path) -> int | None:
+        """Fork a writer, attach ``command`` (strace) to it: its exit code; None if no attach."""
+        server = self._server()
+        assert server.stdin is not None
+        server.stdin.write(json.dumps({"db": str(db), "flow": flow, "side": str(side)}) + "\n")
+        server.stdin.flush()
+        pid = self._answer()["pid"]
+        tracer = subprocess.run([*command, "-p", str(pid)], capture_output=True, timeout=300,
+                                check=False)
+        if tracer.returncode != 0 and b"attach" in tracer.stderr:
+            os.kill(pid, signal.SIGKILL)  # waiting for a tracer that will not come
+            self._answer()
+            self.attaching = False
+            return None
+        return self._answer()["code"]
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a stuck server
+            process.kill()
+            process.wait(timeout=30)
+
+
+_WRITERS = _WriterServer()
 
 
 @functools.cache
@@ -230,3 +306,16 @@ def test_sqlite_writer_killed_at_some_writes_resumes_loads_and_stays(
     strace = strace_binary()
     for k in sqlite_points(flow, None):
         kill_and_resume(flow, k, strace, tmp_path)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("flow", FLOWS)
+def test_a_forked_writer_makes_the_writes_of_a_writer_strace_starts(
+    flow: str, tmp_path: Path
+) -> None:
+    """The sweeps' writers are forked from a server: the same writes, in the same order."""
+    strace = strace_binary()
+    _fresh_database(tmp_path)
+    code, calls, returned = _run_child(strace, tmp_path, flow, None, forked=False)
+    assert code == 0 and returned == 1 + len(reference(flow).writes)
+    assert tuple(calls) == _sqlite_writes(flow)
