@@ -30,6 +30,7 @@ import pytest
 from docs_blocks import (
     ROOT,
     Block,
+    is_python,
     markdown_pages,
     page_blocks,
     python_blocks,
@@ -182,6 +183,49 @@ def test_no_block_asks_for_a_name_to_be_injected() -> None:
         and any("fixture" in ast.unparse(d) for d in node.decorator_list)
     ]
     assert fixtures == []
+
+
+def _after_the_server(code: str) -> str | None:
+    """The statement after the block's ``async with`` around a Temporal server.
+
+    ``None`` when the block starts none; ``""`` when nothing follows it.
+    """
+    for node in ast.walk(ast.parse(code)):
+        for body in (getattr(node, field, None) for field in ("body", "orelse", "finalbody")):
+            if not isinstance(body, list):
+                continue
+            for index, statement in enumerate(body):
+                if isinstance(statement, ast.AsyncWith) and "start_local(" in ast.unparse(
+                    statement.items[0].context_expr
+                ):
+                    return ast.unparse(body[index + 1]) if index + 1 < len(body) else ""
+    return None
+
+
+def test_a_block_that_starts_a_temporal_server_pauses_after_it() -> None:
+    # A pasted Temporal example printed its answer, then aborted at interpreter exit
+    # (an SDK thread still handing a result to Python, docs/temporal.md): the pause lets
+    # those threads finish. A run cannot show its absence (it aborts in about one run of
+    # 240), so every such block is checked to have it.
+    every = [block for page in markdown_pages() for block in page_blocks(page)]
+    found = {b.name: _after_the_server(b.code) for b in every if is_python(b)}
+    temporal = {name: after for name, after in found.items() if after is not None}
+    assert len(temporal) == 2, temporal
+    assert all(after.startswith("await asyncio.sleep(0.1)") for after in temporal.values()), (
+        temporal
+    )
+
+
+def test_the_pause_check_finds_a_block_without_it() -> None:
+    block = (
+        "async def main():\n"
+        "    async with await WorkflowEnvironment.start_local() as env:\n"
+        "        await work(env)\n"
+        "    print('done')\n"
+    )
+    assert _after_the_server(block) == "print('done')"
+    assert _after_the_server(block.replace("    print('done')\n", "")) == ""
+    assert _after_the_server("print('no server')\n") is None
 
 
 def _run_page(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, page: str) -> Any:
