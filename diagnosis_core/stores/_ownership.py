@@ -57,6 +57,7 @@ import attrs
 from .._kernel.journal.store import RunClaimedError, StoreError
 
 __all__ = [
+    "DEAD_OWNER_GRACE",
     "LOCK_DIRECTORY_SUFFIX",
     "LOCK_FILE_NAME",
     "RUN_NAMESPACE",
@@ -68,6 +69,7 @@ __all__ = [
     "SessionClaims",
     "advisory_key",
     "claim_refused",
+    "exited_here",
     "holder_name",
     "lock_primitive",
 ]
@@ -90,6 +92,37 @@ _OPEN_FLAGS = (
 def holder_name() -> str:
     """This process as a claim's holder is named to others: ``pid N on host``."""
     return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+DEAD_OWNER_GRACE = 10.0
+"""Seconds a claimant waits for the server to end the session of a holder that has exited.
+
+A PostgreSQL lock held by a connection goes when the server ends that connection's
+session: a process killed on a live host leaves its socket closed by the kernel, and the
+server's backend ends the session once it reads that close — milliseconds, longer on a
+loaded server. A claimant that finds the lock held by ``pid N on <this host>`` while no
+process N lives here waits this long for the server before it refuses."""
+
+
+def exited_here(holder: str) -> bool:
+    """Whether ``holder`` (``pid N on host``) names a process of this host that has exited.
+
+    False whenever it cannot be told (another host, a truncated name, not POSIX, a pid
+    that lives, even as a zombie): the claim is then refused at once, as before.
+    """
+    prefix, _, rest = holder.partition(" on ")
+    pid = prefix.removeprefix("pid ")
+    if not pid.isdigit() or rest.split(" ")[0] != socket.gethostname() or os.name != "posix":
+        return False
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive under another user, or not ours to ask
+        return False
+    return False
 
 
 def _this_holder() -> str:
@@ -601,10 +634,28 @@ class ConnectionClaims:
         try:
             conn.execute("SELECT set_config('application_name', %s, false)",
                          (holder_name()[:63],))
+            holder = self._holder_while_held(conn, key)
+        except psycopg.Error as error:
+            conn.close()
+            raise StoreError(f"{name!r}: cannot lock: {error}") from None
+        if holder is None:
+            return conn, None
+        conn.close()
+        return None, holder or None
+
+    @staticmethod
+    def _holder_while_held(conn: Any, key: int) -> str | None:
+        """Lock ``key`` on ``conn``: None once held, else its holder ("" when unknown).
+
+        A holder that has exited on this host (:func:`exited_here`) is waited for, up to
+        :data:`DEAD_OWNER_GRACE` seconds, while the server ends its session.
+        """
+        unsigned = key & 0xFFFFFFFFFFFFFFFF
+        deadline: float | None = None
+        while True:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             if row is not None and row[0]:
-                return conn, None
-            unsigned = key & 0xFFFFFFFFFFFFFFFF
+                return None
             found = conn.execute(
                 "SELECT a.application_name, a.pid FROM pg_locks l "
                 "JOIN pg_stat_activity a ON a.pid = l.pid "
@@ -613,11 +664,17 @@ class ConnectionClaims:
                 "AND l.classid::bigint = %s AND l.objid::bigint = %s",
                 (unsigned >> 32, unsigned & 0xFFFFFFFF),
             ).fetchone()
-        except psycopg.Error as error:
-            conn.close()
-            raise StoreError(f"{name!r}: cannot lock: {error}") from None
-        conn.close()
-        return None, f"{found[0]} (server pid {found[1]})" if found else None
+            if found is None:
+                return ""
+            holder = f"{found[0]} (server pid {found[1]})"
+            if not exited_here(str(found[0])):
+                return holder
+            now = time.monotonic()
+            deadline = now + DEAD_OWNER_GRACE if deadline is None else deadline
+            if now >= deadline:
+                return f"{found[0]} (server pid {found[1]}: the process has exited, the " \
+                       f"server has not ended its session after {DEAD_OWNER_GRACE:g} s)"
+            time.sleep(0.02)
 
     def release(self, held: Any) -> None:
         """End the claim's session (the server releases its advisory lock with it)."""
