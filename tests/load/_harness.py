@@ -568,6 +568,10 @@ def open_effects(folder: Path, kills: Sequence[Kill], at: float) -> dict[int, se
     return busy
 
 
+_CATCH_TRIES = 50
+"""How often a kill looks for a worker it can stop mid-effect before it takes any ready one."""
+
+
 def chaos(
     pool: Pool,
     kills: int,
@@ -591,14 +595,33 @@ def chaos(
             time.sleep(0.05)  # never the last serving worker: another one carries the runs
         if not in_flight():
             return
-        busy = open_effects(pool.folder, pool.kills, time.time())
         live = {p.pid: slot for slot, p in pool.processes.items() if pool.ready(slot)}
         if not live:
             continue
+        pool.kill(_victim(pool, live, rng))
+        pool.start(pool.kills[-1].slot)
+
+
+def _victim(pool: Pool, live: dict[int, int], rng: random.Random) -> int:
+    """A ready worker stopped (SIGSTOP) with an effect in flight; any ready one if none is.
+
+    The effects are short, so a worker seen busy had often returned by the time it was
+    killed, and a run could end with no kill having cut an effect (the check that the
+    kills met effects then failed, once in a fresh-clone round). A stopped worker makes
+    no progress: its log, read after the stop, says what is in flight at the kill.
+    """
+    for _ in range(_CATCH_TRIES):
+        busy = open_effects(pool.folder, pool.kills, time.time())
         candidates = sorted(slot for pid, slot in live.items() if busy.get(pid))
-        slot = rng.choice(candidates or sorted(live.values()))
-        pool.kill(slot)
-        pool.start(slot)
+        if candidates:
+            slot = rng.choice(candidates)
+            process = pool.processes[slot]
+            process.send_signal(signal.SIGSTOP)
+            if open_effects(pool.folder, pool.kills, time.time()).get(process.pid):
+                return slot  # stopped mid-effect: the SIGKILL cuts it
+            process.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+    return rng.choice(sorted(live.values()))
 
 
 # --- the checks -------------------------------------------------------------------------
