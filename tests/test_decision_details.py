@@ -487,3 +487,20 @@ def test_sanitizing_counts_crlf_as_one_break_and_strips_before_capping(
     text: str, cap: int, rendered: str
 ) -> None:
     assert dcm.sanitize_item(text, cap) == rendered
+
+
+def test_an_unserializable_result_is_recorded_without_its_memory_address() -> None:
+    # Two runs fed a fresh ``object()`` each recorded two different facts (the repr names
+    # the object's address), so a run and the same run with a journal sink differed; found
+    # by property_tests/test_journal_drivers_properties.py on a fresh clone.
+    first, second = object(), object()
+    audits = [
+        dcm.advance(at_gatekeeper(), GatekeeperReturned(raw)).gatekeeper_audits[-1].raw_result
+        for raw in (first, second, {"x": first})
+    ]
+    assert audits[0] == audits[1] == RawResult(
+        dcp.canonical_json({"unserializable": "<object object>"})
+    )
+    assert audits[2] == RawResult(
+        dcp.canonical_json({"unserializable": "{'x': <object object>}"})
+    )

@@ -13,21 +13,9 @@ import json
 
 from .._kernel.wire.facts import repair_text, storable
 from .._kernel.wire.json import JsonValue, canonical_json
-from .gatekeeper import snapshot_raw_result
+from .gatekeeper import snapshot_raw_result, unstorable_description
 
 __all__ = ["gatekeeper_fact", "gatekeeper_fact_json"]
-
-
-def _describe(raw: object) -> str:
-    try:
-        description = repr(raw)[:2000]
-    except Exception:  # a broken __repr__ (or a value too deep to render)
-        try:
-            name = type(raw).__name__
-        except Exception:
-            name = "object"
-        description = f"<unrepresentable {name}>"
-    return repair_text(description) if isinstance(description, str) else "<unrepresentable>"
 
 
 def gatekeeper_fact(raw: object) -> JsonValue:
@@ -51,7 +39,7 @@ def gatekeeper_fact(raw: object) -> JsonValue:
     repaired, problem = storable(snapshot.value, repair=True)
     if problem is None:
         return repaired  # type: ignore[return-value]
-    return {"unserializable": _describe(raw)}
+    return {"unserializable": repair_text(unstorable_description(raw))}
 
 
 def gatekeeper_fact_json(raw: object) -> str:

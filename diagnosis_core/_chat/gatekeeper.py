@@ -35,6 +35,7 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -54,9 +55,30 @@ __all__ = [
     "normalize_snapshot",
     "parse_gatekeeper_result",
     "snapshot_raw_result",
+    "unstorable_description",
 ]
 
 _MISSING = object()
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+
+
+def unstorable_description(raw: object) -> str:
+    """``repr(raw)``, at most 2 000 characters, without memory addresses; never raises.
+
+    It is what a result JSON cannot hold is recorded as (``{"unserializable": ...}``).
+    A default repr says where the object lives (``<object object at 0x7f…>``), which
+    differs from one run to the next: the address is left out, so two runs fed equal
+    results record equal facts.
+    """
+    try:
+        description = repr(raw)[:2000]
+    except Exception:  # a broken __repr__ (or a value too deep to render)
+        try:
+            name = type(raw).__name__
+        except Exception:
+            name = "object"
+        return f"<unrepresentable {name}>"
+    return _ADDRESS.sub("", description)
 _PROBLEM_LIMIT = 1000
 
 _STATUSES = ("pass", "fail")

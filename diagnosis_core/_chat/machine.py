@@ -41,6 +41,7 @@ from .gatekeeper import (
     gatekeeper_unavailable,
     normalize_snapshot,
     snapshot_raw_result,
+    unstorable_description,
 )
 from .inputs import (
     GatekeeperSummary,
@@ -462,11 +463,7 @@ def _raw_result_copy(snapshot: RawSnapshot) -> RawResult:
     try:
         return RawResult(canonical_json(raw))
     except (TypeError, ValueError, RecursionError):
-        try:
-            description = repr(raw)[:2000]
-        except Exception:  # a broken __repr__ of a host value must not break the audit
-            description = f"<unrepresentable {type(raw).__name__}>"
-        return RawResult(canonical_json({"unserializable": description}))
+        return RawResult(canonical_json({"unserializable": unstorable_description(raw)}))
 
 
 def _raw_field(snapshot: RawSnapshot, key: str) -> str | None:
