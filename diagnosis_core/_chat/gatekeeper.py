@@ -61,6 +61,15 @@ __all__ = [
 _MISSING = object()
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 
+_PROBLEM_LIMIT = 1000
+
+_STATUSES = ("pass", "fail")
+_LEVELS = ("pass", "low_confid", "reject")
+_ID_FIELDS = ("claim_id", "source_invocation_id", "tool_name", "raw_path")
+
+
+# --- the one defensive snapshot of a raw result ----------------------------------
+
 
 def unstorable_description(raw: object) -> str:
     """``repr(raw)``, at most 2 000 characters, without memory addresses; never raises.
@@ -79,14 +88,6 @@ def unstorable_description(raw: object) -> str:
             name = "object"
         return f"<unrepresentable {name}>"
     return _ADDRESS.sub("", description)
-_PROBLEM_LIMIT = 1000
-
-_STATUSES = ("pass", "fail")
-_LEVELS = ("pass", "low_confid", "reject")
-_ID_FIELDS = ("claim_id", "source_invocation_id", "tool_name", "raw_path")
-
-
-# --- the one defensive snapshot of a raw result ----------------------------------
 
 
 class _Opaque:

@@ -110,13 +110,11 @@ def exited_here(holder: str) -> bool:
     False whenever it cannot be told (another host, a truncated name, not POSIX, a pid
     that lives, even as a zombie): the claim is then refused at once, as before.
     """
-    prefix, _, rest = holder.partition(" on ")
+    prefix, _, host = holder.partition(" on ")
     pid = prefix.removeprefix("pid ")
-    if not pid.isdigit() or rest.split(" ")[0] != socket.gethostname() or os.name != "posix":
+    if not pid.isdigit() or host != socket.gethostname() or os.name != "posix":
         return False
-    if int(pid) == os.getpid():
-        return False
-    try:
+    try:  # this process, too, answers: alive
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True

@@ -15,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -44,7 +47,13 @@ from diagnosis_core.adapters.langgraph import (
     run_diagnosis_graph,
 )
 from diagnosis_core.adapters.langgraph_aiops import build_aiops_graph, resume_aiops_graph
-from diagnosis_core.stores import RunClaimedError
+from diagnosis_core.stores import RunClaimedError, _ownership
+from diagnosis_core.stores._ownership import (
+    THREAD_NAMESPACE,
+    ConnectionClaims,
+    advisory_key,
+    exited_here,
+)
 
 DOC = load_doc(EXAMPLES_DIR / "payment_timeout.json")
 AIOPS_DOC = load_doc(EXAMPLES_DIR / "aiops_payload_targeted.json")
@@ -273,9 +282,6 @@ def test_postgres_a_waiting_worker_takes_over(
 
 def _exited_pid() -> int:
     """The pid of a process of this host that has exited (and been reaped)."""
-    import subprocess
-    import sys
-
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait(timeout=60)
     return child.pid
@@ -285,8 +291,6 @@ def _exited_pid() -> int:
 def _held_as(conninfo: str, holder: str, name: str) -> Iterator[Any]:
     """A connection named ``holder`` holding ``name``'s thread lock (a stand-in owner)."""
     import psycopg
-
-    from diagnosis_core.stores._ownership import THREAD_NAMESPACE, advisory_key
 
     conn = psycopg.connect(conninfo, autocommit=True)
     try:
@@ -298,16 +302,12 @@ def _held_as(conninfo: str, holder: str, name: str) -> Iterator[Any]:
 
 
 def _claims(conninfo: str) -> Any:
-    from diagnosis_core.stores._ownership import THREAD_NAMESPACE, ConnectionClaims
-
     return ConnectionClaims(conninfo, {}, THREAD_NAMESPACE)
 
 
 def test_postgres_a_claimant_waits_while_the_server_ends_an_exited_owners_session(
     conninfo: str,
 ) -> None:
-    import socket
-
     with _held_as(conninfo, f"pid {_exited_pid()} on {socket.gethostname()}", "t-exited") as held:
         timer = threading.Timer(0.5, held.close)  # the server ends the session, late
         timer.start()
@@ -320,10 +320,6 @@ def test_postgres_a_claimant_waits_while_the_server_ends_an_exited_owners_sessio
 
 
 def test_postgres_a_live_owner_is_refused_at_once(conninfo: str) -> None:
-    import socket
-    import subprocess
-    import sys
-
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         with _held_as(conninfo, f"pid {alive.pid} on {socket.gethostname()}", "t-live"):
@@ -349,10 +345,6 @@ def test_postgres_an_owner_of_another_host_is_refused_at_once(conninfo: str) -> 
 def test_postgres_an_exited_owners_session_that_stays_is_refused_after_the_grace(
     conninfo: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import socket
-
-    from diagnosis_core.stores import _ownership
-
     monkeypatch.setattr(_ownership, "DEAD_OWNER_GRACE", 0.3)
     pid = _exited_pid()
     with _held_as(conninfo, f"pid {pid} on {socket.gethostname()}", "t-stays"):
@@ -364,10 +356,6 @@ def test_postgres_an_exited_owners_session_that_stays_is_refused_after_the_grace
 
 
 def test_exited_here_tells_only_an_exited_process_of_this_host() -> None:
-    import socket
-
-    from diagnosis_core.stores._ownership import exited_here
-
     host = socket.gethostname()
     assert exited_here(f"pid {_exited_pid()} on {host}")
     assert not exited_here(f"pid {os.getpid()} on {host}")  # this process
