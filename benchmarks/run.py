@@ -648,14 +648,14 @@ def bench_journal(quick: bool) -> None:
             return dcj.fold_journal(signed, key=key)  # noqa: B023
 
         def load_and_fold() -> dc.DiagnosisState:
-            return dcj.fold_journal(dcj.journal_from_json(text))  # noqa: B023
+            return dcj.fold_journal(dcj.Journal.from_json(text))  # noqa: B023
 
         expected = live()
         for function in (fold, fold_signed, load_and_fold):
             assert function() == expected
         contenders = {"live run `run_diagnosis`": live, "`fold_journal`": fold,
                       "`fold_journal(key=…)`": fold_signed,
-                      "`journal_from_json` + `fold_journal`": load_and_fold}
+                      "`Journal.from_json` + `fold_journal`": load_and_fold}
         loops = {name: calibrate_loops(function, 0.05) for name, function in contenders.items()}
         samples = interleave(contenders, rounds=3 if quick else 21, loops=loops)
         base = samples["live run `run_diagnosis`"]

@@ -817,9 +817,9 @@ def _record(doc: Doc) -> dict[str, Any]:
 
 def _script_of(journal: dict[str, Any]) -> tuple[dict[str, list[Any]], list[Any]]:
     """Per-agent responses and gatekeeper entries of a complete journal, in call order."""
-    from diagnosis_core.journal import journal_to_scenario, load_journal
+    from diagnosis_core.journal import Journal, journal_to_scenario
 
-    scenario_ = journal_to_scenario(load_journal(journal))
+    scenario_ = journal_to_scenario(Journal.load(journal))
     responses = scenario_["responses"]
     gatekeeper = scenario_["gatekeeper"]
     assert isinstance(responses, dict) and isinstance(gatekeeper, list)

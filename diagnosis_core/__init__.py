@@ -26,6 +26,7 @@ journal, tools, AIOps or adapter modules. The underscore modules are private.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from ._chat.config import (
@@ -99,8 +100,8 @@ from ._kernel.machine.classify import (
 from ._kernel.machine.config import (
     RunConfig,
 )
-from ._kernel.public import lazy_attributes
-from ._kernel.public import publish as _publish
+from ._kernel.public import lazy_attributes, publish_package
+from ._kernel.terminal import terminal_safe
 from ._kernel.wire.converter import (
     from_json,
     from_wire,
@@ -190,6 +191,7 @@ __all__ = [
     "run_diagnosis",
     "scenario_effects",
     "scenario_request",
+    "terminal_safe",
     "to_json",
     "to_wire",
 ]
@@ -218,5 +220,6 @@ if not TYPE_CHECKING:
     def __dir__() -> list[str]:
         return sorted({*globals(), *_LAZY})
 
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)
+# Public classes name their namespace, not the private module defining them: this one's
+# now, every other one's as it is imported (``_kernel/public.py``).
+publish_package(sys.modules[__name__])

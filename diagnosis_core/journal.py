@@ -34,6 +34,14 @@ LangGraph and Temporal adapters) needs only this module and
 (:func:`entry_to_wire`, :func:`outcome_to_wire`, :func:`load_outcome`,
 :func:`request_to_wire`, :func:`stored_json`); see ``docs/adapters.md``.
 
+The store port (spec §16) is here too: :class:`JournalStore`, the protocol a
+driver given ``store=`` writes through, with the values it takes and returns
+(:class:`RunClaim`, :class:`StoredRun`, :class:`RunSummary`, :class:`Feedback`,
+:class:`JournalBase` and :class:`JournalEntryBase`, the journal and entry classes
+both workflows share) and the errors a store raises (:class:`StoreError`,
+:class:`RunClaimedError`, :class:`MissingKeyError`). A store of one's own needs
+nothing else; the stores of :mod:`diagnosis_core.stores` are built on these names.
+
 ``import diagnosis_core`` does not load this module.
 """
 
@@ -58,11 +66,9 @@ from ._chat.journal import (
     expected_call,
     finish_entry,
     fold_journal,
-    journal_from_json,
     journal_status,
     journal_to_scenario,
     journal_tool_records,
-    load_journal,
     outcome_of,
     recorded_tool_invocations,
     replay_journal,
@@ -72,7 +78,9 @@ from ._chat.journal import (
     start_entry,
 )
 from ._kernel.journal.codec import (
+    JournalBase,
     JournalEnd,
+    JournalEntryBase,
     entry_to_wire,
     journal_to_json,
     journal_to_wire,
@@ -94,27 +102,46 @@ from ._kernel.journal.recorded import (
     RecordedReply,
     RecordedToolInvocation,
 )
-from ._kernel.public import publish as _publish
+from ._kernel.journal.store import (
+    Feedback,
+    JournalStore,
+    MissingKeyError,
+    RunClaim,
+    RunClaimedError,
+    RunSummary,
+    StoredRun,
+    StoreError,
+)
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "JOURNAL_FORMAT",
     "EntryState",
+    "Feedback",
     "Journal",
+    "JournalBase",
     "JournalCall",
     "JournalEnd",
     "JournalEntry",
+    "JournalEntryBase",
     "JournalHead",
     "JournalOutcome",
     "JournalRecorder",
     "JournalSink",
     "JournalStatus",
+    "JournalStore",
     "ListJournalSink",
+    "MissingKeyError",
     "RecordedAgentError",
     "RecordedGatekeeperError",
     "RecordedGatekeeperResult",
     "RecordedReply",
     "RecordedToolInvocation",
+    "RunClaim",
+    "RunClaimedError",
+    "RunSummary",
+    "StoreError",
+    "StoredRun",
     "append_entry",
     "entry_from_json",
     "entry_result",
@@ -123,14 +150,12 @@ __all__ = [
     "expected_call",
     "finish_entry",
     "fold_journal",
-    "journal_from_json",
     "journal_head",
     "journal_status",
     "journal_to_json",
     "journal_to_scenario",
     "journal_to_wire",
     "journal_tool_records",
-    "load_journal",
     "load_outcome",
     "outcome_of",
     "outcome_to_wire",
@@ -143,6 +168,3 @@ __all__ = [
     "start_entry",
     "stored_json",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

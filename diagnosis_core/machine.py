@@ -73,7 +73,6 @@ from ._kernel.machine.results import (
     AgentFailed,
     AgentReplied,
 )
-from ._kernel.public import publish as _publish
 
 __all__ = [
     "DEFAULT_MAX_QUESTION_CHARS",
@@ -109,6 +108,3 @@ __all__ = [
     "perform_effect_async",
     "start_diagnosis",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

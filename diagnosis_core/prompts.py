@@ -14,7 +14,6 @@ prints one.
 
 from __future__ import annotations
 
-from ._kernel.public import publish as _publish
 from ._prompts.agents import PROMPT_AGENTS
 from ._prompts.render import Prompt, system_prompt
 from ._prompts.rules import PROMPT_RULES, PromptRule
@@ -26,6 +25,3 @@ __all__ = [
     "PromptRule",
     "system_prompt",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

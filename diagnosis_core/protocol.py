@@ -47,7 +47,6 @@ from ._kernel.machine.plan import (
     PlanStep,
 )
 from ._kernel.public import lazy_attributes
-from ._kernel.public import publish as _publish
 from ._kernel.wire.json import (
     canonical_json,
     describe_value,
@@ -111,6 +110,3 @@ if not TYPE_CHECKING:
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *_LAZY})
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

@@ -19,7 +19,6 @@ from ._chat.replay import (
     ScriptedGatekeeperEntry,
     scenario_effects,
 )
-from ._kernel.public import publish as _publish
 from ._kernel.scenario.document import (
     parse_document_text,
 )
@@ -38,6 +37,3 @@ __all__ = [
     "parse_document_text",
     "scenario_effects",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

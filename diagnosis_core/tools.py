@@ -45,7 +45,6 @@ from ._chat.reference_gatekeeper import (
     parse_raw_path,
 )
 from ._chat.run_recorders import RunRecorders, ToolsFactory
-from ._kernel.public import publish as _publish
 from ._kernel.tools.chat_model import (
     AssistantMessage,
     AsyncToolCallingModel,
@@ -108,6 +107,3 @@ __all__ = [
     "ledger_from_records",
     "parse_raw_path",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

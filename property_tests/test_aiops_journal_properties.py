@@ -41,7 +41,7 @@ def test_the_fold_of_a_live_aiops_journal_is_the_live_state(
     live = _run(document)
     journal, state = _journaled(document, key)
     assert state == live
-    loaded = dca.aiops_journal_from_json(dcj.journal_to_json(journal))
+    loaded = dca.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dca.fold_aiops_journal(loaded, key=key) == live
     assert dca.aiops_journal_status(loaded, key=key).complete
@@ -99,7 +99,7 @@ def test_with_a_key_every_single_field_edit_is_refused(
     note(f"entries[{index}].{field}: {entry[field]!r} -> {edited!r}")
     entry[field] = edited
     try:
-        loaded = dca.load_aiops_journal(wire)
+        loaded = dca.AiOpsJournal.load(wire)
     except JournalError as error:  # the form is broken: the loader names the entry
         assert str(error).startswith(f"entries[{index}]"), error
         return

@@ -64,7 +64,7 @@ def test_the_drivers_journals_fold_to_the_live_state_and_replay(document: dict[s
     request = dc.scenario_request(scenario)
     sink = dcj.ListJournalSink()
     state = dc.run_diagnosis(request, dc.scenario_effects(scenario), sink=sink)
-    journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
+    journal = dcj.Journal.from_json(dcj.journal_to_json(sink.journal(request)))
     assert dcj.fold_journal(journal) == state
     assert dcp.canonical_json(dc.to_wire(state.result)) == expected
     assert dcp.canonical_json(dcj.replay_journal(journal)) == expected
@@ -92,7 +92,7 @@ def test_facts_holding_surrogate_pairs_fold_from_the_stored_journal_to_the_live_
     assert live == plain
     text = dcj.journal_to_json(sink.journal(request))
     text.encode("utf-8")
-    folded = dcj.fold_journal(dcj.journal_from_json(text), key=key)
+    folded = dcj.fold_journal(dcj.Journal.from_json(text), key=key)
     assert folded == live
     assert dc.from_json(dc.DiagnosisState, dc.to_json(live)) == live
     report = dc.build_trace_report(live)
@@ -283,7 +283,7 @@ def test_an_observer_that_raises_or_edits_never_changes_the_result_or_the_journa
     assert items == [*state.events, state.result]
     journal = dcj.journal_to_json(sink.journal(request))
     assert journal == dcj.journal_to_json(plain_sink.journal(request))
-    folded = dcj.fold_journal(dcj.journal_from_json(journal))
+    folded = dcj.fold_journal(dcj.Journal.from_json(journal))
     assert dcp.canonical_json(dc.to_wire(folded.result)) == expected
 
 
@@ -323,6 +323,6 @@ def test_300_scenarios_replay_from_their_journal_byte_for_byte(document: dict[st
         assert (code, recorded) == (0, expected)
         code, replayed = _cli("run", "--json", str(journal_path))
         assert (code, replayed) == (0, expected)
-        journal = dcj.journal_from_json(journal_path.read_text(encoding="utf-8"))
+        journal = dcj.Journal.from_json(journal_path.read_text(encoding="utf-8"))
     replayed_in_python = dcp.canonical_json(dcj.replay_journal(journal)) + "\n"
     assert replayed_in_python.encode("utf-8", "backslashreplace") == expected

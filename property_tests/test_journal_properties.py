@@ -62,7 +62,7 @@ def test_the_fold_of_a_live_journal_is_the_live_state(document: dict[str, Any]) 
     journal, recorded = record(document)
     live = dc.replay_scenario(dc.load_scenario(document))  # the plain driver, no journal
     assert recorded == live
-    loaded = dcj.journal_from_json(dcj.journal_to_json(journal))
+    loaded = dcj.Journal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dcj.fold_journal(loaded) == live
     expected = dcp.canonical_json(dc.replay(document))
@@ -164,7 +164,7 @@ def test_a_single_field_edit_is_refused_or_folds_to_what_the_edited_facts_imply(
             entry.pop("outcome")
         note(f"entries[{index}].{field} = {new_value!r}")
         try:
-            status = dcj.journal_status(dcj.load_journal(wire))
+            status = dcj.journal_status(dcj.Journal.load(wire))
         except JournalError:
             return
         # The only header edit that stays valid: the last entry marked started,
@@ -179,7 +179,7 @@ def test_a_single_field_edit_is_refused_or_folds_to_what_the_edited_facts_imply(
     entry["outcome"] = _journal_outcome(scenario_entry, gatekeeper)
     note(f"entries[{index}].outcome = {entry['outcome']!r}")
     try:
-        status = dcj.journal_status(dcj.load_journal(wire))
+        status = dcj.journal_status(dcj.Journal.load(wire))
     except JournalError:
         return
     oracle = dc.replay(_edited_scenario(document, journal, index, scenario_entry))
@@ -236,7 +236,7 @@ def _any_edit(draw: st.DrawFn, wire: dict[str, Any]) -> str:
 def test_with_a_key_every_edit_is_refused(document: dict[str, Any], data: st.DataObject) -> None:
     journal, _ = record(document, key=KEY)
     wire = json.loads(dcj.journal_to_json(journal))
-    dcj.fold_journal(dcj.load_journal(wire), key=KEY)  # the untouched journal verifies
+    dcj.fold_journal(dcj.Journal.load(wire), key=KEY)  # the untouched journal verifies
     changed = _any_edit(data.draw, wire)
     note(changed)
     # The check that refuses the edit is the MAC of the edited entry (an edited request:
@@ -244,7 +244,7 @@ def test_with_a_key_every_edit_is_refused(document: dict[str, Any], data: st.Dat
     # the form, the loader naming the edited place.
     edited = changed.partition(".")[0] if changed.startswith("entries") else "entries[0]"
     try:
-        loaded = dcj.load_journal(wire)
+        loaded = dcj.Journal.load(wire)
     except JournalError as error:
         assert str(error).startswith(changed.rpartition(".")[0] or changed), (changed, error)
         return

@@ -48,7 +48,6 @@ aiops = _Namespace("diagnosis_core.aiops", {
     "AiOpsJournalEntry": "diagnosis_core.aiops._journal",
     "AlertmanagerAlerts": "diagnosis_core.aiops._alertmanager",
     "DISCOVERY_INSTRUCTION": "diagnosis_core.aiops._inputs",
-    "aiops_journal_from_json": "diagnosis_core.aiops._journal",
     "aiops_routing_mermaid": "diagnosis_core.aiops._routing",
     "record_aiops_scenario": "diagnosis_core.aiops._journal_replay",
 })

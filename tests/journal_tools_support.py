@@ -131,4 +131,4 @@ def read_journal(path: Path) -> dcj.Journal:
     }
     if end is not None:
         document["end"] = end
-    return dcj.load_journal(document)
+    return dcj.Journal.load(document)

@@ -74,7 +74,7 @@ def test_every_aiops_example_is_the_same_live_folded_and_replayed(
     document = json.loads(path.read_text(encoding="utf-8"))
     live = dcp.canonical_json(dca.replay_aiops(document))
     journal = dca.record_aiops_scenario(document, key=key)
-    loaded = dca.aiops_journal_from_json(dcj.journal_to_json(journal))
+    loaded = dca.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dca.aiops_journal_status(loaded, key=key).describe() == "complete"
     assert dcp.canonical_json(dca.replay_aiops_journal(loaded, key=key)) == live
@@ -137,7 +137,7 @@ def test_an_invocation_recorded_twice_is_refused_naming_the_entry() -> None:
     executors = [i for i, entry in enumerate(wire["entries"]) if entry["call"] == "executor"]
     first, second = executors
     wire["entries"][second]["tool_invocations"] = wire["entries"][first]["tool_invocations"][:1]
-    journal = dca.load_aiops_journal(wire)
+    journal = dca.AiOpsJournal.load(wire)
     with pytest.raises(JournalError) as caught:
         dca.replay_aiops_journal(journal)
     assert str(caught.value).startswith(
@@ -159,11 +159,11 @@ def test_a_truncated_journal_names_the_entry() -> None:
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json")))
     del wire["entries"][1]
     with pytest.raises(JournalError, match=r"^entries\[1\]\.seq: expected 2, got 3$"):
-        dca.fold_aiops_journal(dca.load_aiops_journal(wire))
+        dca.fold_aiops_journal(dca.AiOpsJournal.load(wire))
     for seq, entry in enumerate(wire["entries"], start=1):
         entry["seq"] = seq
     with pytest.raises(JournalError) as caught:
-        dca.fold_aiops_journal(dca.load_aiops_journal(wire))
+        dca.fold_aiops_journal(dca.AiOpsJournal.load(wire))
     assert str(caught.value) == (
         "entries[1]: the run expects planner step 1 attempt 1, the journal has supervisor"
     )
@@ -174,7 +174,7 @@ def test_a_wrong_attempt_and_an_entry_after_end_are_refused() -> None:
     wrong = copy.deepcopy(wire)
     wrong["entries"][6]["attempt"] = 3
     with pytest.raises(JournalError) as caught:
-        dca.fold_aiops_journal(dca.load_aiops_journal(wrong))
+        dca.fold_aiops_journal(dca.AiOpsJournal.load(wrong))
     assert str(caught.value) == (
         "entries[6]: the run expects reporter step 3 attempt 2, "
         "the journal has reporter step 3 attempt 3"
@@ -182,7 +182,7 @@ def test_a_wrong_attempt_and_an_entry_after_end_are_refused() -> None:
     extra = copy.deepcopy(wire)
     extra["entries"].append({**extra["entries"][-1], "seq": 8})
     with pytest.raises(JournalError, match=r"^entries\[7\]: the run has ended, the journal has"):
-        dca.fold_aiops_journal(dca.load_aiops_journal(extra))
+        dca.fold_aiops_journal(dca.AiOpsJournal.load(extra))
 
 
 def test_an_edited_reply_is_caught_by_the_next_input_hash() -> None:
@@ -193,7 +193,7 @@ def test_an_edited_reply_is_caught_by_the_next_input_hash() -> None:
     with pytest.raises(
         JournalError, match=r"^entries\[2\]\.input_sha256: the input of supervisor step 2"
     ):
-        dca.fold_aiops_journal(dca.load_aiops_journal(wire))
+        dca.fold_aiops_journal(dca.AiOpsJournal.load(wire))
 
 
 def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() -> None:
@@ -205,7 +205,7 @@ def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() 
     del wire["entries"][1]["tool_invocations"]
     wire["entries"] = wire["entries"][:2]
     wire["end"] = {"entries": 2}  # without a key, an end marker is a fact like the others
-    status = dca.aiops_journal_status(dca.load_aiops_journal(wire))
+    status = dca.aiops_journal_status(dca.AiOpsJournal.load(wire))
     assert status.complete
     assert status.state.outcome is dca.AiOpsOutcome.FALLBACK
     assert status.state.reason_code is dca.AiOpsReasonCode.EXECUTOR_FAILED
@@ -250,7 +250,7 @@ def test_malformed_aiops_journals_are_refused_with_a_path(edit: Any, message: st
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json")))
     edit(wire)
     with pytest.raises(JournalError) as caught:
-        dca.load_aiops_journal(wire)
+        dca.AiOpsJournal.load(wire)
     assert str(caught.value).startswith(message)
 
 
@@ -259,7 +259,7 @@ def test_journals_of_the_two_workflows_are_not_interchangeable() -> None:
     with pytest.raises(
         JournalError, match="format: expected 'diagnosis_journal_v2' or 'diagnosis_journal_v1'"
     ):
-        dcj.journal_from_json(dcj.journal_to_json(journal))
+        dcj.Journal.from_json(dcj.journal_to_json(journal))
     with pytest.raises(JournalError, match="expected a Journal, got AiOpsJournal"):
         dcj.fold_journal(journal)  # type: ignore[arg-type]
     with pytest.raises(JournalError, match="call: expected a AiOpsAgent"):
@@ -295,9 +295,9 @@ def _signed_edits() -> list[Any]:
 @pytest.mark.parametrize("edit", _signed_edits(), ids=lambda edit: edit.__name__)
 def test_a_signed_journal_is_refused_after_any_edit(edit: Any) -> None:
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json"), key=KEY))
-    assert dca.aiops_journal_status(dca.load_aiops_journal(wire), key=KEY).complete
+    assert dca.aiops_journal_status(dca.AiOpsJournal.load(wire), key=KEY).complete
     edit(wire)
-    journal = dca.load_aiops_journal(wire)
+    journal = dca.AiOpsJournal.load(wire)
     if edit.__name__ == "drop_last":  # a valid prefix: it verifies, and is incomplete
         status = dca.aiops_journal_status(journal, key=KEY)
         assert status.describe() == "incomplete: ends before reporter step 3 attempt 2"

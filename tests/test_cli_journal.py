@@ -62,7 +62,7 @@ def test_every_example_replays_from_its_journal_byte_for_byte(
     journal, printed = record(capsys, tmp_path, path)
     assert printed == expected
     text = journal.read_text(encoding="utf-8")
-    assert text == dcj.journal_to_json(dcj.journal_from_json(text)) + "\n"  # canonical
+    assert text == dcj.journal_to_json(dcj.Journal.from_json(text)) + "\n"  # canonical
     assert run(capsys, "run", "--json", str(journal)) == (0, expected, "")
     # The readable form is the scenario's too.
     assert run(capsys, "run", str(journal)) == run(capsys, "run", str(path))

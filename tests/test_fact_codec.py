@@ -54,7 +54,7 @@ def pair_gatekeeper() -> tuple[dc.DiagnosisRequest, dc.Effects]:
 def reloaded(sink: dcj.ListJournalSink, request: dc.DiagnosisRequest) -> dcj.Journal:
     text = dcj.journal_to_json(sink.journal(request))
     text.encode("utf-8")  # what a store writes
-    return dcj.journal_from_json(text)
+    return dcj.Journal.from_json(text)
 
 
 def test_a_gatekeeper_result_holding_a_surrogate_pair_is_invalid_live_and_reloaded() -> None:
@@ -236,7 +236,7 @@ def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -
     live = dca.run_aiops(request, fresh(), sink=sink, key=KEY)
     assert dc.to_json(live.result) == dc.to_json(plain.result)
     text = dcj.journal_to_json(dca.AiOpsJournal(request, tuple(sink.entries)))
-    folded = dca.fold_aiops_journal(dca.aiops_journal_from_json(text), key=KEY)
+    folded = dca.fold_aiops_journal(dca.AiOpsJournal.from_json(text), key=KEY)
     assert folded == live
     assert dc.from_json(dca.AiOpsState, dc.to_json(live)) == live
     # What all must say: the planner failed twice (one retry), each message stored as

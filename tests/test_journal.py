@@ -92,7 +92,7 @@ def test_every_example_gives_the_same_result_live_folded_and_replayed(
     document = json.loads(path.read_text(encoding="utf-8"))
     live = dcp.canonical_json(dc.replay(document))
     journal = record_scenario(document, key=key)
-    loaded = dcj.journal_from_json(dcj.journal_to_json(journal))
+    loaded = dcj.Journal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dcp.canonical_json(dcj.replay_journal(loaded, key=key)) == live
     assert dcp.canonical_json(dc.replay(dcj.journal_to_scenario(loaded, key=key))) == live
@@ -128,11 +128,11 @@ def test_a_journal_truncated_in_the_middle_names_the_entry() -> None:
     wire = wire_of(record_scenario(example("payment_timeout.json")))
     del wire["entries"][1]
     with pytest.raises(JournalError, match=r"^entries\[1\]\.seq: expected 2, got 3$"):
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
     for seq, entry in enumerate(wire["entries"], start=1):
         entry["seq"] = seq
     with pytest.raises(JournalError) as caught:
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
     assert str(caught.value) == (
         "entries[1]: the run expects executor round 1 attempt 1, the journal has gatekeeper"
     )
@@ -144,7 +144,7 @@ def test_a_wrong_attempt_names_what_the_run_expects() -> None:
     index = calls.index("composer") + 1
     wire["entries"][index]["attempt"] = 3
     with pytest.raises(JournalError) as caught:
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
     assert str(caught.value) == (
         f"entries[{index}]: the run expects composer round 1 attempt 2, "
         "the journal has composer round 1 attempt 3"
@@ -157,7 +157,7 @@ def test_a_changed_planner_text_is_caught_by_the_next_input_hash() -> None:
     plan["steps"][0]["goal"] = "something else"
     wire["entries"][0]["outcome"]["text"] = json.dumps(plan)
     with pytest.raises(JournalError, match=r"^entries\[1\]\.input_sha256: the input of executor"):
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
 
 
 def test_non_consecutive_seq_and_an_entry_after_end_are_refused() -> None:
@@ -165,11 +165,11 @@ def test_non_consecutive_seq_and_an_entry_after_end_are_refused() -> None:
     skipped = copy.deepcopy(wire)
     skipped["entries"][2]["seq"] = 4
     with pytest.raises(JournalError, match=r"^entries\[2\]\.seq: expected 3, got 4$"):
-        dcj.fold_journal(dcj.load_journal(skipped))
+        dcj.fold_journal(dcj.Journal.load(skipped))
     extra = copy.deepcopy(wire)
     extra["entries"].append({**extra["entries"][-1], "seq": 6})
     with pytest.raises(JournalError, match=r"^entries\[5\]: the run has ended, the journal has"):
-        dcj.fold_journal(dcj.load_journal(extra))
+        dcj.fold_journal(dcj.Journal.load(extra))
 
 
 def test_only_the_last_entry_may_be_started() -> None:
@@ -190,12 +190,12 @@ def test_a_forged_gatekeeper_pass_is_a_fact_and_goes_through_the_parsers() -> No
     gatekeeper["outcome"] = {"result": {"status": "pass"}}
     wire["entries"] = wire["entries"][:3]
     del wire["end"]  # cut like a crashed run (an end marker that covers 5 entries is refused)
-    status = dcj.journal_status(dcj.load_journal(wire))
+    status = dcj.journal_status(dcj.Journal.load(wire))
     assert not status.complete
     assert status.describe() == "incomplete: ends before verifier round 1 attempt 1"
     assert status.state.evaluation is None and status.state.answer is None
     with pytest.raises(JournalError, match="incomplete"):
-        dcj.replay_journal(dcj.load_journal(wire))
+        dcj.replay_journal(dcj.Journal.load(wire))
 
 
 def test_a_journal_that_ends_early_names_the_pending_call() -> None:
@@ -252,7 +252,7 @@ def test_malformed_journals_are_refused_with_a_path(edit: Any, message: str) -> 
     wire = wire_of(record_scenario(example("payment_timeout.json")))
     edit(wire)
     with pytest.raises(JournalError) as caught:
-        dcj.load_journal(wire)
+        dcj.Journal.load(wire)
     assert str(caught.value).startswith(message)
 
 
@@ -268,14 +268,14 @@ def test_malformed_journals_are_refused_with_a_path(edit: Any, message: str) -> 
 )
 def test_journal_text_goes_through_the_strict_json_layer(text: str) -> None:
     with pytest.raises(JournalError):
-        dcj.journal_from_json(text)
+        dcj.Journal.from_json(text)
 
 
 def test_a_duplicate_key_in_an_entry_is_located() -> None:
     text = dcj.journal_to_json(record_scenario(example("payment_timeout.json")))
     forged = text.replace('"attempt":1,', '"attempt":1,"attempt":2,', 1)
     with pytest.raises(JournalError, match=r"entries\[0\]: duplicate key 'attempt'"):
-        dcj.journal_from_json(forged)
+        dcj.Journal.from_json(forged)
 
 
 @pytest.mark.parametrize(
@@ -292,14 +292,14 @@ def test_a_problem_in_journal_text_is_named_as_written(text: str, message: str) 
     # Escaped lone surrogates are facts a journal keeps: the error names the
     # real key and path, never a placeholder for the surrogate.
     with pytest.raises(JournalError) as caught:
-        dcj.journal_from_json(text)
+        dcj.Journal.from_json(text)
     assert str(caught.value) == message
 
 
 def test_journal_text_with_a_raw_surrogate_is_refused() -> None:
     # The journal writer always escapes surrogates (its text is valid UTF-8).
     with pytest.raises(JournalError, match="raw surrogate"):
-        dcj.journal_from_json('{"format": "\ud800"}')
+        dcj.Journal.from_json('{"format": "\ud800"}')
 
 
 # --- lone surrogates in stored facts --------------------------------------------------------
@@ -321,7 +321,7 @@ def test_a_lone_surrogate_in_an_error_message_round_trips() -> None:
     text = dcj.journal_to_json(journal)
     text.encode("utf-8")  # always valid UTF-8
     assert "\\udcff" in text
-    loaded = dcj.journal_from_json(text)
+    loaded = dcj.Journal.from_json(text)
     assert loaded == journal
     outcome = loaded.entries[3].outcome
     message = "RuntimeError: bad byte \udcff here"
@@ -371,7 +371,7 @@ def test_with_a_key_tampering_is_refused(edit: Any) -> None:
     wire = wire_of(record_scenario(example("payment_timeout.json"), key=KEY))
     edit(wire)
     with pytest.raises(JournalError, match=r"\.mac: does not match|the run expects"):
-        dcj.fold_journal(dcj.load_journal(wire), key=KEY)
+        dcj.fold_journal(dcj.Journal.load(wire), key=KEY)
 
 
 def test_an_empty_key_is_refused() -> None:
@@ -497,7 +497,7 @@ def test_a_gatekeeper_result_that_is_not_json_is_recorded_and_stays_invalid() ->
         "result"
     ]
     assert state.result.reason_code is dc.ReasonCode.GATEKEEPER_INVALID_RESULT
-    assert dcj.fold_journal(dcj.journal_from_json(dcj.journal_to_json(journal))) == state
+    assert dcj.fold_journal(dcj.Journal.from_json(dcj.journal_to_json(journal))) == state
 
 
 def test_finishing_without_a_started_entry_and_a_conflicting_start_are_refused() -> None:
@@ -532,5 +532,5 @@ def test_tool_invocations_round_trip_on_executor_entries() -> None:
         "input": {"q": "timeout"}, "error": {"type": "TimeoutError", "message": "slow"},
         "duration_ms": 12.5,
     }]
-    assert dcj.load_journal(wire) == with_tools
+    assert dcj.Journal.load(wire) == with_tools
     assert dcj.fold_journal(with_tools) == dcj.fold_journal(journal)

@@ -104,7 +104,7 @@ def test_every_example_journal_folds_to_the_live_state_and_replays_byte_for_byte
     request, effects = setup(document)
     sink = dcj.ListJournalSink()
     state = dc.run_diagnosis(request, effects, sink=sink, key=key)
-    journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
+    journal = dcj.Journal.from_json(dcj.journal_to_json(sink.journal(request)))
     assert result_json(state) == expected
     assert json.loads(expected) == golden_result(path.stem)  # the replay is the corpus's
     assert dcj.fold_journal(journal, key=key) == state
@@ -185,7 +185,7 @@ def test_the_executor_entry_carries_the_tools_recorded_during_its_call() -> None
 
     sink = dcj.ListJournalSink()
     dc.run_diagnosis(request, attrs.evolve(plain, executor=executor), sink=sink, tools=tools)
-    journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
+    journal = dcj.Journal.from_json(dcj.journal_to_json(sink.journal(request)))
     carried = {entry.call: entry.tool_invocations for entry in journal.entries}
     executor_tools = carried.pop(JournalCall.EXECUTOR)
     assert executor_tools is not None

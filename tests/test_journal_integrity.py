@@ -225,7 +225,7 @@ def test_replay_and_scenario_refuse_a_tampered_signed_journal() -> None:
     wire = wire_of(sink.list.journal(request))
     tampered = copy.deepcopy(wire)
     tampered["entries"][3]["outcome"]["text"] += " "
-    journal = dcj.load_journal(tampered)
+    journal = dcj.Journal.load(tampered)
     with pytest.raises(JournalError, match=r"^entries\[3\]\.mac: does not match"):
         dcj.replay_journal(journal, key=KEY)
     with pytest.raises(JournalError, match=r"^entries\[3\]\.mac: does not match"):
@@ -233,7 +233,7 @@ def test_replay_and_scenario_refuse_a_tampered_signed_journal() -> None:
     swapped = copy.deepcopy(wire)
     swapped["end"]["entries"] = 4
     with pytest.raises(JournalError, match=r"^end\.entries: the end marker covers 4 entries"):
-        dcj.replay_journal(dcj.load_journal(swapped), key=KEY)
+        dcj.replay_journal(dcj.Journal.load(swapped), key=KEY)
 
 
 # --- the head ------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def test_a_gatekeeper_input_hash_replaced_by_the_hash_of_null_is_refused() -> No
         gatekeeper = wire["entries"][2]
         assert gatekeeper["call"] == "gatekeeper"
         gatekeeper["input_sha256"] = oracle_sha("null")
-        journal = dcj.load_journal(wire)
+        journal = dcj.Journal.load(wire)
         with pytest.raises(JournalError, match=r"^entries\[2\]\.input_sha256: the input of gatek"):
             dcj.fold_journal(journal)
         if key is not None:
@@ -356,7 +356,7 @@ def test_a_v1_journal_loads_folds_and_replays_byte_identically(name: str) -> Non
     text = (FIXTURES / f"{name}.json").read_text(encoding="utf-8")
     output = (FIXTURES / f"{name}.output.json").read_text(encoding="utf-8")
     key = b"v1-fixture-key" if name.endswith("signed") else None
-    journal = dcj.journal_from_json(text.strip())
+    journal = dcj.Journal.from_json(text.strip())
     assert journal.format == "diagnosis_journal_v1" and journal.end is None
     assert dcj.journal_to_json(journal) + "\n" == text
     assert dcp.canonical_json(dcj.replay_journal(journal, key=key)) + "\n" == output
@@ -372,7 +372,7 @@ def test_a_v1_aiops_journal_loads_and_replays_byte_identically(name: str) -> Non
     text = (FIXTURES / f"{name}.json").read_text(encoding="utf-8")
     output = (FIXTURES / f"{name}.output.json").read_text(encoding="utf-8")
     key = b"v1-fixture-key" if name.endswith("signed") else None
-    journal = dca.aiops_journal_from_json(text.strip())
+    journal = dca.AiOpsJournal.from_json(text.strip())
     assert journal.format == "aiops_journal_v1"
     assert dcj.journal_to_json(journal) + "\n" == text
     assert dcp.canonical_json(dca.replay_aiops_journal(journal, key=key)) + "\n" == output
@@ -382,11 +382,11 @@ def test_a_v1_journal_cannot_carry_v2_fields() -> None:
     wire = json.loads((FIXTURES / "payment_timeout.json").read_text(encoding="utf-8"))
     with_end = dict(wire, end={"entries": 5})
     with pytest.raises(JournalError, match=r'^\$: unknown key "end"'):
-        dcj.load_journal(with_end)
+        dcj.Journal.load(with_end)
     derived = copy.deepcopy(wire)
     derived["entries"][2]["derived"] = True
     with pytest.raises(JournalError, match=r"^entries\[2\]: unknown key"):
-        dcj.load_journal(derived)
+        dcj.Journal.load(derived)
 
 
 # --- tool records keep their audit fields; duration_ms is validated ------------------------
@@ -433,7 +433,7 @@ def test_duration_ms_is_validated(value: object, message: str) -> None:
     if isinstance(value, float) and value != value:
         return  # NaN is not JSON; the loader never sees it
     with pytest.raises(JournalError, match=r"^entries\[1\]\.tool_invocations\[0\]: duration_ms"):
-        dcj.load_journal(wire)
+        dcj.Journal.load(wire)
     for good in (0, 12, 3.5):
         assert dcj.RecordedToolInvocation("inv-1", "t", True, duration_ms=good).duration_ms == good
 
@@ -441,7 +441,7 @@ def test_duration_ms_is_validated(value: object, message: str) -> None:
 def test_signing_rules_per_version_and_their_refusals() -> None:
     # A v1 journal's entries are signed by the v1 rule (no domain), entry by entry.
     text = (FIXTURES / "payment_timeout.signed.json").read_text(encoding="utf-8")
-    v1 = dcj.journal_from_json(text.strip())
+    v1 = dcj.Journal.from_json(text.strip())
     v1_key = b"v1-fixture-key"
     for index, entry in enumerate(v1.entries):
         prefix = attrs.evolve(v1, entries=v1.entries[:index])
@@ -489,7 +489,7 @@ def test_an_ended_or_v1_journal_refuses_what_v2_running_entries_do() -> None:
     recorder = dcj.JournalRecorder(attrs.evolve(journal, end=None), key=KEY)
     with pytest.raises(JournalError, match=r"^the journal's last entry is not started; nothing to"):
         recorder.progress(())
-    v1 = dcj.journal_from_json(
+    v1 = dcj.Journal.from_json(
         (FIXTURES / "payment_timeout.json").read_text(encoding="utf-8").strip()
     )
     cut = attrs.evolve(v1, entries=(*v1.entries[:1], attrs.evolve(

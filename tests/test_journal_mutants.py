@@ -279,13 +279,13 @@ def test_a_malformed_end_marker_is_refused_naming_its_field() -> None:
     wire = wire_of(journal)
     missing = {**wire, "end": {"mac": wire["end"]["mac"]}}
     with pytest.raises(JournalError, match=r"^end\.entries: missing"):
-        dcj.load_journal(missing)
+        dcj.Journal.load(missing)
     bad_type = {**wire, "end": {"entries": 5, "mac": 7}}
     with pytest.raises(JournalError, match=r"^end\.mac: "):
-        dcj.load_journal(bad_type)
+        dcj.Journal.load(bad_type)
     bad_hex = {**wire, "end": {"entries": 5, "mac": "ABC"}}
     with pytest.raises(JournalError, match=r"^end\.mac: expected 64 lowercase hex digits"):
-        dcj.load_journal(bad_hex)
+        dcj.Journal.load(bad_hex)
 
 
 def test_a_malformed_error_message_is_refused_naming_its_path() -> None:
@@ -294,7 +294,7 @@ def test_a_malformed_error_message_is_refused_naming_its_path() -> None:
     wire = wire_of(journal)
     wire["entries"][at]["outcome"]["error"]["message"] = 5
     with pytest.raises(JournalError, match=rf"^entries\[{at}\]\.outcome\.error\.message: "):
-        dcj.load_journal(wire)
+        dcj.Journal.load(wire)
 
 
 # --- the executor's tool calls, in id order ------------------------------------
@@ -491,7 +491,7 @@ def test_store_refuses_the_options_it_replaces_and_what_is_not_a_store(tmp_path:
             request, dc.AsyncEffects.from_sync(effects), store=store,
             journal=dcj.Journal(request),
         ))
-    with pytest.raises(dcs.StoreError, match=r"^store: expected a JournalStore, got int$"):
+    with pytest.raises(dcj.StoreError, match=r"^store: expected a JournalStore, got int$"):
         dc.run_diagnosis(request, effects, store=5)  # type: ignore[arg-type]
     store.close()
 
@@ -638,7 +638,7 @@ def test_malformed_entry_fields_are_refused_naming_their_path() -> None:
     ]
     for data, message in cases:
         with pytest.raises(JournalError, match=message):
-            dcj.load_journal(data)
+            dcj.Journal.load(data)
 
 
 class Crash(BaseException):
@@ -725,7 +725,7 @@ def test_each_driver_writes_a_timed_journal_to_a_store_and_resumes_from_it(
 
 def test_a_resumed_v1_journal_records_the_executor_tool_calls_at_its_end() -> None:
     fixture = Path(__file__).resolve().parent / "fixtures" / "journal_v1" / "payment_timeout.json"
-    journal = dcj.journal_from_json(fixture.read_text(encoding="utf-8"))
+    journal = dcj.Journal.from_json(fixture.read_text(encoding="utf-8"))
     assert journal.format == dcj.JOURNAL_FORMAT_V1
     at = next(i for i, e in enumerate(journal.entries) if e.call is JournalCall.EXECUTOR)
     cut = dcj.Journal(journal.request, journal.entries[:at], format=journal.format)

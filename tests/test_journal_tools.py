@@ -160,7 +160,7 @@ def test_resend_executor_needs_the_tool_recorder_and_a_v2_journal(tmp_path: Path
     wire["entries"] = wire["entries"][:2]
     wire["entries"][1]["state"] = "started"
     del wire["entries"][1]["outcome"]
-    v1 = dcj.load_journal(wire)
+    v1 = dcj.Journal.load(wire)
     with pytest.raises(JournalError, match=r"^resend_executor: a diagnosis_journal_v1 journal"):
         dc.run_diagnosis(request, effects, journal=v1, tools=dct.ToolRecorder(),
                          resend_executor=True)
@@ -326,7 +326,7 @@ def test_the_journal_says_the_gatekeeper_is_derived_and_fold_re_derives_it() -> 
     wire = json.loads(dcj.journal_to_json(journal))
     assert wire["entries"][2]["derived"] is True
     assert all("derived" not in entry for i, entry in enumerate(wire["entries"]) if i != 2)
-    assert dcj.fold_journal(dcj.load_journal(wire)) == state
+    assert dcj.fold_journal(dcj.Journal.load(wire)) == state
 
 
 def test_a_pass_whose_matched_text_is_in_no_recorded_output_no_longer_folds() -> None:
@@ -336,20 +336,20 @@ def test_a_pass_whose_matched_text_is_in_no_recorded_output_no_longer_folds() ->
     wire["entries"][1]["tool_invocations"][0]["output"] = {"items": [{"message": "all fine"}]}
     with pytest.raises(JournalError, match=r"^entries\[2\]\.outcome\.result: differs from the "
                        "reference gatekeeper's result over the recorded tool invocations"):
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
     with pytest.raises(JournalError, match=r"^entries\[2\]\.outcome\.result: differs"):
-        dcj.replay_journal(dcj.load_journal(wire))
+        dcj.replay_journal(dcj.Journal.load(wire))
     # A stored verdict edited on its own: refused the same way.
     wire = json.loads(dcj.journal_to_json(journal))
     result = wire["entries"][2]["outcome"]["result"]
     result["checked_bindings"][0]["matched_text"] = "anything at all"
     with pytest.raises(JournalError, match=r"^entries\[2\]\.outcome\.result: differs"):
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
     # Only an interrupted derived call may be an error (the resume rule writes it).
     wire = json.loads(dcj.journal_to_json(journal))
     wire["entries"][2]["outcome"] = {"error": {"message": "TimeoutError: slow"}}
     with pytest.raises(JournalError, match=r"^entries\[2\]\.outcome: a derived gatekeeper call"):
-        dcj.fold_journal(dcj.load_journal(wire))
+        dcj.fold_journal(dcj.Journal.load(wire))
 
 
 def test_with_a_key_the_derived_flag_cannot_be_dropped() -> None:
@@ -357,7 +357,7 @@ def test_with_a_key_the_derived_flag_cannot_be_dropped() -> None:
     wire = json.loads(dcj.journal_to_json(journal))
     del wire["entries"][2]["derived"]
     with pytest.raises(JournalError, match=r"^entries\[2\]\.mac: does not match"):
-        dcj.fold_journal(dcj.load_journal(wire), key=KEY)
+        dcj.fold_journal(dcj.Journal.load(wire), key=KEY)
 
 
 def test_a_gatekeeper_whose_ledger_is_not_the_journal_s_stays_a_fact() -> None:

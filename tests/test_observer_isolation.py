@@ -121,7 +121,7 @@ def test_an_observer_editing_the_gatekeeper_result_changes_neither_run_nor_journ
     sink = dcj.ListJournalSink()
     watched = dc.run_diagnosis(request, effects, sink=sink, observer=EditsTheGatekeeperResult())
     assert dc.to_json(watched.result) == dc.to_json(plain.result)
-    folded = dcj.fold_journal(dcj.journal_from_json(dcj.journal_to_json(sink.journal(request))))
+    folded = dcj.fold_journal(dcj.Journal.from_json(dcj.journal_to_json(sink.journal(request))))
     assert dc.to_json(folded.result) == dc.to_json(plain.result)
     request, effects = setup(document)
     unjournaled = dc.run_diagnosis(request, effects, observer=EditsTheGatekeeperResult())

@@ -341,7 +341,7 @@ async def test_temporal_matches_the_sync_driver(temporal_address: str) -> None:
                 client, request, task_queue=queue, workflow_id=f"{queue}-{request.run.run_id}"
             )
             state = dc.from_wire(dc.DiagnosisState, await handle.result())
-            journal = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+            journal = dcj.Journal.load(await handle.query(DiagnosisWorkflow.diagnosis_journal))
         return state, journal
 
     async with create_diagnosis_worker(client, routed.effects(), task_queue=queue):

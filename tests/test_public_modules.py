@@ -132,3 +132,42 @@ def test_a_fresh_process_names_the_public_module_in_a_traceback() -> None:
         "diagnosis_core.MachineError: advancing a finished run"
     )
     assert "_kernel" not in done.stderr.strip().splitlines()[-1]
+
+
+_FIRST_IMPORTS = {
+    # however a namespace is first imported, its classes name it once it is bound
+    "a private module of the namespace first": (
+        "import diagnosis_core.stores._jsonl as m\n"
+        "import diagnosis_core.journal as j, diagnosis_core.stores as s\n"
+        "print(m.JsonlStore.__module__, j.StoreError.__module__, s.SqliteStore.__module__)",
+        "diagnosis_core.stores diagnosis_core.journal diagnosis_core.stores",
+    ),
+    "importlib": (
+        "import importlib\n"
+        "t = importlib.import_module('diagnosis_core.testing')\n"
+        "print(t.FakeGatekeeper.__module__, t.EffectScript.__module__)",
+        "diagnosis_core.testing diagnosis_core.testing",
+    ),
+    "from the parent": (
+        "from diagnosis_core import journal, tools\n"
+        "print(journal.JournalStore.__module__, tools.ToolRecorder.__module__)",
+        "diagnosis_core.journal diagnosis_core.tools",
+    ),
+    "a submodule of a public subpackage": (
+        "from diagnosis_core.adapters import langgraph\n"
+        "print(langgraph.ThreadBusyError.__module__, langgraph.RunOptions.__module__)",
+        "diagnosis_core.adapters.langgraph diagnosis_core.adapters.langgraph",
+    ),
+}
+
+
+@pytest.mark.parametrize("script", _FIRST_IMPORTS, ids=str)
+def test_a_namespace_is_published_however_it_is_first_imported(script: str) -> None:
+    """No namespace publishes itself: the package does it as each one is bound (public.py)."""
+    if "langgraph" in script:
+        pytest.importorskip("langgraph")
+    source, expected = _FIRST_IMPORTS[script]
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected

@@ -19,7 +19,6 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
-import diagnosis_core.stores as dcst
 import diagnosis_core.tools as dct
 from diagnosis_core.stores import SqliteStore
 from tests._reach import journal as dcj
@@ -227,7 +226,7 @@ def test_an_iterator_refuses_a_store_that_is_not_one_when_called(
     flow_name: str, form: str
 ) -> None:
     flow = FLOWS[flow_name]
-    with pytest.raises(dcst.StoreError, match=r"^store: expected a JournalStore, got str"):
+    with pytest.raises(dcj.StoreError, match=r"^store: expected a JournalStore, got str"):
         _call(flow, form, store="runs.db")
 
 

@@ -64,7 +64,7 @@ def test_a_3000_deep_tool_output_is_a_failed_call_and_the_journaling_run_finishe
     (record,) = tools.to_records()
     assert record["success"] is False and record["output"] is None
     assert record["error"] == {"type": "LedgerError", "message": record["error"]["message"]}  # type: ignore[index]
-    journal = dcj.journal_from_json(dcj.journal_to_json(sink.journal(request)))
+    journal = dcj.Journal.from_json(dcj.journal_to_json(sink.journal(request)))
     executor_entry = next(e for e in journal.entries if e.call == JournalCall.EXECUTOR)
     assert executor_entry.state == EntryState.FINISHED
     assert executor_entry.tool_invocations is not None

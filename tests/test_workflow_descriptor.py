@@ -193,8 +193,8 @@ def test_each_workflows_journal_functions_are_bound_to_it() -> None:
     for refuse_flow in (dcj.fold_journal, dcj.journal_status, dcj.resume_journal):
         with pytest.raises(dc.JournalError, match=r"^expected a Journal, got AiOpsJournal$"):
             refuse_flow(flow_journal)  # type: ignore[arg-type]
-    assert dcj.load_journal(dcj.journal_to_wire(chat_journal)) == chat_journal
-    assert dca.load_aiops_journal(dcj.journal_to_wire(flow_journal)) == flow_journal
-    assert type(dcj.journal_from_json(dcj.journal_to_json(chat_journal))) is dcj.Journal
+    assert dcj.Journal.load(dcj.journal_to_wire(chat_journal)) == chat_journal
+    assert dca.AiOpsJournal.load(dcj.journal_to_wire(flow_journal)) == flow_journal
+    assert type(dcj.Journal.from_json(dcj.journal_to_json(chat_journal))) is dcj.Journal
     with pytest.raises(dc.JournalError, match=r"^format: expected 'aiops_journal_v2'"):
-        dca.load_aiops_journal(dcj.journal_to_wire(chat_journal))
+        dca.AiOpsJournal.load(dcj.journal_to_wire(chat_journal))

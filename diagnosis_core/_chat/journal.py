@@ -99,11 +99,9 @@ __all__ = [
     "expected_call",
     "finish_entry",
     "fold_journal",
-    "journal_from_json",
     "journal_status",
     "journal_to_scenario",
     "journal_tool_records",
-    "load_journal",
     "outcome_of",
     "recorded_tool_invocations",
     "replay_journal",
@@ -166,8 +164,6 @@ fold_journal = DIAGNOSIS_WORKFLOW.fold_journal
 resume_journal = DIAGNOSIS_WORKFLOW.resume_journal
 resent_on_resume = DIAGNOSIS_WORKFLOW.resent_on_resume
 finish_entry = DIAGNOSIS_WORKFLOW.finish_entry
-load_journal = Journal.load
-journal_from_json = Journal.from_json
 
 
 # --- the builder -------------------------------------------------------------------

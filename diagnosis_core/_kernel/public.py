@@ -4,13 +4,21 @@ Classes are defined in private modules (``_chat/``, ``_kernel/``,
 ``aiops/_*.py``) and exported from the public namespaces. A traceback, a
 class repr and pickle read ``__module__``: left as defined, they name a
 private module (``diagnosis_core._kernel.errors.MachineError``) that a host
-must never import. Each public namespace calls :func:`publish` on its
-``__all__`` once it is built; every class it exports that still names a
+must never import. Each public namespace is published (:func:`publish` on its
+``__all__``) once it is built; every class it exports that still names a
 private module, or a public namespace later in :data:`HOMES`, then names this
 one. So the home of a class is the first namespace of :data:`HOMES` that
 exports it and has been imported (``diagnosis_core`` before the audience
 namespaces).
 The name always resolves there: pickle finds the class where it says it is.
+
+No namespace publishes itself. The top-level package calls :func:`publish_package`
+on itself last; from then on it is a :class:`PublishingPackage`, whose attribute
+binding publishes each submodule as Python's import system binds it to its parent
+(right after the submodule's code has run), and makes a public subpackage
+(``adapters``) one too. So a namespace is published exactly when it is first
+imported, however it is imported, and the layers above the kernel (``stores``,
+``testing``, ``conformance``, the adapters) need nothing private to be published.
 
 Moving ``__module__`` would change where :func:`typing.get_type_hints` reads
 the class's string annotations (``from __future__ import annotations``); so
@@ -33,10 +41,18 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
-__all__ = ["HOMES", "defined_in", "lazy_attributes", "publish"]
+__all__ = [
+    "HOMES",
+    "PublishingPackage",
+    "defined_in",
+    "lazy_attributes",
+    "publish",
+    "publish_package",
+]
 
 HOMES = (
     "diagnosis_core",
@@ -124,6 +140,43 @@ def publish(namespace: str, values: Mapping[str, object], names: Iterable[str]) 
             _DEFINED[cls] = current
             _resolve_annotations(cls, current)
         cls.__module__ = namespace
+
+
+class PublishingPackage(types.ModuleType):
+    """A package that publishes each public submodule as the import system binds it.
+
+    Python binds a submodule to its parent package (``setattr(parent, name,
+    module)``) once the submodule's code has run; that is the moment a namespace
+    is complete, so it is published then (:func:`publish`, which leaves a private
+    module alone). A public subpackage becomes a :class:`PublishingPackage` itself,
+    so its own submodules (``diagnosis_core.adapters.langgraph``) are published too.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
+            _publish_module(value)
+
+
+def _publish_module(module: types.ModuleType) -> None:
+    if _is_private(module.__name__):
+        return
+    publish(module.__name__, vars(module), getattr(module, "__all__", ()))
+    if hasattr(module, "__path__") and type(module) is types.ModuleType:
+        module.__class__ = PublishingPackage
+
+
+def publish_package(package: types.ModuleType) -> None:
+    """Publish ``package`` and its public submodules, now and as they are imported.
+
+    The top-level package calls it on itself as its last statement (see the
+    module doc); a public submodule already imported by then is published here.
+    """
+    _publish_module(package)
+    prefix = f"{package.__name__}."
+    for name, module in list(sys.modules.items()):
+        if name.startswith(prefix) and name.count(".") == 1 and module is not None:
+            _publish_module(module)
 
 
 def lazy_attributes(

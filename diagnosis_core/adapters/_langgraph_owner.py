@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..stores import RunClaimedError
+from ..journal import RunClaimedError
 from ..stores._ownership import (
     THREAD_NAMESPACE,
     ConnectionClaims,

@@ -99,7 +99,6 @@ from ..aiops import (
     AsyncAiOpsEffects,
     check_aiops_effects,
     check_aiops_request,
-    load_aiops_journal,
 )
 from ..journal import (
     INTERRUPTED_MESSAGE,
@@ -107,7 +106,6 @@ from ..journal import (
     JournalOutcome,
     RecordedToolInvocation,
     journal_to_wire,
-    load_journal,
     outcome_to_wire,
 )
 from ..machine import DEFAULT_MAX_QUESTION_CHARS, check_diagnosis_effects, check_diagnosis_request
@@ -454,7 +452,7 @@ def dbos_diagnosis_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -
     when it has not, when it ended without a result, or when what DBOS
     recorded is not the facts of this workflow (see :func:`_recorded_journal`).
     """
-    return load_journal(_recorded_journal(_CHAT, workflow_id, timeout_seconds))
+    return Journal.load(_recorded_journal(_CHAT, workflow_id, timeout_seconds))
 
 
 _POLL_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5)  # then every 0.5 s
@@ -550,4 +548,4 @@ def run_aiops_dbos(request: AiOpsRequest, *, workflow_id: str | None = None) -> 
 
 def dbos_aiops_journal(workflow_id: str, *, timeout_seconds: float = 60.0) -> AiOpsJournal:
     """The journal of a finished AIOps run, as :func:`dbos_diagnosis_journal` derives it."""
-    return load_aiops_journal(_recorded_journal(_AIOPS, workflow_id, timeout_seconds))
+    return AiOpsJournal.load(_recorded_journal(_AIOPS, workflow_id, timeout_seconds))

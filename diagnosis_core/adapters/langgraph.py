@@ -44,7 +44,7 @@ into ``?`` and rejects integers beyond 64 bits, PostgreSQL's ``jsonb``
 refuses ``\\u0000``, and all of these can reach the journal through an
 agent's reply or error message. ASCII JSON text survives every checkpointer
 byte for byte; it is read back with the package's strict JSON layer and
-:func:`load_journal`, so a damaged checkpoint fails loudly.
+:meth:`Journal.load`, so a damaged checkpoint fails loudly.
 
 **Interrupts.** ``interrupt_before`` / ``interrupt_after`` name effect nodes
 and stop the run before that effect's ``started`` entry is committed (or
@@ -94,7 +94,6 @@ from .. import (
     DiagnosisState,
     Effects,
 )
-from .._kernel.public import publish as _publish
 from ..journal import (
     Journal,
     JournalEntry,
@@ -103,7 +102,6 @@ from ..journal import (
     RecordedGatekeeperResult,
     entry_to_wire,
     journal_status,
-    load_journal,
     request_to_wire,
     resume_journal,
 )
@@ -219,7 +217,7 @@ _FLOW = core.Flow(
     nodes=EFFECT_NODES,
     effects_type=Effects,
     async_effects_type=AsyncEffects,
-    load_journal=load_journal,
+    load_journal=Journal.load,
     status=lambda journal, key: journal_status(journal, key=key),
     resume=lambda journal, key, resend: resume_journal(
         journal, key=key, resend_gatekeeper=resend
@@ -444,6 +442,3 @@ async def aresume_diagnosis_graph(
     """The asyncio variant of :func:`resume_diagnosis_graph`."""
     state: DiagnosisState = await core.aresume_graph(_FLOW, graph, thread_id, options)
     return state
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

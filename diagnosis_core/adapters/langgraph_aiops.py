@@ -43,7 +43,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from .. import aiops
-from .._kernel.public import publish as _publish
 from ..journal import entry_to_wire
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
@@ -82,7 +81,7 @@ _FLOW = core.Flow(
     nodes=AIOPS_NODES,
     effects_type=aiops.AiOpsEffects,
     async_effects_type=aiops.AsyncAiOpsEffects,
-    load_journal=aiops.load_aiops_journal,
+    load_journal=aiops.AiOpsJournal.load,
     status=lambda journal, key: aiops.aiops_journal_status(journal, key=key),
     # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
     resume=lambda journal, key, resend: aiops.resume_aiops_journal(journal, key=key),
@@ -210,6 +209,3 @@ async def aresume_aiops_graph(
     """The asyncio variant of :func:`resume_aiops_graph`."""
     state: aiops.AiOpsState = await core.aresume_graph(_FLOW, graph, thread_id, options)
     return state
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

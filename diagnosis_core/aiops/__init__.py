@@ -15,7 +15,6 @@ from __future__ import annotations
 # The enum and payload modules are public in full: their ``__all__`` is the
 # list (star imports re-export exactly it, and mypy sees each name), added to
 # this package's ``__all__`` below instead of being written out a second time.
-from .._kernel.public import publish as _publish
 from . import _enums, _payloads
 from ._alertmanager import (
     AlertmanagerPayloadError,
@@ -49,7 +48,6 @@ from ._journal import (
     aiops_journal_status,
     aiops_request_to_wire,
     fold_aiops_journal,
-    load_aiops_journal,
     resume_aiops_journal,
 )
 from ._journal_replay import (
@@ -156,7 +154,6 @@ __all__ = [
     "evaluate_aiops_run",
     "fold_aiops_journal",
     "iter_aiops",
-    "load_aiops_journal",
     "load_aiops_scenario",
     "next_aiops_action",
     "parse_aiops_executor_output",
@@ -175,6 +172,3 @@ __all__ = [
 ]
 __all__ += _enums.__all__
 __all__ += _payloads.__all__
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

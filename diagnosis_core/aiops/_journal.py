@@ -70,11 +70,9 @@ __all__ = [
     "AiOpsJournalStatus",
     "ListAiOpsJournalSink",
     "aiops_expected_call",
-    "aiops_journal_from_json",
     "aiops_journal_status",
     "aiops_request_to_wire",
     "fold_aiops_journal",
-    "load_aiops_journal",
     "resume_aiops_journal",
 ]
 
@@ -116,8 +114,6 @@ class AiOpsJournalStatus(
 aiops_journal_status = AiOpsJournalStatus.of
 fold_aiops_journal = AIOPS_WORKFLOW.fold_journal
 resume_aiops_journal = AIOPS_WORKFLOW.resume_journal
-load_aiops_journal = AiOpsJournal.load
-aiops_journal_from_json = AiOpsJournal.from_json
 
 
 class AiOpsJournalSink(Protocol):

@@ -198,9 +198,9 @@ def _record_journal(args: argparse.Namespace, scenario: Scenario, key: bytes | N
 
 def _load_journal_text(text: str, key: bytes | None) -> tuple[Journal, JournalStatus]:
     """Parse, fold and verify a journal; :class:`JournalError` names the first bad entry."""
-    from ..journal import journal_from_json, journal_status
+    from ..journal import Journal, journal_status
 
-    journal = journal_from_json(text)
+    journal = Journal.from_json(text)
     return journal, journal_status(journal, key=key)
 
 
@@ -268,16 +268,16 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     """
     from .. import JournalError
     from ..aiops import (
+        AiOpsJournal,
         aiops_journal_ledger,
         aiops_journal_status,
         aiops_output,
         evaluate_aiops_run,
-        load_aiops_journal,
     )
     from ..aiops._replay import format_aiops_result
 
     try:
-        journal = load_aiops_journal(data)
+        journal = AiOpsJournal.load(data)
         status = aiops_journal_status(journal, key=key)
         if not status.complete:
             raise JournalError(f"the journal is {status.describe()}")

@@ -38,7 +38,8 @@ from ..protocol import canonical_json
 from ._io import journal_key, payload_key, write, write_readable, write_result
 
 if TYPE_CHECKING:
-    from ..stores import JournalStore, PayloadCodec
+    from ..journal import JournalStore
+    from ..stores import PayloadCodec
     from ..stores._summary import SummaryMismatch
 
 __all__ = ["add_store_commands", "open_cli_store", "run_batch_with_store", "run_with_store"]
@@ -56,7 +57,8 @@ def _codec(args: argparse.Namespace) -> PayloadCodec | None:
     key = payload_key(getattr(args, "payload_key_file", None))
     if key is None:
         return None
-    from ..stores import AesGcmCodec, StoreError
+    from ..journal import StoreError
+    from ..stores import AesGcmCodec
 
     try:
         return AesGcmCodec(key)
@@ -198,7 +200,7 @@ def _stored_request_problem(store: JournalStore, request: Any) -> str | None:
 
 def _run_problem(error: DiagnosisError) -> str:
     """The one line for a run through a store that failed, in the command line's terms."""
-    from ..stores import MissingKeyError
+    from ..journal import MissingKeyError
 
     if isinstance(error, MissingKeyError):
         return (f"store: run {error.run_id!r}: the stored journal is signed (its entries "

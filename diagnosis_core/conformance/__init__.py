@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .._kernel.public import publish as _publish
 from ._corpus import PROTOCOL_VERSION
 from ._document import RESUME_FORMAT, run_document
 from ._schemas import all_schemas
@@ -57,6 +56,3 @@ __all__ = [
     "all_schemas",
     "run_document",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

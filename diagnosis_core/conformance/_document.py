@@ -89,9 +89,9 @@ def _wire(value: object) -> dict[str, JsonValue]:
 
 
 def _chat_journal(text: str) -> dict[str, JsonValue]:
-    from diagnosis_core.journal import journal_from_json, journal_status
+    from diagnosis_core.journal import Journal, journal_status
 
-    status = journal_status(journal_from_json(text))
+    status = journal_status(Journal.from_json(text))
     if not status.complete:
         raise _Refused(
             f"the journal is {status.describe()} (the run that wrote it did not finish)"
@@ -101,13 +101,13 @@ def _chat_journal(text: str) -> dict[str, JsonValue]:
 
 def _aiops_journal(data: object) -> dict[str, JsonValue]:
     from diagnosis_core.aiops import (
+        AiOpsJournal,
         aiops_journal_ledger,
         aiops_journal_status,
         aiops_output,
-        load_aiops_journal,
     )
 
-    journal = load_aiops_journal(data)
+    journal = AiOpsJournal.load(data)
     status = aiops_journal_status(journal)
     if not status.complete:
         raise JournalError(f"the journal is {status.describe()}")
@@ -130,14 +130,14 @@ def resume_document_state(data: Mapping[str, Any]) -> DiagnosisState:
     :class:`JournalError` for a journal that does not verify.
     """
     from diagnosis_core import load_scenario, run_diagnosis, scenario_effects, scenario_request
-    from diagnosis_core.journal import journal_to_wire, load_journal
+    from diagnosis_core.journal import Journal, journal_to_wire
 
     unknown = sorted(set(data) - _RESUME_KEYS)
     if unknown:
         raise ScenarioError(f"{unknown[0]}: unknown key")
     if "journal" not in data:
         raise ScenarioError("journal: missing")
-    journal = load_journal(data["journal"])
+    journal = Journal.load(data["journal"])
     scenario: dict[str, object] = dict(_request_wire(journal_to_wire(journal)))
     for key in ("responses", "gatekeeper", "tool_ledger"):
         if data.get(key) is not None:

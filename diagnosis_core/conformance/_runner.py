@@ -55,8 +55,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import attrs
 
-from diagnosis_core import PayloadError
-from diagnosis_core._kernel.terminal import terminal_safe
+from diagnosis_core import PayloadError, terminal_safe
 from diagnosis_core.protocol import loads_stored
 
 from ._corpus import Case, document_text

@@ -10,8 +10,10 @@ journals of many runs, one entry written at a time (O(1) per write):
   workers on one database.
 
 :func:`open_store` takes a URL (``sqlite:///runs.db``, ``postgresql://...``,
-``runs.jsonl``). Writers are exclusive per run (:meth:`JournalStore.claim`,
-:class:`RunClaimedError`); a :class:`PayloadCodec` such as
+``runs.jsonl``). Each implements the store port of :mod:`diagnosis_core.journal`
+(the ``JournalStore`` protocol, the values it exchanges, ``StoreError`` and its
+kinds), which is published there, with the journal, not here. Writers are exclusive
+per run (``JournalStore.claim``, ``RunClaimedError``); a :class:`PayloadCodec` such as
 :class:`AesGcmCodec` (extra ``crypto``) encrypts every stored fact.
 
 ``run_diagnosis(request, effects, store=store)`` records into a store and
@@ -32,18 +34,7 @@ failure reason).
 
 from __future__ import annotations
 
-from .._kernel.public import publish as _publish
-from ._base import (
-    Feedback,
-    JournalStore,
-    MissingKeyError,
-    PayloadCodec,
-    RunClaim,
-    RunClaimedError,
-    RunSummary,
-    StoredRun,
-    StoreError,
-)
+from ._base import PayloadCodec
 from ._codec import AesGcmCodec
 from ._drive import open_store
 from ._fleet import fleet_report
@@ -71,21 +62,13 @@ from ._story import failure_reasons
 
 __all__ = [
     "AesGcmCodec",
-    "Feedback",
     "FleetReport",
-    "JournalStore",
     "JsonlStore",
-    "MissingKeyError",
     "PayloadCodec",
     "PostgresStore",
-    "RunClaim",
-    "RunClaimedError",
     "RunStory",
-    "RunSummary",
     "SessionReport",
     "SqliteStore",
-    "StoreError",
-    "StoredRun",
     "failure_reasons",
     "fleet_report",
     "fleet_report_html",
@@ -98,5 +81,3 @@ __all__ = [
     "verify_summaries",
     "write_report_pages",
 ]
-
-_publish(__name__, globals(), __all__)

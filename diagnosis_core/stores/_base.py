@@ -71,17 +71,12 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import attrs
 
 from .. import JournalError, PayloadError
-from .._kernel.journal.codec import (
+from ..journal import (
     EntryState,
+    Feedback,
     JournalBase,
     JournalEnd,
     JournalEntryBase,
-    end_to_wire,
-    journal_to_json,
-    load_end,
-)
-from .._kernel.journal.store import (
-    Feedback,
     JournalStore,
     MissingKeyError,
     RunClaim,
@@ -89,8 +84,11 @@ from .._kernel.journal.store import (
     RunSummary,
     StoredRun,
     StoreError,
+    entry_from_json,
+    entry_to_json,
+    journal_to_json,
+    stored_json,
 )
-from ..journal import entry_from_json, entry_to_json, stored_json
 from ..protocol import loads_stored
 from ._feedback import feedback_from_json, feedback_to_json
 from ._story import run_digest
@@ -230,13 +228,11 @@ def _journal_types() -> dict[str, type[JournalBase[Any, Any]]]:
 
 
 def _journal_of(format: str, text: str, where: str) -> JournalBase[Any, Any]:
-    from .._kernel.journal.codec import journal_document_from_json
-
     journal_type = _journal_types().get(format)
     if journal_type is None:
         raise StoreError(f"{where}: unknown journal format {format!r}")
     try:
-        return journal_document_from_json(journal_type, text)
+        return journal_type.from_json(text)
     except JournalError as error:
         raise StoreError(f"{where}: the stored request is not valid: {error}") from None
 
@@ -485,7 +481,7 @@ class StoreBase:
             )
         seq = last_seq + 1
         written_at = time.time()
-        payload = self._seal(stored_json(end_to_wire(end)),
+        payload = self._seal(stored_json(end.to_wire()),
                              sealed_context("end", run_id, seq, written_at))
         self._put_entry(run_id, seq, _END, payload, None, claim.token, written_at, replace=False)
         self._tails[claim.token] = (seq, _END)
@@ -565,7 +561,7 @@ class StoreBase:
             context = sealed_context("end", raw.run_id, record.seq, record.written_at)
             text = self._unseal(record.payload, context, place)
             try:
-                end = load_end(loads_stored(text))
+                end = JournalEnd.load(loads_stored(text))
             except (JournalError, PayloadError) as error:
                 raise StoreError(f"{place}: {error}") from None
             records = records[:-1]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 
-from .._kernel.journal.store import StoreError
+from ..journal import StoreError
 from ._base import PayloadCodec, StoreBase
 
 __all__ = ["open_store"]

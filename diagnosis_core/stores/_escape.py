@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 
-from .._kernel.terminal import terminal_safe
+from .. import terminal_safe
 
 __all__ = ["html_text", "text_line"]
 

@@ -12,8 +12,7 @@ import hashlib
 import hmac
 
 from .. import JsonValue, PayloadError
-from .._kernel.journal.store import Feedback, StoreError
-from ..journal import stored_json
+from ..journal import Feedback, StoreError, stored_json
 from ..protocol import loads_stored
 
 __all__ = ["check_feedback", "feedback_from_json", "feedback_mac", "feedback_to_json"]

@@ -54,7 +54,7 @@ from typing import Any
 
 import attrs
 
-from .._kernel.journal.store import RunClaimedError, StoreError
+from ..journal import RunClaimedError, StoreError
 
 __all__ = [
     "DEAD_OWNER_GRACE",

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import attrs
 
 from .. import JournalError, to_wire
-from .._kernel.journal.store import MissingKeyError, is_signed
+from ..journal import MissingKeyError
 from ._base import (
     Feedback,
     JournalStore,
@@ -102,7 +102,7 @@ def record_feedback(
     with wait_for_claim(store, run_id) as claim:
         stored = store.load(run_id)
         assert stored is not None  # a stored run is never removed
-        if key is None and is_signed(stored.journal):
+        if key is None and stored.journal.signed:
             raise MissingKeyError(run_id, "record feedback on it")
         status = run_status(stored, key)
         if not status.complete:

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from .. import JournalError, to_wire
-from .._kernel.journal.store import Feedback, StoredRun
+from ..journal import Feedback, StoredRun
 from ..machine import RawResult
 from ..protocol import canonical_json, loads_stored
 from ._feedback import feedback_mac

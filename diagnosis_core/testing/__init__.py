@@ -36,7 +36,6 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "(in the diagnosis_core checkout: pip install -e '.[testing]')"
     ) from error
 
-from .._kernel.public import publish as _publish
 from ._doubles import (
     AsyncEffectsRecorder,
     AsyncFakeGatekeeper,
@@ -151,6 +150,3 @@ __all__ = [
     "unknown_exceptions",
     "verifier_outputs",
 ]
-
-# Public classes name this namespace, not the private module defining them.
-_publish(__name__, globals(), __all__)

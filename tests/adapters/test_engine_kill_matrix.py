@@ -275,10 +275,10 @@ async def _temporal_case(
     async with worker:
         result = await handle.result()
         if case.workflow == "chat":
-            journal: Any = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+            journal: Any = dcj.Journal.load(await handle.query(DiagnosisWorkflow.diagnosis_journal))
             state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, result))
         else:
-            journal = dca.load_aiops_journal(await handle.query(AiOpsWorkflow.aiops_journal))
+            journal = dca.AiOpsJournal.load(await handle.query(AiOpsWorkflow.aiops_journal))
             state_json = dc.to_json(dc.from_wire(dca.AiOpsState, result))
     _check(case, run_id, state_json, journal, log)
 
@@ -339,10 +339,10 @@ def _dbos_matrix(
         for case, order, out, pid in recovering:
             recovered = _recovered(out, pid, case)
             if case.workflow == "chat":
-                journal: Any = dcj.load_journal(recovered["journal"])
+                journal: Any = dcj.Journal.load(recovered["journal"])
                 state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, recovered["result"]))
             else:
-                journal = dca.load_aiops_journal(recovered["journal"])
+                journal = dca.AiOpsJournal.load(recovered["journal"])
                 state_json = dc.to_json(dc.from_wire(dca.AiOpsState, recovered["result"]))
             _check(case, order["run_id"], state_json, journal, Path(order["log"]))
 

@@ -123,7 +123,7 @@ def test_each_executor_entry_carries_the_tool_calls_of_its_call() -> None:
     values = run_with(first, saver).get_state(
         {"configurable": {"thread_id": request.run.run_id}}
     ).values
-    journal = dca.load_aiops_journal(
+    journal = dca.AiOpsJournal.load(
         {"format": dca.AIOPS_JOURNAL_FORMAT, "request": dca.aiops_request_to_wire(request),
          "entries": [json.loads(text) for text in values["journal"]]}
     )

@@ -47,7 +47,8 @@ from diagnosis_core.adapters.langgraph import (
     run_diagnosis_graph,
 )
 from diagnosis_core.adapters.langgraph_aiops import build_aiops_graph, resume_aiops_graph
-from diagnosis_core.stores import RunClaimedError, _ownership
+from diagnosis_core.journal import RunClaimedError
+from diagnosis_core.stores import _ownership
 from diagnosis_core.stores._ownership import (
     THREAD_NAMESPACE,
     ConnectionClaims,

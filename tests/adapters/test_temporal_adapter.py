@@ -86,7 +86,7 @@ async def _worker_identities(handle: WorkflowHandle[Any, Any]) -> list[str]:
 
 async def _journal(handle: WorkflowHandle[Any, Any]) -> dcj.Journal:
     """The run's journal, read through the workflow's query and loaded strictly."""
-    return dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+    return dcj.Journal.load(await handle.query(DiagnosisWorkflow.diagnosis_journal))
 
 
 async def test_examples_run_on_a_real_server_exactly_like_the_sync_driver(

@@ -71,7 +71,7 @@ async def test_the_executor_entry_carries_its_tools_and_the_gatekeeper_reads_the
     ):
         handle = await start_diagnosis_workflow(client, request, task_queue=queue)
         state = dc.from_wire(dc.DiagnosisState, await handle.result())
-        journal = dcj.load_journal(await handle.query(DiagnosisWorkflow.diagnosis_journal))
+        journal = dcj.Journal.load(await handle.query(DiagnosisWorkflow.diagnosis_journal))
     assert state.result.outcome is dc.Outcome.ANSWERED
     assert dc.to_json(state) == dc.to_json(reference_tooled_state())
     assert dc.to_json(dcj.fold_journal(journal)) == dc.to_json(state)

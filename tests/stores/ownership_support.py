@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from diagnosis_core.stores import RunClaimedError
+from diagnosis_core.journal import RunClaimedError
 from diagnosis_core.stores._base import StoreBase
 
 

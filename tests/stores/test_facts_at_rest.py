@@ -18,13 +18,8 @@ from store_support import load_example, scenario_of, with_ids, with_tools
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
-from diagnosis_core.stores import (
-    AesGcmCodec,
-    StoreError,
-    open_store,
-    record_feedback,
-    session_report,
-)
+from diagnosis_core.journal import StoreError
+from diagnosis_core.stores import AesGcmCodec, open_store, record_feedback, session_report
 from diagnosis_core.tools import ToolRecorder
 
 pytest.importorskip("cryptography")

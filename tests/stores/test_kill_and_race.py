@@ -33,7 +33,8 @@ from store_support import load_example, scenario_of, with_ids, with_tools
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-from diagnosis_core.stores import RunClaimedError, open_store
+from diagnosis_core.journal import RunClaimedError
+from diagnosis_core.stores import open_store
 from diagnosis_core.stores._jsonl import JsonlStore
 from diagnosis_core.stores._postgres import PostgresStore
 from diagnosis_core.stores._sqlite import SqliteStore

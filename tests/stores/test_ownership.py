@@ -32,7 +32,8 @@ from store_support import EXAMPLES_DIR, ROOT, load_example, scenario_of, with_id
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-from diagnosis_core.stores import RunClaimedError, StoreError, open_store
+from diagnosis_core.journal import RunClaimedError, StoreError
+from diagnosis_core.stores import open_store
 from diagnosis_core.stores._base import StoreBase
 
 FILE_KINDS = ("jsonl", "sqlite")
@@ -247,6 +248,7 @@ sys.modules["fcntl"] = None  # as on Windows: importing it fails
 
 import diagnosis_core as dc
 import diagnosis_core.adapters
+import diagnosis_core.journal as journal
 import diagnosis_core.stores as stores
 for package in (diagnosis_core.adapters, stores):
     for module in pkgutil.iter_modules(package.__path__):
@@ -264,7 +266,7 @@ for url in (jsonl_url, sqlite_url):
     other = stores.open_store(url)
     try:
         other.claim("held")
-    except stores.RunClaimedError:
+    except journal.RunClaimedError:
         pass
     else:
         raise SystemExit("claimed twice")

@@ -36,9 +36,8 @@ import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 from diagnosis_core import to_wire
 from diagnosis_core.cli import main
+from diagnosis_core.journal import MissingKeyError, StoreError
 from diagnosis_core.stores import (
-    MissingKeyError,
-    StoreError,
     fleet_report,
     fleet_report_html,
     open_store,

@@ -27,8 +27,8 @@ from store_support import (
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
-from diagnosis_core.journal import entry_from_json, entry_to_json
-from diagnosis_core.stores import RunClaimedError, StoreError, open_store, record_feedback
+from diagnosis_core.journal import RunClaimedError, StoreError, entry_from_json, entry_to_json
+from diagnosis_core.stores import open_store, record_feedback
 from diagnosis_core.stores._base import StoreBase
 
 KEY = b"store contract key"
@@ -351,7 +351,7 @@ def test_store_urls_name_the_three_stores(tmp_path: Path) -> None:
 
 
 def test_feedback_on_a_run_the_store_never_saw_is_refused(store: StoreBase) -> None:
-    from diagnosis_core.stores import Feedback
+    from diagnosis_core.journal import Feedback
 
     with pytest.raises(StoreError, match="run 'never-stored': not in the store"):
         store.add_feedback("never-stored", Feedback(3, None, 1))

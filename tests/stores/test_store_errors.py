@@ -13,12 +13,11 @@ from store_support import load_example, scenario_of, with_ids
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
 from diagnosis_core.cli import main
-from diagnosis_core.journal import entry_from_json, entry_to_json
+from diagnosis_core.journal import StoreError, entry_from_json, entry_to_json
 from diagnosis_core.stores import (
     AesGcmCodec,
     JsonlStore,
     SqliteStore,
-    StoreError,
     fleet_report,
     open_store,
     record_feedback,
@@ -88,7 +87,7 @@ def attrs_evolve(request: dc.DiagnosisRequest, **changes: Any) -> dc.DiagnosisRe
 
 
 def dc_feedback() -> Any:
-    from diagnosis_core.stores import Feedback
+    from diagnosis_core.journal import Feedback
 
     return Feedback(3, None, 1)
 

@@ -20,7 +20,8 @@ from store_support import load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
 from diagnosis_core.cli import main
-from diagnosis_core.stores import Feedback, SqliteStore, StoreError, open_store
+from diagnosis_core.journal import Feedback, StoreError
+from diagnosis_core.stores import SqliteStore, open_store
 
 
 def _stored(url: str, run_id: str = "run-1") -> None:

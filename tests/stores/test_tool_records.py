@@ -19,8 +19,7 @@ from store_support import load_example, scenario_of, with_ids
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
-from diagnosis_core.journal import entry_to_json
-from diagnosis_core.stores import StoreError
+from diagnosis_core.journal import StoreError, entry_to_json
 from diagnosis_core.stores._jsonl import JsonlStore
 from diagnosis_core.tools import ToolRecorder
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import pathlib
 from collections.abc import Callable, Mapping
-from typing import assert_type
+from typing import Any, assert_type
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -550,8 +550,8 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
     assert dcj.JournalHead.from_json(head.to_json()) == head == recorder.head
     assert journal.format == dcj.JOURNAL_FORMAT
     text = dcj.journal_to_json(journal)
-    loaded = dcj.journal_from_json(text)
-    assert_type(dcj.load_journal(dcj.journal_to_wire(loaded)), dcj.Journal)
+    loaded = dcj.Journal.from_json(text)
+    assert_type(dcj.Journal.load(dcj.journal_to_wire(loaded)), dcj.Journal)
     status: dcj.JournalStatus = dcj.journal_status(loaded, key=key, head=head)
     assert status.pending is None and status.complete
     resumed, resumed_state = dcj.resume_journal(loaded, key=key, resend_gatekeeper=False)
@@ -579,7 +579,7 @@ def journal_a_run(request: DiagnosisRequest, effects: Effects, key: bytes) -> st
         assert kind
     assert loaded.format == dcj.JOURNAL_FORMAT and dcj.INTERRUPTED_MESSAGE
     try:
-        dcj.journal_from_json("{}")
+        dcj.Journal.from_json("{}")
     except dc.JournalError as error:
         assert isinstance(error, ValueError)
     return call.value + text
@@ -632,7 +632,7 @@ def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, k
     assert_type(resumed_state, dca.AiOpsState)
     assert_type(dcj.sign_journal(journal, key), dca.AiOpsJournal)
     text = dcj.journal_to_json(journal)
-    assert_type(dca.load_aiops_journal(json.loads(text)), dca.AiOpsJournal)
+    assert_type(dca.AiOpsJournal.load(json.loads(text)), dca.AiOpsJournal)
     scenario: dict[str, JsonValue] = dca.aiops_journal_to_scenario(journal, key=key, exact=True)
     output: dict[str, JsonValue] = dca.replay_aiops_journal(journal, key=key)
     assert dca.replay_aiops(scenario) == output
@@ -802,9 +802,9 @@ def check_another_implementation(document: str, expected: Mapping[str, object],
 
 def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     """A host recording into a store, telling a session's story and its fleet report."""
-    store: dcst.JournalStore = dcst.open_store(f"sqlite:///{path}")
+    store: dcj.JournalStore = dcst.open_store(f"sqlite:///{path}")
     state: DiagnosisState = dc.run_diagnosis(request, effects, store=store)
-    feedback: dcst.Feedback = dcst.record_feedback(store, request.run.run_id, 5, "good")
+    feedback: dcj.Feedback = dcst.record_feedback(store, request.run.run_id, 5, "good")
     assert feedback.rating == 5 and state.finished
     stored = store.load(request.run.run_id)
     assert stored is not None
@@ -816,8 +816,13 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     story: dcst.RunStory = report.runs[0]
     audits: tuple[dcm.GatekeeperAudit, ...] = story.gatekeeper_audits
     raw: list[dcm.RawResult | None] = [audit.raw_result for audit in audits]
-    again_loaded: dcst.StoredRun | None = store.load(request.run.run_id)
-    listed: tuple[dcst.RunSummary, ...] = store.runs(session_id=request.run.session_id)
+    again_loaded: dcj.StoredRun | None = store.load(request.run.run_id)
+    held_journal: dcj.JournalBase[Any, Any] = stored.journal  # what a store of one's own takes
+    first: dcj.JournalEntryBase[Any] = held_journal.entries[0]
+    assert first.seq == 1 and held_journal.signed in (True, False)
+    printed: str = dc.terminal_safe(story.run_id + "\x1b[2J")  # shown, never acted on
+    assert printed.endswith("\\x1b[2J")
+    listed: tuple[dcj.RunSummary, ...] = store.runs(session_id=request.run.session_id)
     assert raw is not None and listed and (again_loaded is None or again_loaded.run_id)
     assert story.status in ("complete", "incomplete", "invalid")
     fleet: dcst.FleetReport = dcst.fleet_report(store, since=None)
@@ -843,16 +848,16 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     assert written[0].name == "index.html" and name.startswith("runs/") and why is not None
     try:
         with store.claim(request.run.run_id) as claim:
-            held: dcst.RunClaim = claim
+            held: dcj.RunClaim = claim
             assert held.run_id == request.run.run_id
-    except dcst.RunClaimedError as error:
-        assert isinstance(error, dcst.StoreError)
+    except dcj.RunClaimedError as error:
+        assert isinstance(error, dcj.StoreError)
     try:
         dc.run_diagnosis(request, effects, store=store)
-    except dcst.MissingKeyError as missing:
-        assert isinstance(missing, dcst.StoreError)
+    except dcj.MissingKeyError as missing:
+        assert isinstance(missing, dcj.StoreError)
     store.close()
-    stores: list[dcst.JournalStore] = [
+    stores: list[dcj.JournalStore] = [
         dcst.JsonlStore(path + ".jsonl"),
         dcst.SqliteStore(path, codec=dcst.AesGcmCodec(bytes(32))),
     ]

@@ -12,12 +12,11 @@ from typing import assert_type
 
 import diagnosis_core as dc
 import diagnosis_core.journal as dcj
-import diagnosis_core.stores as dcst
 import diagnosis_core.tools as dct
 
 
 def resume(
-    store: dcst.JournalStore,
+    store: dcj.JournalStore,
     request: dc.DiagnosisRequest,
     planner: dc.AgentInvoker,
     executor: dc.AgentInvoker,

@@ -222,7 +222,7 @@ class _Call:
     @contextlib.contextmanager
     def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
         """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
-        from ..journal.store import MissingKeyError, is_signed, on_store
+        from ..journal.store import MissingKeyError, on_store
 
         assert options.store is not None
         store, journal_type = options.store, self.driving.journal_type
@@ -230,7 +230,7 @@ class _Call:
             store, self.request, journal_type=journal_type, clock=time.monotonic
         ) as claimed:
             journal, _ = claimed
-            if journal is not None and options.key is None and is_signed(journal):
+            if journal is not None and options.key is None and journal.signed:
                 # Resumed keyless, a signed run would go on unsigned and fail its own
                 # verification from then on: refused before any effect (spec §16).
                 raise MissingKeyError(journal.request.run.run_id)

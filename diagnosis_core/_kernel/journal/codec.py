@@ -91,15 +91,12 @@ __all__ = [
     "WireForm",
     "canonical_form",
     "end_text",
-    "end_to_wire",
     "entry_text",
     "entry_to_wire",
     "escape_surrogates",
     "is_v1",
-    "journal_document_from_json",
     "journal_to_json",
     "journal_to_wire",
-    "load_end",
     "load_journal_document",
     "load_outcome",
     "outcome_to_wire",
@@ -270,6 +267,18 @@ class JournalEnd:
         if self.mac is not None and (not isinstance(self.mac, str) or not _HEX64.match(self.mac)):
             raise JournalError("end.mac: expected 64 lowercase hex digits")
 
+    @classmethod
+    def load(cls, value: object) -> JournalEnd:
+        """The end marker of its wire object (``{"entries": n, "mac"?}``), checked strictly."""
+        return _load_end(value)
+
+    def to_wire(self, *, with_mac: bool = True) -> dict[str, JsonValue]:
+        """The wire object (``with_mac=False``: what its MAC is computed over)."""
+        wire: dict[str, JsonValue] = {"entries": self.entries}
+        if with_mac and self.mac is not None:
+            wire["mac"] = self.mac
+        return wire
+
 
 def _default_format(journal: JournalBase[Any, Any]) -> str:
     return type(journal)._form.format
@@ -308,7 +317,18 @@ class JournalBase(Generic[Q, E]):
     @classmethod
     def from_json(cls, text: str) -> Self:
         """Parse journal text strictly (``loads_stored``) and :meth:`load` it."""
-        return journal_document_from_json(cls, text)
+        try:
+            data = loads_stored(text)
+        except PayloadError as error:
+            raise JournalError(f"{error.path}: {error.problem}") from None
+        return load_journal_document(cls, data)
+
+    @property
+    def signed(self) -> bool:
+        """Whether it was written with a key: any entry (or its end) carries a MAC."""
+        return any(entry.mac is not None for entry in self.entries) or (
+            self.end is not None and self.end.mac is not None
+        )
 
     def _with_entries(self, entries: tuple[E, ...]) -> Self:
         """This journal with ``entries`` instead (checked as any journal's are).
@@ -490,14 +510,6 @@ def entry_to_wire(entry: JournalEntryBase[Any], *, with_mac: bool = True) -> dic
     return wire
 
 
-def end_to_wire(end: JournalEnd, *, with_mac: bool = True) -> dict[str, JsonValue]:
-    """The end marker's wire object (``with_mac=False``: what its MAC is computed over)."""
-    wire: dict[str, JsonValue] = {"entries": end.entries}
-    if with_mac and end.mac is not None:
-        wire["mac"] = end.mac
-    return wire
-
-
 # --- the canonical text a MAC covers (spec §12) ----------------------------------------
 
 # Stands for a gatekeeper result in an entry's wire object; its recorded text is spliced in.
@@ -544,7 +556,7 @@ def entry_text(entry: JournalEntryBase[Any]) -> str:
 
 def end_text(end: JournalEnd) -> str:
     """The end marker's canonical JSON without ``mac``: what its MAC is computed over."""
-    return stored_json(end_to_wire(end, with_mac=False))
+    return stored_json(end.to_wire(with_mac=False))
 
 
 @attrs.frozen
@@ -584,7 +596,7 @@ def canonical_form(
     if head_entries is not None and 0 < head_entries <= len(entries):
         started = [_signed_wire(form) for form in _started_forms(entries[head_entries - 1])]
     end = journal.end
-    end_wire = None if end is None else end_to_wire(end, with_mac=False)
+    end_wire = None if end is None else end.to_wire(with_mac=False)
     return CanonicalForm(
         digest,
         request,
@@ -603,7 +615,7 @@ def journal_to_wire(journal: JournalBase[Any, Any]) -> dict[str, JsonValue]:
         "entries": [entry_to_wire(entry) for entry in journal.entries],
     }
     if journal.end is not None:
-        wire["end"] = end_to_wire(journal.end)
+        wire["end"] = journal.end.to_wire()
     return wire
 
 
@@ -786,7 +798,7 @@ J = TypeVar("J", bound="JournalBase[Any, Any]")
 def load_journal_document(journal_type: type[J], data: object) -> J:
     """Validate a journal document of ``journal_type`` strictly; every problem names its path.
 
-    The shared loader behind :func:`load_journal` and the AIOps journal's.
+    The shared loader behind :meth:`JournalBase.load` of both workflows' journals.
     This checks the *form* only; folding checks that the entries are the
     calls the run makes.
     """
@@ -817,11 +829,6 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
     return journal_type(request, entries, end=end, format=version)
 
 
-def load_end(value: object) -> JournalEnd:
-    """An end marker's wire object (``{"entries": n, "mac"?}``) as a :class:`JournalEnd`."""
-    return _load_end(value)
-
-
 def _load_end(value: object) -> JournalEnd:
     data = _object(value, "end", frozenset({"entries", "mac"}))
     if "entries" not in data:
@@ -835,15 +842,6 @@ def _load_end(value: object) -> JournalEnd:
         if not _HEX64.match(mac):
             raise _fail("end.mac", "expected 64 lowercase hex digits")
     return JournalEnd(count, mac)
-
-
-def journal_document_from_json(journal_type: type[J], text: str) -> J:
-    """Parse journal text strictly (:func:`loads_stored`) as a ``journal_type``."""
-    try:
-        data = loads_stored(text)
-    except PayloadError as error:
-        raise JournalError(f"{error.path}: {error.problem}") from None
-    return load_journal_document(journal_type, data)
 
 
 # --- for engine adapters ------------------------------------------------------------

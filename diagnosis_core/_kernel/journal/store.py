@@ -36,7 +36,6 @@ __all__ = [
     "StoreError",
     "StoreSink",
     "StoredRun",
-    "is_signed",
     "on_store",
     "require_store",
 ]
@@ -75,14 +74,6 @@ class MissingKeyError(StoreError):
 
     def __reduce__(self) -> tuple[type[MissingKeyError], tuple[str, str]]:
         return type(self), (self.run_id, self.doing)
-
-
-def is_signed(journal: JournalBase[Any, Any]) -> bool:
-    """Whether a stored journal was written with a key: any entry (or its end) carries a MAC."""
-    end = journal.end
-    return any(entry.mac is not None for entry in journal.entries) or (
-        end is not None and end.mac is not None
-    )
 
 
 @attrs.frozen
