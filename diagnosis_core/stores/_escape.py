@@ -19,16 +19,6 @@ from .. import terminal_safe
 
 __all__ = ["html_text", "text_line"]
 
-_BIDI_CONTROLS = frozenset(
-    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
-
-
-def _visible(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
 def text_line(value: object) -> str:
     """``value`` as one inert line of a terminal report (``-`` for None)."""
     if value is None:
@@ -37,21 +27,19 @@ def text_line(value: object) -> str:
     return terminal_safe(text)
 
 
-def _unsafe_in_html(char: str) -> bool:
+def _unsayable(char: str) -> bool:
+    """A character a page may not hold: a lone surrogate or a noncharacter."""
     code = ord(char)
-    return (
-        (code < 0x20 and char not in "\n\t")
-        or 0x7F <= code <= 0x9F
-        or 0xD800 <= code <= 0xDFFF
-        or 0xFDD0 <= code <= 0xFDEF
-        or (code & 0xFFFE) == 0xFFFE
-        or char in _BIDI_CONTROLS
-    )
+    return 0xD800 <= code <= 0xDFFF or 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
 
 
 def html_text(value: object) -> str:
-    """``value`` as inert HTML text (attribute-safe too): markup escaped, the unsayable visible."""
-    text = "-" if value is None else str(value)
-    if any(_unsafe_in_html(char) for char in text):
-        text = "".join(_visible(char) if _unsafe_in_html(char) else char for char in text)
+    """``value`` as inert HTML text (attribute-safe too): markup escaped, the unsayable visible.
+
+    The controls and bidi controls are shown as :func:`terminal_safe` shows them; what
+    a page cannot hold besides (a lone surrogate, a noncharacter) as ``\\uXXXX``.
+    """
+    text = terminal_safe("-" if value is None else str(value))
+    if any(_unsayable(char) for char in text):
+        text = "".join(f"\\u{ord(char):04x}" if _unsayable(char) else char for char in text)
     return html.escape(text, quote=True)
