@@ -100,7 +100,7 @@ from ._kernel.machine.classify import (
 from ._kernel.machine.config import (
     RunConfig,
 )
-from ._kernel.public import lazy_attributes, publish_package
+from ._kernel.public import lazy_attributes, publish_namespace
 from ._kernel.terminal import terminal_safe
 from ._kernel.wire.converter import (
     from_json,
@@ -222,4 +222,4 @@ if not TYPE_CHECKING:
 
 # Public classes name their namespace, not the private module defining them: this one's
 # now, every other one's as it is imported (``_kernel/public.py``).
-publish_package(sys.modules[__name__])
+publish_namespace(sys.modules[__name__])

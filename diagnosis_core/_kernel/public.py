@@ -12,7 +12,7 @@ exports it and has been imported (``diagnosis_core`` before the audience
 namespaces).
 The name always resolves there: pickle finds the class where it says it is.
 
-No namespace publishes itself. The top-level package calls :func:`publish_package`
+No namespace publishes itself. The top-level package calls :func:`publish_namespace`
 on itself last; from then on it is a :class:`PublishingPackage`, whose attribute
 binding publishes each submodule as Python's import system binds it to its parent
 (right after the submodule's code has run), and makes a public subpackage
@@ -51,7 +51,7 @@ __all__ = [
     "defined_in",
     "lazy_attributes",
     "publish",
-    "publish_package",
+    "publish_namespace",
 ]
 
 HOMES = (
@@ -155,28 +155,21 @@ class PublishingPackage(types.ModuleType):
     def __setattr__(self, name: str, value: object) -> None:
         super().__setattr__(name, value)
         if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
-            _publish_module(value)
+            publish_namespace(value)
 
 
-def _publish_module(module: types.ModuleType) -> None:
+def publish_namespace(module: types.ModuleType) -> None:
+    """Publish a public namespace's classes; a public package then publishes its submodules.
+
+    The top-level package calls it on itself as its last statement (see the module
+    doc); :class:`PublishingPackage` calls it on each submodule it binds. The package
+    imports no public submodule while it initialises, so none is bound before the hook.
+    """
     if _is_private(module.__name__):
         return
     publish(module.__name__, vars(module), getattr(module, "__all__", ()))
     if hasattr(module, "__path__") and type(module) is types.ModuleType:
         module.__class__ = PublishingPackage
-
-
-def publish_package(package: types.ModuleType) -> None:
-    """Publish ``package`` and its public submodules, now and as they are imported.
-
-    The top-level package calls it on itself as its last statement (see the
-    module doc); a public submodule already imported by then is published here.
-    """
-    _publish_module(package)
-    prefix = f"{package.__name__}."
-    for name, module in list(sys.modules.items()):
-        if name.startswith(prefix) and name.count(".") == 1 and module is not None:
-            _publish_module(module)
 
 
 def lazy_attributes(
