@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._base import StoreError
+from ..journal import StoreError
 
 __all__ = ["AesGcmCodec"]
 

@@ -13,7 +13,8 @@ value (wire form ``diagnosis_fleet_report_v1``, ``docs/stores.md``);
 from __future__ import annotations
 
 from .. import JournalError
-from ._base import JournalStore, StoreError, check_since
+from ..journal import JournalStore, StoreError
+from ._base import check_since
 from ._escape import text_line
 from ._pages import outcomes_by_workflow, when
 from ._reports import FLEET_REPORT_FORMAT, FleetReport

@@ -53,16 +53,8 @@ from typing import Any
 
 import attrs
 
-from ._base import (
-    TOOLS,
-    EntryRecord,
-    PayloadCodec,
-    RawRun,
-    RunSummary,
-    StoreBase,
-    StoreError,
-    SummaryRow,
-)
+from ..journal import RunSummary, StoreError
+from ._base import TOOLS, EntryRecord, PayloadCodec, RawRun, StoreBase, SummaryRow
 from ._ownership import RunLocks
 
 __all__ = ["JsonlStore"]

@@ -24,11 +24,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ._base import (
-    PayloadCodec,
-    RawRun,
-    StoreError,
-)
+from ..journal import StoreError
+from ._base import PayloadCodec, RawRun
 from ._ownership import RUN_NAMESPACE, SessionClaims, claim_refused
 from ._sql import SqlStore
 

@@ -29,17 +29,8 @@ from collections.abc import Iterator
 import attrs
 
 from .. import JournalError, to_wire
-from ..journal import MissingKeyError
-from ._base import (
-    Feedback,
-    JournalStore,
-    RunSummary,
-    StoreBase,
-    StoredRun,
-    StoreError,
-    SummaryRow,
-    wait_for_claim,
-)
+from ..journal import Feedback, JournalStore, MissingKeyError, RunSummary, StoredRun, StoreError
+from ._base import StoreBase, SummaryRow, wait_for_claim
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
 from ._reports import SESSION_REPORT_FORMAT, FeedbackItem, RunStory, SessionReport

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ._base import EntryRecord, RawRun, RunSummary, StoreBase, StoreError, SummaryRow
+from ..journal import RunSummary, StoreError
+from ._base import EntryRecord, RawRun, StoreBase, SummaryRow
 from ._summary import GATEKEEPER_STATUSES, DigestColumns, FleetTally, nearest_rank
 
 __all__ = ["SqlStore"]

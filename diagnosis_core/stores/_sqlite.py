@@ -31,7 +31,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._base import PayloadCodec, RawRun, StoreError
+from ..journal import StoreError
+from ._base import PayloadCodec, RawRun
 from ._ownership import RunLocks
 from ._sql import SqlStore
 
