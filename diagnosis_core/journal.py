@@ -23,8 +23,9 @@ that keeps the :class:`JournalHead` (:func:`journal_head`: entry count and last
 ``mac``) outside the store and passes ``head=`` refuses the cut as well.
 
 The AIOps flow's journal (``aiops_journal_v2``, in :mod:`diagnosis_core.aiops`) is
-the same kernel with its own call names; :func:`journal_to_json`,
-:func:`journal_to_wire` and :func:`sign_journal` accept either workflow's journal.
+the same kernel with its own call names; :func:`journal_status`, :func:`fold_journal`,
+:func:`resume_journal`, :func:`journal_to_json`, :func:`journal_to_wire` and
+:func:`sign_journal` accept either workflow's journal.
 
 An engine adapter (a durable-execution engine driving the machine, like the
 LangGraph and Temporal adapters) needs only this module and
@@ -65,8 +66,6 @@ from ._chat.journal import (
     entry_result,
     expected_call,
     finish_entry,
-    fold_journal,
-    journal_status,
     journal_to_scenario,
     journal_tool_records,
     outcome_of,
@@ -74,7 +73,6 @@ from ._chat.journal import (
     replay_journal,
     request_to_wire,
     resent_on_resume,
-    resume_journal,
     start_entry,
 )
 from ._kernel.journal.codec import (
@@ -87,6 +85,11 @@ from ._kernel.journal.codec import (
     load_outcome,
     outcome_to_wire,
     stored_json,
+)
+from ._kernel.journal.fold import (
+    fold_journal,
+    journal_status,
+    resume_journal,
 )
 from ._kernel.journal.mac import (
     JournalHead,

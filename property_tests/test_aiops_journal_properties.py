@@ -43,8 +43,8 @@ def test_the_fold_of_a_live_aiops_journal_is_the_live_state(
     assert state == live
     loaded = dca.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
-    assert dca.fold_aiops_journal(loaded, key=key) == live
-    assert dca.aiops_journal_status(loaded, key=key).complete
+    assert dcj.fold_journal(loaded, key=key) == live
+    assert dcj.journal_status(loaded, key=key).complete
     # Calls in the journal are exactly the agent invocations of the live run.
     assert [(e.call, e.round, e.attempt) for e in journal.entries] == [
         (record.agent, record.step, record.attempt) for record in live.invocations
@@ -104,7 +104,7 @@ def test_with_a_key_every_single_field_edit_is_refused(
         assert str(error).startswith(f"entries[{index}]"), error
         return
     try:
-        dca.fold_aiops_journal(loaded, key=KEY)
+        dcj.fold_journal(loaded, key=KEY)
     except JournalError as error:  # refused by the edited entry's MAC, not by anything else
         assert str(error).startswith(f"entries[{index}].mac: "), error
         return

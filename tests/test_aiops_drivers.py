@@ -16,6 +16,7 @@ from adapters.adapter_support import golden_result
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.journal as dcj
 import diagnosis_core.machine as dcm
 import diagnosis_core.tools as dct
 
@@ -111,7 +112,7 @@ def test_a_resumed_run_announces_only_what_this_process_appends() -> None:
     finished = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sink)
     journal = dca.AiOpsJournal(request, tuple(sink.entries))
     half = dca.AiOpsJournal(journal.request, journal.entries[: len(journal.entries) // 2])
-    resumed_at = dca.aiops_journal_status(half).state
+    resumed_at = dcj.journal_status(half).state
     assert len(resumed_at.events) > 0 and finished.events
     blocking = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), journal=half)
     items = list(dca.iter_aiops(request, dca.aiops_scenario_effects(scenario), journal=half))

@@ -76,15 +76,15 @@ def test_every_aiops_example_is_the_same_live_folded_and_replayed(
     journal = dca.record_aiops_scenario(document, key=key)
     loaded = dca.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
-    assert dca.aiops_journal_status(loaded, key=key).describe() == "complete"
+    assert dcj.journal_status(loaded, key=key).describe() == "complete"
     assert dcp.canonical_json(dca.replay_aiops_journal(loaded, key=key)) == live
     scenario = dca.aiops_journal_to_scenario(loaded, key=key)
     assert scenario["workflow"] == "aiops"
     assert dcp.canonical_json(dca.replay_aiops(scenario)) == live
     # The journaling driver's state is the fold of what it wrote.
     recorded, state = live_run(document, key=key)
-    assert dca.fold_aiops_journal(recorded, key=key) == state
-    assert dca.fold_aiops_journal(loaded, key=key) == state
+    assert dcj.fold_journal(recorded, key=key) == state
+    assert dcj.fold_journal(loaded, key=key) == state
 
 
 def test_the_wire_form_has_the_aiops_shape() -> None:
@@ -98,7 +98,7 @@ def test_the_wire_form_has_the_aiops_shape() -> None:
     assert [entry["call"] for entry in data["entries"]] == [
         "supervisor", "planner", "supervisor", "executor", "supervisor", "reporter", "reporter",
     ]
-    state = dca.fold_aiops_journal(journal)
+    state = dcj.fold_journal(journal)
     # Each entry's hash is the trace's hash of the same input bound to the request (v2);
     # round is the step.
     request_sha = hashlib.sha256(dcp.canonical_json(data["request"]).encode("utf-8")).hexdigest()
@@ -159,11 +159,11 @@ def test_a_truncated_journal_names_the_entry() -> None:
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json")))
     del wire["entries"][1]
     with pytest.raises(JournalError, match=r"^entries\[1\]\.seq: expected 2, got 3$"):
-        dca.fold_aiops_journal(dca.AiOpsJournal.load(wire))
+        dcj.fold_journal(dca.AiOpsJournal.load(wire))
     for seq, entry in enumerate(wire["entries"], start=1):
         entry["seq"] = seq
     with pytest.raises(JournalError) as caught:
-        dca.fold_aiops_journal(dca.AiOpsJournal.load(wire))
+        dcj.fold_journal(dca.AiOpsJournal.load(wire))
     assert str(caught.value) == (
         "entries[1]: the run expects planner step 1 attempt 1, the journal has supervisor"
     )
@@ -174,7 +174,7 @@ def test_a_wrong_attempt_and_an_entry_after_end_are_refused() -> None:
     wrong = copy.deepcopy(wire)
     wrong["entries"][6]["attempt"] = 3
     with pytest.raises(JournalError) as caught:
-        dca.fold_aiops_journal(dca.AiOpsJournal.load(wrong))
+        dcj.fold_journal(dca.AiOpsJournal.load(wrong))
     assert str(caught.value) == (
         "entries[6]: the run expects reporter step 3 attempt 2, "
         "the journal has reporter step 3 attempt 3"
@@ -182,7 +182,7 @@ def test_a_wrong_attempt_and_an_entry_after_end_are_refused() -> None:
     extra = copy.deepcopy(wire)
     extra["entries"].append({**extra["entries"][-1], "seq": 8})
     with pytest.raises(JournalError, match=r"^entries\[7\]: the run has ended, the journal has"):
-        dca.fold_aiops_journal(dca.AiOpsJournal.load(extra))
+        dcj.fold_journal(dca.AiOpsJournal.load(extra))
 
 
 def test_an_edited_reply_is_caught_by_the_next_input_hash() -> None:
@@ -193,7 +193,7 @@ def test_an_edited_reply_is_caught_by_the_next_input_hash() -> None:
     with pytest.raises(
         JournalError, match=r"^entries\[2\]\.input_sha256: the input of supervisor step 2"
     ):
-        dca.fold_aiops_journal(dca.AiOpsJournal.load(wire))
+        dcj.fold_journal(dca.AiOpsJournal.load(wire))
 
 
 def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() -> None:
@@ -205,7 +205,7 @@ def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() 
     del wire["entries"][1]["tool_invocations"]
     wire["entries"] = wire["entries"][:2]
     wire["end"] = {"entries": 2}  # without a key, an end marker is a fact like the others
-    status = dca.aiops_journal_status(dca.AiOpsJournal.load(wire))
+    status = dcj.journal_status(dca.AiOpsJournal.load(wire))
     assert status.complete
     assert status.state.outcome is dca.AiOpsOutcome.FALLBACK
     assert status.state.reason_code is dca.AiOpsReasonCode.EXECUTOR_FAILED
@@ -219,7 +219,7 @@ def test_only_the_last_entry_may_be_started_for_each_call(agent: AiOpsAgent) -> 
     entries = list(journal.entries)
     entries[index] = started(entries[index])
     with pytest.raises(JournalError, match=rf"^entries\[{index}\]\.state: only the last entry"):
-        dca.fold_aiops_journal(AiOpsJournal(journal.request, tuple(entries)))
+        dcj.fold_journal(AiOpsJournal(journal.request, tuple(entries)))
 
 
 @pytest.mark.parametrize(
@@ -260,8 +260,15 @@ def test_journals_of_the_two_workflows_are_not_interchangeable() -> None:
         JournalError, match="format: expected 'diagnosis_journal_v2' or 'diagnosis_journal_v1'"
     ):
         dcj.Journal.from_json(dcj.journal_to_json(journal))
-    with pytest.raises(JournalError, match="expected a Journal, got AiOpsJournal"):
-        dcj.fold_journal(journal)  # type: ignore[arg-type]
+    for chat_only in (dcj.replay_journal, dcj.journal_to_scenario):
+        with pytest.raises(JournalError, match="expected a Journal, got AiOpsJournal"):
+            chat_only(journal)  # type: ignore[arg-type]
+    with pytest.raises(JournalError, match="expected a AiOpsJournal, got Journal"):
+        dca.replay_aiops_journal(dcj.Journal(dc.DiagnosisRequest("why?", journal.request.run)))  # type: ignore[arg-type]
+    folded = dcj.fold_journal(journal)  # the shared fold takes it under its own workflow
+    assert dca.aiops_output(folded, dca.aiops_journal_ledger(journal)) == (
+        dca.replay_aiops_journal(journal)
+    )
     with pytest.raises(JournalError, match="call: expected a AiOpsAgent"):
         AiOpsJournalEntry(1, dcj.JournalCall.PLANNER, 1, 1, "0" * 64, EntryState.STARTED)  # type: ignore[arg-type]
 
@@ -295,17 +302,17 @@ def _signed_edits() -> list[Any]:
 @pytest.mark.parametrize("edit", _signed_edits(), ids=lambda edit: edit.__name__)
 def test_a_signed_journal_is_refused_after_any_edit(edit: Any) -> None:
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json"), key=KEY))
-    assert dca.aiops_journal_status(dca.AiOpsJournal.load(wire), key=KEY).complete
+    assert dcj.journal_status(dca.AiOpsJournal.load(wire), key=KEY).complete
     edit(wire)
     journal = dca.AiOpsJournal.load(wire)
     if edit.__name__ == "drop_last":  # a valid prefix: it verifies, and is incomplete
-        status = dca.aiops_journal_status(journal, key=KEY)
+        status = dcj.journal_status(journal, key=KEY)
         assert status.describe() == "incomplete: ends before reporter step 3 attempt 2"
         with pytest.raises(JournalError, match="incomplete"):
             dca.replay_aiops_journal(journal, key=KEY)
         return
     with pytest.raises(JournalError, match=r"^entries\[\d+\]\.mac: "):
-        dca.fold_aiops_journal(journal, key=KEY)
+        dcj.fold_journal(journal, key=KEY)
     with pytest.raises(JournalError, match="mac"):
         dca.aiops_journal_to_scenario(journal, key=KEY)
 
@@ -315,7 +322,7 @@ def test_every_entry_of_a_signed_journal_verifies_and_a_wrong_key_does_not() -> 
     assert all(entry.mac for entry in journal.entries)
     assert dcj.sign_journal(journal, KEY) == journal
     with pytest.raises(JournalError, match=r"^entries\[0\]\.mac: does not match"):
-        dca.fold_aiops_journal(journal, key=b"another key")
+        dcj.fold_journal(journal, key=b"another key")
 
 
 # --- resume --------------------------------------------------------------------------------
@@ -333,10 +340,10 @@ def test_an_interrupted_llm_call_is_resent_as_the_same_attempt(agent: AiOpsAgent
     complete = dca.record_aiops_scenario(document)
     index = max(i for i, e in enumerate(complete.entries) if e.call is agent)
     journal = _interrupted_at(complete, index)
-    status = dca.aiops_journal_status(journal)
+    status = dcj.journal_status(journal)
     assert status.interrupted == journal.entries[-1]
     assert status.describe().startswith(f"incomplete: interrupted during {agent.value} step")
-    resumed, state = dca.resume_aiops_journal(journal)
+    resumed, state = dcj.resume_journal(journal)
     assert resumed == journal
     action = dca.next_aiops_action(state)
     assert isinstance(action, dca.InvokeAiOpsAgent)
@@ -351,7 +358,7 @@ def test_an_interrupted_llm_call_is_resent_as_the_same_attempt(agent: AiOpsAgent
     final = dca.run_aiops(state.request, effects, journal=journal, sink=sink)
     assert sink.entries[0].seq == index + 1
     whole = AiOpsJournal(state.request, (*journal.entries[:index], *sink.entries))
-    assert dca.fold_aiops_journal(whole) == final
+    assert dcj.fold_journal(whole) == final
     assert dcp.canonical_json(dca.aiops_replay_output(scenario, final)) == dcp.canonical_json(
         dca.replay_aiops(document)
     )
@@ -373,13 +380,13 @@ def test_an_interrupted_executor_call_fails_closed_and_is_never_resent(key: byte
     journal = _interrupted_at(complete, index)
     if key is not None:
         journal = dcj.sign_journal(journal, key)
-    resumed, state = dca.resume_aiops_journal(journal, key=key)
+    resumed, state = dcj.resume_journal(journal, key=key)
     last = resumed.entries[-1]
     assert last.seq == index + 1 and last.state is EntryState.FINISHED
     assert last.outcome == dcj.RecordedAgentError(
         dc.FailureKind.NON_RETRYABLE, "interrupted: outcome unknown"
     )
-    assert dca.fold_aiops_journal(resumed, key=key) == state
+    assert dcj.fold_journal(resumed, key=key) == state
     # The driver never calls the executor again.
     def executor(text: str, config: dc.RunConfig) -> str:
         raise AssertionError("the executor was re-sent")
@@ -395,7 +402,7 @@ def test_an_interrupted_executor_call_fails_closed_and_is_never_resent(key: byte
     assert final.reason_code is dca.AiOpsReasonCode.EXECUTOR_FAILED
     assert final.calls.executor == 1
     whole = AiOpsJournal(state.request, (*journal.entries[:index], *sink.entries))
-    assert dca.fold_aiops_journal(whole, key=key) == final
+    assert dcj.fold_journal(whole, key=key) == final
 
 
 # --- the journaling drivers -----------------------------------------------------------------
@@ -432,7 +439,7 @@ def test_the_sink_gets_the_started_entry_before_the_agent_runs() -> None:
     assert [seq for _, seq in seen] == list(range(1, len(sink.entries) + 1))
     assert all(entry.state is EntryState.FINISHED for entry in sink.entries)
     assert sink.end == dcj.JournalEnd(len(sink.entries))
-    assert dca.fold_aiops_journal(AiOpsJournal(request, tuple(sink.entries))) == state
+    assert dcj.fold_journal(AiOpsJournal(request, tuple(sink.entries))) == state
 
 
 def test_the_async_driver_writes_the_same_journal() -> None:
@@ -493,7 +500,7 @@ def test_driver_misuse_is_refused_before_any_agent_runs() -> None:
     with pytest.raises(JournalError, match="mac: missing"):
         dca.run_aiops(request, effects, journal=journal, key=KEY)
     # A complete journal: nothing left to do, the same state.
-    assert dca.run_aiops(request, effects, journal=journal) == dca.fold_aiops_journal(journal)
+    assert dca.run_aiops(request, effects, journal=journal) == dcj.fold_journal(journal)
 
 
 # --- command line ---------------------------------------------------------------------------

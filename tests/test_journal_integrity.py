@@ -279,11 +279,11 @@ def test_the_aiops_head_and_marker_refuse_a_cut() -> None:
     journal = dca.record_aiops_scenario(load("aiops_payload_targeted.json"), key=KEY)
     head = dcj.journal_head(journal)
     cut = dca.AiOpsJournal(journal.request, journal.entries[:3])
-    assert not dca.aiops_journal_status(cut, key=KEY).complete
+    assert not dcj.journal_status(cut, key=KEY).complete
     with pytest.raises(JournalError, match=r"^head: the journal has 3 entries"):
-        dca.aiops_journal_status(cut, key=KEY, head=head)
+        dcj.journal_status(cut, key=KEY, head=head)
     with pytest.raises(JournalError, match=r"^head: the journal has 3 entries"):
-        dca.resume_aiops_journal(cut, key=KEY, head=head)
+        dcj.resume_journal(cut, key=KEY, head=head)
     scenario = dca.load_aiops_scenario(load("aiops_payload_targeted.json"))
     with pytest.raises(JournalError, match=r"^head: the journal has 3 entries"):
         dca.run_aiops(
@@ -330,7 +330,7 @@ def test_aiops_entries_recorded_under_another_run_never_fold_under_this_request(
         journal.request, run=attrs.evolve(journal.request.run, metadata={"tenant": "b"})
     )
     with pytest.raises(JournalError, match=r"^entries\[0\]\.input_sha256: the input of supervisor"):
-        dca.fold_aiops_journal(dca.AiOpsJournal(ours, journal.entries))
+        dcj.fold_journal(dca.AiOpsJournal(ours, journal.entries))
 
 
 def test_a_gatekeeper_input_hash_replaced_by_the_hash_of_null_is_refused() -> None:

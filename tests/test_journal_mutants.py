@@ -180,20 +180,20 @@ def test_the_aiops_fold_refuses_a_journal_shorter_than_its_head() -> None:
     head = dcj.journal_head(journal)
     cut = dca.AiOpsJournal(request, journal.entries[:1])
     with pytest.raises(JournalError, match=r"^head: the journal has 1 entries, the head commits"):
-        dca.fold_aiops_journal(cut, key=KEY, head=head)
+        dcj.fold_journal(cut, key=KEY, head=head)
 
 
 def test_the_aiops_status_reports_the_end_the_key_and_the_request_hash() -> None:
     _, journal = aiops_journal()
     wire = wire_of(journal)
     request_sha = hashlib.sha256(canonical(wire["request"]).encode("utf-8")).hexdigest()
-    keyed = dca.aiops_journal_status(journal, key=KEY)
+    keyed = dcj.journal_status(journal, key=KEY)
     assert (keyed.ended, keyed.end_required, keyed.request_sha256) == (True, True, request_sha)
     assert keyed.complete
-    bare = dca.aiops_journal_status(journal)
+    bare = dcj.journal_status(journal)
     assert (bare.ended, bare.end_required, bare.request_sha256) == (True, False, request_sha)
     unended = attrs.evolve(journal, end=None)
-    status = dca.aiops_journal_status(unended, key=KEY)
+    status = dcj.journal_status(unended, key=KEY)
     assert (status.ended, status.end_required, status.complete) == (False, True, False)
 
 
@@ -212,8 +212,8 @@ def test_each_request_keeps_its_own_hash_while_hashes_are_reused() -> None:
         for each in journals:
             wire = wire_of(each)
             expected = hashlib.sha256(canonical(wire["request"]).encode("utf-8")).hexdigest()
-            assert dca.aiops_journal_status(each).request_sha256 == expected
-    assert len({dca.aiops_journal_status(each).request_sha256 for each in journals}) == 71
+            assert dcj.journal_status(each).request_sha256 == expected
+    assert len({dcj.journal_status(each).request_sha256 for each in journals}) == 71
 
 
 # --- converting a journal to a scenario -----------------------------------------

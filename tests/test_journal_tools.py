@@ -261,7 +261,7 @@ def test_the_aiops_driver_journals_tools_as_they_finish_and_resends_the_executor
     with pytest.raises(Crash):
         dca.run_aiops(request, effects(first), sink=dying, key=KEY, tools=first)
     journal = dying.journal(request)
-    status = dca.aiops_journal_status(journal, key=KEY)
+    status = dcj.journal_status(journal, key=KEY)
     assert status.interrupted is not None
     assert [i.invocation_id for i in status.interrupted.tool_invocations or ()] == ["inv-1"]
     assert side.read_text().splitlines() == ["logs(a)"]
@@ -283,7 +283,7 @@ def test_the_aiops_driver_journals_tools_as_they_finish_and_resends_the_executor
     assert dc.to_json(state.result) == dc.to_json(uninterrupted.result)
     assert side.read_text().splitlines() == ["logs(a)", "logs(b)", "logs(a)", "logs(b)"]
     resent = resent_sink.journal(request)
-    assert dca.aiops_journal_status(resent, key=KEY).complete
+    assert dcj.journal_status(resent, key=KEY).complete
     with pytest.raises(TypeError, match="resend_executor= needs tools="):
         dca.run_aiops(request, effects(dct.ToolRecorder()), journal=journal, resend_executor=True)
 

@@ -275,7 +275,7 @@ def test_a_resumed_aiops_run_announces_the_events_its_resume_appended(cut: int) 
             entries[cut], state=EntryState.STARTED, outcome=None, tool_invocations=None, mac=None
         )),
     )
-    known = len(dca.aiops_journal_status(journal).state.events)
+    known = len(dcj.journal_status(journal).state.events)
     observer = Recording()
     request, effects = aiops_setup(name)
     state = dca.run_aiops(request, effects, journal=journal, observer=observer)

@@ -183,16 +183,25 @@ def test_no_public_signature_of_the_descriptor_says_any() -> None:
 
 
 
-def test_each_workflows_journal_functions_are_bound_to_it() -> None:
-    """Public names are bound methods: the other workflow's journal is refused."""
+def test_one_set_of_journal_functions_folds_each_journal_under_its_own_workflow() -> None:
+    """The fold, status and resume take either journal; a workflow refuses the other's."""
     chat_journal = dcj.Journal(dc.DiagnosisRequest("why?", dc.RunConfig("run-x", "chat-x")))
     flow_journal = dca.AiOpsJournal(dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1")))
-    for refuse_chat in (dca.fold_aiops_journal, dca.aiops_journal_status, dca.resume_aiops_journal):
-        with pytest.raises(dc.JournalError, match=r"^expected a AiOpsJournal, got Journal$"):
-            refuse_chat(chat_journal)  # type: ignore[arg-type]
-    for refuse_flow in (dcj.fold_journal, dcj.journal_status, dcj.resume_journal):
-        with pytest.raises(dc.JournalError, match=r"^expected a Journal, got AiOpsJournal$"):
-            refuse_flow(flow_journal)  # type: ignore[arg-type]
+    chat_start = dcm.start_diagnosis(chat_journal.request)
+    flow_start = dca.start_aiops(flow_journal.request)
+    assert type(dcj.journal_status(chat_journal)) is dcj.JournalStatus
+    assert type(dcj.journal_status(flow_journal)) is dca.AiOpsJournalStatus
+    assert dcj.journal_status(flow_journal).action == dca.next_aiops_action(flow_start)
+    assert dcj.fold_journal(chat_journal) == chat_start
+    assert dcj.fold_journal(flow_journal) == flow_start
+    assert dcj.resume_journal(chat_journal) == (chat_journal, chat_start)
+    assert dcj.resume_journal(flow_journal) == (flow_journal, flow_start)
+    for workflow, other in ((DIAGNOSIS_WORKFLOW, flow_journal), (AIOPS_WORKFLOW, chat_journal)):
+        expected, got = workflow.journal_name, type(other).__name__
+        with pytest.raises(dc.JournalError, match=rf"^expected a {expected}, got {got}$"):
+            workflow.fold(other, None, None)
+        with pytest.raises(dc.JournalError, match=rf"^expected a {expected}, got {got}$"):
+            workflow.resume_journal(other)
     assert dcj.Journal.load(dcj.journal_to_wire(chat_journal)) == chat_journal
     assert dca.AiOpsJournal.load(dcj.journal_to_wire(flow_journal)) == flow_journal
     assert type(dcj.Journal.from_json(dcj.journal_to_json(chat_journal))) is dcj.Journal

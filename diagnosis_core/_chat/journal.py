@@ -98,8 +98,6 @@ __all__ = [
     "entry_result",
     "expected_call",
     "finish_entry",
-    "fold_journal",
-    "journal_status",
     "journal_to_scenario",
     "journal_tool_records",
     "outcome_of",
@@ -108,7 +106,6 @@ __all__ = [
     "request_mac",
     "request_to_wire",
     "resent_on_resume",
-    "resume_journal",
     "start_entry",
 ]
 
@@ -128,19 +125,11 @@ class JournalEntry(JournalEntryBase[JournalCall]):
     _form: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
 
 
-@attrs.frozen
-class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
-    """The durable record of one run: the request and its entries in call order (spec §12)."""
-
-    _form: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
-    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
-
-
 def request_mac(request: DiagnosisRequest, key: bytes) -> str:
     """The chain's seed: HMAC-SHA256 of the request's canonical JSON (UTF-8)."""
     return request_seed(stored_json(request_to_wire(request)), key)
 
-# --- fold and verify, resume: the workflow's methods ------------------------------
+# --- the status; the resume rule and the builder: the workflow's methods -----------
 
 
 @attrs.frozen
@@ -159,9 +148,15 @@ class JournalStatus(
     interrupted: JournalEntry | None = None
 
 
-journal_status = JournalStatus.of
-fold_journal = DIAGNOSIS_WORKFLOW.fold_journal
-resume_journal = DIAGNOSIS_WORKFLOW.resume_journal
+@attrs.frozen
+class Journal(JournalBase[DiagnosisRequest, JournalEntry]):
+    """The durable record of one run: the request and its entries in call order (spec §12)."""
+
+    _form: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
+    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = JournalEntry
+    _status_type: ClassVar[type[JournalStatus]] = JournalStatus
+
+
 resent_on_resume = DIAGNOSIS_WORKFLOW.resent_on_resume
 finish_entry = DIAGNOSIS_WORKFLOW.finish_entry
 
@@ -304,7 +299,7 @@ def journal_to_scenario(
     Raises :class:`JournalError` when the journal does not verify or is not
     complete (with ``key``, a v2 journal needs its signed end marker).
     """
-    status = journal_status(journal, key=key, head=head)
+    status = JournalStatus.of(journal, key=key, head=head)  # a chat journal only
     require_complete(status)
     responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AgentName}
     gatekeeper: list[JsonValue] = []
@@ -334,7 +329,7 @@ def replay_journal(
     Verified like :func:`journal_status`; an incomplete journal (with ``key``:
     a v2 one without its signed end marker) is a :class:`JournalError`.
     """
-    status = journal_status(journal, key=key, head=head)
+    status = JournalStatus.of(journal, key=key, head=head)  # a chat journal only
     require_complete(status)
     wire = to_wire(status.state.result)
     assert isinstance(wire, dict)

@@ -11,7 +11,7 @@ first commits the ``started`` entry (written before the agent runs, with the
 default ``durability="sync"``), the second calls the agent and appends the
 ``finished`` entry.
 
-**Resume** (spec §12, the AIOps rule of :func:`resume_aiops_journal`): a node
+**Resume** (spec §12, the AIOps rule of :func:`~diagnosis_core.journal.resume_journal`): a node
 that finds a ``started`` entry it did not commit in this process — its
 process died — sends an interrupted supervisor, planner or reporter call
 again as the same attempt, and records an interrupted executor as failed
@@ -43,7 +43,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from .. import aiops
-from ..journal import entry_to_wire
+from ..journal import entry_to_wire, journal_status, resume_journal
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
 from ._langgraph_core import Durability, GraphState, ResumeOptions, RunOptions
@@ -82,9 +82,9 @@ _FLOW = core.Flow(
     effects_type=aiops.AiOpsEffects,
     async_effects_type=aiops.AsyncAiOpsEffects,
     load_journal=aiops.AiOpsJournal.load,
-    status=lambda journal, key: aiops.aiops_journal_status(journal, key=key),
+    status=lambda journal, key: journal_status(journal, key=key),
     # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
-    resume=lambda journal, key, resend: aiops.resume_aiops_journal(journal, key=key),
+    resume=lambda journal, key, resend: resume_journal(journal, key=key),
     recorder=lambda journal, key: aiops.AiOpsJournalRecorder(journal, key=key),
     new_journal=aiops.AiOpsJournal,
     node_of=lambda action: action.agent.value,

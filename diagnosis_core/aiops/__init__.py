@@ -5,7 +5,7 @@ reader, the converter, the errors, the routing-table drawing, the failure classi
 and the driver loop are shared; the machine, its payloads, routing table, rules,
 renderers and replay format are its own. Its run journal (``aiops_journal_v2``) is
 the chat journal's kernel with its own call names (``AiOpsJournal``,
-``fold_aiops_journal``, ``run_aiops(..., sink=...)``), described to the kernel by one
+``fold_journal``, ``run_aiops(..., sink=...)``), described to the kernel by one
 value, ``AIOPS_WORKFLOW``. ``import diagnosis_core`` does not import
 this package; import it explicitly (``from diagnosis_core.aiops import run_aiops``).
 """
@@ -43,12 +43,10 @@ from ._grounding import aiops_grounding_schema
 from ._journal import (
     AiOpsJournal,
     AiOpsJournalRecorder,
+    AiOpsJournalStatus,
     ListAiOpsJournalSink,
     aiops_expected_call,
-    aiops_journal_status,
     aiops_request_to_wire,
-    fold_aiops_journal,
-    resume_aiops_journal,
 )
 from ._journal_replay import (
     aiops_journal_ledger,
@@ -117,6 +115,7 @@ __all__ = [
     "AiOpsFinished",
     "AiOpsJournal",
     "AiOpsJournalRecorder",
+    "AiOpsJournalStatus",
     "AiOpsObserver",
     "AiOpsRequest",
     "AiOpsResult",
@@ -136,7 +135,6 @@ __all__ = [
     "aiops_expected_call",
     "aiops_grounding_schema",
     "aiops_journal_ledger",
-    "aiops_journal_status",
     "aiops_journal_to_scenario",
     "aiops_json_schema",
     "aiops_output",
@@ -152,7 +150,6 @@ __all__ = [
     "check_aiops_request",
     "evaluate_aiops_report",
     "evaluate_aiops_run",
-    "fold_aiops_journal",
     "iter_aiops",
     "load_aiops_scenario",
     "next_aiops_action",
@@ -166,7 +163,6 @@ __all__ = [
     "replay_aiops",
     "replay_aiops_journal",
     "replay_aiops_scenario",
-    "resume_aiops_journal",
     "run_aiops",
     "start_aiops",
 ]

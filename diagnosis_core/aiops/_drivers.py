@@ -20,7 +20,7 @@ With ``journal=`` or ``sink=`` a driver also writes the run's journal
 the ``finished`` one when it returned, and the machine is fed the recorded
 fact (what the finished entry folds to), so the live state and the fold of
 the journal are equal by construction. ``journal=`` resumes from a journal
-under the resume rule (``resume_aiops_journal``).
+under the resume rule (``resume_journal``).
 
 :func:`evaluate_aiops_run` applies the rule evaluator to a finished run with
 the tool ledger the host recorded.

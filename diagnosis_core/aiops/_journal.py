@@ -70,10 +70,7 @@ __all__ = [
     "AiOpsJournalStatus",
     "ListAiOpsJournalSink",
     "aiops_expected_call",
-    "aiops_journal_status",
     "aiops_request_to_wire",
-    "fold_aiops_journal",
-    "resume_aiops_journal",
 ]
 
 @attrs.frozen
@@ -86,14 +83,6 @@ class AiOpsJournalEntry(JournalEntryBase[AiOpsAgent]):
     """
 
     _form: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
-
-
-@attrs.frozen
-class AiOpsJournal(JournalBase[AiOpsRequest, AiOpsJournalEntry]):
-    """The durable record of one AIOps run: the request and its entries in call order."""
-
-    _form: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
-    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = AiOpsJournalEntry
 
 
 @attrs.frozen
@@ -111,9 +100,17 @@ class AiOpsJournalStatus(
     interrupted: AiOpsJournalEntry | None = None
 
 
-aiops_journal_status = AiOpsJournalStatus.of
-fold_aiops_journal = AIOPS_WORKFLOW.fold_journal
-resume_aiops_journal = AIOPS_WORKFLOW.resume_journal
+@attrs.frozen
+class AiOpsJournal(JournalBase[AiOpsRequest, AiOpsJournalEntry]):
+    """The durable record of one AIOps run: the request and its entries in call order.
+
+    ``journal_status``, ``fold_journal`` and ``resume_journal`` of
+    :mod:`diagnosis_core.journal` fold, verify and resume it.
+    """
+
+    _form: ClassVar[AiOpsWorkflow] = AIOPS_WORKFLOW
+    _entry_type: ClassVar[type[JournalEntryBase[Any]]] = AiOpsJournalEntry
+    _status_type: ClassVar[type[AiOpsJournalStatus]] = AiOpsJournalStatus
 
 
 class AiOpsJournalSink(Protocol):

@@ -40,8 +40,8 @@ from ._drivers import run_aiops
 from ._enums import AiOpsAgent
 from ._journal import (
     AiOpsJournal,
+    AiOpsJournalStatus,
     ListAiOpsJournalSink,
-    aiops_journal_status,
     aiops_request_to_wire,
 )
 from ._replay import (
@@ -113,7 +113,7 @@ def aiops_journal_to_scenario(
     Raises :class:`JournalError` when the journal does not verify or is not
     complete.
     """
-    require_complete(aiops_journal_status(journal, key=key))
+    require_complete(AiOpsJournalStatus.of(journal, key=key))
     responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AiOpsAgent}
     for index, entry in enumerate(journal.entries):
         outcome = entry.outcome
@@ -139,7 +139,7 @@ def replay_aiops_journal(
     The rule evaluation checks the report against :func:`aiops_journal_ledger`.
     Raises :class:`JournalError` when the journal does not verify or is not complete.
     """
-    status = aiops_journal_status(journal, key=key)
+    status = AiOpsJournalStatus.of(journal, key=key)
     require_complete(status)
     return aiops_output(status.state, aiops_journal_ledger(journal))
 

@@ -270,15 +270,15 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     from ..aiops import (
         AiOpsJournal,
         aiops_journal_ledger,
-        aiops_journal_status,
         aiops_output,
         evaluate_aiops_run,
     )
     from ..aiops._replay import format_aiops_result
+    from ..journal import journal_status
 
     try:
         journal = AiOpsJournal.load(data)
-        status = aiops_journal_status(journal, key=key)
+        status = journal_status(journal, key=key)
         if not status.complete:
             raise JournalError(f"the journal is {status.describe()}")
         ledger = aiops_journal_ledger(journal)

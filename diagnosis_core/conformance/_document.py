@@ -103,12 +103,12 @@ def _aiops_journal(data: object) -> dict[str, JsonValue]:
     from diagnosis_core.aiops import (
         AiOpsJournal,
         aiops_journal_ledger,
-        aiops_journal_status,
         aiops_output,
     )
+    from diagnosis_core.journal import journal_status
 
     journal = AiOpsJournal.load(data)
-    status = aiops_journal_status(journal)
+    status = journal_status(journal)
     if not status.complete:
         raise JournalError(f"the journal is {status.describe()}")
     return aiops_output(status.state, aiops_journal_ledger(journal))

@@ -46,14 +46,10 @@ __all__ = [
 
 
 def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
-    """The fold of a stored run's journal (its workflow's ``journal_status``), checked with ``key``.
+    """The status of a stored run's journal, of either workflow, checked with ``key``.
 
     Raises :class:`JournalError` when the stored journal does not fold.
     """
-    if stored.format.startswith("aiops_journal_"):
-        from ..aiops import aiops_journal_status
-
-        return aiops_journal_status(stored.journal, key=key)
     from ..journal import journal_status
 
     return journal_status(stored.journal, key=key)

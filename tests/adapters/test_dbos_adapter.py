@@ -336,7 +336,7 @@ def test_every_aiops_example_runs_like_the_sync_driver(system_database: str) -> 
         state = run_aiops_dbos(request)
         assert dc.to_json(state) == dc.to_json(expected), path.name
         journal = dbos_aiops_journal(f"aiops-{request.run.run_id}")
-        assert dc.to_json(dca.fold_aiops_journal(journal)) == dc.to_json(state)
+        assert dc.to_json(dcj.fold_journal(journal)) == dc.to_json(state)
 
 
 @pytest.mark.parametrize("hang", ["executor", "reporter"])

@@ -23,6 +23,7 @@ from temporalio.client import Client
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.journal as dcj
 from diagnosis_core.adapters.temporal import create_diagnosis_worker, execute_diagnosis
 from diagnosis_core.adapters.temporal_aiops import (
     AiOpsWorkflow,
@@ -51,7 +52,7 @@ async def test_every_aiops_example_runs_like_the_sync_driver(temporal_address: s
             state = dc.from_wire(dca.AiOpsState, await handle.result())
             journal = dca.AiOpsJournal.load(await handle.query(AiOpsWorkflow.aiops_journal))
         assert dc.to_json(state) == dc.to_json(dca.run_aiops(*_scenario(path))), path.name
-        assert dc.to_json(dca.fold_aiops_journal(journal)) == dc.to_json(state)
+        assert dc.to_json(dcj.fold_journal(journal)) == dc.to_json(state)
         assert dc.to_wire(state.result) == golden_result(path.stem), path.name
 
 

@@ -168,12 +168,8 @@ def run_flow(flow: str, request: Any, effects: Any, *, store: Any = None, sink: 
     return run_aiops(request, effects, store=store, sink=sink)
 
 
-def fold(flow: str, journal: Any) -> Any:
-    if flow == "chat":
-        return dcj.fold_journal(journal)
-    from diagnosis_core.aiops import fold_aiops_journal
-
-    return fold_aiops_journal(journal)
+def fold(journal: Any) -> Any:
+    return dcj.fold_journal(journal)
 
 
 def recorder_of(flow: str, journal: Any) -> ToolRecorder | None:
@@ -279,7 +275,7 @@ def check_resume(ref: Reference, open_store: Callable[[], StoreBase], durable: i
         assert [entry.seq for entry in entries] == list(range(1, len(entries) + 1)), where
         assert all(entry.state is dcj.EntryState.FINISHED for entry in entries), where
         assert after.journal.end is not None, where
-        assert fold(flow, after.journal) == state, where
+        assert fold(after.journal) == state, where
         if interrupted is None:
             assert entries == ref.entries, where
         snapshot = _snapshot(reader)

@@ -302,11 +302,7 @@ def test_arun_diagnosis_records_into_the_store(store: StoreBase) -> None:
 
 
 def test_the_aiops_driver_records_into_the_store(store: StoreBase) -> None:
-    from diagnosis_core.aiops import (
-        fold_aiops_journal,
-        load_aiops_scenario,
-        replay_aiops_scenario,
-    )
+    from diagnosis_core.aiops import load_aiops_scenario, replay_aiops_scenario
     from diagnosis_core.aiops._replay import aiops_scenario_effects, aiops_scenario_request
 
     doc = load_example("aiops_payload_targeted")
@@ -321,7 +317,7 @@ def test_the_aiops_driver_records_into_the_store(store: StoreBase) -> None:
     assert state.result == expected.result
     stored = store.load(request.run.run_id)
     assert stored is not None and stored.format == "aiops_journal_v2"
-    assert fold_aiops_journal(stored.journal) == state
+    assert dcj.fold_journal(stored.journal) == state
 
 
 def test_entry_codec_round_trips_exactly_and_names_bad_paths() -> None:

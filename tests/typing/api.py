@@ -624,10 +624,13 @@ def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, k
     journal = dca.AiOpsJournal(request, tuple(sink.entries), end=sink.end)
     entry = journal.entries[0]
     assert entry.call in dca.AiOpsAgent
-    assert dca.fold_aiops_journal(journal, key=key) == state
-    status = dca.aiops_journal_status(journal, key=key)
+    assert_type(dcj.fold_journal(journal, key=key), dca.AiOpsState)
+    assert dcj.fold_journal(journal, key=key) == state
+    status = dcj.journal_status(journal, key=key)
+    assert_type(status, dca.AiOpsJournalStatus)
+    assert_type(status.state, dca.AiOpsState)
     assert status.pending is None and status.complete
-    resumed, resumed_state = dca.resume_aiops_journal(journal, key=key)
+    resumed, resumed_state = dcj.resume_journal(journal, key=key)
     assert_type(resumed, dca.AiOpsJournal)
     assert_type(resumed_state, dca.AiOpsState)
     assert_type(dcj.sign_journal(journal, key), dca.AiOpsJournal)

@@ -289,7 +289,8 @@ class JournalBase(Generic[Q, E]):
     """The durable record of one run: the request and its entries in call order (spec §12).
 
     Shared by both workflows; a workflow's journal class narrows the request
-    and entry types and sets ``_form`` and ``_entry_type``. ``format`` is the
+    and entry types and sets ``_form``, ``_entry_type`` and ``_status_type`` (its
+    status class: what ``journal_status`` of it returns). ``format`` is the
     wire version (the current one unless given; a loaded v1 journal keeps
     ``…_v1`` and is folded, signed and written by the v1 rules); ``end`` is
     the end marker of a complete v2 journal (:class:`JournalEnd`).
@@ -297,6 +298,7 @@ class JournalBase(Generic[Q, E]):
 
     _form: ClassVar[WireForm]
     _entry_type: ClassVar[type[JournalEntryBase[Any]]]
+    _status_type: ClassVar[type[Any]]
 
     request: Q
     entries: tuple[E, ...] = attrs.field(default=(), converter=_entry_tuple)

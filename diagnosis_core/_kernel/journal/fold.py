@@ -49,9 +49,12 @@ __all__ = [
     "agent_result",
     "append_entry",
     "end_journal",
+    "fold_journal",
     "inexact",
+    "journal_status",
     "progress_entry",
     "require_complete",
+    "resume_journal",
     "scenario_response",
     "scripted_message",
 ]
@@ -195,6 +198,107 @@ def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
     """A :class:`JournalError` unless ``status`` is of a complete journal."""
     if not status.complete:
         raise JournalError(f"the journal is {status.describe()}")
+
+
+# --- the fold, the status and the resume rule of either workflow's journal ----------
+
+St_co = TypeVar("St_co", bound="JournalStatusBase[Any, Any, Any]", covariant=True)
+J_co = TypeVar("J_co", covariant=True)
+
+
+class _Statused(Protocol[St_co]):
+    """A journal whose class names its status class, as each workflow's journal does."""
+
+    @property
+    def _status_type(self) -> type[St_co]: ...
+
+
+class _Folded(Protocol[S]):
+    """A journal whose status class says the state it folds to."""
+
+    @property
+    def _status_type(self) -> type[JournalStatusBase[S, Any, Any]]: ...
+
+
+class _Resumed(Protocol[J_co, S]):
+    """A journal that says its state and gives its own class back with new entries."""
+
+    @property
+    def _status_type(self) -> type[JournalStatusBase[S, Any, Any]]: ...
+
+    def _with_entries(self, entries: Any, /) -> J_co: ...
+
+
+def _any_journal(journal: object) -> Any:
+    """``journal`` as its workflow's methods take it (the protocols above typed the call)."""
+    return journal
+
+
+def journal_status(
+    journal: _Statused[St_co], *, key: bytes | None = None, head: JournalHead | None = None
+) -> St_co:
+    """Fold and verify a journal of either workflow (spec §12): its status, or a JournalError.
+
+    The status is the journal's own workflow's (a :class:`JournalStatus` for a
+    chat journal, an ``AiOpsJournalStatus`` for an AIOps one); what is checked
+    is :meth:`JournalStatus.of`'s.
+    """
+    return journal._status_type.of(_any_journal(journal), key=key, head=head)
+
+
+def fold_journal(
+    journal: _Folded[S], *, key: bytes | None = None, head: JournalHead | None = None
+) -> S:
+    """The state ``journal``, of either workflow, folds to (see :func:`journal_status`).
+
+    A journal that ends before the run does, or whose last entry is
+    ``started``, folds to the state before the missing effect; its status
+    says which call that is.
+    """
+    state: S = journal._status_type._workflow.fold(_any_journal(journal), key, head)[0]
+    return state
+
+
+def resume_journal(
+    journal: _Resumed[J_co, S],
+    *,
+    key: bytes | None = None,
+    resend_gatekeeper: bool = False,
+    resend_executor: bool = False,
+    head: JournalHead | None = None,
+) -> tuple[J_co, S]:
+    """Apply the resume rule of spec §12 to a journal of either workflow; the journal and state.
+
+    Returns the journal and the state to continue from.
+    When the last entry is ``started`` (the process died during that
+    effect), the rule is its workflow's ``resent_on_resume``, with the host's
+    choices ``resend_gatekeeper`` (the read-only gatekeeper) and
+    ``resend_executor`` (tools declared replay-safe, spec §12.3):
+
+    * a re-sent call (an LLM call; the executor or a gatekeeper when the
+      host asks) leaves the journal as it is: the state is the one before
+      the call, whose next action is that same call with the identical
+      input *as the same attempt* — ``start_entry`` then reuses the
+      entry's ``seq`` and keeps the tool calls it records (the driver
+      answers each tool call identical to a recorded one from the journal);
+    * an executor call (its tools may have run) is finished as a
+      ``non_retryable`` failure with :data:`INTERRUPTED_MESSAGE`
+      (→ ``EXECUTOR_FAILED``), keeping the tool calls that finished; a
+      gatekeeper call as a gatekeeper error with the same message
+      (→ ``GATEKEEPER_UNAVAILABLE``).
+
+    A completed entry is signed with ``key`` when one is given; the host
+    persists the journal's last entry (it replaces the started one). A
+    later fold of the returned journal gives the returned state. A v2
+    journal whose run ended but that has no end marker is returned as it
+    is: the driver writes the end marker. ``head`` is checked as by the
+    fold (spec §12.2).
+    """
+    resumed: tuple[J_co, S] = journal._status_type._workflow.resume_journal(
+        _any_journal(journal), key=key, resend_gatekeeper=resend_gatekeeper,
+        resend_executor=resend_executor, head=head,
+    )
+    return resumed
 
 
 # --- the builder -------------------------------------------------------------------

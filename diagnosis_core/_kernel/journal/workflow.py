@@ -27,11 +27,13 @@ instance), which says, in one place:
 
 The kernel's journal code is written once, as methods of this class that
 call the ones above: :meth:`~Workflow.fold` (fold and verify a journal),
-:meth:`~Workflow.fold_journal`, :meth:`~Workflow.resume_journal` (the resume
-rule applied), :meth:`~Workflow.start_entry` and :meth:`~Workflow.finish_entry`
-(the entry builder the recorder writes through). A workflow's public
-functions (``fold_journal``, ``resume_aiops_journal``, …) are these methods,
-bound to its instance.
+:meth:`~Workflow.resume_journal` (the resume rule applied),
+:meth:`~Workflow.start_entry` and :meth:`~Workflow.finish_entry` (the entry builder
+the recorder writes through). The public
+``journal_status``, ``fold_journal`` and ``resume_journal`` (``fold.py``) take
+a journal of either workflow and call its own workflow's methods; the chat
+builder functions (``start_entry``, ``finish_entry``, …) are methods bound to
+its instance.
 
 The class is typed over its request, state, action, finished action, result,
 call and expected-call types; nothing in its signatures is ``Any``. An
@@ -409,18 +411,6 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
             raise chain.head_error
         return state, action, interrupted, ended
 
-    def fold_journal(
-        self, journal: JournalBase[Q, E], *, key: bytes | None = None,
-        head: JournalHead | None = None,
-    ) -> S:
-        """The state ``journal`` folds to (see ``journal_status`` for what is checked).
-
-        A journal that ends before the run does, or whose last entry is
-        ``started``, folds to the state before the missing effect; its status
-        (``journal_status``) says which call that is.
-        """
-        return self.fold(journal, key, head)[0]
-
     def resume_journal(
         self,
         journal: J,
@@ -430,32 +420,7 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         resend_executor: bool = False,
         head: JournalHead | None = None,
     ) -> tuple[J, S]:
-        """Apply the resume rule of spec §12; returns the journal and the state to continue from.
-
-        When the last entry is ``started`` (the process died during that
-        effect), the rule is :meth:`resent_on_resume`, with the host's
-        choices ``resend_gatekeeper`` (the read-only gatekeeper) and
-        ``resend_executor`` (tools declared replay-safe, spec §12.3):
-
-        * a re-sent call (an LLM call; the executor or a gatekeeper when the
-          host asks) leaves the journal as it is: the state is the one before
-          the call, whose next action is that same call with the identical
-          input *as the same attempt* — :meth:`start_entry` then reuses the
-          entry's ``seq`` and keeps the tool calls it records (the driver
-          answers each tool call identical to a recorded one from the journal);
-        * an executor call (its tools may have run) is finished as a
-          ``non_retryable`` failure with :data:`INTERRUPTED_MESSAGE`
-          (→ ``EXECUTOR_FAILED``), keeping the tool calls that finished; a
-          gatekeeper call as a gatekeeper error with the same message
-          (→ ``GATEKEEPER_UNAVAILABLE``).
-
-        A completed entry is signed with ``key`` when one is given; the host
-        persists the journal's last entry (it replaces the started one). A
-        later fold of the returned journal gives the returned state. A v2
-        journal whose run ended but that has no end marker is returned as it
-        is: the driver writes the end marker. ``head`` is checked as by the
-        fold (spec §12.2).
-        """
+        """The resume rule of spec §12 for this workflow: ``resume_journal`` (``fold.py``)."""
         state, _, entry, _ = self.fold(journal, key, head)
         return self.resume_folded(
             journal, state, entry, key=key, resend_gatekeeper=resend_gatekeeper,
