@@ -948,7 +948,7 @@ def _tampered() -> Iterator[Draft]:
 
 
 def _area_aiops(examples: Path) -> Iterator[Draft]:
-    from diagnosis_core.aiops._journal_replay import record_aiops_scenario
+    from diagnosis_core._aiops.journal_replay import record_aiops_scenario
     from diagnosis_core.journal import journal_to_wire
 
     for path in sorted(examples.glob("aiops_*.json")):

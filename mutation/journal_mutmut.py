@@ -66,9 +66,9 @@ DECISION_MODULES: tuple[str, ...] = (
     "diagnosis_core/_kernel/machine/classify.py",
     "diagnosis_core/_kernel/machine/tables.py",
     "diagnosis_core/_kernel/machine/stepping.py",
-    "diagnosis_core/aiops/_routing.py",
-    "diagnosis_core/aiops/_rules.py",
-    "diagnosis_core/aiops/_machine.py",
+    "diagnosis_core/_aiops/routing.py",
+    "diagnosis_core/_aiops/rules.py",
+    "diagnosis_core/_aiops/machine.py",
 )
 """The decision modules: mutmut mutates their function bodies (the ``decisions`` group),
 mutation/table_mutants.py their module-level tables and class defaults."""
@@ -102,7 +102,7 @@ GROUPS: dict[str, Group] = {
             "diagnosis_core/_kernel/journal/tool_calls.py",
             "diagnosis_core/_kernel/journal/store.py",
             "diagnosis_core/_chat/journal.py",
-            "diagnosis_core/aiops/_journal.py",
+            "diagnosis_core/_aiops/journal.py",
         ),
         "tests": (
             "tests/test_journal.py",
@@ -142,7 +142,7 @@ GROUPS: dict[str, Group] = {
             "diagnosis_core/_kernel/driving/observe.py",
             "diagnosis_core/_kernel/driving/loop.py",
             "diagnosis_core/_chat/drivers.py",
-            "diagnosis_core/aiops/_drivers.py",
+            "diagnosis_core/_aiops/drivers.py",
         ),
         "tests": (
             "tests/test_observe.py",
@@ -160,7 +160,7 @@ GROUPS: dict[str, Group] = {
             "diagnosis_core._chat.drivers.xǁ_JournalRecorderǁend__*",
             "diagnosis_core._chat.drivers.xǁ_Runǁ*",
             "diagnosis_core._chat.drivers.x__returned__*",
-            "diagnosis_core.aiops._drivers.xǁ_Runǁopening__*",
+            "diagnosis_core._aiops.drivers.xǁ_Runǁopening__*",
         ),
     },
 }

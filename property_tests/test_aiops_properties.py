@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagnosis_core import Locale, RunConfig, ToolInvocation, ToolLedger, from_wire, to_wire
+from diagnosis_core._aiops.config import NO_PROGRESS_REPEATS
 from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsAgent,
@@ -40,7 +41,6 @@ from diagnosis_core.aiops import (
     replay_aiops,
     run_aiops,
 )
-from diagnosis_core.aiops._config import NO_PROGRESS_REPEATS
 from diagnosis_core.protocol import canonical_json
 from diagnosis_core.scenarios import ScriptedAgent, ScriptedResponse
 from diagnosis_core.testing._values import host_subclassed

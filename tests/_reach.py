@@ -42,14 +42,14 @@ diagnosis_core = _Namespace("diagnosis_core", {
     "AnswerMode": "diagnosis_core._chat.enums",
 })
 aiops = _Namespace("diagnosis_core.aiops", {
-    "AIOPS_JOURNAL_FORMAT": "diagnosis_core.aiops._workflow",
-    "AIOPS_JOURNAL_FORMAT_V1": "diagnosis_core.aiops._workflow",
-    "AiOpsExpectedCall": "diagnosis_core.aiops._workflow",
-    "AiOpsJournalEntry": "diagnosis_core.aiops._journal",
-    "AlertmanagerAlerts": "diagnosis_core.aiops._alertmanager",
-    "DISCOVERY_INSTRUCTION": "diagnosis_core.aiops._inputs",
-    "aiops_routing_mermaid": "diagnosis_core.aiops._routing",
-    "record_aiops_scenario": "diagnosis_core.aiops._journal_replay",
+    "AIOPS_JOURNAL_FORMAT": "diagnosis_core._aiops.workflow",
+    "AIOPS_JOURNAL_FORMAT_V1": "diagnosis_core._aiops.workflow",
+    "AiOpsExpectedCall": "diagnosis_core._aiops.workflow",
+    "AiOpsJournalEntry": "diagnosis_core._aiops.journal",
+    "AlertmanagerAlerts": "diagnosis_core._aiops.alertmanager",
+    "DISCOVERY_INSTRUCTION": "diagnosis_core._aiops.inputs",
+    "aiops_routing_mermaid": "diagnosis_core._aiops.routing",
+    "record_aiops_scenario": "diagnosis_core._aiops.journal_replay",
 })
 journal = _Namespace("diagnosis_core.journal", {
     "ExpectedCall": "diagnosis_core._chat.workflow",

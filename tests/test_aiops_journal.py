@@ -18,8 +18,8 @@ import diagnosis_core.journal as dcj
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError, RunOptionsError
+from diagnosis_core._aiops.journal import AiOpsJournalEntry
 from diagnosis_core.aiops import AiOpsAgent, AiOpsJournal
-from diagnosis_core.aiops._journal import AiOpsJournalEntry
 from diagnosis_core.cli import main
 from diagnosis_core.journal import EntryState
 from tests._reach import aiops as dca

@@ -22,6 +22,13 @@ from diagnosis_core import (
     from_wire,
     to_wire,
 )
+from diagnosis_core._aiops.config import NO_PROGRESS_REPEATS
+from diagnosis_core._aiops.inputs import DISCOVERY_INSTRUCTION, select_aiops_mode
+from diagnosis_core._aiops.routing import (
+    AiOpsRoutingFacts,
+    aiops_routing_mermaid,
+    choose_aiops_route,
+)
 from diagnosis_core.aiops import (
     AIOPS_ROUTING_TABLE,
     AiOpsAgent,
@@ -44,13 +51,6 @@ from diagnosis_core.aiops import (
     next_aiops_action,
     run_aiops,
     start_aiops,
-)
-from diagnosis_core.aiops._config import NO_PROGRESS_REPEATS
-from diagnosis_core.aiops._inputs import DISCOVERY_INSTRUCTION, select_aiops_mode
-from diagnosis_core.aiops._routing import (
-    AiOpsRoutingFacts,
-    aiops_routing_mermaid,
-    choose_aiops_route,
 )
 from diagnosis_core.machine import AgentFailed, AgentReplied, NodeStatus
 from diagnosis_core.protocol import canonical_json

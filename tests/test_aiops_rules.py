@@ -14,6 +14,7 @@ from diagnosis_core import (
     from_wire,
     to_wire,
 )
+from diagnosis_core._aiops.rules import AiOpsRuleContext, AiOpsRuleViolation
 from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsMode,
@@ -24,7 +25,6 @@ from diagnosis_core.aiops import (
     evaluate_aiops_report,
     parse_aiops_report,
 )
-from diagnosis_core.aiops._rules import AiOpsRuleContext, AiOpsRuleViolation
 
 ALERTS = (
     Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z", {"env": "prod"}),

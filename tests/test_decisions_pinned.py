@@ -28,6 +28,8 @@ from diagnosis_core import (
     Verdict,
     default_failure_classifier,
 )
+from diagnosis_core._aiops.routing import AiOpsRoutingFacts, choose_aiops_route
+from diagnosis_core._aiops.rules import AiOpsRuleContext, AiOpsRuleViolation
 from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result, snapshot_raw_result
 from diagnosis_core._chat.routing import RoutingFacts, choose_route
 from diagnosis_core.aiops import (
@@ -46,8 +48,6 @@ from diagnosis_core.aiops import (
     next_aiops_action,
     start_aiops,
 )
-from diagnosis_core.aiops._routing import AiOpsRoutingFacts, choose_aiops_route
-from diagnosis_core.aiops._rules import AiOpsRuleContext, AiOpsRuleViolation
 from diagnosis_core.machine import AgentFailed, GatekeeperReturned, NodeName, NodeStatus
 from diagnosis_core.protocol import GatekeeperStatus, parse_executor_evidence, parse_verifier_output
 from tests.test_decision_details import CHECKED
@@ -336,7 +336,7 @@ def test_a_list_subclass_whose_protocols_disagree_is_unreadable(array: type[Any]
     assert normalized.reason_code is dc.ReasonCode.GATEKEEPER_INVALID_RESULT
 
 
-# --- aiops/_rules.py: reading any report --------------------------------------------------
+# --- _aiops/rules.py: reading any report --------------------------------------------------
 
 _CALM = (Alert("PodRestarts", "order-svc", "warning", "2024-05-01T10:04:00Z"),)
 
@@ -424,7 +424,7 @@ def test_an_empty_rule_set_scores_one_and_passes() -> None:
     assert evaluation == AiOpsRuleEvaluation(passed=True, score=1.0, violations=())
 
 
-# --- aiops/_machine.py: the fallback step after a first-call supervisor failure -----------
+# --- _aiops/machine.py: the fallback step after a first-call supervisor failure -----------
 
 
 def test_a_first_call_supervisor_failure_falls_back_at_step_one() -> None:
@@ -441,7 +441,7 @@ def test_a_first_call_supervisor_failure_falls_back_at_step_one() -> None:
     ]
 
 
-# --- aiops/_rules.py: a ledger source is read when the report is judged -------------------
+# --- _aiops/rules.py: a ledger source is read when the report is judged -------------------
 
 _CITING = {"summary": "s", "findings": [], "recommended_actions": [{"text": "a"}],
            "evidence": [{"text": "pool 20/20", "cited_invocation_ids": ["inv-1"]}]}
@@ -487,7 +487,7 @@ def test_a_source_whose_ledger_is_not_a_tool_ledger_is_a_type_error() -> None:
                               ledger=_WrongLedger())  # type: ignore[arg-type]
 
 
-# --- aiops/_machine.py: the executor's trace details ---------------------------------------
+# --- _aiops/machine.py: the executor's trace details ---------------------------------------
 
 
 def test_the_executor_event_counts_its_findings_and_all_and_new_invocations() -> None:
@@ -659,7 +659,7 @@ def test_a_host_mapping_whose_get_with_a_default_disagrees_is_unreadable() -> No
     assert snapshot.problem == "unreadable result (inconsistent DefaultLyingMapping)"
 
 
-# --- aiops/_routing.py: the order of the supervisor's rows --------------------------------
+# --- _aiops/routing.py: the order of the supervisor's rows --------------------------------
 
 
 @pytest.mark.parametrize(
@@ -716,7 +716,7 @@ def test_of_several_missing_binding_ids_the_first_in_wire_order_is_named(
     assert str(caught.value) == f"checked_bindings[0].{named}: missing"
 
 
-# --- aiops/_routing.py: the table itself, row by row, in order ---------------------------------
+# --- _aiops/routing.py: the table itself, row by row, in order ---------------------------------
 
 AIOPS_ROWS = [  # (after, condition, next, reason, reason_from_node, same_input), spec §11
     (None, "ALWAYS", "supervisor", None, False, False),

@@ -14,6 +14,7 @@ from diagnosis_core import (
     PayloadError,
     ReasonCode,
 )
+from diagnosis_core._aiops.routing import AiOpsRoutingFacts
 from diagnosis_core._chat.routing import RoutingFacts
 from diagnosis_core._kernel.enums import Locale, NodeStatus, member_of
 from diagnosis_core._kernel.machine.results import (
@@ -32,7 +33,6 @@ from diagnosis_core._kernel.machine.tables import (
 )
 from diagnosis_core._kernel.wire.schema import SchemaProfile, profile_of
 from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
-from diagnosis_core.aiops._routing import AiOpsRoutingFacts
 from diagnosis_core.machine import AgentName
 
 
@@ -74,16 +74,16 @@ def test_locale_and_profile_keep_their_own_errors() -> None:
 def test_failure_reasons_are_the_same_rule_in_both_machines(
     agent: str, kind: FailureKind, chat: ReasonCode, aiops: AiOpsReasonCode
 ) -> None:
+    from diagnosis_core._aiops.machine import _REASONS as AIOPS
     from diagnosis_core._chat.machine import _REASONS as CHAT
-    from diagnosis_core.aiops._machine import _REASONS as AIOPS
 
     assert CHAT.raised(AgentName(agent), kind) is chat
     assert AIOPS.raised(AiOpsAgent(agent), kind) is aiops
 
 
 def test_only_the_executor_has_its_own_invalid_output_reason() -> None:
+    from diagnosis_core._aiops.machine import _REASONS as AIOPS
     from diagnosis_core._chat.machine import _REASONS as CHAT
-    from diagnosis_core.aiops._machine import _REASONS as AIOPS
 
     assert CHAT.invalid_output(AgentName.EXECUTOR) is ReasonCode.EXECUTOR_INVALID_OUTPUT
     assert CHAT.invalid_output(AgentName.VERIFIER) is ReasonCode.VERIFIER_FAILED
@@ -92,8 +92,8 @@ def test_only_the_executor_has_its_own_invalid_output_reason() -> None:
 
 
 def test_a_failed_attempt_reads_status_error_and_reason_from_one_rule() -> None:
+    from diagnosis_core._aiops.machine import _REASONS as AIOPS
     from diagnosis_core._chat.machine import _REASONS as CHAT
-    from diagnosis_core.aiops._machine import _REASONS as AIOPS
 
     blocked = AgentFailed(FailureKind.TOOL_BLOCKED, "")
     assert CHAT.of(AgentName.EXECUTOR, blocked) == (

@@ -145,6 +145,7 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
     done = _fresh(
         "import sys, diagnosis_core\n"
         "loaded = [m for m in sys.modules if m.startswith(('diagnosis_core.aiops',"
+        " 'diagnosis_core._aiops',"
         " 'diagnosis_core.adapters', 'diagnosis_core.testing',"
         " 'diagnosis_core.journal', 'diagnosis_core.tools', 'diagnosis_core.protocol',"
         " 'diagnosis_core.scenarios', 'diagnosis_core._kernel.journal',"
@@ -218,7 +219,7 @@ def test_a_fallback_run_loads_the_renderer_it_needs() -> None:
 def test_the_aiops_package_imports_on_its_own_and_writes_sparse_details() -> None:
     done = _fresh(
         "import json\n"
-        "from diagnosis_core.aiops._trace import AiOpsEventDetails\n"
+        "from diagnosis_core._aiops.trace import AiOpsEventDetails\n"
         "from diagnosis_core import to_json\n"
         "assert json.loads(to_json(AiOpsEventDetails(plan_steps=2))) == {'plan_steps': 2}\n"
     )
@@ -348,12 +349,16 @@ def test_the_room_check_finds_an_import_from_a_room_above() -> None:
     assert "journal" not in {"ground", "tools", *_ROOMS_BELOW["tools"]}
 
 
-def test_aiops_imports_the_kernel_and_public_names_only_never_the_chat_workflow() -> None:
+def test_the_aiops_workflow_imports_the_kernel_and_public_names_only_never_chat() -> None:
     assert _offenders(
-        "diagnosis_core.aiops",
-        lambda _s, t: t.startswith(("diagnosis_core._kernel", "diagnosis_core.aiops"))
+        "diagnosis_core._aiops",
+        lambda _s, t: t.startswith(("diagnosis_core._kernel", "diagnosis_core._aiops"))
         or _is_public(t),
     ) == []
+
+
+def test_the_chat_workflow_never_imports_the_aiops_workflow() -> None:
+    assert _offenders("diagnosis_core._chat", lambda _s, t: "aiops" not in t) == []
 
 
 @pytest.mark.parametrize(

@@ -200,7 +200,7 @@ def test_the_chat_example_inputs_are_one_consistent_run() -> None:
 
 # --- the rule table against the code ---------------------------------------------------
 
-_PARSER_MODULES = ("_chat/parsing.py", "aiops/_parsing.py", "_kernel/machine/plan.py")
+_PARSER_MODULES = ("_chat/parsing.py", "_aiops/parsing.py", "_kernel/machine/plan.py")
 _DOCUMENT_LAYER = {"parse_json_object", "extract_json_text", "loads_strict"}
 _TYPES_LAYER = {"from_wire", "from_json_object_text"}
 
@@ -306,8 +306,8 @@ def _enums_of(cls: type[typing.Any]) -> Iterator[type[enum.Enum]]:
 
 
 def _payload_class(workflow: str, payload: str) -> type[typing.Any]:
+    from diagnosis_core._aiops.schema import _PAYLOAD_TYPES as AIOPS
     from diagnosis_core._chat.schema import _PAYLOAD_TYPES as CHAT
-    from diagnosis_core.aiops._schema import _PAYLOAD_TYPES as AIOPS
 
     types: dict[str, type[typing.Any]] = {**{str(k): v for k, v in CHAT.items()}} if (
         workflow == "chat"
@@ -320,10 +320,10 @@ _PARSERS = {
     ("chat", "executor"): ("_chat/parsing.py", "parse_executor_evidence"),
     ("chat", "verifier"): ("_chat/parsing.py", "parse_verifier_output"),
     ("chat", "composer"): ("_chat/parsing.py", "parse_composer_output"),
-    ("aiops", "supervisor"): ("aiops/_parsing.py", "parse_supervisor_decision"),
-    ("aiops", "planner"): ("aiops/_parsing.py", "parse_aiops_plan"),
-    ("aiops", "executor"): ("aiops/_parsing.py", "parse_aiops_executor_output"),
-    ("aiops", "reporter"): ("aiops/_parsing.py", "parse_aiops_report"),
+    ("aiops", "supervisor"): ("_aiops/parsing.py", "parse_supervisor_decision"),
+    ("aiops", "planner"): ("_aiops/parsing.py", "parse_aiops_plan"),
+    ("aiops", "executor"): ("_aiops/parsing.py", "parse_aiops_executor_output"),
+    ("aiops", "reporter"): ("_aiops/parsing.py", "parse_aiops_report"),
 }
 
 

@@ -30,6 +30,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from diagnosis_core._aiops.rendering import render_aiops_fallback, render_aiops_report
+from diagnosis_core._aiops.trace import AiOpsCallCounts
 from diagnosis_core._chat.config import DiagnosisConfig
 from diagnosis_core._chat.enums import AnswerMode, GatekeeperStatus, ReasonCode
 from diagnosis_core._chat.payloads import ToolTraceEntry
@@ -50,8 +52,6 @@ from diagnosis_core.aiops import (
     AiOpsReport,
     Alert,
 )
-from diagnosis_core.aiops._rendering import render_aiops_fallback, render_aiops_report
-from diagnosis_core.aiops._trace import AiOpsCallCounts
 
 NEUTRAL = "Neutral0item"
 CAP = 40

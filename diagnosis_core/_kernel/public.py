@@ -1,7 +1,7 @@
 """Which public namespace a public class names as its home (``__module__``).
 
-Classes are defined in private modules (``_chat/``, ``_kernel/``,
-``aiops/_*.py``) and exported from the public namespaces. A traceback, a
+Classes are defined in private modules (``_chat/``, ``_aiops/``,
+``_kernel/``) and exported from the public namespaces. A traceback, a
 class repr and pickle read ``__module__``: left as defined, they name a
 private module (``diagnosis_core._kernel.errors.MachineError``) that a host
 must never import. Each public namespace is published (:func:`publish` on its

@@ -1,7 +1,7 @@
 """What each agent is, receives and returns: the part of a prompt that is not a rule.
 
 An :class:`AgentSpec` ties an agent to its input classes (the whitelists of
-spec §6.6 and of :mod:`diagnosis_core.aiops._inputs`: the classes *are* the
+spec §6.6 and of :mod:`diagnosis_core._aiops.inputs`: the classes *are* the
 whitelists, so the key list a prompt shows is read from them), its payload
 (the name the JSON Schema generators take) and its parser. What is written
 here is what the code cannot say: the agent's task and what each input key
@@ -98,7 +98,7 @@ def _chat_specs() -> tuple[AgentSpec, ...]:
 
 
 def _aiops_specs() -> tuple[AgentSpec, ...]:
-    from ..aiops._inputs import (
+    from .._aiops.inputs import (
         AiOpsExecutorInput,
         AiOpsPlannerInput,
         ReporterInput,
@@ -240,7 +240,7 @@ FIELD_DESCRIPTIONS: Mapping[tuple[str, str], Mapping[str, str]] = {
     ("chat", "recommended_actions"): _d(
         "the actions the verifier recommends.", "verifier 建议的操作。"
     ),
-    # aiops (diagnosis_core.aiops._inputs)
+    # aiops (diagnosis_core._aiops.inputs)
     ("aiops", "mode"): _d(
         "{payload_targeted} when alerts were given (focus on exactly those), "
         "{auto_discovery} when the active alerts must be discovered first.",

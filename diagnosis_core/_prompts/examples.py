@@ -243,16 +243,14 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
 
 @functools.cache
 def _aiops_examples(locale: str) -> Mapping[str, Example]:
-    from .._kernel.machine.plan import PlanStep
-    from .._kernel.tools.recorder import ToolRecorder
-    from ..aiops._enums import SupervisorChoice
-    from ..aiops._inputs import (
+    from .._aiops.enums import SupervisorChoice
+    from .._aiops.inputs import (
         build_aiops_executor_input,
         build_aiops_planner_input,
         build_reporter_input,
         build_supervisor_input,
     )
-    from ..aiops._payloads import (
+    from .._aiops.payloads import (
         AiOpsEvidence,
         AiOpsExecutorFinding,
         AiOpsExecutorOutput,
@@ -263,6 +261,8 @@ def _aiops_examples(locale: str) -> Mapping[str, Example]:
         Alert,
         SupervisorDecision,
     )
+    from .._kernel.machine.plan import PlanStep
+    from .._kernel.tools.recorder import ToolRecorder
 
     text = _TEXTS[locale]
     alerts = (

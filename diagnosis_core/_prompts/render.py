@@ -110,7 +110,7 @@ def _schema(workflow: str, payload: str, profile: str = "validation") -> dict[st
         from .._chat.schema import json_schema
 
         return json_schema(payload, profile)
-    from ..aiops._schema import aiops_json_schema
+    from .._aiops.schema import aiops_json_schema
 
     return aiops_json_schema(payload, profile)
 

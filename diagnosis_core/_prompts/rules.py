@@ -6,7 +6,7 @@ An ``enforces`` key is one of:
 
 ``parse:<path>: <message>``
     a rule of an agent's payload parser (``_chat/parsing.py``,
-    ``aiops/_parsing.py``, ``_kernel/machine/plan.py``), written as the
+    ``_aiops/parsing.py``, ``_kernel/machine/plan.py``), written as the
     :class:`~diagnosis_core.protocol.PayloadError` it raises: its path and
     message with every computed part as ``{}``;
 ``layer:document`` / ``layer:types``
@@ -102,8 +102,8 @@ class _Vocabulary(dict[str, str]):
         self.locale = locale
 
     def __missing__(self, key: str) -> str:
-        from ..aiops._config import NO_PROGRESS_REPEATS
-        from ..aiops._enums import AiOpsMode, AiOpsReasonCode, SupervisorChoice
+        from .._aiops.config import NO_PROGRESS_REPEATS
+        from .._aiops.enums import AiOpsMode, AiOpsReasonCode, SupervisorChoice
 
         self.update(
             {

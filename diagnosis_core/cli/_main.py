@@ -242,13 +242,13 @@ def _journal_to_scenario(args: argparse.Namespace) -> int:
 
 def _run_aiops(args: argparse.Namespace, data: object) -> int:
     """Replay an AIOps scenario (``"workflow": "aiops"``, spec §11)."""
+    from .._aiops.replay import format_aiops_result
     from ..aiops import (
         aiops_replay_output,
         evaluate_aiops_run,
         load_aiops_scenario,
         replay_aiops_scenario,
     )
-    from ..aiops._replay import format_aiops_result
 
     scenario: AiOpsScenario = load_aiops_scenario(data)
     state = replay_aiops_scenario(scenario)
@@ -267,13 +267,13 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     is incomplete (its process died) saying at which call.
     """
     from .. import JournalError
+    from .._aiops.replay import format_aiops_result
     from ..aiops import (
         AiOpsJournal,
         aiops_journal_ledger,
         aiops_output,
         evaluate_aiops_run,
     )
-    from ..aiops._replay import format_aiops_result
     from ..journal import journal_status
 
     try:
@@ -320,7 +320,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _graph(args: argparse.Namespace) -> int:
     if args.workflow == "aiops":
-        from ..aiops._routing import aiops_routing_mermaid
+        from .._aiops.routing import aiops_routing_mermaid
 
         write(aiops_routing_mermaid())
     else:
@@ -362,7 +362,7 @@ def _reply_parser(args: argparse.Namespace) -> Callable[[str], object] | None:
 
     if name not in AIOPS_SCHEMA_NAMES:
         return None
-    from ..aiops import _parsing as aiops_parsing
+    from .._aiops import parsing as aiops_parsing
 
     if name == aiops_parsing.AiOpsPayloadName.AIOPS_EXECUTOR_OUTPUT:
         known = _id_list(args.known_invocations)

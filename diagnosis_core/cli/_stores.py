@@ -213,6 +213,7 @@ def _run_problem(error: DiagnosisError) -> str:
 def _run_aiops(
     args: argparse.Namespace, data: object, store: JournalStore, key: bytes | None
 ) -> int:
+    from .._aiops.replay import format_aiops_result
     from ..aiops import (
         aiops_replay_output,
         aiops_scenario_effects,
@@ -221,7 +222,6 @@ def _run_aiops(
         load_aiops_scenario,
         run_aiops,
     )
-    from ..aiops._replay import format_aiops_result
 
     scenario = load_aiops_scenario(data)
     request = aiops_scenario_request(scenario)

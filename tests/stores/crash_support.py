@@ -90,7 +90,7 @@ def _aiops_scenario(run_id: str) -> Any:
 def request_of(flow: str, run_id: str) -> Any:
     if flow == "chat":
         return dc.scenario_request(_chat_scenario(run_id))
-    from diagnosis_core.aiops._replay import aiops_scenario_request
+    from diagnosis_core._aiops.replay import aiops_scenario_request
 
     return aiops_scenario_request(_aiops_scenario(run_id))
 
@@ -130,8 +130,8 @@ def effects_after(flow: str, run_id: str, entries: tuple[Any, ...], log: list[st
         assert recorder is not None
         tool_log = _ToolLog(log)
         return with_tools(effects, tool_log.wrapping(recorder))
+    from diagnosis_core._aiops.replay import aiops_scenario_effects
     from diagnosis_core.aiops import AiOpsAgent
-    from diagnosis_core.aiops._replay import aiops_scenario_effects
 
     scenario = _aiops_scenario(run_id)
     responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]

@@ -67,8 +67,8 @@ def _with_long_tool(effects: dc.Effects, recorder: ToolRecorder) -> dc.Effects:
 def _fill(store: StoreBase) -> dict[str, dc.DiagnosisState]:
     """Every chat example (one session each, tools recorded), an AIOps run, an unfinished run,
     a run with hostile long ids, an unreadable run; the chat states by run id."""
+    from diagnosis_core._aiops.replay import aiops_scenario_effects, aiops_scenario_request
     from diagnosis_core.aiops import load_aiops_scenario, run_aiops
-    from diagnosis_core.aiops._replay import aiops_scenario_effects, aiops_scenario_request
 
     states = {}
     for index, (name, doc) in enumerate(chat_example_docs()):

@@ -70,8 +70,8 @@ class _SteadyClock:
 
 
 def _store(tmp_path: Path) -> StoreBase:
+    from diagnosis_core._aiops.replay import aiops_scenario_effects, aiops_scenario_request
     from diagnosis_core.aiops import load_aiops_scenario, run_aiops
-    from diagnosis_core.aiops._replay import aiops_scenario_effects, aiops_scenario_request
 
     path = tmp_path / "runs.db"
     store = open_store(f"sqlite:///{path}")

@@ -128,8 +128,8 @@ def test_signed_feedback_that_was_edited_makes_the_run_invalid(tmp_path: Path) -
 
 
 def test_an_aiops_run_and_an_incomplete_run_tell_their_story(tmp_path: Path) -> None:
+    from diagnosis_core._aiops.replay import aiops_scenario_effects, aiops_scenario_request
     from diagnosis_core.aiops import load_aiops_scenario, run_aiops
-    from diagnosis_core.aiops._replay import aiops_scenario_effects, aiops_scenario_request
 
     store = open_store(str(tmp_path / "runs.jsonl"))
     doc = load_example("aiops_payload_targeted")

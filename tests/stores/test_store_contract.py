@@ -302,8 +302,8 @@ def test_arun_diagnosis_records_into_the_store(store: StoreBase) -> None:
 
 
 def test_the_aiops_driver_records_into_the_store(store: StoreBase) -> None:
+    from diagnosis_core._aiops.replay import aiops_scenario_effects, aiops_scenario_request
     from diagnosis_core.aiops import load_aiops_scenario, replay_aiops_scenario
-    from diagnosis_core.aiops._replay import aiops_scenario_effects, aiops_scenario_request
 
     doc = load_example("aiops_payload_targeted")
     doc["run"] = {**doc.get("run", {}), "run_id": f"aiops-{time.monotonic_ns()}",

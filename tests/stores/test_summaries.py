@@ -61,11 +61,11 @@ def _run_document(store: StoreBase, doc: dict[str, Any], run_id: str, session: s
     doc["run"] = {**doc.get("run", {}), "run_id": run_id, "session_id": session}
     try:
         if doc.get("workflow") == "aiops":
-            from diagnosis_core.aiops import load_aiops_scenario, run_aiops
-            from diagnosis_core.aiops._replay import (
+            from diagnosis_core._aiops.replay import (
                 aiops_scenario_effects,
                 aiops_scenario_request,
             )
+            from diagnosis_core.aiops import load_aiops_scenario, run_aiops
 
             scenario = load_aiops_scenario(doc)
             run_aiops(aiops_scenario_request(scenario), aiops_scenario_effects(scenario),

@@ -30,7 +30,7 @@ calls are gatekeeper calls (``result`` outcomes) and how its request goes to
 and from the wire (its request codec). Each
 workflow defines its journal in its own package: the chat diagnosis journal
 (``diagnosis_journal_v2``, still reading ``_v1``) in ``_chat/journal.py``, the
-AIOps one in ``aiops/_journal.py``. Nothing here knows either workflow.
+AIOps one in ``_aiops/journal.py``. Nothing here knows either workflow.
 
 Two versions of the wire form are read; new journals are written in the
 second (spec §12.2, §12.3, §12.4; ``docs/protocol.md``):

@@ -1,7 +1,7 @@
 """What every routing table shares: row lookup, the Mermaid drawing, the trace table.
 
 The chat workflow (:mod:`._routing`) and the AIOps workflow
-(:mod:`.aiops._routing`) keep their own rows and conditions; reading rows in
+(:mod:`._aiops.routing`) keep their own rows and conditions; reading rows in
 order and drawing them is the same for both, so it lives here once, and so
 does the text table of a trace that both command-line reports print.
 

@@ -6,7 +6,7 @@ paths that exist in a recorded output, an ungrounded path cannot be written.
 This module computes those paths, under limits, and the value that says what
 was constrained and what was not (:class:`GroundingSchema`); each workflow
 builds its own payload's schema from them (``_chat/grounding.py``,
-``aiops/_grounding.py``).
+``_aiops/grounding.py``).
 
 Which paths. Exactly the paths the reference gatekeeper resolves to a value
 it can match an excerpt against: those that end at a string, a number or a

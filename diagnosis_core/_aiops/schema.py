@@ -7,7 +7,7 @@ with the same profiles (spec §5.5: ``validation``, ``openai-strict``,
 schema cannot drift from the types, and the table below adds the rules of the
 AIOps parsers that a keyword expresses (non-empty ids, non-blank texts, an
 evidence item cites at least one invocation). The parsers
-(:mod:`diagnosis_core.aiops._parsing`) stay the authority for the rules a
+(:mod:`diagnosis_core._aiops.parsing`) stay the authority for the rules a
 schema cannot express (unique ids, citations of reported tool invocations,
 the alert reference given in full or not at all); those are written into the
 object's ``description`` in the provider profiles (``$comment`` in
@@ -28,8 +28,8 @@ from .._kernel.wire.schema import (
     SchemaRules,
     named_schema,
 )
-from ._parsing import AiOpsPayloadName
-from ._payloads import (
+from .parsing import AiOpsPayloadName
+from .payloads import (
     AiOpsEvidence,
     AiOpsExecutorFinding,
     AiOpsExecutorOutput,

@@ -1,6 +1,6 @@
 """Frozen value types of the AIOps flow: the alert payload and every agent payload.
 
-Wire shapes (the parsers in :mod:`diagnosis_core.aiops._parsing` enforce the
+Wire shapes (the parsers in :mod:`diagnosis_core._aiops.parsing` enforce the
 rules; Python attribute names equal the wire names):
 
 * ``supervisor_decision``: ``{"next": "planner_agent" | "executor_agent" |
@@ -28,7 +28,7 @@ import attrs
 from .._kernel.errors import ConfigError
 from .._kernel.machine.plan import PlanStep
 from .._kernel.wire.json import describe_value
-from ._enums import SupervisorChoice
+from .enums import SupervisorChoice
 
 __all__ = [
     "AiOpsEvidence",

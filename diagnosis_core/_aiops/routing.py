@@ -1,7 +1,7 @@
 """The routing table of the AIOps flow, as data (spec §11, in the style of §7).
 
 Everything that decides where an AIOps run goes next lives here: a frozen
-tuple of rows, read by :mod:`diagnosis_core.aiops._machine` and drawn by
+tuple of rows, read by :mod:`diagnosis_core._aiops.machine` and drawn by
 :func:`aiops_routing_mermaid`. For each node the rows are tried in order and
 the first whose condition holds wins. ``L = technical_retry_limit``.
 
@@ -47,8 +47,8 @@ from .._kernel.machine.tables import (
     mermaid_flowchart,
     retry_left,
 )
-from ._config import NO_PROGRESS_REPEATS
-from ._enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
+from .config import NO_PROGRESS_REPEATS
+from .enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
 __all__ = [
     "AIOPS_ROUTING_TABLE",

@@ -1,29 +1,31 @@
-"""The AIOps workflow: a supervisor, a planner, an executor and a reporter (spec §10).
+"""The AIOps workflow's names: a supervisor, a planner, an executor and a reporter (spec §10).
 
-A second workflow on the same kernel as the chat diagnosis workflow: the strict JSON
-reader, the converter, the errors, the routing-table drawing, the failure classifier
-and the driver loop are shared; the machine, its payloads, routing table, rules,
-renderers and replay format are its own. Its run journal (``aiops_journal_v2``) is
-the chat journal's kernel with its own call names (``AiOpsJournal``,
-``fold_journal``, ``run_aiops(..., sink=...)``), described to the kernel by one
-value, ``AIOPS_WORKFLOW``. ``import diagnosis_core`` does not import
-this package; import it explicitly (``from diagnosis_core.aiops import run_aiops``).
+The workflow itself is the private package ``_aiops``, laid out module for module as
+the chat workflow's ``_chat`` is, on the same kernel: the strict JSON reader, the
+converter, the errors, the routing-table drawing, the failure classifier and the driver
+loop are shared; the machine, its payloads, routing table, rules, renderers and replay
+format are its own. Its run journal (``aiops_journal_v2``) is the chat journal's kernel
+with its own call names (``AiOpsJournal``, ``run_aiops(..., sink=...)``; ``fold_journal``
+and ``journal_status`` of :mod:`diagnosis_core.journal` fold it), described to the
+kernel by one value, ``AIOPS_WORKFLOW``. ``import diagnosis_core`` does not import this
+namespace; import it explicitly (``from diagnosis_core.aiops import run_aiops``).
 """
 
 from __future__ import annotations
 
 # The enum and payload modules are public in full: their ``__all__`` is the
 # list (star imports re-export exactly it, and mypy sees each name), added to
-# this package's ``__all__`` below instead of being written out a second time.
-from . import _enums, _payloads
-from ._alertmanager import (
+# this namespace's ``__all__`` below instead of being written out a second time.
+from ._aiops import enums as _enums
+from ._aiops import payloads as _payloads
+from ._aiops.alertmanager import (
     AlertmanagerPayloadError,
     alerts_from_alertmanager,
 )
-from ._config import (
+from ._aiops.config import (
     AiOpsConfig,
 )
-from ._drivers import (
+from ._aiops.drivers import (
     AiOpsEffects,
     AiOpsObserver,
     AsyncAiOpsEffects,
@@ -37,10 +39,10 @@ from ._drivers import (
     perform_aiops_effect_async,
     run_aiops,
 )
-from ._enums import *  # noqa: F403
-from ._executor_loop import aiops_executor_agent, async_aiops_executor_agent
-from ._grounding import aiops_grounding_schema
-from ._journal import (
+from ._aiops.enums import *  # noqa: F403
+from ._aiops.executor_loop import aiops_executor_agent, async_aiops_executor_agent
+from ._aiops.grounding import aiops_grounding_schema
+from ._aiops.journal import (
     AiOpsJournal,
     AiOpsJournalRecorder,
     AiOpsJournalStatus,
@@ -48,12 +50,12 @@ from ._journal import (
     aiops_expected_call,
     aiops_request_to_wire,
 )
-from ._journal_replay import (
+from ._aiops.journal_replay import (
     aiops_journal_ledger,
     aiops_journal_to_scenario,
     replay_aiops_journal,
 )
-from ._machine import (
+from ._aiops.machine import (
     AiOpsAction,
     AiOpsFinished,
     AiOpsRequest,
@@ -64,15 +66,15 @@ from ._machine import (
     next_aiops_action,
     start_aiops,
 )
-from ._parsing import (
+from ._aiops.parsing import (
     parse_aiops_executor_output,
     parse_aiops_plan,
     parse_aiops_report,
     parse_supervisor_decision,
 )
-from ._payloads import *  # noqa: F403
-from ._rendering import render_aiops_report
-from ._replay import (
+from ._aiops.payloads import *  # noqa: F403
+from ._aiops.rendering import render_aiops_report
+from ._aiops.replay import (
     AiOpsScenario,
     aiops_output,
     aiops_replay_output,
@@ -82,25 +84,25 @@ from ._replay import (
     replay_aiops,
     replay_aiops_scenario,
 )
-from ._routing import (
+from ._aiops.routing import (
     AIOPS_ROUTING_TABLE,
     AiOpsRoute,
 )
-from ._rules import (
+from ._aiops.rules import (
     AIOPS_RULES,
     AiOpsRule,
     AiOpsRuleEvaluation,
     LedgerSource,
     evaluate_aiops_report,
 )
-from ._schema import (
+from ._aiops.schema import (
     AIOPS_SCHEMA_NAMES,
     aiops_json_schema,
 )
-from ._trace import (
+from ._aiops.trace import (
     AiOpsTraceEvent,
 )
-from ._workflow import (
+from ._aiops.workflow import (
     AIOPS_WORKFLOW,
 )
 

@@ -24,10 +24,10 @@ from .._kernel.scenario.document import (
 )
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue
-from ._alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
-from ._config import AiOpsConfig
-from ._machine import AiOpsRequest
-from ._payloads import Alert
+from .alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
+from .config import AiOpsConfig
+from .machine import AiOpsRequest
+from .payloads import Alert
 
 __all__ = ["aiops_request_from_document", "aiops_request_to_wire", "load_aiops_request"]
 

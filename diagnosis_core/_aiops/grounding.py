@@ -12,7 +12,7 @@ one of them or an earlier step's). No path is cited in this payload, so no
 path limit applies; ``max_invocations`` bounds the enum (beyond it the field
 is left unconstrained, and a note says so).
 
-:func:`aiops_executor_agent` (``_executor_loop.py``) gives it to the kernel's
+:func:`aiops_executor_agent` (``executor_loop.py``) gives it to the kernel's
 tool loop as the final answer's schema.
 """
 
@@ -32,7 +32,7 @@ from .._kernel.tools.grounding import (
 from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.wire.json import JsonValue
 from .._kernel.wire.schema import SchemaProfile, profile_of
-from ._schema import aiops_json_schema
+from .schema import aiops_json_schema
 
 __all__ = ["aiops_grounding_schema"]
 

@@ -18,7 +18,7 @@ from .._kernel.errors import PayloadError
 from .._kernel.machine.plan import check_plan_steps
 from .._kernel.wire.converter import from_wire
 from .._kernel.wire.json import describe_value, parse_json_object
-from ._payloads import (
+from .payloads import (
     AiOpsExecutorOutput,
     AiOpsPlan,
     AiOpsReport,

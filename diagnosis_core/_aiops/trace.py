@@ -13,7 +13,7 @@ import attrs
 
 from .._kernel.enums import NodeStatus
 from .._kernel.wire.converter import register_sparse_details
-from ._enums import AiOpsAgent, AiOpsNode, AiOpsReasonCode, SupervisorChoice
+from .enums import AiOpsAgent, AiOpsNode, AiOpsReasonCode, SupervisorChoice
 
 __all__ = [
     "AiOpsCallCounts",

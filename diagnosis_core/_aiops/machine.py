@@ -43,8 +43,8 @@ from .._kernel.machine.stepping import AgentSteps, Reply, ReplyStep, entered, fa
 from .._kernel.machine.tables import leaving_reason
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.facts import refuse_surrogate_pairs
-from ._config import AiOpsConfig
-from ._enums import (
+from .config import AiOpsConfig
+from .enums import (
     AiOpsAgent,
     AiOpsMode,
     AiOpsNode,
@@ -52,23 +52,23 @@ from ._enums import (
     AiOpsReasonCode,
     SupervisorChoice,
 )
-from ._inputs import (
+from .inputs import (
     build_aiops_executor_input,
     build_aiops_planner_input,
     build_reporter_input,
     build_supervisor_input,
     select_aiops_mode,
 )
-from ._parsing import (
+from .parsing import (
     parse_aiops_executor_output,
     parse_aiops_plan,
     parse_aiops_report,
     parse_supervisor_decision,
 )
-from ._payloads import AiOpsExecutorFinding, AiOpsExecutorOutput, AiOpsPlan, AiOpsReport, Alert
-from ._rendering import render_aiops_fallback
-from ._routing import AiOpsRoute, AiOpsRoutingFacts, choose_aiops_route
-from ._trace import (
+from .payloads import AiOpsExecutorFinding, AiOpsExecutorOutput, AiOpsPlan, AiOpsReport, Alert
+from .rendering import render_aiops_fallback
+from .routing import AiOpsRoute, AiOpsRoutingFacts, choose_aiops_route
+from .trace import (
     AiOpsCallCounts,
     AiOpsEventDetails,
     AiOpsInvocationRecord,

@@ -21,8 +21,8 @@ from .._kernel.journal.fold import agent_outcome, agent_result
 from .._kernel.journal.workflow import ExpectedCallBase, Workflow
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.wire.json import JsonValue, sha256_text
-from ._enums import AiOpsAgent
-from ._machine import (
+from .enums import AiOpsAgent
+from .machine import (
     AiOpsFinished,
     AiOpsRequest,
     AiOpsState,
@@ -31,7 +31,7 @@ from ._machine import (
     next_aiops_action,
     start_aiops,
 )
-from ._request_codec import aiops_request_to_wire, load_aiops_request
+from .request_codec import aiops_request_to_wire, load_aiops_request
 
 __all__ = [
     "AIOPS_JOURNAL_FORMAT",

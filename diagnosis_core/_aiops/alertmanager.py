@@ -60,7 +60,7 @@ import attrs
 from .._kernel.errors import DiagnosisError
 from .._kernel.wire.json import SURROGATE as _SURROGATE
 from .._kernel.wire.json import describe_value, json_path_index, json_path_key, json_type_name
-from ._payloads import Alert
+from .payloads import Alert
 
 __all__ = [
     "ALERTMANAGER_WEBHOOK_VERSION",

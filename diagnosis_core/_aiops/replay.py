@@ -65,14 +65,14 @@ from .._kernel.scenario.scripted import (
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue, describe_value
-from ._config import AiOpsConfig
-from ._drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
-from ._enums import AiOpsAgent
-from ._machine import AiOpsRequest, AiOpsResult, AiOpsState
-from ._payloads import Alert
-from ._rendering import render_aiops_report
-from ._request_codec import aiops_request_from_document
-from ._rules import AiOpsRuleEvaluation
+from .config import AiOpsConfig
+from .drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
+from .enums import AiOpsAgent
+from .machine import AiOpsRequest, AiOpsResult, AiOpsState
+from .payloads import Alert
+from .rendering import render_aiops_report
+from .request_codec import aiops_request_from_document
+from .rules import AiOpsRuleEvaluation
 
 __all__ = [
     "AiOpsScenario",

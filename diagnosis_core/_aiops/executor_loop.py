@@ -19,7 +19,7 @@ from .._kernel.tools.tool_loop import (
     PerRunRecorders,
     build_settings,
 )
-from ._grounding import aiops_grounding_schema
+from .grounding import aiops_grounding_schema
 
 __all__ = ["aiops_executor_agent", "async_aiops_executor_agent"]
 

@@ -32,8 +32,8 @@ import attrs
 
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import canonical_json
-from ._enums import AiOpsMode, SupervisorChoice
-from ._payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
+from .enums import AiOpsMode, SupervisorChoice
+from .payloads import AiOpsExecutorFinding, AiOpsPlan, Alert
 
 __all__ = [
     "DISCOVERY_INSTRUCTION",

@@ -36,15 +36,15 @@ from .._kernel.journal.mac import sign_journal
 from .._kernel.scenario.scripted import load_tool_ledger
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.json import JsonValue
-from ._drivers import run_aiops
-from ._enums import AiOpsAgent
-from ._journal import (
+from .drivers import run_aiops
+from .enums import AiOpsAgent
+from .journal import (
     AiOpsJournal,
     AiOpsJournalStatus,
     ListAiOpsJournalSink,
     aiops_request_to_wire,
 )
-from ._replay import (
+from .replay import (
     WORKFLOW,
     aiops_output,
     aiops_scenario_effects,

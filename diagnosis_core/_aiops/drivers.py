@@ -51,23 +51,23 @@ from .._kernel.machine.classify import FailureClassifier, default_failure_classi
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.tools.recorder import ToolRecorder
-from ._enums import AiOpsAgent
-from ._journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink
-from ._machine import (
+from .enums import AiOpsAgent
+from .journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink
+from .machine import (
     AiOpsRequest,
     AiOpsResult,
     AiOpsState,
     InvokeAiOpsAgent,
 )
-from ._rules import (
+from .rules import (
     AIOPS_RULES,
     AiOpsRule,
     AiOpsRuleEvaluation,
     LedgerSource,
     evaluate_aiops_report,
 )
-from ._trace import AiOpsTraceEvent
-from ._workflow import AIOPS_WORKFLOW, AiOpsWorkflow
+from .trace import AiOpsTraceEvent
+from .workflow import AIOPS_WORKFLOW, AiOpsWorkflow
 
 __all__ = [
     "AiOpsEffects",

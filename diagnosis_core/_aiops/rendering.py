@@ -27,10 +27,10 @@ from .._kernel.machine.text import (
     titled_section,
     trace_pointer,
 )
-from ._config import AiOpsConfig
-from ._enums import AiOpsMode, AiOpsReasonCode
-from ._payloads import AiOpsReport, Alert
-from ._trace import AiOpsCallCounts
+from .config import AiOpsConfig
+from .enums import AiOpsMode, AiOpsReasonCode
+from .payloads import AiOpsReport, Alert
+from .trace import AiOpsCallCounts
 
 __all__ = ["render_aiops_fallback", "render_aiops_report"]
 

@@ -4,7 +4,7 @@
 the chat diagnosis's — the same entries, fold-and-verify
 walk, resume rule, builder, sinks and HMAC chain, all the shared kernel's
 (``_kernel/journal/``): its public functions are methods of
-:data:`AIOPS_WORKFLOW` (``_workflow.py``) and of the classes below, bound
+:data:`AIOPS_WORKFLOW` (``workflow.py``) and of the classes below, bound
 to them — with this workflow's own parts:
 
 * ``format`` is ``aiops_journal_v1``; ``request`` is the :class:`AiOpsRequest`
@@ -42,15 +42,15 @@ from .._kernel.journal.fold import (
     ListSinkBase,
 )
 from .._kernel.machine.results import AgentFailed, AgentReplied
-from ._enums import AiOpsAgent
-from ._machine import (
+from .enums import AiOpsAgent
+from .machine import (
     AiOpsFinished,
     AiOpsRequest,
     AiOpsState,
     InvokeAiOpsAgent,
 )
-from ._request_codec import aiops_request_to_wire
-from ._workflow import (
+from .request_codec import aiops_request_to_wire
+from .workflow import (
     AIOPS_JOURNAL_FORMAT,
     AIOPS_JOURNAL_FORMAT_V1,
     AIOPS_WORKFLOW,

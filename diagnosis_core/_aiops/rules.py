@@ -44,9 +44,9 @@ from .._kernel.errors import PayloadError
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import from_wire, to_wire
 from .._kernel.wire.json import describe_value
-from ._enums import AiOpsMode
-from ._parsing import validate_aiops_report
-from ._payloads import (
+from .enums import AiOpsMode
+from .parsing import validate_aiops_report
+from .payloads import (
     AiOpsEvidence,
     AiOpsFinding,
     AiOpsRecommendedAction,
