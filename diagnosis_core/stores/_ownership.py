@@ -210,16 +210,18 @@ class _FcntlLocks(_RangeLocks):
         return pid if kind != self._fcntl.F_UNLCK and pid > 0 else None
 
 
-class _LockfLocks(_RangeLocks):
-    """POSIX record locks through ``os.lockf`` where ``fcntl`` does not exist (seek, lock)."""
+class _SeekingLocks(_RangeLocks):
+    """Seek, then lock: ``os.lockf`` and ``msvcrt.locking`` differ only in :meth:`lock_here`."""
 
-    name = "os.lockf"
     positional = False
+
+    def lock_here(self, fd: int, exclusive: bool) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def try_lock(self, fd: int, offset: int) -> bool:
         os.lseek(fd, offset, os.SEEK_SET)
         try:
-            os.lockf(fd, os.F_TLOCK, 1)
+            self.lock_here(fd, True)
         except OSError as error:
             if _refused(error):
                 return False
@@ -228,32 +230,30 @@ class _LockfLocks(_RangeLocks):
 
     def unlock(self, fd: int, offset: int) -> None:
         os.lseek(fd, offset, os.SEEK_SET)
-        os.lockf(fd, os.F_ULOCK, 1)
+        self.lock_here(fd, False)
 
 
-class _MsvcrtLocks(_RangeLocks):  # pragma: no cover - Windows
-    """Windows byte-range locks through ``msvcrt.locking`` (seek, lock)."""
+class _LockfLocks(_SeekingLocks):
+    """POSIX record locks through ``os.lockf`` where ``fcntl`` does not exist."""
+
+    name = "os.lockf"
+
+    def lock_here(self, fd: int, exclusive: bool) -> None:
+        os.lockf(fd, os.F_TLOCK if exclusive else os.F_ULOCK, 1)
+
+
+class _MsvcrtLocks(_SeekingLocks):  # pragma: no cover - Windows
+    """Windows byte-range locks through ``msvcrt.locking``."""
 
     name = "msvcrt"
     slot_bits = 31
-    positional = False
 
     def __init__(self, msvcrt: Any) -> None:
         self._msvcrt = msvcrt
 
-    def try_lock(self, fd: int, offset: int) -> bool:
-        os.lseek(fd, offset, os.SEEK_SET)
-        try:
-            self._msvcrt.locking(fd, self._msvcrt.LK_NBLCK, 1)
-        except OSError as error:
-            if _refused(error):
-                return False
-            raise
-        return True
-
-    def unlock(self, fd: int, offset: int) -> None:
-        os.lseek(fd, offset, os.SEEK_SET)
-        self._msvcrt.locking(fd, self._msvcrt.LK_UNLCK, 1)
+    def lock_here(self, fd: int, exclusive: bool) -> None:
+        mode = self._msvcrt.LK_NBLCK if exclusive else self._msvcrt.LK_UNLCK
+        self._msvcrt.locking(fd, mode, 1)
 
 
 @functools.cache
