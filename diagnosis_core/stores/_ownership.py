@@ -339,6 +339,25 @@ def _unused(registry: _Registry, entry: _LockFile) -> None:
                 os.close(fd)
 
 
+def _reserve(key: Hashable) -> tuple[str | None, int]:
+    """(``key``'s holder in this process, or None when this thread now holds it; the
+    generation): session and local claims both ask this process's registry first."""
+    registry = _REGISTRY
+    with registry.mutex:
+        holder = registry.held.get(key)
+        if holder is None:
+            registry.held[key] = _this_holder()
+        return holder, registry.generation
+
+
+def _forget(key: Hashable, generation: int) -> None:
+    """Drop ``key`` from the registry, unless a fork made it another (idempotent)."""
+    registry = _REGISTRY
+    with registry.mutex:
+        if generation == registry.generation:
+            registry.held.pop(key, None)
+
+
 # --- claims on a file ---------------------------------------------------------------------
 
 
@@ -559,30 +578,20 @@ class SessionClaims:
         self._namespace = namespace
         self._domain = ("session", next(_DOMAINS))
 
-    def _forget(self, key: Hashable, generation: int) -> None:
-        registry = _REGISTRY
-        with registry.mutex:
-            if generation == registry.generation:
-                registry.held.pop(key, None)
-
     def try_acquire(self, name: str) -> tuple[SessionHeld | None, str | None]:
         """Hold ``name`` now, or (None, who holds it when this process does); never waits."""
         advisory = advisory_key(self._namespace, name)
         key = (self._domain, advisory)
-        registry = _REGISTRY
-        with registry.mutex:
-            holder = registry.held.get(key)
-            if holder is not None:
-                return None, holder
-            registry.held[key] = _this_holder()  # reserved while the server is asked
-            generation = registry.generation
+        holder, generation = _reserve(key)  # reserved while the server is asked
+        if holder is not None:
+            return None, holder
         try:
             row = self._execute("SELECT pg_try_advisory_lock(%s)", (advisory,)).fetchone()
         except BaseException:
-            self._forget(key, generation)
+            _forget(key, generation)
             raise
         if not row or row[0] is not True:
-            self._forget(key, generation)
+            _forget(key, generation)
             return None, None
         return SessionHeld(key, advisory, generation), None
 
@@ -597,7 +606,7 @@ class SessionClaims:
             # a broken connection has lost the lock with it: nothing left to release
             with contextlib.suppress(StoreError):
                 self._execute("SELECT pg_advisory_unlock(%s)", (held.advisory,))
-        self._forget(held.key, held.generation)
+        _forget(held.key, held.generation)
 
     def forget_all(self) -> None:
         """Forget every claim of the session (it is closing: the server drops them all)."""
@@ -694,17 +703,11 @@ class LocalClaims:
     def try_acquire(self, name: str) -> tuple[LocalHeld | None, str | None]:
         """Hold ``name`` now, or (None, its holder in this process)."""
         key = (self._domain, name)
-        registry = _REGISTRY
-        with registry.mutex:
-            holder = registry.held.get(key)
-            if holder is not None:
-                return None, holder
-            registry.held[key] = _this_holder()
-            return LocalHeld(key, registry.generation), None
+        holder, generation = _reserve(key)
+        if holder is not None:
+            return None, holder
+        return LocalHeld(key, generation), None
 
     def release(self, held: Any) -> None:
         """Give the claim up (idempotent)."""
-        registry = _REGISTRY
-        with registry.mutex:
-            if held.generation == registry.generation:
-                registry.held.pop(held.key, None)
+        _forget(held.key, held.generation)
