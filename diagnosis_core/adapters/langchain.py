@@ -34,7 +34,7 @@ turns LangChain tools into the loop's :class:`~diagnosis_core.tools.Tool`\\ s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -348,6 +348,12 @@ def recorded_tools(recorder: ToolRecorder, tools: Sequence[BaseTool]) -> list[Ba
         ValueError: for two tools with the same name (a tool call names its
             tool, so the ledger could not tell them apart).
     """
+    checked = list(_distinct_tools(tools))
+    return [recorded_tool(recorder, tool) for tool in checked]
+
+
+def _distinct_tools(tools: Sequence[BaseTool]) -> Iterator[BaseTool]:
+    """``tools`` one by one, each a ``BaseTool`` with a name of its own (a call names its tool)."""
     names: set[str] = set()
     for position, tool in enumerate(tools):
         if not isinstance(tool, BaseTool):
@@ -355,7 +361,7 @@ def recorded_tools(recorder: ToolRecorder, tools: Sequence[BaseTool]) -> list[Ba
         if tool.name in names:
             raise ValueError(f"tools[{position}]: duplicate tool name {tool.name!r}")
         names.add(tool.name)
-    return [recorded_tool(recorder, tool) for tool in tools]
+        yield tool
 
 
 # --- the executor's tool loop (issue 33, spec §13, §18) ---------------------------------------
@@ -562,13 +568,7 @@ def loop_tools(tools: Sequence[BaseTool]) -> list[Tool]:
         ValueError: for two tools with the same name.
     """
     converted: list[Tool] = []
-    names: set[str] = set()
-    for position, tool in enumerate(tools):
-        if not isinstance(tool, BaseTool):
-            raise TypeError(f"tools[{position}]: expected a BaseTool, got {type(tool).__name__}")
-        if tool.name in names:
-            raise ValueError(f"tools[{position}]: duplicate tool name {tool.name!r}")
-        names.add(tool.name)
+    for tool in _distinct_tools(tools):
         function = convert_to_openai_tool(tool)["function"]
         spec = ToolSpec(
             tool.name,

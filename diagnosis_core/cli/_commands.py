@@ -5,7 +5,8 @@ commands with :func:`add_command`, so a command's handler is named where the
 command is, not in a separate ``set_defaults`` after its options; ``main``
 calls ``args.handler(args)``. The host key option, which several commands take
 in the same meaning (the file whose bytes are the journal key, spec §12.2), is
-declared by :func:`add_key_option`, with each command's own help. The help
+declared by :func:`add_key_option`, with each command's own help; so are
+``--all --out DIR`` (write every file of a kind) by :func:`add_all_options`. The help
 texts are passed to argparse unchanged, so ``--help`` reads the same.
 """
 
@@ -15,7 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["Handler", "add_command", "add_key_option"]
+__all__ = ["Handler", "add_all_options", "add_command", "add_key_option"]
 
 P = TypeVar("P", bound=argparse.ArgumentParser)
 
@@ -40,3 +41,9 @@ def add_command(
 def add_key_option(parser: argparse.ArgumentParser, help: str) -> None:
     """Add ``--journal-key-file FILE``: the host key, read by ``journal_key`` (``_io.py``)."""
     parser.add_argument("--journal-key-file", metavar="FILE", help=help)
+
+
+def add_all_options(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--all`` (``help``: what it writes) and ``--out DIR``, where it writes."""
+    parser.add_argument("--all", action="store_true", help=help)
+    parser.add_argument("--out", metavar="DIR", help="the directory --all writes to")

@@ -25,6 +25,7 @@ from ..conformance._runner import (
 )
 from ..conformance._schemas import write_schemas
 from ._commands import add_command
+from ._io import write
 
 __all__ = ["add_conformance_parser", "write_all_schemas"]
 
@@ -53,14 +54,7 @@ def _command_words(command: str) -> list[str]:
 
 def _write_lines(lines: Iterable[str]) -> None:
     """Write report lines to stdout (UTF-8, undecodable characters escaped)."""
-    data = "".join(line + "\n" for line in lines).encode("utf-8", "backslashreplace")
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def _out(text: str) -> None:
-    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
-    sys.stdout.buffer.flush()
+    write("".join(line + "\n" for line in lines))
 
 
 MAX_TIMEOUT = 86400.0
@@ -101,7 +95,7 @@ def _list(args: argparse.Namespace) -> int:
         if args.verbose:
             lines += [f"  {inert(case.name)}: {inert(case.why)}" for case in items]
     lines.append(f"{'total':<24}{len(cases):>5}")
-    _out("\n".join(lines) + "\n")
+    write("\n".join(lines) + "\n")
     return EXIT_OK
 
 
@@ -201,5 +195,5 @@ def write_all_schemas(directory: str) -> int:
     except OSError as error:
         sys.stderr.write(f"diagnosis-core: cannot write schemas to {directory} ({error})\n")
         return EXIT_FAILED
-    _out("".join(f"{path}\n" for path in paths))
+    write("".join(f"{path}\n" for path in paths))
     return EXIT_OK

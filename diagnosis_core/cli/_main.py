@@ -58,7 +58,7 @@ from ..protocol import (
     parse_verifier_output,
 )
 from ..scenarios import parse_document_text
-from ._commands import add_command, add_key_option
+from ._commands import add_all_options, add_command, add_key_option
 from ._io import (
     EXIT_OK,
     EXIT_OUTPUT,
@@ -526,13 +526,11 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument(
         "name", nargs="?", help=f"payload name (chat: {', '.join(SCHEMA_NAMES)})"
     )
-    schema.add_argument(
-        "--all",
-        action="store_true",
-        help="write every payload, scenario, output, trace report and journal schema "
+    add_all_options(
+        schema,
+        "write every payload, scenario, output, trace report and journal schema "
         "(validation profile) to --out DIR, one file each with a stable $id",
     )
-    schema.add_argument("--out", metavar="DIR", help="the directory --all writes to")
     graph = add_command(
         commands, "graph", _graph, help="print the routing table as a Mermaid diagram"
     )

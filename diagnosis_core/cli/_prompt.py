@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from ._commands import add_command
+from ._commands import add_all_options, add_command
 from ._io import EXIT_OK, EXIT_OUTPUT, usage_error, write
 
 __all__ = ["add_prompt_parser", "write_all_prompts"]
@@ -79,9 +79,6 @@ def add_prompt_parser(commands: Any) -> None:
     )
     prompt.add_argument("--workflow", default="chat", help="chat (the default) or aiops")
     prompt.add_argument("--locale", default="en", help="en (the default) or zh-CN")
-    prompt.add_argument(
-        "--all",
-        action="store_true",
-        help="write every prompt to --out DIR as <workflow>/<agent>.<locale>.txt",
+    add_all_options(
+        prompt, "write every prompt to --out DIR as <workflow>/<agent>.<locale>.txt"
     )
-    prompt.add_argument("--out", metavar="DIR", help="the directory --all writes to")

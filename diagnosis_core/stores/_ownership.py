@@ -210,16 +210,18 @@ class _FcntlLocks(_RangeLocks):
         return pid if kind != self._fcntl.F_UNLCK and pid > 0 else None
 
 
-class _LockfLocks(_RangeLocks):
-    """POSIX record locks through ``os.lockf`` where ``fcntl`` does not exist (seek, lock)."""
+class _SeekingLocks(_RangeLocks):
+    """Seek, then lock: ``os.lockf`` and ``msvcrt.locking`` differ only in :meth:`lock_here`."""
 
-    name = "os.lockf"
     positional = False
+
+    def lock_here(self, fd: int, exclusive: bool) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def try_lock(self, fd: int, offset: int) -> bool:
         os.lseek(fd, offset, os.SEEK_SET)
         try:
-            os.lockf(fd, os.F_TLOCK, 1)
+            self.lock_here(fd, True)
         except OSError as error:
             if _refused(error):
                 return False
@@ -228,32 +230,30 @@ class _LockfLocks(_RangeLocks):
 
     def unlock(self, fd: int, offset: int) -> None:
         os.lseek(fd, offset, os.SEEK_SET)
-        os.lockf(fd, os.F_ULOCK, 1)
+        self.lock_here(fd, False)
 
 
-class _MsvcrtLocks(_RangeLocks):  # pragma: no cover - Windows
-    """Windows byte-range locks through ``msvcrt.locking`` (seek, lock)."""
+class _LockfLocks(_SeekingLocks):
+    """POSIX record locks through ``os.lockf`` where ``fcntl`` does not exist."""
+
+    name = "os.lockf"
+
+    def lock_here(self, fd: int, exclusive: bool) -> None:
+        os.lockf(fd, os.F_TLOCK if exclusive else os.F_ULOCK, 1)
+
+
+class _MsvcrtLocks(_SeekingLocks):  # pragma: no cover - Windows
+    """Windows byte-range locks through ``msvcrt.locking``."""
 
     name = "msvcrt"
     slot_bits = 31
-    positional = False
 
     def __init__(self, msvcrt: Any) -> None:
         self._msvcrt = msvcrt
 
-    def try_lock(self, fd: int, offset: int) -> bool:
-        os.lseek(fd, offset, os.SEEK_SET)
-        try:
-            self._msvcrt.locking(fd, self._msvcrt.LK_NBLCK, 1)
-        except OSError as error:
-            if _refused(error):
-                return False
-            raise
-        return True
-
-    def unlock(self, fd: int, offset: int) -> None:
-        os.lseek(fd, offset, os.SEEK_SET)
-        self._msvcrt.locking(fd, self._msvcrt.LK_UNLCK, 1)
+    def lock_here(self, fd: int, exclusive: bool) -> None:
+        mode = self._msvcrt.LK_NBLCK if exclusive else self._msvcrt.LK_UNLCK
+        self._msvcrt.locking(fd, mode, 1)
 
 
 @functools.cache
@@ -337,6 +337,25 @@ def _unused(registry: _Registry, entry: _LockFile) -> None:
         for fd in (entry.fd, *entry.spare):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _reserve(key: Hashable) -> tuple[str | None, int]:
+    """(``key``'s holder in this process, or None when this thread now holds it; the
+    generation): session and local claims both ask this process's registry first."""
+    registry = _REGISTRY
+    with registry.mutex:
+        holder = registry.held.get(key)
+        if holder is None:
+            registry.held[key] = _this_holder()
+        return holder, registry.generation
+
+
+def _forget(key: Hashable, generation: int) -> None:
+    """Drop ``key`` from the registry, unless a fork made it another (idempotent)."""
+    registry = _REGISTRY
+    with registry.mutex:
+        if generation == registry.generation:
+            registry.held.pop(key, None)
 
 
 # --- claims on a file ---------------------------------------------------------------------
@@ -559,30 +578,20 @@ class SessionClaims:
         self._namespace = namespace
         self._domain = ("session", next(_DOMAINS))
 
-    def _forget(self, key: Hashable, generation: int) -> None:
-        registry = _REGISTRY
-        with registry.mutex:
-            if generation == registry.generation:
-                registry.held.pop(key, None)
-
     def try_acquire(self, name: str) -> tuple[SessionHeld | None, str | None]:
         """Hold ``name`` now, or (None, who holds it when this process does); never waits."""
         advisory = advisory_key(self._namespace, name)
         key = (self._domain, advisory)
-        registry = _REGISTRY
-        with registry.mutex:
-            holder = registry.held.get(key)
-            if holder is not None:
-                return None, holder
-            registry.held[key] = _this_holder()  # reserved while the server is asked
-            generation = registry.generation
+        holder, generation = _reserve(key)  # reserved while the server is asked
+        if holder is not None:
+            return None, holder
         try:
             row = self._execute("SELECT pg_try_advisory_lock(%s)", (advisory,)).fetchone()
         except BaseException:
-            self._forget(key, generation)
+            _forget(key, generation)
             raise
         if not row or row[0] is not True:
-            self._forget(key, generation)
+            _forget(key, generation)
             return None, None
         return SessionHeld(key, advisory, generation), None
 
@@ -597,7 +606,7 @@ class SessionClaims:
             # a broken connection has lost the lock with it: nothing left to release
             with contextlib.suppress(StoreError):
                 self._execute("SELECT pg_advisory_unlock(%s)", (held.advisory,))
-        self._forget(held.key, held.generation)
+        _forget(held.key, held.generation)
 
     def forget_all(self) -> None:
         """Forget every claim of the session (it is closing: the server drops them all)."""
@@ -694,17 +703,11 @@ class LocalClaims:
     def try_acquire(self, name: str) -> tuple[LocalHeld | None, str | None]:
         """Hold ``name`` now, or (None, its holder in this process)."""
         key = (self._domain, name)
-        registry = _REGISTRY
-        with registry.mutex:
-            holder = registry.held.get(key)
-            if holder is not None:
-                return None, holder
-            registry.held[key] = _this_holder()
-            return LocalHeld(key, registry.generation), None
+        holder, generation = _reserve(key)
+        if holder is not None:
+            return None, holder
+        return LocalHeld(key, generation), None
 
     def release(self, held: Any) -> None:
         """Give the claim up (idempotent)."""
-        registry = _REGISTRY
-        with registry.mutex:
-            if held.generation == registry.generation:
-                registry.held.pop(held.key, None)
+        _forget(held.key, held.generation)

@@ -43,24 +43,6 @@ _WINDOW = "(?{real} IS NULL OR {table}.created_at >= ?)"
 """The rows of a summary table in the ``since`` window (each keeps its run's ``created_at``)."""
 
 
-def _listing(session_id: str | None, since: float | None) -> tuple[str, tuple[object, ...]]:
-    """The ``WHERE`` clause over the runs ``r`` of a listing, and its parameters.
-
-    Only the filters given are written: SQLite cannot answer ``(? IS NULL OR
-    r.session_id = ?)`` from an index and reads every run, where ``r.session_id
-    = ?`` reads one session's runs, in order, from ``(session_id, ord)``.
-    """
-    clauses: list[str] = []
-    parameters: list[object] = []
-    if session_id is not None:
-        clauses.append("r.session_id = ?")
-        parameters.append(session_id)
-    if since is not None:
-        clauses.append("r.created_at >= ?")
-        parameters.append(since)
-    return ("WHERE " + " AND ".join(clauses) if clauses else ""), tuple(parameters)
-
-
 class SqlSummaries:
     """The summary statements of :class:`SqlStore` (a mixin: it needs ``_execute``)."""
 
@@ -79,6 +61,28 @@ class SqlSummaries:
 
     def _sql(self, statement: str) -> str:
         raise NotImplementedError  # pragma: no cover - abstract
+
+    def _listed(
+        self, select: str, order: str, session_id: str | None, since: float | None
+    ) -> list[Any]:
+        """Every listing's rows: ``select`` over the runs ``r`` the filters keep, by ``order``.
+
+        Only the filters given are written: SQLite cannot answer ``(? IS NULL OR
+        r.session_id = ?)`` from an index and reads every run, where ``r.session_id
+        = ?`` reads one session's runs, in order, from ``(session_id, ord)``.
+        """
+        clauses: list[str] = []
+        parameters: list[object] = []
+        if session_id is not None:
+            clauses.append("r.session_id = ?")
+            parameters.append(session_id)
+        if since is not None:
+            clauses.append("r.created_at >= ?")
+            parameters.append(since)
+        where = "WHERE " + " AND ".join(clauses) if clauses else ""
+        statement = self._sql(f"{select} {where} ORDER BY {order}")
+        rows: list[Any] = self._execute(statement, tuple(parameters)).fetchall()
+        return rows
 
     def _put_summary(
         self, run_id: str, created_at: float, payload: str, columns: DigestColumns | None,
@@ -112,28 +116,21 @@ class SqlSummaries:
         ])
 
     def _list_summaries(self, session_id: str | None, since: float | None) -> list[SummaryRow]:
-        where, parameters = _listing(session_id, since)
-        rows = self._execute(
-            self._sql(
-                "SELECT r.run_id, r.session_id, r.format, r.created_at, s.payload "
-                "FROM diagnosis_runs r LEFT JOIN diagnosis_summaries s ON s.run_id = r.run_id "
-                f"{where} ORDER BY r.ord"
-            ),
-            parameters,
-        ).fetchall()
+        rows = self._listed(
+            "SELECT r.run_id, r.session_id, r.format, r.created_at, s.payload "
+            "FROM diagnosis_runs r LEFT JOIN diagnosis_summaries s ON s.run_id = r.run_id",
+            "r.ord", session_id, since,
+        )
         return [SummaryRow(row[0], row[1], row[2], float(row[3]), row[4]) for row in rows]
 
     def _list_feedback(
         self, session_id: str | None, since: float | None
     ) -> dict[str, list[tuple[str, float]]]:
-        where, parameters = _listing(session_id, since)
-        rows = self._execute(
-            self._sql(
-                "SELECT f.run_id, f.payload, f.recorded_at FROM diagnosis_feedback f "
-                f"JOIN diagnosis_runs r ON r.run_id = f.run_id {where} ORDER BY f.id"
-            ),
-            parameters,
-        ).fetchall()
+        rows = self._listed(
+            "SELECT f.run_id, f.payload, f.recorded_at FROM diagnosis_feedback f "
+            "JOIN diagnosis_runs r ON r.run_id = f.run_id",
+            "f.id", session_id, since,
+        )
         found: dict[str, list[tuple[str, float]]] = {}
         for run_id, payload, recorded_at in rows:
             found.setdefault(run_id, []).append((payload, float(recorded_at)))
@@ -383,15 +380,11 @@ class SqlStore(SqlSummaries, StoreBase):
         )
 
     def _list_runs(self, session_id: str | None, since: float | None) -> Sequence[RunSummary]:
-        where, parameters = _listing(session_id, since)
-        rows = self._execute(
-            self._sql(
-                "SELECT r.run_id, r.session_id, r.format, r.created_at, "
-                "(SELECT count(*) FROM diagnosis_entries e "
-                "WHERE e.run_id = r.run_id AND e.state <> 'end') "
-                f"FROM diagnosis_runs r {where} ORDER BY r.ord"
-            ),
-            parameters,
-        ).fetchall()
+        rows = self._listed(
+            "SELECT r.run_id, r.session_id, r.format, r.created_at, "
+            "(SELECT count(*) FROM diagnosis_entries e "
+            "WHERE e.run_id = r.run_id AND e.state <> 'end') FROM diagnosis_runs r",
+            "r.ord", session_id, since,
+        )
         return [RunSummary(row[0], row[1], row[2], float(row[3]), int(row[4])) for row in rows]
 
