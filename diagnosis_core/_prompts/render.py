@@ -121,19 +121,18 @@ def prompt_rules(workflow: str, agent: str) -> tuple[PromptRule, ...]:
 
 
 def _input_lines(spec: AgentSpec, locale: str, fill: Any) -> list[str]:
+    def described(fields: Mapping[str, object]) -> list[str]:
+        return [
+            f"- `{name}`: {type_notation(tp)} — {describe(spec.workflow, name, locale, fill)}"
+            for name, tp in fields.items()
+        ]
+
     first = field_types(spec.inputs[0])
-    lines = [
-        f"- `{name}`: {type_notation(tp)} — {describe(spec.workflow, name, locale, fill)}"
-        for name, tp in first.items()
-    ]
+    lines = described(first)
     for later in spec.inputs[1:]:
         extra = {k: v for k, v in field_types(later).items() if k not in first}
         if extra:
-            lines.append(_WORDS[locale]["round_2"])
-            lines.extend(
-                f"- `{name}`: {type_notation(tp)} — {describe(spec.workflow, name, locale, fill)}"
-                for name, tp in extra.items()
-            )
+            lines += [_WORDS[locale]["round_2"], *described(extra)]
     return lines
 
 
