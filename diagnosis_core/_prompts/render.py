@@ -136,11 +136,12 @@ def _input_lines(spec: AgentSpec, locale: str, fill: Any) -> list[str]:
     return lines
 
 
-def _fenced(text: str) -> list[str]:
-    return ["```json", text, "```"]
+def _fenced(text: str) -> str:
+    return f"```json\n{text}\n```"
 
 
 def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
+    """The prompt as paragraphs (a key list or a fenced block is one) joined by one blank line."""
     words = _WORDS[locale]
     values = vocabulary(locale)
 
@@ -148,21 +149,14 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         return template.format_map(values)
 
     sample = example(spec.workflow, spec.agent, locale)
-    lines = [
+    paragraphs = [
         spec.role[locale],
-        "",
         words["generated"].format(version=version, workflow=spec.workflow, agent=spec.agent),
-        "",
         words["input"],
-        "",
         words["input_intro"],
-        "",
-        *_input_lines(spec, locale, fill),
-        "",
+        "\n".join(_input_lines(spec, locale, fill)),
         words["example_input"],
-        "",
-        *_fenced(sample.input),
-        "",
+        _fenced(sample.input),
     ]
     if spec.calls_tools:
         from .._kernel.tools.recorder import ToolEnvelope
@@ -170,27 +164,21 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         keys = ", ".join(f"`{key}`" for key in ToolEnvelope.__annotations__)
         space = " " if locale == "en" else ""
         intro = words["tools_intro"].format(keys=keys) + space + words[f"tools_{spec.workflow}"]
-        lines += [words["tools"], "", intro, ""]
+        paragraphs += [words["tools"], intro]
         for result in sample.tool_results:
-            lines += [words["example_tool"], "", *_fenced(result), ""]
+            paragraphs += [words["example_tool"], _fenced(result)]
     schema = json.dumps(_schema(spec.workflow, spec.payload), ensure_ascii=False)
-    lines += [
-        words["reply"],
-        "",
-        words["reply_intro"].format(payload=spec.payload),
-        "",
-        *_fenced(schema),
-        "",
-        words["example_reply"],
-        "",
-        *_fenced(sample.reply),
-        "",
-        words["rules"],
-        "",
-    ]
     rules = prompt_rules(spec.workflow, spec.agent)
-    lines += [f"{number}. {rule.sentence(locale)}" for number, rule in enumerate(rules, 1)]
-    return "\n".join(lines) + "\n", sample.input, sample.reply
+    paragraphs += [
+        words["reply"],
+        words["reply_intro"].format(payload=spec.payload),
+        _fenced(schema),
+        words["example_reply"],
+        _fenced(sample.reply),
+        words["rules"],
+        "\n".join(f"{number}. {rule.sentence(locale)}" for number, rule in enumerate(rules, 1)),
+    ]
+    return "\n\n".join(paragraphs) + "\n", sample.input, sample.reply
 
 
 def _protocol_version() -> str:
