@@ -16,12 +16,16 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue
+
+if TYPE_CHECKING:
+    from .._kernel.tools.recorder import ToolEnvelope, ToolRecorder
 
 __all__ = ["Example", "example", "example_ledger"]
 
@@ -109,6 +113,17 @@ _METRICS_OUTPUT: JsonValue = {
     "value": 2.4,
     "objective": 1.0,
 }
+_TOOL_CALLS: Mapping[str, tuple[str, JsonValue, str]] = {
+    "chat": ("query_logs", _LOG_OUTPUT, "service:gateway AND timeout"),
+    "aiops": ("query_metrics", _METRICS_OUTPUT, "latency_p99_seconds{service='pay-svc'}"),
+}
+"""Each workflow's one example tool call: the tool's name, its output and the query."""
+
+
+def _call_tool(recorder: ToolRecorder, workflow: str) -> ToolEnvelope:
+    """Record ``workflow``'s example call: the examples cite it, :func:`example_ledger` holds it."""
+    name, output, query = _TOOL_CALLS[workflow]
+    return recorder.wrap(name, lambda _query: output)(query)
 
 
 def _reply(value: object) -> str:
@@ -166,8 +181,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
     )
 
     recorder = ToolRecorder()
-    query_logs = recorder.wrap("query_logs", lambda query: _LOG_OUTPUT)
-    envelope = query_logs("service:gateway AND timeout")
+    envelope = _call_tool(recorder, "chat")
     evidence = ExecutorEvidence(
         evidence_status=EvidenceStatus.EVIDENCE_FOUND,
         claims=(
@@ -286,9 +300,7 @@ def _aiops_examples(locale: str) -> Mapping[str, Example]:
     plan = AiOpsPlan((PlanStep("s1", text["aiops_goal"], ("query_metrics",)),))
     planner = Example(build_aiops_planner_input(alerts, ()), (), _reply(plan))
 
-    recorder = ToolRecorder()
-    query_metrics = recorder.wrap("query_metrics", lambda query: _METRICS_OUTPUT)
-    envelope = query_metrics("latency_p99_seconds{service='pay-svc'}")
+    envelope = _call_tool(ToolRecorder(), "aiops")
     invocation = envelope["invocation_id"]
     finding = AiOpsExecutorFinding(
         text["aiops_finding"], "HighLatency", "pay-svc", cited_invocation_ids=(invocation,)
@@ -332,10 +344,5 @@ def example_ledger(workflow: str) -> ToolLedger:
     from .._kernel.tools.recorder import ToolRecorder
 
     recorder = ToolRecorder()
-    if workflow == "chat":
-        recorder.wrap("query_logs", lambda query: _LOG_OUTPUT)("service:gateway AND timeout")
-    else:
-        recorder.wrap("query_metrics", lambda query: _METRICS_OUTPUT)(
-            "latency_p99_seconds{service='pay-svc'}"
-        )
+    _call_tool(recorder, workflow)
     return recorder.ledger()

@@ -121,27 +121,27 @@ def prompt_rules(workflow: str, agent: str) -> tuple[PromptRule, ...]:
 
 
 def _input_lines(spec: AgentSpec, locale: str, fill: Any) -> list[str]:
+    def described(fields: Mapping[str, object]) -> list[str]:
+        return [
+            f"- `{name}`: {type_notation(tp)} — {describe(spec.workflow, name, locale, fill)}"
+            for name, tp in fields.items()
+        ]
+
     first = field_types(spec.inputs[0])
-    lines = [
-        f"- `{name}`: {type_notation(tp)} — {describe(spec.workflow, name, locale, fill)}"
-        for name, tp in first.items()
-    ]
+    lines = described(first)
     for later in spec.inputs[1:]:
         extra = {k: v for k, v in field_types(later).items() if k not in first}
         if extra:
-            lines.append(_WORDS[locale]["round_2"])
-            lines.extend(
-                f"- `{name}`: {type_notation(tp)} — {describe(spec.workflow, name, locale, fill)}"
-                for name, tp in extra.items()
-            )
+            lines += [_WORDS[locale]["round_2"], *described(extra)]
     return lines
 
 
-def _fenced(text: str) -> list[str]:
-    return ["```json", text, "```"]
+def _fenced(text: str) -> str:
+    return f"```json\n{text}\n```"
 
 
 def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
+    """The prompt as paragraphs (a key list or a fenced block is one) joined by one blank line."""
     words = _WORDS[locale]
     values = vocabulary(locale)
 
@@ -149,21 +149,14 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         return template.format_map(values)
 
     sample = example(spec.workflow, spec.agent, locale)
-    lines = [
+    paragraphs = [
         spec.role[locale],
-        "",
         words["generated"].format(version=version, workflow=spec.workflow, agent=spec.agent),
-        "",
         words["input"],
-        "",
         words["input_intro"],
-        "",
-        *_input_lines(spec, locale, fill),
-        "",
+        "\n".join(_input_lines(spec, locale, fill)),
         words["example_input"],
-        "",
-        *_fenced(sample.input),
-        "",
+        _fenced(sample.input),
     ]
     if spec.calls_tools:
         from .._kernel.tools.recorder import ToolEnvelope
@@ -171,27 +164,21 @@ def _render(spec: AgentSpec, locale: str, version: str) -> tuple[str, str, str]:
         keys = ", ".join(f"`{key}`" for key in ToolEnvelope.__annotations__)
         space = " " if locale == "en" else ""
         intro = words["tools_intro"].format(keys=keys) + space + words[f"tools_{spec.workflow}"]
-        lines += [words["tools"], "", intro, ""]
+        paragraphs += [words["tools"], intro]
         for result in sample.tool_results:
-            lines += [words["example_tool"], "", *_fenced(result), ""]
+            paragraphs += [words["example_tool"], _fenced(result)]
     schema = json.dumps(_schema(spec.workflow, spec.payload), ensure_ascii=False)
-    lines += [
-        words["reply"],
-        "",
-        words["reply_intro"].format(payload=spec.payload),
-        "",
-        *_fenced(schema),
-        "",
-        words["example_reply"],
-        "",
-        *_fenced(sample.reply),
-        "",
-        words["rules"],
-        "",
-    ]
     rules = prompt_rules(spec.workflow, spec.agent)
-    lines += [f"{number}. {rule.sentence(locale)}" for number, rule in enumerate(rules, 1)]
-    return "\n".join(lines) + "\n", sample.input, sample.reply
+    paragraphs += [
+        words["reply"],
+        words["reply_intro"].format(payload=spec.payload),
+        _fenced(schema),
+        words["example_reply"],
+        _fenced(sample.reply),
+        words["rules"],
+        "\n".join(f"{number}. {rule.sentence(locale)}" for number, rule in enumerate(rules, 1)),
+    ]
+    return "\n\n".join(paragraphs) + "\n", sample.input, sample.reply
 
 
 def _protocol_version() -> str:

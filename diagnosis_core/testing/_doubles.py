@@ -38,6 +38,7 @@ from .. import (
     default_failure_classifier,
 )
 from ..machine import AgentName
+from ._results import _checked_entry, binding_keys
 
 __all__ = [
     "AsyncEffectsRecorder",
@@ -161,16 +162,8 @@ class AsyncFakeGatekeeper(_GatekeeperScript):
 def passing_gatekeeper(run_id: str, executor_output: ExecutorEvidence) -> dict[str, object]:
     """A gatekeeper that passes every binding, its excerpt as ``matched_text`` (spec §6.1)."""
     entries = [
-        {
-            "claim_id": claim.claim_id,
-            "source_invocation_id": binding.source_invocation_id,
-            "tool_name": binding.tool_name,
-            "raw_path": binding.raw_path,
-            "status": "pass",
-            "matched_text": binding.evidence_excerpt,
-        }
-        for claim in executor_output.claims
-        for binding in claim.bindings
+        {**_checked_entry(key, "pass"), "matched_text": binding.evidence_excerpt}
+        for key, binding in binding_keys(executor_output)
     ]
     return {"status": "pass", "level": None, "checked_bindings": entries, "reason_codes": []}
 

@@ -61,7 +61,12 @@ def binding_keys(executor_output: ExecutorEvidence) -> list[tuple[BindingKey, Ev
     ]
 
 
-def _entry(key: BindingKey, status: str) -> dict[str, Any]:
+def _checked_entry(key: BindingKey, status: str) -> dict[str, Any]:
+    """A ``checked_bindings`` entry of spec §6.1 without its optional fields.
+
+    Every double and strategy that writes a gatekeeper result starts its
+    entries here, so they all spell the entry's key the same way.
+    """
     claim_id, invocation_id, tool_name, raw_path = key
     return {
         "claim_id": claim_id,
@@ -110,7 +115,7 @@ def gatekeeper_results(
         passed = _passing_keys(draw, [key for key, _ in keys])
     for key, binding in keys:
         ok = key in passed
-        entry = _entry(key, draw(st.sampled_from(_PASS if ok else _FAIL)))
+        entry = _checked_entry(key, draw(st.sampled_from(_PASS if ok else _FAIL)))
         if ok:
             passes += 1
             entry["matched_text"] = draw(st.just(binding.evidence_excerpt) | texts(min_size=1))
@@ -156,7 +161,7 @@ def _audit_values() -> st.SearchStrategy[JsonValue]:
 
 def _fresh_entry(draw: st.DrawFn, status: str) -> dict[str, Any]:
     key = (draw(identifiers()), draw(identifiers()), draw(identifiers()), draw(identifiers()))
-    return _entry(key, status)
+    return _checked_entry(key, status)
 
 
 def _entries_of(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -398,8 +403,7 @@ class _FlipFlopMapping(Mapping[str, object]):
 
 
 def _passing_entry() -> dict[str, object]:
-    return {"claim_id": "c1", "source_invocation_id": "inv-1", "tool_name": "t",
-            "raw_path": "$.a", "status": "pass", "matched_text": "x"}
+    return {**_checked_entry(("c1", "inv-1", "t", "$.a"), "pass"), "matched_text": "x"}
 
 
 def _nested_raising(kind: type[dict[str, object]]) -> Any:

@@ -46,6 +46,8 @@ from ..protocol import FactCheck, Verification, VerifierOutput
 from ..scenarios import ERROR_KINDS
 from ._doubles import AsyncFakeGatekeeper, AsyncScriptedInvoker, Reply, scripted_effects
 from ._results import (
+    BindingKey,
+    _checked_entry,
     gatekeeper_raw_results,
     gatekeeper_results,
     hostile_gatekeeper_factories,
@@ -819,21 +821,15 @@ def _planted_round(plant: _Planter, round: int) -> _Round:
     return result
 
 
-def _checked(claim_id: str, binding: Mapping[str, Any], status: str) -> dict[str, Any]:
-    return {
-        "claim_id": claim_id,
-        "source_invocation_id": binding["source_invocation_id"],
-        "tool_name": binding["tool_name"],
-        "raw_path": binding["raw_path"],
-        "status": status,
-    }
+def _key(claim_id: str, binding: Mapping[str, Any]) -> BindingKey:
+    return (claim_id, binding["source_invocation_id"], binding["tool_name"], binding["raw_path"])
 
 
 def _planted_gatekeeper(plant: _Planter, round: _Round) -> dict[str, Any]:
     draw = plant.draw
     entries = []
     for position, (claim_id, binding) in enumerate(round.trusted):
-        entry = _checked(claim_id, binding, "pass")
+        entry = _checked_entry(_key(claim_id, binding), "pass")
         entry["matched_text"] = f"matched text {claim_id} {position}"
         if draw(st.booleans()):
             entry["reason"] = plant(Plant.GATEKEEPER_PRIVATE)
@@ -842,7 +838,7 @@ def _planted_gatekeeper(plant: _Planter, round: _Round) -> dict[str, Any]:
     for claim_id, binding in round.failed:
         if draw(st.integers(0, 4)) == 0:
             continue  # not checked at all: never trusted either
-        entry = _checked(claim_id, binding, "fail")
+        entry = _checked_entry(_key(claim_id, binding), "fail")
         entry["reason"] = plant(Plant.GATEKEEPER_PRIVATE)
         if draw(st.booleans()):
             entry["matched_text"] = plant(Plant.GATEKEEPER_PRIVATE)
@@ -850,8 +846,8 @@ def _planted_gatekeeper(plant: _Planter, round: _Round) -> dict[str, Any]:
         failed_entries += 1
     for _ in range(draw(st.integers(0, 1))):
         owner = draw(st.sampled_from(round.allowed_ids + round.verified_ids + ["phantom"]))
-        entry = _checked(owner, {"source_invocation_id": plant(Plant.GATEKEEPER_PRIVATE),
-                                 "tool_name": "query_logs", "raw_path": "$.x"}, "pass")
+        key = (owner, plant(Plant.GATEKEEPER_PRIVATE), "query_logs", "$.x")
+        entry = _checked_entry(key, "pass")
         entry["matched_text"] = plant(Plant.GATEKEEPER_PRIVATE)
         entries.append(entry)
     roll = draw(st.integers(0, 9))
