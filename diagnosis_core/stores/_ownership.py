@@ -340,8 +340,10 @@ def _unused(registry: _Registry, entry: _LockFile) -> None:
 
 
 def _reserve(key: Hashable) -> tuple[str | None, int]:
-    """(``key``'s holder in this process, or None when this thread now holds it; the
-    generation): session and local claims both ask this process's registry first."""
+    """``key``'s holder in this process (None: this thread holds it now), and the generation.
+
+    Session and local claims both ask this process's registry first.
+    """
     registry = _REGISTRY
     with registry.mutex:
         holder = registry.held.get(key)
