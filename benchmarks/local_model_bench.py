@@ -100,15 +100,14 @@ def _rate(good: int, total: int) -> str:
 
 
 def _parser(workflow: str, agent: str, input: str) -> Callable[[str], object]:
-    import diagnosis_core.aiops as dca
     import diagnosis_core.protocol as dcp
 
     if workflow == "aiops":
         return {
-            "supervisor": dca.parse_supervisor_decision,
-            "planner": dca.parse_aiops_plan,
-            "reporter": dca.parse_aiops_report,
-            "executor": lambda text: dca.parse_aiops_executor_output(
+            "supervisor": dcp.parse_supervisor_decision,
+            "planner": dcp.parse_aiops_plan,
+            "reporter": dcp.parse_aiops_report,
+            "executor": lambda text: dcp.parse_aiops_executor_output(
                 text, json.loads(input).get("known_invocation_ids", [])
             ),
         }[agent]
@@ -133,7 +132,6 @@ def _parses(parse: Callable[[str], object], text: str) -> bool:
 def _free_replies(example: ModuleType, model: Any, run: Any) -> list[tuple[str, bool]]:
     """Each agent input of ``run`` sent again without constraints: ``(agent, parsed)``."""
     import diagnosis_core as dc
-    import diagnosis_core.aiops as dca
     import diagnosis_core.tools as dct
     from diagnosis_core.adapters import local_model as lm
     from diagnosis_core.prompts import system_prompt
@@ -147,7 +145,7 @@ def _free_replies(example: ModuleType, model: Any, run: Any) -> list[tuple[str, 
                 model, constrained=False, answer_tokens=example.EVIDENCE_TOKENS,
                 label="executor.free",
             )
-            build = dct.executor_agent if run.workflow == "chat" else dca.aiops_executor_agent
+            build = dct.executor_agent if run.workflow == "chat" else dct.aiops_executor_agent
             tools = example.CHAT_TOOLS if run.workflow == "chat" else example.AIOPS_TOOLS
             executor = build(
                 caller, tools, recorder=dct.ToolRecorder(),

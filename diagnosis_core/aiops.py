@@ -13,11 +13,7 @@ namespace; import it explicitly (``from diagnosis_core.aiops import run_aiops``)
 
 from __future__ import annotations
 
-# The enum and payload modules are public in full: their ``__all__`` is the
-# list (star imports re-export exactly it, and mypy sees each name), added to
-# this namespace's ``__all__`` below instead of being written out a second time.
-from ._aiops import enums as _enums
-from ._aiops import payloads as _payloads
+from ._aiops import AIOPS_NAMES
 from ._aiops.alertmanager import (
     AlertmanagerPayloadError,
     alerts_from_alertmanager,
@@ -31,48 +27,20 @@ from ._aiops.drivers import (
     AsyncAiOpsEffects,
     aiter_aiops,
     arun_aiops,
-    check_aiops_effects,
-    check_aiops_request,
     evaluate_aiops_run,
     iter_aiops,
-    perform_aiops_effect,
-    perform_aiops_effect_async,
     run_aiops,
 )
-from ._aiops.enums import *  # noqa: F403
-from ._aiops.executor_loop import aiops_executor_agent, async_aiops_executor_agent
-from ._aiops.grounding import aiops_grounding_schema
-from ._aiops.journal import (
-    AiOpsJournal,
-    AiOpsJournalRecorder,
-    AiOpsJournalStatus,
-    ListAiOpsJournalSink,
-    aiops_expected_call,
-    aiops_request_to_wire,
-)
-from ._aiops.journal_replay import (
-    aiops_journal_ledger,
-    aiops_journal_to_scenario,
-    replay_aiops_journal,
+from ._aiops.enums import (
+    AiOpsMode,
+    AiOpsOutcome,
+    AiOpsReasonCode,
 )
 from ._aiops.machine import (
-    AiOpsAction,
-    AiOpsFinished,
     AiOpsRequest,
     AiOpsResult,
     AiOpsState,
-    InvokeAiOpsAgent,
-    advance_aiops,
-    next_aiops_action,
-    start_aiops,
 )
-from ._aiops.parsing import (
-    parse_aiops_executor_output,
-    parse_aiops_plan,
-    parse_aiops_report,
-    parse_supervisor_decision,
-)
-from ._aiops.payloads import *  # noqa: F403
 from ._aiops.rendering import render_aiops_report
 from ._aiops.replay import (
     AiOpsScenario,
@@ -84,10 +52,6 @@ from ._aiops.replay import (
     replay_aiops,
     replay_aiops_scenario,
 )
-from ._aiops.routing import (
-    AIOPS_ROUTING_TABLE,
-    AiOpsRoute,
-)
 from ._aiops.rules import (
     AIOPS_RULES,
     AiOpsRule,
@@ -95,33 +59,21 @@ from ._aiops.rules import (
     LedgerSource,
     evaluate_aiops_report,
 )
-from ._aiops.schema import (
-    AIOPS_SCHEMA_NAMES,
-    aiops_json_schema,
-)
 from ._aiops.trace import (
     AiOpsTraceEvent,
 )
-from ._aiops.workflow import (
-    AIOPS_WORKFLOW,
-)
+from ._kernel.public import publish_homes
 
 __all__ = [
-    "AIOPS_ROUTING_TABLE",
     "AIOPS_RULES",
-    "AIOPS_SCHEMA_NAMES",
-    "AIOPS_WORKFLOW",
-    "AiOpsAction",
     "AiOpsConfig",
     "AiOpsEffects",
-    "AiOpsFinished",
-    "AiOpsJournal",
-    "AiOpsJournalRecorder",
-    "AiOpsJournalStatus",
+    "AiOpsMode",
     "AiOpsObserver",
+    "AiOpsOutcome",
+    "AiOpsReasonCode",
     "AiOpsRequest",
     "AiOpsResult",
-    "AiOpsRoute",
     "AiOpsRule",
     "AiOpsRuleEvaluation",
     "AiOpsScenario",
@@ -129,44 +81,24 @@ __all__ = [
     "AiOpsTraceEvent",
     "AlertmanagerPayloadError",
     "AsyncAiOpsEffects",
-    "InvokeAiOpsAgent",
     "LedgerSource",
-    "ListAiOpsJournalSink",
-    "advance_aiops",
-    "aiops_executor_agent",
-    "aiops_expected_call",
-    "aiops_grounding_schema",
-    "aiops_journal_ledger",
-    "aiops_journal_to_scenario",
-    "aiops_json_schema",
     "aiops_output",
     "aiops_replay_output",
-    "aiops_request_to_wire",
     "aiops_scenario_effects",
     "aiops_scenario_request",
     "aiter_aiops",
     "alerts_from_alertmanager",
     "arun_aiops",
-    "async_aiops_executor_agent",
-    "check_aiops_effects",
-    "check_aiops_request",
     "evaluate_aiops_report",
     "evaluate_aiops_run",
     "iter_aiops",
     "load_aiops_scenario",
-    "next_aiops_action",
-    "parse_aiops_executor_output",
-    "parse_aiops_plan",
-    "parse_aiops_report",
-    "parse_supervisor_decision",
-    "perform_aiops_effect",
-    "perform_aiops_effect_async",
     "render_aiops_report",
     "replay_aiops",
-    "replay_aiops_journal",
     "replay_aiops_scenario",
     "run_aiops",
-    "start_aiops",
 ]
-__all__ += _enums.__all__
-__all__ += _payloads.__all__
+
+# This namespace loads the whole workflow: the classes the shared namespaces serve from
+# it name their namespace from now on, however they are reached (``_kernel/public.py``).
+publish_homes(AIOPS_NAMES)

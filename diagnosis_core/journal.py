@@ -22,10 +22,11 @@ the journal to a prefix**, which resumes as an interrupted run (spec §12.2). A 
 that keeps the :class:`JournalHead` (:func:`journal_head`: entry count and last
 ``mac``) outside the store and passes ``head=`` refuses the cut as well.
 
-The AIOps flow's journal (``aiops_journal_v2``, in :mod:`diagnosis_core.aiops`) is
-the same kernel with its own call names; :func:`journal_status`, :func:`fold_journal`,
-:func:`resume_journal`, :func:`journal_to_json`, :func:`journal_to_wire` and
-:func:`sign_journal` accept either workflow's journal.
+The AIOps flow's journal (``aiops_journal_v2``: :class:`AiOpsJournal`,
+:class:`AiOpsJournalRecorder`, :func:`replay_aiops_journal`, …) is the same kernel with
+its own call names; :func:`journal_status`, :func:`fold_journal`, :func:`resume_journal`,
+:func:`journal_to_json`, :func:`journal_to_wire` and :func:`sign_journal` accept either
+workflow's journal.
 
 An engine adapter (a durable-execution engine driving the machine, like the
 LangGraph and Temporal adapters) needs only this module and
@@ -48,6 +49,9 @@ nothing else; the stores of :mod:`diagnosis_core.stores` are built on these name
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ._aiops import AIOPS_NAMES
 from ._chat.entries import (
     entry_from_json,
     entry_to_json,
@@ -115,10 +119,29 @@ from ._kernel.journal.store import (
     StoredRun,
     StoreError,
 )
+from ._kernel.public import lazy_module
+
+if TYPE_CHECKING:
+    from ._aiops.journal import (
+        AiOpsJournal,
+        AiOpsJournalRecorder,
+        AiOpsJournalStatus,
+        ListAiOpsJournalSink,
+    )
+    from ._aiops.journal_replay import (
+        aiops_journal_ledger,
+        aiops_journal_to_scenario,
+        replay_aiops_journal,
+    )
+    from ._aiops.request_codec import aiops_request_to_wire
+    from ._aiops.workflow import aiops_expected_call
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "JOURNAL_FORMAT",
+    "AiOpsJournal",
+    "AiOpsJournalRecorder",
+    "AiOpsJournalStatus",
     "EntryState",
     "Feedback",
     "Journal",
@@ -133,6 +156,7 @@ __all__ = [
     "JournalSink",
     "JournalStatus",
     "JournalStore",
+    "ListAiOpsJournalSink",
     "ListJournalSink",
     "MissingKeyError",
     "RecordedAgentError",
@@ -145,6 +169,10 @@ __all__ = [
     "RunSummary",
     "StoreError",
     "StoredRun",
+    "aiops_expected_call",
+    "aiops_journal_ledger",
+    "aiops_journal_to_scenario",
+    "aiops_request_to_wire",
     "append_entry",
     "entry_from_json",
     "entry_result",
@@ -163,6 +191,7 @@ __all__ = [
     "outcome_of",
     "outcome_to_wire",
     "recorded_tool_invocations",
+    "replay_aiops_journal",
     "replay_journal",
     "request_to_wire",
     "resent_on_resume",
@@ -171,3 +200,8 @@ __all__ = [
     "start_entry",
     "stored_json",
 ]
+
+# The AIOps workflow's names load it on first use, so a chat host never does; they are
+# typed through the TYPE_CHECKING imports above.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_module(__name__, __package__, AIOPS_NAMES[__name__], globals())

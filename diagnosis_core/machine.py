@@ -1,4 +1,4 @@
-"""The sans-IO machine of the chat workflow (spec §2, §7): for custom drivers and auditors.
+"""The sans-IO machines of both workflows (spec §2, §7, §11): for custom drivers and auditors.
 
 :func:`start_diagnosis`, :func:`next_action` and :func:`advance` are the whole
 machine: it says which effect it needs (:class:`InvokeAgent`,
@@ -15,10 +15,19 @@ observers and failure classifier a driver passes along are the host's names,
 in :mod:`diagnosis_core`; the decisions the machine takes with (projection,
 verdict ceiling, gatekeeper normalization, fallbacks) are its own, reached
 through the trace (:class:`EventDetails`), not called one by one.
+
+The AIOps machine is here too, named after its workflow: :func:`start_aiops`,
+:func:`next_aiops_action`, :func:`advance_aiops` (:class:`InvokeAiOpsAgent`,
+:class:`AiOpsFinished`), its routing table (:data:`AIOPS_ROUTING_TABLE`), its door
+checks and effect performers, and :data:`AIOPS_WORKFLOW`. They load the AIOps workflow
+on first use; a chat host never does.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ._aiops import AIOPS_NAMES
 from ._chat.drivers import (
     check_diagnosis_effects,
     check_diagnosis_request,
@@ -73,8 +82,36 @@ from ._kernel.machine.results import (
     AgentFailed,
     AgentReplied,
 )
+from ._kernel.public import lazy_module
+
+if TYPE_CHECKING:
+    from ._aiops.drivers import (
+        check_aiops_effects,
+        check_aiops_request,
+        perform_aiops_effect,
+        perform_aiops_effect_async,
+    )
+    from ._aiops.enums import (
+        AiOpsAgent,
+        AiOpsNode,
+    )
+    from ._aiops.machine import (
+        AiOpsAction,
+        AiOpsFinished,
+        InvokeAiOpsAgent,
+        advance_aiops,
+        next_aiops_action,
+        start_aiops,
+    )
+    from ._aiops.routing import (
+        AIOPS_ROUTING_TABLE,
+        AiOpsRoute,
+    )
+    from ._aiops.workflow import AIOPS_WORKFLOW
 
 __all__ = [
+    "AIOPS_ROUTING_TABLE",
+    "AIOPS_WORKFLOW",
     "DEFAULT_MAX_QUESTION_CHARS",
     "DIAGNOSIS_WORKFLOW",
     "ROUTING_TABLE",
@@ -82,6 +119,11 @@ __all__ = [
     "AgentFailed",
     "AgentName",
     "AgentReplied",
+    "AiOpsAction",
+    "AiOpsAgent",
+    "AiOpsFinished",
+    "AiOpsNode",
+    "AiOpsRoute",
     "CallCounts",
     "CallGatekeeper",
     "EffectResult",
@@ -91,6 +133,7 @@ __all__ = [
     "GatekeeperFailed",
     "GatekeeperReturned",
     "InvokeAgent",
+    "InvokeAiOpsAgent",
     "NodeName",
     "NodeStatus",
     "RawResult",
@@ -98,13 +141,25 @@ __all__ = [
     "VerifierEvaluation",
     "Workflow",
     "advance",
+    "advance_aiops",
+    "check_aiops_effects",
+    "check_aiops_request",
     "check_diagnosis_effects",
     "check_diagnosis_request",
     "describe_error",
     "next_action",
+    "next_aiops_action",
     "notify",
     "observed_result",
+    "perform_aiops_effect",
+    "perform_aiops_effect_async",
     "perform_effect",
     "perform_effect_async",
+    "start_aiops",
     "start_diagnosis",
 ]
+
+# The AIOps workflow's names load it on first use, so a chat host never does; they are
+# typed through the TYPE_CHECKING imports above.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_module(__name__, __package__, AIOPS_NAMES[__name__], globals())

@@ -1,4 +1,4 @@
-"""The chat protocol's wire contract (spec §3, §5, §6): what a prompt or provider author needs.
+"""The protocol's wire contract (spec §3, §5, §6, §11): what a prompt or provider author needs.
 
 The payload types every agent returns and the parsers that read them, the
 JSON Schemas of the payloads in each provider profile, and the strict JSON
@@ -8,13 +8,16 @@ that only runs diagnoses needs none of it; a provider integration asking for
 constrained decoding, or a prompt engineer checking what a reply must look
 like, needs all of it. The converter (``to_json``, ``from_json``, …) and the
 request's own types are the host's, in :mod:`diagnosis_core`; the exact agent
-inputs are shown by ``diagnosis-core prompt`` (:mod:`diagnosis_core.prompts`).
+inputs are shown by ``diagnosis-core prompt`` (:mod:`diagnosis_core.prompts`). The
+AIOps workflow's payloads and parsers (:class:`AiOpsPlan`, :func:`parse_aiops_plan`,
+:func:`aiops_json_schema`, …) are here beside the chat ones, loaded on first use.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._aiops import AIOPS_NAMES
 from ._chat.enums import (
     BindingCheckStatus,
     EvidenceStatus,
@@ -46,7 +49,7 @@ from ._chat.payloads import (
 from ._kernel.machine.plan import (
     PlanStep,
 )
-from ._kernel.public import lazy_attributes
+from ._kernel.public import lazy_module
 from ._kernel.wire.json import (
     canonical_json,
     describe_value,
@@ -54,6 +57,25 @@ from ._kernel.wire.json import (
 )
 
 if TYPE_CHECKING:
+    from ._aiops.enums import SupervisorChoice
+    from ._aiops.parsing import (
+        parse_aiops_executor_output,
+        parse_aiops_plan,
+        parse_aiops_report,
+        parse_supervisor_decision,
+    )
+    from ._aiops.payloads import (
+        AiOpsEvidence,
+        AiOpsExecutorFinding,
+        AiOpsExecutorOutput,
+        AiOpsFinding,
+        AiOpsPlan,
+        AiOpsRecommendedAction,
+        AiOpsReport,
+        Alert,
+        SupervisorDecision,
+    )
+    from ._aiops.schema import AIOPS_SCHEMA_NAMES, aiops_json_schema
     from ._chat.schema import (
         SCHEMA_NAMES,
         class_json_schema,
@@ -64,8 +86,17 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AIOPS_SCHEMA_NAMES",
     "SCHEMA_NAMES",
     "SCHEMA_PROFILES",
+    "AiOpsEvidence",
+    "AiOpsExecutorFinding",
+    "AiOpsExecutorOutput",
+    "AiOpsFinding",
+    "AiOpsPlan",
+    "AiOpsRecommendedAction",
+    "AiOpsReport",
+    "Alert",
     "BindingCheckStatus",
     "CheckedBinding",
     "Claim",
@@ -79,34 +110,36 @@ __all__ = [
     "PayloadName",
     "PlanStep",
     "PlannerPlan",
+    "SupervisorChoice",
+    "SupervisorDecision",
     "ToolTraceEntry",
     "Verification",
     "VerifierOutput",
+    "aiops_json_schema",
     "canonical_json",
     "class_json_schema",
     "describe_value",
     "json_schema",
     "loads_stored",
+    "parse_aiops_executor_output",
+    "parse_aiops_plan",
+    "parse_aiops_report",
     "parse_composer_output",
     "parse_executor_evidence",
     "parse_gatekeeper_result",
     "parse_planner_plan",
+    "parse_supervisor_decision",
     "parse_verifier_output",
 ]
 
-# Schemas are built from the payload types on first use, which keeps this import
-# cheap; the names are typed through the TYPE_CHECKING imports above.
-_LAZY: dict[str, str] = {
-    name: home
-    for home, names in (
-        ("._chat.schema", ("SCHEMA_NAMES", "class_json_schema", "json_schema")),
-        ("._kernel.wire.schema", ("SCHEMA_PROFILES",)),
-    )
-    for name in names
-}
+# Schemas are built from the payload types on first use, and the AIOps workflow's
+# names load it on first use: this import stays cheap for a chat host. The names are
+# typed through the TYPE_CHECKING imports above.
+_LAZY = (
+    ("._chat.schema", ("SCHEMA_NAMES", "class_json_schema", "json_schema")),
+    ("._kernel.wire.schema", ("SCHEMA_PROFILES",)),
+    *AIOPS_NAMES[__name__],
+)
 
 if not TYPE_CHECKING:
-    __getattr__ = lazy_attributes(__name__, __package__, _LAZY, globals())
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_module(__name__, __package__, _LAZY, globals())

@@ -28,7 +28,9 @@ out; the messages are :class:`SystemMessage`, :class:`UserMessage`,
 effect: a bounded loop (:class:`ExecutorAgent`; limits end it with
 :class:`ToolLoopLimitError` or :class:`ToolLoopDeadlineError`) whose final
 turn is constrained by :func:`evidence_grounding_schema` — ids and paths only
-of what was recorded (spec §18, limits in :class:`GroundingLimits`).
+of what was recorded (spec §18, limits in :class:`GroundingLimits`). The AIOps
+executor is the same loop with its own final answer: :func:`aiops_executor_agent`,
+constrained by :func:`aiops_grounding_schema`.
 
 This is host-facing plumbing, not part of the pure decision core: it never
 reads a clock itself (``duration_ms`` is written only when the host passes one),
@@ -37,6 +39,9 @@ and ``import diagnosis_core`` does not load it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ._aiops import AIOPS_NAMES
 from ._chat.executor_loop import async_executor_agent, executor_agent
 from ._chat.grounding import evidence_grounding_schema
 from ._chat.reference_gatekeeper import (
@@ -45,6 +50,7 @@ from ._chat.reference_gatekeeper import (
     parse_raw_path,
 )
 from ._chat.run_recorders import RunRecorders, ToolsFactory
+from ._kernel.public import lazy_module
 from ._kernel.tools.chat_model import (
     AssistantMessage,
     AsyncToolCallingModel,
@@ -74,6 +80,13 @@ from ._kernel.tools.tool_loop import (
     ToolLoopLimitError,
 )
 
+if TYPE_CHECKING:
+    from ._aiops.executor_loop import (
+        aiops_executor_agent,
+        async_aiops_executor_agent,
+    )
+    from ._aiops.grounding import aiops_grounding_schema
+
 __all__ = [
     "AssistantMessage",
     "AsyncExecutorAgent",
@@ -101,9 +114,17 @@ __all__ = [
     "ToolsFactory",
     "TurnRequest",
     "UserMessage",
+    "aiops_executor_agent",
+    "aiops_grounding_schema",
+    "async_aiops_executor_agent",
     "async_executor_agent",
     "evidence_grounding_schema",
     "executor_agent",
     "ledger_from_records",
     "parse_raw_path",
 ]
+
+# The AIOps workflow's names load it on first use, so a chat host never does; they are
+# typed through the TYPE_CHECKING imports above.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_module(__name__, __package__, AIOPS_NAMES[__name__], globals())

@@ -40,6 +40,7 @@ import attrs
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core.adapters import local_model as lm
 from diagnosis_core.prompts import system_prompt
@@ -208,7 +209,7 @@ def run_chat(
 
 def run_aiops(
     model: lm.LocalChatModel, *, constrained: bool = True, run_id: str = "local-aiops-1",
-    alerts: tuple[dca.Alert, ...] | None = None,
+    alerts: tuple[dcp.Alert, ...] | None = None,
 ) -> LocalRun:
     """The AIOps flow on the Alertmanager fixture's alerts: the model as every agent."""
     if alerts is None:
@@ -219,7 +220,7 @@ def run_aiops(
         model, constrained=constrained, tool_names=[tool.spec.name for tool in AIOPS_TOOLS],
         max_tokens={"planner": 200, "supervisor": 60},
     )
-    executor = dca.aiops_executor_agent(
+    executor = dct.aiops_executor_agent(
         lm.LocalToolCaller(model, constrained=constrained, answer_tokens=EVIDENCE_TOKENS,
                            min_tool_calls=1),
         AIOPS_TOOLS,

@@ -25,10 +25,10 @@ from tests._reach import aiops as dca
 KEY = b"aiops-property-key"
 
 
-def _journaled(document: dict[str, Any], key: bytes | None) -> tuple[dca.AiOpsJournal, Any]:
+def _journaled(document: dict[str, Any], key: bytes | None) -> tuple[dcj.AiOpsJournal, Any]:
     scenario = dca.load_aiops_scenario(document)
     request = dca.aiops_scenario_request(scenario)
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     state = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sink, key=key)
     return sink.journal(request), state
 
@@ -41,7 +41,7 @@ def test_the_fold_of_a_live_aiops_journal_is_the_live_state(
     live = _run(document)
     journal, state = _journaled(document, key)
     assert state == live
-    loaded = dca.AiOpsJournal.from_json(dcj.journal_to_json(journal))
+    loaded = dcj.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dcj.fold_journal(loaded, key=key) == live
     assert dcj.journal_status(loaded, key=key).complete
@@ -64,8 +64,8 @@ def test_a_recorded_aiops_journal_replays_like_its_scenario(document: dict[str, 
             return
         raise AssertionError("a ledger without an executor call was journaled")
     journal = dca.record_aiops_scenario(document)
-    assert dcp.canonical_json(dca.replay_aiops_journal(journal)) == expected
-    scenario = dca.aiops_journal_to_scenario(journal)
+    assert dcp.canonical_json(dcj.replay_aiops_journal(journal)) == expected
+    scenario = dcj.aiops_journal_to_scenario(journal)
     assert dcp.canonical_json(dca.replay_aiops(json.loads(json.dumps(scenario)))) == expected
 
 
@@ -99,7 +99,7 @@ def test_with_a_key_every_single_field_edit_is_refused(
     note(f"entries[{index}].{field}: {entry[field]!r} -> {edited!r}")
     entry[field] = edited
     try:
-        loaded = dca.AiOpsJournal.load(wire)
+        loaded = dcj.AiOpsJournal.load(wire)
     except JournalError as error:  # the form is broken: the loader names the entry
         assert str(error).startswith(f"entries[{index}]"), error
         return

@@ -23,25 +23,26 @@ from diagnosis_core import Locale, RunConfig, ToolInvocation, ToolLedger, from_w
 from diagnosis_core._aiops.config import NO_PROGRESS_REPEATS
 from diagnosis_core.aiops import (
     AIOPS_RULES,
-    AiOpsAgent,
     AiOpsConfig,
     AiOpsEffects,
-    AiOpsEvidence,
-    AiOpsFinding,
     AiOpsMode,
-    AiOpsNode,
     AiOpsOutcome,
-    AiOpsRecommendedAction,
-    AiOpsReport,
     AiOpsRequest,
     AiOpsRuleEvaluation,
     AiOpsState,
-    Alert,
     evaluate_aiops_report,
     replay_aiops,
     run_aiops,
 )
-from diagnosis_core.protocol import canonical_json
+from diagnosis_core.machine import AiOpsAgent, AiOpsNode
+from diagnosis_core.protocol import (
+    AiOpsEvidence,
+    AiOpsFinding,
+    AiOpsRecommendedAction,
+    AiOpsReport,
+    Alert,
+    canonical_json,
+)
 from diagnosis_core.scenarios import ScriptedAgent, ScriptedResponse
 from diagnosis_core.testing._values import host_subclassed
 

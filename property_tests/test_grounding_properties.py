@@ -25,7 +25,6 @@ import jsonschema
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import diagnosis_core.aiops as dca
 import diagnosis_core.tools as dct
 
 KEYS = st.sampled_from(["a", "b_1", "x-y", "", "a b", "it's", "back\\slash", "中", "0", "$"])
@@ -188,7 +187,7 @@ def test_an_accepted_aiops_step_cites_only_successful_invocations(
 ) -> None:
     recorder = dct.ToolRecorder()
     expected = record(recorder, plan)
-    grounded = dca.aiops_grounding_schema(recorder.records(), profile=profile)
+    grounded = dct.aiops_grounding_schema(recorder.records(), profile=profile)
     schema = json.loads(json.dumps(grounded.schema))
     if not grounded.invocation_ids and profile == "anthropic-strict":
         assert grounded.notes and not grounded.complete

@@ -34,11 +34,11 @@ class Recording:
     def __init__(self) -> None:
         self.calls: list[tuple[str, object]] = []
 
-    def effect_started(self, action: dca.InvokeAiOpsAgent, /) -> None:
+    def effect_started(self, action: dcm.InvokeAiOpsAgent, /) -> None:
         self.calls.append(("started", action))
 
     def effect_finished(
-        self, action: dca.InvokeAiOpsAgent, result: dcm.AgentReplied | dcm.AgentFailed, /
+        self, action: dcm.InvokeAiOpsAgent, result: dcm.AgentReplied | dcm.AgentFailed, /
     ) -> None:
         self.calls.append(("finished", result))
 
@@ -57,7 +57,7 @@ def test_an_observer_sees_every_agent_call_and_every_event_of_the_same_run(path:
     assert events == list(plain.events)
     started = [value for kind, value in observer.calls if kind == "started"]
     assert len(started) == len(plain.invocations) > 0
-    assert all(isinstance(action, dca.InvokeAiOpsAgent) for action in started)
+    assert all(isinstance(action, dcm.InvokeAiOpsAgent) for action in started)
     kinds = [kind for kind, _ in observer.calls]
     for index, kind in enumerate(kinds):  # every effect: started, then finished
         if kind == "started":
@@ -89,7 +89,7 @@ async def test_the_async_forms_match_the_sync_driver() -> None:
 
 def test_a_journaling_run_with_an_observer_records_the_same_journal() -> None:
     request, scenario = _run(EXAMPLES[0])
-    plain_sink, watched_sink = dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink()
+    plain_sink, watched_sink = dcj.ListAiOpsJournalSink(), dcj.ListAiOpsJournalSink()
     key = b"k" * 32
     plain = dca.run_aiops(
         request, dca.aiops_scenario_effects(scenario), sink=plain_sink, key=key,
@@ -108,10 +108,10 @@ def test_a_journaling_run_with_an_observer_records_the_same_journal() -> None:
 
 def test_a_resumed_run_announces_only_what_this_process_appends() -> None:
     request, scenario = _run(EXAMPLES[0])
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     finished = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sink)
-    journal = dca.AiOpsJournal(request, tuple(sink.entries))
-    half = dca.AiOpsJournal(journal.request, journal.entries[: len(journal.entries) // 2])
+    journal = dcj.AiOpsJournal(request, tuple(sink.entries))
+    half = dcj.AiOpsJournal(journal.request, journal.entries[: len(journal.entries) // 2])
     resumed_at = dcj.journal_status(half).state
     assert len(resumed_at.events) > 0 and finished.events
     blocking = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), journal=half)

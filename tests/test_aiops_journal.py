@@ -19,10 +19,11 @@ import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError, RunOptionsError
 from diagnosis_core._aiops.journal import AiOpsJournalEntry
-from diagnosis_core.aiops import AiOpsAgent, AiOpsJournal
 from diagnosis_core.cli import main
-from diagnosis_core.journal import EntryState
+from diagnosis_core.journal import AiOpsJournal, EntryState
+from diagnosis_core.machine import AiOpsAgent
 from tests._reach import aiops as dca
+from tests._reach import machine as dcm
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = b"aiops-host-key-for-tests"
@@ -51,7 +52,7 @@ def live_run(
 ) -> tuple[AiOpsJournal, dca.AiOpsState]:
     """A run of the scenario's agents through the journaling driver."""
     scenario = dca.load_aiops_scenario(document)
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     request = dca.aiops_scenario_request(scenario)
     state = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sink, key=key)
     return sink.journal(request), state
@@ -74,11 +75,11 @@ def test_every_aiops_example_is_the_same_live_folded_and_replayed(
     document = json.loads(path.read_text(encoding="utf-8"))
     live = dcp.canonical_json(dca.replay_aiops(document))
     journal = dca.record_aiops_scenario(document, key=key)
-    loaded = dca.AiOpsJournal.from_json(dcj.journal_to_json(journal))
+    loaded = dcj.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dcj.journal_status(loaded, key=key).describe() == "complete"
-    assert dcp.canonical_json(dca.replay_aiops_journal(loaded, key=key)) == live
-    scenario = dca.aiops_journal_to_scenario(loaded, key=key)
+    assert dcp.canonical_json(dcj.replay_aiops_journal(loaded, key=key)) == live
+    scenario = dcj.aiops_journal_to_scenario(loaded, key=key)
     assert scenario["workflow"] == "aiops"
     assert dcp.canonical_json(dca.replay_aiops(scenario)) == live
     # The journaling driver's state is the fold of what it wrote.
@@ -116,7 +117,7 @@ def test_the_wire_form_has_the_aiops_shape() -> None:
 def test_the_ledger_comes_from_the_executor_entries() -> None:
     document = example("aiops_rule_violation.json")
     journal = dca.record_aiops_scenario(document)
-    assert [inv.invocation_id for inv in dca.aiops_journal_ledger(journal).invocations] == [
+    assert [inv.invocation_id for inv in dcj.aiops_journal_ledger(journal).invocations] == [
         "inv-301", "inv-302",
     ]
     # Without the tool invocations the citations are not in the ledger: the rule says so.
@@ -124,9 +125,9 @@ def test_the_ledger_comes_from_the_executor_entries() -> None:
         journal.request,
         tuple(attrs.evolve(entry, tool_invocations=None) for entry in journal.entries),
     )
-    assert "tool_ledger" not in dca.aiops_journal_to_scenario(bare)
-    with_ledger = dca.replay_aiops_journal(journal)["aiops_rule_evaluation"]
-    without = dca.replay_aiops_journal(bare)["aiops_rule_evaluation"]
+    assert "tool_ledger" not in dcj.aiops_journal_to_scenario(bare)
+    with_ledger = dcj.replay_aiops_journal(journal)["aiops_rule_evaluation"]
+    without = dcj.replay_aiops_journal(bare)["aiops_rule_evaluation"]
     assert isinstance(with_ledger, dict) and isinstance(without, dict)
     assert with_ledger != without
     assert "is not in the tool ledger" in json.dumps(without)
@@ -137,9 +138,9 @@ def test_an_invocation_recorded_twice_is_refused_naming_the_entry() -> None:
     executors = [i for i, entry in enumerate(wire["entries"]) if entry["call"] == "executor"]
     first, second = executors
     wire["entries"][second]["tool_invocations"] = wire["entries"][first]["tool_invocations"][:1]
-    journal = dca.AiOpsJournal.load(wire)
+    journal = dcj.AiOpsJournal.load(wire)
     with pytest.raises(JournalError) as caught:
-        dca.replay_aiops_journal(journal)
+        dcj.replay_aiops_journal(journal)
     assert str(caught.value).startswith(
         f"entries[{second}].tool_invocations[0].invocation_id: 'inv-201' is recorded twice"
     )
@@ -159,11 +160,11 @@ def test_a_truncated_journal_names_the_entry() -> None:
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json")))
     del wire["entries"][1]
     with pytest.raises(JournalError, match=r"^entries\[1\]\.seq: expected 2, got 3$"):
-        dcj.fold_journal(dca.AiOpsJournal.load(wire))
+        dcj.fold_journal(dcj.AiOpsJournal.load(wire))
     for seq, entry in enumerate(wire["entries"], start=1):
         entry["seq"] = seq
     with pytest.raises(JournalError) as caught:
-        dcj.fold_journal(dca.AiOpsJournal.load(wire))
+        dcj.fold_journal(dcj.AiOpsJournal.load(wire))
     assert str(caught.value) == (
         "entries[1]: the run expects planner step 1 attempt 1, the journal has supervisor"
     )
@@ -174,7 +175,7 @@ def test_a_wrong_attempt_and_an_entry_after_end_are_refused() -> None:
     wrong = copy.deepcopy(wire)
     wrong["entries"][6]["attempt"] = 3
     with pytest.raises(JournalError) as caught:
-        dcj.fold_journal(dca.AiOpsJournal.load(wrong))
+        dcj.fold_journal(dcj.AiOpsJournal.load(wrong))
     assert str(caught.value) == (
         "entries[6]: the run expects reporter step 3 attempt 2, "
         "the journal has reporter step 3 attempt 3"
@@ -182,7 +183,7 @@ def test_a_wrong_attempt_and_an_entry_after_end_are_refused() -> None:
     extra = copy.deepcopy(wire)
     extra["entries"].append({**extra["entries"][-1], "seq": 8})
     with pytest.raises(JournalError, match=r"^entries\[7\]: the run has ended, the journal has"):
-        dcj.fold_journal(dca.AiOpsJournal.load(extra))
+        dcj.fold_journal(dcj.AiOpsJournal.load(extra))
 
 
 def test_an_edited_reply_is_caught_by_the_next_input_hash() -> None:
@@ -193,7 +194,7 @@ def test_an_edited_reply_is_caught_by_the_next_input_hash() -> None:
     with pytest.raises(
         JournalError, match=r"^entries\[2\]\.input_sha256: the input of supervisor step 2"
     ):
-        dcj.fold_journal(dca.AiOpsJournal.load(wire))
+        dcj.fold_journal(dcj.AiOpsJournal.load(wire))
 
 
 def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() -> None:
@@ -205,7 +206,7 @@ def test_an_edited_outcome_without_a_key_folds_to_what_the_edited_facts_imply() 
     del wire["entries"][1]["tool_invocations"]
     wire["entries"] = wire["entries"][:2]
     wire["end"] = {"entries": 2}  # without a key, an end marker is a fact like the others
-    status = dcj.journal_status(dca.AiOpsJournal.load(wire))
+    status = dcj.journal_status(dcj.AiOpsJournal.load(wire))
     assert status.complete
     assert status.state.outcome is dca.AiOpsOutcome.FALLBACK
     assert status.state.reason_code is dca.AiOpsReasonCode.EXECUTOR_FAILED
@@ -250,7 +251,7 @@ def test_malformed_aiops_journals_are_refused_with_a_path(edit: Any, message: st
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json")))
     edit(wire)
     with pytest.raises(JournalError) as caught:
-        dca.AiOpsJournal.load(wire)
+        dcj.AiOpsJournal.load(wire)
     assert str(caught.value).startswith(message)
 
 
@@ -264,10 +265,10 @@ def test_journals_of_the_two_workflows_are_not_interchangeable() -> None:
         with pytest.raises(JournalError, match="expected a Journal, got AiOpsJournal"):
             chat_only(journal)  # type: ignore[arg-type]
     with pytest.raises(JournalError, match="expected a AiOpsJournal, got Journal"):
-        dca.replay_aiops_journal(dcj.Journal(dc.DiagnosisRequest("why?", journal.request.run)))  # type: ignore[arg-type]
+        dcj.replay_aiops_journal(dcj.Journal(dc.DiagnosisRequest("why?", journal.request.run)))  # type: ignore[arg-type]
     folded = dcj.fold_journal(journal)  # the shared fold takes it under its own workflow
-    assert dca.aiops_output(folded, dca.aiops_journal_ledger(journal)) == (
-        dca.replay_aiops_journal(journal)
+    assert dca.aiops_output(folded, dcj.aiops_journal_ledger(journal)) == (
+        dcj.replay_aiops_journal(journal)
     )
     with pytest.raises(JournalError, match="call: expected a AiOpsAgent"):
         AiOpsJournalEntry(1, dcj.JournalCall.PLANNER, 1, 1, "0" * 64, EntryState.STARTED)  # type: ignore[arg-type]
@@ -302,19 +303,19 @@ def _signed_edits() -> list[Any]:
 @pytest.mark.parametrize("edit", _signed_edits(), ids=lambda edit: edit.__name__)
 def test_a_signed_journal_is_refused_after_any_edit(edit: Any) -> None:
     wire = wire_of(dca.record_aiops_scenario(example("aiops_payload_targeted.json"), key=KEY))
-    assert dcj.journal_status(dca.AiOpsJournal.load(wire), key=KEY).complete
+    assert dcj.journal_status(dcj.AiOpsJournal.load(wire), key=KEY).complete
     edit(wire)
-    journal = dca.AiOpsJournal.load(wire)
+    journal = dcj.AiOpsJournal.load(wire)
     if edit.__name__ == "drop_last":  # a valid prefix: it verifies, and is incomplete
         status = dcj.journal_status(journal, key=KEY)
         assert status.describe() == "incomplete: ends before reporter step 3 attempt 2"
         with pytest.raises(JournalError, match="incomplete"):
-            dca.replay_aiops_journal(journal, key=KEY)
+            dcj.replay_aiops_journal(journal, key=KEY)
         return
     with pytest.raises(JournalError, match=r"^entries\[\d+\]\.mac: "):
         dcj.fold_journal(journal, key=KEY)
     with pytest.raises(JournalError, match="mac"):
-        dca.aiops_journal_to_scenario(journal, key=KEY)
+        dcj.aiops_journal_to_scenario(journal, key=KEY)
 
 
 def test_every_entry_of_a_signed_journal_verifies_and_a_wrong_key_does_not() -> None:
@@ -345,8 +346,8 @@ def test_an_interrupted_llm_call_is_resent_as_the_same_attempt(agent: AiOpsAgent
     assert status.describe().startswith(f"incomplete: interrupted during {agent.value} step")
     resumed, state = dcj.resume_journal(journal)
     assert resumed == journal
-    action = dca.next_aiops_action(state)
-    assert isinstance(action, dca.InvokeAiOpsAgent)
+    action = dcm.next_aiops_action(state)
+    assert isinstance(action, dcm.InvokeAiOpsAgent)
     assert (action.agent, action.step, action.attempt) == (
         agent, complete.entries[index].round, complete.entries[index].attempt,
     )
@@ -354,7 +355,7 @@ def test_an_interrupted_llm_call_is_resent_as_the_same_attempt(agent: AiOpsAgent
     scenario = dca.load_aiops_scenario(document)
     calls = [e.call for e in complete.entries[:index]]
     effects = _effects_after(scenario, calls)
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     final = dca.run_aiops(state.request, effects, journal=journal, sink=sink)
     assert sink.entries[0].seq == index + 1
     whole = AiOpsJournal(state.request, (*journal.entries[:index], *sink.entries))
@@ -395,7 +396,7 @@ def test_an_interrupted_executor_call_fails_closed_and_is_never_resent(key: byte
     effects = attrs.evolve(
         _effects_after(scenario, [e.call for e in complete.entries[:index]]), executor=executor
     )
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     final = dca.run_aiops(state.request, effects, journal=journal, sink=sink, key=key)
     assert sink.entries[0] == last
     assert final.outcome is dca.AiOpsOutcome.FALLBACK
@@ -410,7 +411,7 @@ def test_an_interrupted_executor_call_fails_closed_and_is_never_resent(key: byte
 
 def test_the_sink_gets_the_started_entry_before_the_agent_runs() -> None:
     scenario = dca.load_aiops_scenario(example("aiops_payload_targeted.json"))
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     scripted = dca.aiops_scenario_effects(scenario)
     seen: list[tuple[str, int]] = []
 
@@ -433,7 +434,7 @@ def test_the_sink_gets_the_started_entry_before_the_agent_runs() -> None:
 
     effects = dca.AiOpsEffects(*(watch(agent) for agent in AiOpsAgent))
     request = dca.aiops_scenario_request(scenario)
-    request_text = dcp.canonical_json(dca.aiops_request_to_wire(request))
+    request_text = dcp.canonical_json(dcj.aiops_request_to_wire(request))
     request_sha = hashlib.sha256(request_text.encode("utf-8")).hexdigest()
     state = dca.run_aiops(request, effects, sink=sink)
     assert [seq for _, seq in seen] == list(range(1, len(sink.entries) + 1))
@@ -445,7 +446,7 @@ def test_the_sink_gets_the_started_entry_before_the_agent_runs() -> None:
 def test_the_async_driver_writes_the_same_journal() -> None:
     scenario = dca.load_aiops_scenario(example("aiops_auto_discovery.json"))
     request = dca.aiops_scenario_request(scenario)
-    sync_sink, async_sink = dca.ListAiOpsJournalSink(), dca.ListAiOpsJournalSink()
+    sync_sink, async_sink = dcj.ListAiOpsJournalSink(), dcj.ListAiOpsJournalSink()
     state = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sync_sink, key=KEY)
     effects = dca.AsyncAiOpsEffects.from_sync(dca.aiops_scenario_effects(scenario))
     astate = asyncio.run(dca.arun_aiops(request, effects, sink=async_sink, key=KEY))
@@ -470,7 +471,7 @@ def test_the_tool_recorder_puts_each_executor_calls_tools_on_its_entry() -> None
         reply: str = scripted.executor(text, config)
         return reply
 
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     request = dca.aiops_scenario_request(scenario)
     dca.run_aiops(request, attrs.evolve(scripted, executor=executor), sink=sink, tools=recorder)
     executors = [entry for entry in sink.entries if entry.call is AiOpsAgent.EXECUTOR]
@@ -478,7 +479,7 @@ def test_the_tool_recorder_puts_each_executor_calls_tools_on_its_entry() -> None
         ["inv-1"], ["inv-2"],
     ]
     journal = AiOpsJournal(request, tuple(sink.entries))
-    assert [i.invocation_id for i in dca.aiops_journal_ledger(journal).invocations] == [
+    assert [i.invocation_id for i in dcj.aiops_journal_ledger(journal).invocations] == [
         "inv-1", "inv-2",
     ]
 
@@ -491,7 +492,7 @@ def test_driver_misuse_is_refused_before_any_agent_runs() -> None:
     with pytest.raises(RunOptionsError, match="run_aiops: key= and tools= record a journal"):
         dca.run_aiops(request, effects, key=KEY)
     with pytest.raises(RunOptionsError, match="pass state= or journal=/sink=, not both"):
-        dca.run_aiops(request, effects, state=dca.start_aiops(request), journal=journal)
+        dca.run_aiops(request, effects, state=dcm.start_aiops(request), journal=journal)
     other = attrs.evolve(request, alerts=())
     with pytest.raises(
         JournalError, match=r"^request: the journal is of another request \(different alerts;"

@@ -30,30 +30,32 @@ from diagnosis_core._aiops.routing import (
     choose_aiops_route,
 )
 from diagnosis_core.aiops import (
-    AIOPS_ROUTING_TABLE,
-    AiOpsAgent,
     AiOpsConfig,
     AiOpsEffects,
-    AiOpsFinished,
     AiOpsMode,
-    AiOpsNode,
     AiOpsOutcome,
     AiOpsReasonCode,
     AiOpsRequest,
     AiOpsState,
-    Alert,
     AsyncAiOpsEffects,
-    InvokeAiOpsAgent,
-    SupervisorChoice,
-    advance_aiops,
     arun_aiops,
     evaluate_aiops_run,
-    next_aiops_action,
     run_aiops,
+)
+from diagnosis_core.machine import (
+    AIOPS_ROUTING_TABLE,
+    AgentFailed,
+    AgentReplied,
+    AiOpsAgent,
+    AiOpsFinished,
+    AiOpsNode,
+    InvokeAiOpsAgent,
+    NodeStatus,
+    advance_aiops,
+    next_aiops_action,
     start_aiops,
 )
-from diagnosis_core.machine import AgentFailed, AgentReplied, NodeStatus
-from diagnosis_core.protocol import canonical_json
+from diagnosis_core.protocol import Alert, SupervisorChoice, canonical_json
 
 RUN = RunConfig("aiops-1", "ops-7")
 ALERTS = (

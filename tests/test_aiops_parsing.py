@@ -13,7 +13,7 @@ from diagnosis_core import (
     from_wire,
     to_wire,
 )
-from diagnosis_core.aiops import (
+from diagnosis_core.protocol import (
     AiOpsExecutorFinding,
     AiOpsRecommendedAction,
     AiOpsReport,

@@ -12,8 +12,9 @@ import pytest
 from diagnosis_core import (
     ScenarioError,
 )
-from diagnosis_core.aiops import AiOpsAgent, load_aiops_scenario, replay_aiops
+from diagnosis_core.aiops import load_aiops_scenario, replay_aiops
 from diagnosis_core.cli import main
+from diagnosis_core.machine import AiOpsAgent
 from diagnosis_core.protocol import canonical_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

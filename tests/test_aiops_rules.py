@@ -18,13 +18,11 @@ from diagnosis_core._aiops.rules import AiOpsRuleContext, AiOpsRuleViolation
 from diagnosis_core.aiops import (
     AIOPS_RULES,
     AiOpsMode,
-    AiOpsReport,
     AiOpsRule,
     AiOpsRuleEvaluation,
-    Alert,
     evaluate_aiops_report,
-    parse_aiops_report,
 )
+from diagnosis_core.protocol import AiOpsReport, Alert, parse_aiops_report
 
 ALERTS = (
     Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z", {"env": "prod"}),

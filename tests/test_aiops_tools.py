@@ -16,9 +16,10 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.tools as dct
 from tests._reach import aiops as dca
+from tests._reach import protocol as dcp
 
 RUN = dc.RunConfig("aiops-tools-1", "ops-1")
-ALERTS = (dca.Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z"),)
+ALERTS = (dcp.Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z"),)
 CITATION_RULE = "cited_invocations_succeeded"
 
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import diagnosis_core as dc
 from diagnosis_core.cli import main
 from tests._reach import aiops as dca
+from tests._reach import protocol as dcp
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "alertmanager"
@@ -35,10 +36,10 @@ def fixture(name: str) -> dict[str, Any]:
 
 # --- the documented shapes ---------------------------------------------------------
 
-EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
+EXPECTED: dict[str, tuple[list[dcp.Alert], int, int]] = {
     "firing_single.json": (
         [
-            dca.Alert(
+            dcp.Alert(
                 name="HighRequestLatency",
                 service="pay-svc",
                 severity="critical",
@@ -62,7 +63,7 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
     ),
     "mixed_group.json": (
         [
-            dca.Alert(
+            dcp.Alert(
                 name="KubePodCrashLooping",
                 service="kube-state-metrics",
                 severity="warning",
@@ -74,7 +75,7 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
                 },
                 annotations={"summary": "Pod orders/order-svc-5c8b7-x2q is crash looping"},
             ),
-            dca.Alert(
+            dcp.Alert(
                 name="QueueBacklog",
                 service="billing-worker",
                 severity="",
@@ -92,7 +93,7 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
     "all_resolved.json": ([], 2, 0),
     "truncated_no_service.json": (
         [
-            dca.Alert(
+            dcp.Alert(
                 name="InstanceDown",
                 service="",
                 severity="",
@@ -105,7 +106,7 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
     ),
     "grafana_extra_fields.json": (
         [
-            dca.Alert(
+            dcp.Alert(
                 name="High memory usage",
                 service="search-api",
                 severity="",
@@ -127,7 +128,7 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
     # Grafana-managed alerting: the same body with version "1" and its own fields.
     "grafana_managed_v1.json": (
         [
-            dca.Alert(
+            dcp.Alert(
                 name="CheckoutLatencyHigh",
                 service="checkout",
                 severity="critical",
@@ -148,7 +149,7 @@ EXPECTED: dict[str, tuple[list[dca.Alert], int, int]] = {
     # A calert-style sender: Alertmanager's body without a version.
     "calert_no_version.json": (
         [
-            dca.Alert(
+            dcp.Alert(
                 name="KafkaConsumerLag",
                 service="ledger-consumer",
                 severity="warning",
@@ -260,7 +261,7 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
     plain = dca.alerts_from_alertmanager(payload(entry()))
     noisy = dca.alerts_from_alertmanager(payload(entry(**junk), **junk))
     assert noisy == plain
-    expected = dca.Alert("A", "", "", "2024-05-01T10:00:00Z", {"alertname": "A"}, {})
+    expected = dcp.Alert("A", "", "", "2024-05-01T10:00:00Z", {"alertname": "A"}, {})
     assert noisy == dca.AlertmanagerAlerts((expected,), 0, 0)
 
 

@@ -132,7 +132,7 @@ def test_run_from_stdin_names_stdin_in_errors() -> None:
 
 def test_schema_and_graph_for_the_aiops_workflow(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema", "--workflow", "aiops", "aiops_report"]) == 0
-    assert json.loads(capsys.readouterr().out) == dca.aiops_json_schema("aiops_report")
+    assert json.loads(capsys.readouterr().out) == dcp.aiops_json_schema("aiops_report")
     assert main(["graph", "--workflow", "aiops"]) == 0
     assert capsys.readouterr().out == dca.aiops_routing_mermaid()
     assert main(["graph"]) == 0
@@ -147,7 +147,7 @@ def test_schema_prints_the_chosen_profile(
     capsys: pytest.CaptureFixture[str], workflow: str, name: str, profile: str
 ) -> None:
     assert main(["schema", "--workflow", workflow, "--profile", profile, name]) == 0
-    schema_of = dca.aiops_json_schema if workflow == "aiops" else dcp.json_schema
+    schema_of = dcp.aiops_json_schema if workflow == "aiops" else dcp.json_schema
     expected = schema_of(name, profile)
     assert json.loads(capsys.readouterr().out) == expected
 

@@ -34,22 +34,31 @@ from diagnosis_core._chat.gatekeeper import normalize_gatekeeper_result, snapsho
 from diagnosis_core._chat.routing import RoutingFacts, choose_route
 from diagnosis_core.aiops import (
     AIOPS_RULES,
-    AiOpsAgent,
     AiOpsMode,
-    AiOpsNode,
-    AiOpsReport,
     AiOpsRequest,
     AiOpsRule,
     AiOpsRuleEvaluation,
-    Alert,
-    SupervisorChoice,
-    advance_aiops,
     evaluate_aiops_report,
+)
+from diagnosis_core.machine import (
+    AgentFailed,
+    AiOpsAgent,
+    AiOpsNode,
+    GatekeeperReturned,
+    NodeName,
+    NodeStatus,
+    advance_aiops,
     next_aiops_action,
     start_aiops,
 )
-from diagnosis_core.machine import AgentFailed, GatekeeperReturned, NodeName, NodeStatus
-from diagnosis_core.protocol import GatekeeperStatus, parse_executor_evidence, parse_verifier_output
+from diagnosis_core.protocol import (
+    AiOpsReport,
+    Alert,
+    GatekeeperStatus,
+    SupervisorChoice,
+    parse_executor_evidence,
+    parse_verifier_output,
+)
 from tests.test_decision_details import CHECKED
 from tests.test_hardening_gatekeeper import EVIDENCE_WITH_TOOLS, _at_round_two
 
@@ -740,7 +749,7 @@ AIOPS_ROWS = [  # (after, condition, next, reason, reason_from_node, same_input)
 
 
 def test_the_aiops_routing_table_is_the_spec_table_row_by_row() -> None:
-    from diagnosis_core.aiops import AIOPS_ROUTING_TABLE
+    from diagnosis_core.machine import AIOPS_ROUTING_TABLE
 
     rows = [(row.after.value if row.after else None, row.condition.name,
              row.next.value if row.next else None, row.reason.value if row.reason else None,

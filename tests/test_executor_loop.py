@@ -384,8 +384,8 @@ def test_bad_settings_are_refused_at_construction(change: dict[str, Any], messag
 _CONSTRUCTORS = [
     (dct.executor_agent, ScriptedToolModel, "call"),
     (dct.async_executor_agent, AsyncScriptedToolModel, "call"),
-    (dca.aiops_executor_agent, ScriptedToolModel, "run"),
-    (dca.async_aiops_executor_agent, AsyncScriptedToolModel, "run"),
+    (dct.aiops_executor_agent, ScriptedToolModel, "run"),
+    (dct.async_aiops_executor_agent, AsyncScriptedToolModel, "run"),
 ]
 
 
@@ -526,7 +526,7 @@ def test_the_aiops_executor_loop_constrains_citations_to_successful_invocations(
         calls(("query_logs", {"service": "pay-svc"}), ("broken", {"service": "x"})),
         report,
     ])
-    agent = dca.aiops_executor_agent(model, tools.specs("query_logs", "broken"),
+    agent = dct.aiops_executor_agent(model, tools.specs("query_logs", "broken"),
                                      recorder=recorder)
     reply = json.loads(agent("in", RUN))
     assert reply["tool_invocation_ids"] == ["inv-2"]
@@ -552,10 +552,10 @@ def test_a_whole_aiops_run_with_the_loop_as_executor_is_reported() -> None:
     model = ScriptedToolModel([step] * 20)
     effects = attrs.evolve(
         dca.aiops_scenario_effects(scenario),
-        executor=dca.aiops_executor_agent(model, tools.specs(), recorder=recorder),
+        executor=dct.aiops_executor_agent(model, tools.specs(), recorder=recorder),
     )
     state = dca.run_aiops(dca.aiops_scenario_request(scenario), effects, tools=recorder,
-                          sink=dca.ListAiOpsJournalSink())
+                          sink=dcj.ListAiOpsJournalSink())
     assert state.reason_code is None
     assert tools.ran and [r.success for r in recorder.records()] == [True] * len(tools.ran)
 

@@ -232,11 +232,11 @@ def test_an_aiops_agent_error_holding_a_pair_folds_from_the_reloaded_journal() -
         return attrs.evolve(effects, planner=planner)
 
     plain = dca.run_aiops(request, fresh())
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     live = dca.run_aiops(request, fresh(), sink=sink, key=KEY)
     assert dc.to_json(live.result) == dc.to_json(plain.result)
-    text = dcj.journal_to_json(dca.AiOpsJournal(request, tuple(sink.entries)))
-    folded = dcj.fold_journal(dca.AiOpsJournal.from_json(text), key=KEY)
+    text = dcj.journal_to_json(dcj.AiOpsJournal(request, tuple(sink.entries)))
+    folded = dcj.fold_journal(dcj.AiOpsJournal.from_json(text), key=KEY)
     assert folded == live
     assert dc.from_json(dca.AiOpsState, dc.to_json(live)) == live
     # What all must say: the planner failed twice (one retry), each message stored as

@@ -16,7 +16,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-import diagnosis_core.aiops as dca
 from tests._reach import tools as dct
 
 
@@ -150,7 +149,7 @@ def test_the_strict_profiles_follow_their_provider_rules() -> None:
 def test_the_validation_profile_has_no_type_lists_and_no_patterns() -> None:
     for grounded in (
         dct.evidence_grounding_schema(recorded({"a": 1}).records(), profile="validation"),
-        dca.aiops_grounding_schema(recorded({"a": 1}).records(), profile="validation"),
+        dct.aiops_grounding_schema(recorded({"a": 1}).records(), profile="validation"),
     ):
         text = json.dumps(grounded.schema)
         assert '"pattern"' not in text
@@ -159,10 +158,10 @@ def test_the_validation_profile_has_no_type_lists_and_no_patterns() -> None:
 
 def test_aiops_citations_beyond_the_limit_are_left_free() -> None:
     records = recorded({"a": 1}, {"b": 2}, {"c": 3}).records()
-    grounded = dca.aiops_grounding_schema(records, limits=dct.GroundingLimits(max_invocations=2))
+    grounded = dct.aiops_grounding_schema(records, limits=dct.GroundingLimits(max_invocations=2))
     assert grounded.constrained == () and grounded.notes == (
         "cited_invocation_ids not constrained (more than 2 invocations)",)
-    free = dca.aiops_grounding_schema(records)
+    free = dct.aiops_grounding_schema(records)
     assert free.constrained == ("inv-1", "inv-2", "inv-3")
 
 

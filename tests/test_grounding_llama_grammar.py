@@ -18,7 +18,6 @@ import pytest
 
 grammar = pytest.importorskip("llama_cpp.llama_grammar")
 
-import diagnosis_core.aiops as dca  # noqa: E402
 import diagnosis_core.tools as dct  # noqa: E402
 
 
@@ -38,7 +37,7 @@ def test_the_validation_profile_converts_and_couples_ids_to_their_paths() -> Non
         '"\\"$.items[0].message\\"" | "\\"$.items[0].code\\""',
         '"\\"$.p99_ms\\""',
     ]
-    aiops = dca.aiops_grounding_schema(recorder().records(), profile="validation").schema
+    aiops = dct.aiops_grounding_schema(recorder().records(), profile="validation").schema
     assert '"\\"inv-1\\"" | "\\"inv-2\\""' in grammar.json_schema_to_gbnf(json.dumps(aiops))
 
 

@@ -13,6 +13,7 @@ from _builders import scenario
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 from diagnosis_core._chat.inputs import build_planner_input
 from tests._reach import tools as dct
 
@@ -44,7 +45,7 @@ class TaggedMessage(dc.HistoryMessage):
 
 
 @attrs.frozen
-class AlertWithRunbook(dca.Alert):
+class AlertWithRunbook(dcp.Alert):
     runbook: str = SECRET
 
 
@@ -63,13 +64,13 @@ def test_a_skill_subclass_sends_name_and_description_only() -> None:
 def test_an_alert_subclass_sends_the_alert_fields_only() -> None:
     alert = AlertWithRunbook("HighLatency", "pay", "critical", "t0")
     request = dca.AiOpsRequest(dc.RunConfig("r", "s"), (alert,))
-    action = dca.next_aiops_action(dca.start_aiops(request))
-    assert isinstance(action, dca.InvokeAiOpsAgent)
+    action = dcm.next_aiops_action(dcm.start_aiops(request))
+    assert isinstance(action, dcm.InvokeAiOpsAgent)
     assert SECRET not in action.input
-    plain_alert = dca.Alert("HighLatency", "pay", "critical", "t0")
+    plain_alert = dcp.Alert("HighLatency", "pay", "critical", "t0")
     plain_request = dca.AiOpsRequest(dc.RunConfig("r", "s"), (plain_alert,))
-    plain = dca.next_aiops_action(dca.start_aiops(plain_request))
-    assert isinstance(plain, dca.InvokeAiOpsAgent)
+    plain = dcm.next_aiops_action(dcm.start_aiops(plain_request))
+    assert isinstance(plain, dcm.InvokeAiOpsAgent)
     assert action.input == plain.input
 
 
@@ -81,7 +82,7 @@ def _chat_start() -> dc.DiagnosisState:
 
 
 def _aiops_start() -> dca.AiOpsState:
-    return dca.start_aiops(dca.AiOpsRequest(dc.RunConfig("r", "s")))
+    return dcm.start_aiops(dca.AiOpsRequest(dc.RunConfig("r", "s")))
 
 
 @pytest.mark.parametrize("message", ["", "boom"])
@@ -118,7 +119,7 @@ def test_advance_rejects_a_forged_agent_failure(
     with pytest.raises(dc.MachineError, match=problem):
         dcm.advance(_chat_start(), _forged_failure(kind, message))
     with pytest.raises(dc.MachineError, match=problem):
-        dca.advance_aiops(_aiops_start(), _forged_failure(kind, message))
+        dcm.advance_aiops(_aiops_start(), _forged_failure(kind, message))
 
 
 @pytest.mark.parametrize("text", [None, 7, b"{}", ["{}"]])
@@ -126,7 +127,7 @@ def test_advance_rejects_a_reply_that_is_not_a_str(text: object) -> None:
     with pytest.raises(dc.MachineError, match=r"AgentReplied\.text"):
         dcm.advance(_chat_start(), dcm.AgentReplied(text))  # type: ignore[arg-type]
     with pytest.raises(dc.MachineError, match=r"AgentReplied\.text"):
-        dca.advance_aiops(_aiops_start(), dcm.AgentReplied(text))  # type: ignore[arg-type]
+        dcm.advance_aiops(_aiops_start(), dcm.AgentReplied(text))  # type: ignore[arg-type]
 
 
 def test_a_str_subclass_reply_is_read_as_its_plain_string() -> None:

@@ -278,7 +278,7 @@ def test_the_head_has_a_codec_and_refuses_a_cut_or_diverging_journal() -> None:
 def test_the_aiops_head_and_marker_refuse_a_cut() -> None:
     journal = dca.record_aiops_scenario(load("aiops_payload_targeted.json"), key=KEY)
     head = dcj.journal_head(journal)
-    cut = dca.AiOpsJournal(journal.request, journal.entries[:3])
+    cut = dcj.AiOpsJournal(journal.request, journal.entries[:3])
     assert not dcj.journal_status(cut, key=KEY).complete
     with pytest.raises(JournalError, match=r"^head: the journal has 3 entries"):
         dcj.journal_status(cut, key=KEY, head=head)
@@ -291,7 +291,7 @@ def test_the_aiops_head_and_marker_refuse_a_cut() -> None:
             journal=cut, key=KEY, head=head,
         )
     with pytest.raises(JournalError, match=r"^the journal is incomplete"):
-        dca.replay_aiops_journal(cut, key=KEY)
+        dcj.replay_aiops_journal(cut, key=KEY)
 
 
 # --- without a key: entries are bound to their request ----------------------------------------
@@ -330,7 +330,7 @@ def test_aiops_entries_recorded_under_another_run_never_fold_under_this_request(
         journal.request, run=attrs.evolve(journal.request.run, metadata={"tenant": "b"})
     )
     with pytest.raises(JournalError, match=r"^entries\[0\]\.input_sha256: the input of supervisor"):
-        dcj.fold_journal(dca.AiOpsJournal(ours, journal.entries))
+        dcj.fold_journal(dcj.AiOpsJournal(ours, journal.entries))
 
 
 def test_a_gatekeeper_input_hash_replaced_by_the_hash_of_null_is_refused() -> None:
@@ -372,10 +372,10 @@ def test_a_v1_aiops_journal_loads_and_replays_byte_identically(name: str) -> Non
     text = (FIXTURES / f"{name}.json").read_text(encoding="utf-8")
     output = (FIXTURES / f"{name}.output.json").read_text(encoding="utf-8")
     key = b"v1-fixture-key" if name.endswith("signed") else None
-    journal = dca.AiOpsJournal.from_json(text.strip())
+    journal = dcj.AiOpsJournal.from_json(text.strip())
     assert journal.format == "aiops_journal_v1"
     assert dcj.journal_to_json(journal) + "\n" == text
-    assert dcp.canonical_json(dca.replay_aiops_journal(journal, key=key)) + "\n" == output
+    assert dcp.canonical_json(dcj.replay_aiops_journal(journal, key=key)) + "\n" == output
 
 
 def test_a_v1_journal_cannot_carry_v2_fields() -> None:

@@ -167,10 +167,10 @@ def test_every_reader_refuses_a_journal_shorter_than_its_head() -> None:
         dcj.journal_to_scenario(cut, key=KEY, head=head)
 
 
-def aiops_journal(key: bytes | None = KEY) -> tuple[dca.AiOpsRequest, dca.AiOpsJournal]:
+def aiops_journal(key: bytes | None = KEY) -> tuple[dca.AiOpsRequest, dcj.AiOpsJournal]:
     scenario = dca.load_aiops_scenario(load("aiops_rule_violation.json"))
     request = dca.aiops_scenario_request(scenario)
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     dca.run_aiops(request, dca.aiops_scenario_effects(scenario), sink=sink, key=key)
     return request, sink.journal(request)
 
@@ -178,7 +178,7 @@ def aiops_journal(key: bytes | None = KEY) -> tuple[dca.AiOpsRequest, dca.AiOpsJ
 def test_the_aiops_fold_refuses_a_journal_shorter_than_its_head() -> None:
     request, journal = aiops_journal()
     head = dcj.journal_head(journal)
-    cut = dca.AiOpsJournal(request, journal.entries[:1])
+    cut = dcj.AiOpsJournal(request, journal.entries[:1])
     with pytest.raises(JournalError, match=r"^head: the journal has 1 entries, the head commits"):
         dcj.fold_journal(cut, key=KEY, head=head)
 
@@ -206,8 +206,8 @@ def test_each_request_keeps_its_own_hash_while_hashes_are_reused() -> None:
     for number in range(70):
         run = attrs.evolve(journal.request.run, run_id=f"run-{number}")
         request = attrs.evolve(journal.request, run=run)
-        journals.append(dca.AiOpsJournal(request))
-    journals.append(dca.AiOpsJournal(attrs.evolve(journal.request)))
+        journals.append(dcj.AiOpsJournal(request))
+    journals.append(dcj.AiOpsJournal(attrs.evolve(journal.request)))
     for _ in range(2):
         for each in journals:
             wire = wire_of(each)
@@ -502,7 +502,7 @@ def test_a_store_holding_the_other_workflow_s_journal_is_refused_and_released(
     aiops_request, aiops = aiops_journal(key=None)
     store = SpyStore(dcs.SqliteStore(tmp_path / "runs.db"))
     with store.claim(aiops_request.run.run_id) as claim:
-        store.begin(claim, dca.AiOpsJournal(aiops_request))
+        store.begin(claim, dcj.AiOpsJournal(aiops_request))
         for entry in aiops.entries:
             store.append(claim, entry)
     request, effects = setup()

@@ -33,6 +33,7 @@ from journal_tools_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.machine as dcm
 import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core import JournalError, ReasonCode
@@ -218,7 +219,7 @@ def test_the_aiops_driver_journals_tools_as_they_finish_and_resends_the_executor
     replies: dict[str, list[str]] = {}
     recording = dca.aiops_scenario_effects(scenario)
 
-    def recorded(agent: dca.AiOpsAgent) -> Any:
+    def recorded(agent: dcm.AiOpsAgent) -> Any:
         def call(text: str, config: dc.RunConfig, /) -> str:
             reply: str = recording.agent(agent)(text, config)
             replies.setdefault(text, []).append(reply)
@@ -226,7 +227,7 @@ def test_the_aiops_driver_journals_tools_as_they_finish_and_resends_the_executor
 
         return call
 
-    dca.run_aiops(request, dca.AiOpsEffects(*(recorded(agent) for agent in dca.AiOpsAgent)))
+    dca.run_aiops(request, dca.AiOpsEffects(*(recorded(agent) for agent in dcm.AiOpsAgent)))
 
     def effects(recorder: dct.ToolRecorder) -> dca.AiOpsEffects:
         queues = {text: list(items) for text, items in replies.items()}
@@ -250,7 +251,7 @@ def test_the_aiops_driver_journals_tools_as_they_finish_and_resends_the_executor
 
         return attrs.evolve(scripted, executor=executor)
 
-    class Dying(dca.ListAiOpsJournalSink):
+    class Dying(dcj.ListAiOpsJournalSink):
         def write(self, record: Any, /) -> None:
             super().write(record)
             listed = getattr(record, "tool_invocations", None) or ()
@@ -266,16 +267,16 @@ def test_the_aiops_driver_journals_tools_as_they_finish_and_resends_the_executor
     assert [i.invocation_id for i in status.interrupted.tool_invocations or ()] == ["inv-1"]
     assert side.read_text().splitlines() == ["logs(a)"]
     # Default: fail closed, the finished tool call kept on the failed entry.
-    failed_sink = dca.ListAiOpsJournalSink(journal.entries)
+    failed_sink = dcj.ListAiOpsJournalSink(journal.entries)
     again = dct.ToolRecorder()
     state = dca.run_aiops(request, effects(again), journal=journal, sink=failed_sink, key=KEY,
                           tools=again)
     assert state.reason_code is dca.AiOpsReasonCode.EXECUTOR_FAILED
-    executor_entry = next(e for e in failed_sink.entries if e.call is dca.AiOpsAgent.EXECUTOR)
+    executor_entry = next(e for e in failed_sink.entries if e.call is dcm.AiOpsAgent.EXECUTOR)
     assert [i.invocation_id for i in executor_entry.tool_invocations or ()] == ["inv-1"]
     assert side.read_text().splitlines() == ["logs(a)"]
     # resend_executor: the uninterrupted result, logs("a") answered from the journal.
-    resent_sink = dca.ListAiOpsJournalSink(journal.entries)
+    resent_sink = dcj.ListAiOpsJournalSink(journal.entries)
     again = dct.ToolRecorder()
     state = dca.run_aiops(request, effects(again), journal=journal, sink=resent_sink, key=KEY,
                           tools=again, resend_executor=True)

@@ -17,8 +17,8 @@ from diagnosis_core._chat.routing import RoutingFacts
 from diagnosis_core._kernel.driving.effects import check_effects_kind
 from diagnosis_core._kernel.machine.classify import default_failure_classifier
 from diagnosis_core._kernel.machine.tables import RouteRow, StatusRoutingFacts
-from diagnosis_core.aiops import AiOpsConfig, AiOpsRoute
-from diagnosis_core.machine import NodeStatus, Route
+from diagnosis_core.aiops import AiOpsConfig
+from diagnosis_core.machine import AiOpsRoute, NodeStatus, Route
 
 _RUN = RunConfig(run_id="run-1", session_id="session-1")
 

@@ -32,8 +32,8 @@ from diagnosis_core._kernel.machine.tables import (
     retry_left,
 )
 from diagnosis_core._kernel.wire.schema import SchemaProfile, profile_of
-from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
-from diagnosis_core.machine import AgentName
+from diagnosis_core.aiops import AiOpsReasonCode
+from diagnosis_core.machine import AgentName, AiOpsAgent
 
 
 class _Text(str):
@@ -186,8 +186,7 @@ def test_awaited_passes_the_pending_call_through_and_refuses_none() -> None:
 
 
 def test_leaving_reason_is_the_node_s_where_the_row_says_so_else_the_row_s() -> None:
-    from diagnosis_core.aiops import AIOPS_ROUTING_TABLE
-    from diagnosis_core.machine import ROUTING_TABLE
+    from diagnosis_core.machine import AIOPS_ROUTING_TABLE, ROUTING_TABLE
 
     from_node = next(row for row in ROUTING_TABLE if row.reason_from_node)
     fixed = next(row for row in ROUTING_TABLE if row.reason is ReasonCode.PLANNER_FAILED)

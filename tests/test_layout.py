@@ -155,6 +155,37 @@ def test_import_diagnosis_core_loads_no_workflow_package_and_no_adapter() -> Non
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize("namespace", ["protocol", "machine", "journal", "tools", "scenarios"])
+def test_a_shared_namespace_loads_the_aiops_workflow_on_first_use_of_its_names(
+    namespace: str,
+) -> None:
+    """A chat host importing an audience namespace never loads the AIOps workflow's modules."""
+    done = _fresh(
+        "import sys, importlib\n"
+        f"module = importlib.import_module('diagnosis_core.{namespace}')\n"
+        "loaded = lambda: [m for m in sys.modules if m.startswith('diagnosis_core._aiops.')]\n"
+        "assert not loaded(), loaded()\n"
+        "from diagnosis_core._aiops import AIOPS_NAMES\n"
+        "for home, names in AIOPS_NAMES.get(module.__name__, ()):\n"
+        "    assert all(name in module.__all__ for name in names), (home, names)\n"
+        "    assert getattr(module, names[0]) is getattr(importlib.import_module(home), names[0])\n"
+        "    assert home in sys.modules\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_aiops_name_is_served_by_one_namespace() -> None:
+    from diagnosis_core._aiops import AIOPS_NAMES
+
+    served = [name for rows in AIOPS_NAMES.values() for _, names in rows for name in names]
+    assert len(served) == len(set(served))
+    host = importlib.import_module("diagnosis_core.aiops")
+    assert set(served).isdisjoint(host.__all__)
+    for namespace, rows in AIOPS_NAMES.items():
+        exported = importlib.import_module(namespace).__all__
+        assert {name for _, names in rows for name in names} <= set(exported), namespace
+
+
 def test_import_diagnosis_core_loads_neither_hashlib_nor_logging() -> None:
     """Both are loaded on first use: OpenSSL and logging are a tenth of the import's CPU."""
     done = _fresh(

@@ -266,10 +266,10 @@ def aiops_setup(name: str) -> tuple[dca.AiOpsRequest, dca.AiOpsEffects]:
 def test_a_resumed_aiops_run_announces_the_events_its_resume_appended(cut: int) -> None:
     name = "aiops_rule_violation.json"
     request, effects = aiops_setup(name)
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     dca.run_aiops(request, effects, sink=sink)
     entries = sink.journal(request).entries
-    journal = dca.AiOpsJournal(
+    journal = dcj.AiOpsJournal(
         request,
         (*entries[:cut], attrs.evolve(
             entries[cut], state=EntryState.STARTED, outcome=None, tool_invocations=None, mac=None

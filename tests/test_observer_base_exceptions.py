@@ -167,26 +167,26 @@ def test_the_aiops_drivers_leave_no_false_interruption_either(
 
         return call
 
-    effects = dca.AiOpsEffects(**{a.value: agent(a.value) for a in dca.AiOpsAgent})
+    effects = dca.AiOpsEffects(**{a.value: agent(a.value) for a in dcm.AiOpsAgent})
 
     class Stop:
         raised = False
 
-        def _maybe(self, name: str, action: dca.InvokeAiOpsAgent) -> None:
-            if name == hook and not self.raised and action.agent is dca.AiOpsAgent.EXECUTOR:
+        def _maybe(self, name: str, action: dcm.InvokeAiOpsAgent) -> None:
+            if name == hook and not self.raised and action.agent is dcm.AiOpsAgent.EXECUTOR:
                 self.raised = True
                 raise error("stop")
 
-        def effect_started(self, action: dca.InvokeAiOpsAgent, /) -> None:
+        def effect_started(self, action: dcm.InvokeAiOpsAgent, /) -> None:
             self._maybe("effect_started", action)
 
-        def tools_recorded(self, action: dca.InvokeAiOpsAgent, invocations: object, /) -> None:
+        def tools_recorded(self, action: dcm.InvokeAiOpsAgent, invocations: object, /) -> None:
             self._maybe("tools_recorded", action)
 
-        def effect_finished(self, action: dca.InvokeAiOpsAgent, result: object, /) -> None:
+        def effect_finished(self, action: dcm.InvokeAiOpsAgent, result: object, /) -> None:
             self._maybe("effect_finished", action)
 
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     stop = Stop()
     with pytest.raises(error):
         dca.run_aiops(request, effects, sink=sink, tools=dct.ToolRecorder(), observer=stop)

@@ -77,13 +77,13 @@ def _parse_reply(workflow: str, agent: str, reply: str, given: dict[str, object]
         claims = typing.cast(list[dict[str, str]], given["allowed_claims"])
         return dcp.parse_composer_output(reply, [claim["claim_id"] for claim in claims])
     if agent == "supervisor":
-        return dca.parse_supervisor_decision(reply)
+        return dcp.parse_supervisor_decision(reply)
     if agent == "planner":
-        return dca.parse_aiops_plan(reply)
+        return dcp.parse_aiops_plan(reply)
     if agent == "executor":
         known = typing.cast(list[str], given["known_invocation_ids"])
-        return dca.parse_aiops_executor_output(reply, known)
-    return dca.parse_aiops_report(reply)
+        return dcp.parse_aiops_executor_output(reply, known)
+    return dcp.parse_aiops_report(reply)
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
@@ -130,7 +130,7 @@ def test_the_chat_executor_example_passes_the_reference_gatekeeper(locale: str) 
 def test_the_aiops_reporter_example_passes_every_report_rule(locale: str) -> None:
     prompt = dcpr.system_prompt("reporter", workflow="aiops", locale=locale)
     given = json.loads(prompt.example_input)
-    alerts = [dca.Alert(**alert) for alert in given["task"]["alerts"]]
+    alerts = [dcp.Alert(**alert) for alert in given["task"]["alerts"]]
     evaluation = dca.evaluate_aiops_report(
         json.loads(prompt.example_reply),
         mode=dca.AiOpsMode(given["mode"]),
@@ -145,7 +145,7 @@ def test_the_aiops_reporter_example_passes_every_report_rule(locale: str) -> Non
 def test_the_aiops_executor_example_cites_the_tool_call_it_shows(locale: str) -> None:
     sample = example("aiops", "executor", locale)
     (shown,) = sample.tool_results
-    output = dca.parse_aiops_executor_output(sample.reply, ())
+    output = dcp.parse_aiops_executor_output(sample.reply, ())
     assert output.tool_invocation_ids == (json.loads(shown)["invocation_id"],)
 
 
@@ -412,7 +412,7 @@ def test_the_sentences_quote_the_codes_vocabulary() -> None:
     for verdict in dcp.Verdict:
         assert f"`{verdict.value}`" in verifier
     supervisor = dcpr.system_prompt("supervisor", workflow="aiops", locale="zh-CN").text
-    for choice in dca.SupervisorChoice:
+    for choice in dcp.SupervisorChoice:
         assert f"`{choice.value}`" in supervisor
 
 
@@ -696,7 +696,7 @@ def _refusal(rule: dcpr.PromptRule, workflow: str, agent: str, text: str) -> str
         evaluation = dca.evaluate_aiops_report(
             json.loads(text),
             mode=dca.AiOpsMode(given["mode"]),
-            alerts=[dca.Alert(**alert) for alert in given["task"]["alerts"]],
+            alerts=[dcp.Alert(**alert) for alert in given["task"]["alerts"]],
             ledger=example_ledger("aiops"),
         )
         return " ".join(f"aiops_rule:{v.rule_id}" for v in evaluation.violations)

@@ -153,6 +153,13 @@ _FIRST_IMPORTS = {
         "print(journal.JournalStore.__module__, tools.ToolRecorder.__module__)",
         "diagnosis_core.journal diagnosis_core.tools",
     ),
+    "the AIOps host's namespace, before the shared ones": (
+        "import diagnosis_core.aiops as a\n"
+        "from diagnosis_core._aiops.payloads import AiOpsPlan\n"
+        "from diagnosis_core._aiops.journal import AiOpsJournal\n"
+        "print(a.AiOpsState.__module__, AiOpsPlan.__module__, AiOpsJournal.__module__)",
+        "diagnosis_core.aiops diagnosis_core.protocol diagnosis_core.journal",
+    ),
     "a submodule of a public subpackage": (
         "from diagnosis_core.adapters import langgraph\n"
         "print(langgraph.ThreadBusyError.__module__, langgraph.RunOptions.__module__)",

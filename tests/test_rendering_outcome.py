@@ -42,12 +42,10 @@ from diagnosis_core._chat.rendering import (
 )
 from diagnosis_core._kernel.enums import Locale
 from diagnosis_core._kernel.machine.text import sanitize_item
-from diagnosis_core.aiops import (
-    AiOpsConfig,
+from diagnosis_core.aiops import AiOpsConfig, AiOpsMode, AiOpsReasonCode
+from diagnosis_core.protocol import (
     AiOpsEvidence,
     AiOpsFinding,
-    AiOpsMode,
-    AiOpsReasonCode,
     AiOpsRecommendedAction,
     AiOpsReport,
     Alert,

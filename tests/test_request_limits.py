@@ -22,6 +22,7 @@ import pytest
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
+import diagnosis_core.protocol as dcp
 import diagnosis_core.stores as dcst
 from diagnosis_core._kernel.driving.options import DEFAULT_MAX_QUESTION_CHARS
 
@@ -100,7 +101,7 @@ def test_an_aiops_alert_with_a_lone_surrogate_is_refused_before_any_agent() -> N
     path = sorted(EXAMPLES.glob("aiops*.json"))[0]
     scenario = dca.load_aiops_scenario(json.loads(path.read_text(encoding="utf-8")))
     request = dca.aiops_scenario_request(scenario)
-    alert = dca.Alert(name="HighLatency", service=f"api{LONE}", severity="critical",
+    alert = dcp.Alert(name="HighLatency", service=f"api{LONE}", severity="critical",
                       started_at="2024-01-01T00:00:00Z")
     bad = attrs.evolve(request, alerts=(alert,))
     with pytest.raises(dc.PayloadError, match=r"request\.alerts\[0\]\.service: holds a lone"):

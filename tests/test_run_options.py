@@ -72,7 +72,7 @@ def _aiops() -> Flow:
             "run": dca.run_aiops, "arun": dca.arun_aiops,
             "iter": dca.iter_aiops, "aiter": dca.aiter_aiops,
         },
-        dca.ListAiOpsJournalSink,
+        dcj.ListAiOpsJournalSink,
         dcj.journal_to_json,
     )
 
@@ -117,7 +117,7 @@ CASES = [(flow, form) for flow in FLOWS for form in FORMS]
 
 def _misuses(flow: Flow) -> list[tuple[str, dict[str, Any], str]]:
     state = dcm.start_diagnosis(flow.request) if flow.name == "diagnosis" else (
-        dca.start_aiops(flow.request)
+        dcm.start_aiops(flow.request)
     )
     sink = flow.sink()
     return [

@@ -29,23 +29,21 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from diagnosis_core._kernel.wire.schema import SchemaProfile
-from diagnosis_core.aiops import (
-    AIOPS_SCHEMA_NAMES,
-    aiops_json_schema,
-    parse_aiops_executor_output,
-    parse_aiops_plan,
-    parse_aiops_report,
-    parse_supervisor_decision,
-)
 from diagnosis_core.protocol import (
+    AIOPS_SCHEMA_NAMES,
     SCHEMA_NAMES,
     SCHEMA_PROFILES,
     ComposerOutput,
+    aiops_json_schema,
     class_json_schema,
     json_schema,
+    parse_aiops_executor_output,
+    parse_aiops_plan,
+    parse_aiops_report,
     parse_composer_output,
     parse_executor_evidence,
     parse_planner_plan,
+    parse_supervisor_decision,
     parse_verifier_output,
 )
 

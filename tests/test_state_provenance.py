@@ -114,7 +114,7 @@ def test_the_aiops_drivers_refuse_a_stored_state_too() -> None:
     document = load("aiops_payload_targeted.json")
     scenario = dca.load_aiops_scenario(document)
     request = dca.aiops_scenario_request(scenario)
-    state = dca.start_aiops(request)
+    state = dcm.start_aiops(request)
     stored = dc.from_json(dca.AiOpsState, dc.to_json(state))
     effects = dca.aiops_scenario_effects(scenario)
     with pytest.raises(MachineError, match=REFUSED):

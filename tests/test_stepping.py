@@ -8,8 +8,8 @@ import pytest
 
 from diagnosis_core import ReasonCode
 from diagnosis_core._kernel.machine.stepping import failure_reasons
-from diagnosis_core.aiops import AiOpsAgent, AiOpsReasonCode
-from diagnosis_core.machine import AgentName
+from diagnosis_core.aiops import AiOpsReasonCode
+from diagnosis_core.machine import AgentName, AiOpsAgent
 
 
 def test_the_failed_codes_read_by_name_are_each_agents_own() -> None:

@@ -15,9 +15,9 @@ from tests._reach import aiops as dca
 from tests._reach import journal as dcj
 from tests._reach import machine as dcm
 
-AIOPS_WORKFLOW = dca.AIOPS_WORKFLOW
+AIOPS_WORKFLOW = dcm.AIOPS_WORKFLOW
 Call = dcj.JournalCall
-Agent = dca.AiOpsAgent
+Agent = dcm.AiOpsAgent
 
 # The resume rule of spec §12 (Resume) and §12.3, written out call by call:
 # (call, resend_gatekeeper, resend_executor) -> re-sent as the same attempt?
@@ -31,7 +31,7 @@ for gk, ex in FLAGS:
     CHAT_RULE[(Call.COMPOSER, gk, ex)] = True
     CHAT_RULE[(Call.EXECUTOR, gk, ex)] = ex
     CHAT_RULE[(Call.GATEKEEPER, gk, ex)] = gk
-AIOPS_RULE: dict[tuple[dca.AiOpsAgent, bool, bool], bool] = {}
+AIOPS_RULE: dict[tuple[dcm.AiOpsAgent, bool, bool], bool] = {}
 for gk, ex in FLAGS:
     AIOPS_RULE[(Agent.SUPERVISOR, gk, ex)] = True
     AIOPS_RULE[(Agent.PLANNER, gk, ex)] = True
@@ -54,7 +54,7 @@ def test_the_chat_resume_rule(key: tuple[Call, bool, bool], expected: bool) -> N
 
 
 @pytest.mark.parametrize(("key", "expected"), sorted(AIOPS_RULE.items()))
-def test_the_aiops_resume_rule(key: tuple[dca.AiOpsAgent, bool, bool], expected: bool) -> None:
+def test_the_aiops_resume_rule(key: tuple[dcm.AiOpsAgent, bool, bool], expected: bool) -> None:
     call, gk, ex = key
     assert AIOPS_WORKFLOW.resent_on_resume(
         call, resend_gatekeeper=gk, resend_executor=ex
@@ -82,10 +82,10 @@ def test_the_descriptors_values() -> None:
     assert chat.gatekeeper == frozenset({Call.GATEKEEPER}) and flow.gatekeeper == frozenset()
     assert (chat.round_name, flow.round_name) == ("round", "step")
     assert chat.request_type is dcm.DiagnosisRequest and flow.request_type is dca.AiOpsRequest
-    assert chat.finished_type is dcm.Finished and flow.finished_type is dca.AiOpsFinished
+    assert chat.finished_type is dcm.Finished and flow.finished_type is dcm.AiOpsFinished
     # The public names of the journal header and the recorded facts are the workflow's methods.
     assert chat.expected_call == dcj.expected_call
-    assert flow.expected_call == dca.aiops_expected_call
+    assert flow.expected_call == dcj.aiops_expected_call
     assert chat.entry_result == dcj.entry_result and chat.outcome_of == dcj.outcome_of
     # Each workflow overrides every method the kernel calls; only chat derives (§12.4).
     for workflow in (chat, flow):
@@ -109,17 +109,17 @@ def test_the_workflow_methods_are_the_public_machine_and_codec() -> None:
     assert chat.advance(state, result) == dcm.advance(state, result)
     flow_request = dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1"))
     flow_state = flow.start(flow_request)
-    assert flow_state == dca.start_aiops(flow_request)
-    assert flow.next_action(flow_state) == dca.next_aiops_action(flow_state)
-    assert flow.request_to_wire(flow_request) == dca.aiops_request_to_wire(flow_request)
+    assert flow_state == dcm.start_aiops(flow_request)
+    assert flow.next_action(flow_state) == dcm.next_aiops_action(flow_state)
+    assert flow.request_to_wire(flow_request) == dcj.aiops_request_to_wire(flow_request)
     assert flow.load_request(flow.request_to_wire(flow_request)) == flow_request
-    assert flow.advance(flow_state, result) == dca.advance_aiops(flow_state, result)
+    assert flow.advance(flow_state, result) == dcm.advance_aiops(flow_state, result)
 
 
 def test_the_journal_classes_read_their_descriptor() -> None:
     assert dcj.Journal._form is DIAGNOSIS_WORKFLOW
     assert dcj.JournalEntry._form is DIAGNOSIS_WORKFLOW
-    assert dca.AiOpsJournal._form is AIOPS_WORKFLOW
+    assert dcj.AiOpsJournal._form is AIOPS_WORKFLOW
     assert dca.AiOpsJournalEntry._form is AIOPS_WORKFLOW
 
 
@@ -186,12 +186,12 @@ def test_no_public_signature_of_the_descriptor_says_any() -> None:
 def test_one_set_of_journal_functions_folds_each_journal_under_its_own_workflow() -> None:
     """The fold, status and resume take either journal; a workflow refuses the other's."""
     chat_journal = dcj.Journal(dc.DiagnosisRequest("why?", dc.RunConfig("run-x", "chat-x")))
-    flow_journal = dca.AiOpsJournal(dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1")))
+    flow_journal = dcj.AiOpsJournal(dca.AiOpsRequest(dc.RunConfig("run-a", "ops-1")))
     chat_start = dcm.start_diagnosis(chat_journal.request)
-    flow_start = dca.start_aiops(flow_journal.request)
+    flow_start = dcm.start_aiops(flow_journal.request)
     assert type(dcj.journal_status(chat_journal)) is dcj.JournalStatus
-    assert type(dcj.journal_status(flow_journal)) is dca.AiOpsJournalStatus
-    assert dcj.journal_status(flow_journal).action == dca.next_aiops_action(flow_start)
+    assert type(dcj.journal_status(flow_journal)) is dcj.AiOpsJournalStatus
+    assert dcj.journal_status(flow_journal).action == dcm.next_aiops_action(flow_start)
     assert dcj.fold_journal(chat_journal) == chat_start
     assert dcj.fold_journal(flow_journal) == flow_start
     assert dcj.resume_journal(chat_journal) == (chat_journal, chat_start)
@@ -203,7 +203,7 @@ def test_one_set_of_journal_functions_folds_each_journal_under_its_own_workflow(
         with pytest.raises(dc.JournalError, match=rf"^expected a {expected}, got {got}$"):
             workflow.resume_journal(other)
     assert dcj.Journal.load(dcj.journal_to_wire(chat_journal)) == chat_journal
-    assert dca.AiOpsJournal.load(dcj.journal_to_wire(flow_journal)) == flow_journal
+    assert dcj.AiOpsJournal.load(dcj.journal_to_wire(flow_journal)) == flow_journal
     assert type(dcj.Journal.from_json(dcj.journal_to_json(chat_journal))) is dcj.Journal
     with pytest.raises(dc.JournalError, match=r"^format: expected 'aiops_journal_v2'"):
-        dca.AiOpsJournal.load(dcj.journal_to_wire(chat_journal))
+        dcj.AiOpsJournal.load(dcj.journal_to_wire(chat_journal))

@@ -33,7 +33,12 @@ schemas, the replay loader): :func:`lazy_attributes` builds its module
 ``__getattr__`` (PEP 562) from a table of name to module, so every such namespace
 refuses an unknown name the same way (``AttributeError`` naming the module),
 publishes a class it exports when loaded, and keeps a loaded value as a plain
-global afterwards.
+global afterwards; :func:`lazy_module` gives a namespace both of its module hooks
+from a table of module to names. The shared namespaces serve the AIOps workflow's
+names so: a chat host that imports ``diagnosis_core.protocol`` never loads the AIOps
+workflow. A class defined there and exported by a shared namespace names that
+namespace as soon as the AIOps workflow is loaded (:func:`publish_homes`), since it
+can be reached through ``diagnosis_core.aiops`` before the namespace ever loads it.
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ __all__ = [
     "PublishingPackage",
     "defined_in",
     "lazy_attributes",
+    "lazy_module",
     "publish",
+    "publish_homes",
     "publish_namespace",
 ]
 
@@ -199,3 +206,35 @@ def lazy_attributes(
         return value
 
     return load
+
+
+def lazy_module(
+    module: str,
+    package: str | None,
+    homes: Iterable[tuple[str, Iterable[str]]],
+    namespace: MutableMapping[str, object],
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A namespace's ``__getattr__`` and ``__dir__`` serving ``homes``: (module, its names).
+
+    The names of each module are loaded on first use (:func:`lazy_attributes`);
+    ``dir()`` lists them beside the namespace's globals.
+    """
+    table = {name: home for home, names in homes for name in names}
+
+    def listing() -> list[str]:
+        return sorted({*namespace, *table})
+
+    return lazy_attributes(module, package, table, namespace), listing
+
+
+def publish_homes(homes: Mapping[str, Iterable[tuple[str, Iterable[str]]]]) -> None:
+    """Publish, in each namespace of ``homes``, the classes it serves lazily (:func:`lazy_module`).
+
+    ``homes`` maps a namespace to its (module, names) rows; only modules already
+    loaded are read, so this never imports anything.
+    """
+    for namespace, rows in homes.items():
+        for module, names in rows:
+            loaded = sys.modules.get(module)
+            if loaded is not None:
+                publish(namespace, vars(loaded), names)

@@ -84,7 +84,7 @@ class Prompt:
             (:data:`diagnosis_core.conformance.PROTOCOL_VERSION`).
         payload: the name of the payload the agent returns (``executor_evidence_v2``),
             as :func:`diagnosis_core.protocol.json_schema` or
-            :func:`diagnosis_core.aiops.aiops_json_schema` takes it.
+            :func:`diagnosis_core.protocol.aiops_json_schema` takes it.
         text: the system prompt.
         example_input: the example's input, exactly as the workflow sends it.
         example_reply: the example's reply, one the payload's parser accepts.

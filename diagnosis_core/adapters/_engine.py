@@ -29,16 +29,10 @@ from .. import (
     from_wire,
     to_wire,
 )
-from ..aiops import (
-    AIOPS_WORKFLOW,
+from ..aiops import AiOpsTraceEvent, AsyncAiOpsEffects
+from ..journal import (
     AiOpsJournal,
     AiOpsJournalRecorder,
-    AiOpsTraceEvent,
-    AsyncAiOpsEffects,
-    perform_aiops_effect,
-    perform_aiops_effect_async,
-)
-from ..journal import (
     EntryState,
     Journal,
     JournalOutcome,
@@ -53,12 +47,15 @@ from ..journal import (
     recorded_tool_invocations,
 )
 from ..machine import (
+    AIOPS_WORKFLOW,
     DIAGNOSIS_WORKFLOW,
     AgentFailed,
     AgentReplied,
     EffectResult,
     notify,
     observed_result,
+    perform_aiops_effect,
+    perform_aiops_effect_async,
     perform_effect,
     perform_effect_async,
 )

@@ -151,7 +151,7 @@ class HeartbeatingActivities(Generic[EffectsT, ObserverT]):
 
         Each subclass calls its workflow's public check
         (:func:`~diagnosis_core.machine.check_diagnosis_effects`,
-        :func:`~diagnosis_core.aiops.check_aiops_effects`).
+        :func:`~diagnosis_core.machine.check_aiops_effects`).
         """
         raise NotImplementedError
 

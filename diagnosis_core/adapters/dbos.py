@@ -90,25 +90,23 @@ from .. import (
     from_wire,
     to_wire,
 )
-from ..aiops import (
-    AiOpsEffects,
-    AiOpsJournal,
-    AiOpsObserver,
-    AiOpsRequest,
-    AiOpsState,
-    AsyncAiOpsEffects,
-    check_aiops_effects,
-    check_aiops_request,
-)
+from ..aiops import AiOpsEffects, AiOpsObserver, AiOpsRequest, AiOpsState, AsyncAiOpsEffects
 from ..journal import (
     INTERRUPTED_MESSAGE,
+    AiOpsJournal,
     Journal,
     JournalOutcome,
     RecordedToolInvocation,
     journal_to_wire,
     outcome_to_wire,
 )
-from ..machine import DEFAULT_MAX_QUESTION_CHARS, check_diagnosis_effects, check_diagnosis_request
+from ..machine import (
+    DEFAULT_MAX_QUESTION_CHARS,
+    check_aiops_effects,
+    check_aiops_request,
+    check_diagnosis_effects,
+    check_diagnosis_request,
+)
 from ..tools import ToolsFactory
 from ._engine import (
     AIOPS,
@@ -264,7 +262,7 @@ def configure_aiops_dbos(
     executor's tool calls go on its entry, an interrupted executor is never
     called again (the AIOps resume rule, ``AIOPS_WORKFLOW.resent_on_resume``).
     ``TypeError`` for what the drivers refuse
-    (:func:`~diagnosis_core.aiops.check_aiops_effects`).
+    (:func:`~diagnosis_core.machine.check_aiops_effects`).
     """
     check_aiops_effects(effects, where="configure_aiops_dbos", tools=tools)
     _AIOPS.host = _Host(effects, tools, observer)

@@ -42,8 +42,15 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from .. import aiops
-from ..journal import entry_to_wire, journal_status, resume_journal
+from .. import aiops, machine
+from ..journal import (
+    AiOpsJournal,
+    AiOpsJournalRecorder,
+    aiops_request_to_wire,
+    entry_to_wire,
+    journal_status,
+    resume_journal,
+)
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
 from ._langgraph_core import Durability, GraphState, ResumeOptions, RunOptions
@@ -77,37 +84,37 @@ AiOpsGraph: TypeAlias = CompiledStateGraph[
 
 _FLOW = core.Flow(
     name="aiops",
-    workflow=aiops.AIOPS_WORKFLOW,
+    workflow=machine.AIOPS_WORKFLOW,
     nodes=AIOPS_NODES,
     effects_type=aiops.AiOpsEffects,
     async_effects_type=aiops.AsyncAiOpsEffects,
-    load_journal=aiops.AiOpsJournal.load,
+    load_journal=AiOpsJournal.load,
     status=lambda journal, key: journal_status(journal, key=key),
     # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
     resume=lambda journal, key, resend: resume_journal(journal, key=key),
-    recorder=lambda journal, key: aiops.AiOpsJournalRecorder(journal, key=key),
-    new_journal=aiops.AiOpsJournal,
+    recorder=lambda journal, key: AiOpsJournalRecorder(journal, key=key),
+    new_journal=AiOpsJournal,
     node_of=lambda action: action.agent.value,
-    perform=aiops.perform_aiops_effect,
-    perform_async=aiops.perform_aiops_effect_async,
+    perform=machine.perform_aiops_effect,
+    perform_async=machine.perform_aiops_effect_async,
     entry_text=lambda entry: core.text(entry_to_wire(entry)),
     input_hint="aiops_graph_input(request)",
-    check_effects=lambda effects, where, tools: aiops.check_aiops_effects(
+    check_effects=lambda effects, where, tools: machine.check_aiops_effects(
         effects, where=where, tools=tools
     ),
     # AIOps requests hold no question: max_question_chars does not apply.
-    check_request=lambda request, where, _limit: aiops.check_aiops_request(request, where=where),
+    check_request=lambda request, where, _limit: machine.check_aiops_request(request, where=where),
 )
 
 
 def aiops_graph_input(request: aiops.AiOpsRequest) -> AiOpsGraphState:
     """The graph input that starts an AIOps run of ``request``."""
-    return {"request": core.text(aiops.aiops_request_to_wire(request))}
+    return {"request": core.text(aiops_request_to_wire(request))}
 
 
-def aiops_journal_of(values: Mapping[str, Any]) -> aiops.AiOpsJournal:
+def aiops_journal_of(values: Mapping[str, Any]) -> AiOpsJournal:
     """The :class:`AiOpsJournal` graph values hold, checked for form (not folded)."""
-    journal: aiops.AiOpsJournal = core.journal_of(_FLOW, values)
+    journal: AiOpsJournal = core.journal_of(_FLOW, values)
     return journal
 
 
@@ -158,7 +165,7 @@ def build_aiops_graph(
     ``tools`` and ``observer`` are those of
     :func:`~diagnosis_core.adapters.langgraph.build_diagnosis_graph`.
     ``TypeError`` when ``effects`` are not AIOps effects, or for what the
-    drivers refuse (:func:`~diagnosis_core.aiops.check_aiops_effects`).
+    drivers refuse (:func:`~diagnosis_core.machine.check_aiops_effects`).
     """
     # Positional, in build_graph's order; the AIOps rule has no gatekeeper to re-send.
     options = (interrupt_before, interrupt_after, key, False, durability, tools, observer)

@@ -556,7 +556,7 @@ def _limited(node: JsonValue, allowed: Sequence[str]) -> JsonValue:
 
 def _payload_schema(workflow: str, payload: str) -> dict[str, JsonValue]:
     if workflow == "aiops":
-        from ..aiops import aiops_json_schema
+        from ..protocol import aiops_json_schema
 
         return decoder_schema(aiops_json_schema(payload, "openai-strict"))
     return decoder_schema(json_schema(payload, "openai-strict"))
@@ -603,7 +603,7 @@ def aiops_agents(
     """The AIOps supervisor, planner and reporter as :class:`LocalAgent` (by name).
 
     As :func:`chat_agents`, with the AIOps prompts and payload schemas; the executor is
-    :func:`diagnosis_core.aiops.aiops_executor_agent` with a :class:`LocalToolCaller`.
+    :func:`diagnosis_core.tools.aiops_executor_agent` with a :class:`LocalToolCaller`.
 
     Raises:
         ValueError: a prompt is missing from ``system_prompts``, or ``locale`` is unknown.
@@ -697,7 +697,7 @@ class LocalToolCaller:
     """A :class:`~diagnosis_core.tools.ToolCallingModel` backed by a :class:`LocalChatModel`.
 
     Give it to :func:`diagnosis_core.tools.executor_agent` (or
-    :func:`diagnosis_core.aiops.aiops_executor_agent`). A small local model has no native
+    :func:`diagnosis_core.tools.aiops_executor_agent`). A small local model has no native
     tool calling, so each turn is one or two constrained JSON replies:
 
     * when the turn offers tools, the model picks one, ``{"tool": NAME, "arguments":

@@ -119,7 +119,7 @@ from opentelemetry.trace import (
 from opentelemetry.util.types import AttributeValue
 
 from .. import RunConfig, TraceEvent
-from ..aiops import AiOpsTraceEvent, InvokeAiOpsAgent
+from ..aiops import AiOpsTraceEvent
 from ..machine import (
     AgentFailed,
     AgentReplied,
@@ -127,6 +127,7 @@ from ..machine import (
     EffectResult,
     GatekeeperFailed,
     InvokeAgent,
+    InvokeAiOpsAgent,
 )
 
 __all__ = [

@@ -37,19 +37,14 @@ from temporalio.worker import Worker
 from .. import from_wire
 from ..aiops import (
     AiOpsEffects,
-    AiOpsJournalRecorder,
     AiOpsObserver,
     AiOpsRequest,
     AiOpsState,
     AiOpsTraceEvent,
     AsyncAiOpsEffects,
-    InvokeAiOpsAgent,
-    aiops_expected_call,
-    check_aiops_effects,
-    check_aiops_request,
-    start_aiops,
 )
-from ..journal import journal_to_wire
+from ..journal import AiOpsJournalRecorder, aiops_expected_call, journal_to_wire
+from ..machine import InvokeAiOpsAgent, check_aiops_effects, check_aiops_request, start_aiops
 from ..tools import ToolsFactory
 from ._engine import AIOPS, EffectReport, announce, check_timedeltas, wire_object
 from ._temporal_common import (
@@ -93,7 +88,7 @@ class AiOpsActivities(HeartbeatingActivities[AiOpsEffects | AsyncAiOpsEffects, A
 
     @staticmethod
     def check_effects(effects: Any, tools: ToolsFactory | None, where: str) -> None:
-        """What the drivers refuse (:func:`~diagnosis_core.aiops.check_aiops_effects`)."""
+        """What the drivers refuse (:func:`~diagnosis_core.machine.check_aiops_effects`)."""
         check_aiops_effects(effects, where=where, tools=tools)
 
     @property

@@ -268,13 +268,8 @@ def _run_aiops_journal(args: argparse.Namespace, data: object, key: bytes | None
     """
     from .. import JournalError
     from .._aiops.replay import format_aiops_result
-    from ..aiops import (
-        AiOpsJournal,
-        aiops_journal_ledger,
-        aiops_output,
-        evaluate_aiops_run,
-    )
-    from ..journal import journal_status
+    from ..aiops import aiops_output, evaluate_aiops_run
+    from ..journal import AiOpsJournal, aiops_journal_ledger, journal_status
 
     try:
         journal = AiOpsJournal.load(data)
@@ -306,7 +301,7 @@ def _schema(args: argparse.Namespace) -> int:
     if args.out is not None:
         return usage_error("schema: --out goes with --all")
     if args.workflow == "aiops":
-        from ..aiops import aiops_json_schema as schema_of
+        from ..protocol import aiops_json_schema as schema_of
     else:
         schema_of = json_schema
     try:
@@ -358,7 +353,7 @@ def _reply_parser(args: argparse.Namespace) -> Callable[[str], object] | None:
     if name == PayloadName.COMPOSER_OUTPUT:
         allowed = _id_list(args.allowed_claims)
         return lambda text: parse_composer_output(text, allowed)
-    from ..aiops import AIOPS_SCHEMA_NAMES
+    from ..protocol import AIOPS_SCHEMA_NAMES
 
     if name not in AIOPS_SCHEMA_NAMES:
         return None
@@ -381,7 +376,7 @@ def _validate(args: argparse.Namespace) -> int:
     try:
         parser = _reply_parser(args)
         if parser is None:
-            from ..aiops import AIOPS_SCHEMA_NAMES
+            from ..protocol import AIOPS_SCHEMA_NAMES
 
             valid = ", ".join(repr(known) for known in (*SCHEMA_NAMES, *AIOPS_SCHEMA_NAMES))
             sys.stderr.write(

@@ -100,12 +100,8 @@ def _chat_journal(text: str) -> dict[str, JsonValue]:
 
 
 def _aiops_journal(data: object) -> dict[str, JsonValue]:
-    from diagnosis_core.aiops import (
-        AiOpsJournal,
-        aiops_journal_ledger,
-        aiops_output,
-    )
-    from diagnosis_core.journal import journal_status
+    from diagnosis_core.aiops import aiops_output
+    from diagnosis_core.journal import AiOpsJournal, aiops_journal_ledger, journal_status
 
     journal = AiOpsJournal.load(data)
     status = journal_status(journal)

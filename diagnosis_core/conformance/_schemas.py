@@ -256,7 +256,7 @@ def _resume() -> Schema:
 
 
 def _payloads() -> dict[str, Schema]:
-    from diagnosis_core.aiops import AIOPS_SCHEMA_NAMES, aiops_json_schema
+    from diagnosis_core.protocol import AIOPS_SCHEMA_NAMES, aiops_json_schema
 
     schemas = {name: json_schema(name) for name in SCHEMA_NAMES}
     schemas.update({name: aiops_json_schema(name) for name in AIOPS_SCHEMA_NAMES})

@@ -207,8 +207,7 @@ class RawRun:
 
 
 def _journal_types() -> dict[str, type[JournalBase[Any, Any]]]:
-    from ..aiops import AiOpsJournal
-    from ..journal import Journal
+    from ..journal import AiOpsJournal, Journal
 
     return {
         "diagnosis_journal_v2": Journal,

@@ -455,10 +455,10 @@ def test_the_public_checks_refuse_what_the_drivers_refuse() -> None:
         with pytest.raises(dc.PayloadError) as by_aiops_driver:
             dca.run_aiops(bad_aiops, aiops_effects)
         with pytest.raises(dc.PayloadError) as by_aiops_check:
-            dca.check_aiops_request(bad_aiops, where="run_aiops")
+            dcm.check_aiops_request(bad_aiops, where="run_aiops")
         assert str(by_aiops_check.value) == str(by_aiops_driver.value)
     dcm.check_diagnosis_effects(effects, where="host")  # sound ones pass
     dcm.check_diagnosis_request(request, where="host")
-    dca.check_aiops_effects(aiops_effects, where="host")
-    dca.check_aiops_request(aiops_request, where="host")
+    dcm.check_aiops_effects(aiops_effects, where="host")
+    dcm.check_aiops_request(aiops_request, where="host")
     assert calls == [] and aiops_calls == []

@@ -98,7 +98,7 @@ def _plain(workflow: str, run_id: str, log: Path, journal: Any = None) -> tuple[
         )
         return dc.to_json(state), sink.journal(request) if journal is None else None
     aiops_request, aiops = aiops_case(run_id, recorders, log, plan)
-    aiops_sink = dca.ListAiOpsJournalSink()
+    aiops_sink = dcj.ListAiOpsJournalSink()
     aiops_state = dca.run_aiops(
         aiops_request, aiops, journal=journal, sink=aiops_sink, tools=recorders(run_id, records)
     )
@@ -278,7 +278,7 @@ async def _temporal_case(
             journal: Any = dcj.Journal.load(await handle.query(DiagnosisWorkflow.diagnosis_journal))
             state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, result))
         else:
-            journal = dca.AiOpsJournal.load(await handle.query(AiOpsWorkflow.aiops_journal))
+            journal = dcj.AiOpsJournal.load(await handle.query(AiOpsWorkflow.aiops_journal))
             state_json = dc.to_json(dc.from_wire(dca.AiOpsState, result))
     _check(case, run_id, state_json, journal, log)
 
@@ -342,7 +342,7 @@ def _dbos_matrix(
                 journal: Any = dcj.Journal.load(recovered["journal"])
                 state_json = dc.to_json(dc.from_wire(dc.DiagnosisState, recovered["result"]))
             else:
-                journal = dca.AiOpsJournal.load(recovered["journal"])
+                journal = dcj.AiOpsJournal.load(recovered["journal"])
                 state_json = dc.to_json(dc.from_wire(dca.AiOpsState, recovered["result"]))
             _check(case, order["run_id"], state_json, journal, Path(order["log"]))
 

@@ -27,7 +27,6 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
 import diagnosis_core.tools as dct
 from diagnosis_core.adapters.langchain import (
     AsyncLangChainToolModel,
@@ -182,7 +181,7 @@ def test_the_aiops_executor_runs_on_the_langchain_bridge() -> None:
         AIMessage(content=json.dumps({"tool_invocation_ids": ["inv-1"], "findings": [
             {"text": "timeouts", "cited_invocation_ids": ["inv-1"]}]})),
     )
-    agent = dca.aiops_executor_agent(tool_calling_model(model), loop_tools([query_logs]),
+    agent = dct.aiops_executor_agent(tool_calling_model(model), loop_tools([query_logs]),
                                      recorder=dct.ToolRecorder())
     assert json.loads(agent("i", RUN))["tool_invocation_ids"] == ["inv-1"]
 

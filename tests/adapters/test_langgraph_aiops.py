@@ -26,6 +26,7 @@ from diagnosis_core.adapters.langgraph_aiops import (
     run_aiops_graph,
 )
 from tests._reach import aiops as dca
+from tests._reach import journal as dcj
 
 AIOPS_EXAMPLES = sorted(EXAMPLES_DIR.glob("aiops*.json"))
 TARGETED = EXAMPLES_DIR / "aiops_payload_targeted.json"
@@ -123,8 +124,8 @@ def test_each_executor_entry_carries_the_tool_calls_of_its_call() -> None:
     values = run_with(first, saver).get_state(
         {"configurable": {"thread_id": request.run.run_id}}
     ).values
-    journal = dca.AiOpsJournal.load(
-        {"format": dca.AIOPS_JOURNAL_FORMAT, "request": dca.aiops_request_to_wire(request),
+    journal = dcj.AiOpsJournal.load(
+        {"format": dca.AIOPS_JOURNAL_FORMAT, "request": dcj.aiops_request_to_wire(request),
          "entries": [json.loads(text) for text in values["journal"]]}
     )
     carried = [

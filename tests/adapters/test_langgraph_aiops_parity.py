@@ -22,6 +22,7 @@ from langgraph_support import edit_entry, forge_checkpoint
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.journal as dcj
 from diagnosis_core.adapters.langgraph import build_diagnosis_graph
 from diagnosis_core.adapters.langgraph_aiops import (
     AIOPS_NODES,
@@ -160,7 +161,7 @@ def test_the_uncompiled_graph_compiles_to_the_same_run() -> None:
     request, effects = _scenario()
     graph = aiops_state_graph(effects).compile()
     values = graph.invoke(
-        {"request": json.dumps(dca.aiops_request_to_wire(request), separators=(",", ":"))},
+        {"request": json.dumps(dcj.aiops_request_to_wire(request), separators=(",", ":"))},
         {"recursion_limit": 200},
     )
     assert dc.to_json(aiops_state_of(values)) == _expected()

@@ -45,6 +45,7 @@ from langgraph_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+import diagnosis_core.journal as dcj
 import diagnosis_core.tools as dct
 from diagnosis_core.adapters.langgraph import (
     build_diagnosis_graph,
@@ -171,9 +172,9 @@ def test_a_worker_killed_anywhere_resumes_in_a_new_process(
         assert ledger == ["inv-1", "inv-2"]
         if aiops:
             assert dc.to_json(
-                dca.evaluate_aiops_run(state, dca.aiops_journal_ledger(journal))
+                dca.evaluate_aiops_run(state, dcj.aiops_journal_ledger(journal))
             ) == dc.to_json(
-                dca.evaluate_aiops_run(reference, dca.aiops_journal_ledger(reference_journal))
+                dca.evaluate_aiops_run(reference, dcj.aiops_journal_ledger(reference_journal))
             )
         else:
             assert state.result.reason_code is not dc.ReasonCode.GATEKEEPER_REJECTED

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import diagnosis_core as dc
-import diagnosis_core.aiops as dca
 import diagnosis_core.machine as dcm
+import diagnosis_core.protocol as dcp
 import diagnosis_core.tools as dct
 from diagnosis_core.adapters import local_model as lm
 from diagnosis_core.protocol import SCHEMA_NAMES, json_schema
@@ -56,13 +56,13 @@ def _walk(schema: object) -> list[dict[str, Any]]:
 
 
 ALL_SCHEMAS = [("chat", name) for name in SCHEMA_NAMES] + [
-    ("aiops", name) for name in dca.AIOPS_SCHEMA_NAMES
+    ("aiops", name) for name in dcp.AIOPS_SCHEMA_NAMES
 ]
 
 
 def _strict(workflow: str, name: str) -> dict[str, Any]:
     if workflow == "aiops":
-        return dca.aiops_json_schema(name, "openai-strict")
+        return dcp.aiops_json_schema(name, "openai-strict")
     return json_schema(name, "openai-strict")
 
 
@@ -165,7 +165,7 @@ def test_the_default_prompts_are_the_packages_own_in_the_locale() -> None:
     expected = system_prompt("reporter", workflow="aiops", locale="zh-CN").text
     assert llama.calls[0]["messages"][0]["content"] == expected
     schema = lm.narrowed_schema(
-        lm.decoder_schema(dca.aiops_json_schema("aiops_report", "openai-strict")),
+        lm.decoder_schema(dcp.aiops_json_schema("aiops_report", "openai-strict")),
         {"cited_invocation_ids": []},
     )
     assert llama.calls[0]["response_format"]["schema"] == schema

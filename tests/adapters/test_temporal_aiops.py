@@ -50,7 +50,7 @@ async def test_every_aiops_example_runs_like_the_sync_driver(temporal_address: s
                 client, request, task_queue=queue, workflow_id=f"{queue}-run"
             )
             state = dc.from_wire(dca.AiOpsState, await handle.result())
-            journal = dca.AiOpsJournal.load(await handle.query(AiOpsWorkflow.aiops_journal))
+            journal = dcj.AiOpsJournal.load(await handle.query(AiOpsWorkflow.aiops_journal))
         assert dc.to_json(state) == dc.to_json(dca.run_aiops(*_scenario(path))), path.name
         assert dc.to_json(dcj.fold_journal(journal)) == dc.to_json(state)
         assert dc.to_wire(state.result) == golden_result(path.stem), path.name

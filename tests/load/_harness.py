@@ -178,7 +178,7 @@ class _Attempts:
         self._attempts: dict[tuple[str, str, str], int] = {}
 
     def effect_started(self, action: object, /) -> None:
-        if isinstance(action, dcm.InvokeAgent | dca.InvokeAiOpsAgent):
+        if isinstance(action, dcm.InvokeAgent | dcm.InvokeAiOpsAgent):
             key = (action.config.run_id, action.agent.value, digest(action.input))
             with self._lock:
                 self._attempts[key] = action.attempt
@@ -197,7 +197,7 @@ class _Table:
         self.current: dict[str, int] = {}
 
     def effect_started(self, action: object, /) -> None:
-        if isinstance(action, dcm.InvokeAgent | dca.InvokeAiOpsAgent):
+        if isinstance(action, dcm.InvokeAgent | dcm.InvokeAiOpsAgent):
             self.current[action.agent.value] = action.attempt
 
     def note(self, agent: str, input: str) -> None:
@@ -218,7 +218,7 @@ class _SnapshotSink(dcj.ListJournalSink):
         self.snapshots.append(tuple(self.entries))
 
 
-class _AiOpsSnapshotSink(dca.ListAiOpsJournalSink):
+class _AiOpsSnapshotSink(dcj.ListAiOpsJournalSink):
     def __init__(self) -> None:
         super().__init__()
         self.snapshots: list[tuple[Any, ...]] = []
@@ -285,7 +285,7 @@ def reference(run: Run) -> Reference:
         for snapshot in sink.snapshots:
             last = snapshot[-1]
             if last.state is dcj.EntryState.STARTED and last.call.value == "executor":
-                cut = dca.AiOpsJournal(request, snapshot)
+                cut = dcj.AiOpsJournal(request, snapshot)
                 resumed = dca.run_aiops(request, dca.aiops_scenario_effects(scenario), journal=cut)
                 ref.fail_closed[dc.to_json(resumed.result)] = "executor"
         ref.executor_calls = table.counts["executor"]
@@ -433,7 +433,7 @@ class WorkerEffects:
                 index = table.get((name, input_digest, attempt))
                 if index is None:
                     raise dc.NonRetryableError(f"load: {name} attempt {attempt} is not scripted")
-                agent = dca.AiOpsAgent(name) if run.aiops else dcm.AgentName(name)
+                agent = dcm.AiOpsAgent(name) if run.aiops else dcm.AgentName(name)
                 text: str = scenario.responses[agent][index].perform()
                 return text
             finally:

@@ -131,7 +131,7 @@ def effects_after(flow: str, run_id: str, entries: tuple[Any, ...], log: list[st
         tool_log = _ToolLog(log)
         return with_tools(effects, tool_log.wrapping(recorder))
     from diagnosis_core._aiops.replay import aiops_scenario_effects
-    from diagnosis_core.aiops import AiOpsAgent
+    from diagnosis_core.machine import AiOpsAgent
 
     scenario = _aiops_scenario(run_id)
     responses = {agent: scenario.responses[agent][used.get(agent.value, 0):]

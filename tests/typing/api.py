@@ -243,8 +243,8 @@ def adapter_door(
     assert_type(
         dcm.check_diagnosis_request(request, where="adapter", max_question_chars=limit), None
     )
-    assert_type(dca.check_aiops_effects(aiops_effects, where="adapter"), None)
-    assert_type(dca.check_aiops_request(aiops_request, where="adapter"), None)
+    assert_type(dcm.check_aiops_effects(aiops_effects, where="adapter"), None)
+    assert_type(dcm.check_aiops_request(aiops_request, where="adapter"), None)
     shown = dcm.observed_result(dcm.GatekeeperReturned({"status": "pass"}))
     assert_type(shown, dcm.GatekeeperReturned)
     return limit
@@ -354,7 +354,7 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
     state: dca.AiOpsState = dca.run_aiops(request, effects)
     result: dca.AiOpsResult = state.result
     assert_type(result.outcome, dca.AiOpsOutcome)
-    assert_type(result.report, dca.AiOpsReport | None)
+    assert_type(result.report, dcp.AiOpsReport | None)
     evaluation = dca.evaluate_aiops_run(state, scenario.tool_ledger)
     assert_type(evaluation, dca.AiOpsRuleEvaluation | None)
     source: dca.LedgerSource = dct.ToolRecorder()  # the recorder is read at evaluation time
@@ -364,31 +364,31 @@ def aiops_host(document: Mapping[str, object], reply: str) -> str:
         dca.arun_aiops(request, dca.AsyncAiOpsEffects.from_sync(effects))
     )
     assert_type(async_state, dca.AiOpsState)
-    action = dca.next_aiops_action(dca.start_aiops(request))
-    if isinstance(action, dca.InvokeAiOpsAgent):
-        assert_type(action.agent, dca.AiOpsAgent)
-        result_of_call = dca.perform_aiops_effect(action, effects)
-        state = dca.advance_aiops(state, result_of_call)
+    action = dcm.next_aiops_action(dcm.start_aiops(request))
+    if isinstance(action, dcm.InvokeAiOpsAgent):
+        assert_type(action.agent, dcm.AiOpsAgent)
+        result_of_call = dcm.perform_aiops_effect(action, effects)
+        state = dcm.advance_aiops(state, result_of_call)
     output: dict[str, JsonValue] = dca.aiops_replay_output(scenario, state)
     assert_type(dca.replay_aiops_scenario(scenario), dca.AiOpsState)
     assert_type(dca.replay_aiops(document), dict[str, JsonValue])
-    decision: dca.SupervisorDecision = dca.parse_supervisor_decision(reply)
-    assert_type(decision.next, dca.SupervisorChoice)
-    plan: dca.AiOpsPlan = dca.parse_aiops_plan(reply)
-    step: dca.AiOpsExecutorOutput = dca.parse_aiops_executor_output(reply, ["call-1"])
-    report: dca.AiOpsReport = dca.parse_aiops_report(reply)
+    decision: dcp.SupervisorDecision = dcp.parse_supervisor_decision(reply)
+    assert_type(decision.next, dcp.SupervisorChoice)
+    plan: dcp.AiOpsPlan = dcp.parse_aiops_plan(reply)
+    step: dcp.AiOpsExecutorOutput = dcp.parse_aiops_executor_output(reply, ["call-1"])
+    report: dcp.AiOpsReport = dcp.parse_aiops_report(reply)
     text: str = dca.render_aiops_report(report, state.request.config)
     assert text
-    schema: dict[str, JsonValue] = dca.aiops_json_schema(dca.AIOPS_SCHEMA_NAMES[0])
-    names: tuple[str, ...] = dca.AIOPS_SCHEMA_NAMES
+    schema: dict[str, JsonValue] = dcp.aiops_json_schema(dcp.AIOPS_SCHEMA_NAMES[0])
+    names: tuple[str, ...] = dcp.AIOPS_SCHEMA_NAMES
     rules: tuple[dca.AiOpsRule, ...] = dca.AIOPS_RULES
-    table: tuple[dca.AiOpsRoute, ...] = dca.AIOPS_ROUTING_TABLE
+    table: tuple[dcm.AiOpsRoute, ...] = dcm.AIOPS_ROUTING_TABLE
     mode: dca.AiOpsMode = state.request.mode
     del plan, step, output, schema, names, rules, table, mode
     return decision.reason
 
 
-def alertmanager_host(webhook: object) -> tuple[dca.Alert, ...]:
+def alertmanager_host(webhook: object) -> tuple[dcp.Alert, ...]:
     try:
         mapped = dca.alerts_from_alertmanager(webhook)
     except dca.AlertmanagerPayloadError as error:
@@ -442,15 +442,15 @@ PUBLIC_CLASSES: tuple[type, ...] = (
     dc.TraceEvent,
     dcp.Verification,
     dca.AiOpsConfig,
-    dca.AiOpsEvidence,
-    dca.AiOpsExecutorFinding,
-    dca.AiOpsFinding,
-    dca.AiOpsFinished,
-    dca.AiOpsNode,
+    dcp.AiOpsEvidence,
+    dcp.AiOpsExecutorFinding,
+    dcp.AiOpsFinding,
+    dcm.AiOpsFinished,
+    dcm.AiOpsNode,
     dca.AiOpsReasonCode,
-    dca.AiOpsRecommendedAction,
+    dcp.AiOpsRecommendedAction,
     dca.AiOpsTraceEvent,
-    dca.Alert,
+    dcp.Alert,
     dct.BindingFailure,
     dcs.ScriptedGatekeeperEntry,
     dcs.ScriptedResponse,
@@ -470,7 +470,7 @@ PUBLIC_FUNCTIONS: tuple[Callable[..., object], ...] = (
     dcm.perform_effect_async,
     dc.scenario_effects,
     dc.scenario_request,
-    dca.perform_aiops_effect_async,
+    dcm.perform_aiops_effect_async,
     dcm.describe_error,
     dcp.loads_stored,
     dct.parse_raw_path,
@@ -511,8 +511,8 @@ PUBLIC_CONSTANTS: tuple[object, ...] = (
 
 def public_unions(
     union_0: dcm.EffectResult,
-    union_1: dca.AiOpsAction,
-    union_2: dca.AiOpsAction,
+    union_1: dcm.AiOpsAction,
+    union_2: dcm.AiOpsAction,
 ) -> tuple[object, ...]:
     """The public union aliases, usable as annotations."""
     return (union_0, union_1, union_2)
@@ -619,34 +619,34 @@ def observe(state: DiagnosisState) -> int:
 
 def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, key: bytes) -> str:
     """The AIOps journal: the journaling driver, fold, resume, conversion and replay."""
-    sink = dca.ListAiOpsJournalSink()
+    sink = dcj.ListAiOpsJournalSink()
     state = dca.run_aiops(request, effects, sink=sink, key=key, tools=dct.ToolRecorder())
-    journal = dca.AiOpsJournal(request, tuple(sink.entries), end=sink.end)
+    journal = dcj.AiOpsJournal(request, tuple(sink.entries), end=sink.end)
     entry = journal.entries[0]
-    assert entry.call in dca.AiOpsAgent
+    assert entry.call in dcm.AiOpsAgent
     assert_type(dcj.fold_journal(journal, key=key), dca.AiOpsState)
     assert dcj.fold_journal(journal, key=key) == state
     status = dcj.journal_status(journal, key=key)
-    assert_type(status, dca.AiOpsJournalStatus)
+    assert_type(status, dcj.AiOpsJournalStatus)
     assert_type(status.state, dca.AiOpsState)
     assert status.pending is None and status.complete
     resumed, resumed_state = dcj.resume_journal(journal, key=key)
-    assert_type(resumed, dca.AiOpsJournal)
+    assert_type(resumed, dcj.AiOpsJournal)
     assert_type(resumed_state, dca.AiOpsState)
-    assert_type(dcj.sign_journal(journal, key), dca.AiOpsJournal)
+    assert_type(dcj.sign_journal(journal, key), dcj.AiOpsJournal)
     text = dcj.journal_to_json(journal)
-    assert_type(dca.AiOpsJournal.load(json.loads(text)), dca.AiOpsJournal)
-    scenario: dict[str, JsonValue] = dca.aiops_journal_to_scenario(journal, key=key, exact=True)
-    output: dict[str, JsonValue] = dca.replay_aiops_journal(journal, key=key)
+    assert_type(dcj.AiOpsJournal.load(json.loads(text)), dcj.AiOpsJournal)
+    scenario: dict[str, JsonValue] = dcj.aiops_journal_to_scenario(journal, key=key, exact=True)
+    output: dict[str, JsonValue] = dcj.replay_aiops_journal(journal, key=key)
     assert dca.replay_aiops(scenario) == output
-    ledger: dc.ToolLedger = dca.aiops_journal_ledger(journal)
-    recorder = dca.AiOpsJournalRecorder(dca.AiOpsJournal(request), sink=sink, key=key)
-    action = dca.next_aiops_action(dca.start_aiops(request))
-    assert isinstance(action, dca.InvokeAiOpsAgent)
-    assert isinstance(dca.aiops_expected_call(action).input_sha256, str)
+    ledger: dc.ToolLedger = dcj.aiops_journal_ledger(journal)
+    recorder = dcj.AiOpsJournalRecorder(dcj.AiOpsJournal(request), sink=sink, key=key)
+    action = dcm.next_aiops_action(dcm.start_aiops(request))
+    assert isinstance(action, dcm.InvokeAiOpsAgent)
+    assert isinstance(dcj.aiops_expected_call(action).input_sha256, str)
     started = recorder.begin(action)
     fed: dcm.AgentReplied | dcm.AgentFailed = recorder.end(dcm.AgentReplied("{}"))
-    wire: dict[str, JsonValue] = dca.aiops_request_to_wire(request)
+    wire: dict[str, JsonValue] = dcj.aiops_request_to_wire(request)
     del ledger, started, fed, wire
     return text
 
@@ -704,7 +704,7 @@ def engine_adapter_step(journal: dcj.Journal, effects: Effects, key: bytes) -> s
     return dcj.stored_json([request_wire, entry_wire, resent])
 
 
-def read_the_descriptors(journal: dcj.Journal, aiops: dca.AiOpsJournal) -> tuple[bool, ...]:
+def read_the_descriptors(journal: dcj.Journal, aiops: dcj.AiOpsJournal) -> tuple[bool, ...]:
     """An engine adapter reads the resume rule and the machine from a workflow's descriptor."""
     chat = dcm.DIAGNOSIS_WORKFLOW
     assert isinstance(chat, dcm.Workflow)
@@ -713,12 +713,12 @@ def read_the_descriptors(journal: dcj.Journal, aiops: dca.AiOpsJournal) -> tuple
     assert_type(action, dcm.InvokeAgent | dcm.CallGatekeeper | dcm.Finished)
     if not isinstance(action, dcm.Finished):
         assert_type(chat.expected_call(action).input_sha256, str)
-    flow = dca.AIOPS_WORKFLOW
+    flow = dcm.AIOPS_WORKFLOW
     assert_type(flow.start(aiops.request), dca.AiOpsState)
     return (
         chat.resent_on_resume(dcj.JournalCall.EXECUTOR, resend_executor=True),
         chat.resent_on_resume(dcj.JournalCall.GATEKEEPER, resend_gatekeeper=True),
-        flow.resent_on_resume(dca.AiOpsAgent.EXECUTOR),
+        flow.resent_on_resume(dcm.AiOpsAgent.EXECUTOR),
         dcj.resent_on_resume(dcj.JournalCall.EXECUTOR, resend_executor=True),
     )
 
@@ -730,7 +730,7 @@ def one_set_of_run_options(
     """Both workflows' drivers take one RunOptions value; the iterators take store= too."""
     options = dc.RunOptions(sink=dcj.ListJournalSink(), key=b"k" * 32, tools=dct.ToolRecorder())
     state: DiagnosisState = dc.run_diagnosis(request, effects, options=options)
-    aiops_options = dc.RunOptions(sink=dca.ListAiOpsJournalSink())
+    aiops_options = dc.RunOptions(sink=dcj.ListAiOpsJournalSink())
     flow: dca.AiOpsState = dca.run_aiops(aiops, aiops_effects, options=aiops_options)
     streamed = list(dc.iter_diagnosis(request, effects, options=dc.RunOptions(store=store)))
     more = list(dca.iter_aiops(aiops, aiops_effects, store=store))
@@ -756,11 +756,11 @@ def aiops_streams(request: dca.AiOpsRequest, effects: dca.AiOpsEffects) -> int:
     """The AIOps drivers stream and take an observer, like the chat drivers."""
 
     class Printer:
-        def effect_started(self, action: dca.InvokeAiOpsAgent, /) -> None:
+        def effect_started(self, action: dcm.InvokeAiOpsAgent, /) -> None:
             print(action.agent.value)
 
         def effect_finished(
-            self, action: dca.InvokeAiOpsAgent, result: dcm.AgentReplied | dcm.AgentFailed, /
+            self, action: dcm.InvokeAiOpsAgent, result: dcm.AgentReplied | dcm.AgentFailed, /
         ) -> None:
             print(type(result).__name__)
 
@@ -892,7 +892,7 @@ def precise_parameters(messages: list[HistoryMessage], catalog: dict[str, str]) 
     bare = dcj.ListJournalSink()
     assert_type(bare, dcj.ListJournalSink[dcj.JournalEntry])
     spelled.write(bare.entries[0])
-    aiops_sink = dca.ListAiOpsJournalSink()
+    aiops_sink = dcj.ListAiOpsJournalSink()
     assert aiops_sink.entries == []
 
 
@@ -972,9 +972,9 @@ def an_executor_loop(model: dct.ToolCallingModel, recorder: dct.ToolRecorder) ->
     failure: type[Exception] = dct.ToolLoopLimitError
     timeout: type[TimeoutError] = dct.ToolLoopDeadlineError
     assert failure and timeout
-    aiops: dct.ExecutorAgent = dca.aiops_executor_agent(model, tools, recorder=recorder)
+    aiops: dct.ExecutorAgent = dct.aiops_executor_agent(model, tools, recorder=recorder)
     assert aiops
-    assert_type(dca.aiops_grounding_schema(recorder.records()), dct.GroundingSchema)
+    assert_type(dct.aiops_grounding_schema(recorder.records()), dct.GroundingSchema)
     return Effects(
         planner=call_model, executor=invoker, verifier=call_model, composer=call_model,
         gatekeeper=recorder.gatekeeper(),
@@ -988,7 +988,7 @@ async def an_async_executor_loop(
     executor: dct.AsyncExecutorAgent = dct.async_executor_agent(
         model, [dct.Tool(spec, query_metrics)], recorder=recorder
     )
-    aiops: dct.AsyncExecutorAgent = dca.async_aiops_executor_agent(
+    aiops: dct.AsyncExecutorAgent = dct.async_aiops_executor_agent(
         model, [dct.Tool(spec, query_metrics)], recorder=recorder
     )
     assert aiops

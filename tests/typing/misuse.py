@@ -16,6 +16,7 @@ from __future__ import annotations
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
 import diagnosis_core.journal as dcj
+import diagnosis_core.protocol as dcp
 
 RUN = dc.RunConfig("run-1", "chat-1")
 
@@ -49,7 +50,7 @@ def rejected_run_config_as_text() -> None:
 
 
 def rejected_alert_labels_with_a_number() -> None:
-    dca.Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z", {"shard": 3})  # type: ignore[dict-item]
+    dcp.Alert("HighLatency", "pay-svc", "critical", "2024-05-01T10:00:00Z", {"shard": 3})  # type: ignore[dict-item]
 
 
 def rejected_aiops_locale_that_is_a_number() -> None:
@@ -65,7 +66,7 @@ def static_sink_of_another_entry_type() -> None:
 
 
 def static_aiops_sink_of_chat_entries() -> None:
-    dca.ListAiOpsJournalSink[dcj.JournalEntry]()  # type: ignore[type-var]
+    dcj.ListAiOpsJournalSink[dcj.JournalEntry]()  # type: ignore[type-var]
 
 
 def static_effects_with_a_non_callable() -> None:

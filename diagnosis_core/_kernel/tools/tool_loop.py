@@ -461,7 +461,7 @@ class ExecutorAgent(_Agent[ToolCallingModel]):
     """An executor effect (``AgentInvoker``) running a :class:`ToolCallingModel` in a bounded loop.
 
     Built by ``diagnosis_core.tools.executor_agent`` (chat) or
-    ``diagnosis_core.aiops.aiops_executor_agent``; the loop, its limits and
+    ``diagnosis_core.tools.aiops_executor_agent``; the loop, its limits and
     its errors are described in the module docstring and ``docs/executor.md``.
     """
 
