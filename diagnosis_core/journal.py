@@ -139,9 +139,6 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "JOURNAL_FORMAT",
-    "AiOpsJournal",
-    "AiOpsJournalRecorder",
-    "AiOpsJournalStatus",
     "EntryState",
     "Feedback",
     "Journal",
@@ -156,7 +153,6 @@ __all__ = [
     "JournalSink",
     "JournalStatus",
     "JournalStore",
-    "ListAiOpsJournalSink",
     "ListJournalSink",
     "MissingKeyError",
     "RecordedAgentError",
@@ -169,10 +165,6 @@ __all__ = [
     "RunSummary",
     "StoreError",
     "StoredRun",
-    "aiops_expected_call",
-    "aiops_journal_ledger",
-    "aiops_journal_to_scenario",
-    "aiops_request_to_wire",
     "append_entry",
     "entry_from_json",
     "entry_result",
@@ -191,7 +183,6 @@ __all__ = [
     "outcome_of",
     "outcome_to_wire",
     "recorded_tool_invocations",
-    "replay_aiops_journal",
     "replay_journal",
     "request_to_wire",
     "resent_on_resume",
@@ -200,8 +191,11 @@ __all__ = [
     "start_entry",
     "stored_json",
 ]
+__all__ += [  # the AIOps workflow's, loaded on first use (``_aiops/__init__.py``)
+    "AiOpsJournal", "AiOpsJournalRecorder", "AiOpsJournalStatus", "ListAiOpsJournalSink",
+    "aiops_expected_call", "aiops_journal_ledger", "aiops_journal_to_scenario",
+    "aiops_request_to_wire", "replay_aiops_journal",
+]
 
-# The AIOps workflow's names load it on first use, so a chat host never does; they are
-# typed through the TYPE_CHECKING imports above.
-if not TYPE_CHECKING:
+if not TYPE_CHECKING:  # mypy reads the TYPE_CHECKING imports: a misspelt name stays an error
     __getattr__, __dir__ = lazy_module(__name__, __package__, AIOPS_NAMES[__name__], globals())

@@ -110,8 +110,6 @@ if TYPE_CHECKING:
     from ._aiops.workflow import AIOPS_WORKFLOW
 
 __all__ = [
-    "AIOPS_ROUTING_TABLE",
-    "AIOPS_WORKFLOW",
     "DEFAULT_MAX_QUESTION_CHARS",
     "DIAGNOSIS_WORKFLOW",
     "ROUTING_TABLE",
@@ -119,11 +117,6 @@ __all__ = [
     "AgentFailed",
     "AgentName",
     "AgentReplied",
-    "AiOpsAction",
-    "AiOpsAgent",
-    "AiOpsFinished",
-    "AiOpsNode",
-    "AiOpsRoute",
     "CallCounts",
     "CallGatekeeper",
     "EffectResult",
@@ -133,7 +126,6 @@ __all__ = [
     "GatekeeperFailed",
     "GatekeeperReturned",
     "InvokeAgent",
-    "InvokeAiOpsAgent",
     "NodeName",
     "NodeStatus",
     "RawResult",
@@ -141,25 +133,22 @@ __all__ = [
     "VerifierEvaluation",
     "Workflow",
     "advance",
-    "advance_aiops",
-    "check_aiops_effects",
-    "check_aiops_request",
     "check_diagnosis_effects",
     "check_diagnosis_request",
     "describe_error",
     "next_action",
-    "next_aiops_action",
     "notify",
     "observed_result",
-    "perform_aiops_effect",
-    "perform_aiops_effect_async",
     "perform_effect",
     "perform_effect_async",
-    "start_aiops",
     "start_diagnosis",
 ]
+__all__ += [  # the AIOps workflow's, loaded on first use (``_aiops/__init__.py``)
+    "AIOPS_ROUTING_TABLE", "AIOPS_WORKFLOW", "AiOpsAction", "AiOpsAgent", "AiOpsFinished",
+    "AiOpsNode", "AiOpsRoute", "InvokeAiOpsAgent", "advance_aiops", "check_aiops_effects",
+    "check_aiops_request", "next_aiops_action", "perform_aiops_effect",
+    "perform_aiops_effect_async", "start_aiops",
+]
 
-# The AIOps workflow's names load it on first use, so a chat host never does; they are
-# typed through the TYPE_CHECKING imports above.
-if not TYPE_CHECKING:
+if not TYPE_CHECKING:  # mypy reads the TYPE_CHECKING imports: a misspelt name stays an error
     __getattr__, __dir__ = lazy_module(__name__, __package__, AIOPS_NAMES[__name__], globals())

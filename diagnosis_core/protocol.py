@@ -64,17 +64,7 @@ if TYPE_CHECKING:
         parse_aiops_report,
         parse_supervisor_decision,
     )
-    from ._aiops.payloads import (
-        AiOpsEvidence,
-        AiOpsExecutorFinding,
-        AiOpsExecutorOutput,
-        AiOpsFinding,
-        AiOpsPlan,
-        AiOpsRecommendedAction,
-        AiOpsReport,
-        Alert,
-        SupervisorDecision,
-    )
+    from ._aiops.payloads import *  # noqa: F403 (its __all__: every name is served here)
     from ._aiops.schema import AIOPS_SCHEMA_NAMES, aiops_json_schema
     from ._chat.schema import (
         SCHEMA_NAMES,
@@ -86,17 +76,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "AIOPS_SCHEMA_NAMES",
     "SCHEMA_NAMES",
     "SCHEMA_PROFILES",
-    "AiOpsEvidence",
-    "AiOpsExecutorFinding",
-    "AiOpsExecutorOutput",
-    "AiOpsFinding",
-    "AiOpsPlan",
-    "AiOpsRecommendedAction",
-    "AiOpsReport",
-    "Alert",
     "BindingCheckStatus",
     "CheckedBinding",
     "Claim",
@@ -110,26 +91,25 @@ __all__ = [
     "PayloadName",
     "PlanStep",
     "PlannerPlan",
-    "SupervisorChoice",
-    "SupervisorDecision",
     "ToolTraceEntry",
     "Verification",
     "VerifierOutput",
-    "aiops_json_schema",
     "canonical_json",
     "class_json_schema",
     "describe_value",
     "json_schema",
     "loads_stored",
-    "parse_aiops_executor_output",
-    "parse_aiops_plan",
-    "parse_aiops_report",
     "parse_composer_output",
     "parse_executor_evidence",
     "parse_gatekeeper_result",
     "parse_planner_plan",
-    "parse_supervisor_decision",
     "parse_verifier_output",
+]
+__all__ += [  # the AIOps workflow's, loaded on first use (``_aiops/__init__.py``)
+    "AIOPS_SCHEMA_NAMES", "AiOpsEvidence", "AiOpsExecutorFinding", "AiOpsExecutorOutput",
+    "AiOpsFinding", "AiOpsPlan", "AiOpsRecommendedAction", "AiOpsReport", "Alert",
+    "SupervisorChoice", "SupervisorDecision", "aiops_json_schema", "parse_aiops_executor_output",
+    "parse_aiops_plan", "parse_aiops_report", "parse_supervisor_decision",
 ]
 
 # Schemas are built from the payload types on first use, and the AIOps workflow's

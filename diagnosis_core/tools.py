@@ -114,17 +114,15 @@ __all__ = [
     "ToolsFactory",
     "TurnRequest",
     "UserMessage",
-    "aiops_executor_agent",
-    "aiops_grounding_schema",
-    "async_aiops_executor_agent",
     "async_executor_agent",
     "evidence_grounding_schema",
     "executor_agent",
     "ledger_from_records",
     "parse_raw_path",
 ]
+__all__ += [  # the AIOps workflow's, loaded on first use (``_aiops/__init__.py``)
+    "aiops_executor_agent", "aiops_grounding_schema", "async_aiops_executor_agent",
+]
 
-# The AIOps workflow's names load it on first use, so a chat host never does; they are
-# typed through the TYPE_CHECKING imports above.
-if not TYPE_CHECKING:
+if not TYPE_CHECKING:  # mypy reads the TYPE_CHECKING imports: a misspelt name stays an error
     __getattr__, __dir__ = lazy_module(__name__, __package__, AIOPS_NAMES[__name__], globals())
