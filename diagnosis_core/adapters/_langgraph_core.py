@@ -29,7 +29,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, interrupt
 
 from .. import JournalError, JsonValue, MachineError, PayloadError, to_wire
-from ..journal import EntryState, RecordedToolInvocation, recorded_tool_invocations
+from ..journal import (
+    EntryState,
+    JournalBase,
+    RecordedToolInvocation,
+    journal_status,
+    recorded_tool_invocations,
+    resume_journal,
+)
 from ..machine import Workflow, notify, observed_result
 from ..protocol import loads_stored
 from ..tools import RecorderMark, ToolRecorder, ToolsFactory
@@ -139,13 +146,14 @@ class Flow:
     ``workflow`` is the workflow's descriptor (``DIAGNOSIS_WORKFLOW`` /
     ``AIOPS_WORKFLOW``): the machine, the request codec and the journal
     format are read from it, not listed again, so a graph cannot drift from
-    the drivers. ``resume(journal, key, resend_gatekeeper)`` applies the
-    workflow's §12 resume rule; ``node_of(action)`` names the node that
-    performs an effect (the workflow's finished type goes to END, and its
-    executor call is the node named like ``workflow.executor``, so neither is
-    restated by a front); ``recorder(journal, key)`` is
-    its journal recorder; ``new_journal(request)`` a run's empty journal;
-    ``entry_text(entry)`` its ASCII JSON text, ``seq`` first.
+    the drivers; the journal functions (``journal_status``, ``resume_journal``)
+    fold and resume either workflow's journal. ``node_of(action)`` names the
+    node that performs an effect (the workflow's finished type goes to END,
+    and its executor call is the node named like ``workflow.executor``, so
+    neither is restated by a front); ``recorder(journal, key)`` is its journal
+    recorder; ``new_journal`` its journal class (``new_journal(request)`` is a
+    run's empty journal, ``new_journal.load`` reads one);
+    ``entry_text(entry)`` an entry's ASCII JSON text, ``seq`` first.
     ``check_effects(effects, where, tools)`` and ``check_request(request,
     where, max_question_chars)`` are the drivers' own checks at the door
     (``check_diagnosis_effects`` / ``check_diagnosis_request`` and their
@@ -157,11 +165,8 @@ class Flow:
     nodes: tuple[str, ...]
     effects_type: type[Any]
     async_effects_type: type[Any]
-    load_journal: Callable[[object], Any]
-    status: Callable[[Any, bytes | None], Any]
-    resume: Callable[[Any, bytes | None, bool], tuple[Any, Any]]
     recorder: Callable[[Any, bytes | None], Any]
-    new_journal: Callable[[Any], Any]
+    new_journal: type[JournalBase[Any, Any]]
     node_of: Callable[[Any], str]
     perform: Callable[[Any, Any], Any]
     perform_async: Callable[[Any, Any], Awaitable[Any]]
@@ -392,7 +397,7 @@ def journal_of(flow: Flow, values: Mapping[str, Any]) -> Any:
     blobs = values.get("blobs")
     if isinstance(blobs, Mapping):
         _learn(blobs)
-    return flow.load_journal(
+    return flow.new_journal.load(
         {
             "format": flow.journal_format,
             "request": _decode(request, "request"),
@@ -406,7 +411,7 @@ def journal_of(flow: Flow, values: Mapping[str, Any]) -> Any:
 
 def status_of(flow: Flow, values: Mapping[str, Any], key: bytes | None) -> Any:
     """The folded and verified status of graph values."""
-    return flow.status(journal_of(flow, values), key)
+    return journal_status(journal_of(flow, values), key=key)
 
 
 class _Folded(NamedTuple):
@@ -493,7 +498,7 @@ class _Runs:
         if find:
             _ensure_blobs(values, config)
         journal = journal_of(self.flow, values)
-        folded = _Folded.of(journal, self.flow.status(journal, self.key))
+        folded = _Folded.of(journal, journal_status(journal, key=self.key))
         assert content is not None  # journal_of refused anything else
         self.remember(content, folded)
         return content, folded
@@ -701,8 +706,8 @@ class _Node:
         if prepared.perform:
             return None
         runs = self.runs
-        journal, state = runs.flow.resume(
-            prepared.folded.journal, runs.key, runs.resend_gatekeeper
+        journal, state = resume_journal(
+            prepared.folded.journal, key=runs.key, resend_gatekeeper=runs.resend_gatekeeper
         )
         entry = journal.entries[-1]
         if entry.state is EntryState.STARTED:
@@ -1090,7 +1095,7 @@ def _pending_input(drive: _Drive, saved: Any) -> Any:
         "request": _decode(pending["request"], "request"),
         "entries": [],
     }
-    return flow.load_journal(document).request
+    return flow.new_journal.load(document).request
 
 
 def _holds_request(saved: Any) -> bool:
@@ -1115,7 +1120,7 @@ def _resume_plan(
     runs = _runs_of(drive.graph)
     if runs is None:
         journal = journal_of(flow, values)
-        folded = _Folded.of(journal, flow.status(journal, None))
+        folded = _Folded.of(journal, journal_status(journal))
     else:
         folded = runs.fold(values)[1]
     run_config = drive.config_for(folded.state.request)

@@ -101,9 +101,7 @@ from ..journal import (
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
     entry_to_wire,
-    journal_status,
     request_to_wire,
-    resume_journal,
 )
 from ..machine import (
     DIAGNOSIS_WORKFLOW,
@@ -217,11 +215,6 @@ _FLOW = core.Flow(
     nodes=EFFECT_NODES,
     effects_type=Effects,
     async_effects_type=AsyncEffects,
-    load_journal=Journal.load,
-    status=lambda journal, key: journal_status(journal, key=key),
-    resume=lambda journal, key, resend: resume_journal(
-        journal, key=key, resend_gatekeeper=resend
-    ),
     recorder=lambda journal, key: JournalRecorder(journal, key=key),
     new_journal=Journal,
     node_of=_node_of,

@@ -48,8 +48,6 @@ from ..journal import (
     AiOpsJournalRecorder,
     aiops_request_to_wire,
     entry_to_wire,
-    journal_status,
-    resume_journal,
 )
 from ..tools import ToolsFactory
 from . import _langgraph_core as core
@@ -88,10 +86,6 @@ _FLOW = core.Flow(
     nodes=AIOPS_NODES,
     effects_type=aiops.AiOpsEffects,
     async_effects_type=aiops.AsyncAiOpsEffects,
-    load_journal=AiOpsJournal.load,
-    status=lambda journal, key: journal_status(journal, key=key),
-    # The AIOps rule has no gatekeeper to re-send (resend_gatekeeper is the chat graph's).
-    resume=lambda journal, key, resend: resume_journal(journal, key=key),
     recorder=lambda journal, key: AiOpsJournalRecorder(journal, key=key),
     new_journal=AiOpsJournal,
     node_of=lambda action: action.agent.value,
