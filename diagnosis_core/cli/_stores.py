@@ -317,23 +317,15 @@ def _batch_line(text: str, store: JournalStore, key: bytes | None) -> dict[str, 
 # --- runs ls / runs resume ---------------------------------------------------------------
 
 
-def _status(stored: Any, key: bytes | None) -> str:
-    from ..stores._story import run_status as fold_status
-
-    try:
-        return "complete" if fold_status(stored, key).complete else "incomplete"
-    except JournalError:
-        return "invalid"
-
-
 def _fold_problem(stored: Any, key: bytes | None) -> tuple[str, str | None]:
     """A loaded run's status and, when ``invalid``, why (its journal does not fold or verify)."""
-    from ..stores._story import run_status as fold_status
+    from ..journal import journal_status
 
     try:
-        return ("complete" if fold_status(stored, key).complete else "incomplete"), None
+        complete = journal_status(stored.journal, key=key).complete
     except JournalError as error:
         return "invalid", str(error)
+    return ("complete" if complete else "incomplete"), None
 
 
 def _runs_ls(args: argparse.Namespace) -> int:
@@ -432,7 +424,7 @@ def _resume_stored(
     if not stored.format.startswith("diagnosis_journal_"):
         return _fail("runs resume: only a chat run can be resumed from the command line")
     if scenario is None:
-        if _status(stored, key) != "complete":
+        if _fold_problem(stored, key)[0] != "complete":
             return _fail(f"run {args.run_id!r}: has not ended; give --scenario FILE "
                          "to perform the remaining calls with its scripted effects")
         return _run_chat(args, stored.journal.request, _no_effects(), store, key, reasons=True)

@@ -29,7 +29,15 @@ from collections.abc import Iterator
 import attrs
 
 from .. import JournalError, to_wire
-from ..journal import Feedback, JournalStore, MissingKeyError, RunSummary, StoredRun, StoreError
+from ..journal import (
+    Feedback,
+    JournalStore,
+    MissingKeyError,
+    RunSummary,
+    StoredRun,
+    StoreError,
+    journal_status,
+)
 from ._base import StoreBase, SummaryRow, wait_for_claim
 from ._escape import text_line
 from ._feedback import check_feedback, feedback_mac
@@ -39,7 +47,6 @@ from ._story import (
     checked_feedback,
     failure_reasons,
     run_digest,
-    run_status,
     run_story,
     verified_feedback,
     workflow_of,
@@ -57,7 +64,6 @@ __all__ = [
     "format_session_report",
     "listed_runs",
     "record_feedback",
-    "run_status",
     "run_story",
     "session_report",
     "stories",
@@ -95,7 +101,7 @@ def record_feedback(
         assert stored is not None  # a stored run is never removed
         if key is None and stored.journal.signed:
             raise MissingKeyError(run_id, "record feedback on it")
-        status = run_status(stored, key)
+        status = journal_status(stored.journal, key=key)
         if not status.complete:
             raise StoreError(f"run {run_id!r}: has not ended ({status.describe()}); "
                              "feedback follows a run's end")

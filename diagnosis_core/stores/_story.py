@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from .. import JournalError, to_wire
-from ..journal import Feedback, StoredRun
+from ..journal import Feedback, StoredRun, journal_status
 from ..machine import RawResult
 from ..protocol import canonical_json, loads_stored
 from ._feedback import feedback_mac
@@ -38,21 +38,10 @@ __all__ = [
     "failure_reasons",
     "last_mac",
     "run_digest",
-    "run_status",
     "run_story",
     "verified_feedback",
     "workflow_of",
 ]
-
-
-def run_status(stored: StoredRun, key: bytes | None = None) -> Any:
-    """The status of a stored run's journal, of either workflow, checked with ``key``.
-
-    Raises :class:`JournalError` when the stored journal does not fold.
-    """
-    from ..journal import journal_status
-
-    return journal_status(stored.journal, key=key)
 
 
 def verified_feedback(stored: StoredRun, key: bytes | None) -> tuple[Feedback, ...]:
@@ -152,7 +141,7 @@ def run_story(stored: StoredRun, *, key: bytes | None = None) -> RunStory:
     """
     workflow = workflow_of(stored.format)
     try:
-        status = run_status(stored, key)
+        status = journal_status(stored.journal, key=key)
         feedback = verified_feedback(stored, key)
     except JournalError as error:
         return RunStory(run_id=stored.run_id, session_id=stored.session_id, workflow=workflow,
