@@ -100,7 +100,7 @@ from ._kernel.machine.classify import (
 from ._kernel.machine.config import (
     RunConfig,
 )
-from ._kernel.public import lazy_attributes, publish_namespace
+from ._kernel.public import lazy_module, publish_namespace
 from ._kernel.terminal import terminal_safe
 from ._kernel.wire.converter import (
     from_json,
@@ -200,25 +200,17 @@ __all__ = [
 # first access, which keeps ``import diagnosis_core`` cheap. The names are typed
 # through the TYPE_CHECKING imports above; ``__getattr__`` is hidden from type
 # checkers so that a misspelt name stays an error.
-_LAZY: dict[str, str] = {
-    "ReferenceGatekeeper": "._chat.reference_gatekeeper",
-    "Scenario": "._chat.replay",
-    "load_scenario": "._chat.replay",
-    "replay": "._chat.replay",
-    "replay_scenario": "._chat.replay",
-    "scenario_effects": "._chat.replay",
-    "scenario_request": "._chat.replay",
-    "ToolInvocation": "._kernel.tools.ledger",
-    "ToolLedger": "._kernel.tools.ledger",
-}
+_LAZY = (
+    ("._chat.reference_gatekeeper", ("ReferenceGatekeeper",)),
+    ("._chat.replay", (
+        "Scenario", "load_scenario", "replay", "replay_scenario", "scenario_effects",
+        "scenario_request",
+    )),
+    ("._kernel.tools.ledger", ("ToolInvocation", "ToolLedger")),
+)
 
 if not TYPE_CHECKING:
-    _load = lazy_attributes(__name__, __name__, _LAZY, globals())
-
-    __getattr__ = _load
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_module(__name__, __name__, _LAZY, globals())
 
 # Public classes name their namespace, not the private module defining them: this one's
 # now, every other one's as it is imported (``_kernel/public.py``).

@@ -29,16 +29,15 @@ places that store a class's name as data (a recorded tool error's ``type``,
 spec §12.3), whose bytes must not change.
 
 A public namespace may also serve names whose modules are costly to import (the
-schemas, the replay loader): :func:`lazy_attributes` builds its module
-``__getattr__`` (PEP 562) from a table of name to module, so every such namespace
+schemas, the replay loader): :func:`lazy_module` builds its module ``__getattr__``
+and ``__dir__`` (PEP 562) from a table of module to names, so every such namespace
 refuses an unknown name the same way (``AttributeError`` naming the module),
 publishes a class it exports when loaded, and keeps a loaded value as a plain
-global afterwards; :func:`lazy_module` gives a namespace both of its module hooks
-from a table of module to names. The shared namespaces serve the AIOps workflow's
-names so: a chat host that imports ``diagnosis_core.protocol`` never loads the AIOps
-workflow. A class defined there and exported by a shared namespace names that
-namespace as soon as the AIOps workflow is loaded (:func:`publish_homes`), since it
-can be reached through ``diagnosis_core.aiops`` before the namespace ever loads it.
+global afterwards. The shared namespaces serve the AIOps workflow's names so: a chat
+host that imports ``diagnosis_core.protocol`` never loads the AIOps workflow. A class
+defined there and exported by a shared namespace names that namespace as soon as the
+AIOps workflow is loaded (:func:`publish_homes`), since it can be reached through
+``diagnosis_core.aiops`` before the namespace ever loads it.
 """
 
 from __future__ import annotations
@@ -54,7 +53,6 @@ __all__ = [
     "HOMES",
     "PublishingPackage",
     "defined_in",
-    "lazy_attributes",
     "lazy_module",
     "publish",
     "publish_homes",
@@ -179,20 +177,21 @@ def publish_namespace(module: types.ModuleType) -> None:
         module.__class__ = PublishingPackage
 
 
-def lazy_attributes(
+def lazy_module(
     module: str,
     package: str | None,
-    table: Mapping[str, str],
+    homes: Iterable[tuple[str, Iterable[str]]],
     namespace: MutableMapping[str, object],
-) -> Callable[[str], object]:
-    """A module ``__getattr__`` serving each name of ``table`` from its module.
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A namespace's ``__getattr__`` and ``__dir__`` serving ``homes``: (module, its names).
 
-    ``table`` maps a name to the (relative to ``package``) module it is read
-    from; the value is stored in ``namespace`` (the module's globals), so it
-    is looked up once. Any other name: ``AttributeError`` naming ``module``.
-    A class the namespace exports (``__all__``) is published there when
-    loaded (:func:`publish`).
+    Each name is read from its module (relative to ``package``) on first use and
+    stored in ``namespace`` (the module's globals), so it is looked up once; a
+    class the namespace exports (``__all__``) is published there when loaded
+    (:func:`publish`). Any other name: ``AttributeError`` naming ``module``.
+    ``dir()`` lists the names beside the namespace's globals.
     """
+    table = {name: home for home, names in homes for name in names}
 
     def load(name: str) -> object:
         home = table.get(name)
@@ -205,26 +204,10 @@ def lazy_attributes(
             publish(module, namespace, (name,))  # a public class names its namespace
         return value
 
-    return load
-
-
-def lazy_module(
-    module: str,
-    package: str | None,
-    homes: Iterable[tuple[str, Iterable[str]]],
-    namespace: MutableMapping[str, object],
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """A namespace's ``__getattr__`` and ``__dir__`` serving ``homes``: (module, its names).
-
-    The names of each module are loaded on first use (:func:`lazy_attributes`);
-    ``dir()`` lists them beside the namespace's globals.
-    """
-    table = {name: home for home, names in homes for name in names}
-
     def listing() -> list[str]:
         return sorted({*namespace, *table})
 
-    return lazy_attributes(module, package, table, namespace), listing
+    return load, listing
 
 
 def publish_homes(homes: Mapping[str, Iterable[tuple[str, Iterable[str]]]]) -> None:
