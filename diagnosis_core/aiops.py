@@ -27,7 +27,6 @@ from ._aiops.drivers import (
     AsyncAiOpsEffects,
     aiter_aiops,
     arun_aiops,
-    evaluate_aiops_run,
     iter_aiops,
     run_aiops,
 )
@@ -44,7 +43,6 @@ from ._aiops.machine import (
 from ._aiops.rendering import render_aiops_report
 from ._aiops.replay import (
     AiOpsScenario,
-    aiops_output,
     aiops_replay_output,
     aiops_scenario_effects,
     aiops_scenario_request,
@@ -58,10 +56,12 @@ from ._aiops.rules import (
     AiOpsRuleEvaluation,
     LedgerSource,
     evaluate_aiops_report,
+    evaluate_aiops_run,
 )
 from ._aiops.trace import (
     AiOpsTraceEvent,
 )
+from ._aiops.workflow import aiops_output
 from ._kernel.public import publish_homes
 
 __all__ = [

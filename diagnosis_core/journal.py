@@ -23,10 +23,10 @@ that keeps the :class:`JournalHead` (:func:`journal_head`: entry count and last
 ``mac``) outside the store and passes ``head=`` refuses the cut as well.
 
 The AIOps flow's journal (``aiops_journal_v2``: :class:`AiOpsJournal`,
-:class:`AiOpsJournalRecorder`, :func:`replay_aiops_journal`, …) is the same kernel with
+:class:`AiOpsJournalRecorder`, :func:`aiops_journal_ledger`, …) is the same kernel with
 its own call names; :func:`journal_status`, :func:`fold_journal`, :func:`resume_journal`,
-:func:`journal_to_json`, :func:`journal_to_wire` and :func:`sign_journal` accept either
-workflow's journal.
+:func:`replay_journal`, :func:`journal_to_scenario`, :func:`journal_to_json`,
+:func:`journal_to_wire` and :func:`sign_journal` accept either workflow's journal.
 
 An engine adapter (a durable-execution engine driving the machine, like the
 LangGraph and Temporal adapters) needs only this module and
@@ -70,11 +70,9 @@ from ._chat.journal import (
     entry_result,
     expected_call,
     finish_entry,
-    journal_to_scenario,
     journal_tool_records,
     outcome_of,
     recorded_tool_invocations,
-    replay_journal,
     request_to_wire,
     resent_on_resume,
     start_entry,
@@ -93,6 +91,8 @@ from ._kernel.journal.codec import (
 from ._kernel.journal.fold import (
     fold_journal,
     journal_status,
+    journal_to_scenario,
+    replay_journal,
     resume_journal,
 )
 from ._kernel.journal.mac import (
@@ -128,13 +128,8 @@ if TYPE_CHECKING:
         AiOpsJournalStatus,
         ListAiOpsJournalSink,
     )
-    from ._aiops.journal_replay import (
-        aiops_journal_ledger,
-        aiops_journal_to_scenario,
-        replay_aiops_journal,
-    )
     from ._aiops.request_codec import aiops_request_to_wire
-    from ._aiops.workflow import aiops_expected_call
+    from ._aiops.workflow import aiops_expected_call, aiops_journal_ledger
 
 __all__ = [
     "INTERRUPTED_MESSAGE",
@@ -193,8 +188,7 @@ __all__ = [
 ]
 __all__ += [  # the AIOps workflow's, loaded on first use (``_aiops/__init__.py``)
     "AiOpsJournal", "AiOpsJournalRecorder", "AiOpsJournalStatus", "ListAiOpsJournalSink",
-    "aiops_expected_call", "aiops_journal_ledger", "aiops_journal_to_scenario",
-    "aiops_request_to_wire", "replay_aiops_journal",
+    "aiops_expected_call", "aiops_journal_ledger", "aiops_request_to_wire",
 ]
 
 if not TYPE_CHECKING:  # mypy reads the TYPE_CHECKING imports: a misspelt name stays an error

@@ -64,8 +64,8 @@ def test_a_recorded_aiops_journal_replays_like_its_scenario(document: dict[str, 
             return
         raise AssertionError("a ledger without an executor call was journaled")
     journal = dca.record_aiops_scenario(document)
-    assert dcp.canonical_json(dcj.replay_aiops_journal(journal)) == expected
-    scenario = dcj.aiops_journal_to_scenario(journal)
+    assert dcp.canonical_json(dcj.replay_journal(journal)) == expected
+    scenario = dcj.journal_to_scenario(journal)
     assert dcp.canonical_json(dca.replay_aiops(json.loads(json.dumps(scenario)))) == expected
 
 

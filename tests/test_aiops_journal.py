@@ -78,8 +78,8 @@ def test_every_aiops_example_is_the_same_live_folded_and_replayed(
     loaded = dcj.AiOpsJournal.from_json(dcj.journal_to_json(journal))
     assert loaded == journal
     assert dcj.journal_status(loaded, key=key).describe() == "complete"
-    assert dcp.canonical_json(dcj.replay_aiops_journal(loaded, key=key)) == live
-    scenario = dcj.aiops_journal_to_scenario(loaded, key=key)
+    assert dcp.canonical_json(dcj.replay_journal(loaded, key=key)) == live
+    scenario = dcj.journal_to_scenario(loaded, key=key)
     assert scenario["workflow"] == "aiops"
     assert dcp.canonical_json(dca.replay_aiops(scenario)) == live
     # The journaling driver's state is the fold of what it wrote.
@@ -125,9 +125,9 @@ def test_the_ledger_comes_from_the_executor_entries() -> None:
         journal.request,
         tuple(attrs.evolve(entry, tool_invocations=None) for entry in journal.entries),
     )
-    assert "tool_ledger" not in dcj.aiops_journal_to_scenario(bare)
-    with_ledger = dcj.replay_aiops_journal(journal)["aiops_rule_evaluation"]
-    without = dcj.replay_aiops_journal(bare)["aiops_rule_evaluation"]
+    assert "tool_ledger" not in dcj.journal_to_scenario(bare)
+    with_ledger = dcj.replay_journal(journal)["aiops_rule_evaluation"]
+    without = dcj.replay_journal(bare)["aiops_rule_evaluation"]
     assert isinstance(with_ledger, dict) and isinstance(without, dict)
     assert with_ledger != without
     assert "is not in the tool ledger" in json.dumps(without)
@@ -140,7 +140,7 @@ def test_an_invocation_recorded_twice_is_refused_naming_the_entry() -> None:
     wire["entries"][second]["tool_invocations"] = wire["entries"][first]["tool_invocations"][:1]
     journal = dcj.AiOpsJournal.load(wire)
     with pytest.raises(JournalError) as caught:
-        dcj.replay_aiops_journal(journal)
+        dcj.replay_journal(journal)
     assert str(caught.value).startswith(
         f"entries[{second}].tool_invocations[0].invocation_id: 'inv-201' is recorded twice"
     )
@@ -261,15 +261,15 @@ def test_journals_of_the_two_workflows_are_not_interchangeable() -> None:
         JournalError, match="format: expected 'diagnosis_journal_v2' or 'diagnosis_journal_v1'"
     ):
         dcj.Journal.from_json(dcj.journal_to_json(journal))
-    for chat_only in (dcj.replay_journal, dcj.journal_to_scenario):
-        with pytest.raises(JournalError, match="expected a Journal, got AiOpsJournal"):
-            chat_only(journal)  # type: ignore[arg-type]
-    with pytest.raises(JournalError, match="expected a AiOpsJournal, got Journal"):
-        dcj.replay_aiops_journal(dcj.Journal(dc.DiagnosisRequest("why?", journal.request.run)))  # type: ignore[arg-type]
-    folded = dcj.fold_journal(journal)  # the shared fold takes it under its own workflow
-    assert dca.aiops_output(folded, dcj.aiops_journal_ledger(journal)) == (
-        dcj.replay_aiops_journal(journal)
-    )
+    # The journal functions take either journal and read it by its own workflow.
+    folded = dcj.fold_journal(journal)
+    output = dcj.replay_journal(journal)
+    assert output == dca.aiops_output(folded, dcj.aiops_journal_ledger(journal))
+    assert output["workflow"] == "aiops"
+    assert dca.replay_aiops(dcj.journal_to_scenario(journal)) == output
+    chat = dcj.Journal(dc.DiagnosisRequest("why?", journal.request.run))
+    with pytest.raises(JournalError, match="the journal is incomplete"):
+        dcj.replay_journal(chat)
     with pytest.raises(JournalError, match="call: expected a AiOpsAgent"):
         AiOpsJournalEntry(1, dcj.JournalCall.PLANNER, 1, 1, "0" * 64, EntryState.STARTED)  # type: ignore[arg-type]
 
@@ -310,12 +310,12 @@ def test_a_signed_journal_is_refused_after_any_edit(edit: Any) -> None:
         status = dcj.journal_status(journal, key=KEY)
         assert status.describe() == "incomplete: ends before reporter step 3 attempt 2"
         with pytest.raises(JournalError, match="incomplete"):
-            dcj.replay_aiops_journal(journal, key=KEY)
+            dcj.replay_journal(journal, key=KEY)
         return
     with pytest.raises(JournalError, match=r"^entries\[\d+\]\.mac: "):
         dcj.fold_journal(journal, key=KEY)
     with pytest.raises(JournalError, match="mac"):
-        dcj.aiops_journal_to_scenario(journal, key=KEY)
+        dcj.journal_to_scenario(journal, key=KEY)
 
 
 def test_every_entry_of_a_signed_journal_verifies_and_a_wrong_key_does_not() -> None:

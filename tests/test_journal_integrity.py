@@ -291,7 +291,7 @@ def test_the_aiops_head_and_marker_refuse_a_cut() -> None:
             journal=cut, key=KEY, head=head,
         )
     with pytest.raises(JournalError, match=r"^the journal is incomplete"):
-        dcj.replay_aiops_journal(cut, key=KEY)
+        dcj.replay_journal(cut, key=KEY)
 
 
 # --- without a key: entries are bound to their request ----------------------------------------
@@ -375,7 +375,7 @@ def test_a_v1_aiops_journal_loads_and_replays_byte_identically(name: str) -> Non
     journal = dcj.AiOpsJournal.from_json(text.strip())
     assert journal.format == "aiops_journal_v1"
     assert dcj.journal_to_json(journal) + "\n" == text
-    assert dcp.canonical_json(dcj.replay_aiops_journal(journal, key=key)) + "\n" == output
+    assert dcp.canonical_json(dcj.replay_journal(journal, key=key)) + "\n" == output
 
 
 def test_a_v1_journal_cannot_carry_v2_fields() -> None:

@@ -46,11 +46,8 @@ AIOPS_NAMES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             "AiOpsJournal", "AiOpsJournalRecorder", "AiOpsJournalStatus",
             "ListAiOpsJournalSink",
         )),
-        ("journal_replay", (
-            "aiops_journal_ledger", "aiops_journal_to_scenario", "replay_aiops_journal",
-        )),
         ("request_codec", ("aiops_request_to_wire",)),
-        ("workflow", ("aiops_expected_call",)),
+        ("workflow", ("aiops_expected_call", "aiops_journal_ledger")),
     ),
     "diagnosis_core.tools": _homes(
         ("executor_loop", ("aiops_executor_agent", "async_aiops_executor_agent")),

@@ -28,7 +28,7 @@ the tool ledger the host recorded.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from typing import TypeAlias, Unpack, cast
 
 import attrs
@@ -49,7 +49,6 @@ from .._kernel.driving.observe import Observer
 from .._kernel.driving.options import RunKeywords, RunOptions, merge_options
 from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
 from .._kernel.machine.results import AgentFailed, AgentReplied
-from .._kernel.tools.ledger import ToolLedger
 from .._kernel.tools.recorder import ToolRecorder
 from .enums import AiOpsAgent
 from .journal import AiOpsJournal, AiOpsJournalRecorder, AiOpsJournalSink
@@ -58,13 +57,6 @@ from .machine import (
     AiOpsResult,
     AiOpsState,
     InvokeAiOpsAgent,
-)
-from .rules import (
-    AIOPS_RULES,
-    AiOpsRule,
-    AiOpsRuleEvaluation,
-    LedgerSource,
-    evaluate_aiops_report,
 )
 from .trace import AiOpsTraceEvent
 from .workflow import AIOPS_WORKFLOW, AiOpsWorkflow
@@ -77,7 +69,6 @@ __all__ = [
     "arun_aiops",
     "check_aiops_effects",
     "check_aiops_request",
-    "evaluate_aiops_run",
     "iter_aiops",
     "perform_aiops_effect",
     "perform_aiops_effect_async",
@@ -323,25 +314,3 @@ def aiter_aiops(
     chosen = merge_options("aiter_aiops", options, **keywords)
     items = _driver.aiterate(_DRIVING, "aiter_aiops", request, effects, state, chosen)
     return cast("AsyncIterator[AiOpsTraceEvent | AiOpsResult]", items)
-
-
-def evaluate_aiops_run(
-    state: AiOpsState,
-    ledger: ToolLedger | LedgerSource,
-    *,
-    rules: Sequence[AiOpsRule] = AIOPS_RULES,
-) -> AiOpsRuleEvaluation | None:
-    """``aiops_rule_evaluation`` of a finished run's report; None for a fallback.
-
-    ``ledger`` may be the run's :class:`ToolRecorder` (its ledger is read
-    now, at evaluation time, spec §13) or a :class:`ToolLedger`.
-
-    The fallback report is deterministic text built from facts only; there
-    is no agent report to judge. Raises :class:`MachineError` before END.
-    """
-    result = state.result
-    if result.report is None:
-        return None
-    return evaluate_aiops_report(
-        result.report, mode=result.mode, alerts=state.request.alerts, ledger=ledger, rules=rules
-    )

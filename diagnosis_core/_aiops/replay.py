@@ -63,16 +63,16 @@ from .._kernel.scenario.scripted import (
     load_tool_ledger,
 )
 from .._kernel.tools.ledger import ToolLedger
-from .._kernel.wire.converter import to_wire
 from .._kernel.wire.json import JsonValue, describe_value
 from .config import AiOpsConfig
-from .drivers import AiOpsEffects, evaluate_aiops_run, run_aiops
+from .drivers import AiOpsEffects, run_aiops
 from .enums import AiOpsAgent
 from .machine import AiOpsRequest, AiOpsResult, AiOpsState
 from .payloads import Alert
 from .rendering import render_aiops_report
 from .request_codec import aiops_request_from_document
 from .rules import AiOpsRuleEvaluation
+from .workflow import aiops_output
 
 __all__ = [
     "AiOpsScenario",
@@ -154,23 +154,6 @@ def replay_aiops_scenario(scenario: AiOpsScenario) -> AiOpsState:
 def aiops_replay_output(scenario: AiOpsScenario, state: AiOpsState) -> dict[str, JsonValue]:
     """The replay output object of a finished run, with its rule evaluation."""
     return aiops_output(state, scenario.tool_ledger)
-
-
-def aiops_output(state: AiOpsState, ledger: ToolLedger) -> dict[str, JsonValue]:
-    """The §11 replay output of a finished run whose tools recorded ``ledger``.
-
-    What :func:`replay_aiops` returns for a scenario, for a run driven any
-    other way (a journal, a host's own loop): the result, plus the rule
-    evaluation against ``ledger`` (null for a fallback).
-    """
-    wire = to_wire(state.result)
-    assert isinstance(wire, dict)
-    evaluation = evaluate_aiops_run(state, ledger)
-    return {
-        "workflow": WORKFLOW,
-        **wire,
-        "aiops_rule_evaluation": None if evaluation is None else to_wire(evaluation),
-    }
 
 
 def replay_aiops(scenario: Mapping[str, Any]) -> dict[str, JsonValue]:

@@ -45,6 +45,7 @@ from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import from_wire, to_wire
 from .._kernel.wire.json import describe_value
 from .enums import AiOpsMode
+from .machine import AiOpsState
 from .parsing import validate_aiops_report
 from .payloads import (
     AiOpsEvidence,
@@ -62,6 +63,7 @@ __all__ = [
     "AiOpsRuleViolation",
     "LedgerSource",
     "evaluate_aiops_report",
+    "evaluate_aiops_run",
     "ledger_now",
 ]
 
@@ -422,3 +424,25 @@ def evaluate_aiops_report(
             passed += 1
     score = passed / applicable if applicable else 1.0
     return AiOpsRuleEvaluation(passed=not violations, score=score, violations=tuple(violations))
+
+
+def evaluate_aiops_run(
+    state: AiOpsState,
+    ledger: ToolLedger | LedgerSource,
+    *,
+    rules: Sequence[AiOpsRule] = AIOPS_RULES,
+) -> AiOpsRuleEvaluation | None:
+    """``aiops_rule_evaluation`` of a finished run's report; None for a fallback.
+
+    ``ledger`` may be the run's :class:`ToolRecorder` (its ledger is read
+    now, at evaluation time, spec §13) or a :class:`ToolLedger`.
+
+    The fallback report is deterministic text built from facts only; there
+    is no agent report to judge. Raises :class:`MachineError` before END.
+    """
+    result = state.result
+    if result.report is None:
+        return None
+    return evaluate_aiops_report(
+        result.report, mode=result.mode, alerts=state.request.alerts, ledger=ledger, rules=rules
+    )

@@ -20,12 +20,6 @@ chat workflow's subclass (``workflow.py``, where the recorded facts are
 decided) overrides the machine, the header and the facts. This module holds
 the chat journal's classes; its public functions are the methods of
 :data:`DIAGNOSIS_WORKFLOW` and of those classes, bound to them.
-
-Decisions where the spec is silent:
-
-* :func:`journal_to_scenario` converts a *complete* journal only, and by
-  default only when the §9 scripted doubles reproduce every recorded error
-  message exactly (see there).
 """
 
 from __future__ import annotations
@@ -39,10 +33,6 @@ from .._kernel.journal.codec import (
     JournalBase,
     JournalEnd,
     JournalEntryBase,
-    RecordedAgentError,
-    RecordedGatekeeperError,
-    RecordedGatekeeperResult,
-    RecordedReply,
     recorded_tool_invocations,
 )
 from .._kernel.journal.fold import (
@@ -52,15 +42,9 @@ from .._kernel.journal.fold import (
     JournalStatusBase,
     ListSinkBase,
     append_entry,
-    inexact,
-    require_complete,
-    scenario_response,
-    scripted_message,
 )
-from .._kernel.journal.mac import JournalHead, request_seed
-from .._kernel.wire.converter import to_wire
+from .._kernel.journal.mac import request_seed
 from .._kernel.wire.json import JsonValue, stored_json
-from .enums import AgentName
 from .machine import (
     CallGatekeeper,
     DiagnosisRequest,
@@ -98,11 +82,9 @@ __all__ = [
     "entry_result",
     "expected_call",
     "finish_entry",
-    "journal_to_scenario",
     "journal_tool_records",
     "outcome_of",
     "recorded_tool_invocations",
-    "replay_journal",
     "request_mac",
     "request_to_wire",
     "resent_on_resume",
@@ -255,82 +237,3 @@ def journal_tool_records(journal: Journal) -> list[dict[str, JsonValue]]:
             record.setdefault("input", None)
             records.append(record)
     return records
-
-
-# --- a journal is a replay ---------------------------------------------------------
-
-
-def _gatekeeper_error_entry(
-    outcome: RecordedGatekeeperError, exact: bool, where: str
-) -> JsonValue:
-    message = scripted_message(outcome.message, "NonRetryableError")
-    if message == "":
-        message = None  # the scripted gatekeeper never raises with an empty message
-    if message is not None:
-        return {"error": {"message": message}}
-    return {"error": {"message": inexact(outcome.message, exact, where)}}
-
-
-def journal_to_scenario(
-    journal: Journal,
-    *,
-    key: bytes | None = None,
-    exact: bool = True,
-    head: JournalHead | None = None,
-) -> dict[str, JsonValue]:
-    """The §9 scenario equivalent to a complete journal, for bug reports and regression suites.
-
-    Each agent's recorded outcomes in call order become its ``responses``,
-    the gatekeeper's its ``gatekeeper`` entries, and the request gives
-    ``question``, ``run``, ``history``, ``skills`` and ``config``; then
-    ``replay(journal_to_scenario(j))`` equals :func:`replay_journal` of ``j``
-    byte for byte as JSON.
-
-    The §9 scripted doubles raise named exceptions, so a recorded error
-    message is reproducible only when it reads ``Class: message`` for the
-    class the double of that kind raises (``ScriptedError`` for retryable,
-    ``NonRetryableError`` or ``UnknownScriptedError`` for non-retryable,
-    ``ToolBlockedError``; the gatekeeper: ``NonRetryableError``) and has no
-    lone surrogate — which holds for every journal recorded from a scenario.
-    Any other message is a :class:`JournalError` naming the entry, unless
-    ``exact=False``: then it is kept as it is (surrogates replaced), and the
-    replayed trace shows it behind the double's class name.
-
-    Raises :class:`JournalError` when the journal does not verify or is not
-    complete (with ``key``, a v2 journal needs its signed end marker).
-    """
-    status = JournalStatus.of(journal, key=key, head=head)  # a chat journal only
-    require_complete(status)
-    responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AgentName}
-    gatekeeper: list[JsonValue] = []
-    for index, entry in enumerate(journal.entries):
-        outcome, where = entry.outcome, f"entries[{index}]"
-        if isinstance(outcome, RecordedReply | RecordedAgentError):
-            responses[entry.call.value].append(scenario_response(outcome, exact, where))
-        elif isinstance(outcome, RecordedGatekeeperResult):
-            gatekeeper.append({"result": outcome.result})
-        else:
-            assert isinstance(outcome, RecordedGatekeeperError)
-            gatekeeper.append(_gatekeeper_error_entry(outcome, exact, where))
-    scenario: dict[str, JsonValue] = dict(request_to_wire(journal.request))
-    scripted: dict[str, JsonValue] = {}
-    for agent, items in responses.items():
-        scripted[agent] = items
-    scenario["responses"] = scripted
-    scenario["gatekeeper"] = gatekeeper
-    return scenario
-
-
-def replay_journal(
-    journal: Journal, *, key: bytes | None = None, head: JournalHead | None = None
-) -> dict[str, JsonValue]:
-    """The §9 output of the run a complete journal records (the same shape as ``replay``).
-
-    Verified like :func:`journal_status`; an incomplete journal (with ``key``:
-    a v2 one without its signed end marker) is a :class:`JournalError`.
-    """
-    status = JournalStatus.of(journal, key=key, head=head)  # a chat journal only
-    require_complete(status)
-    wire = to_wire(status.state.result)
-    assert isinstance(wire, dict)
-    return wire

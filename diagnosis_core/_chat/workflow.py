@@ -18,30 +18,43 @@ Decisions where the spec is silent:
 * A gatekeeper result that is not JSON is recorded as the result
   ``{"unserializable": "<repr>"}``, which normalizes to
   ``GATEKEEPER_INVALID_RESULT`` like the live value.
+* A journal converts to a scenario (``journal_to_scenario``) when it is
+  *complete*, and by default only when the §9 scripted doubles reproduce every
+  recorded error message exactly.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
 from .._kernel.errors import JournalError
 from .._kernel.journal.codec import (
+    JournalBase,
     JournalEntryBase,
     JournalOutcome,
+    RecordedAgentError,
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
+    RecordedReply,
     RecordedToolInvocation,
 )
-from .._kernel.journal.fold import agent_outcome, agent_result
+from .._kernel.journal.fold import (
+    agent_outcome,
+    agent_result,
+    inexact,
+    scenario_response,
+    scripted_message,
+)
 from .._kernel.journal.workflow import ExpectedCallBase, Workflow
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.facts import repair_text
 from .._kernel.wire.json import JsonValue, canonical_json, sha256_text
+from .enums import AgentName
 from .facts import gatekeeper_fact_json
 from .machine import (
     PLAIN_FACT,
@@ -172,6 +185,41 @@ class DiagnosisWorkflow(
             return GatekeeperFailed(outcome.message)
         return agent_result(entry)
 
+    def replay_output(
+        self, journal: JournalBase[DiagnosisRequest, Any], state: DiagnosisState
+    ) -> dict[str, JsonValue]:
+        """The run's result as ``replay`` writes it."""
+        wire = to_wire(state.result)
+        assert isinstance(wire, dict)
+        return wire
+
+    def to_scenario(
+        self, journal: JournalBase[DiagnosisRequest, Any], exact: bool
+    ) -> dict[str, JsonValue]:
+        """The §9 scenario of a complete journal: responses, gatekeeper entries, the request.
+
+        Converted only when the scripted doubles reproduce every recorded error
+        message (``exact``; see ``journal_to_scenario``).
+        """
+        responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AgentName}
+        gatekeeper: list[JsonValue] = []
+        for index, entry in enumerate(journal.entries):
+            outcome, where = entry.outcome, f"entries[{index}]"
+            if isinstance(outcome, RecordedReply | RecordedAgentError):
+                responses[entry.call.value].append(scenario_response(outcome, exact, where))
+            elif isinstance(outcome, RecordedGatekeeperResult):
+                gatekeeper.append({"result": outcome.result})
+            else:
+                assert isinstance(outcome, RecordedGatekeeperError)
+                gatekeeper.append(_gatekeeper_error_entry(outcome, exact, where))
+        scenario: dict[str, JsonValue] = dict(request_to_wire(journal.request))
+        scripted: dict[str, JsonValue] = {}
+        for agent, items in responses.items():
+            scripted[agent] = items
+        scenario["responses"] = scripted
+        scenario["gatekeeper"] = gatekeeper
+        return scenario
+
     def derive(
         self, action: InvokeAgent | CallGatekeeper, invocations: Sequence[RecordedToolInvocation]
     ) -> str:
@@ -197,6 +245,17 @@ class DiagnosisWorkflow(
             raise JournalError(f"tool_invocations: not a ledger ({error})") from None
         result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
         return canonical_json(result)
+
+
+def _gatekeeper_error_entry(
+    outcome: RecordedGatekeeperError, exact: bool, where: str
+) -> JsonValue:
+    message = scripted_message(outcome.message, "NonRetryableError")
+    if message == "":
+        message = None  # the scripted gatekeeper never raises with an empty message
+    if message is not None:
+        return {"error": {"message": message}}
+    return {"error": {"message": inexact(outcome.message, exact, where)}}
 
 
 DIAGNOSIS_WORKFLOW = DiagnosisWorkflow()

@@ -636,8 +636,8 @@ def journal_an_aiops_run(request: dca.AiOpsRequest, effects: dca.AiOpsEffects, k
     assert_type(dcj.sign_journal(journal, key), dcj.AiOpsJournal)
     text = dcj.journal_to_json(journal)
     assert_type(dcj.AiOpsJournal.load(json.loads(text)), dcj.AiOpsJournal)
-    scenario: dict[str, JsonValue] = dcj.aiops_journal_to_scenario(journal, key=key, exact=True)
-    output: dict[str, JsonValue] = dcj.replay_aiops_journal(journal, key=key)
+    scenario: dict[str, JsonValue] = dcj.journal_to_scenario(journal, key=key, exact=True)
+    output: dict[str, JsonValue] = dcj.replay_journal(journal, key=key)
     assert dca.replay_aiops(scenario) == output
     ledger: dc.ToolLedger = dcj.aiops_journal_ledger(journal)
     recorder = dcj.AiOpsJournalRecorder(dcj.AiOpsJournal(request), sink=sink, key=key)

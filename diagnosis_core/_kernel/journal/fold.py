@@ -52,7 +52,9 @@ __all__ = [
     "fold_journal",
     "inexact",
     "journal_status",
+    "journal_to_scenario",
     "progress_entry",
+    "replay_journal",
     "require_complete",
     "resume_journal",
     "scenario_response",
@@ -299,6 +301,56 @@ def resume_journal(
         resend_executor=resend_executor, head=head,
     )
     return resumed
+
+
+def replay_journal(
+    journal: JournalBase[Any, Any], *, key: bytes | None = None, head: JournalHead | None = None
+) -> dict[str, JsonValue]:
+    """The §9 output of the run a complete journal of either workflow records.
+
+    The shape of ``replay`` for a chat journal, of ``replay_aiops`` for an
+    AIOps one (its rules checked against the journal's own tool ledger).
+    Verified like :func:`journal_status`; an incomplete journal (with ``key``:
+    a v2 one without its signed end marker) is a :class:`JournalError`.
+    """
+    status = journal_status(journal, key=key, head=head)
+    require_complete(status)
+    output: dict[str, JsonValue] = type(status)._workflow.replay_output(journal, status.state)
+    return output
+
+
+def journal_to_scenario(
+    journal: JournalBase[Any, Any],
+    *,
+    key: bytes | None = None,
+    exact: bool = True,
+    head: JournalHead | None = None,
+) -> dict[str, JsonValue]:
+    """The §9 scenario equivalent to a complete journal, for bug reports and regression suites.
+
+    Each agent's recorded outcomes in call order become its ``responses`` (a
+    chat journal's gatekeeper outcomes its ``gatekeeper`` entries, an AIOps
+    journal's tool calls its ``tool_ledger``), and the request gives the rest;
+    then replaying the scenario (``replay``, ``replay_aiops``) equals
+    :func:`replay_journal` of the journal byte for byte as JSON.
+
+    The §9 scripted doubles raise named exceptions, so a recorded error
+    message is reproducible only when it reads ``Class: message`` for the
+    class the double of that kind raises (``ScriptedError`` for retryable,
+    ``NonRetryableError`` or ``UnknownScriptedError`` for non-retryable,
+    ``ToolBlockedError``; the gatekeeper: ``NonRetryableError``) and has no
+    lone surrogate — which holds for every journal recorded from a scenario.
+    Any other message is a :class:`JournalError` naming the entry, unless
+    ``exact=False``: then it is kept as it is (surrogates replaced), and the
+    replayed trace shows it behind the double's class name.
+
+    Raises :class:`JournalError` when the journal does not verify or is not
+    complete (with ``key``, a v2 journal needs its signed end marker).
+    """
+    status = journal_status(journal, key=key, head=head)
+    require_complete(status)
+    scenario: dict[str, JsonValue] = type(status)._workflow.to_scenario(journal, exact)
+    return scenario
 
 
 # --- the builder -------------------------------------------------------------------

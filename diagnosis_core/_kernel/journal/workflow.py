@@ -245,6 +245,14 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
     def outcome_of(self, result: R) -> JournalOutcome:
         """The fact to record for an effect's result."""
 
+    @abc.abstractmethod
+    def replay_output(self, journal: JournalBase[Q, E], state: S) -> dict[str, JsonValue]:
+        """The §9 output of the run a complete ``journal`` records; ``state`` is its fold."""
+
+    @abc.abstractmethod
+    def to_scenario(self, journal: JournalBase[Q, E], exact: bool) -> dict[str, JsonValue]:
+        """The §9 scenario equivalent to a complete ``journal`` (``journal_to_scenario``)."""
+
     def derive(self, action: A, invocations: Sequence[RecordedToolInvocation]) -> str:
         """The canonical JSON a ``derived`` gatekeeper entry must hold (spec §12.4).
 
