@@ -36,10 +36,8 @@ from .._kernel.journal.codec import (
     JournalBase,
     JournalEntryBase,
     JournalOutcome,
-    RecordedAgentError,
     RecordedGatekeeperError,
     RecordedGatekeeperResult,
-    RecordedReply,
     RecordedToolInvocation,
 )
 from .._kernel.journal.fold import (
@@ -204,14 +202,13 @@ class DiagnosisWorkflow(
         responses: dict[str, list[JsonValue]] = {agent.value: [] for agent in AgentName}
         gatekeeper: list[JsonValue] = []
         for index, entry in enumerate(journal.entries):
-            outcome, where = entry.outcome, f"entries[{index}]"
-            if isinstance(outcome, RecordedReply | RecordedAgentError):
-                responses[entry.call.value].append(scenario_response(outcome, exact, where))
-            elif isinstance(outcome, RecordedGatekeeperResult):
+            outcome, where = entry.outcome, f"entries[{index}]"  # complete: all finished
+            if isinstance(outcome, RecordedGatekeeperResult):
                 gatekeeper.append({"result": outcome.result})
-            else:
-                assert isinstance(outcome, RecordedGatekeeperError)
+            elif isinstance(outcome, RecordedGatekeeperError):
                 gatekeeper.append(_gatekeeper_error_entry(outcome, exact, where))
+            else:  # an agent's reply or error
+                responses[entry.call.value].append(scenario_response(outcome, exact, where))
         scenario: dict[str, JsonValue] = dict(request_to_wire(journal.request))
         scripted: dict[str, JsonValue] = {}
         for agent, items in responses.items():
