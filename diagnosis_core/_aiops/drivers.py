@@ -20,10 +20,8 @@ With ``journal=`` or ``sink=`` a driver also writes the run's journal
 the ``finished`` one when it returned, and the machine is fed the recorded
 fact (what the finished entry folds to), so the live state and the fold of
 the journal are equal by construction. ``journal=`` resumes from a journal
-under the resume rule (``resume_journal``).
-
-:func:`evaluate_aiops_run` applies the rule evaluator to a finished run with
-the tool ledger the host recorded.
+under the resume rule (``resume_journal``). The rule evaluator judges a
+finished run's report (``evaluate_aiops_run``, ``rules.py``).
 """
 
 from __future__ import annotations
@@ -74,8 +72,6 @@ __all__ = [
     "perform_aiops_effect_async",
     "run_aiops",
 ]
-
-
 
 
 @attrs.frozen

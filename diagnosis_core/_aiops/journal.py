@@ -3,11 +3,10 @@
 ``aiops_journal_v1`` is still read, folded and replayed. The same journal as
 the chat diagnosis's — the same entries, fold-and-verify
 walk, resume rule, builder, sinks and HMAC chain, all the shared kernel's
-(``_kernel/journal/``): its public functions are methods of
-:data:`AIOPS_WORKFLOW` (``workflow.py``) and of the classes below, bound
-to them — with this workflow's own parts:
+(``_kernel/journal/``), whose fold, status, resume and replay functions take
+this journal too — with this workflow's own parts (``workflow.py``):
 
-* ``format`` is ``aiops_journal_v1``; ``request`` is the :class:`AiOpsRequest`
+* ``format`` is ``aiops_journal_v2``; ``request`` is the :class:`AiOpsRequest`
   wire form ``{"run", "alerts", "config"}``;
 * ``call`` is one of the four agents, ``supervisor|planner|executor|reporter``
   (there is no gatekeeper in this flow), and every outcome is an agent's:
@@ -49,28 +48,15 @@ from .machine import (
     AiOpsState,
     InvokeAiOpsAgent,
 )
-from .request_codec import aiops_request_to_wire
-from .workflow import (
-    AIOPS_JOURNAL_FORMAT,
-    AIOPS_JOURNAL_FORMAT_V1,
-    AIOPS_WORKFLOW,
-    AiOpsExpectedCall,
-    AiOpsWorkflow,
-    aiops_expected_call,
-)
+from .workflow import AIOPS_WORKFLOW, AiOpsExpectedCall, AiOpsWorkflow
 
 __all__ = [
-    "AIOPS_JOURNAL_FORMAT",
-    "AIOPS_JOURNAL_FORMAT_V1",
-    "AiOpsExpectedCall",
     "AiOpsJournal",
     "AiOpsJournalEntry",
     "AiOpsJournalRecorder",
     "AiOpsJournalSink",
     "AiOpsJournalStatus",
     "ListAiOpsJournalSink",
-    "aiops_expected_call",
-    "aiops_request_to_wire",
 ]
 
 @attrs.frozen

@@ -18,8 +18,9 @@ The walk, the resume rule and the builder are methods of the kernel's
 :class:`Workflow` class (``_kernel/journal/workflow.py``), written once; the
 chat workflow's subclass (``workflow.py``, where the recorded facts are
 decided) overrides the machine, the header and the facts. This module holds
-the chat journal's classes; its public functions are the methods of
-:data:`DIAGNOSIS_WORKFLOW` and of those classes, bound to them.
+the chat journal's classes and the chat builder functions (methods of
+:data:`DIAGNOSIS_WORKFLOW`, bound to it); the fold, status, resume and replay
+functions take either workflow's journal (``_kernel/journal/fold.py``).
 """
 
 from __future__ import annotations

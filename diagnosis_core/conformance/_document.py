@@ -100,14 +100,9 @@ def _chat_journal(text: str) -> dict[str, JsonValue]:
 
 
 def _aiops_journal(data: object) -> dict[str, JsonValue]:
-    from diagnosis_core.aiops import aiops_output
-    from diagnosis_core.journal import AiOpsJournal, aiops_journal_ledger, journal_status
+    from diagnosis_core.journal import AiOpsJournal, replay_journal
 
-    journal = AiOpsJournal.load(data)
-    status = journal_status(journal)
-    if not status.complete:
-        raise JournalError(f"the journal is {status.describe()}")
-    return aiops_output(status.state, aiops_journal_ledger(journal))
+    return replay_journal(AiOpsJournal.load(data))  # an incomplete one: JournalError
 
 
 def _resume(data: Mapping[str, Any]) -> dict[str, JsonValue]:
