@@ -105,8 +105,10 @@ from ._kernel.terminal import terminal_safe
 from ._kernel.wire.converter import (
     from_json,
     from_wire,
+    from_wire_array,
     to_json,
     to_wire,
+    to_wire_array,
 )
 from ._kernel.wire.json import (
     JsonValue,
@@ -184,6 +186,7 @@ __all__ = [
     "default_failure_classifier",
     "from_json",
     "from_wire",
+    "from_wire_array",
     "iter_diagnosis",
     "load_scenario",
     "replay",
@@ -194,6 +197,7 @@ __all__ = [
     "terminal_safe",
     "to_json",
     "to_wire",
+    "to_wire_array",
 ]
 
 # Rarely used at start-up (replay, the reference gatekeeper, the ledger): loaded on

@@ -28,39 +28,26 @@ with the cyclic collector paused (:func:`paused_gc`).
 from __future__ import annotations
 
 import contextlib
-import enum
-import functools
 import gc
 import math
 import re
 import threading
-import typing
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import attrs
 
-from .. import JsonValue, PayloadError, from_wire, to_wire
-from .._kernel.wire.codegen import slot_setters
-from .._kernel.wire.json import is_json_value_type
+from .. import JsonValue, PayloadError, from_wire, from_wire_array, to_wire_array
 from ..journal import stored_json
-from ..machine import GatekeeperAudit, RawResult
-from ..protocol import canonical_json, loads_stored
+from ..protocol import loads_stored
 from ._reports import (
-    AgentStep,
-    EffectTiming,
-    FeedbackItem,
     FeedbackTally,
     FleetReport,
     GatekeeperRates,
     LatencyTally,
     RunCounts,
     RunStory,
-    StoryToolCall,
-    StoryToolError,
     ToolTally,
-    VerifierRow,
 )
 
 __all__ = [
@@ -124,7 +111,7 @@ def digest_to_json(digest: RunDigest) -> str:
     (its facts are repaired or refused at the door), so neither does a digest
     derived from it; one built by hand is refused rather than stored changed.
     """
-    text = stored_json(_stored_form(RunDigest, digest))
+    text = stored_json(to_wire_array(digest))
     if "\\u" in text and _ESCAPED_PAIR.search(text) is not None:
         raise PayloadError("summary", "a string holding a surrogate pair JSON cannot store")
     return text
@@ -149,7 +136,7 @@ def digest_from_json(text: str) -> RunDigest:
     """
     value = loads_stored(text)
     if type(value) is list:
-        digest = _positional_reader()(value)
+        digest = from_wire_array(RunDigest, value)
     elif type(value) is dict:
         digest = from_wire(RunDigest, value)
     else:
@@ -157,146 +144,6 @@ def digest_from_json(text: str) -> RunDigest:
     if digest.story.status != "complete" or digest.story.feedback:
         raise PayloadError("story", "a summary tells a complete run, without feedback")
     return digest
-
-
-# --- the stored form: positional -----------------------------------------------------------
-#
-# A report reads one digest per ended run, so reading one is its cost. The stored form holds
-# no key: each record of a digest (the digest, its story, every effect, tool call, step,
-# audit, verifier row) is a JSON array of its fields' wire values in the order the class
-# declares them, a nested record an array in its place, a tuple of records an array of
-# arrays. The JSON values a story carries (a tool's input and output, the gatekeeper's raw
-# result) are written as they are, never read as records: which array is a record is
-# decided by the field's type, never by the value's shape. So the strict parser (in C)
-# builds few objects, and one function per class, generated from the classes' types, checks
-# each field exactly as the converter does (an integer where a float is declared is that
-# float; nothing else is coerced) and builds the instance.
-
-_RECORDS: tuple[type[Any], ...] = (
-    RunDigest, RunStory, EffectTiming, StoryToolCall, StoryToolError, AgentStep,
-    GatekeeperAudit, VerifierRow, FeedbackItem,
-)
-
-
-def _record_of(field_type: Any) -> tuple[str, type[Any]] | None:
-    """``("one" | "many", record class)`` when ``field_type`` holds records, else None."""
-    args = [arg for arg in typing.get_args(field_type) if arg is not type(None)]
-    if field_type in _RECORDS:
-        return "one", field_type
-    if typing.get_origin(field_type) is tuple and args and args[0] in _RECORDS:
-        return "many", args[0]
-    if len(args) == 1 and args[0] in _RECORDS:  # X | None
-        return "one", args[0]
-    return None
-
-
-@functools.cache
-def _plan(cl: Any) -> tuple[tuple[str, tuple[str, type[Any]] | None], ...]:
-    """``(field name, records it holds or None)`` for every field of ``cl``, in order."""
-    hints = typing.get_type_hints(cl)
-    return tuple((field.name, _record_of(hints[field.name])) for field in attrs.fields(cl))
-
-
-def _stored_form(cl: Any, value: Any) -> list[JsonValue]:
-    """``value`` (an instance of ``cl``) in the positional form."""
-    row: list[JsonValue] = []
-    for name, records in _plan(cl):
-        item = getattr(value, name)
-        if records is None or item is None:
-            row.append(to_wire(item))
-        elif records[0] == "one":
-            row.append(_stored_form(records[1], item))
-        else:
-            row.append([_stored_form(records[1], element) for element in item])
-    return row
-
-
-def _check_source(field_type: Any, var: str, tag: str, namespace: dict[str, Any]
-                  ) -> tuple[str, str]:
-    """``(condition, value)`` source over ``var`` for one field of the positional form."""
-    records = _record_of(field_type)
-    nullable = type(None) in typing.get_args(field_type)
-    if records is not None:
-        builder = f"_build_{records[1].__name__}"
-        if records[0] == "many":
-            return f"{var}.__class__ is list", f"tuple([{builder}(x) for x in {var}])"
-        return ((f"({var} is None or {var}.__class__ is list)" if nullable
-                 else f"{var}.__class__ is list"),
-                f"(None if {var} is None else {builder}({var}))" if nullable
-                else f"{builder}({var})")
-    if is_json_value_type(field_type):
-        return "True", var  # any JSON value, as the strict parser gives it
-    if nullable:
-        field_type = next(arg for arg in typing.get_args(field_type) if arg is not type(None))
-    if field_type is float:  # the converter's rule: an integer is that float
-        condition = f"({var}.__class__ is float or {var}.__class__ is int)"
-        value = f"({var} if {var}.__class__ is float else float({var}))"
-    elif field_type in (str, int, bool):
-        namespace[f"_t{tag}"] = field_type
-        condition, value = f"{var}.__class__ is _t{tag}", var
-    elif field_type is RawResult:
-        namespace["_RawResult"], namespace["_canonical"] = RawResult, canonical_json
-        condition, value = "True", f"_RawResult(_canonical({var}))"
-    elif typing.get_origin(field_type) is Literal:
-        namespace[f"_l{tag}"] = frozenset(typing.get_args(field_type))
-        condition, value = f"{var}.__class__ is str and {var} in _l{tag}", var
-    elif isinstance(field_type, type) and issubclass(field_type, enum.Enum):
-        namespace[f"_m{tag}"] = {member.value: member for member in field_type}
-        condition, value = f"{var}.__class__ is str and {var} in _m{tag}", f"_m{tag}[{var}]"
-    elif typing.get_origin(field_type) is tuple and typing.get_args(field_type) == (str, ...):
-        condition = f"{var}.__class__ is list and {{str}}.issuperset(map(type, {var}))"
-        value = f"tuple({var})"
-    else:
-        raise TypeError(f"{field_type!r}: a type the stored digest does not hold")
-    if nullable:
-        condition = f"({var} is None or {condition})"
-        value = var if value == var else f"(None if {var} is None else {value})"
-    return condition, value
-
-
-@functools.cache
-def _positional_reader() -> Callable[[list[Any]], RunDigest]:
-    """The positional form's reader: one function per record class, generated once."""
-    namespace: dict[str, Any] = {"_Bad": _bad_field, "_new": object.__new__}
-    lines: list[str] = []
-    for number, cl in enumerate(_RECORDS):
-        hints = typing.get_type_hints(cl)
-        fields = attrs.fields(cl)
-        names = ", ".join(f"v{index}" for index in range(len(fields)))
-        lines += [f"def _build_{cl.__name__}(row):",
-                  f"    if row.__class__ is not list or len(row) != {len(fields)}:",
-                  f"        _Bad({cl.__name__!r}, None, {len(fields)})",
-                  f"    {names}{',' if len(fields) == 1 else ''} = row"]
-        values = []
-        for index, field in enumerate(fields):
-            condition, value = _check_source(hints[field.name], f"v{index}",
-                                             f"{number}_{index}", namespace)
-            if condition != "True":
-                lines += [f"    if not ({condition}):",
-                          f"        _Bad({cl.__name__!r}, {field.name!r}, v{index})"]
-            values.append(value)
-        namespace[f"_c{number}"] = cl
-        setters = slot_setters(cast(Any, cl))
-        if setters is None:  # a validator or post-init check: the class's own constructor
-            arguments = ", ".join(f"{field.alias}={value}" if field.kw_only else value
-                                  for field, value in zip(fields, values, strict=True))
-            lines.append(f"    return _c{number}({arguments})")
-        else:  # what the generated __init__ stores, without its object.__setattr__ calls
-            lines.append(f"    _o = _new(_c{number})")
-            for position, (setter, value) in enumerate(zip(setters, values, strict=True)):
-                namespace[f"_s{number}_{position}"] = setter
-                lines.append(f"    _s{number}_{position}(_o, {value})")
-            lines.append("    return _o")
-        lines.append("")
-    exec(compile("\n".join(lines), "<stored digest reader>", "exec"), namespace)
-    return cast(Callable[[list[Any]], RunDigest], namespace["_build_RunDigest"])
-
-
-def _bad_field(record: str, field: str | None, value: object) -> typing.NoReturn:
-    """The :class:`PayloadError` of a positional form that is not a digest's."""
-    if field is None:
-        raise PayloadError(record, f"expected an array of {value} fields")
-    raise PayloadError(f"{record}.{field}", f"a {type(value).__name__} is not what it holds")
 
 
 # --- building a large report -----------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The converter's two code generators: Python source written per ``attrs`` class (spec §5).
+"""The converter's code generators: Python source written per ``attrs`` class (spec §5).
 
 cattrs' generated structuring functions are general; these are written for the
 package's strict wire rules and measured 1.7x faster on its payloads:
@@ -11,8 +11,11 @@ package's strict wire rules and measured 1.7x faster on its payloads:
 * :func:`object_builder` writes a JSON ``object_pairs_hook`` that builds a root
   class's small values while the text is parsed, so a large payload skips the
   intermediate dicts and the second walk over them.
+* :func:`positional_reader` writes the reader of a record's positional form (the
+  JSON array of its fields' values, :func:`~diagnosis_core.from_wire_array`):
+  what the stores keep of every ended run, read once per run by every report.
 
-Both build an instance without its generated ``__init__`` where that ``__init__``
+All three build an instance without its generated ``__init__`` where that ``__init__``
 only stores its arguments (:func:`slot_setters`). The converter
 (:mod:`.converter`) registers the hooks and owns every error message.
 """
@@ -31,7 +34,8 @@ from typing import Any
 import attrs
 import cattrs
 
-from .json import DuplicateKey, describe_value, is_json_value_type
+from ..errors import PayloadError
+from .json import DuplicateKey, canonical_json, describe_value, is_json_value_type
 
 __all__ = [
     "InstanceAcceptingConverter",
@@ -42,6 +46,8 @@ __all__ = [
     "enum_members",
     "is_enum",
     "object_builder",
+    "positional_plan",
+    "positional_reader",
 ]
 
 _StructureHook = Callable[[Any, Any], Any]
@@ -473,3 +479,131 @@ def object_builder(root: Any) -> ObjectHook:
          namespace)
     builder: ObjectHook = namespace["build"]
     return builder
+
+
+# --- the positional form: a record as the JSON array of its fields' values -----------------
+
+
+def positional_records(field_type: Any, json_text: frozenset[type[Any]]) -> tuple[bool, Any] | None:
+    """``(many, record class)`` when a field holds records (``X``, ``X | None``, ``tuple[X, ...]``).
+
+    A record is an ``attrs`` class, except the classes shown on the wire as a JSON
+    value (``json_text``, the chat trace's ``RawResult``): those are values.
+    """
+    value_type = _strip_none(field_type)
+    item_type = _homogeneous_item_type(value_type)
+    candidate = value_type if item_type is None else item_type
+    if isinstance(candidate, type) and attrs.has(candidate) and candidate not in json_text:
+        return item_type is not None, candidate
+    return None
+
+
+@functools.cache
+def positional_plan(
+    cl: Any, json_text: frozenset[type[Any]]
+) -> tuple[tuple[str, tuple[bool, Any] | None], ...]:
+    """``(field name, the records it holds or None)`` for every field of ``cl``, in order."""
+    hints = typing.get_type_hints(cl)
+    return tuple((field.name, positional_records(hints[field.name], json_text))
+                 for field in attrs.fields(cl))
+
+
+def _positional_source(
+    field_type: Any, var: str, tag: str, namespace: dict[str, Any],
+    builders: dict[Any, str], json_text: frozenset[type[Any]],
+) -> tuple[str, str]:
+    """``(condition, value)`` source over ``var`` for one field of the positional form."""
+    records = positional_records(field_type, json_text)
+    nullable = type(None) in typing.get_args(field_type)
+    if records is not None:
+        many, cl = records
+        condition = f"{var}.__class__ is list"
+        value = f"tuple([{builders[cl]}(x) for x in {var}])" if many else f"{builders[cl]}({var})"
+    elif is_json_value_type(field_type):
+        return "True", var  # any JSON value, as the strict parser gives it
+    else:
+        condition, value = _positional_scalar(_strip_none(field_type), var, tag, namespace,
+                                              json_text)
+    if nullable:
+        condition = f"({var} is None or {condition})"
+        value = var if value == var else f"(None if {var} is None else {value})"
+    return condition, value
+
+
+def _positional_scalar(
+    field_type: Any, var: str, tag: str, namespace: dict[str, Any],
+    json_text: frozenset[type[Any]],
+) -> tuple[str, str]:
+    """The check and value of a field that holds no record, as the converter reads it."""
+    if field_type is float:  # the converter's rule: an integer is that float
+        return (f"({var}.__class__ is float or {var}.__class__ is int)",
+                f"({var} if {var}.__class__ is float else float({var}))")
+    if field_type in _EXACT_SCALARS:
+        namespace[f"_t{tag}"] = field_type
+        return f"{var}.__class__ is _t{tag}", var
+    if field_type in json_text:  # shown as the JSON value, kept as its canonical text
+        namespace[f"_j{tag}"], namespace["_canonical"] = field_type, canonical_json
+        return "True", f"_j{tag}(_canonical({var}))"
+    if typing.get_origin(field_type) is typing.Literal and all(
+            type(arg) is str for arg in typing.get_args(field_type)):
+        namespace[f"_l{tag}"] = frozenset(typing.get_args(field_type))
+        return f"{var}.__class__ is str and {var} in _l{tag}", var
+    if is_enum(field_type) and all(type(member.value) is str for member in field_type):
+        namespace[f"_m{tag}"] = {member.value: member for member in field_type}
+        return f"{var}.__class__ is str and {var} in _m{tag}", f"_m{tag}[{var}]"
+    if _homogeneous_item_type(field_type) is str:
+        return (f"{var}.__class__ is list and {{str}}.issuperset(map(type, {var}))",
+                f"tuple({var})")
+    raise TypeError(f"{field_type!r}: a type the positional form does not hold")
+
+
+def _bad_position(record: str, field: str | None, value: object) -> typing.NoReturn:
+    """The :class:`PayloadError` of an array that is not the positional form of ``record``."""
+    if field is None:
+        raise PayloadError(record, f"expected an array of {value} fields")
+    raise PayloadError(f"{record}.{field}", f"a {type(value).__name__} is not what it holds")
+
+
+@functools.cache
+def positional_reader(root: Any, json_text: frozenset[type[Any]]) -> Callable[[object], Any]:
+    """The strict reader of ``root``'s positional form: one function per record class.
+
+    Each function checks its array's length and every field exactly as the
+    converter does (an integer where a float is declared is that float; nothing
+    else is coerced), then builds the instance, without its generated
+    ``__init__`` where that only stores its arguments (:func:`slot_setters`).
+    Anything else raises :class:`PayloadError` naming the record and field.
+    """
+    classes = [root]
+    for cl in classes:
+        for _name, records in positional_plan(cl, json_text):
+            if records is not None and records[1] not in classes:
+                classes.append(records[1])
+    builders = {cl: f"_build{number}" for number, cl in enumerate(classes)}
+    namespace: dict[str, Any] = {"_Bad": _bad_position, "_new": object.__new__}
+    lines: list[str] = []
+    for number, cl in enumerate(classes):
+        hints = typing.get_type_hints(cl)
+        fields = attrs.fields(cl)
+        if not all(field.init for field in fields):
+            raise TypeError(f"{cl!r}: a field outside __init__ has no place in the positional form")
+        names = ", ".join(f"v{index}" for index in range(len(fields)))
+        lines += [f"def {builders[cl]}(row):",
+                  f"    if row.__class__ is not list or len(row) != {len(fields)}:",
+                  f"        _Bad({cl.__name__!r}, None, {len(fields)})",
+                  f"    {names}{',' if len(fields) == 1 else ''} = row"]
+        values = []
+        for index, field in enumerate(fields):
+            condition, value = _positional_source(hints[field.name], f"v{index}",
+                                                  f"{number}_{index}", namespace, builders,
+                                                  json_text)
+            if condition != "True":
+                lines += [f"    if not ({condition}):",
+                          f"        _Bad({cl.__name__!r}, {field.name!r}, v{index})"]
+            values.append(value)
+        lines += _construct_lines(cl, values, namespace, f"_c{number}_", "    ")
+        lines.append("")
+    exec(compile("\n".join(lines), f"<positional reader {root.__module__}.{root.__qualname__}>",
+                 "exec"), namespace)
+    reader: Callable[[object], Any] = namespace["_build0"]
+    return reader

@@ -29,7 +29,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import attrs
 import cattrs
@@ -50,6 +50,8 @@ from .codegen import (
     enum_members,
     is_enum,
     object_builder,
+    positional_plan,
+    positional_reader,
 )
 from .json import (
     JsonValue,
@@ -69,10 +71,12 @@ __all__ = [
     "from_json",
     "from_json_object_text",
     "from_wire",
+    "from_wire_array",
     "make_converter",
     "register_json_text",
     "to_json",
     "to_wire",
+    "to_wire_array",
 ]
 
 T = TypeVar("T")
@@ -502,6 +506,8 @@ def register_json_text(cls: type[Any]) -> None:
     if cls in _JSON_TEXT:
         return
     _JSON_TEXT.append(cls)
+    _array_plan.cache_clear()  # the class is a value of the positional form now, no record
+    _array_reader.cache_clear()
     for conv in _built_converters():
         _install_json_text(conv, cls)
 
@@ -656,6 +662,73 @@ def from_wire(cls: type[T], data: object) -> T:
         # a PayloadError.
         raise _key_case_hint(_payload_error(exc), data) from None
     return detailed
+
+
+# --- the positional form ----------------------------------------------------------
+
+
+def to_wire_array(value: object) -> list[JsonValue]:
+    """``value`` (an ``attrs`` record) as its positional form: the JSON array of its fields.
+
+    Each field's wire value (:func:`to_wire`) stands in the order the class
+    declares its fields, with no key; a nested record is an array in its place,
+    a tuple of records an array of arrays. A JSON value a record carries (a
+    :data:`JsonValue` field, a tool's output) is written as it is: which array
+    is a record is decided by the field's type, never by the value's shape.
+    The form is for a store that reads many records of one class (the stores
+    keep an ended run's summary so): with no keys to parse, the strict parser
+    builds few objects, and :func:`from_wire_array` checks and builds the
+    instance in one walk.
+
+    Raises:
+        TypeError: ``value`` is not an ``attrs`` record.
+    """
+    cl: Any = type(value)
+    if not attrs.has(cl):
+        raise TypeError(f"expected an attrs record, got {cl.__name__}")
+    return _wire_array(value, cl)
+
+
+@functools.cache
+def _array_plan(cl: Any) -> tuple[tuple[str, tuple[bool, Any] | None], ...]:
+    return positional_plan(cl, frozenset(_JSON_TEXT))
+
+
+@functools.cache
+def _array_reader(cl: Any) -> Callable[[object], Any]:
+    return positional_reader(cl, frozenset(_JSON_TEXT))
+
+
+def _wire_array(value: object, cl: Any) -> list[JsonValue]:
+    row: list[JsonValue] = []
+    for name, records in _array_plan(cl):
+        item = getattr(value, name)
+        if records is None or item is None:
+            row.append(to_wire(item))
+        elif records[0]:
+            row.append([_wire_array(element, records[1]) for element in item])
+        else:
+            row.append(_wire_array(item, records[1]))
+    return row
+
+
+def from_wire_array(cls: type[T], data: object) -> T:
+    """Read :func:`to_wire_array`'s form of ``cls`` back, strictly.
+
+    Every field is checked as :func:`from_wire` checks it (an integer where a
+    float is declared is that float; nothing else is coerced). The reader is
+    generated once per class, from its field types: strings, integers, floats,
+    booleans, string literals and string enums, tuples of strings, JSON values,
+    records, tuples of records, each of them optional.
+
+    Raises:
+        PayloadError: ``data`` is not the positional form of ``cls``, naming the
+            record and field (``RunStory.effects: a dict is not what it holds``).
+        TypeError: ``cls`` declares a field of another type, or a field outside
+            its ``__init__``.
+    """
+    reader: Callable[[object], T] = _array_reader(cast(Any, cls))
+    return reader(data)
 
 
 _PATH_STEP = LazyPattern(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
