@@ -1,9 +1,9 @@
 """One live owner per LangGraph thread: a claim the holder's death releases.
 
 The run and resume helpers of the LangGraph adapters hold, while they drive a
-thread, an exclusive claim on the thread id, taken through the stores'
-ownership module (``diagnosis_core.stores._ownership``, the rules of every claim
-of the package) and chosen by the saver:
+thread, an exclusive claim on the thread id (:class:`diagnosis_core.stores.Claims`,
+under the rules of every claim of the package), held where the saver keeps its
+threads:
 
 * PostgreSQL savers: a *session* advisory lock (``pg_try_advisory_lock`` on
   64 bits of the SHA-256 of ``langgraph-thread:<thread id>``) taken on a
@@ -38,16 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from ..journal import RunClaimedError
-from ..stores._ownership import (
-    THREAD_NAMESPACE,
-    ConnectionClaims,
-    FileClaims,
-    LocalClaims,
-)
+from ..stores import Claims
 
 __all__ = ["ThreadBusyError", "aowner", "owner"]
 
 _POLL_SECONDS = 0.05
+_THREAD_NAMESPACE = b"langgraph-thread:"
+"""What the thread ids are hashed under (spec §16), apart from a store's run ids."""
 
 
 class ThreadBusyError(RunClaimedError):
@@ -100,20 +97,21 @@ def _postgres_params(saver: Any) -> tuple[str, dict[str, Any]] | None:
 # --- choosing and holding -------------------------------------------------------------------
 
 
-def _lock_for(saver: object) -> Any:
+def _lock_for(saver: object) -> Claims:
     module = type(saver).__module__
     if module.startswith("langgraph.checkpoint.postgres"):
         params = _postgres_params(saver)
         if params is not None:
-            return ConnectionClaims(*params, THREAD_NAMESPACE)
+            conninfo, connect = params
+            return Claims.on_postgres(conninfo, _THREAD_NAMESPACE, **connect)
     if module.startswith("langgraph.checkpoint.sqlite"):
         path = _sqlite_file(saver)
         if path is not None:
-            return FileClaims(path, THREAD_NAMESPACE)
-    return LocalClaims(saver, THREAD_NAMESPACE)
+            return Claims.in_file(path, _THREAD_NAMESPACE)
+    return Claims.in_process(saver, _THREAD_NAMESPACE)
 
 
-def _acquire(lock: Any, thread_id: str, wait: float | None) -> Any:
+def _acquire(lock: Claims, thread_id: str, wait: float | None) -> object:
     deadline = None if wait is None else time.monotonic() + max(wait, 0.0)
     while True:
         handle, holder = lock.try_acquire(thread_id)

@@ -13,7 +13,8 @@ journals of many runs, one entry written at a time (O(1) per write):
 ``runs.jsonl``). Each implements the store port of :mod:`diagnosis_core.journal`
 (the ``JournalStore`` protocol, the values it exchanges, ``StoreError`` and its
 kinds), which is published there, with the journal, not here. Writers are exclusive
-per run (``JournalStore.claim``, ``RunClaimedError``); a :class:`PayloadCodec` such as
+per run (``JournalStore.claim``, ``RunClaimedError``), under the rules of
+:class:`Claims`, which a host may use to hold names of its own; a :class:`PayloadCodec` such as
 :class:`AesGcmCodec` (extra ``crypto``) encrypts every stored fact.
 
 ``run_diagnosis(request, effects, store=store)`` records into a store and
@@ -39,6 +40,7 @@ from ._codec import AesGcmCodec
 from ._drive import open_store
 from ._fleet import fleet_report
 from ._jsonl import JsonlStore
+from ._ownership import Claims
 from ._pages import (
     fleet_report_html,
     report_page_name,
@@ -62,6 +64,7 @@ from ._story import failure_reasons
 
 __all__ = [
     "AesGcmCodec",
+    "Claims",
     "FleetReport",
     "JsonlStore",
     "PayloadCodec",

@@ -36,6 +36,7 @@ The files must be on a local file system, as SQLite's own locking requires.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import errno
 import functools
@@ -61,7 +62,7 @@ __all__ = [
     "LOCK_DIRECTORY_SUFFIX",
     "LOCK_FILE_NAME",
     "RUN_NAMESPACE",
-    "THREAD_NAMESPACE",
+    "Claims",
     "ConnectionClaims",
     "FileClaims",
     "LocalClaims",
@@ -76,8 +77,6 @@ __all__ = [
 
 RUN_NAMESPACE = b"diagnosis-run\x00"
 """What a journal store's run ids are hashed under (advisory keys, lock offsets)."""
-THREAD_NAMESPACE = b"langgraph-thread:"
-"""What the LangGraph helpers' thread ids are hashed under."""
 LOCK_DIRECTORY_SUFFIX = ".locks"
 LOCK_FILE_NAME = "claims.lock"
 
@@ -360,6 +359,68 @@ def _forget(key: Hashable, generation: int) -> None:
             registry.held.pop(key, None)
 
 
+# --- the public face: one kind of claim, three places to hold it -------------------------
+
+
+class Claims(abc.ABC):
+    """Exclusive names held while their holder lives: the claims the stores take (spec §16).
+
+    The journal stores claim each run they write through these; a host holds its
+    own names (a graph thread, a queue's job) under the same rules, in one of
+    three places, chosen by who else must be kept out:
+
+    * :meth:`in_file` — every process of this host that opens the same file
+      (any spelling of its path): a byte-range lock in ``<file>.locks/claims.lock``;
+    * :meth:`on_postgres` — every process that reaches the same PostgreSQL
+      database: a session advisory lock, on a connection of the claim's own;
+    * :meth:`in_process` — the threads of this process that use the same object.
+
+    A name belongs to one holder at a time — two threads of one process are
+    kept apart as two processes are — and is released when the holder releases
+    it or dies (SIGKILL included): a lock, never a lease, so a slow holder never
+    loses a name and a dead one never keeps it. A ``namespace`` keeps kinds of
+    names apart (the run ``r`` of a store and the thread ``r`` of a graph).
+
+    :meth:`try_acquire` never waits; a host that wants to wait polls it.
+    """
+
+    @classmethod
+    def in_file(cls, path: str | os.PathLike[str], namespace: bytes) -> Claims:
+        """Claims shared by every process that opens ``path`` (a local file system)."""
+        return FileClaims(path, namespace)
+
+    @classmethod
+    def on_postgres(cls, conninfo: str, namespace: bytes, **connect: Any) -> Claims:
+        """Claims shared by every process that reaches this database (extra ``postgres``).
+
+        Each held name keeps a connection of its own (``psycopg.connect(conninfo,
+        **connect)``), named after its holder (``pid N on host``) so that a refused
+        claimant can say who holds the name; the server releases the name when that
+        connection ends, the holder's death included.
+        """
+        return ConnectionClaims(conninfo, connect, namespace)
+
+    @classmethod
+    def in_process(cls, owner: object, namespace: bytes) -> Claims:
+        """Claims on the names of ``owner`` (an in-memory object) among this process's threads."""
+        return LocalClaims(owner, namespace)
+
+    @abc.abstractmethod
+    def try_acquire(self, name: str) -> tuple[object | None, str | None]:
+        """Hold ``name`` now: ``(handle, None)``, or ``(None, its holder when known)``.
+
+        The holder is named ``pid N on host`` (and more where known). Never waits.
+
+        Raises:
+            StoreError: the place cannot be reached (the lock file cannot be
+                opened, the database refuses the connection).
+        """
+
+    @abc.abstractmethod
+    def release(self, held: object) -> None:
+        """Give up the name ``held`` (a handle of :meth:`try_acquire`); idempotent."""
+
+
 # --- claims on a file ---------------------------------------------------------------------
 
 
@@ -374,7 +435,7 @@ class FileHeld:
     released: bool = False
 
 
-class FileClaims:
+class FileClaims(Claims):
     """Claims on the names (runs, threads) of one file: byte-range locks in its lock file.
 
     ``path`` is the store or database file; it is resolved (``realpath``) once, here,
@@ -565,7 +626,7 @@ class SessionHeld:
 _DOMAINS = itertools.count()
 
 
-class SessionClaims:
+class SessionClaims(Claims):
     """Claims held by one PostgreSQL session that threads share (a store's connection).
 
     A session advisory lock is re-entrant within its session, so the server alone
@@ -619,7 +680,7 @@ class SessionClaims:
                 del registry.held[key]
 
 
-class ConnectionClaims:
+class ConnectionClaims(Claims):
     """Claims each held by a PostgreSQL connection of its own (the LangGraph thread owner).
 
     The connection is named after its holder (``application_name``), so a refused
@@ -696,7 +757,7 @@ class LocalHeld:
     generation: int
 
 
-class LocalClaims:
+class LocalClaims(Claims):
     """Claims on the names of an object no other process can reach (an in-memory saver)."""
 
     def __init__(self, owner: object, namespace: bytes) -> None:

@@ -40,6 +40,7 @@ from langgraph_support import (
 
 import diagnosis_core as dc
 import diagnosis_core.aiops as dca
+from diagnosis_core.adapters._langgraph_owner import _THREAD_NAMESPACE as THREAD_NAMESPACE
 from diagnosis_core.adapters.langgraph import (
     ThreadBusyError,
     build_diagnosis_graph,
@@ -48,13 +49,8 @@ from diagnosis_core.adapters.langgraph import (
 )
 from diagnosis_core.adapters.langgraph_aiops import build_aiops_graph, resume_aiops_graph
 from diagnosis_core.journal import RunClaimedError
-from diagnosis_core.stores import _ownership
-from diagnosis_core.stores._ownership import (
-    THREAD_NAMESPACE,
-    ConnectionClaims,
-    advisory_key,
-    exited_here,
-)
+from diagnosis_core.stores import Claims, _ownership
+from diagnosis_core.stores._ownership import advisory_key, exited_here
 
 DOC = load_doc(EXAMPLES_DIR / "payment_timeout.json")
 AIOPS_DOC = load_doc(EXAMPLES_DIR / "aiops_payload_targeted.json")
@@ -303,7 +299,7 @@ def _held_as(conninfo: str, holder: str, name: str) -> Iterator[Any]:
 
 
 def _claims(conninfo: str) -> Any:
-    return ConnectionClaims(conninfo, {}, THREAD_NAMESPACE)
+    return Claims.on_postgres(conninfo, THREAD_NAMESPACE)
 
 
 def test_postgres_a_claimant_waits_while_the_server_ends_an_exited_owners_session(

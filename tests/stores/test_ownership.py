@@ -253,7 +253,7 @@ import diagnosis_core.stores as stores
 for package in (diagnosis_core.adapters, stores):
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
-from diagnosis_core.stores._ownership import THREAD_NAMESPACE, FileClaims, lock_primitive
+from diagnosis_core.stores._ownership import lock_primitive
 
 jsonl_url, sqlite_url, example = sys.argv[1:4]
 print(lock_primitive(), sys.modules["fcntl"], flush=True)
@@ -271,7 +271,7 @@ for url in (jsonl_url, sqlite_url):
     else:
         raise SystemExit("claimed twice")
     other.close()
-threads = FileClaims(sqlite_url.removeprefix("sqlite:///"), THREAD_NAMESPACE)
+threads = stores.Claims.in_file(sqlite_url.removeprefix("sqlite:///"), b"langgraph-thread:")
 thread, _ = threads.try_acquire("t")
 assert thread is not None and threads.try_acquire("t")[0] is None
 print("held", flush=True)
@@ -285,7 +285,7 @@ sys.stdin.readline()
 
 
 def test_without_fcntl_the_stores_and_adapters_import_and_claims_hold(tmp_path: Path) -> None:
-    from diagnosis_core.stores._ownership import THREAD_NAMESPACE, FileClaims
+    from diagnosis_core.stores import Claims
 
     jsonl_url = str(tmp_path / "runs.jsonl")
     sqlite_url = f"sqlite:///{tmp_path / 'runs.db'}"
@@ -304,7 +304,7 @@ def test_without_fcntl_the_stores_and_adapters_import_and_claims_hold(tmp_path: 
             with pytest.raises(RunClaimedError, match=f"pid {child.pid} on "):
                 store.claim("held")
             store.close()
-        threads = FileClaims(tmp_path / "runs.db", THREAD_NAMESPACE)
+        threads = Claims.in_file(tmp_path / "runs.db", b"langgraph-thread:")
         assert threads.try_acquire("t") == (None, f"pid {child.pid} on {os.uname().nodename}")
         child.stdin.write("\n")
         child.stdin.flush()

@@ -13,7 +13,8 @@ from store_support import ROOT
 
 def test_the_storing_runs_snippet_runs(tmp_path: Path) -> None:
     page = (ROOT / "docs" / "stores.md").read_text(encoding="utf-8")
-    (snippet,) = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    (snippet,) = [block for block in re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+                  if "run_diagnosis" in block]
     (tmp_path / "snippet.py").write_text(snippet, encoding="utf-8")
     # The clone's root on the path, as `pip install -e .` puts it; nothing else here.
     completed = subprocess.run(

@@ -178,6 +178,13 @@ def save_and_restore(state: DiagnosisState) -> DiagnosisState:
     return dc.from_json(DiagnosisState, text)
 
 
+def store_positionally(story: dcst.RunStory) -> dcst.RunStory:
+    """A record kept as the JSON array of its fields, read back strictly."""
+    row: list[JsonValue] = dc.to_wire_array(story)
+    assert_type(dc.from_wire_array(dcst.RunStory, row), dcst.RunStory)
+    return dc.from_wire_array(dcst.RunStory, dcp.loads_stored(dcp.canonical_json(row)))
+
+
 # --- payloads and decisions ----------------------------------------------------------------
 
 
@@ -867,6 +874,13 @@ def store_a_run(request: DiagnosisRequest, effects: Effects, path: str) -> str:
     codec: dcst.PayloadCodec = dcst.AesGcmCodec(bytes(16))
     postgres: type[dcst.PostgresStore] = dcst.PostgresStore
     assert codec.name and postgres and stores
+    claims: dcst.Claims = dcst.Claims.in_file(path, b"my-jobs:")
+    handle, holder = claims.try_acquire("job-1")
+    if handle is not None:
+        claims.release(handle)
+    remote = dcst.Claims.on_postgres("dbname=runs", b"my-jobs:", connect_timeout=5)
+    local = dcst.Claims.in_process(store, b"my-jobs:")
+    assert holder is None or remote is not local
     return page + text
 
 
