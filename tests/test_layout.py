@@ -398,42 +398,15 @@ def test_the_chat_workflow_never_imports_the_aiops_workflow() -> None:
         "diagnosis_core.adapters",
         "diagnosis_core.testing",
         "diagnosis_core.conformance",
+        "diagnosis_core.stores",
     ],
 )
-def test_adapters_testing_and_conformance_import_public_names_only(prefix: str) -> None:
+def test_adapters_testing_conformance_and_stores_import_public_names_only(prefix: str) -> None:
     # Nothing publishes itself (``_kernel/public.py``: the top-level package publishes
-    # each namespace as it is imported), and the terminal escaping (spec §15) is public.
-    # stores._ownership is the one ownership module (spec §16.1): the LangGraph thread
-    # owner takes its claims there, under the same rules as the stores, not as API.
-    assert _offenders(
-        prefix,
-        lambda s, t: _is_public(t) or t.startswith(prefix)
-        or (s == "diagnosis_core.adapters._langgraph_owner"
-            and t == "diagnosis_core.stores._ownership"),
-    ) == []
-
-
-# What the stores still take from private modules, and why (docs/decisions.md, "The
-# stores on public names"): the digest reader generator's slot setters and JSON-type
-# test. The store port, the journal's bases and the terminal escaping are public now.
-# The list may only shrink.
-_STORES_PRIVATE_DEBT = {
-    "diagnosis_core.stores._summary": {"_kernel.wire.codegen", "_kernel.wire.json"},
-}
-
-
-def test_the_stores_import_public_names_but_for_a_listed_debt_that_only_shrinks() -> None:
-    def allowed(source: str, target: str) -> bool:
-        debt = _STORES_PRIVATE_DEBT.get(source, set())
-        return (_is_public(target) or target.startswith("diagnosis_core.stores")
-                or target.removeprefix("diagnosis_core.") in debt)
-
-    assert _offenders("diagnosis_core.stores", allowed) == []
-    graph = _graph()
-    paid = sorted(f"{source} -> {target}" for source, targets in _STORES_PRIVATE_DEBT.items()
-                  for target in targets
-                  if f"diagnosis_core.{target}" not in graph.get(source, ()))
-    assert paid == [], "an import on the list is gone: take it off the list"
+    # each namespace as it is imported). The stores read their summaries through the
+    # public positional form, and the LangGraph thread owner holds its claims through
+    # the public ``stores.Claims``, under the same rules as the stores.
+    assert _offenders(prefix, lambda _s, t: _is_public(t) or t.startswith(prefix)) == []
 
 
 def test_only_the_command_line_and_main_import_the_command_line() -> None:
