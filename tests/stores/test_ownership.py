@@ -430,3 +430,32 @@ def test_the_portable_lockf_primitive_excludes_another_process_and_releases(
         assert other_process(7) == "locked"
     finally:
         os.close(fd)
+
+
+# --- the public face: a host's own names ----------------------------------------------------
+
+
+def test_a_hosts_names_are_held_once_per_namespace_and_place(tmp_path: Path) -> None:
+    from diagnosis_core.stores import Claims
+
+    jobs, other = object(), object()
+    claims = Claims.in_process(jobs, b"jobs:")
+    handle, holder = claims.try_acquire("j1")
+    assert handle is not None and holder is None
+    refused, by = Claims.in_process(jobs, b"jobs:").try_acquire("j1")
+    assert refused is None and by is not None and by.startswith(f"pid {os.getpid()} on ")
+    for free in (Claims.in_process(other, b"jobs:"), Claims.in_process(jobs, b"reports:")):
+        held, _ = free.try_acquire("j1")  # another object, another namespace: another name
+        assert held is not None
+        free.release(held)
+    claims.release(handle)
+    claims.release(handle)  # idempotent
+    again, _ = Claims.in_process(jobs, b"jobs:").try_acquire("j1")
+    assert again is not None
+
+    in_file = Claims.in_file(tmp_path / "jobs.db", b"jobs:")
+    first, _ = in_file.try_acquire("j1")
+    assert first is not None
+    assert Claims.in_file(tmp_path / "." / "jobs.db", b"jobs:").try_acquire("j1")[0] is None
+    in_file.release(first)
+    assert (tmp_path / "jobs.db.locks" / "claims.lock").exists()
