@@ -316,6 +316,25 @@ class _LayoutField:
         self.default = default
 
 
+def _inline_check(value_type: Any, name: str, namespace: dict[str, Any]) -> tuple[str, str] | None:
+    """``(condition, value)`` over ``{v}`` for the types every builder checks inline, or None.
+
+    An exact ``str``/``bool``/``int``, a string enum's member lookup, a tuple of
+    exact scalars: the bulk of every payload, checked as the converter's hooks do.
+    """
+    if value_type in _EXACT_SCALARS:
+        namespace[f"{name}_t"] = value_type
+        return f"{{v}}.__class__ is {name}_t", "{v}"
+    if is_enum(value_type) and all(type(member.value) is str for member in value_type):
+        namespace[f"{name}_m"] = enum_members(value_type)[0]
+        return f"{{v}}.__class__ is str and {{v}} in {name}_m", f"{name}_m[{{v}}]"
+    if _homogeneous_item_type(value_type) in _EXACT_SCALARS:
+        namespace[f"{name}_only"] = frozenset({_homogeneous_item_type(value_type)})
+        return (f"{{v}}.__class__ is list and {name}_only.issuperset(map(type, {{v}}))",
+                "tuple({v})")
+    return None
+
+
 def _layout_field(
     cl: Any, field: Any, field_type: Any, prefix: str, namespace: dict[str, Any], eligible: set[Any]
 ) -> _LayoutField | None:
@@ -324,16 +343,13 @@ def _layout_field(
     value_type = _strip_none(field_type) if nullable else field_type
     name = f"{prefix}{field.name}"
     item_type = _homogeneous_item_type(value_type)
-    if value_type in _EXACT_SCALARS:
-        namespace[f"{name}_t"] = value_type
-        condition, value = f"{{v}}.__class__ is {name}_t", "{v}"
-    elif is_enum(value_type) and all(type(member.value) is str for member in value_type):
-        namespace[f"{name}_m"] = enum_members(value_type)[0]
-        condition, value = f"{{v}}.__class__ is str and {{v}} in {name}_m", f"{name}_m[{{v}}]"
+    inline = _inline_check(value_type, name, namespace)
+    if inline is not None:
+        condition, value = inline
     elif isinstance(value_type, type) and value_type in eligible:
         namespace[f"{name}_t"] = value_type
         condition, value = f"{{v}}.__class__ is {name}_t", "{v}"
-    elif item_type in _EXACT_SCALARS or (isinstance(item_type, type) and item_type in eligible):
+    elif isinstance(item_type, type) and item_type in eligible:
         namespace[f"{name}_only"] = frozenset({item_type})
         condition = f"{{v}}.__class__ is list and {name}_only.issuperset(map(type, {{v}}))"
         value = "tuple({v})"
@@ -535,12 +551,12 @@ def _positional_scalar(
     json_text: frozenset[type[Any]],
 ) -> tuple[str, str]:
     """The check and value of a field that holds no record, as the converter reads it."""
+    inline = _inline_check(field_type, f"_p{tag}", namespace)
+    if inline is not None:
+        return inline[0].format(v=var), inline[1].format(v=var)
     if field_type is float:  # the converter's rule: an integer is that float
         return (f"({var}.__class__ is float or {var}.__class__ is int)",
                 f"({var} if {var}.__class__ is float else float({var}))")
-    if field_type in _EXACT_SCALARS:
-        namespace[f"_t{tag}"] = field_type
-        return f"{var}.__class__ is _t{tag}", var
     if field_type in json_text:  # shown as the JSON value, kept as its canonical text
         namespace[f"_j{tag}"], namespace["_canonical"] = field_type, canonical_json
         return "True", f"_j{tag}(_canonical({var}))"
@@ -548,12 +564,6 @@ def _positional_scalar(
             type(arg) is str for arg in typing.get_args(field_type)):
         namespace[f"_l{tag}"] = frozenset(typing.get_args(field_type))
         return f"{var}.__class__ is str and {var} in _l{tag}", var
-    if is_enum(field_type) and all(type(member.value) is str for member in field_type):
-        namespace[f"_m{tag}"] = {member.value: member for member in field_type}
-        return f"{var}.__class__ is str and {var} in _m{tag}", f"_m{tag}[{var}]"
-    if _homogeneous_item_type(field_type) is str:
-        return (f"{var}.__class__ is list and {{str}}.issuperset(map(type, {var}))",
-                f"tuple({var})")
     raise TypeError(f"{field_type!r}: a type the positional form does not hold")
 
 
