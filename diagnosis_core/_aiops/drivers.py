@@ -57,7 +57,7 @@ from .machine import (
     InvokeAiOpsAgent,
 )
 from .trace import AiOpsTraceEvent
-from .workflow import AIOPS_WORKFLOW, AiOpsWorkflow
+from .workflow import AIOPS_WORKFLOW
 
 __all__ = [
     "AiOpsEffects",
@@ -149,32 +149,12 @@ class _AiOpsDriving(Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]):
     async_effects_type = AsyncAiOpsEffects
     effect_names = _AGENT_NAMES
 
-    @property
-    def workflow(self) -> AiOpsWorkflow:
-        """:data:`AIOPS_WORKFLOW`."""
-        return AIOPS_WORKFLOW
-
-    @property
-    def journal_type(self) -> type[AiOpsJournal]:
-        """:class:`AiOpsJournal`."""
-        return AiOpsJournal
-
-    @property
-    def recorder_type(self) -> type[AiOpsJournalRecorder]:
-        """:class:`AiOpsJournalRecorder`."""
-        return AiOpsJournalRecorder
-
-    def perform(
-        self, action: InvokeAiOpsAgent, effects: AiOpsEffects
-    ) -> AgentReplied | AgentFailed:
-        """:func:`perform_aiops_effect`."""
-        return perform_aiops_effect(action, effects)
-
-    async def aperform(
-        self, action: InvokeAiOpsAgent, effects: AsyncAiOpsEffects
-    ) -> AgentReplied | AgentFailed:
-        """:func:`perform_aiops_effect_async`."""
-        return await perform_aiops_effect_async(action, effects)
+    # The workflow's own objects and effect functions: a wrapper would only repeat them.
+    workflow = AIOPS_WORKFLOW
+    journal_type = AiOpsJournal
+    recorder_type = AiOpsJournalRecorder
+    perform = staticmethod(perform_aiops_effect)
+    aperform = staticmethod(perform_aiops_effect_async)
 
 
 _DRIVING = _AiOpsDriving()

@@ -73,8 +73,7 @@ def _check_text(path: str, text: str) -> None:
 def _check_text_about_an_alert(path: str, item: _TextAboutAnAlert) -> None:
     """An executor finding or a report action: non-blank text, and an optional
     alert reference that names both the alert and its service, or neither."""
-    if not item.text.strip():
-        raise PayloadError(f"{path}.text", _BLANK)
+    _check_text(path, item.text)
     alert_name, service = item.alert_name, item.service
     if alert_name == "":
         raise PayloadError(f"{path}.alert_name", _EMPTY)

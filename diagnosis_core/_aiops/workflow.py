@@ -97,25 +97,15 @@ class AiOpsWorkflow(
     finished_type = AiOpsFinished
     round_name = "step"
 
-    def request_to_wire(self, request: AiOpsRequest) -> dict[str, JsonValue]:
-        """The request's wire form (:func:`aiops_request_to_wire`)."""
-        return aiops_request_to_wire(request)
-
     def load_request(self, data: object) -> AiOpsRequest:
         """A request loaded strictly from its wire form."""
         return load_aiops_request(data)
 
-    def start(self, request: AiOpsRequest) -> AiOpsState:
-        """The state a run starts in (:func:`start_aiops`)."""
-        return start_aiops(request)
-
-    def next_action(self, state: AiOpsState) -> InvokeAiOpsAgent | AiOpsFinished:
-        """The agent call the machine asks for next (:func:`next_aiops_action`)."""
-        return next_aiops_action(state)
-
-    def advance(self, state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
-        """The state after an agent's result (:func:`advance_aiops`)."""
-        return advance_aiops(state, result)
+    # The codec's and the machine's own functions are the methods: a wrapper would only repeat them.
+    request_to_wire = staticmethod(aiops_request_to_wire)
+    start = staticmethod(start_aiops)
+    next_action = staticmethod(next_aiops_action)
+    advance = staticmethod(advance_aiops)
 
     def expected_call(self, action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
         """The entry header an action must be recorded under: agent, step, attempt, input hash."""
@@ -151,10 +141,7 @@ class AiOpsWorkflow(
             )
         scenario: dict[str, JsonValue] = {"workflow": self.name}
         scenario.update(aiops_request_to_wire(journal.request))
-        scripted: dict[str, JsonValue] = {}
-        for agent, items in responses.items():
-            scripted[agent] = items
-        scenario["responses"] = scripted
+        scenario["responses"] = {agent: items for agent, items in responses.items()}
         records = _ledger_records(journal)
         if records is not None:
             scenario["tool_ledger"] = records

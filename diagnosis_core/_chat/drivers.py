@@ -127,6 +127,8 @@ class _DiagnosisDriving(Driving[DiagnosisState, Effects, AsyncEffects]):
     effects_type = Effects
     async_effects_type = AsyncEffects
     effect_names = _EFFECT_NAMES
+    perform = staticmethod(perform_effect)  # the effect functions themselves, not wrapped
+    aperform = staticmethod(perform_effect_async)
 
     @property
     def workflow(self) -> DiagnosisWorkflow:
@@ -148,16 +150,6 @@ class _DiagnosisDriving(Driving[DiagnosisState, Effects, AsyncEffects]):
         from .journal import JournalRecorder
 
         return JournalRecorder
-
-    def perform(self, action: InvokeAgent | CallGatekeeper, effects: Effects) -> EffectResult:
-        """:func:`perform_effect`."""
-        return perform_effect(action, effects)
-
-    async def aperform(
-        self, action: InvokeAgent | CallGatekeeper, effects: AsyncEffects
-    ) -> EffectResult:
-        """:func:`perform_effect_async`."""
-        return await perform_effect_async(action, effects)
 
     def with_failures(self, state: DiagnosisState, failures: int) -> DiagnosisState:
         """The finished state with its ``observer_failures`` count."""

@@ -407,19 +407,19 @@ def _leave(
     return _follow(state, route, round=pending.round, reason=leaving_reason(route, reason))
 
 
+_COMPLETED: Final = RoutingFacts(status=NodeStatus.COMPLETED)
+_NO_DETAILS: Final = EventDetails()  # frozen values: one instance of each serves every call
+
+
 def _completed(
     state: DiagnosisState,
     pending: PendingCall,
-    facts: RoutingFacts | None = None,
-    details: EventDetails | None = None,
+    facts: RoutingFacts = _COMPLETED,
+    details: EventDetails = _NO_DETAILS,
 ) -> tuple[DiagnosisState, Route]:
     """Record a COMPLETED attempt (no reason code) and read its route."""
-    if facts is None:
-        facts = RoutingFacts(status=NodeStatus.COMPLETED)
     route = choose_route(pending.agent.node, facts)
-    status = NodeStatus.COMPLETED
-    details = details if details is not None else EventDetails()
-    return _STEPS.attempt_traced(state, pending, status, None, details), route
+    return _STEPS.attempt_traced(state, pending, NodeStatus.COMPLETED, None, details), route
 
 
 # --- planner ---------------------------------------------------------------------
@@ -549,7 +549,7 @@ def _verified_input(state: DiagnosisState) -> DiagnosisState:
     """The projection was computed with the gatekeeper result; record the node."""
     assert state.verified is not None
     state = _STEPS.traced(state, NodeName.VERIFIED_INPUT, NodeStatus.COMPLETED, None, state.round)
-    route = choose_route(NodeName.VERIFIED_INPUT, RoutingFacts(status=NodeStatus.COMPLETED))
+    route = choose_route(NodeName.VERIFIED_INPUT, _COMPLETED)
     return _follow(state, route, round=state.round)
 
 
@@ -651,7 +651,7 @@ def _evidence_retry(state: DiagnosisState) -> DiagnosisState:
     state = attrs.evolve(
         state, retry_context=context, evidence_retries=state.evidence_retries + 1
     )
-    route = choose_route(NodeName.EVIDENCE_RETRY, RoutingFacts(status=NodeStatus.COMPLETED))
+    route = choose_route(NodeName.EVIDENCE_RETRY, _COMPLETED)
     return _follow(state, route, round=state.round + 1)
 
 
@@ -709,7 +709,7 @@ def _finish_fallback(
     round = max(state.round, 1)
     state = _STEPS.traced(state, node, NodeStatus.COMPLETED, reason, round)
     state = attrs.evolve(state, outcome=outcome, answer=answer, reason_code=reason)
-    route = choose_route(node, RoutingFacts(status=NodeStatus.COMPLETED))
+    route = choose_route(node, _COMPLETED)
     return _follow(state, route, round=round)
 
 

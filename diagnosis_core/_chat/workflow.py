@@ -131,25 +131,15 @@ class DiagnosisWorkflow(
     finished_type = Finished
     round_name = "round"
 
-    def request_to_wire(self, request: DiagnosisRequest) -> dict[str, JsonValue]:
-        """The request's wire form (``request_to_wire``)."""
-        return request_to_wire(request)
-
     def load_request(self, data: object) -> DiagnosisRequest:
         """A request loaded strictly from its wire form (``load_request``)."""
         return load_request(data)
 
-    def start(self, request: DiagnosisRequest) -> DiagnosisState:
-        """The state a run starts in (:func:`start_diagnosis`)."""
-        return start_diagnosis(request)
-
-    def next_action(self, state: DiagnosisState) -> InvokeAgent | CallGatekeeper | Finished:
-        """The effect the machine asks for next (:func:`next_action`)."""
-        return next_action(state)
-
-    def advance(self, state: DiagnosisState, result: EffectResult) -> DiagnosisState:
-        """The state after an effect's result (:func:`advance`)."""
-        return advance(state, result)
+    # The codec's and the machine's own functions are the methods: a wrapper would only repeat them.
+    request_to_wire = staticmethod(request_to_wire)
+    start = staticmethod(start_diagnosis)
+    next_action = staticmethod(next_action)
+    advance = staticmethod(advance)
 
     def expected_call(self, action: InvokeAgent | CallGatekeeper) -> ExpectedCall:
         """The entry header an action must be recorded under (hash included)."""
@@ -210,10 +200,7 @@ class DiagnosisWorkflow(
             else:  # an agent's reply or error
                 responses[entry.call.value].append(scenario_response(outcome, exact, where))
         scenario: dict[str, JsonValue] = dict(request_to_wire(journal.request))
-        scripted: dict[str, JsonValue] = {}
-        for agent, items in responses.items():
-            scripted[agent] = items
-        scenario["responses"] = scripted
+        scenario["responses"] = {agent: items for agent, items in responses.items()}
         scenario["gatekeeper"] = gatekeeper
         return scenario
 
