@@ -32,7 +32,6 @@ __all__ = [
     "AsyncAgentInvoker",
     "AsyncAgentTable",
     "Driving",
-    "awaitable_agent",
     "awaitable_call",
     "check_effect",
     "check_effects_kind",
@@ -97,11 +96,6 @@ def awaitable_call(call: Callable[[A1, A2], R]) -> Callable[[A1, A2], Awaitable[
 
     wrapped.__wrapped__ = call  # type: ignore[attr-defined]  # what it wraps (its signature too)
     return wrapped
-
-
-def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
-    """A sync agent as an async one (see :func:`awaitable_call`)."""
-    return awaitable_call(invoker)
 
 
 class AsyncAgentTable(AgentTable[N, AsyncAgentInvoker], Generic[N, Sync]):
