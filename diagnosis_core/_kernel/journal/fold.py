@@ -20,7 +20,7 @@ import attrs
 from ..enums import FailureKind
 from ..errors import JournalError
 from ..machine.results import AgentFailed, AgentReplied
-from ..wire.facts import not_text_message, repair_text
+from ..wire.facts import has_surrogate, not_text_message, repair_text
 from ..wire.json import JsonValue
 from .codec import (
     EntryState,
@@ -522,20 +522,12 @@ _KIND_NAMES = {
 }
 
 
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def scripted_message(message: str, class_name: str) -> str | None:
     """The scenario message whose scripted exception reproduces ``message``, or None."""
     if message == class_name:
         return ""
     prefix = class_name + ": "
-    if message.startswith(prefix) and not _has_surrogate(message):
+    if message.startswith(prefix) and not has_surrogate(message):
         return message[len(prefix) :]
     return None
 

@@ -40,14 +40,13 @@ its output is over a limit.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from ..wire.json import JsonValue
-from .ledger import ToolInvocation
+from .ledger import _NAME, ToolInvocation
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -58,8 +57,6 @@ __all__ = [
     "citable_paths",
     "for_local_decoder",
 ]
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:

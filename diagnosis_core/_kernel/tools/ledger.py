@@ -62,7 +62,7 @@ _Chain: TypeAlias = "tuple[_Chain, PathSegment] | None"
 
 # --- JSON freezing ------------------------------------------------------------
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")  # a path segment written `.name` (spec §9)
 _MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
 
 
