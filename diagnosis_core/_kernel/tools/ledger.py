@@ -263,7 +263,7 @@ def _canonical_json_iterative(value: FrozenJson) -> str:
     return "".join(parts)
 
 
-def _thaw_json(value: FrozenJson) -> object:
+def thaw_json(value: FrozenJson) -> object:
     """A plain, mutable copy (dicts and lists) of a frozen JSON value, iteratively."""
     if not isinstance(value, Mapping | tuple):
         return value
@@ -310,11 +310,6 @@ def freeze_json_field(name: str, value: object) -> FrozenJson:
     except Exception as error:
         raise LedgerError(f"{name}: unreadable ({type(error).__name__})") from None
     return frozen
-
-
-def thaw_json(value: FrozenJson) -> object:
-    """A plain, mutable copy (dicts and lists) of a frozen JSON value."""
-    return _thaw_json(value)
 
 
 def _freeze_output(value: object) -> FrozenJson:
@@ -428,10 +423,10 @@ class ToolInvocation:
             "invocation_id": self.invocation_id,
             "tool_name": self.tool_name,
             "success": self.success,
-            "output": _thaw_json(self.output),  # type: ignore[dict-item]
+            "output": thaw_json(self.output),  # type: ignore[dict-item]
         }
         if self.input is not None:
-            record["input"] = _thaw_json(self.input)  # type: ignore[assignment]
+            record["input"] = thaw_json(self.input)  # type: ignore[assignment]
         if self.error is not None:
             record["error"] = {"type": self.error.type, "message": self.error.message}
         if self.duration_ms is not None:
