@@ -56,12 +56,19 @@ __all__ = [
     "citable_invocations",
     "citable_paths",
     "for_local_decoder",
+    "positive_int",
 ]
 
 
-def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+def positive_int(name: str, value: object) -> int:
+    """``value`` when it is an int >= 1 (not a bool): a limit; else a ``ValueError`` naming it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name}: expected a positive int, got {value!r}")
+        raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    return value
+
+
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    positive_int(attribute.name, value)
 
 
 @attrs.frozen

@@ -88,7 +88,7 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
+from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema, positive_int
 from .ledger import ToolInvocation
 from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
@@ -151,12 +151,6 @@ class GroundingBuilder(Protocol):
     def __call__(
         self, invocations: Sequence[ToolInvocation], /, *, profile: str, limits: GroundingLimits
     ) -> GroundingSchema: ...
-
-
-def _limit(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return value
 
 
 def _deadline(value: object) -> float | None:
@@ -267,8 +261,8 @@ def build_settings(
         tools=table,
         recorder=recorder,
         system_prompt=system_prompt,
-        max_tool_calls=_limit("max_tool_calls", options.get("max_tool_calls", 8)),
-        max_turns=_limit("max_turns", options.get("max_turns", 10)),
+        max_tool_calls=positive_int("max_tool_calls", options.get("max_tool_calls", 8)),
+        max_turns=positive_int("max_turns", options.get("max_turns", 10)),
         deadline_s=_deadline(options.get("deadline_s", 120.0)),
         grounding=grounding,
         profile=profile,
