@@ -106,21 +106,18 @@ def _structure_enum(value: object, cl: type[enum.Enum]) -> enum.Enum:
     return member
 
 
-def _structure_str(value: object, cl: type[Any]) -> Any:
-    # ``str`` enums reach this hook too: singledispatch follows the MRO.
-    if cl is not str and is_enum(cl):
-        return _structure_enum(value, cl)
-    if value.__class__ is not str:
-        raise _WireError("expected a string")
-    return value if cl is str else cl(value)
+def _exactly(kind: type, expected: str) -> _StructureHook:
+    """The hook of ``str`` or ``int``: that very class (no subclass, no ``bool``), or its enum."""
 
+    def structure(value: object, cl: type[Any]) -> Any:
+        # ``str`` and ``int`` enums reach this hook too: singledispatch follows the MRO.
+        if cl is not kind and is_enum(cl):
+            return _structure_enum(value, cl)
+        if value.__class__ is not kind:
+            raise _WireError(expected)
+        return value if cl is kind else cl(value)
 
-def _structure_int(value: object, cl: type[Any]) -> Any:
-    if cl is not int and is_enum(cl):
-        return _structure_enum(value, cl)
-    if value.__class__ is not int:
-        raise _WireError("expected an integer")
-    return value if cl is int else cl(value)
+    return structure
 
 
 def _structure_float(value: object, cl: type[Any]) -> Any:
@@ -392,8 +389,8 @@ def _pass_through(value: object, _: object) -> object:
 def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
     """Register every hook on ``conv``; both converters are built by this one function."""
     for scalar, hook in (
-        (str, _structure_str),
-        (int, _structure_int),
+        (str, _exactly(str, "expected a string")),
+        (int, _exactly(int, "expected an integer")),
         (float, _structure_float),
         (bool, _structure_bool),
     ):
