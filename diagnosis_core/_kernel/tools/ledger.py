@@ -26,7 +26,6 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 import enum
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +36,7 @@ import attrs
 
 from ..errors import LedgerError
 from ..wire.facts import MAX_JSON_DEPTH, MAX_STORED_CHARS, has_surrogate_pair
-from ..wire.json import JsonValue, describe_value, json_type_name
+from ..wire.json import JsonValue, canonical_json, describe_value, json_type_name
 
 __all__ = [
     "LEDGER_RECORD_KEYS",
@@ -217,50 +216,9 @@ def _freeze_json(value: object) -> FrozenJson:
     return root[0]
 
 
-class _Raw(str):
-    """Canonical text to emit as is (JSON strings in a frozen value are exact ``str``)."""
-
-    __slots__ = ()
-
-
-def _canonical_json(value: FrozenJson) -> str:
-    """Equality/hash key of a frozen JSON field: its canonical JSON text.
-
-    Sorted keys, ASCII, compact separators — what ``json.dumps`` writes; an
-    iterative writer takes over when the value is nested too deeply for it.
-    """
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=dict)
-    except RecursionError:
-        return _canonical_json_iterative(value)
-
-
-def _canonical_json_iterative(value: FrozenJson) -> str:
-    """The same text as :func:`_canonical_json`, without recursion."""
-    parts: list[str] = []
-    work: list[object] = [value]
-    while work:
-        item = work.pop()
-        if type(item) is _Raw:
-            parts.append(item)
-        elif isinstance(item, Mapping):
-            parts.append("{")
-            work.append(_Raw("}"))
-            pairs = sorted(item.items(), key=lambda pair: pair[0], reverse=True)
-            for index, (key, child) in enumerate(pairs):
-                work.append(child)
-                comma = "," if index < len(pairs) - 1 else ""
-                work.append(_Raw(comma + json.dumps(key) + ":"))
-        elif isinstance(item, tuple):
-            parts.append("[")
-            work.append(_Raw("]"))
-            for index in range(len(item) - 1, -1, -1):
-                work.append(item[index])
-                if index:
-                    work.append(_Raw(","))
-        else:
-            parts.append(json.dumps(item))
-    return "".join(parts)
+def _canonical_key(value: FrozenJson) -> str:
+    """Equality/hash key of a frozen JSON field: the canonical JSON text of its plain copy."""
+    return canonical_json(thaw_json(value))
 
 
 def thaw_json(value: FrozenJson) -> object:
@@ -384,9 +342,9 @@ class ToolInvocation:
     invocation_id: str
     tool_name: str
     success: bool
-    output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_json, repr=False)
+    output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_key, repr=False)
     input: FrozenJson = attrs.field(
-        default=None, converter=_freeze_input, eq=_canonical_json, repr=False
+        default=None, converter=_freeze_input, eq=_canonical_key, repr=False
     )
     error: ToolCallError | None = None
     duration_ms: int | float | None = None
