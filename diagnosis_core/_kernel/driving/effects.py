@@ -256,7 +256,6 @@ def effect_field(
         check_effect(type(instance).__name__, attribute.name, value, positional, signature)
 
     validate.signature = signature  # type: ignore[attr-defined]  # read by check_effects_kind
-    validate.positional = positional  # type: ignore[attr-defined]
     return validate
 
 

@@ -338,18 +338,11 @@ def sign_end(journal: JournalBase[Any, Any], key: bytes) -> JournalEnd:
     entries = journal.entries
     if entries and entries[-1].state is EntryState.STARTED:
         raise JournalError(f"entries[{len(entries) - 1}]: started; the journal cannot end here")
-    previous = _end_link(journal, key)
+    previous = entries[-1].mac if entries else journal_seed(journal, key)
     if previous is None:
         raise JournalError(f"entries[{len(entries) - 1}].mac: missing; cannot sign the end")
     end = JournalEnd(len(entries))
     return JournalEnd(len(entries), end_mac(end_text(end), previous, key))
-
-
-def _end_link(journal: JournalBase[Any, Any], key: bytes) -> str | None:
-    if not journal.entries:
-        return journal_seed(journal, key)
-    mac: str | None = journal.entries[-1].mac
-    return mac
 
 
 def sign_journal(journal: J, key: bytes) -> J:
