@@ -183,9 +183,11 @@ def _structure_json_value(value: object, cl: object) -> Any:
 # --- collections -----------------------------------------------------------------
 
 
-def _add_note(exc: Exception, note: str) -> Exception:
+def _inside(cl: Any, exc: Exception, at: str, where: str | int, item_type: Any) -> Exception:
+    """``exc`` raised at ``where`` (an index or key) of a ``cl`` value, as cattrs reports it."""
+    note = IterableValidationNote(f"Structuring {cl!r} @ {at} {where}", where, item_type)
     exc.__notes__ = [*getattr(exc, "__notes__", []), note]
-    return exc
+    return IterableValidationError(f"While structuring {cl!r}", [exc], cl)
 
 
 def _is_tuple_type(cl: object) -> bool:
@@ -226,12 +228,7 @@ def _tuple_structure_factory(cl: Any, conv: cattrs.Converter) -> _StructureHook:
             try:
                 result.append(handlers[position](item, item_type))
             except Exception as exc:
-                note = IterableValidationNote(
-                    f"Structuring {cl!r} @ index {index}", index, item_type
-                )
-                raise IterableValidationError(
-                    f"While structuring {cl!r}", [_add_note(exc, note)], cl
-                ) from None
+                raise _inside(cl, exc, "index", index, item_type) from None
         return tuple(result)
 
     return structure
@@ -272,12 +269,7 @@ def _mapping_structure_factory(cl: Any, conv: cattrs.Converter) -> _StructureHoo
                 if not detailed:
                     raise
                 label = key if isinstance(key, str) else repr(key)
-                note = IterableValidationNote(
-                    f"Structuring {cl!r} @ key {label}", label, value_type
-                )
-                raise IterableValidationError(
-                    f"While structuring {cl!r}", [_add_note(exc, note)], cl
-                ) from None
+                raise _inside(cl, exc, "key", label, value_type) from None
         return types.MappingProxyType(result) if frozen else result
 
     return structure
