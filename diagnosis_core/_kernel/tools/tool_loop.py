@@ -274,15 +274,6 @@ def build_settings(
     )
 
 
-def _error_content(tool_name: str, kind: str, message: str, retryable: bool) -> str:
-    return canonical_json(
-        {
-            "tool_name": tool_name,
-            "error": {"type": kind, "message": message, "retryable": retryable},
-        }
-    )
-
-
 class _Run:
     """One executor call in progress: the conversation, the counts, the cited invocations.
 
@@ -405,7 +396,8 @@ class _Run:
         )
 
     def error(self, call: ToolCall, kind: str, message: str, *, retryable: bool) -> ToolMessage:
-        content = _error_content(call.name, kind, message, retryable)
+        error = {"type": kind, "message": message, "retryable": retryable}
+        content = canonical_json({"tool_name": call.name, "error": error})
         answer = ToolMessage(call.id, call.name, content, is_error=True)
         self.messages.append(answer)
         return answer
