@@ -71,7 +71,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import NonRetryableError
-from ..machine.classify import FailureClassifier, default_failure_classifier
+from ..machine.classify import FailureClassifier, classify_failure, default_failure_classifier
 from ..machine.config import RunConfig
 from ..wire.json import JsonValue, canonical_json
 from .chat_model import (
@@ -384,10 +384,7 @@ class _Run:
 
     def failed(self, call: ToolCall, error: Exception) -> ToolMessage:
         """A tool's exception: re-raised (blocked, or policy ``raise``) or told to the model."""
-        try:
-            kind = self.settings.classifier(error)
-        except Exception:  # a classifier that raises: unknown, fail closed (§6.7)
-            kind = FailureKind.NON_RETRYABLE
+        kind = classify_failure(self.settings.classifier, error)  # fails closed (§6.7)
         if kind is FailureKind.TOOL_BLOCKED or self.settings.tool_errors == "raise":
             raise error
         return self.error(
