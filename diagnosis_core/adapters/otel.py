@@ -573,18 +573,14 @@ class _SpanObserver(Generic[A, R, E]):
             _WORKFLOW_NAME: self._workflow.name,
             **self._common(),
         }
-        if self._run_id is None:
-            return self._tracer.start_span(
-                f"invoke_workflow {self._workflow.name}",
-                kind=SpanKind.INTERNAL,
-                attributes=attributes,
-                start_time=now,
-            )
-        ambient = trace.get_current_span().get_span_context()
-        links = [Link(ambient)] if ambient.is_valid else None
+        context = links = None  # no run id: under the current span, as any span
+        if self._run_id is not None:
+            ambient = trace.get_current_span().get_span_context()
+            links = [Link(ambient)] if ambient.is_valid else None
+            context = run_trace_context(self._run_id)
         return self._tracer.start_span(
             f"invoke_workflow {self._workflow.name}",
-            context=run_trace_context(self._run_id),
+            context=context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             links=links,

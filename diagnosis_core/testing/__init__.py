@@ -9,9 +9,8 @@ global random state.
   (referring to given claim ids), :func:`composer_outputs` (citing allowed
   ids), and the request material around them.
 * **Texts**: :func:`payload_texts` encodes a value the way a model might;
-  :func:`adversarial_texts` and the ``adversarial_*_texts`` strategies break
-  it (mutated fields, wrong types, fences, duplicate keys, surrogates, huge
-  and deep input, random bytes).
+  :func:`adversarial_texts` breaks it (mutated fields, wrong types, fences,
+  duplicate keys, surrogates, huge and deep input, random bytes).
 * **Gatekeeper**: consistent, contradictory, malformed and hostile raw
   results for an executor output; :func:`ledger_cases` and
   :func:`tool_ledger_records` for the reference gatekeeper.

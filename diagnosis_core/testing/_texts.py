@@ -36,11 +36,7 @@ from ._values import (
 )
 
 __all__ = [
-    "adversarial_composer_texts",
-    "adversarial_executor_texts",
-    "adversarial_planner_texts",
     "adversarial_texts",
-    "adversarial_verifier_texts",
     "composer_output_texts",
     "executor_evidence_texts",
     "json_document_texts",
@@ -395,22 +391,3 @@ def adversarial_texts(draw: st.DrawFn, document: JsonValue) -> str:
         return json.dumps(replaced)
     return draw(random_garbage_texts())
 
-
-def adversarial_planner_texts(skill_names: Sequence[str] = ()) -> st.SearchStrategy[str]:
-    """Hostile planner texts (around valid plans for ``skill_names``)."""
-    return planner_plans(skill_names).map(to_wire).flatmap(adversarial_texts)
-
-
-def adversarial_executor_texts() -> st.SearchStrategy[str]:
-    """Hostile ``executor_evidence_v2`` texts."""
-    return executor_evidences().map(to_wire).flatmap(adversarial_texts)
-
-
-def adversarial_verifier_texts(claim_ids: Sequence[str] = ()) -> st.SearchStrategy[str]:
-    """Hostile verifier texts (around valid outputs about ``claim_ids``)."""
-    return verifier_outputs(claim_ids).map(to_wire).flatmap(adversarial_texts)
-
-
-def adversarial_composer_texts(allowed_claim_ids: Sequence[str] = ()) -> st.SearchStrategy[str]:
-    """Hostile composer texts."""
-    return composer_outputs(allowed_claim_ids).map(to_wire).flatmap(adversarial_texts)

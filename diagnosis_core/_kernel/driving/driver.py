@@ -215,10 +215,6 @@ class _Call:
         self.check_request(options)
         check_tools(self.driving, self.effects, options.tools, self.driver)
 
-    def start(self, state: object, options: RunOptions) -> _Run:
-        """Prepare the run (options and the call are checked by the caller)."""
-        return _prepare(self, state, options)
-
     @contextlib.contextmanager
     def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
         """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
@@ -229,7 +225,7 @@ class _Call:
         with on_store(
             store, self.request, journal_type=journal_type, clock=time.monotonic
         ) as claimed:
-            journal, _ = claimed
+            journal, sink = claimed
             if journal is not None and options.key is None and journal.signed:
                 # Resumed keyless, a signed run would go on unsigned and fail its own
                 # verification from then on: refused before any effect (spec §16).
@@ -241,7 +237,7 @@ class _Call:
                     f"head: the store holds no journal of this run; the head commits "
                     f"{options.head.entries} entries"
                 )
-            yield _store_options(options, *claimed)
+            yield attrs.evolve(options, store=None, journal=journal, sink=sink)
 
     @contextlib.contextmanager
     def opened(self, state: object, options: RunOptions) -> Iterator[_Run]:
@@ -253,11 +249,11 @@ class _Call:
         options.check(self.driver, state=state)
         self.check_call(options)  # before the store records the run
         if options.store is None:
-            yield self.start(state, options)
+            yield _prepare(self, state, options)
             return
         with self.on_store(options) as stored:
             stored.check(self.driver)
-            yield self.start(None, stored)
+            yield _prepare(self, None, stored)
 
     def prepared(self, state: object, options: RunOptions) -> _Run | None:
         """An iterator form's run, started now; None when its store is claimed as it starts.
@@ -269,7 +265,7 @@ class _Call:
         self.check_call(options)
         if _claimed(options):
             return None
-        return self.start(state, options)
+        return _prepare(self, state, options)
 
     @contextlib.contextmanager
     def claimed(self, prepared: _Run | None, options: RunOptions) -> Iterator[_Run]:
@@ -278,7 +274,7 @@ class _Call:
             yield prepared
             return
         with self.on_store(options) as stored:
-            yield self.start(None, stored)
+            yield _prepare(self, None, stored)
 
 
 # --- the checks at the door (the drivers and the engine adapters share them) ------------
@@ -449,10 +445,6 @@ async def _asteps(run: _Run, effects: object, *, events: bool) -> AsyncIterator[
     loop = adrive_steps(*_machine(run, run.driving.aperform, effects), **run.loop_arguments(events))
     async for item in loop:
         yield item
-
-
-def _store_options(options: RunOptions, journal: Any, sink: Any) -> RunOptions:
-    return attrs.evolve(options, store=None, journal=journal, sink=sink)
 
 
 def _claimed(options: RunOptions) -> bool:

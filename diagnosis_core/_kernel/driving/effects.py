@@ -32,7 +32,6 @@ __all__ = [
     "AsyncAgentInvoker",
     "AsyncAgentTable",
     "Driving",
-    "awaitable_agent",
     "awaitable_call",
     "check_effect",
     "check_effects_kind",
@@ -97,11 +96,6 @@ def awaitable_call(call: Callable[[A1, A2], R]) -> Callable[[A1, A2], Awaitable[
 
     wrapped.__wrapped__ = call  # type: ignore[attr-defined]  # what it wraps (its signature too)
     return wrapped
-
-
-def awaitable_agent(invoker: AgentInvoker) -> AsyncAgentInvoker:
-    """A sync agent as an async one (see :func:`awaitable_call`)."""
-    return awaitable_call(invoker)
 
 
 class AsyncAgentTable(AgentTable[N, AsyncAgentInvoker], Generic[N, Sync]):
@@ -262,7 +256,6 @@ def effect_field(
         check_effect(type(instance).__name__, attribute.name, value, positional, signature)
 
     validate.signature = signature  # type: ignore[attr-defined]  # read by check_effects_kind
-    validate.positional = positional  # type: ignore[attr-defined]
     return validate
 
 

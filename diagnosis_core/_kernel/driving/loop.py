@@ -52,7 +52,6 @@ __all__ = [
     "failed_agent",
     "invoke_agent",
     "reply_fact",
-    "watcher_of",
 ]
 
 S = TypeVar("S")
@@ -90,11 +89,6 @@ class Done(Generic[S]):
 
     state: S
     observer_failures: int = 0
-
-
-def watcher_of(observer: object) -> Watcher:
-    """The :class:`Watcher` that calls ``observer`` (itself, when it is one)."""
-    return observer if isinstance(observer, Watcher) else Watcher(observer)
 
 
 def describe_error(error: BaseException) -> str:
@@ -208,7 +202,7 @@ class _Steps(Generic[S, A, R, E]):
         self.finished = finished
         self.advance = advance
         self.recorder = recorder
-        self.watcher = watcher_of(observer)
+        self.watcher = observer if isinstance(observer, Watcher) else Watcher(observer)
         self.trace: Callable[[S], Sequence[object]] = _no_events if events is None else events
 
     def ask(self) -> A | object:

@@ -64,38 +64,6 @@ def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:
     return check
 
 
-def check_run_options(
-    driver: str,
-    *,
-    journaling: bool,
-    state: object,
-    key: object,
-    tools: object,
-) -> None:
-    """Refuse options that do not go together; ``journaling``: ``journal=`` or ``sink=`` given.
-
-    Raises:
-        RunOptionsError: ``state=`` with a journal or sink, or ``key=`` /
-            ``tools=`` without one.
-        TypeError: ``tools=`` that is not a tool recorder.
-    """
-    if journaling and state is not None:
-        raise RunOptionsError(
-            f"{driver}: state= cannot start a journaling run; a journaling run starts from "
-            "its request or its journal (pass state= or journal=/sink=, not both)"
-        )
-    if not journaling and (key is not None or tools is not None):
-        raise RunOptionsError(
-            f"{driver}: key= and tools= record a journal; pass journal= or sink="
-        )
-    if tools is None:
-        return
-    from ..tools.recorder import ToolRecorder  # loaded only by a run that records tools
-
-    if not isinstance(tools, ToolRecorder):
-        raise TypeError(f"{driver}: tools= must be a ToolRecorder, got {type(tools).__name__}")
-
-
 @attrs.frozen(kw_only=True, repr=False)
 class RunOptions:
     """How a driver runs: journaling, resume, signing, tools, observer, store (spec §12, §14, §16).
@@ -166,9 +134,22 @@ class RunOptions:
             journaling = True
         else:
             journaling = self.journaling
-        check_run_options(
-            driver, journaling=journaling, state=state, key=self.key, tools=self.tools
-        )
+        if journaling and state is not None:
+            raise RunOptionsError(
+                f"{driver}: state= cannot start a journaling run; a journaling run starts from "
+                "its request or its journal (pass state= or journal=/sink=, not both)"
+            )
+        if not journaling and (self.key is not None or self.tools is not None):
+            raise RunOptionsError(
+                f"{driver}: key= and tools= record a journal; pass journal= or sink="
+            )
+        if self.tools is not None:
+            from ..tools.recorder import ToolRecorder  # loaded only by a run that records tools
+
+            if not isinstance(self.tools, ToolRecorder):
+                raise TypeError(
+                    f"{driver}: tools= must be a ToolRecorder, got {type(self.tools).__name__}"
+                )
         if not journaling:
             if self.resend_executor or self.head is not None:
                 raise RunOptionsError(

@@ -442,11 +442,6 @@ def request_object(
     return data
 
 
-def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvocation:
-    """A §13 ledger record (plain JSON) as a :class:`RecordedToolInvocation`, strictly."""
-    return _load_tool_invocation(record, path)
-
-
 # --- to the wire --------------------------------------------------------------------
 
 
@@ -479,9 +474,12 @@ def recorded_tool_invocations(
     return tuple(converted)
 
 
+def outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
+    """One recorded outcome as an entry's ``outcome`` object (``text``, ``error`` or ``result``).
 
-
-def _outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
+    For an engine adapter that carries an effect's facts between processes
+    (a Temporal activity result) in the journal's own wire form.
+    """
     if isinstance(outcome, RecordedReply):
         return {"text": outcome.text}
     if isinstance(outcome, RecordedAgentError):
@@ -502,7 +500,7 @@ def entry_to_wire(entry: JournalEntryBase[Any], *, with_mac: bool = True) -> dic
         "state": entry.state.value,
     }
     if entry.outcome is not None:
-        wire["outcome"] = _outcome_to_wire(entry.outcome)
+        wire["outcome"] = outcome_to_wire(entry.outcome)
     if entry.tool_invocations is not None:
         wire["tool_invocations"] = [item.to_record() for item in entry.tool_invocations]
     if entry.derived:
@@ -635,15 +633,11 @@ def _fail(path: str, problem: str) -> JournalError:
 
 def _object(value: object, path: str, keys: frozenset[str]) -> Mapping[str, object]:
     if not isinstance(value, dict):
-        raise _fail(path, f"expected an object, got {_type(value)}")
+        raise _fail(path, f"expected an object, got {json_type_name(value)}")
     for key in value:
         if key not in keys:
             raise _fail(path, f"unknown key {describe_value(key)}")
     return value
-
-
-def _type(value: object) -> str:
-    return json_type_name(value)
 
 
 def _field_str(data: Mapping[str, object], key: str, path: str) -> str:
@@ -651,7 +645,7 @@ def _field_str(data: Mapping[str, object], key: str, path: str) -> str:
         raise _fail(f"{path}.{key}", "missing")
     value = data[key]
     if not isinstance(value, str):
-        raise _fail(f"{path}.{key}", f"expected a string, got {_type(value)}")
+        raise _fail(f"{path}.{key}", f"expected a string, got {json_type_name(value)}")
     return value
 
 
@@ -660,9 +654,17 @@ def _field_int(data: Mapping[str, object], key: str, path: str) -> int:
         raise _fail(f"{path}.{key}", "missing")
     value = data[key]
     if type(value) is not int:
-        raise _fail(f"{path}.{key}", f"expected an integer, got {_type(value)}")
+        raise _fail(f"{path}.{key}", f"expected an integer, got {json_type_name(value)}")
     if value < 1:
         raise _fail(f"{path}.{key}", f"expected an integer >= 1, got {describe_value(value)}")
+    return value
+
+
+def _field_hex(data: Mapping[str, object], key: str, path: str) -> str:
+    """A digest or a MAC: SHA-256 written as the journal writes it, 64 lowercase hex digits."""
+    value = _field_str(data, key, path)
+    if not _HEX64.match(value):
+        raise _fail(f"{path}.{key}", "expected 64 lowercase hex digits")
     return value
 
 
@@ -675,7 +677,13 @@ def _field_enum(data: Mapping[str, object], key: str, path: str, cls: type[enum.
     return value
 
 
-def _load_outcome(value: object, path: str, gatekeeper: bool) -> JournalOutcome:
+def load_outcome(value: object, path: str, *, gatekeeper: bool) -> JournalOutcome:
+    """Read an entry's ``outcome`` object strictly; a :class:`JournalError` naming ``path`` else.
+
+    ``gatekeeper`` says which outcomes fit: ``{"result"}`` / ``{"error":
+    {"message"}}`` for a gatekeeper call, ``{"text"}`` / ``{"error": {"kind",
+    "message"}}`` for an agent's. The reverse of :func:`outcome_to_wire`.
+    """
     first = "result" if gatekeeper else "text"
     data = _object(value, path, frozenset({first, "error"}))
     if (first in data) == ("error" in data):
@@ -702,15 +710,16 @@ _TOOL_KEYS = frozenset(
 )
 
 
-def _load_tool_invocation(value: object, path: str) -> RecordedToolInvocation:
-    data = _object(value, path, _TOOL_KEYS)
+def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvocation:
+    """A §13 ledger record (plain JSON) as a :class:`RecordedToolInvocation`, strictly."""
+    data = _object(record, path, _TOOL_KEYS)
     invocation_id = _field_str(data, "invocation_id", path)
     tool_name = _field_str(data, "tool_name", path)
     if "success" not in data:
         raise _fail(f"{path}.success", "missing")
     success = data["success"]
     if not isinstance(success, bool):
-        raise _fail(f"{path}.success", f"expected a boolean, got {_type(success)}")
+        raise _fail(f"{path}.success", f"expected a boolean, got {json_type_name(success)}")
     if "output" not in data:
         raise _fail(f"{path}.output", "missing")
     error = None
@@ -749,15 +758,9 @@ def _load_entry(value: object, path: str, entry_type: type[E], v1: bool = True) 
     call = form.calls(_field_enum(data, "call", path, form.calls))
     round = _field_int(data, "round", path)
     attempt = _field_int(data, "attempt", path)
-    digest = _field_str(data, "input_sha256", path)
-    if not _HEX64.match(digest):
-        raise _fail(f"{path}.input_sha256", "expected 64 lowercase hex digits")
+    digest = _field_hex(data, "input_sha256", path)
     state = EntryState(_field_enum(data, "state", path, EntryState))
-    mac = None
-    if "mac" in data:
-        mac = _field_str(data, "mac", path)
-        if not _HEX64.match(mac):
-            raise _fail(f"{path}.mac", "expected 64 lowercase hex digits")
+    mac = _field_hex(data, "mac", path) if "mac" in data else None
     derived = False
     if "derived" in data:
         if data["derived"] is not True:
@@ -774,16 +777,18 @@ def _load_entry(value: object, path: str, entry_type: type[E], v1: bool = True) 
     else:
         if "outcome" not in data:
             raise _fail(f"{path}.outcome", "missing (a finished entry has one)")
-        outcome = _load_outcome(data["outcome"], f"{path}.outcome", call in form.gatekeeper)
+        gatekeeper = call in form.gatekeeper
+        outcome = load_outcome(data["outcome"], f"{path}.outcome", gatekeeper=gatekeeper)
     invocations = None
     if "tool_invocations" in data:
         if call is not form.executor:
             raise _fail(f"{path}.tool_invocations", "only executor entries carry them")
         items = data["tool_invocations"]
         if not isinstance(items, list):
-            raise _fail(f"{path}.tool_invocations", f"expected an array, got {_type(items)}")
+            problem = f"expected an array, got {json_type_name(items)}"
+            raise _fail(f"{path}.tool_invocations", problem)
         invocations = tuple(
-            _load_tool_invocation(item, f"{path}.tool_invocations[{index}]")
+            tool_invocation_from_record(item, f"{path}.tool_invocations[{index}]")
             for index, item in enumerate(items)
         )
     try:
@@ -822,7 +827,7 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
         raise _fail("entries", "missing")
     items = top["entries"]
     if not isinstance(items, list):
-        raise _fail("entries", f"expected an array, got {_type(items)}")
+        raise _fail("entries", f"expected an array, got {json_type_name(items)}")
     entry_type = journal_type._entry_type
     entries = tuple(
         _load_entry(item, f"entries[{index}]", entry_type, v1) for index, item in enumerate(items)
@@ -838,31 +843,5 @@ def _load_end(value: object) -> JournalEnd:
     count = data["entries"]
     if type(count) is not int or count < 0:
         raise _fail("end.entries", f"expected an integer >= 0, got {describe_value(count)}")
-    mac = None
-    if "mac" in data:
-        mac = _field_str(data, "mac", "end")
-        if not _HEX64.match(mac):
-            raise _fail("end.mac", "expected 64 lowercase hex digits")
+    mac = _field_hex(data, "mac", "end") if "mac" in data else None
     return JournalEnd(count, mac)
-
-
-# --- for engine adapters ------------------------------------------------------------
-
-
-def outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:
-    """One recorded outcome as an entry's ``outcome`` object (``text``, ``error`` or ``result``).
-
-    For an engine adapter that carries an effect's facts between processes
-    (a Temporal activity result) in the journal's own wire form.
-    """
-    return _outcome_to_wire(outcome)
-
-
-def load_outcome(value: object, path: str, *, gatekeeper: bool) -> JournalOutcome:
-    """Read an entry's ``outcome`` object strictly; a :class:`JournalError` naming ``path`` else.
-
-    ``gatekeeper`` says which outcomes fit: ``{"result"}`` / ``{"error":
-    {"message"}}`` for a gatekeeper call, ``{"text"}`` / ``{"error": {"kind",
-    "message"}}`` for an agent's. The reverse of :func:`outcome_to_wire`.
-    """
-    return _load_outcome(value, path, gatekeeper)

@@ -20,9 +20,10 @@ import attrs
 from ..enums import FailureKind
 from ..errors import JournalError
 from ..machine.results import AgentFailed, AgentReplied
-from ..wire.facts import not_text_message, repair_text
+from ..wire.facts import has_surrogate, not_text_message, repair_text
 from ..wire.json import JsonValue
 from .codec import (
+    _KIND_WIRE,  # a recorded kind's wire name, which a §9 scenario's error uses too
     EntryState,
     JournalBase,
     JournalEnd,
@@ -145,7 +146,11 @@ class JournalStatusBase(Generic[S, A, X]):
         :attr:`complete` only with its signed end marker.
         """
         state, action, interrupted, ended = cls._workflow.fold(journal, key, head)
-        return cls(state, action, interrupted, **status_fields(journal, key, ended))
+        v1 = is_v1(journal)
+        return cls(
+            state, action, interrupted, ended=ended, end_required=key is not None and not v1,
+            request_sha256=None if v1 else request_digest(journal),
+        )
 
     @property
     def complete(self) -> bool:
@@ -182,18 +187,6 @@ class JournalStatusBase(Generic[S, A, X]):
         if self.interrupted is not None:
             return f"incomplete: interrupted during {pending.describe()}"
         return f"incomplete: ends before {pending.describe()}"
-
-
-def status_fields(
-    journal: JournalBase[Any, Any], key: bytes | None, ended: bool
-) -> dict[str, Any]:
-    """A status's keyword fields: ``ended``, ``end_required`` (v2 with a key), the request hash."""
-    v1 = is_v1(journal)
-    return {
-        "ended": ended,
-        "end_required": key is not None and not v1,
-        "request_sha256": None if v1 else request_digest(journal),
-    }
 
 
 def require_complete(status: JournalStatusBase[Any, Any, Any]) -> None:
@@ -515,19 +508,6 @@ _SCRIPTED_PREFIXES: dict[FailureKind, tuple[tuple[str, str], ...]] = {
     ),
     FailureKind.TOOL_BLOCKED: (("ToolBlockedError", "tool_blocked"),),
 }
-_KIND_NAMES = {
-    FailureKind.RETRYABLE: "retryable",
-    FailureKind.NON_RETRYABLE: "non_retryable",
-    FailureKind.TOOL_BLOCKED: "tool_blocked",
-}
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def scripted_message(message: str, class_name: str) -> str | None:
@@ -535,7 +515,7 @@ def scripted_message(message: str, class_name: str) -> str | None:
     if message == class_name:
         return ""
     prefix = class_name + ": "
-    if message.startswith(prefix) and not _has_surrogate(message):
+    if message.startswith(prefix) and not has_surrogate(message):
         return message[len(prefix) :]
     return None
 
@@ -569,4 +549,4 @@ def scenario_response(
         if message is not None:
             return {"error": {"kind": kind, "message": message}}
     text = inexact(outcome.message, exact, where)
-    return {"error": {"kind": _KIND_NAMES[outcome.kind], "message": text}}
+    return {"error": {"kind": _KIND_WIRE[outcome.kind], "message": text}}

@@ -47,13 +47,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Sequence
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import attrs
 
 from ..errors import JournalError
 from ..wire.json import loads_stored, stored_json
 from .codec import (
+    CanonicalForm,
     EntryState,
     JournalBase,
     JournalEnd,
@@ -138,41 +139,6 @@ def end_mac(text: str, previous: str, key: bytes) -> str:
     return _hmac(_check_key(key), "end:" + previous + text)
 
 
-class _State(Protocol):
-    @property
-    def value(self) -> str: ...
-
-
-class _Linked(Protocol):
-    """What the chain reads of a recorded entry: its ``mac`` and its state (the domain)."""
-
-    @property
-    def mac(self) -> str | None: ...
-
-    @property
-    def state(self) -> _State: ...
-
-
-class _Marked(Protocol):
-    """What the chain reads of an end marker: its ``mac``."""
-
-    @property
-    def mac(self) -> str | None: ...
-
-
-class _Chained(Protocol):
-    """What a head is checked against: a journal's format, entries and end marker."""
-
-    @property
-    def format(self) -> str: ...
-
-    @property
-    def entries(self) -> Sequence[_Linked]: ...
-
-    @property
-    def end(self) -> _Marked | None: ...
-
-
 @attrs.frozen
 class Chain:
     """What checking a journal's MACs and head found: each first problem, if any (spec §12).
@@ -190,24 +156,8 @@ class Chain:
     head_error: JournalError | None = None
 
 
-class _Texts(Protocol):
-    """The canonical texts a chain is checked over (the codec's ``CanonicalForm``)."""
-
-    @property
-    def request(self) -> str: ...
-
-    @property
-    def entries(self) -> Sequence[str]: ...
-
-    @property
-    def end(self) -> str | None: ...
-
-    @property
-    def started(self) -> Sequence[str]: ...
-
-
 def verify_chain(
-    journal: _Chained, texts: _Texts, key: bytes | None, head: object = None
+    journal: JournalBase[Any, Any], texts: CanonicalForm, key: bytes | None, head: object = None
 ) -> Chain:
     """Check every link of ``journal``'s chain under ``key``, then its ``head`` (spec §12).
 
@@ -251,7 +201,8 @@ def verify_chain(
 
 
 def _head_error(
-    journal: _Chained, head: object, key: bytes | None, request: str, started: Sequence[str]
+    journal: JournalBase[Any, Any], head: object, key: bytes | None, request: str,
+    started: Sequence[str],
 ) -> JournalError | None:
     """Why ``journal`` is refused for ``head`` (spec §12.2), or None when it matches.
 
@@ -338,18 +289,11 @@ def sign_end(journal: JournalBase[Any, Any], key: bytes) -> JournalEnd:
     entries = journal.entries
     if entries and entries[-1].state is EntryState.STARTED:
         raise JournalError(f"entries[{len(entries) - 1}]: started; the journal cannot end here")
-    previous = _end_link(journal, key)
+    previous = entries[-1].mac if entries else journal_seed(journal, key)
     if previous is None:
         raise JournalError(f"entries[{len(entries) - 1}].mac: missing; cannot sign the end")
     end = JournalEnd(len(entries))
     return JournalEnd(len(entries), end_mac(end_text(end), previous, key))
-
-
-def _end_link(journal: JournalBase[Any, Any], key: bytes) -> str | None:
-    if not journal.entries:
-        return journal_seed(journal, key)
-    mac: str | None = journal.entries[-1].mac
-    return mac
 
 
 def sign_journal(journal: J, key: bytes) -> J:

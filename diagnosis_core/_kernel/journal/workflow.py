@@ -46,7 +46,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Sequence
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import attrs
 
@@ -130,7 +130,7 @@ class ExpectedCallBase(Generic[C]):
     each workflow's subclass names in ``_workflow``.
     """
 
-    _workflow: ClassVar[_Named]
+    _workflow: ClassVar[Workflow[Any, Any, Any, Any, Any, Any, Any]]
 
     call: C
     round: int
@@ -148,13 +148,6 @@ class ExpectedCallBase(Generic[C]):
     def header(self, call: str, round: int, attempt: int) -> str:
         """A call in this workflow's words: ``executor step 2 attempt 1``."""
         return f"{call} {type(self)._workflow.round_name} {round} attempt {attempt}"
-
-
-class _Named(Protocol):
-    """What an expected call reads of its workflow: the word for a round."""
-
-    @property
-    def round_name(self) -> str: ...
 
 
 class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):

@@ -28,9 +28,7 @@ __all__ = [
     "agent_result_for",
     "awaited",
     "check_agent_result",
-    "failure_status",
     "items_of",
-    "raised_outcome",
     "reply_text",
     "retries_left",
     "to_tuple",
@@ -156,13 +154,6 @@ def reply_text(result: AgentReplied) -> str:
     return str.__str__(result.text)
 
 
-def failure_status(kind: FailureKind) -> NodeStatus:
-    """The node status of an agent that raised (spec §6.7): only RETRYABLE may be retried."""
-    if kind is FailureKind.RETRYABLE:
-        return NodeStatus.RETRYABLE_FAILED
-    return NodeStatus.NON_RETRYABLE_FAILED
-
-
 def retries_left(attempt: int, limit: int) -> bool:
     """Whether attempt ``attempt`` of one call may be followed by a technical retry.
 
@@ -170,11 +161,6 @@ def retries_left(attempt: int, limit: int) -> bool:
     (spec §6.7); both machines count them from the pending call's attempt.
     """
     return attempt - 1 < limit
-
-
-def raised_outcome(result: AgentFailed) -> tuple[NodeStatus, str]:
-    """The status and the error text of an agent that raised (an empty message: its kind)."""
-    return failure_status(result.kind), result.message or result.kind.value
 
 
 class FailureReasons(Generic[A, R]):
@@ -216,9 +202,11 @@ class FailureReasons(Generic[A, R]):
         machines record either the same way (an event, then a technical retry
         or a route away), so they read the three values from this one rule.
         """
-        if isinstance(failure, AgentFailed):
-            status, error = raised_outcome(failure)
-            return status, error, self.raised(agent, failure.kind)
+        if isinstance(failure, AgentFailed):  # only RETRYABLE may be retried; no message: its kind
+            kind = failure.kind
+            retryable = kind is FailureKind.RETRYABLE
+            status = NodeStatus.RETRYABLE_FAILED if retryable else NodeStatus.NON_RETRYABLE_FAILED
+            return status, failure.message or kind.value, self.raised(agent, kind)
         return NodeStatus.INVALID_OUTPUT, failure.reason, self.invalid_output(agent)
 
 

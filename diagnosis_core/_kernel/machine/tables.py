@@ -34,7 +34,6 @@ __all__ = [
     "always",
     "completed",
     "failed",
-    "first_matching_row",
     "index_rows",
     "leaving_reason",
     "mermaid_flowchart",
@@ -134,18 +133,6 @@ def index_rows(table: Sequence[Row]) -> Mapping[object, tuple[Row, ...]]:
     return MappingProxyType({after: tuple(found) for after, found in rows.items()})
 
 
-def first_matching_row(
-    rows: Sequence[Row],
-    predicates: Mapping[Any, Callable[[Facts], bool]],
-    facts: Facts,
-) -> Row | None:
-    """The first row whose condition holds, as the spec's tables read; None if none does."""
-    for row in rows:
-        if predicates[row.condition](facts):
-            return row
-    return None
-
-
 class Router(Generic[Row, Facts]):
     """A workflow's default routing table, indexed once, with the predicates of its conditions.
 
@@ -164,10 +151,10 @@ class Router(Generic[Row, Facts]):
     def choose(self, after: object, facts: Facts, table: Sequence[Row]) -> Row:
         """The first row for ``after`` whose condition holds; ``LookupError`` if none does."""
         rows = self._rows if table is self._table else index_rows(table)
-        row = first_matching_row(rows.get(after, ()), self._predicates, facts)
-        if row is None:
-            raise LookupError(f"no {self._what} after {after!r} for {facts!r}")
-        return row
+        for row in rows.get(after, ()):
+            if self._predicates[row.condition](facts):
+                return row
+        raise LookupError(f"no {self._what} after {after!r} for {facts!r}")
 
 
 RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_OUTPUT})

@@ -29,7 +29,6 @@ __all__ = [
     "ELLIPSIS",
     "SHARED_TEXTS",
     "SharedTexts",
-    "run_trace_line",
     "sanitize_item",
     "titled_section",
     "trace_pointer",
@@ -186,16 +185,6 @@ def sanitize_item(text: str, max_chars: int) -> str:
     return _escape_markdown(_clean_and_cap(text, max_chars))
 
 
-def run_trace_line(template: str, run_id: str, max_chars: int, unknown_run: str) -> str:
-    """The closing line of a fallback text: where to look for the run's trace (spec §6.8).
-
-    The run id is the caller's and is sanitized like every interpolated item;
-    an id that sanitizes to nothing shows ``unknown_run`` instead, so the line
-    never reads as if it named a run. Both workflows' fallbacks end with it.
-    """
-    return template.format(run_id=sanitize_item(run_id, max_chars) or unknown_run)
-
-
 @attrs.frozen
 class SharedTexts:
     """The fixed lines of one locale that both workflows' renderings use."""
@@ -231,8 +220,13 @@ SHARED_TEXTS: Mapping[Locale, SharedTexts] = MappingProxyType(
 
 
 def trace_pointer(texts: SharedTexts, run_id: str, max_chars: int) -> str:
-    """The closing line of a fallback: where the run's trace is (the id sanitized)."""
-    return run_trace_line(texts.trace_line, run_id, max_chars, texts.unknown_run)
+    """The closing line of a fallback text: where to look for the run's trace (spec §6.8).
+
+    The run id is the caller's and is sanitized like every interpolated item;
+    an id that sanitizes to nothing shows ``unknown_run`` instead, so the line
+    never reads as if it named a run. Both workflows' fallbacks end with it.
+    """
+    return texts.trace_line.format(run_id=sanitize_item(run_id, max_chars) or texts.unknown_run)
 
 
 def titled_section(title: str, lines: Sequence[str], none_line: str) -> list[str]:

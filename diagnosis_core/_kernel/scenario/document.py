@@ -35,7 +35,6 @@ __all__ = [
     "SCENARIO",
     "Document",
     "check_known_keys",
-    "config_from_scenario",
     "expect_array",
     "expect_object",
     "expect_string",
@@ -175,11 +174,8 @@ def load_run_config(data: Mapping[str, object], document: Document = SCENARIO) -
         key: expect_string(value, f"run.metadata.{key}", document=document)
         for key, value in metadata.items()
     }
-    try:
-        return RunConfig(run_id, session_id, strings)
-    except ConfigError as error:
-        field, _, problem = str(error).partition(": ")
-        raise document.fail(f"run.{field}", problem or str(error)) from error
+    values = {"run_id": run_id, "session_id": session_id, "metadata": strings}
+    return _built(RunConfig, values, "run", document)
 
 
 def load_config_section(
@@ -195,24 +191,22 @@ def load_config_section(
         return config_class()
     config = expect_object(raw, "config", document)
     check_known_keys(config, frozenset(attrs.fields_dict(config_class)), "config", document)
-    return config_from_scenario(config_class, config, document)
+    values = {key: value for key, value in config.items() if value is not None}  # null: absent
+    return _built(config_class, values, "config", document)
 
 
-def config_from_scenario(
-    cls: type[C], config: Mapping[str, object], document: Document = SCENARIO
-) -> C:
-    """Build the config class ``cls`` from a document's (key-checked) ``config`` object.
+def _built(cls: type[C], values: Mapping[str, Any], section: str, document: Document) -> C:
+    """``cls(**values)`` for a document's ``section`` (``run``, ``config``).
 
-    ``null`` means absent. A :class:`ConfigError` becomes the document's error
-    whose path names the field (``config.locale: expected one of …``) and
-    whose ``__cause__`` is the ``ConfigError``.
+    A :class:`ConfigError` becomes the document's error whose path names the
+    field (``config.locale: expected one of …``) and whose ``__cause__`` is
+    the ``ConfigError``.
     """
-    values: dict[str, Any] = {key: value for key, value in config.items() if value is not None}
     try:
         return cls(**values)
     except ConfigError as error:
         field, _, problem = str(error).partition(": ")
-        raise document.fail(f"config.{field}", problem or str(error)) from error
+        raise document.fail(f"{section}.{field}", problem or str(error)) from error
 
 
 def _reject_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:

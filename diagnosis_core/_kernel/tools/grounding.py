@@ -40,14 +40,13 @@ its output is over a limit.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from ..wire.json import JsonValue
-from .ledger import ToolInvocation
+from .ledger import _NAME, ToolInvocation
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -57,14 +56,19 @@ __all__ = [
     "citable_invocations",
     "citable_paths",
     "for_local_decoder",
+    "positive_int",
 ]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+def positive_int(name: str, value: object) -> int:
+    """``value`` when it is an int >= 1 (not a bool): a limit; else a ``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    return value
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name}: expected a positive int, got {value!r}")
+    positive_int(attribute.name, value)
 
 
 @attrs.frozen

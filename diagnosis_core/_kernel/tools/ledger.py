@@ -26,7 +26,6 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 import enum
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +36,7 @@ import attrs
 
 from ..errors import LedgerError
 from ..wire.facts import MAX_JSON_DEPTH, MAX_STORED_CHARS, has_surrogate_pair
-from ..wire.json import JsonValue, describe_value, json_type_name
+from ..wire.json import JsonValue, canonical_json, describe_value, json_type_name
 
 __all__ = [
     "LEDGER_RECORD_KEYS",
@@ -62,7 +61,7 @@ _Chain: TypeAlias = "tuple[_Chain, PathSegment] | None"
 
 # --- JSON freezing ------------------------------------------------------------
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")  # a path segment written `.name` (spec §9)
 _MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
 
 
@@ -217,53 +216,12 @@ def _freeze_json(value: object) -> FrozenJson:
     return root[0]
 
 
-class _Raw(str):
-    """Canonical text to emit as is (JSON strings in a frozen value are exact ``str``)."""
-
-    __slots__ = ()
-
-
-def _canonical_json(value: FrozenJson) -> str:
-    """Equality/hash key of a frozen JSON field: its canonical JSON text.
-
-    Sorted keys, ASCII, compact separators — what ``json.dumps`` writes; an
-    iterative writer takes over when the value is nested too deeply for it.
-    """
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=dict)
-    except RecursionError:
-        return _canonical_json_iterative(value)
+def _canonical_key(value: FrozenJson) -> str:
+    """Equality/hash key of a frozen JSON field: the canonical JSON text of its plain copy."""
+    return canonical_json(thaw_json(value))
 
 
-def _canonical_json_iterative(value: FrozenJson) -> str:
-    """The same text as :func:`_canonical_json`, without recursion."""
-    parts: list[str] = []
-    work: list[object] = [value]
-    while work:
-        item = work.pop()
-        if type(item) is _Raw:
-            parts.append(item)
-        elif isinstance(item, Mapping):
-            parts.append("{")
-            work.append(_Raw("}"))
-            pairs = sorted(item.items(), key=lambda pair: pair[0], reverse=True)
-            for index, (key, child) in enumerate(pairs):
-                work.append(child)
-                comma = "," if index < len(pairs) - 1 else ""
-                work.append(_Raw(comma + json.dumps(key) + ":"))
-        elif isinstance(item, tuple):
-            parts.append("[")
-            work.append(_Raw("]"))
-            for index in range(len(item) - 1, -1, -1):
-                work.append(item[index])
-                if index:
-                    work.append(_Raw(","))
-        else:
-            parts.append(json.dumps(item))
-    return "".join(parts)
-
-
-def _thaw_json(value: FrozenJson) -> object:
+def thaw_json(value: FrozenJson) -> object:
     """A plain, mutable copy (dicts and lists) of a frozen JSON value, iteratively."""
     if not isinstance(value, Mapping | tuple):
         return value
@@ -310,11 +268,6 @@ def freeze_json_field(name: str, value: object) -> FrozenJson:
     except Exception as error:
         raise LedgerError(f"{name}: unreadable ({type(error).__name__})") from None
     return frozen
-
-
-def thaw_json(value: FrozenJson) -> object:
-    """A plain, mutable copy (dicts and lists) of a frozen JSON value."""
-    return _thaw_json(value)
 
 
 def _freeze_output(value: object) -> FrozenJson:
@@ -389,9 +342,9 @@ class ToolInvocation:
     invocation_id: str
     tool_name: str
     success: bool
-    output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_json, repr=False)
+    output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_key, repr=False)
     input: FrozenJson = attrs.field(
-        default=None, converter=_freeze_input, eq=_canonical_json, repr=False
+        default=None, converter=_freeze_input, eq=_canonical_key, repr=False
     )
     error: ToolCallError | None = None
     duration_ms: int | float | None = None
@@ -428,10 +381,10 @@ class ToolInvocation:
             "invocation_id": self.invocation_id,
             "tool_name": self.tool_name,
             "success": self.success,
-            "output": _thaw_json(self.output),  # type: ignore[dict-item]
+            "output": thaw_json(self.output),  # type: ignore[dict-item]
         }
         if self.input is not None:
-            record["input"] = _thaw_json(self.input)  # type: ignore[assignment]
+            record["input"] = thaw_json(self.input)  # type: ignore[assignment]
         if self.error is not None:
             record["error"] = {"type": self.error.type, "message": self.error.message}
         if self.duration_ms is not None:

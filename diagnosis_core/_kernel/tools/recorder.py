@@ -208,7 +208,11 @@ class RecorderMark:
     recorder_id: int = attrs.field(repr=False)
 
 
-def _sequence_number(invocation_id: object, where: str) -> int:
+def _sequence_number(record: object, where: str) -> int:
+    """A record's number in its run (from its ``inv-<n>`` id); anything else is refused."""
+    if not isinstance(record, ToolInvocation):
+        raise LedgerError(f"{where}: expected a ToolInvocation, got {type(record).__name__}")
+    invocation_id = record.invocation_id
     match = _ID.fullmatch(invocation_id) if isinstance(invocation_id, str) else None
     if match is None:
         raise LedgerError(f"{where}.invocation_id: expected 'inv-<n>' with n >= 1")
@@ -245,11 +249,7 @@ class ToolRecorder:
         self._listener: Callable[[ToolInvocation], None] | None = None
         self._replay: dict[tuple[str, str], list[ToolInvocation]] = {}
         for position, record in enumerate(records):
-            if not isinstance(record, ToolInvocation):
-                raise LedgerError(
-                    f"records[{position}]: expected a ToolInvocation, got {type(record).__name__}"
-                )
-            number = _sequence_number(record.invocation_id, f"records[{position}]")
+            number = _sequence_number(record, f"records[{position}]")
             if number in self._finished:
                 raise LedgerError(
                     f"records[{position}].invocation_id: duplicate {record.invocation_id!r}"
@@ -303,11 +303,7 @@ class ToolRecorder:
         table: dict[tuple[str, str], list[ToolInvocation]] = {}
         checked = []
         for position, record in enumerate(records):
-            if not isinstance(record, ToolInvocation):
-                raise LedgerError(
-                    f"replay[{position}]: expected a ToolInvocation, got {type(record).__name__}"
-                )
-            number = _sequence_number(record.invocation_id, f"replay[{position}]")
+            number = _sequence_number(record, f"replay[{position}]")
             recorded_input: JsonValue = thaw_json(record.input)  # type: ignore[assignment]
             table.setdefault(_call_key(record.tool_name, recorded_input), []).append(record)
             checked.append((number, record))

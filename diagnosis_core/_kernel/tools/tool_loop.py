@@ -71,7 +71,7 @@ import attrs
 
 from ..enums import FailureKind
 from ..errors import NonRetryableError
-from ..machine.classify import FailureClassifier, default_failure_classifier
+from ..machine.classify import FailureClassifier, classify_failure, default_failure_classifier
 from ..machine.config import RunConfig
 from ..wire.json import JsonValue, canonical_json
 from .chat_model import (
@@ -88,7 +88,7 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema
+from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema, positive_int
 from .ledger import ToolInvocation
 from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
@@ -151,12 +151,6 @@ class GroundingBuilder(Protocol):
     def __call__(
         self, invocations: Sequence[ToolInvocation], /, *, profile: str, limits: GroundingLimits
     ) -> GroundingSchema: ...
-
-
-def _limit(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return value
 
 
 def _deadline(value: object) -> float | None:
@@ -267,8 +261,8 @@ def build_settings(
         tools=table,
         recorder=recorder,
         system_prompt=system_prompt,
-        max_tool_calls=_limit("max_tool_calls", options.get("max_tool_calls", 8)),
-        max_turns=_limit("max_turns", options.get("max_turns", 10)),
+        max_tool_calls=positive_int("max_tool_calls", options.get("max_tool_calls", 8)),
+        max_turns=positive_int("max_turns", options.get("max_turns", 10)),
         deadline_s=_deadline(options.get("deadline_s", 120.0)),
         grounding=grounding,
         profile=profile,
@@ -277,15 +271,6 @@ def build_settings(
         classifier=options.get("classifier", default_failure_classifier),
         tool_errors=tool_errors,
         clock=options.get("clock", time.monotonic),
-    )
-
-
-def _error_content(tool_name: str, kind: str, message: str, retryable: bool) -> str:
-    return canonical_json(
-        {
-            "tool_name": tool_name,
-            "error": {"type": kind, "message": message, "retryable": retryable},
-        }
     )
 
 
@@ -399,10 +384,7 @@ class _Run:
 
     def failed(self, call: ToolCall, error: Exception) -> ToolMessage:
         """A tool's exception: re-raised (blocked, or policy ``raise``) or told to the model."""
-        try:
-            kind = self.settings.classifier(error)
-        except Exception:  # a classifier that raises: unknown, fail closed (§6.7)
-            kind = FailureKind.NON_RETRYABLE
+        kind = classify_failure(self.settings.classifier, error)  # fails closed (§6.7)
         if kind is FailureKind.TOOL_BLOCKED or self.settings.tool_errors == "raise":
             raise error
         return self.error(
@@ -411,7 +393,8 @@ class _Run:
         )
 
     def error(self, call: ToolCall, kind: str, message: str, *, retryable: bool) -> ToolMessage:
-        content = _error_content(call.name, kind, message, retryable)
+        error = {"type": kind, "message": message, "retryable": retryable}
+        content = canonical_json({"tool_name": call.name, "error": error})
         answer = ToolMessage(call.id, call.name, content, is_error=True)
         self.messages.append(answer)
         return answer

@@ -110,21 +110,18 @@ def _structure_enum(value: object, cl: type[enum.Enum]) -> enum.Enum:
     return member
 
 
-def _structure_str(value: object, cl: type[Any]) -> Any:
-    # ``str`` enums reach this hook too: singledispatch follows the MRO.
-    if cl is not str and is_enum(cl):
-        return _structure_enum(value, cl)
-    if value.__class__ is not str:
-        raise _WireError("expected a string")
-    return value if cl is str else cl(value)
+def _exactly(kind: type, expected: str) -> _StructureHook:
+    """The hook of ``str`` or ``int``: that very class (no subclass, no ``bool``), or its enum."""
 
+    def structure(value: object, cl: type[Any]) -> Any:
+        # ``str`` and ``int`` enums reach this hook too: singledispatch follows the MRO.
+        if cl is not kind and is_enum(cl):
+            return _structure_enum(value, cl)
+        if value.__class__ is not kind:
+            raise _WireError(expected)
+        return value if cl is kind else cl(value)
 
-def _structure_int(value: object, cl: type[Any]) -> Any:
-    if cl is not int and is_enum(cl):
-        return _structure_enum(value, cl)
-    if value.__class__ is not int:
-        raise _WireError("expected an integer")
-    return value if cl is int else cl(value)
+    return structure
 
 
 def _structure_float(value: object, cl: type[Any]) -> Any:
@@ -190,9 +187,11 @@ def _structure_json_value(value: object, cl: object) -> Any:
 # --- collections -----------------------------------------------------------------
 
 
-def _add_note(exc: Exception, note: str) -> Exception:
+def _inside(cl: Any, exc: Exception, at: str, where: str | int, item_type: Any) -> Exception:
+    """``exc`` raised at ``where`` (an index or key) of a ``cl`` value, as cattrs reports it."""
+    note = IterableValidationNote(f"Structuring {cl!r} @ {at} {where}", where, item_type)
     exc.__notes__ = [*getattr(exc, "__notes__", []), note]
-    return exc
+    return IterableValidationError(f"While structuring {cl!r}", [exc], cl)
 
 
 def _is_tuple_type(cl: object) -> bool:
@@ -233,12 +232,7 @@ def _tuple_structure_factory(cl: Any, conv: cattrs.Converter) -> _StructureHook:
             try:
                 result.append(handlers[position](item, item_type))
             except Exception as exc:
-                note = IterableValidationNote(
-                    f"Structuring {cl!r} @ index {index}", index, item_type
-                )
-                raise IterableValidationError(
-                    f"While structuring {cl!r}", [_add_note(exc, note)], cl
-                ) from None
+                raise _inside(cl, exc, "index", index, item_type) from None
         return tuple(result)
 
     return structure
@@ -279,12 +273,7 @@ def _mapping_structure_factory(cl: Any, conv: cattrs.Converter) -> _StructureHoo
                 if not detailed:
                     raise
                 label = key if isinstance(key, str) else repr(key)
-                note = IterableValidationNote(
-                    f"Structuring {cl!r} @ key {label}", label, value_type
-                )
-                raise IterableValidationError(
-                    f"While structuring {cl!r}", [_add_note(exc, note)], cl
-                ) from None
+                raise _inside(cl, exc, "key", label, value_type) from None
         return types.MappingProxyType(result) if frozen else result
 
     return structure
@@ -396,8 +385,8 @@ def _pass_through(value: object, _: object) -> object:
 def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
     """Register every hook on ``conv``; both converters are built by this one function."""
     for scalar, hook in (
-        (str, _structure_str),
-        (int, _structure_int),
+        (str, _exactly(str, "expected a string")),
+        (int, _exactly(int, "expected an integer")),
         (float, _structure_float),
         (bool, _structure_bool),
     ):
