@@ -53,7 +53,8 @@ import attrs
 from ..errors import JournalError, PayloadError
 from ..machine.provenance import mark_built, require_built_here
 from ..records import share_repr
-from ..wire.facts import has_surrogate, pair_location
+from ..wire.facts import pair_location
+from ..wire.json import has_surrogate
 from .effects import Driving, check_effects_kind
 from .loop import Done, adrive_steps, drive_steps
 from .observe import Watcher, notify

@@ -20,8 +20,8 @@ import attrs
 from ..enums import FailureKind
 from ..errors import JournalError
 from ..machine.results import AgentFailed, AgentReplied
-from ..wire.facts import has_surrogate, not_text_message, repair_text
-from ..wire.json import JsonValue
+from ..wire.facts import not_text_message, repair_text
+from ..wire.json import JsonValue, has_surrogate
 from .codec import (
     _KIND_WIRE,  # a recorded kind's wire name, which a §9 scenario's error uses too
     EntryState,

@@ -56,12 +56,11 @@ from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 from ..errors import ConfigError
-from .json import int_too_long
+from .json import has_surrogate, int_too_long
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_STORED_CHARS",
-    "has_surrogate",
     "has_surrogate_pair",
     "not_text_message",
     "pair_location",
@@ -79,17 +78,6 @@ MAX_STORED_CHARS: Final = 64 * 1024 * 1024
 """The size bound of a stored value: characters of its strings and keys plus one per value."""
 
 _PAIR = re.compile("([\ud800-\udbff])(?=[\udc00-\udfff])")
-
-
-def has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a surrogate code point (paired or not); O(1) for ASCII."""
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-16-le")  # refuses every surrogate code point; fast in C
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def has_surrogate_pair(text: str) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "JsonValue",
     "canonical_json",
     "extract_json_text",
+    "has_surrogate",
     "int_from_literal",
     "int_to_text",
     "int_too_long",
@@ -471,7 +472,8 @@ _LONE_SURROGATE_ESCAPE = LazyPattern(
 _SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
 
 
-def _has_raw_surrogate(text: str) -> bool:
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point, paired or not (the one shared check)."""
     # ASCII strings cannot hold one (``isascii`` is O(1) in CPython). The
     # UTF-16 encoder refuses every surrogate code point, paired or not, and
     # is several times faster than the UTF-8 one on 1- and 2-byte strings.
@@ -484,8 +486,6 @@ def _has_raw_surrogate(text: str) -> bool:
     return False
 
 
-has_surrogate = _has_raw_surrogate
-"""Whether ``text`` holds a surrogate code point, paired or not (the one shared check)."""
 SURROGATE = _SURROGATE_CHAR
 """The pattern of one surrogate code point, for the writers that escape them."""
 
@@ -769,7 +769,7 @@ def _diagnose(
         iter(((None, document),))
     ]
     steps: list[str | int | None] = []  # steps[k] leads into the container of frames[k + 1]
-    if not surrogates_allowed and not _has_raw_surrogate(text) and (
+    if not surrogates_allowed and not has_surrogate(text) and (
         "\\" not in text or _SURROGATE_ESCAPE_HINT.search(text) is None
     ):
         surrogates_allowed = True  # no string can hold one: skip the per-string checks
@@ -907,11 +907,11 @@ def _loads(text: str, *, stored: bool) -> JsonValue:
     except RecursionError:
         raise PayloadError("$", "nesting too deep") from None
     if stored:
-        if _has_raw_surrogate(text):
+        if has_surrogate(text):
             raise PayloadError(
                 "$", "text contains a raw surrogate code point (stored JSON escapes them)"
             )
-    elif _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
+    elif has_surrogate(text) or _has_lone_surrogate_escape(text):
         # The value was built (no duplicate key, no bad number): walk it, no second parse.
         raise _diagnose(text, document=value)
     return value
@@ -950,7 +950,7 @@ def loads_strict_with_objects(
         raise _diagnose(text, long_digits=long_digits) from None
     except Exception:
         return False, None
-    if _has_raw_surrogate(text) or _has_lone_surrogate_escape(text):
+    if has_surrogate(text) or _has_lone_surrogate_escape(text):
         # Every other rule held (the hook raises on a duplicate key), so the plain
         # parse builds the value the strict one would: walk it for the surrogate.
         document = json.loads(text, parse_int=int_from_literal if long_digits else None)
@@ -1079,9 +1079,9 @@ def escape_surrogates(text: str) -> str:
     """``text`` with every surrogate code point written as a ``\\uXXXX`` escape (JSON text).
 
     Text without one (nearly all) is returned as it is, after the same cheap
-    test the parser makes (:func:`_has_raw_surrogate`).
+    test the parser makes (:func:`has_surrogate`).
     """
-    if _has_raw_surrogate(text):
+    if has_surrogate(text):
         return SURROGATE.sub(_escape_surrogate, text)
     return text
 
