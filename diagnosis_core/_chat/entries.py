@@ -64,10 +64,6 @@ def entry_from_json(
     try:
         data = loads_stored(text)
     except PayloadError as error:
-        raise JournalError(f"entry{_suffix(error.path)}: {error.problem}") from None
+        raise JournalError(f"entry{error.path.removeprefix('$')}: {error.problem}") from None
     v1 = format is not None and format.endswith("_v1")
     return _load_entry(data, "entry", entry_type, v1)
-
-
-def _suffix(path: str) -> str:
-    return "" if path in ("", "$") else path.removeprefix("$")
