@@ -57,23 +57,15 @@ def request_from_document(
     return DiagnosisRequest(
         question=question,
         run=load_run_config(data, document),
-        history=_load_history(data, document),
-        skills=_load_skills(data, document),
+        history=tuple(
+            HistoryMessage(role, content)
+            for role, content in _string_pairs(data, "history", ("role", "content"), document)
+        ),
+        skills=tuple(
+            Skill(name, text)
+            for name, text in _string_pairs(data, "skills", ("name", "description"), document)
+        ),
         config=load_config_section(data, DiagnosisConfig, document),
-    )
-
-
-def _load_history(data: Mapping[str, object], document: Document) -> tuple[HistoryMessage, ...]:
-    return tuple(
-        HistoryMessage(role, content)
-        for role, content in _string_pairs(data, "history", ("role", "content"), document)
-    )
-
-
-def _load_skills(data: Mapping[str, object], document: Document) -> tuple[Skill, ...]:
-    return tuple(
-        Skill(name, description)
-        for name, description in _string_pairs(data, "skills", ("name", "description"), document)
     )
 
 
