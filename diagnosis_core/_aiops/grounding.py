@@ -28,6 +28,7 @@ from .._kernel.tools.grounding import (
     GroundingSchema,
     citable_invocations,
     for_local_decoder,
+    schema_object,
 )
 from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.wire.json import JsonValue
@@ -37,11 +38,6 @@ from .schema import aiops_json_schema
 __all__ = ["aiops_grounding_schema"]
 
 _JsonObject = dict[str, JsonValue]
-
-
-def _object(value: JsonValue) -> _JsonObject:
-    assert isinstance(value, dict)
-    return value
 
 
 def _array(schema: _JsonObject) -> _JsonObject:
@@ -67,9 +63,9 @@ def aiops_grounding_schema(
     """
     chosen = profile_of(profile)
     schema = copy.deepcopy(aiops_json_schema("aiops_executor_output", chosen))
-    findings = _array(_object(_object(schema["properties"])["findings"]))
-    finding = _object(findings["items"])
-    cited = _array(_object(_object(finding["properties"])["cited_invocation_ids"]))
+    findings = _array(schema_object(schema_object(schema["properties"])["findings"]))
+    finding = schema_object(findings["items"])
+    cited = _array(schema_object(schema_object(finding["properties"])["cited_invocation_ids"]))
     ids = [record.invocation_id for record in citable_invocations(invocations)]
     notes: list[str] = []
     if len(ids) > limits.max_invocations:
@@ -78,7 +74,7 @@ def aiops_grounding_schema(
         )
         cited["description"] = "Not constrained: " + notes[0] + "."
         return GroundingSchema(schema, tuple(ids), (), tuple(notes))
-    item = _object(cited["items"])
+    item = schema_object(cited["items"])
     if ids:
         item.pop("pattern", None)
         item.pop("minLength", None)
@@ -91,5 +87,5 @@ def aiops_grounding_schema(
     else:
         cited["maxItems"] = 0
     if chosen is SchemaProfile.VALIDATION:  # nullable fields as anyOf: what llama.cpp reads
-        schema = _object(for_local_decoder(schema))
+        schema = schema_object(for_local_decoder(schema))
     return GroundingSchema(schema, tuple(ids), tuple(ids), tuple(notes))

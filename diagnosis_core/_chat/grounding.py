@@ -52,6 +52,7 @@ from .._kernel.tools.grounding import (
     citable_invocations,
     citable_paths,
     for_local_decoder,
+    schema_object,
 )
 from .._kernel.tools.ledger import ToolInvocation
 from .._kernel.wire.json import JsonValue
@@ -68,19 +69,14 @@ _BINDING_DESCRIPTION = (
 )
 
 
-def _object(value: JsonValue) -> _JsonObject:
-    assert isinstance(value, dict)
-    return value
-
-
 def _claims(schema: _JsonObject) -> _JsonObject:
-    return _object(_object(schema["properties"])["claims"])
+    return schema_object(schema_object(schema["properties"])["claims"])
 
 
 def _binding_template(schema: _JsonObject) -> _JsonObject:
-    claim = _object(_claims(schema)["items"])
-    bindings = _object(_object(claim["properties"])["bindings"])
-    return _object(bindings["items"])
+    claim = schema_object(_claims(schema)["items"])
+    bindings = schema_object(schema_object(claim["properties"])["bindings"])
+    return schema_object(bindings["items"])
 
 
 def _string_enum(values: Sequence[str], profile: SchemaProfile) -> _JsonObject:
@@ -99,7 +95,7 @@ def _branch(
     """A binding item whose id, tool and (when ``paths`` is given) path are enums."""
     branch = copy.deepcopy(template)
     branch["description"] = description
-    properties = _object(branch["properties"])
+    properties = schema_object(branch["properties"])
     properties["source_invocation_id"] = _string_enum(ids, profile)
     properties["tool_name"] = _string_enum(tools, profile)
     if paths is not None:
@@ -196,16 +192,16 @@ def evidence_grounding_schema(
             "raw_path are independent enums (an id is not coupled to its own paths)"
         )
         if len(constrained) < len(cited):
-            _object(items["properties"])["raw_path"] = copy.deepcopy(
-                _object(template["properties"])["raw_path"]
+            schema_object(items["properties"])["raw_path"] = copy.deepcopy(
+                schema_object(template["properties"])["raw_path"]
             )
             constrained = []
     else:
         items = {"description": _BINDING_DESCRIPTION, "anyOf": cast(JsonValue, branches)}
     if notes:
         items["description"] = _BINDING_DESCRIPTION + " Not constrained: " + "; ".join(notes) + "."
-    claim = _object(_claims(schema)["items"])
-    _object(_object(claim["properties"])["bindings"])["items"] = items
+    claim = schema_object(_claims(schema)["items"])
+    schema_object(schema_object(claim["properties"])["bindings"])["items"] = items
     return GroundingSchema(_local(schema, chosen), cited, tuple(constrained), tuple(notes))
 
 
@@ -213,7 +209,7 @@ def _local(schema: _JsonObject, profile: SchemaProfile) -> _JsonObject:
     """The ``validation`` profile with nullable fields as ``anyOf`` (what llama.cpp reads)."""
     if profile is not SchemaProfile.VALIDATION:
         return schema
-    return _object(for_local_decoder(schema))
+    return schema_object(for_local_decoder(schema))
 
 
 def _independent(
@@ -241,8 +237,8 @@ def _nothing_citable(
     schema: _JsonObject, profile: SchemaProfile, notes: list[str]
 ) -> GroundingSchema:
     """Only ``no_evidence``: this call recorded nothing a binding could cite."""
-    properties = _object(schema["properties"])
-    status = _object(properties["evidence_status"])
+    properties = schema_object(schema["properties"])
+    status = schema_object(properties["evidence_status"])
     status["enum"] = ["no_evidence"]
     claims = _claims(schema)
     if profile is SchemaProfile.ANTHROPIC_STRICT:

@@ -57,6 +57,7 @@ __all__ = [
     "citable_paths",
     "for_local_decoder",
     "positive_int",
+    "schema_object",
 ]
 
 
@@ -204,6 +205,12 @@ def citable_invocations(records: Sequence[ToolInvocation]) -> tuple[ToolInvocati
 def _number(invocation_id: str) -> tuple[int, str]:
     tail = invocation_id.rpartition("-")[2]
     return (int(tail) if tail.isdigit() and len(tail) < 19 else 0, invocation_id)
+
+
+def schema_object(value: JsonValue) -> dict[str, JsonValue]:
+    """A part of a schema this package wrote, known to be an object, typed as one for editing."""
+    assert isinstance(value, dict)
+    return value
 
 
 def for_local_decoder(schema: JsonValue) -> JsonValue:
