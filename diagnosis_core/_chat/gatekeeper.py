@@ -414,7 +414,10 @@ def _parse_reason_codes(value: object) -> tuple[str, ...]:
     )
 
 
-def _parse(raw: object) -> GatekeeperResult:
+def _parse_snapshot(snapshot: RawSnapshot) -> GatekeeperResult:
+    if snapshot.problem is not None:
+        raise PayloadError("", snapshot.problem)
+    raw = snapshot.value
     if not isinstance(raw, Mapping):
         raise PayloadError("", f"expected an object, got {_type_name(raw)}")
     raw_status = raw.get("status", _MISSING)
@@ -442,12 +445,6 @@ def parse_gatekeeper_result(raw: object) -> GatekeeperResult:
     callers catch one type; any other exception is a bug of this package.
     """
     return _parse_snapshot(snapshot_raw_result(raw))
-
-
-def _parse_snapshot(snapshot: RawSnapshot) -> GatekeeperResult:
-    if snapshot.problem is not None:
-        raise PayloadError("", snapshot.problem)
-    return _parse(snapshot.value)
 
 
 def _invalid(problem: str) -> NormalizedGatekeeperResult:
