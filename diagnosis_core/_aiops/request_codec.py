@@ -19,6 +19,7 @@ from .._kernel.scenario.document import (
     expect_array,
     expect_object,
     expect_string,
+    expect_strings,
     load_config_section,
     load_run_config,
 )
@@ -74,20 +75,9 @@ def _load_alert(item: object, path: str, document: Document) -> Alert:
         ),
         severity=expect_string(entry["severity"], f"{path}.severity", document=document),
         started_at=expect_string(entry["started_at"], f"{path}.started_at", document=document),
-        labels=_load_strings(entry.get("labels"), f"{path}.labels", document),
-        annotations=_load_strings(entry.get("annotations"), f"{path}.annotations", document),
+        labels=expect_strings(entry.get("labels"), f"{path}.labels", document),
+        annotations=expect_strings(entry.get("annotations"), f"{path}.annotations", document),
     )
-
-
-def _load_strings(raw: object, path: str, document: Document) -> dict[str, str]:
-    """An optional object of strings (absent or null: empty)."""
-    if raw is None:
-        return {}
-    value = expect_object(raw, path, document)
-    return {
-        key: expect_string(item, f"{path}.{key}", document=document)
-        for key, item in value.items()
-    }
 
 
 def _load_alertmanager(raw: object, document: Document) -> tuple[Alert, ...]:

@@ -38,6 +38,7 @@ __all__ = [
     "expect_array",
     "expect_object",
     "expect_string",
+    "expect_strings",
     "load_config_section",
     "load_run_config",
     "parse_document_text",
@@ -119,6 +120,17 @@ def expect_string(
     return value
 
 
+def expect_strings(raw: object, path: str, document: Document = SCENARIO) -> dict[str, str]:
+    """An optional object of strings (absent or null: empty), as a plain dict."""
+    if raw is None:
+        return {}
+    value = expect_object(raw, path, document)
+    return {
+        key: expect_string(item, f"{path}.{key}", document=document)
+        for key, item in value.items()
+    }
+
+
 def _type_name(value: object) -> str:
     # Any Mapping / Sequence, not just dict / list: a host may hand over its own.
     if isinstance(value, Mapping):
@@ -166,15 +178,8 @@ def load_run_config(data: Mapping[str, object], document: Document = SCENARIO) -
         if run.get("session_id") is not None
         else run_id
     )
-    metadata_raw = run.get("metadata")
-    metadata = (
-        expect_object(metadata_raw, "run.metadata", document) if metadata_raw is not None else {}
-    )
-    strings = {
-        key: expect_string(value, f"run.metadata.{key}", document=document)
-        for key, value in metadata.items()
-    }
-    values = {"run_id": run_id, "session_id": session_id, "metadata": strings}
+    metadata = expect_strings(run.get("metadata"), "run.metadata", document)
+    values = {"run_id": run_id, "session_id": session_id, "metadata": metadata}
     return _built(RunConfig, values, "run", document)
 
 
