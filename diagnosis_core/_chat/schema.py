@@ -25,7 +25,6 @@ from .._kernel.wire.schema import (
     SchemaProfile,
     SchemaRules,
     class_json_schema_of,
-    class_schema_of,
     named_schema,
     profile_of,
 )
@@ -44,7 +43,6 @@ from .payloads import (
 __all__ = [
     "SCHEMA_NAMES",
     "class_json_schema",
-    "class_schema",
     "json_schema",
 ]
 
@@ -118,11 +116,6 @@ _CLASS_RULES: Mapping[type[Any], dict[str, JsonValue]] = {
     },
 }
 
-
-
-def class_schema(cl: type[Any]) -> dict[str, JsonValue]:
-    """The schema of one ``attrs`` payload class (fields, defaults, the rules above)."""
-    return class_schema_of(cl, _CHAT_RULES)
 
 
 def json_schema(name: str, profile: str = "validation") -> dict[str, JsonValue]:
