@@ -73,10 +73,10 @@ def _claims(schema: _JsonObject) -> _JsonObject:
     return schema_object(schema_object(schema["properties"])["claims"])
 
 
-def _binding_template(schema: _JsonObject) -> _JsonObject:
+def _bindings(schema: _JsonObject) -> _JsonObject:
+    """The claims' ``bindings`` array: its ``items`` is the template, then the built binding."""
     claim = schema_object(_claims(schema)["items"])
-    bindings = schema_object(schema_object(claim["properties"])["bindings"])
-    return schema_object(bindings["items"])
+    return schema_object(schema_object(claim["properties"])["bindings"])
 
 
 def _string_enum(values: Sequence[str], profile: SchemaProfile) -> _JsonObject:
@@ -126,7 +126,7 @@ def evidence_grounding_schema(
     """
     chosen = profile_of(profile)
     schema = copy.deepcopy(json_schema("executor_evidence_v2", chosen.value))
-    template = _binding_template(schema)
+    template = schema_object(_bindings(schema)["items"])
     notes: list[str] = []
     listed: list[tuple[ToolInvocation, OutputPaths]] = []
     rest: list[ToolInvocation] = []
@@ -200,8 +200,7 @@ def evidence_grounding_schema(
         items = {"description": _BINDING_DESCRIPTION, "anyOf": cast(JsonValue, branches)}
     if notes:
         items["description"] = _BINDING_DESCRIPTION + " Not constrained: " + "; ".join(notes) + "."
-    claim = schema_object(_claims(schema)["items"])
-    schema_object(schema_object(claim["properties"])["bindings"])["items"] = items
+    _bindings(schema)["items"] = items
     return GroundingSchema(_local(schema, chosen), cited, tuple(constrained), tuple(notes))
 
 
