@@ -19,7 +19,7 @@ import enum
 from collections.abc import Collection
 
 from .._kernel.errors import PayloadError
-from .._kernel.machine.plan import check_plan_steps
+from .._kernel.machine.plan import _duplicate, check_plan_steps
 from .._kernel.wire.converter import from_json_object_text, from_wire
 from .._kernel.wire.json import describe_value, extract_json_text, parse_json_object
 from .enums import EvidenceStatus
@@ -50,10 +50,6 @@ class PayloadName(enum.StrEnum):
     EXECUTOR_EVIDENCE_V2 = "executor_evidence_v2"
     VERIFIER_OUTPUT = "verifier_output"
     COMPOSER_OUTPUT = "composer_output"
-
-
-def _duplicate(path: str, value: str) -> PayloadError:
-    return PayloadError(path, f"duplicate {describe_value(value)}")
 
 
 # --- §5.1 planner_plan --------------------------------------------------------------
