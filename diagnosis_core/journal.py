@@ -70,7 +70,6 @@ from ._chat.journal import (
     entry_result,
     expected_call,
     finish_entry,
-    journal_tool_records,
     outcome_of,
     recorded_tool_invocations,
     request_to_wire,
@@ -92,6 +91,7 @@ from ._kernel.journal.fold import (
     fold_journal,
     journal_status,
     journal_to_scenario,
+    journal_tool_records,
     replay_journal,
     resume_journal,
 )

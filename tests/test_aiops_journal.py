@@ -120,6 +120,10 @@ def test_the_ledger_comes_from_the_executor_entries() -> None:
     assert [inv.invocation_id for inv in dcj.aiops_journal_ledger(journal).invocations] == [
         "inv-301", "inv-302",
     ]
+    # The records a resuming host seeds its recorder with, as for a chat journal.
+    records = dcj.journal_tool_records(journal)
+    assert [record["invocation_id"] for record in records] == ["inv-301", "inv-302"]
+    assert all("input" in record for record in records)
     # Without the tool invocations the citations are not in the ledger: the rule says so.
     bare = AiOpsJournal(
         journal.request,

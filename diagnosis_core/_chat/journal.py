@@ -45,7 +45,7 @@ from .._kernel.journal.fold import (
     append_entry,
 )
 from .._kernel.journal.mac import request_seed
-from .._kernel.wire.json import JsonValue, stored_json
+from .._kernel.wire.json import stored_json
 from .machine import (
     CallGatekeeper,
     DiagnosisRequest,
@@ -83,7 +83,6 @@ __all__ = [
     "entry_result",
     "expected_call",
     "finish_entry",
-    "journal_tool_records",
     "outcome_of",
     "recorded_tool_invocations",
     "request_mac",
@@ -221,20 +220,3 @@ class JournalRecorder(
 
 
 # --- tool invocations (spec §13) ------------------------------------------------------
-
-
-def journal_tool_records(journal: Journal) -> list[dict[str, JsonValue]]:
-    """Every tool invocation the journal's executor entries carry, as §13 ledger entries.
-
-    ``ToolRecorder.from_records(journal_tool_records(journal))`` rebuilds the
-    recorder of a run being resumed in another process, so its gatekeeper
-    sees the ledger and numbering continues after the recorded ids. Every
-    entry has ``input`` (null when none was recorded).
-    """
-    records: list[dict[str, JsonValue]] = []
-    for entry in journal.entries:  # a started executor entry's finished calls included
-        for item in entry.tool_invocations or ():
-            record = item.to_record()
-            record.setdefault("input", None)
-            records.append(record)
-    return records

@@ -34,6 +34,7 @@ from ..journal import (
     JournalBase,
     RecordedToolInvocation,
     journal_status,
+    journal_tool_records,
     recorded_tool_invocations,
     resume_journal,
 )
@@ -521,7 +522,7 @@ class _Runs:
         if self.tools is None:
             return None
         run_id = journal.request.run.run_id
-        records = tool_records(journal)
+        records = journal_tool_records(journal)
         with self.lock:
             cached = self.recorders.get(run_id)
         if cached is not None and {r.invocation_id for r in cached.records()} == {
@@ -535,17 +536,6 @@ class _Runs:
             while len(self.recorders) > _FOLD_CACHE_SIZE:
                 self.recorders.popitem(last=False)
         return recorder
-
-
-def tool_records(journal: Any) -> list[dict[str, JsonValue]]:
-    """Every tool invocation the journal's entries carry, as §13 ledger entries."""
-    records: list[dict[str, JsonValue]] = []
-    for entry in journal.entries:
-        for item in entry.tool_invocations or ():
-            record = item.to_record()
-            record.setdefault("input", None)
-            records.append(record)
-    return records
 
 
 def _token(config: RunnableConfig | None, content: tuple[str, ...]) -> _Token:

@@ -54,6 +54,7 @@ __all__ = [
     "inexact",
     "journal_status",
     "journal_to_scenario",
+    "journal_tool_records",
     "progress_entry",
     "replay_journal",
     "require_complete",
@@ -227,6 +228,23 @@ class _Resumed(Protocol[J_co, S]):
 def _any_journal(journal: object) -> Any:
     """``journal`` as its workflow's methods take it (the protocols above typed the call)."""
     return journal
+
+
+def journal_tool_records(journal: JournalBase[Any, Any]) -> list[dict[str, JsonValue]]:
+    """Every tool invocation a journal's executor entries carry (either workflow), as §13 entries.
+
+    ``ToolRecorder.from_records(journal_tool_records(journal))`` rebuilds the
+    recorder of a run being resumed in another process, so its gatekeeper
+    sees the ledger and numbering continues after the recorded ids. Every
+    entry has ``input`` (null when none was recorded).
+    """
+    records: list[dict[str, JsonValue]] = []
+    for entry in journal.entries:  # a started executor entry's finished calls included
+        for item in entry.tool_invocations or ():
+            record = item.to_record()
+            record.setdefault("input", None)
+            records.append(record)
+    return records
 
 
 def journal_status(
