@@ -25,9 +25,8 @@ from types import MappingProxyType
 
 import attrs
 
-from .._kernel.errors import ConfigError
+from .._kernel.machine.config import freeze_strings
 from .._kernel.machine.plan import PlanStep
-from .._kernel.wire.json import describe_value
 from .enums import SupervisorChoice
 
 __all__ = [
@@ -43,24 +42,12 @@ __all__ = [
 ]
 
 
-def _freeze_strings(field: str, value: object) -> Mapping[str, str]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{field}: expected a mapping of strings, got {type(value).__name__}")
-    for key, item in value.items():
-        if not isinstance(key, str) or not isinstance(item, str):
-            raise ConfigError(
-                f"{field}: keys and values must be strings, got "
-                f"{describe_value(key)}: {describe_value(item)}"
-            )
-    return MappingProxyType(dict(sorted(value.items())))
-
-
 def _freeze_labels(value: Mapping[str, str]) -> Mapping[str, str]:
-    return _freeze_strings("labels", value)
+    return freeze_strings("labels", value)
 
 
 def _freeze_annotations(value: Mapping[str, str]) -> Mapping[str, str]:
-    return _freeze_strings("annotations", value)
+    return freeze_strings("annotations", value)
 
 
 def _labels_key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

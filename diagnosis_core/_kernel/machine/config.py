@@ -27,6 +27,7 @@ from ..wire.json import describe_value
 
 __all__ = [
     "RunConfig",
+    "freeze_strings",
     "int_in_range",
     "max_item_chars_field",
     "technical_retry_limit_field",
@@ -62,16 +63,25 @@ def to_locale(value: Locale | str) -> Locale:
     return locale
 
 
-def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:
+def freeze_strings(field: str, value: object) -> Mapping[str, str]:
+    """``value`` as a read-only mapping of strings, sorted by key: ``ConfigError`` otherwise.
+
+    Sorted so that two equal mappings give one wire form whatever order the host
+    built them in (a run's metadata, an alert's labels and annotations).
+    """
     if not isinstance(value, Mapping):
-        raise ConfigError(f"metadata: expected a mapping of strings, got {type(value).__name__}")
+        raise ConfigError(f"{field}: expected a mapping of strings, got {type(value).__name__}")
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
             raise ConfigError(
-                "metadata: keys and values must be strings, got "
+                f"{field}: keys and values must be strings, got "
                 f"{describe_value(key)}: {describe_value(item)}"
             )
     return MappingProxyType(dict(sorted(value.items())))
+
+
+def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:
+    return freeze_strings("metadata", value)
 
 
 def _non_empty_str(field: str) -> Any:
