@@ -81,6 +81,8 @@ LOCK_DIRECTORY_SUFFIX = ".locks"
 LOCK_FILE_NAME = "claims.lock"
 
 _APPEND_OFFSET = 0
+_VANISHED_RETRIES = 3
+"""How often a claimant asks again when the lock was refused but no holder is there."""
 _POLL_SECONDS = 0.001
 _OPEN_FLAGS = (
     os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOINHERIT", 0)
@@ -722,6 +724,7 @@ class ConnectionClaims(Claims):
         """
         unsigned = key & 0xFFFFFFFFFFFFFFFF
         deadline: float | None = None
+        vanished = 0
         while True:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             if row is not None and row[0]:
@@ -735,7 +738,12 @@ class ConnectionClaims(Claims):
                 (unsigned >> 32, unsigned & 0xFFFFFFFF),
             ).fetchone()
             if found is None:
-                return ""
+                # The holder let go between the two statements: ask for the lock again
+                # (a few times; a holder that cannot be seen at all stays unknown).
+                vanished += 1
+                if vanished > _VANISHED_RETRIES:
+                    return ""
+                continue
             holder = f"{found[0]} (server pid {found[1]})"
             if not exited_here(str(found[0])):
                 return holder

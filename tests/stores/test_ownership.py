@@ -459,3 +459,31 @@ def test_a_hosts_names_are_held_once_per_namespace_and_place(tmp_path: Path) -> 
     assert Claims.in_file(tmp_path / "." / "jobs.db", b"jobs:").try_acquire("j1")[0] is None
     in_file.release(first)
     assert (tmp_path / "jobs.db.locks" / "claims.lock").exists()
+
+
+class _ScriptedSession:
+    """A PostgreSQL session whose statements answer from a script, in order."""
+
+    def __init__(self, rows: list[tuple[object, ...] | None]) -> None:
+        self.rows = rows
+        self.sent: list[str] = []
+
+    def execute(self, sql: str, parameters: tuple[object, ...]) -> _ScriptedSession:
+        self.sent.append(sql.split()[1])
+        return self
+
+    def fetchone(self) -> tuple[object, ...] | None:
+        return self.rows.pop(0)
+
+
+def test_a_holder_that_lets_go_between_the_lock_and_the_lookup_is_not_reported() -> None:
+    # The lock is refused, then the holder's session ends before the claimant asks who
+    # held it: the claimant asks for the lock again and gets it (a race seen under load).
+    from diagnosis_core.stores._ownership import ConnectionClaims
+
+    session = _ScriptedSession([(False,), None, (True,)])
+    assert ConnectionClaims._holder_while_held(session, 7) is None
+    assert session.sent == ["pg_try_advisory_lock(%s)", "a.application_name,",
+                            "pg_try_advisory_lock(%s)"]
+    nobody = _ScriptedSession([(False,), None] * 4)
+    assert ConnectionClaims._holder_while_held(nobody, 7) == ""  # never seen: unknown
