@@ -42,16 +42,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._aiops import AIOPS_NAMES
-from ._chat.executor_loop import async_executor_agent, executor_agent
-from ._chat.grounding import evidence_grounding_schema
 from ._chat.reference_gatekeeper import (
     BindingFailure,
     ToolRecorder,
     parse_raw_path,
 )
 from ._chat.run_recorders import RunRecorders, ToolsFactory
-from ._kernel.public import lazy_module
-from ._kernel.tools.chat_model import (
+from ._executor.chat import async_executor_agent, evidence_grounding_schema, executor_agent
+from ._executor.grounding import GroundingLimits, GroundingSchema
+from ._executor.loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    ToolLoopDeadlineError,
+    ToolLoopLimitError,
+)
+from ._executor.model import (
     AssistantMessage,
     AsyncToolCallingModel,
     ChatMessage,
@@ -65,7 +70,7 @@ from ._kernel.tools.chat_model import (
     TurnRequest,
     UserMessage,
 )
-from ._kernel.tools.grounding import GroundingLimits, GroundingSchema
+from ._kernel.public import lazy_module
 from ._kernel.tools.ledger import ledger_from_records
 from ._kernel.tools.recorder import (
     RecorderMark,
@@ -73,19 +78,13 @@ from ._kernel.tools.recorder import (
     ToolCallError,
     ToolEnvelope,
 )
-from ._kernel.tools.tool_loop import (
-    AsyncExecutorAgent,
-    ExecutorAgent,
-    ToolLoopDeadlineError,
-    ToolLoopLimitError,
-)
 
 if TYPE_CHECKING:
-    from ._aiops.executor_loop import (
+    from ._executor.aiops import (
         aiops_executor_agent,
+        aiops_grounding_schema,
         async_aiops_executor_agent,
     )
-    from ._aiops.grounding import aiops_grounding_schema
 
 __all__ = [
     "AssistantMessage",

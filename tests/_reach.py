@@ -119,13 +119,13 @@ testing = _Namespace("diagnosis_core.testing", {
     "verifier_output_texts": "diagnosis_core.testing._texts",
 })
 tools = _Namespace("diagnosis_core.tools", {
-    "OutputPaths": "diagnosis_core._kernel.tools.grounding",
+    "OutputPaths": "diagnosis_core._executor.grounding",
     "ToolInvocation": "diagnosis_core",
     "ToolLedger": "diagnosis_core",
     "UNRESOLVED": "diagnosis_core._chat.reference_gatekeeper",
     "check_binding": "diagnosis_core._chat.reference_gatekeeper",
     "check_bindings": "diagnosis_core._chat.reference_gatekeeper",
-    "citable_paths": "diagnosis_core._kernel.tools.grounding",
+    "citable_paths": "diagnosis_core._executor.grounding",
     "match_excerpt": "diagnosis_core._chat.reference_gatekeeper",
     "resolve_raw_path": "diagnosis_core._chat.reference_gatekeeper",
 })

@@ -32,7 +32,7 @@ END = "<!-- end of layers today -->"
 # Bottom to top. A layer that is not listed is drawn at the top.
 ORDER = (
     "_kernel", "_kernel/wire", "_kernel/machine", "_kernel/tools", "_kernel/journal",
-    "_kernel/scenario", "_kernel/driving", "_chat", "_aiops", "namespaces", "stores",
+    "_kernel/scenario", "_kernel/driving", "_chat", "_aiops", "_executor", "namespaces", "stores",
     "conformance", "prompts", "testing", "adapters", "cli",
 )
 NAMESPACE_FILES = {"protocol", "machine", "journal", "tools", "scenarios", "aiops"}

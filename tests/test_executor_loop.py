@@ -405,7 +405,7 @@ def test_each_executor_constructor_keeps_its_documented_defaults(
 ) -> None:
     import time
 
-    from diagnosis_core._kernel.tools.grounding import GroundingLimits
+    from diagnosis_core._executor.grounding import GroundingLimits
 
     settings = constructor(model([]), Tools().specs(), recorder=dct.ToolRecorder())._settings
     assert (settings.system_prompt, settings.max_tool_calls, settings.max_turns) == (None, 8, 10)

@@ -393,6 +393,24 @@ def test_the_chat_workflow_never_imports_the_aiops_workflow() -> None:
 
 
 @pytest.mark.parametrize(
+    "prefix", ["diagnosis_core._kernel", "diagnosis_core._chat", "diagnosis_core._aiops"]
+)
+def test_the_pure_core_never_imports_the_executor_effect(prefix: str) -> None:
+    """The tool loop calls a model: it sits above both workflows, and nothing below imports it."""
+    assert _offenders(prefix, lambda _s, t: not t.startswith("diagnosis_core._executor")) == []
+
+
+def test_the_executor_effect_imports_the_kernel_the_workflows_and_itself_only() -> None:
+    assert _offenders(
+        "diagnosis_core._executor",
+        lambda _s, t: t.startswith(
+            ("diagnosis_core._kernel", "diagnosis_core._chat", "diagnosis_core._aiops",
+             "diagnosis_core._executor")
+        ),
+    ) == []
+
+
+@pytest.mark.parametrize(
     "prefix",
     [
         "diagnosis_core.adapters",

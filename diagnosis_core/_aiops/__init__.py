@@ -49,9 +49,12 @@ AIOPS_NAMES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("request_codec", ("aiops_request_to_wire",)),
         ("workflow", ("aiops_expected_call", "aiops_journal_ledger")),
     ),
-    "diagnosis_core.tools": _homes(
-        ("executor_loop", ("aiops_executor_agent", "async_aiops_executor_agent")),
-        ("grounding", ("aiops_grounding_schema",)),
+    # The AIOps executor effect is not part of the workflow: it sits above it, beside
+    # the chat executor (``diagnosis_core/_executor``).
+    "diagnosis_core.tools": (
+        ("diagnosis_core._executor.aiops", (
+            "aiops_executor_agent", "aiops_grounding_schema", "async_aiops_executor_agent",
+        )),
     ),
 }
 """The names each shared namespace serves from this workflow: (its module, the names).

@@ -40,6 +40,7 @@ from ..wire.json import JsonValue, canonical_json, describe_value, json_type_nam
 
 __all__ = [
     "LEDGER_RECORD_KEYS",
+    "NAME_SEGMENT",
     "FrozenJson",
     "ToolCallError",
     "ToolInvocation",
@@ -61,7 +62,7 @@ _Chain: TypeAlias = "tuple[_Chain, PathSegment] | None"
 
 # --- JSON freezing ------------------------------------------------------------
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")  # a path segment written `.name` (spec §9)
+NAME_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")  # a path segment written `.name` (spec §9)
 _MAX_INT = 10**4300  # spec §5: an integer literal of more than 4300 digits is invalid
 
 
@@ -79,7 +80,7 @@ def _render_location(chain: _Chain) -> str:
     for segment in reversed(segments):
         if isinstance(segment, int):
             text += f"[{segment}]"
-        elif _NAME.fullmatch(segment):
+        elif NAME_SEGMENT.fullmatch(segment):
             text += f".{segment}"
         else:
             text += f"[{_short(segment, 30)}]"

@@ -105,6 +105,8 @@ __all__ = [
     "ToolCallRecord",
     "ToolEnvelope",
     "ToolRecorder",
+    "error_message",
+    "error_type",
 ]
 
 P = ParamSpec("P")
@@ -135,7 +137,7 @@ def _plain_json(value: object, field: str) -> JsonValue:
     return plain
 
 
-def _error_type(error: BaseException) -> str:
+def error_type(error: BaseException) -> str:
     cls = type(error)
     # A package class is recorded under the module that defines it, as it always
     # was (the journal's bytes), not the public namespace it names (§12.3).
@@ -146,7 +148,7 @@ def _error_type(error: BaseException) -> str:
     return name if module in ("builtins", "", None) else f"{module}.{name}"
 
 
-def _error_message(error: BaseException) -> str:
+def error_message(error: BaseException) -> str:
     try:
         message = str(error)
     except Exception:
@@ -432,7 +434,7 @@ class ToolRecorder:
     ) -> None:
         self._finish(
             number, tool_name, recorded_input, started,
-            error=ToolCallError(_error_type(error), _error_message(error)),
+            error=ToolCallError(error_type(error), error_message(error)),
         )
 
     def wrap(self, tool_name: str, fn: Callable[P, object]) -> Callable[P, ToolEnvelope]:

@@ -1,11 +1,11 @@
-"""The executor's grounding schema: ``executor_evidence_v2`` citing only what was recorded (§18).
+"""The chat executor: the tool loop answering ``executor_evidence_v2`` that cites what exists (§18).
 
 :func:`evidence_grounding_schema` takes the tool invocations of one executor
 call and returns the ``executor_evidence_v2`` schema of a profile (spec
 §5.5) in which each binding is one of per-invocation branches: the branch of
 ``inv-3`` fixes ``source_invocation_id`` to ``inv-3``, ``tool_name`` to the
 tool ``inv-3`` called, and ``raw_path`` to an enum of the paths that exist in
-``inv-3``'s output (``_kernel/tools/grounding.py``). An ``anyOf`` and not two
+``inv-3``'s output (``grounding.py``). An ``anyOf`` and not two
 independent enums: with independent enums a model was measured citing
 ``inv-1`` with a path that exists only in ``inv-2``'s output; a branch couples
 an id to its own paths.
@@ -20,7 +20,7 @@ resolves to a scalar — ``INVOCATION_NOT_FOUND``, ``INVOCATION_FAILED``,
 Profiles: ``openai-strict`` and ``anthropic-strict`` take the ``anyOf`` (both
 document it inside an object, never at the root); ``validation`` too (draft
 2020-12, in the form a local decoder's JSON-schema grammar converter reads
-whole: ``_kernel.tools.grounding.for_local_decoder`` writes nullable fields as an
+whole: ``grounding.for_local_decoder`` writes nullable fields as an
 ``anyOf`` with ``null`` and moves ``pattern`` into the description — the strict
 profiles' unanchored patterns are refused by llama.cpp's converter);
 ``gemini``'s schema subset has no composition keyword, so there the ids, tool
@@ -40,11 +40,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import cast
+from typing import Unpack, cast
 
 import attrs
 
-from .._kernel.tools.grounding import (
+from .._chat.schema import json_schema
+from .._kernel.tools.ledger import ToolInvocation
+from .._kernel.tools.recorder import ToolRecorder
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import SchemaProfile, profile_of
+from .grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
     GroundingSchema,
@@ -54,12 +59,16 @@ from .._kernel.tools.grounding import (
     for_local_decoder,
     schema_object,
 )
-from .._kernel.tools.ledger import ToolInvocation
-from .._kernel.wire.json import JsonValue
-from .._kernel.wire.schema import SchemaProfile, profile_of
-from .schema import json_schema
+from .loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    ExecutorOptions,
+    PerRunRecorders,
+    build_settings,
+)
+from .model import AsyncToolCallingModel, Tool, ToolCallingModel
 
-__all__ = ["evidence_grounding_schema"]
+__all__ = ["async_executor_agent", "evidence_grounding_schema", "executor_agent"]
 
 _JsonObject = dict[str, JsonValue]
 
@@ -246,3 +255,46 @@ def _nothing_citable(
     else:
         claims["maxItems"] = 0
     return GroundingSchema(_local(schema, profile), (), (), tuple(notes))
+
+
+def executor_agent(
+    model: ToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    **options: Unpack[ExecutorOptions],
+) -> ExecutorAgent:
+    """The chat executor effect: ``model`` calling ``tools`` until it answers (spec §13, §18).
+
+    Use it as ``Effects(executor=executor_agent(...), ...)``. ``recorder`` is
+    the run's :class:`ToolRecorder` (the one given to the driver as
+    ``tools=``), or a :class:`RunRecorders` (engines: the run's recorder is
+    found by ``config.run_id``). Each turn's response schema is the
+    ``executor_evidence_v2`` grounding schema in ``profile`` of the
+    invocations recorded so far (``grounding``: this call's, the run's, or
+    none). Limits, errors and resume: ``docs/executor.md``.
+
+    Raises:
+        TypeError, ValueError: for a malformed argument, naming it (at
+            construction, before any run).
+    """
+    settings = build_settings(
+        tools, recorder, options, name="executor_agent",
+        build=evidence_grounding_schema, grounding="call",
+    )
+    return ExecutorAgent(model, settings)
+
+
+def async_executor_agent(
+    model: AsyncToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    **options: Unpack[ExecutorOptions],
+) -> AsyncExecutorAgent:
+    """The asyncio variant of :func:`executor_agent` (tools may be coroutine functions)."""
+    settings = build_settings(
+        tools, recorder, options, name="async_executor_agent",
+        build=evidence_grounding_schema, grounding="call", asynchronous=True,
+    )
+    return AsyncExecutorAgent(model, settings)

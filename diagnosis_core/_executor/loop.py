@@ -69,12 +69,19 @@ from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 import attrs
 
-from ..enums import FailureKind
-from ..errors import NonRetryableError
-from ..machine.classify import FailureClassifier, classify_failure, default_failure_classifier
-from ..machine.config import RunConfig
-from ..wire.json import JsonValue, canonical_json
-from .chat_model import (
+from .._kernel.enums import FailureKind
+from .._kernel.errors import NonRetryableError
+from .._kernel.machine.classify import (
+    FailureClassifier,
+    classify_failure,
+    default_failure_classifier,
+)
+from .._kernel.machine.config import RunConfig
+from .._kernel.tools.ledger import ToolInvocation
+from .._kernel.tools.recorder import ToolEnvelope, ToolRecorder, error_message, error_type
+from .._kernel.wire.json import JsonValue, canonical_json
+from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema, positive_int
+from .model import (
     AssistantMessage,
     AsyncToolCallingModel,
     ChatMessage,
@@ -88,9 +95,6 @@ from .chat_model import (
     TurnRequest,
     UserMessage,
 )
-from .grounding import DEFAULT_LIMITS, GroundingLimits, GroundingSchema, positive_int
-from .ledger import ToolInvocation
-from .recorder import ToolEnvelope, ToolRecorder, _error_message, _error_type
 
 __all__ = [
     "AsyncExecutorAgent",
@@ -388,7 +392,7 @@ class _Run:
         if kind is FailureKind.TOOL_BLOCKED or self.settings.tool_errors == "raise":
             raise error
         return self.error(
-            call, _error_type(error), _error_message(error),
+            call, error_type(error), error_message(error),
             retryable=kind is FailureKind.RETRYABLE,
         )
 

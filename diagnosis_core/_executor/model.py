@@ -2,7 +2,7 @@
 
 The executor is a tool-using agent: a model reads the conversation, calls
 tools, reads their envelopes and finally answers. The package drives that
-loop (``_kernel/tools/tool_loop.py``); the model is one small callable a host plugs
+loop (``loop.py``); the model is one small callable a host plugs
 in — a LangChain chat model through
 ``diagnosis_core.adapters.langchain.tool_calling_model``, an SDK client or a
 local runtime through a class of its own. It is called once per turn with a
@@ -29,8 +29,8 @@ from typing import Any, Protocol, TypeAlias
 
 import attrs
 
-from ..machine.config import RunConfig
-from ..wire.json import JsonValue
+from .._kernel.machine.config import RunConfig
+from .._kernel.wire.json import JsonValue
 
 __all__ = [
     "AssistantMessage",

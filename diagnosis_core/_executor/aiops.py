@@ -1,4 +1,4 @@
-"""The AIOps executor's grounding schema (spec §11, §18).
+"""The AIOps executor: the tool loop answering ``aiops_executor_output`` (spec §11, §18).
 
 An AIOps executor step returns ``aiops_executor_output``: the ids of the tool
 invocations it made and findings that cite invocation ids; the rule
@@ -12,17 +12,22 @@ one of them or an earlier step's). No path is cited in this payload, so no
 path limit applies; ``max_invocations`` bounds the enum (beyond it the field
 is left unconstrained, and a note says so).
 
-:func:`aiops_executor_agent` (``executor_loop.py``) gives it to the kernel's
-tool loop as the final answer's schema.
+:func:`aiops_executor_agent` gives it to the tool loop (``loop.py``, shared with the
+chat executor) as the final answer's schema.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import cast
+from typing import Unpack, cast
 
-from .._kernel.tools.grounding import (
+from .._aiops.schema import aiops_json_schema
+from .._kernel.tools.ledger import ToolInvocation
+from .._kernel.tools.recorder import ToolRecorder
+from .._kernel.wire.json import JsonValue
+from .._kernel.wire.schema import SchemaProfile, profile_of
+from .grounding import (
     DEFAULT_LIMITS,
     GroundingLimits,
     GroundingSchema,
@@ -30,12 +35,16 @@ from .._kernel.tools.grounding import (
     for_local_decoder,
     schema_object,
 )
-from .._kernel.tools.ledger import ToolInvocation
-from .._kernel.wire.json import JsonValue
-from .._kernel.wire.schema import SchemaProfile, profile_of
-from .schema import aiops_json_schema
+from .loop import (
+    AsyncExecutorAgent,
+    ExecutorAgent,
+    ExecutorOptions,
+    PerRunRecorders,
+    build_settings,
+)
+from .model import AsyncToolCallingModel, Tool, ToolCallingModel
 
-__all__ = ["aiops_grounding_schema"]
+__all__ = ["aiops_executor_agent", "aiops_grounding_schema", "async_aiops_executor_agent"]
 
 _JsonObject = dict[str, JsonValue]
 
@@ -89,3 +98,38 @@ def aiops_grounding_schema(
     if chosen is SchemaProfile.VALIDATION:  # nullable fields as anyOf: what llama.cpp reads
         schema = schema_object(for_local_decoder(schema))
     return GroundingSchema(schema, tuple(ids), tuple(ids), tuple(notes))
+
+
+def aiops_executor_agent(
+    model: ToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    **options: Unpack[ExecutorOptions],
+) -> ExecutorAgent:
+    """The AIOps executor effect: ``model`` calling ``tools`` until it answers (spec §11, §13).
+
+    As :func:`diagnosis_core.tools.executor_agent`, with ``aiops_executor_output``
+    as the final answer. ``grounding`` defaults to ``"run"``: an AIOps step
+    may cite the invocations of earlier executor steps.
+    """
+    settings = build_settings(
+        tools, recorder, options, name="aiops_executor_agent",
+        build=aiops_grounding_schema, grounding="run",
+    )
+    return ExecutorAgent(model, settings)
+
+
+def async_aiops_executor_agent(
+    model: AsyncToolCallingModel,
+    tools: Sequence[Tool],
+    *,
+    recorder: ToolRecorder | PerRunRecorders,
+    **options: Unpack[ExecutorOptions],
+) -> AsyncExecutorAgent:
+    """The asyncio variant of :func:`aiops_executor_agent`."""
+    settings = build_settings(
+        tools, recorder, options, name="async_aiops_executor_agent",
+        build=aiops_grounding_schema, grounding="run", asynchronous=True,
+    )
+    return AsyncExecutorAgent(model, settings)

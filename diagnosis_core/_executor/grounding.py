@@ -5,8 +5,8 @@ final answer is decoded against a schema whose ``raw_path`` is an enum of the
 paths that exist in a recorded output, an ungrounded path cannot be written.
 This module computes those paths, under limits, and the value that says what
 was constrained and what was not (:class:`GroundingSchema`); each workflow
-builds its own payload's schema from them (``_chat/grounding.py``,
-``_aiops/grounding.py``).
+builds its own payload's schema from them (``chat.py``,
+``aiops.py``).
 
 Which paths. Exactly the paths the reference gatekeeper resolves to a value
 it can match an excerpt against: those that end at a string, a number or a
@@ -45,8 +45,8 @@ from typing import Any
 
 import attrs
 
-from ..wire.json import JsonValue
-from .ledger import _NAME, ToolInvocation
+from .._kernel.tools.ledger import NAME_SEGMENT, ToolInvocation
+from .._kernel.wire.json import JsonValue
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -109,7 +109,7 @@ class OutputPaths:
 
 
 def _key_segment(key: str) -> str | None:
-    if _NAME.fullmatch(key):
+    if NAME_SEGMENT.fullmatch(key):
         return f".{key}"
     if "'" in key or "\\" in key:
         return None  # no spelling in the §9 path grammar: not citable
