@@ -189,33 +189,6 @@ class _Call:
     effects: object
     asynchronous: bool
 
-    def check_effects(self) -> None:
-        """Refuse effects of the other kind before the run starts (spec §15)."""
-        driving, driver, asynchronous = self.driving, self.driver, self.asynchronous
-        check_effects_kind(
-            self.effects,
-            driving.async_effects_type if asynchronous else driving.effects_type,
-            driving.effect_names,
-            asynchronous=asynchronous,
-            driver=driver,
-            other_driver=driver[1:] if asynchronous else f"a{driver}",
-        )
-
-    def check_request(self, options: RunOptions) -> None:
-        """Refuse a request no journal or store could keep, or a question over the limit."""
-        check_request(self.driving, self.request, options.max_question_chars, self.driver)
-
-    def check_call(self, options: RunOptions) -> None:
-        """Everything refused before the run is written or any effect runs (spec §12.1, §15).
-
-        The effects (kind, callability, arity), the request (storable, its
-        question within the limit) and a gatekeeper built over another tool
-        recorder than ``tools=``. Options are checked by the caller, first.
-        """
-        self.check_effects()
-        self.check_request(options)
-        check_tools(self.driving, self.effects, options.tools, self.driver)
-
     @contextlib.contextmanager
     def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
         """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
@@ -242,39 +215,51 @@ class _Call:
 
     @contextlib.contextmanager
     def opened(self, state: object, options: RunOptions) -> Iterator[_Run]:
-        """The run a blocking driver drives: options checked, its store claimed, run started.
+        """The run a blocking driver drives: :meth:`prepared`, then :meth:`claimed`.
 
         With ``store=``, the store's journal and sink replace it (checked in
         turn) and the run stays claimed until the driver leaves the block.
         """
-        options.check(self.driver, state=state)
-        self.check_call(options)  # before the store records the run
-        if options.store is None:
-            yield _prepare(self, state, options)
-            return
-        with self.on_store(options) as stored:
-            stored.check(self.driver)
-            yield _prepare(self, None, stored)
+        with self.claimed(self.prepared(state, options), options) as run:
+            yield run
 
     def prepared(self, state: object, options: RunOptions) -> _Run | None:
-        """An iterator form's run, started now; None when its store is claimed as it starts.
+        """The run, started now; None when it goes through a store (started by :meth:`claimed`).
 
-        Options and effects are checked now either way, so a misuse is an
-        error of the call, not of the first ``next``.
+        Everything refused before the run is written or any effect runs is
+        refused now (spec §12.1, §15), so an iterator's misuse is an error of
+        the call, not of the first ``next``: the options, the effects (kind,
+        callability, arity), the request (storable, its question within the
+        limit), a gatekeeper built over another tool recorder than ``tools=``,
+        a store that is not one.
         """
-        options.check(self.driver, state=state)
-        self.check_call(options)
-        if _claimed(options):
-            return None
-        return _prepare(self, state, options)
+        driving, driver, asynchronous = self.driving, self.driver, self.asynchronous
+        options.check(driver, state=state)
+        check_effects_kind(
+            self.effects,
+            driving.async_effects_type if asynchronous else driving.effects_type,
+            driving.effect_names,
+            asynchronous=asynchronous,
+            driver=driver,
+            other_driver=driver[1:] if asynchronous else f"a{driver}",
+        )
+        check_request(driving, self.request, options.max_question_chars, driver)
+        check_tools(driving, self.effects, options.tools, driver)
+        if options.store is None:
+            return _prepare(self, state, options)
+        from ..journal.store import require_store
+
+        require_store(options.store)
+        return None
 
     @contextlib.contextmanager
     def claimed(self, prepared: _Run | None, options: RunOptions) -> Iterator[_Run]:
-        """An iterator form's run as iteration starts: ``prepared``, or started in its store."""
+        """The run as it starts (an iterator's: when iterated): ``prepared``, or in its store."""
         if prepared is not None:
             yield prepared
             return
         with self.on_store(options) as stored:
+            stored.check(self.driver)
             yield _prepare(self, None, stored)
 
 
@@ -446,16 +431,6 @@ async def _asteps(run: _Run, effects: object, *, events: bool) -> AsyncIterator[
     loop = adrive_steps(*_machine(run, run.driving.aperform, effects), **run.loop_arguments(events))
     async for item in loop:
         yield item
-
-
-def _claimed(options: RunOptions) -> bool:
-    """True when the run goes through a store (``store=``), which must be a store."""
-    if options.store is None:
-        return False
-    from ..journal.store import require_store
-
-    require_store(options.store)
-    return True
 
 
 # --- the four forms ------------------------------------------------------------------
