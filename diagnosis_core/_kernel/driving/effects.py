@@ -202,8 +202,6 @@ def _takes(value: object, positional: int) -> bool | None:
 
 
 def _described(value: object) -> str:
-    if value is None:
-        return "None"
     try:
         read = inspect.signature(value)  # type: ignore[arg-type]
         plain = read.replace(
@@ -232,13 +230,9 @@ def check_effect(owner: str, name: str, value: object, positional: int, signatur
     never a fallback answer after the first call. A callable whose signature
     cannot be read is accepted (nothing to check without calling it).
     """
-    if value is None or not callable(value):
-        raise TypeError(
-            f"{owner}.{name}: expected a callable {signature}, got {_described(value)}"
-            if value is None
-            else f"{owner}.{name}: expected a callable {signature}, "
-            f"got {type(value).__name__} (not callable)"
-        )
+    if not callable(value):
+        got = "None" if value is None else f"{type(value).__name__} (not callable)"
+        raise TypeError(f"{owner}.{name}: expected a callable {signature}, got {got}")
     if _takes(value, positional) is False:
         raise TypeError(
             f"{owner}.{name}: expected a callable {signature}, got {_described(value)}, "
@@ -337,9 +331,6 @@ def require_awaitable(value: object, what: str, driver: str) -> Awaitable[Any]:
             " a sync effect needs the sync driver (or AsyncEffects.from_sync)"
         )
     return value
-
-
-# --- the options of a run (spec §12, §14): one rule set for both workflows -------------
 
 
 S = TypeVar("S")
