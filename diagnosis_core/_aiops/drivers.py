@@ -109,9 +109,6 @@ class AsyncAiOpsEffects(AsyncAgentTable[AiOpsAgent, AiOpsEffects]):
     )
 
 
-_AGENT_NAMES = tuple(agent.value for agent in AiOpsAgent)
-
-
 def perform_aiops_effect(
     action: InvokeAiOpsAgent, effects: AiOpsEffects
 ) -> AgentReplied | AgentFailed:
@@ -147,7 +144,7 @@ class _AiOpsDriving(Driving[AiOpsState, AiOpsEffects, AsyncAiOpsEffects]):
 
     effects_type = AiOpsEffects
     async_effects_type = AsyncAiOpsEffects
-    effect_names = _AGENT_NAMES
+    effect_names = tuple(agent.value for agent in AiOpsAgent)
 
     # The workflow's own objects and effect functions: a wrapper would only repeat them.
     workflow = AIOPS_WORKFLOW

@@ -68,11 +68,6 @@ __all__ = [
 ]
 
 
-_SYNC = "the sync driver"
-_ASYNC = "the asyncio driver"
-_EFFECT_NAMES = ("planner", "executor", "verifier", "composer", "gatekeeper")
-
-
 def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> EffectResult:
     """Perform one effect synchronously and package its outcome as a result.
 
@@ -90,7 +85,7 @@ def perform_effect(action: InvokeAgent | CallGatekeeper, effects: Effects) -> Ef
         raw = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
         return GatekeeperFailed(repair_text(describe_error(error)))
-    reject_awaitable(raw, "Effects.gatekeeper", _SYNC)
+    reject_awaitable(raw, "Effects.gatekeeper", "the sync driver")
     return GatekeeperReturned(gatekeeper_fact(raw), origin=PLAIN_FACT)
 
 
@@ -108,7 +103,7 @@ async def perform_effect_async(
         called = effects.gatekeeper(action.run_id, action.executor_output)
     except Exception as error:
         return GatekeeperFailed(repair_text(describe_error(error)))
-    result = require_awaitable(called, "AsyncEffects.gatekeeper", _ASYNC)
+    result = require_awaitable(called, "AsyncEffects.gatekeeper", "the asyncio driver")
     try:
         raw = await result
     except Exception as error:
@@ -126,7 +121,7 @@ class _DiagnosisDriving(Driving[DiagnosisState, Effects, AsyncEffects]):
 
     effects_type = Effects
     async_effects_type = AsyncEffects
-    effect_names = _EFFECT_NAMES
+    effect_names = ("planner", "executor", "verifier", "composer", "gatekeeper")
     perform = staticmethod(perform_effect)  # the effect functions themselves, not wrapped
     aperform = staticmethod(perform_effect_async)
 

@@ -95,7 +95,4 @@ class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
     )
 
 
-# --- the right kind of effects for the driver (spec §15, a local error) ------------
-
-
 share_repr(Effects, AsyncEffects)
