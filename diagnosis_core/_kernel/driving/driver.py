@@ -46,7 +46,7 @@ import functools
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -55,7 +55,7 @@ from ..machine.provenance import mark_built, require_built_here
 from ..records import share_repr
 from ..wire.facts import pair_location
 from ..wire.json import has_surrogate
-from .effects import Driving, check_effects_kind
+from .effects import AEff, Driving, Eff, S, check_effects_kind
 from .loop import Done, adrive_steps, drive_steps
 from .observe import Watcher, notify
 from .options import RunOptions, question_limit
@@ -76,10 +76,6 @@ __all__ = [
     "iterate",
     "run",
 ]
-
-S = TypeVar("S")
-Eff = TypeVar("Eff")
-AEff = TypeVar("AEff")
 
 # --- journaling and the run ----------------------------------------------------------
 
@@ -160,14 +156,20 @@ class _Run:
                 return mark_built(counted)
         return done.state
 
-    def loop_arguments(self, events: bool) -> dict[str, Any]:
-        """The step loop's keywords: recorder, observer, and whether to read the trace."""
+    def loop(
+        self, drive: Callable[..., Any], perform: Callable[..., Any], effects: object, events: bool
+    ) -> Any:
+        """The step loop ``drive`` over this run, ``perform`` bound to ``effects``.
+
+        The trace is read when the caller yields events or an observer is told of them.
+        """
+        workflow = self.driving.workflow
         watched = events or self.options.observer is not None
-        return {
-            "recorder": self.journaling,
-            "observer": self.watcher,
-            "events": _events if watched else None,
-        }
+        return drive(
+            self.state, workflow.next_action, workflow.finished_type,
+            functools.partial(perform, effects=effects), workflow.advance,
+            recorder=self.journaling, observer=self.watcher, events=_events if watched else None,
+        )
 
 
 def _events(state: Any) -> Sequence[object]:
@@ -412,24 +414,15 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
     )
 
 
-def _machine(run: _Run, perform: Callable[..., object], effects: object) -> tuple[Any, ...]:
-    """The step loop's positional arguments: state, machine, and ``perform`` bound to effects."""
-    workflow = run.driving.workflow
-    bound = functools.partial(perform, effects=effects)
-    return run.state, workflow.next_action, workflow.finished_type, bound, workflow.advance
-
-
 def _steps(run: _Run, effects: object, *, events: bool) -> Iterator[object]:
     yield from run.opening()
-    loop = drive_steps(*_machine(run, run.driving.perform, effects), **run.loop_arguments(events))
-    yield from loop
+    yield from run.loop(drive_steps, run.driving.perform, effects, events)
 
 
 async def _asteps(run: _Run, effects: object, *, events: bool) -> AsyncIterator[object]:
     for event in run.opening():
         yield event
-    loop = adrive_steps(*_machine(run, run.driving.aperform, effects), **run.loop_arguments(events))
-    async for item in loop:
+    async for item in run.loop(adrive_steps, run.driving.aperform, effects, events):
         yield item
 
 
