@@ -52,10 +52,6 @@ def question_limit(value: object) -> None:
         raise RunOptionsError(f"max_question_chars: expected a positive int, got {got}")
 
 
-def _question_limit(_instance: object, _attribute: attrs.Attribute[int], value: object) -> None:
-    question_limit(value)
-
-
 def _flag(name: str) -> Callable[[object, attrs.Attribute[bool], object], None]:
     def check(_instance: object, _attribute: attrs.Attribute[bool], value: object) -> None:
         if type(value) is not bool:  # a truthy string must not re-send an executor
@@ -106,7 +102,7 @@ class RunOptions:
     head: JournalHead | None = None
     store: JournalStore | None = None
     max_question_chars: int = attrs.field(
-        default=DEFAULT_MAX_QUESTION_CHARS, validator=_question_limit
+        default=DEFAULT_MAX_QUESTION_CHARS, validator=lambda _i, _a, value: question_limit(value)
     )
 
     @property
