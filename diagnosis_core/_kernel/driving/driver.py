@@ -338,13 +338,10 @@ def check_wiring(
             f"{where}: effects: expected {sync_type.__name__} or {async_type.__name__}, "
             f"got {type(effects).__name__}"
         )
+    expected, other = (async_type, sync_type) if asynchronous else (sync_type, async_type)
     check_effects_kind(
-        effects,
-        async_type if asynchronous else sync_type,
-        driving.effect_names,
-        asynchronous=asynchronous,
-        driver=where,
-        other_driver=f"{sync_type.__name__}" if asynchronous else f"{async_type.__name__}",
+        effects, expected, driving.effect_names,
+        asynchronous=asynchronous, driver=where, other_driver=other.__name__,
     )
     check_tools(driving, effects, tools, where)
 
