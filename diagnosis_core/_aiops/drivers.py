@@ -15,13 +15,12 @@ with the same :class:`RunOptions` (``options=`` or the same-named keywords),
 checked the same way with the same errors. ``observer=`` (an :data:`AiOpsObserver`) is told of
 every agent call and every trace event appended in this process (spec §14).
 
-With ``journal=`` or ``sink=`` a driver also writes the run's journal
-(spec §12): each ``started`` entry goes to the sink before the agent runs,
-the ``finished`` one when it returned, and the machine is fed the recorded
-fact (what the finished entry folds to), so the live state and the fold of
-the journal are equal by construction. ``journal=`` resumes from a journal
-under the resume rule (``resume_journal``). The rule evaluator judges a
-finished run's report (``evaluate_aiops_run``, ``rules.py``).
+With ``journal=`` or ``sink=`` a driver also writes the run's journal, and
+``journal=`` resumes one under the resume rule (``resume_journal``; spec §12,
+:func:`run_aiops`). The machine is fed the recorded fact (what the finished
+entry folds to), so the live state and the fold of the journal are equal by
+construction. The rule evaluator judges a finished run's report
+(``evaluate_aiops_run``, ``rules.py``).
 """
 
 from __future__ import annotations
