@@ -31,6 +31,7 @@ from .._kernel.driving.options import (
     RunKeywords,
     RunOptions,
     merge_options,
+    question_limit,
 )
 from .._kernel.wire.facts import repair_text
 from .effects import AsyncEffects, Effects
@@ -212,9 +213,10 @@ def check_diagnosis_request(
     limit that is not a positive int is a :class:`RunOptionsError`; a request
     of another type is left to the caller's own check.
     """
-    from .._kernel.driving.driver import check_entry_request
+    from .._kernel.driving.driver import check_request
 
-    check_entry_request(_DRIVING, request, max_question_chars, where)
+    question_limit(max_question_chars)  # checked first, as RunOptions checks it
+    check_request(_DRIVING, request, max_question_chars, where)
 
 
 _Keywords: TypeAlias = RunKeywords["Journal", "JournalSink", DiagnosisObserver, "ToolRecorder"]

@@ -58,7 +58,7 @@ from ..wire.json import has_surrogate
 from .effects import AEff, Driving, Eff, S, check_effects_kind
 from .loop import Done, adrive_steps, drive_steps
 from .observe import Watcher, notify
-from .options import RunOptions, question_limit
+from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..journal.fold import JournalRecorderBase
@@ -69,7 +69,6 @@ __all__ = [
     "Driving",
     "aiterate",
     "arun",
-    "check_entry_request",
     "check_request",
     "check_tools",
     "check_wiring",
@@ -299,19 +298,6 @@ def check_request(driving: Driving[Any, Any, Any], request: object, limit: int, 
             f"holds a lone surrogate code point, which no journal or store can keep "
             f"({where}; spec §12.1)",
         )
-
-
-def check_entry_request(
-    driving: Driving[Any, Any, Any], request: object, limit: object, where: str
-) -> None:
-    """:func:`check_request` for a caller without :class:`RunOptions`: ``limit`` checked first.
-
-    ``limit`` must be a positive int, as ``RunOptions.max_question_chars``
-    (:class:`RunOptionsError` otherwise).
-    """
-    question_limit(limit)
-    assert isinstance(limit, int)
-    check_request(driving, request, limit, where)
 
 
 def check_tools(
