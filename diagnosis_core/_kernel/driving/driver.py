@@ -195,12 +195,10 @@ class _Call:
         """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
         from ..journal.store import MissingKeyError, on_store
 
-        assert options.store is not None
         store, journal_type = options.store, self.driving.journal_type
-        with on_store(
-            store, self.request, journal_type=journal_type, clock=time.monotonic
-        ) as claimed:
-            journal, sink = claimed
+        assert store is not None
+        claim = on_store(store, self.request, journal_type=journal_type, clock=time.monotonic)
+        with claim as (journal, sink):
             if journal is not None and options.key is None and journal.signed:
                 # Resumed keyless, a signed run would go on unsigned and fail its own
                 # verification from then on: refused before any effect (spec §16).
