@@ -265,9 +265,7 @@ def drive_steps(
     Every action of the machine that is not ``finished`` is an effect ``perform``
     accepts: that is the machine's contract, which its own types state.
     """
-    steps: _Steps[S, A, R, E] = _Steps(
-        state, next_action, finished, advance, recorder, observer, events
-    )
+    steps = _Steps(state, next_action, finished, advance, recorder, observer, events)
     while (action := steps.ask()) is not _FINISHED:
         yield from steps.feed(action, perform(action))  # type: ignore[arg-type]
     yield steps.done()
@@ -285,9 +283,7 @@ async def adrive_steps(
     events: Callable[[S], Sequence[E]] | None = None,
 ) -> AsyncIterator[E | Done[S]]:
     """:func:`drive_steps` on the asyncio event loop: each effect is awaited in turn."""
-    steps: _Steps[S, A, R, E] = _Steps(
-        state, next_action, finished, advance, recorder, observer, events
-    )
+    steps = _Steps(state, next_action, finished, advance, recorder, observer, events)
     while (action := steps.ask()) is not _FINISHED:
         for event in steps.feed(action, await perform(action)):  # type: ignore[arg-type]
             yield event
