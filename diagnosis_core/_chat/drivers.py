@@ -8,13 +8,11 @@ cancellation, ``KeyboardInterrupt``) propagate untouched.
 
 All four drivers (:func:`run_diagnosis`, :func:`arun_diagnosis`,
 :func:`iter_diagnosis`, :func:`aiter_diagnosis`) are thin typed wrappers over
-the kernel's one driver (``_kernel/driving/driver.py``) for :data:`DIAGNOSIS_WORKFLOW`,
-with the AIOps drivers' options: a :class:`RunOptions` value as ``options=``
-(or the same-named keywords; not both) — ``journal``, ``sink``, ``key``,
-``head``, ``tools``, ``resend_gatekeeper``, ``resend_executor``, ``observer``,
-``store`` — checked the same way, with the same errors (see
-``_kernel/driving/driver.py`` for what each does). The descriptor and the journal
-classes are loaded at the first run, so ``import diagnosis_core`` stays cheap.
+the kernel's one driver (``_kernel/driving/driver.py``, which says what each
+option does) for :data:`DIAGNOSIS_WORKFLOW`, with the AIOps drivers' options:
+a :class:`RunOptions` value as ``options=`` (or the same-named keywords; not
+both), checked the same way, with the same errors. The descriptor and the
+journal classes are loaded at the first run, so ``import diagnosis_core`` stays cheap.
 """
 
 from __future__ import annotations
