@@ -279,13 +279,11 @@ def check_request(driving: Driving[Any, Any, Any], request: object, limit: int, 
     if not isinstance(request, workflow.request_type):
         return  # refused, as before, by the step that reads it
     question = driving.question(request)
-    if question is not None:
-        size = len(question)
-        if size > limit:
-            raise PayloadError(
-                "request.question",
-                f"{size} characters, over the limit of {limit} ({where}: max_question_chars=)",
-            )
+    if question is not None and (size := len(question)) > limit:
+        raise PayloadError(
+            "request.question",
+            f"{size} characters, over the limit of {limit} ({where}: max_question_chars=)",
+        )
     wire = workflow.request_to_wire(request)
     # One pass in C finds whether there is a surrogate; the walk names where.
     unstorable = has_surrogate(json.dumps(wire, ensure_ascii=False))
@@ -362,8 +360,7 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
         return _Run(driving, current, None, options, announced=len(current.events))
     from ..journal.codec import is_v1
 
-    journal = options.journal
-    key = options.key
+    journal, key = options.journal, options.key
     if journal is None:
         recorder = driving.recorder_type(driving.journal_type(request), sink=options.sink, key=key)
         journaling = _Journaling(driving, recorder, options.tools, options.observer, gatekeeper)
