@@ -127,9 +127,7 @@ class RunOptions:
                     raise RunOptionsError(
                         f"{driver}: {name}: not with store= (the store holds the run's journal)"
                     )
-            journaling = True
-        else:
-            journaling = self.journaling
+        journaling = self.store is not None or self.journaling
         if journaling and state is not None:
             raise RunOptionsError(
                 f"{driver}: state= cannot start a journaling run; a journaling run starts from "
