@@ -44,8 +44,9 @@ import collections
 import contextlib
 import functools
 import json
+import operator
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -167,13 +168,9 @@ class _Run:
         return drive(
             self.state, workflow.next_action, workflow.finished_type,
             functools.partial(perform, effects=effects), workflow.advance,
-            recorder=self.journaling, observer=self.watcher, events=_events if watched else None,
+            recorder=self.journaling, observer=self.watcher,
+            events=operator.attrgetter("events") if watched else None,
         )
-
-
-def _events(state: Any) -> Sequence[object]:
-    events: Sequence[object] = state.events
-    return events
 
 
 @attrs.frozen(eq=False, repr=False)
