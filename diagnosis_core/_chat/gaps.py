@@ -73,16 +73,12 @@ def extract_evidence_gaps(facts_checked: Iterable[FactCheck]) -> tuple[EvidenceG
     non-critical fact, or one with ``direct_support``/``contradicted``, is
     never a gap.
     """
-    gaps: list[EvidenceGap] = []
-    seen: set[EvidenceGap] = set()
-    for fact in facts_checked:
-        if not fact.is_critical or fact.verification not in _GAP_VERIFICATIONS:
-            continue
-        gap = EvidenceGap(fact.claim_id, fact.fact, fact.verification)
-        if gap not in seen:
-            seen.add(gap)
-            gaps.append(gap)
-    return tuple(gaps)
+    gaps = (
+        EvidenceGap(fact.claim_id, fact.fact, fact.verification)
+        for fact in facts_checked
+        if fact.is_critical and fact.verification in _GAP_VERIFICATIONS
+    )
+    return tuple(dict.fromkeys(gaps))
 
 
 def build_retry_context(verified: VerifiedInput, gaps: Iterable[EvidenceGap]) -> RetryContext:
@@ -95,11 +91,10 @@ def build_retry_context(verified: VerifiedInput, gaps: Iterable[EvidenceGap]) ->
     refs = sorted(
         {(item.tool_name, item.source_invocation_id) for item in verified.verified_evidence}
     )
-    unique_gaps = tuple(dict.fromkeys(gaps))
     return RetryContext(
         prior_verified_executor_output=verified.verified_executor_output,
         prior_verified_evidence=verified.verified_evidence,
-        gaps=unique_gaps,
+        gaps=tuple(dict.fromkeys(gaps)),
         completed_query_refs=tuple(QueryRef(tool, inv) for tool, inv in refs),
     )
 
