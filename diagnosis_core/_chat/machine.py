@@ -505,9 +505,7 @@ def _gatekeeper_done(
     )
     route = choose_route(NodeName.GATEKEEPER, facts)
     leaving = route.next is NodeName.PRE_VERIFICATION_FALLBACK
-    reason = None
-    if leaving:
-        reason = leaving_reason(route, normalized.reason_code)
+    reason = leaving_reason(route, normalized.reason_code) if leaving else None
     if leaving and reason is None:  # fail closed: a REJECT always names its reason
         reason = ReasonCode.GATEKEEPER_INVALID_RESULT
     audit = GatekeeperAudit(
@@ -580,21 +578,13 @@ def _drop_unknown_claim_ids(
 ) -> tuple[VerifierOutput, tuple[str, ...]]:
     """Spec §5.3: ids not in the verified input are dropped and reported."""
     known_ids = set(known)
-    unknown: dict[str, None] = {}
-    facts = []
-    for fact in output.facts_checked:
-        if fact.claim_id in known_ids:
-            facts.append(fact)
-        else:
-            unknown[fact.claim_id] = None
-    allowed = []
-    for claim_id in output.allowed_claim_ids:
-        if claim_id in known_ids:
-            allowed.append(claim_id)
-        else:
-            unknown[claim_id] = None
-    filtered = attrs.evolve(output, facts_checked=tuple(facts), allowed_claim_ids=tuple(allowed))
-    return filtered, tuple(unknown)
+    ids = (*(fact.claim_id for fact in output.facts_checked), *output.allowed_claim_ids)
+    filtered = attrs.evolve(
+        output,
+        facts_checked=tuple(f for f in output.facts_checked if f.claim_id in known_ids),
+        allowed_claim_ids=tuple(i for i in output.allowed_claim_ids if i in known_ids),
+    )
+    return filtered, tuple(dict.fromkeys(i for i in ids if i not in known_ids))
 
 
 def _verifier_replied(
