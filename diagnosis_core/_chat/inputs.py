@@ -61,13 +61,9 @@ class ExecutorInput:
 
 
 @attrs.frozen(repr=False)
-class ExecutorRetryInput:
+class ExecutorRetryInput(ExecutorInput):
     """Round-2 executor whitelist: round 1's keys plus the retry context."""
 
-    query: str
-    round: int
-    planner_plan: PlannerPlan
-    selected_skill: str | None
     retry_context: RetryContext
 
 
