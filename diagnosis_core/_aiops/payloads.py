@@ -202,9 +202,5 @@ class AiOpsReport:
     @property
     def cited_invocation_ids(self) -> tuple[str, ...]:
         """Every id cited by a finding or an evidence item, first occurrence first."""
-        ids: dict[str, None] = {}
-        for finding in self.findings:
-            ids.update(dict.fromkeys(finding.cited_invocation_ids))
-        for item in self.evidence:
-            ids.update(dict.fromkeys(item.cited_invocation_ids))
-        return tuple(ids)
+        cited: tuple[AiOpsFinding | AiOpsEvidence, ...] = (*self.findings, *self.evidence)
+        return tuple(dict.fromkeys(i for item in cited for i in item.cited_invocation_ids))
