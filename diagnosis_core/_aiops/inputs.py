@@ -149,6 +149,11 @@ def encode_aiops_input(value: AiOpsInput) -> str:
     return canonical_json(to_wire(value))
 
 
+def _mode_and_task(alerts: Sequence[Alert]) -> tuple[AiOpsMode, AiOpsTask]:
+    """The first two fields of every input: the mode ``alerts`` select and its task."""
+    return select_aiops_mode(alerts), aiops_task(alerts)
+
+
 def build_supervisor_input(
     alerts: Sequence[Alert],
     *,
@@ -178,9 +183,7 @@ def build_aiops_planner_input(
     alerts: Sequence[Alert], findings: Sequence[AiOpsExecutorFinding]
 ) -> str:
     """The planner's input."""
-    return encode_aiops_input(
-        AiOpsPlannerInput(select_aiops_mode(alerts), aiops_task(alerts), tuple(findings))
-    )
+    return encode_aiops_input(AiOpsPlannerInput(*_mode_and_task(alerts), tuple(findings)))
 
 
 def build_aiops_executor_input(
@@ -188,9 +191,7 @@ def build_aiops_executor_input(
 ) -> str:
     """The executor's input (``plan`` is null when the supervisor skipped the planner)."""
     return encode_aiops_input(
-        AiOpsExecutorInput(
-            select_aiops_mode(alerts), aiops_task(alerts), plan, tuple(known_invocation_ids)
-        )
+        AiOpsExecutorInput(*_mode_and_task(alerts), plan, tuple(known_invocation_ids))
     )
 
 
@@ -202,11 +203,5 @@ def build_reporter_input(
 ) -> str:
     """The reporter's input, built once the supervisor said FINISH."""
     return encode_aiops_input(
-        ReporterInput(
-            select_aiops_mode(alerts),
-            aiops_task(alerts),
-            plan,
-            tuple(findings),
-            tuple(tool_invocation_ids),
-        )
+        ReporterInput(*_mode_and_task(alerts), plan, tuple(findings), tuple(tool_invocation_ids))
     )
