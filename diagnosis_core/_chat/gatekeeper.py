@@ -150,10 +150,6 @@ def _host_type_name(value: object) -> str:
     return str.__str__(name) if isinstance(name, str) else "object"
 
 
-def _raised(error: Exception) -> _Unreadable:
-    return _Unreadable(_host_type_name(error))
-
-
 def _same(left: object, right: object) -> bool:
     """Identity, or equality of two exact scalars (never calls host ``__eq__``)."""
     if left is right:
@@ -205,7 +201,7 @@ def _mapping_pairs(node: object) -> list[tuple[object, object]]:
                 and _same(node.get(key, _MISSING), value)
             )
     except Exception as error:  # hostile host object: its type is recorded
-        raise _raised(error) from None
+        raise _Unreadable(_host_type_name(error)) from None
     if not consistent:
         raise _Unreadable(f"inconsistent {_host_type_name(node)}")
     return pairs
@@ -223,7 +219,7 @@ def _array_items(node: object) -> list[object]:
             _same(node[index], item) for index, item in enumerate(items)
         )
     except Exception as error:  # hostile host object: its type is recorded
-        raise _raised(error) from None
+        raise _Unreadable(_host_type_name(error)) from None
     if not consistent:
         raise _Unreadable(f"inconsistent {_host_type_name(node)}")
     return items
@@ -245,7 +241,7 @@ def _kind(node: object) -> str:
         if isinstance(node, list | tuple):
             return "array"
     except Exception as error:  # hostile host object: its type is recorded
-        raise _raised(error) from None
+        raise _Unreadable(_host_type_name(error)) from None
     return "other"
 
 
@@ -335,11 +331,18 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _plain_string(value: object, path: str, *, non_empty: bool = False) -> str:
-    """``value`` as an exact ``str`` (subclass overrides cannot interfere), or PayloadError."""
+def _string(value: object, path: str) -> str:
+    """``value`` as an exact ``str`` (subclass overrides cannot interfere); None is missing."""
+    if value is None:
+        raise PayloadError(path, "missing")
     if not isinstance(value, str):
         raise PayloadError(path, f"expected a string, got {_type_name(value)}")
-    text = str.__str__(value)
+    return str.__str__(value)
+
+
+def _plain_string(value: object, path: str, *, non_empty: bool = False) -> str:
+    """:func:`_string`, free of unpaired surrogates (and non-empty when asked)."""
+    text = _string(value, path)
     if non_empty and not text:
         raise PayloadError(path, "expected a non-empty string")
     if _SURROGATE.search(text):
@@ -349,9 +352,7 @@ def _plain_string(value: object, path: str, *, non_empty: bool = False) -> str:
 
 def _keyword(value: object, path: str, allowed: tuple[str, ...]) -> str:
     """A case- and whitespace-insensitive keyword, returned stripped and lower-cased."""
-    if not isinstance(value, str):
-        raise PayloadError(path, f"expected a string, got {_type_name(value)}")
-    word = str.lower(str.strip(value))
+    word = _string(value, path).strip().lower()
     if word not in allowed:
         raise PayloadError(path, f"expected one of {', '.join(allowed)}")
     return word
@@ -360,16 +361,10 @@ def _keyword(value: object, path: str, allowed: tuple[str, ...]) -> str:
 def _parse_entry(entry: object, path: str) -> CheckedBinding:
     if not isinstance(entry, Mapping):
         raise PayloadError(path, f"expected an object, got {_type_name(entry)}")
-    ids: list[str] = []
-    for name in _ID_FIELDS:
-        value = entry.get(name, _MISSING)
-        if value is _MISSING or value is None:
-            raise PayloadError(f"{path}.{name}", "missing")
-        ids.append(_plain_string(value, f"{path}.{name}", non_empty=True))
-    raw_status = entry.get("status", _MISSING)
-    if raw_status is _MISSING or raw_status is None:
-        raise PayloadError(f"{path}.status", "missing")
-    status = BindingCheckStatus(_keyword(raw_status, f"{path}.status", _STATUSES))
+    claim_id, source_id, tool, raw_path = (
+        _plain_string(entry.get(name), f"{path}.{name}", non_empty=True) for name in _ID_FIELDS
+    )
+    status = BindingCheckStatus(_keyword(entry.get("status"), f"{path}.status", _STATUSES))
     matched = entry.get("matched_text")
     matched_text = None if matched is None else _plain_string(matched, f"{path}.matched_text")
     if status is BindingCheckStatus.PASS and not matched_text:
@@ -378,13 +373,7 @@ def _parse_entry(entry: object, path: str) -> CheckedBinding:
     raw_reason = entry.get("reason")
     reason = None if raw_reason is None else _plain_string(raw_reason, f"{path}.reason")
     return CheckedBinding(
-        claim_id=ids[0],
-        source_invocation_id=ids[1],
-        tool_name=ids[2],
-        raw_path=ids[3],
-        status=status,
-        matched_text=matched_text,
-        reason=reason,
+        claim_id, source_id, tool, raw_path, status, matched_text=matched_text, reason=reason
     )
 
 
@@ -420,10 +409,7 @@ def _parse_snapshot(snapshot: RawSnapshot) -> GatekeeperResult:
     raw = snapshot.value
     if not isinstance(raw, Mapping):
         raise PayloadError("", f"expected an object, got {_type_name(raw)}")
-    raw_status = raw.get("status", _MISSING)
-    if raw_status is _MISSING or raw_status is None:
-        raise PayloadError("status", "missing")
-    status = _keyword(raw_status, "status", _STATUSES)
+    status = _keyword(raw.get("status"), "status", _STATUSES)
     raw_level = raw.get("level")
     level = None if raw_level is None else _keyword(raw_level, "level", _LEVELS)
     return GatekeeperResult(
