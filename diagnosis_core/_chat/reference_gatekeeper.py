@@ -220,16 +220,11 @@ class _FoldedText:
         self._starts = starts
         return starts
 
-    def first_index(self, position: int) -> int:
-        """The first character of ``text`` that folded ``position`` stands for."""
+    def text_index(self, position: int, *, last: bool = False) -> int:
+        """The first (or ``last``) character of ``text`` that folded ``position`` stands for."""
         starts = self._starts if self._starts is not None else self._build()
-        run = bisect.bisect_left(starts, position) - 1  # runs starting strictly before
-        return position + (self._shrink[run] if run >= 0 else 0)
-
-    def last_index(self, position: int) -> int:
-        """The last character of ``text`` that folded ``position`` stands for."""
-        starts = self._starts if self._starts is not None else self._build()
-        run = bisect.bisect_right(starts, position) - 1  # runs starting at or before
+        # The runs starting strictly before ``position`` (at or before it for ``last``).
+        run = (bisect.bisect_right if last else bisect.bisect_left)(starts, position) - 1
         return position + (self._shrink[run] if run >= 0 else 0)
 
     def match(self, excerpt: str) -> str | None:
@@ -237,7 +232,7 @@ class _FoldedText:
 
         The excerpt is folded, not stripped (spec §9 v1.1). A folded space at
         the start of the match stands for its whole run; at the end, for the
-        run's first character (``first_index`` of the last position).
+        run's first character (the first index of the last position).
         """
         needle = _fold(excerpt)
         if not needle.strip():
@@ -246,8 +241,8 @@ class _FoldedText:
         if start < 0:
             return None
         end = start + len(needle) - 1
-        last = self.first_index(end) if needle[-1] == " " else self.last_index(end)
-        return self.text[self.first_index(start) : last + 1]
+        last = self.text_index(end, last=needle[-1] != " ")
+        return self.text[self.text_index(start) : last + 1]
 
 
 def match_excerpt(text: str, excerpt: str) -> str | None:
