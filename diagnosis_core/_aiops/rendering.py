@@ -15,6 +15,7 @@ no invocation id. Templates are data, one :class:`_Templates` per locale.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 
 import attrs
@@ -180,10 +181,7 @@ def render_aiops_fallback(
     """
     templates = _TEMPLATES[config.locale]
     cap = config.max_item_chars
-
-    def item(value: object) -> str:
-        return _item(templates, value, cap)
-
+    item = partial(_item, templates, cap=cap)
     lines = [
         templates.fallback_title,
         "",
@@ -230,9 +228,7 @@ def render_aiops_report(report: AiOpsReport, config: AiOpsConfig) -> str:
     templates = _TEMPLATES[config.locale]
     cap = config.max_item_chars
     cites = _CITES[config.locale]
-
-    def item(value: object) -> str:
-        return _item(templates, value, cap)
+    item = partial(_item, templates, cap=cap)
 
     def cited(ids: Sequence[str]) -> str:
         return cites.format(ids=", ".join(item(value) for value in ids)) if ids else ""

@@ -227,8 +227,7 @@ _TEMPLATES: Mapping[Locale, _Templates] = MappingProxyType({Locale.EN: _EN, Loca
 
 def _bullets(items: Sequence[str], max_chars: int) -> list[str]:
     """One bullet per item that is not empty once sanitized."""
-    rendered = [safe for safe in (sanitize_item(item, max_chars) for item in items) if safe]
-    return [f"- {safe}" for safe in rendered]
+    return [f"- {safe}" for safe in (sanitize_item(item, max_chars) for item in items) if safe]
 
 
 def render_pre_verification_fallback(
