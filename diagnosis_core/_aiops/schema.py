@@ -3,7 +3,7 @@
 The same generator as the chat payloads' (:func:`diagnosis_core.protocol.json_schema`),
 with the same profiles (spec §5.5: ``validation``, ``openai-strict``,
 ``anthropic-strict``, ``gemini``; the provider rules are cited in
-:mod:`diagnosis_core._chat.schema`): shapes come from the ``attrs`` classes, so the
+:mod:`diagnosis_core._kernel.wire.schema`): shapes come from the ``attrs`` classes, so the
 schema cannot drift from the types, and the table below adds the rules of the
 AIOps parsers that a keyword expresses (non-empty ids, non-blank texts, an
 evidence item cites at least one invocation). The parsers

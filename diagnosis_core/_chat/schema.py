@@ -3,14 +3,10 @@
 The shape comes from the payload types; the rules a type cannot express
 (non-empty, at least one item, a score range, the evidence-status condition)
 come from the tables below, and the kernel's generator
-(``_kernel/wire/schema.py``, whose docstring describes the profiles) writes both.
-Rules JSON Schema cannot express at all are written in ``$comment`` and
-enforced by :mod:`diagnosis_core._chat.parsing`, which remains the authority.
-
-Conventions: ``required`` lists the fields without a default (plus
-``schema_version``, which the spec requires although the type has a default);
-an optional field also accepts ``null`` (spec §5: ``null`` means absent);
-``additionalProperties`` is true, because unknown fields are ignored.
+(``_kernel/wire/schema.py``, whose docstring describes the conventions and the
+profiles) writes both. Rules JSON Schema cannot express at all are written in
+``$comment`` and enforced by :mod:`diagnosis_core._chat.parsing`, which
+remains the authority.
 """
 
 from __future__ import annotations
@@ -117,15 +113,14 @@ _CLASS_RULES: Mapping[type[Any], dict[str, JsonValue]] = {
 }
 
 
-
 def json_schema(name: str, profile: str = "validation") -> dict[str, JsonValue]:
     """The JSON Schema of one agent payload, in one profile (spec §5, §5.5).
 
     ``name`` is one of :data:`SCHEMA_NAMES`, ``profile`` one of
     :data:`SCHEMA_PROFILES`: ``validation`` (the default: draft 2020-12, open
     objects, what the parser accepts), ``openai-strict``,
-    ``anthropic-strict`` or ``gemini`` (see the module docstring for each
-    provider's rules). A fresh dict is returned on every call, so callers
+    ``anthropic-strict`` or ``gemini`` (each provider's rules are in
+    :mod:`diagnosis_core._kernel.wire.schema`). A fresh dict is returned on every call, so callers
     may change it freely.
 
     Raises:
@@ -156,6 +151,7 @@ _CROSS_FIELD_TEXT: Mapping[type[Any], str] = {
     ExecutorEvidence: "claims has at least one item when evidence_status is evidence_found, "
     "and no item when it is no_evidence.",
 }
+
 
 def class_json_schema(
     cl: type[Any],
