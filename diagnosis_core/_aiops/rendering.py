@@ -249,17 +249,14 @@ def render_aiops_report(report: AiOpsReport, config: AiOpsConfig) -> str:
         )
         for entry in report.evidence
     ]
-    actions = []
-    for action in report.recommended_actions:
-        key = action.alert_key
-        if key is None:
-            actions.append(templates.action_line.format(text=item(action.text)))
-        else:
-            actions.append(
-                templates.targeted_action_line.format(
-                    text=item(action.text), name=item(key[0]), service=item(key[1])
-                )
-            )
+    actions = [
+        templates.action_line.format(text=item(action.text))
+        if (key := action.alert_key) is None
+        else templates.targeted_action_line.format(
+            text=item(action.text), name=item(key[0]), service=item(key[1])
+        )
+        for action in report.recommended_actions
+    ]
     none = templates.shared.none_line
     lines = [
         templates.report_title,
