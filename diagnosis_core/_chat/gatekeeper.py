@@ -189,17 +189,15 @@ def _mapping_pairs(node: object) -> list[tuple[object, object]]:
         consistent = (
             len(pairs) == size == len(keys) == len(values) == len(iterated)
             and node.get(_PROBE, _MISSING) is _MISSING
-        )
-        for index, (key, value) in enumerate(pairs):
-            if not consistent:
-                break
-            consistent = (
+            and all(
                 _same(keys[index], key)
                 and _same(iterated[index], key)
                 and _same(values[index], value)
                 and _same(node[key], value)
                 and _same(node.get(key, _MISSING), value)
+                for index, (key, value) in enumerate(pairs)
             )
+        )
     except Exception as error:  # hostile host object: its type is recorded
         raise _Unreadable(_host_type_name(error)) from None
     if not consistent:
