@@ -243,26 +243,30 @@ def _kind(node: object) -> str:
     return "other"
 
 
-def _copy_node(node: object, copies: dict[int, tuple[object, object]]) -> tuple[object, bool]:
-    """The copy of one node and whether its children still have to be filled in."""
+_Work = list[tuple[object, object]]
+
+
+def _copy_node(node: object, copies: dict[int, tuple[object, object]], work: _Work) -> object:
+    """The copy of one node; a new container is queued in ``work`` to be filled in."""
     kind = _kind(node)
     if kind == "scalar":
-        return _plain_scalar(node), False
+        return _plain_scalar(node)
     if kind == "other":
-        return _Opaque(node, _host_type_name(node)), False
+        return _Opaque(node, _host_type_name(node))
     known = copies.get(id(node))
     if known is not None:  # shared or circular: the copy has the same shape
-        return known[1], False
+        return known[1]
     copy: object = {} if kind == "mapping" else []
     copies[id(node)] = (node, copy)  # the node is kept alive, so its id stays unique
-    return copy, True
+    work.append((node, copy))
+    return copy
 
 
 def _snapshot_value(raw: object) -> object:
     """The plain copy of ``raw`` (iterative, any depth, linear in its distinct objects)."""
     copies: dict[int, tuple[object, object]] = {}
-    root, pending = _copy_node(raw, copies)
-    work = [(raw, root)] if pending else []
+    work: _Work = []
+    root = _copy_node(raw, copies, work)
     while work:
         node, copy = work.pop()
         if isinstance(copy, dict):
@@ -272,17 +276,10 @@ def _snapshot_value(raw: object) -> object:
                     plain_key = _Opaque(key, _host_type_name(key))
                 if plain_key in copy:
                     raise _Unreadable(f"two keys of a {_host_type_name(node)} read as one")
-                child, child_pending = _copy_node(value, copies)
-                copy[plain_key] = child
-                if child_pending:
-                    work.append((value, child))
+                copy[plain_key] = _copy_node(value, copies, work)
         else:
             assert isinstance(copy, list)
-            for value in _array_items(node):
-                child, child_pending = _copy_node(value, copies)
-                copy.append(child)
-                if child_pending:
-                    work.append((value, child))
+            copy.extend(_copy_node(value, copies, work) for value in _array_items(node))
     return root
 
 
