@@ -205,13 +205,11 @@ def _check_no_foreign_subject(context: AiOpsRuleContext) -> Sequence[str]:
         for index, finding in enumerate(context.report.findings)
         if finding.alert_key not in inputs
     ]
-    for index, action in enumerate(context.report.recommended_actions):
-        key = action.alert_key
-        if key is not None and key not in inputs:
-            messages.append(
-                f"recommended_actions[{index}] is aimed at {_alert(key)},"
-                " which is not an input alert"
-            )
+    messages += [
+        f"recommended_actions[{index}] is aimed at {_alert(key)}, which is not an input alert"
+        for index, action in enumerate(context.report.recommended_actions)
+        if (key := action.alert_key) is not None and key not in inputs
+    ]
     return tuple(messages)
 
 
