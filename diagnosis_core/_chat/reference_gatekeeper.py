@@ -127,10 +127,9 @@ def resolve_raw_path(output: object, path: str) -> object:
     Object keys match only name segments, arrays only index segments (a
     ``['0']`` on an array does not resolve). Iterative, so any depth is fine;
     never raises. Plain containers (``dict``, ``list``, ``tuple``) are read
-    directly; any other
-    host ``Mapping`` or sequence is read through its own methods, and an
-    exception from those (a hostile host object) means the path does not
-    resolve.
+    directly; any other host ``Mapping`` or sequence is read through its own
+    methods, and an exception from those (a hostile host object) means the
+    path does not resolve.
     """
     segments = parse_raw_path(path)
     if segments is None:
