@@ -347,7 +347,8 @@ def _plain_string(value: object, path: str, *, non_empty: bool = False) -> str:
 
 def _keyword(value: object, path: str, allowed: tuple[str, ...]) -> str:
     """A case- and whitespace-insensitive keyword, returned stripped and lower-cased."""
-    word = _string(value, path).strip().lower()
+    value = _string(value, path)
+    word = str.lower(str.strip(value))
     if word not in allowed:
         raise PayloadError(path, f"expected one of {', '.join(allowed)}")
     return word
