@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import attrs
 
 from .._kernel.errors import JournalError, ScenarioError
-from .._kernel.journal.codec import JournalBase, JournalEntryBase, JournalOutcome
+from .._kernel.journal.codec import JournalBase
 from .._kernel.journal.fold import agent_outcome, agent_result, scenario_response
 from .._kernel.journal.recorded import RecordedAgentError, RecordedReply
 from .._kernel.journal.workflow import ExpectedCallBase, Workflow
@@ -101,25 +101,20 @@ class AiOpsWorkflow(
         """A request loaded strictly from its wire form."""
         return load_aiops_request(data)
 
-    # The codec's and the machine's own functions are the methods: a wrapper would only repeat them.
+    # The codec's, the machine's and the kernel's agent-fact functions are the methods: a
+    # wrapper would only repeat them (every outcome of this workflow is an agent's).
     request_to_wire = staticmethod(aiops_request_to_wire)
     start = staticmethod(start_aiops)
     next_action = staticmethod(next_aiops_action)
     advance = staticmethod(advance_aiops)
+    entry_result = staticmethod(agent_result)
+    outcome_of = staticmethod(agent_outcome)
 
     def expected_call(self, action: InvokeAiOpsAgent) -> AiOpsExpectedCall:
         """The entry header an action must be recorded under: agent, step, attempt, input hash."""
         return AiOpsExpectedCall(
             action.agent, action.step, action.attempt, sha256_text(action.input)
         )
-
-    def entry_result(self, entry: JournalEntryBase[AiOpsAgent]) -> AgentReplied | AgentFailed:
-        """The agent result a finished entry stands for."""
-        return agent_result(entry)
-
-    def outcome_of(self, result: AgentReplied | AgentFailed) -> JournalOutcome:
-        """The fact to record for an agent's result."""
-        return agent_outcome(result)
 
     def replay_output(self, journal: _Journal, state: AiOpsState) -> dict[str, JsonValue]:
         """:func:`aiops_output` of the run, its rules checked against the journal's ledger."""
