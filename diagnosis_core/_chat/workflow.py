@@ -196,7 +196,10 @@ class DiagnosisWorkflow(
             if isinstance(outcome, RecordedGatekeeperResult):
                 gatekeeper.append({"result": outcome.result})
             elif isinstance(outcome, RecordedGatekeeperError):
-                gatekeeper.append(_gatekeeper_error_entry(outcome, exact, where))
+                # The scripted gatekeeper never raises with an empty message: "" is inexact too.
+                message = scripted_message(outcome.message, "NonRetryableError")
+                message = message or inexact(outcome.message, exact, where)
+                gatekeeper.append({"error": {"message": message}})
             else:  # an agent's reply or error
                 responses[entry.call.value].append(scenario_response(outcome, exact, where))
         scenario: dict[str, JsonValue] = dict(request_to_wire(journal.request))
@@ -229,17 +232,6 @@ class DiagnosisWorkflow(
             raise JournalError(f"tool_invocations: not a ledger ({error})") from None
         result = ReferenceGatekeeper(ledger)(action.run_id, action.executor_output)
         return canonical_json(result)
-
-
-def _gatekeeper_error_entry(
-    outcome: RecordedGatekeeperError, exact: bool, where: str
-) -> JsonValue:
-    message = scripted_message(outcome.message, "NonRetryableError")
-    if message == "":
-        message = None  # the scripted gatekeeper never raises with an empty message
-    if message is not None:
-        return {"error": {"message": message}}
-    return {"error": {"message": inexact(outcome.message, exact, where)}}
 
 
 DIAGNOSIS_WORKFLOW = DiagnosisWorkflow()
