@@ -217,6 +217,3 @@ class JournalRecorder(
     """
 
     _workflow: ClassVar[DiagnosisWorkflow] = DIAGNOSIS_WORKFLOW
-
-
-# --- tool invocations (spec §13) ------------------------------------------------------
