@@ -14,13 +14,8 @@ namespace; import it explicitly (``from diagnosis_core.aiops import run_aiops``)
 from __future__ import annotations
 
 from ._aiops import AIOPS_NAMES
-from ._aiops.alertmanager import (
-    AlertmanagerPayloadError,
-    alerts_from_alertmanager,
-)
-from ._aiops.config import (
-    AiOpsConfig,
-)
+from ._aiops.alertmanager import AlertmanagerPayloadError, alerts_from_alertmanager
+from ._aiops.config import AiOpsConfig
 from ._aiops.drivers import (
     AiOpsEffects,
     AiOpsObserver,
@@ -30,16 +25,8 @@ from ._aiops.drivers import (
     iter_aiops,
     run_aiops,
 )
-from ._aiops.enums import (
-    AiOpsMode,
-    AiOpsOutcome,
-    AiOpsReasonCode,
-)
-from ._aiops.machine import (
-    AiOpsRequest,
-    AiOpsResult,
-    AiOpsState,
-)
+from ._aiops.enums import AiOpsMode, AiOpsOutcome, AiOpsReasonCode
+from ._aiops.machine import AiOpsRequest, AiOpsResult, AiOpsState
 from ._aiops.rendering import render_aiops_report
 from ._aiops.replay import (
     AiOpsScenario,
@@ -58,9 +45,7 @@ from ._aiops.rules import (
     evaluate_aiops_report,
     evaluate_aiops_run,
 )
-from ._aiops.trace import (
-    AiOpsTraceEvent,
-)
+from ._aiops.trace import AiOpsTraceEvent
 from ._aiops.workflow import aiops_output
 from ._kernel.public import publish_homes
 

@@ -42,12 +42,7 @@ from .._kernel.journal.fold import (
 )
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .enums import AiOpsAgent
-from .machine import (
-    AiOpsFinished,
-    AiOpsRequest,
-    AiOpsState,
-    InvokeAiOpsAgent,
-)
+from .machine import AiOpsFinished, AiOpsRequest, AiOpsState, InvokeAiOpsAgent
 from .workflow import AIOPS_WORKFLOW, AiOpsExpectedCall, AiOpsWorkflow
 
 __all__ = [

@@ -23,21 +23,12 @@ from typing import Any
 import attrs
 
 from .._kernel.errors import JournalError
-from .._kernel.journal.codec import (
-    tool_invocation_from_record,
-)
+from .._kernel.journal.codec import tool_invocation_from_record
 from .._kernel.journal.mac import sign_journal
 from .drivers import run_aiops
 from .enums import AiOpsAgent
-from .journal import (
-    AiOpsJournal,
-    ListAiOpsJournalSink,
-)
-from .replay import (
-    aiops_scenario_effects,
-    aiops_scenario_request,
-    load_aiops_scenario,
-)
+from .journal import AiOpsJournal, ListAiOpsJournalSink
+from .replay import aiops_scenario_effects, aiops_scenario_request, load_aiops_scenario
 
 __all__ = ["record_aiops_scenario"]
 

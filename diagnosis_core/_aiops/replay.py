@@ -49,12 +49,7 @@ import attrs
 
 from .._kernel.machine.config import RunConfig
 from .._kernel.machine.tables import text_cell, trace_table_lines
-from .._kernel.scenario.document import (
-    SCENARIO,
-    check_known_keys,
-    expect_object,
-    scenario_error,
-)
+from .._kernel.scenario.document import SCENARIO, check_known_keys, expect_object, scenario_error
 from .._kernel.scenario.scripted import (
     ScriptedAgent,
     ScriptedResponse,
