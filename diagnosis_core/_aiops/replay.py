@@ -67,7 +67,7 @@ from .payloads import Alert
 from .rendering import render_aiops_report
 from .request_codec import aiops_request_from_document
 from .rules import AiOpsRuleEvaluation
-from .workflow import aiops_output
+from .workflow import AIOPS_WORKFLOW, aiops_output
 
 __all__ = [
     "AiOpsScenario",
@@ -79,7 +79,6 @@ __all__ = [
     "replay_aiops_scenario",
 ]
 
-WORKFLOW = "aiops"
 _TOP_KEYS = frozenset(
     {"workflow", "run", "alerts", "alertmanager", "config", "responses", "tool_ledger"}
 )
@@ -104,9 +103,9 @@ def load_aiops_scenario(data: object) -> AiOpsScenario:
     top = expect_object(data, "$")
     if "workflow" not in top:
         raise scenario_error("workflow", "missing")
-    if top["workflow"] != WORKFLOW:
+    if top["workflow"] != AIOPS_WORKFLOW.name:
         raise scenario_error(
-            "workflow", f"expected {WORKFLOW!r}, got {describe_value(top['workflow'])}"
+            "workflow", f"expected {AIOPS_WORKFLOW.name!r}, got {describe_value(top['workflow'])}"
         )
     check_known_keys(top, _TOP_KEYS, "")
     ledger = ToolLedger()
