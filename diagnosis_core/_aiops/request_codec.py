@@ -80,20 +80,16 @@ def _load_alert(item: object, path: str, document: Document) -> Alert:
     )
 
 
-def _load_alertmanager(raw: object, document: Document) -> tuple[Alert, ...]:
-    try:
-        return alerts_from_alertmanager(raw).alerts
-    except AlertmanagerPayloadError as error:
-        path = f"alertmanager.{error.path}" if error.path else "alertmanager"
-        raise document.fail(path, error.problem) from error
-
-
 def _load_alerts(data: Mapping[str, object], document: Document) -> tuple[Alert, ...]:
     raw = data.get("alerts")
     if data.get("alertmanager") is not None:
         if raw is not None:
             raise document.fail("alertmanager", 'give either "alerts" or "alertmanager", not both')
-        return _load_alertmanager(data["alertmanager"], document)
+        try:
+            return alerts_from_alertmanager(data["alertmanager"]).alerts
+        except AlertmanagerPayloadError as error:
+            path = f"alertmanager.{error.path}" if error.path else "alertmanager"
+            raise document.fail(path, error.problem) from error
     if raw is None:
         return ()
     return tuple(
