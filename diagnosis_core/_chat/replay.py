@@ -149,12 +149,8 @@ def load_scenario(data: object) -> Scenario:
     question = expect_string(top["question"], "question", non_empty=True)
     if top.get("gatekeeper") is not None and top.get("tool_ledger") is not None:
         raise scenario_error("$", 'give "gatekeeper" or "tool_ledger", not both')
-    ledger: ToolLedger | None = None
-    gatekeeper: tuple[ScriptedGatekeeperEntry, ...] = ()
-    if top.get("tool_ledger") is not None:
-        ledger = load_tool_ledger(top["tool_ledger"])
-    elif top.get("gatekeeper") is not None:
-        gatekeeper = _load_gatekeeper(top["gatekeeper"])
+    ledger = None if top.get("tool_ledger") is None else load_tool_ledger(top["tool_ledger"])
+    gatekeeper = () if top.get("gatekeeper") is None else _load_gatekeeper(top["gatekeeper"])
     request = request_from_document(top, question, SCENARIO)
     return Scenario(
         question=question,
