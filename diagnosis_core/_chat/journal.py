@@ -58,7 +58,6 @@ from .request_codec import request_to_wire
 from .workflow import (
     DIAGNOSIS_WORKFLOW,
     JOURNAL_FORMAT,
-    JOURNAL_FORMAT_V1,
     DiagnosisWorkflow,
     ExpectedCall,
     JournalCall,
@@ -70,8 +69,6 @@ from .workflow import (
 __all__ = [
     "INTERRUPTED_MESSAGE",
     "JOURNAL_FORMAT",
-    "JOURNAL_FORMAT_V1",
-    "ExpectedCall",
     "Journal",
     "JournalCall",
     "JournalEntry",
