@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .._kernel.errors import JournalError
+from .._kernel.errors import JournalError, LedgerError
 from .._kernel.journal.codec import (
     JournalBase,
     JournalEntryBase,
@@ -218,7 +218,6 @@ class DiagnosisWorkflow(
         journal cannot hold (a duplicate id, a malformed record) is a
         :class:`JournalError`.
         """
-        from .._kernel.errors import LedgerError
         from .._kernel.tools.ledger import ToolLedger, invocation_from_record
         from .reference_gatekeeper import ReferenceGatekeeper
 
