@@ -103,8 +103,7 @@ class ScriptedGatekeeper:
         entry = self._entries[index]
         if entry.result_json is None:
             raise NonRetryableError(entry.error_message or "scripted gatekeeper error")
-        result: object = json.loads(entry.result_json)
-        return result
+        return json.loads(entry.result_json)
 
 
 # --- validation -----------------------------------------------------------------
