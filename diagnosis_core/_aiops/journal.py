@@ -17,10 +17,9 @@ this journal too — with this workflow's own parts (``workflow.py``):
   run's tool ledger — what the rule evaluator checks citations against — is
   their concatenation in entry order.
 
-Resume: supervisor, planner and reporter calls are re-sent with the identical
-input as the same attempt; an interrupted executor call (its tools may have
-run) is never re-sent: it is folded as a ``non_retryable`` failure
-``interrupted: outcome unknown`` (→ ``EXECUTOR_FAILED``).
+Resume follows the workflow's rule (``workflow.py``): an interrupted executor
+call that is not re-sent (its tools may have run) is folded as a
+``non_retryable`` failure ``interrupted: outcome unknown`` (→ ``EXECUTOR_FAILED``).
 
 Serialising and signing use the shared functions of
 :mod:`diagnosis_core.journal` (``journal_to_json``, ``journal_to_wire``,
