@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, TypeAlias
 
@@ -244,12 +244,7 @@ def thaw_json(value: FrozenJson) -> object:
             copy = items
         else:
             copy = node
-        if isinstance(parent, dict):
-            assert isinstance(slot, str)
-            parent[slot] = copy
-        else:
-            assert isinstance(slot, int)
-            parent[slot] = copy
+        parent[slot] = copy  # type: ignore[index]
     return root[0]
 
 
@@ -351,18 +346,13 @@ class ToolInvocation:
     duration_ms: int | float | None = None
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.invocation_id, str) or not self.invocation_id:
-            raise LedgerError(
-                f"invocation_id: expected a non-empty string, got {_json_type(self.invocation_id)}"
-            )
-        if not isinstance(self.tool_name, str) or not self.tool_name:
-            raise LedgerError(
-                f"tool_name: expected a non-empty string, got {_json_type(self.tool_name)}"
-            )
+        for name in ("invocation_id", "tool_name"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise LedgerError(f"{name}: expected a non-empty string, got {_json_type(value)}")
+            object.__setattr__(self, name, str.__str__(value))
         if not isinstance(self.success, bool):
             raise LedgerError(f"success: expected a boolean, got {_json_type(self.success)}")
-        object.__setattr__(self, "invocation_id", str.__str__(self.invocation_id))
-        object.__setattr__(self, "tool_name", str.__str__(self.tool_name))
         if self.error is not None:
             if type(self.error) is not ToolCallError:
                 raise LedgerError(
@@ -437,16 +427,23 @@ class ToolLedger:
         return self._index.get(invocation_id)
 
 
+def _check_keys(
+    record: Mapping[object, object], allowed: Container[object], required: Sequence[str], where: str
+) -> None:
+    """Refuse a key outside ``allowed``, then a ``required`` one that is absent or null."""
+    for key in record:
+        if key not in allowed:
+            shown = key if isinstance(key, str) else type(key).__name__
+            raise LedgerError(f"{where}.{shown}: unknown key")
+    for name in required:
+        if record.get(name) is None:
+            raise LedgerError(f"{where}.{name}: missing")
+
+
 def _error_from_record(value: object) -> ToolCallError:
     if not isinstance(value, Mapping):
         raise LedgerError(f".error: expected an object, got {_json_type(value)}")
-    for key in value:
-        if key not in ("type", "message"):
-            shown = key if isinstance(key, str) else type(key).__name__
-            raise LedgerError(f".error.{shown}: unknown key")
-    for key in ("type", "message"):
-        if value.get(key) is None:
-            raise LedgerError(f".error.{key}: missing")
+    _check_keys(value, ("type", "message"), ("type", "message"), ".error")
     try:
         return ToolCallError(value["type"], value["message"])
     except LedgerError as problem:
@@ -465,13 +462,7 @@ def invocation_from_record(record: object) -> ToolInvocation:
     """
     if not isinstance(record, Mapping):
         raise LedgerError(f": expected an object, got {_json_type(record)}")
-    for key in record:
-        if key not in LEDGER_RECORD_KEYS:
-            shown = key if isinstance(key, str) else type(key).__name__
-            raise LedgerError(f".{shown}: unknown key")
-    for name in ("invocation_id", "tool_name", "success"):
-        if record.get(name) is None:
-            raise LedgerError(f".{name}: missing")
+    _check_keys(record, LEDGER_RECORD_KEYS, ("invocation_id", "tool_name", "success"), "")
     if "output" not in record:
         raise LedgerError(".output: missing")
     raw_error = record.get("error")
