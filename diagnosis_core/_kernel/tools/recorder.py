@@ -114,7 +114,6 @@ P = ParamSpec("P")
 _ID = re.compile(r"inv-([1-9][0-9]{0,17})")
 
 
-
 class ToolEnvelope(TypedDict):
     """What a wrapped tool returns to the executor model (spec §13)."""
 
@@ -125,16 +124,6 @@ class ToolEnvelope(TypedDict):
 
 ToolCallRecord = ToolInvocation
 """The recorder's name for a ledger entry: the same type as :class:`ToolInvocation` (spec §13)."""
-
-
-def _plain_json(value: object, field: str) -> JsonValue:
-    """A validated plain (dict/list) copy of a JSON value, or LedgerError naming ``field``.
-
-    Validation is the ledger's own (:func:`freeze_json_field`), so a recorder
-    never accepts what a ledger would refuse.
-    """
-    plain: JsonValue = thaw_json(freeze_json_field(field, value))  # type: ignore[assignment]
-    return plain
 
 
 def error_type(error: BaseException) -> str:
@@ -322,23 +311,15 @@ class ToolRecorder:
             self._ledger = None
             self._replay = table
 
-    def _replayed(
-        self, tool_name: str, args: tuple[object, ...], kwargs: dict[str, object]
-    ) -> ToolInvocation | None:
+    def _replayed(self, tool_name: str, recorded_input: JsonValue) -> ToolInvocation | None:
         """The recorded call this one is identical to (consumed), or None."""
         with self._lock:
             if not self._replay:
                 return None
-        try:
-            recorded_input = _plain_json({"args": list(args), "kwargs": kwargs}, "input")
-        except LedgerError:
-            return None  # refused as usual by _start
         key = _call_key(tool_name, recorded_input)
         with self._lock:
             waiting = self._replay.get(key)
-            if not waiting:
-                return None
-            return waiting.pop(0)
+            return waiting.pop(0) if waiting else None
 
     @staticmethod
     def _answer(record: ToolInvocation) -> ToolEnvelope:
@@ -359,12 +340,15 @@ class ToolRecorder:
         """A wrapped tool's call as it starts: the replayed answer, or the call to record.
 
         The id is assigned here, before the tool runs (§13); a replayed call
-        that failed raises its recorded error instead.
+        that failed raises its recorded error instead. The input is checked by
+        the ledger's own rules (:func:`freeze_json_field`), so a recorder never
+        accepts what a ledger would refuse.
         """
-        replayed = self._replayed(tool_name, args, kwargs)
+        frozen = freeze_json_field("input", {"args": list(args), "kwargs": kwargs})
+        recorded_input: JsonValue = thaw_json(frozen)  # type: ignore[assignment]
+        replayed = self._replayed(tool_name, recorded_input)
         if replayed is not None:
             return self._answer(replayed)
-        recorded_input = _plain_json({"args": list(args), "kwargs": kwargs}, "input")
         started = self._clock() if self._clock is not None else None
         with self._lock:
             number = self._next
@@ -381,61 +365,24 @@ class ToolRecorder:
             return None
 
     def _finish(
-        self,
-        number: int,
-        tool_name: str,
-        recorded_input: JsonValue,
-        started: float | None,
-        *,
-        output: object = None,
-        error: ToolCallError | None = None,
+        self, call: _PendingCall, *, output: object = None, error: ToolCallError | None = None
     ) -> ToolInvocation:
         record = ToolInvocation(
-            invocation_id=f"inv-{number}",
-            tool_name=tool_name,
+            invocation_id=f"inv-{call.number}",
+            tool_name=call.tool_name,
             success=error is None,
             output=output,
-            input=recorded_input,
+            input=call.recorded_input,
             error=error,
-            duration_ms=self._elapsed_ms(started),
+            duration_ms=self._elapsed_ms(call.started),
         )
         with self._lock:
-            self._finished[number] = record
+            self._finished[call.number] = record
             self._ledger = None
             listener = self._listener
         if listener is not None:
             listener(record)
         return record
-
-    def _complete(
-        self, number: int, tool_name: str, recorded_input: JsonValue, started: float | None,
-        result: object,
-    ) -> ToolEnvelope:
-        try:
-            record = self._finish(number, tool_name, recorded_input, started, output=result)
-        except LedgerError as error:
-            message = str(error)
-            self._finish(
-                number, tool_name, recorded_input, started,
-                error=ToolCallError("LedgerError", message),
-            )
-            raise LedgerError(
-                f"inv-{number} ({tool_name}): the tool's {message}; recorded as failed"
-            ) from None
-        return {
-            "invocation_id": record.invocation_id,
-            "tool_name": tool_name,
-            "output": thaw_json(record.output),  # type: ignore[typeddict-item]
-        }
-
-    def _failed(
-        self, number: int, tool_name: str, recorded_input: JsonValue, started: float | None,
-        error: BaseException,
-    ) -> None:
-        self._finish(
-            number, tool_name, recorded_input, started,
-            error=ToolCallError(error_type(error), error_message(error)),
-        )
 
     def wrap(self, tool_name: str, fn: Callable[P, object]) -> Callable[P, ToolEnvelope]:
         """Wrap a synchronous tool so each call is recorded and returns its envelope.
@@ -494,10 +441,14 @@ class ToolRecorder:
 
     # --- reading ------------------------------------------------------------------
 
+    def _in_order(self, after: int = 0) -> tuple[ToolInvocation, ...]:
+        """The finished calls numbered above ``after``, in id order; the caller holds the lock."""
+        return tuple(self._finished[number] for number in sorted(self._finished) if number > after)
+
     def records(self) -> tuple[ToolInvocation, ...]:
         """The finished calls so far, in id (call-start) order."""
         with self._lock:
-            return tuple(self._finished[number] for number in sorted(self._finished))
+            return self._in_order()
 
     def to_records(self) -> list[dict[str, JsonValue]]:
         """The finished calls as §13 wire entries, in id order."""
@@ -507,8 +458,7 @@ class ToolRecorder:
         """A :class:`ToolLedger` snapshot of the calls finished so far, in id order."""
         with self._lock:
             if self._ledger is None:
-                ordered = sorted(self._finished)
-                self._ledger = ToolLedger(tuple(self._finished[number] for number in ordered))
+                self._ledger = ToolLedger(self._in_order())
             return self._ledger
 
     def mark(self) -> RecorderMark:
@@ -525,8 +475,7 @@ class ToolRecorder:
         if not isinstance(mark, RecorderMark) or mark.recorder_id != id(self):
             raise LedgerError("since: the mark was not taken on this recorder")
         with self._lock:
-            numbers = sorted(number for number in self._finished if number > mark.position)
-            return tuple(self._finished[number] for number in numbers)
+            return self._in_order(mark.position)
 
 
 @attrs.frozen(eq=False)
@@ -551,14 +500,23 @@ class _PendingCall:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: object
     ) -> None:
         if error is not None:
-            self.recorder._failed(
-                self.number, self.tool_name, self.recorded_input, self.started, error
-            )
+            failure = ToolCallError(error_type(error), error_message(error))
+            self.recorder._finish(self, error=failure)
 
     def complete(self, result: object) -> ToolEnvelope:
-        return self.recorder._complete(
-            self.number, self.tool_name, self.recorded_input, self.started, result
-        )
+        try:
+            record = self.recorder._finish(self, output=result)
+        except LedgerError as error:
+            message = str(error)
+            self.recorder._finish(self, error=ToolCallError("LedgerError", message))
+            raise LedgerError(
+                f"inv-{self.number} ({self.tool_name}): the tool's {message}; recorded as failed"
+            ) from None
+        return {
+            "invocation_id": record.invocation_id,
+            "tool_name": self.tool_name,
+            "output": thaw_json(record.output),  # type: ignore[typeddict-item]
+        }
 
 
 def _check_tool_name(tool_name: object) -> None:
