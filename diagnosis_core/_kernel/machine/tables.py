@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
@@ -41,34 +41,6 @@ __all__ = [
     "text_cell",
     "trace_table_lines",
 ]
-
-
-class TableRow(Protocol):
-    """The shape of a routing row: ``after`` and ``next`` are None for start and END."""
-
-    @property
-    def after(self) -> enum.Enum | None: ...
-
-    @property
-    def condition(self) -> enum.Enum: ...
-
-    @property
-    def next(self) -> enum.Enum | None: ...
-
-    @property
-    def reason(self) -> enum.Enum | None: ...
-
-    @property
-    def reason_from_node(self) -> bool: ...
-
-    @property
-    def same_input(self) -> bool: ...
-
-
-Row = TypeVar("Row", bound=TableRow)
-Facts = TypeVar("Facts")
-Reason = TypeVar("Reason", bound=enum.Enum)
-Reason_co = TypeVar("Reason_co", bound=enum.Enum, covariant=True)
 
 
 N = TypeVar("N", bound=enum.Enum)
@@ -94,6 +66,12 @@ class RouteRow(Generic[N, C, R]):
     same_input: bool = False
 
 
+TableRow: TypeAlias = RouteRow[Any, Any, Any]
+"""Any workflow's routing row, as the shared functions read it."""
+Row = TypeVar("Row", bound=TableRow)
+Facts = TypeVar("Facts")
+
+
 @attrs.frozen(repr=False)
 class StatusRoutingFacts:
     """The facts every routing condition may look at, in both workflows.
@@ -109,17 +87,7 @@ class StatusRoutingFacts:
     retries_left: bool = False
 
 
-class ReasonRow(Protocol[Reason_co]):
-    """The part of a routing row that says which reason code a run leaves with."""
-
-    @property
-    def reason(self) -> Reason_co | None: ...
-
-    @property
-    def reason_from_node(self) -> bool: ...
-
-
-def leaving_reason(row: ReasonRow[Reason], node_reason: Reason | None) -> Reason | None:
+def leaving_reason(row: RouteRow[Any, Any, R], node_reason: R | None) -> R | None:
     """The reason ``row`` sends a run away with (spec §7): the node's own where the row
     says so (executor failures, gatekeeper rejections), else the row's fixed code."""
     return node_reason if row.reason_from_node else row.reason
@@ -162,16 +130,6 @@ RETRYABLE_STATUSES = frozenset({NodeStatus.RETRYABLE_FAILED, NodeStatus.INVALID_
 retryable failure or an invalid output; a non-retryable failure never is."""
 
 
-class StatusFacts(Protocol):
-    """What the conditions both workflows share look at: the node's status and retry budget."""
-
-    @property
-    def status(self) -> NodeStatus | None: ...
-
-    @property
-    def retries_left(self) -> bool: ...
-
-
 # The conditions both routing tables name (spec §6.7, §7), defined once so that the
 # technical-retry rule cannot drift between the chat and the AIOps tables.
 
@@ -181,17 +139,17 @@ def always(facts: object) -> bool:
     return True
 
 
-def completed(facts: StatusFacts) -> bool:
+def completed(facts: StatusRoutingFacts) -> bool:
     """The node just finished COMPLETED."""
     return facts.status is NodeStatus.COMPLETED
 
 
-def failed(facts: StatusFacts) -> bool:
+def failed(facts: StatusRoutingFacts) -> bool:
     """The node just finished with any status but COMPLETED."""
     return facts.status is not NodeStatus.COMPLETED
 
 
-def retry_left(facts: StatusFacts) -> bool:
+def retry_left(facts: StatusRoutingFacts) -> bool:
     """A technical retry follows: a retryable status and retries left (spec §6.7)."""
     return facts.status in RETRYABLE_STATUSES and facts.retries_left
 
