@@ -112,8 +112,6 @@ HTTP_CLIENT_ERRORS: Final[Mapping[str, HttpClientRule]] = {
 _RETRYABLE_STATUSES: Final = frozenset({408, 409, 429})
 
 
-
-
 class FailureClassifier(Protocol):
     """Maps an exception raised by an effect to a :class:`FailureKind` (spec §2, §6.7)."""
 

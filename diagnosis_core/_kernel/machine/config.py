@@ -84,12 +84,11 @@ def _freeze_metadata(value: Mapping[str, str]) -> Mapping[str, str]:
     return freeze_strings("metadata", value)
 
 
-def _non_empty_str(field: str) -> Any:
-    def check(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{field}: expected a non-empty string, got {describe_value(value)}")
-
-    return check
+def _non_empty_str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            f"{attribute.name}: expected a non-empty string, got {describe_value(value)}"
+        )
 
 
 @attrs.frozen(eq=False)
@@ -102,8 +101,8 @@ class RunConfig:
 
     __repr__ = attrs_repr
 
-    run_id: str = attrs.field(validator=_non_empty_str("run_id"))
-    session_id: str = attrs.field(validator=_non_empty_str("session_id"))
+    run_id: str = attrs.field(validator=_non_empty_str)
+    session_id: str = attrs.field(validator=_non_empty_str)
     metadata: Mapping[str, str] = attrs.field(
         factory=lambda: MappingProxyType({}), converter=_freeze_metadata
     )
