@@ -102,11 +102,6 @@ class ScriptedAgent:
         return self._responses[index].perform()
 
 
-def _present(entry: Mapping[str, object]) -> Mapping[str, object]:
-    """``entry`` without its ``null`` values: null means absent (spec §9 v1.1)."""
-    return {key: value for key, value in entry.items() if value is not None}
-
-
 def load_tool_ledger(raw: object) -> ToolLedger:
     """A scenario's ``tool_ledger`` (spec §9 v1.1), for the chat and AIOps replays.
 
@@ -132,7 +127,7 @@ def load_tool_ledger(raw: object) -> ToolLedger:
 def load_scripted_response(item: object, path: str) -> ScriptedResponse:
     entry = expect_object(item, path)
     check_known_keys(entry, frozenset({"text", "error"}), path)
-    entry = _present(entry)
+    entry = {key: value for key, value in entry.items() if value is not None}  # null: absent
     if ("text" in entry) == ("error" in entry):
         raise scenario_error(path, 'expected "text" or "error"')
     if "text" in entry:
