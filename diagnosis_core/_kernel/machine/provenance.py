@@ -9,7 +9,7 @@ returned *in this process*.
 
 The check is by identity: the machine's entry points record each state they
 return in a weak registry (an entry disappears with its state), and a driver
-asks :func:`built_here`. An equal copy — deserialized, pickled, or
+asks :func:`require_built_here`. An equal copy — deserialized, pickled, or
 ``attrs.evolve``-d by a host — is not the object the machine built, so it is
 refused. Cost: one weak reference per state the entry points return.
 
@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from ..errors import MachineError
 
-__all__ = ["built_here", "mark_built", "require_built_here"]
+__all__ = ["mark_built", "require_built_here"]
 
 T = TypeVar("T")
 
@@ -36,14 +36,9 @@ def mark_built(state: T) -> T:
     return state
 
 
-def built_here(state: object) -> bool:
-    """Whether ``state`` is an object the machine built in this process."""
-    return _BUILT.get(id(state)) is state
-
-
 def require_built_here(state: object, driver: str) -> None:
     """:class:`MachineError` unless ``state`` was built by the machine in this process."""
-    if not built_here(state):
+    if _BUILT.get(id(state)) is not state:
         raise MachineError(
             f"{driver}: state: not a state the machine built in this process; a stored "
             "state is for display only (spec §12): resume from the run's journal (journal=)"
