@@ -105,11 +105,9 @@ def _clean_and_cap(text: str, max_chars: int) -> str:
         if kept or not char.isspace():
             kept.append(char)
             if len(kept) == max_chars:
+                if any(not rest.isspace() for rest in chars):
+                    return "".join(kept[: max_chars - 1]) + ELLIPSIS
                 break
-    else:
-        return "".join(kept).rstrip()
-    if any(not char.isspace() for char in chars):
-        return "".join(kept[: max_chars - 1]) + ELLIPSIS
     return "".join(kept).rstrip()
 
 
