@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 from attrs import AttrsInstance
@@ -36,8 +36,9 @@ from .results import (
     reply_text,
     retries_left,
 )
+from .tables import RouteRow, TableRow
 
-__all__ = ["AgentSteps", "Reply", "ReplyStep", "StepRoute", "entered", "failure_reasons"]
+__all__ = ["AgentSteps", "Reply", "ReplyStep", "entered", "failure_reasons"]
 
 A = TypeVar("A", bound=enum.Enum)
 N = TypeVar("N", bound=enum.Enum)
@@ -45,7 +46,6 @@ R = TypeVar("R", bound=enum.Enum)
 D = TypeVar("D")
 T = TypeVar("T")
 P_contra = TypeVar("P_contra", contravariant=True)
-N_co = TypeVar("N_co", covariant=True)
 D_co = TypeVar("D_co", covariant=True)
 S_inv = TypeVar("S_inv")
 
@@ -85,24 +85,10 @@ only concrete attrs classes as its argument, and ``S`` is any attrs state
 (its bound says so); the signature itself stays fully typed."""
 
 
-class StepRoute(Protocol):
-    """A routing-table row as a failed attempt reads it: re-send the same input, or leave."""
-
-    @property
-    def same_input(self) -> bool: ...
+Rt = TypeVar("Rt", bound=TableRow)  # a failed attempt reads it: re-send the same input, or leave
 
 
-Rt = TypeVar("Rt", bound=StepRoute)
-
-
-class _Leading(StepRoute, Protocol[N_co]):
-    """A routing-table row as a machine follows it: the node it enters."""
-
-    @property
-    def next(self) -> N_co | None: ...
-
-
-def entered(route: _Leading[N]) -> N | None:
+def entered(route: RouteRow[N, Any, Any]) -> N | None:
     """The node ``route`` enters (None: END), for a machine's ``_follow``.
 
     A same-input route is a technical retry: only
