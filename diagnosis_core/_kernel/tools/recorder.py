@@ -93,6 +93,7 @@ from .ledger import (
     ToolCallError,
     ToolInvocation,
     ToolLedger,
+    _canonical_key,
     freeze_json_field,
     invocation_from_record,
     thaw_json,
@@ -185,10 +186,6 @@ def replayed_error(error: ToolCallError) -> BaseException:
     namespace = {"__module__": module or "builtins", "__qualname__": name}
     cls: type[ReplayedToolError] = type(short, (ReplayedToolError,), namespace)
     return cls(error.type, error.message)
-
-
-def _call_key(tool_name: str, recorded_input: JsonValue) -> tuple[str, str]:
-    return tool_name, canonical_json(recorded_input)
 
 
 @attrs.frozen
@@ -295,8 +292,7 @@ class ToolRecorder:
         checked = []
         for position, record in enumerate(records):
             number = _sequence_number(record, f"replay[{position}]")
-            recorded_input: JsonValue = thaw_json(record.input)  # type: ignore[assignment]
-            table.setdefault(_call_key(record.tool_name, recorded_input), []).append(record)
+            table.setdefault((record.tool_name, _canonical_key(record.input)), []).append(record)
             checked.append((number, record))
         with self._lock:
             for number, record in checked:
@@ -316,7 +312,7 @@ class ToolRecorder:
         with self._lock:
             if not self._replay:
                 return None
-        key = _call_key(tool_name, recorded_input)
+        key = (tool_name, canonical_json(recorded_input))
         with self._lock:
             waiting = self._replay.get(key)
             return waiting.pop(0) if waiting else None
