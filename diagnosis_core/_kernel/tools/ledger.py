@@ -451,14 +451,9 @@ def _error_from_record(value: object) -> ToolCallError:
 
 
 def invocation_from_record(record: object) -> ToolInvocation:
-    """One §13 wire entry as a :class:`ToolInvocation`; errors start with the path suffix.
+    """One §13 wire entry as a :class:`ToolInvocation`, by the module docstring's **Records** rules.
 
-    Exactly the keys of :data:`LEDGER_RECORD_KEYS` (any other key, the
-    pre-§13 ``input_params``, ``output_preview``, ``output_length``,
-    ``trace_id`` and a string ``error`` included, is refused: fail closed);
-    ``null`` for an optional field means absent; ``output`` is required
-    (``null`` allowed). Messages start with ``.field`` or ``:`` so the caller
-    prefixes the entry's path.
+    Messages start with ``.field`` or ``:`` so the caller prefixes the entry's path.
     """
     if not isinstance(record, Mapping):
         raise LedgerError(f": expected an object, got {_json_type(record)}")
