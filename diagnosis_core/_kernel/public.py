@@ -137,10 +137,9 @@ def publish(namespace: str, values: Mapping[str, object], names: Iterable[str]) 
         current = cls.__module__
         if not current.startswith("diagnosis_core"):
             continue
-        if not _is_private(current):
-            held = _rank(current)
-            if held is not None and held <= rank:
-                continue
+        held = _rank(current)  # None for a private module
+        if held is not None and held <= rank:
+            continue
         if cls not in _DEFINED:
             _DEFINED[cls] = current
             _resolve_annotations(cls, current)
@@ -204,10 +203,7 @@ def lazy_module(
             publish(module, namespace, (name,))  # a public class names its namespace
         return value
 
-    def listing() -> list[str]:
-        return sorted({*namespace, *table})
-
-    return load, listing
+    return load, lambda: sorted({*namespace, *table})
 
 
 def publish_homes(homes: Mapping[str, Iterable[tuple[str, Iterable[str]]]]) -> None:
