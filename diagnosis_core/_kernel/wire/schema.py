@@ -204,12 +204,7 @@ def _type_schema(cl: Any, rules: SchemaRules) -> dict[str, JsonValue]:
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": _type_schema(args[0], rules)}
         items: list[JsonValue] = [_type_schema(arg, rules) for arg in args]
-        return {
-            "type": "array",
-            "prefixItems": items,
-            "items": False,
-            "minItems": len(items),
-        }
+        return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items)}
     if origin in (Mapping, dict):
         return {"type": "object", "additionalProperties": _type_schema(args[1], rules)}
     members = _union_args(cl)
@@ -228,9 +223,7 @@ def class_schema_of(cl: type[Any], rules: SchemaRules) -> dict[str, JsonValue]:
     also_required = rules.also_required.get(cl, ())
     properties: dict[str, JsonValue] = {}
     required: list[JsonValue] = []
-    for field in attrs.fields(cl):
-        if not field.init:
-            continue
+    for field in (field for field in attrs.fields(cl) if field.init):
         schema = _type_schema(hints[field.name], rules)
         if field.default is attrs.NOTHING or field.name in also_required:
             required.append(field.name)
@@ -373,9 +366,7 @@ def _nullable_profile(schema: dict[str, JsonValue], profile: SchemaProfile) -> d
     description = schema.get("description")
     inner = {key: value for key, value in schema.items() if key != "description"}
     union: dict[str, JsonValue] = {"anyOf": [inner, {"type": "null"}]}
-    if description is not None:
-        union = {"description": description, **union}
-    return union
+    return union if description is None else {"description": description, **union}
 
 
 def _describe(schema: dict[str, JsonValue], notes: Sequence[str]) -> dict[str, JsonValue]:
@@ -453,12 +444,7 @@ def _profile_class(
     if profile is SchemaProfile.OPENAI_STRICT:
         required = list(properties)
     notes = [text for text in ((cl.__doc__ or "").strip().split("\n", 1)[0],) if text]
-    comment = rules.note(cl)
-    if comment is not None:
-        notes.append(comment)
-    cross_field = rules.cross_field_text.get(cl)
-    if cross_field is not None:
-        notes.append(cross_field)
+    notes += [text for text in (rules.note(cl), rules.cross_field_text.get(cl)) if text is not None]
     result: dict[str, JsonValue] = {
         "type": "object",
         "properties": properties,
