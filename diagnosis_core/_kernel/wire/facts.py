@@ -93,9 +93,7 @@ def repair_text(text: str) -> str:
     exact bytes. Idempotent. A ``str`` subclass becomes the plain string.
     """
     plain = text if type(text) is str else str.__str__(text)
-    if not has_surrogate(plain):
-        return plain
-    return _PAIR.sub("\\1\ufffd", plain)
+    return _PAIR.sub("\\1\ufffd", plain) if has_surrogate(plain) else plain
 
 
 def not_text_message(value: object) -> str:
