@@ -219,17 +219,15 @@ def _type_schema(cl: Any, rules: SchemaRules) -> dict[str, JsonValue]:
 
 def class_schema_of(cl: type[Any], rules: SchemaRules) -> dict[str, JsonValue]:
     """The validation schema of one ``attrs`` payload class under ``rules``."""
-    hints = typing.get_type_hints(cl)
-    also_required = rules.also_required.get(cl, ())
     properties: dict[str, JsonValue] = {}
     required: list[JsonValue] = []
-    for field in (field for field in attrs.fields(cl) if field.init):
-        schema = _type_schema(hints[field.name], rules)
-        if field.default is attrs.NOTHING or field.name in also_required:
-            required.append(field.name)
-        elif _union_args(hints[field.name]) is None:
+    for name, hint, is_required in _fields(cl, rules, wire_order=False):
+        schema = _type_schema(hint, rules)
+        if is_required:
+            required.append(name)
+        elif _union_args(hint) is None:
             schema = _nullable(schema)  # null for an optional field means absent
-        properties[field.name] = _merge(schema, rules.field(cl, field.name))
+        properties[name] = _merge(schema, rules.field(cl, name))
     schema_: dict[str, JsonValue] = {
         "type": "object",
         "properties": properties,
@@ -411,36 +409,38 @@ def _gemini_types(schema: dict[str, JsonValue], profile: SchemaProfile) -> dict[
     return schema
 
 
-def _ordered_fields(cl: type[Any], rules: SchemaRules) -> list[attrs.Attribute[Any]]:
+def _fields(cl: type[Any], rules: SchemaRules, wire_order: bool) -> list[tuple[str, Any, bool]]:
+    """``cl``'s init fields (in wire order if asked): name, type hint, required on the wire."""
+    hints = typing.get_type_hints(cl)
+    required = rules.also_required.get(cl, ())  # besides the fields without a default
     fields = [field for field in attrs.fields(cl) if field.init]
-    order = rules.wire_order.get(cl)
-    if order is None:
-        return fields
-    by_name = {field.name: field for field in fields}
-    if set(order) != set(by_name):
-        raise TypeError(f"the wire order of {cl.__name__} does not list its fields")
-    return [by_name[name] for name in order]
+    order = rules.wire_order.get(cl) if wire_order else None
+    if order is not None:
+        by_name = {field.name: field for field in fields}
+        if set(order) != set(by_name):
+            raise TypeError(f"the wire order of {cl.__name__} does not list its fields")
+        fields = [by_name[name] for name in order]
+    return [
+        (field.name, hints[field.name], field.default is attrs.NOTHING or field.name in required)
+        for field in fields
+    ]
 
 
 def _profile_class(
     cl: type[Any], profile: SchemaProfile, rules: SchemaRules
 ) -> dict[str, JsonValue]:
-    hints = typing.get_type_hints(cl)
-    also_required = rules.also_required.get(cl, ())
     properties: dict[str, JsonValue] = {}
     required: list[JsonValue] = []
-    for field in _ordered_fields(cl, rules):
-        hint = hints[field.name]
+    for name, hint, is_required in _fields(cl, rules, wire_order=True):
         schema, notes = _apply_rules(
-            _profile_type(hint, profile, rules), rules.field(cl, field.name), profile
+            _profile_type(hint, profile, rules), rules.field(cl, name), profile
         )
         schema = _describe(schema, notes)
-        is_required = field.default is attrs.NOTHING or field.name in also_required
         if is_required and _union_args(hint) is None:
-            required.append(field.name)
+            required.append(name)
         else:
             schema = _nullable_profile(schema, profile)  # null for an optional field means absent
-        properties[field.name] = schema
+        properties[name] = schema
     if profile is SchemaProfile.OPENAI_STRICT:
         required = list(properties)
     notes = [text for text in ((cl.__doc__ or "").strip().split("\n", 1)[0],) if text]
