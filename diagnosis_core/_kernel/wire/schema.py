@@ -148,8 +148,7 @@ class SchemaRules:
 
     def note(self, cl: type[Any]) -> str | None:
         comment = self.class_rules.get(cl, {}).get("$comment")
-        own = self.notes.get(cl)
-        return own if own is not None else comment if isinstance(comment, str) else None
+        return self.notes.get(cl, comment if isinstance(comment, str) else None)
 
 
 def _nullable(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
