@@ -159,7 +159,7 @@ def storable(value: object, repair: bool) -> tuple[object, str | None]:
             if has_surrogate_pair(node):
                 if not repair:
                     return root, "a string holding a surrogate pair JSON cannot store"
-                root = _store(parent, slot, _PAIR.sub("\\1\ufffd", node), root)
+                root = _store(parent, slot, repair_text(node), root)
         elif kind is dict or kind is list or kind is tuple:
             if depth > MAX_JSON_DEPTH:
                 return root, f"nesting deeper than {MAX_JSON_DEPTH}"
@@ -177,7 +177,7 @@ def storable(value: object, repair: bool) -> tuple[object, str | None]:
                 if any(has_surrogate_pair(key) for key, _child in pairs):
                     if not repair:
                         return root, "a key holding a surrogate pair JSON cannot store"
-                    fixed = {_PAIR.sub("\\1\ufffd", key): child for key, child in pairs}
+                    fixed = {repair_text(key): child for key, child in pairs}
                     if len(fixed) != len(pairs):
                         return root, "two keys that are stored as one"
                     root = _store(parent, slot, fixed, root)
