@@ -380,8 +380,31 @@ def test_an_implementation_printing_its_line_twice_fails(tmp_path: Path) -> None
     """
     done = _run_cli(tmp_path, "return line + line", True)
     assert done.returncode == 1, done.stdout
-    failures = _failures(done.stdout)
-    assert any("more than one line" in problem for problem in failures.values()), failures
+    # Every problem counts, not only a case's first: when each copy arrived late and was
+    # read as the next answer, every case fails its comparison first and the copy left
+    # at the end is the last case's second problem.
+    problems = [line for line in done.stdout.splitlines() if line.startswith("FAIL ")]
+    assert any("more than one line" in problem for problem in problems), done.stdout[-3000:]
+    assert not done.stdout.splitlines()[-1].startswith(f"{len(ROUTING)} passed")
+
+
+def test_an_implementation_printing_its_line_twice_late_fails(tmp_path: Path) -> None:
+    """A copy that comes after the next document was sent is read as that one's answer.
+
+    That case fails its comparison; the batch is then one answer behind, which
+    a later case (an answer already waiting when its document is due) or the
+    end of the run (a line left over) reports as a second line, possibly as a
+    case's second problem.
+    """
+    done = _run_cli(tmp_path, """
+        out.write(line)
+        out.flush()
+        time.sleep(0.5)
+        return line
+    """, True)
+    assert done.returncode == 1, done.stdout
+    problems = [line for line in done.stdout.splitlines() if line.startswith("FAIL ")]
+    assert any("more than one line" in problem for problem in problems), done.stdout[-3000:]
     assert not done.stdout.splitlines()[-1].startswith(f"{len(ROUTING)} passed")
 
 
