@@ -29,7 +29,7 @@ from diagnosis_core._kernel.errors import LedgerError
 from diagnosis_core._kernel.tools.ledger import (
     ToolInvocation,
     ToolLedger,
-    _canonical_key,
+    canonical_key,
     ledger_from_records,
 )
 from diagnosis_core.protocol import canonical_json
@@ -521,7 +521,7 @@ def test_deep_invocations_compare_and_hash_without_recursion() -> None:
 @given(JSON)
 def test_equality_key_is_the_canonical_text(value: object) -> None:
     frozen = invocation(output=value).output
-    assert _canonical_key(frozen) == canonical_json(value)
+    assert canonical_key(frozen) == canonical_json(value)
 
 
 def test_object_key_order_is_kept() -> None:

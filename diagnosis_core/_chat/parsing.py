@@ -19,7 +19,7 @@ import enum
 from collections.abc import Collection
 
 from .._kernel.errors import PayloadError
-from .._kernel.machine.plan import _duplicate, check_plan_steps
+from .._kernel.machine.plan import check_plan_steps, duplicate_error
 from .._kernel.wire.converter import from_json_object_text, from_wire
 from .._kernel.wire.json import describe_value, extract_json_text, parse_json_object
 from .enums import EvidenceStatus
@@ -140,7 +140,7 @@ def parse_executor_evidence(text: str) -> ExecutorEvidence:
         if not claim_id:
             raise PayloadError(f"claims[{index}].claim_id", _EMPTY)
         if claim_id in seen:
-            raise _duplicate(f"claims[{index}].claim_id", claim_id)
+            raise duplicate_error(f"claims[{index}].claim_id", claim_id)
         seen.add(claim_id)
         if not claim.text:
             raise PayloadError(f"claims[{index}].text", _EMPTY)

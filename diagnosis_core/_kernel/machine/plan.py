@@ -15,12 +15,13 @@ from ..errors import PayloadError
 from ..records import share_repr
 from ..wire.json import describe_value
 
-__all__ = ["PlanStep", "check_plan_steps"]
+__all__ = ["PlanStep", "check_plan_steps", "duplicate_error"]
 
 _EMPTY = "must not be empty"
 
 
-def _duplicate(path: str, value: str) -> PayloadError:
+def duplicate_error(path: str, value: str) -> PayloadError:
+    """The error of an id that appears twice (a plan's step ids, the executor's claim ids)."""
     return PayloadError(path, f"duplicate {describe_value(value)}")
 
 
@@ -50,7 +51,7 @@ def check_plan_steps(steps: Sequence[PlanStep], *, blank_goals: bool) -> None:
         if not step.step_id:
             raise PayloadError(f"steps[{index}].step_id", _EMPTY)
         if step.step_id in seen:
-            raise _duplicate(f"steps[{index}].step_id", step.step_id)
+            raise duplicate_error(f"steps[{index}].step_id", step.step_id)
         seen.add(step.step_id)
         if blank_goals:
             if not step.goal:

@@ -45,6 +45,7 @@ __all__ = [
     "ToolCallError",
     "ToolInvocation",
     "ToolLedger",
+    "canonical_key",
     "freeze_json_field",
     "invocation_from_record",
     "ledger_from_records",
@@ -217,7 +218,7 @@ def _freeze_json(value: object) -> FrozenJson:
     return root[0]
 
 
-def _canonical_key(value: FrozenJson) -> str:
+def canonical_key(value: FrozenJson) -> str:
     """Equality/hash key of a frozen JSON field: the canonical JSON text of its plain copy."""
     return canonical_json(thaw_json(value))
 
@@ -338,9 +339,9 @@ class ToolInvocation:
     invocation_id: str
     tool_name: str
     success: bool
-    output: FrozenJson = attrs.field(converter=_freeze_output, eq=_canonical_key, repr=False)
+    output: FrozenJson = attrs.field(converter=_freeze_output, eq=canonical_key, repr=False)
     input: FrozenJson = attrs.field(
-        default=None, converter=_freeze_input, eq=_canonical_key, repr=False
+        default=None, converter=_freeze_input, eq=canonical_key, repr=False
     )
     error: ToolCallError | None = None
     duration_ms: int | float | None = None

@@ -93,7 +93,7 @@ from .ledger import (
     ToolCallError,
     ToolInvocation,
     ToolLedger,
-    _canonical_key,
+    canonical_key,
     freeze_json_field,
     invocation_from_record,
     thaw_json,
@@ -292,7 +292,7 @@ class ToolRecorder:
         checked = []
         for position, record in enumerate(records):
             number = _sequence_number(record, f"replay[{position}]")
-            table.setdefault((record.tool_name, _canonical_key(record.input)), []).append(record)
+            table.setdefault((record.tool_name, canonical_key(record.input)), []).append(record)
             checked.append((number, record))
         with self._lock:
             for number, record in checked:
