@@ -99,6 +99,7 @@ __all__ = [
     "journal_to_wire",
     "load_journal_document",
     "load_outcome",
+    "load_stored_text",
     "outcome_to_wire",
     "recorded_tool_invocations",
     "request_digest",
@@ -309,20 +310,13 @@ class JournalBase(Generic[Q, E]):
 
     @classmethod
     def load(cls, data: object) -> Self:
-        """Validate a journal document (plain JSON data) strictly; every problem names its path.
-
-        This checks the *form* only; folding checks that the entries are the
-        calls the run makes.
-        """
+        """Validate a journal document (plain JSON data) strictly: :func:`load_journal_document`."""
         return load_journal_document(cls, data)
 
     @classmethod
     def from_json(cls, text: str) -> Self:
         """Parse journal text strictly (``loads_stored``) and :meth:`load` it."""
-        try:
-            data = loads_stored(text)
-        except PayloadError as error:
-            raise JournalError(f"{error.path}: {error.problem}") from None
+        data = load_stored_text(text, lambda error: f"{error.path}: {error.problem}")
         return load_journal_document(cls, data)
 
     @property
@@ -361,6 +355,14 @@ class JournalBase(Generic[Q, E]):
             raise JournalError(f"end: expected a JournalEnd, got {type(self.end).__name__}")
         if self.format == form.v1_format:
             _check_v1(self)
+
+
+def load_stored_text(text: str, message: Callable[[PayloadError], str]) -> JsonValue:
+    """``loads_stored(text)``; a :class:`JournalError` saying ``message(error)`` when it fails."""
+    try:
+        return loads_stored(text)
+    except PayloadError as error:
+        raise JournalError(message(error)) from None
 
 
 def _check_v1(journal: JournalBase[Any, Any]) -> None:

@@ -52,8 +52,9 @@ from typing import Any, Self, TypeVar
 import attrs
 
 from ..errors import JournalError
-from ..wire.json import loads_stored, stored_json
+from ..wire.json import stored_json
 from .codec import (
+    _HEX64,  # a MAC as the journal writes it: 64 lowercase hex digits
     CanonicalForm,
     EntryState,
     JournalBase,
@@ -62,6 +63,7 @@ from .codec import (
     end_text,
     entry_text,
     is_v1,
+    load_stored_text,
     request_text,
 )
 
@@ -275,8 +277,7 @@ def sign_entry(journal: JournalBase[Any, Any], entry: E, key: bytes) -> E:
     entry ``n - 1`` of ``journal`` must be signed already.
     """
     previous = _previous_link(journal, entry.seq, key)
-    unsigned = attrs.evolve(entry, mac=None)
-    return attrs.evolve(entry, mac=_entry_mac(unsigned, previous, key, journal.format))
+    return attrs.evolve(entry, mac=_entry_mac(entry, previous, key, journal.format))
 
 
 def sign_end(journal: JournalBase[Any, Any], key: bytes) -> JournalEnd:
@@ -292,8 +293,12 @@ def sign_end(journal: JournalBase[Any, Any], key: bytes) -> JournalEnd:
     previous = entries[-1].mac if entries else journal_seed(journal, key)
     if previous is None:
         raise JournalError(f"entries[{len(entries) - 1}].mac: missing; cannot sign the end")
-    end = JournalEnd(len(entries))
-    return JournalEnd(len(entries), end_mac(end_text(end), previous, key))
+    return _signed_end(len(entries), previous, key)
+
+
+def _signed_end(entries: int, previous: str, key: bytes) -> JournalEnd:
+    """The end marker covering ``entries`` entries, chained to the ``previous`` link."""
+    return JournalEnd(entries, end_mac(end_text(JournalEnd(entries)), previous, key))
 
 
 def sign_journal(journal: J, key: bytes) -> J:
@@ -307,12 +312,8 @@ def sign_journal(journal: J, key: bytes) -> J:
         mac = _entry_mac(entry, link, key, journal.format)
         signed.append(attrs.evolve(entry, mac=mac))
         link = mac
-    result = attrs.evolve(journal, entries=tuple(signed), end=None)
-    if journal.end is not None:
-        end = JournalEnd(journal.end.entries)
-        signed_end = JournalEnd(end.entries, end_mac(end_text(end), link, key))
-        result = attrs.evolve(result, end=signed_end)
-    return result
+    end = None if journal.end is None else _signed_end(journal.end.entries, link, key)
+    return attrs.evolve(journal, entries=tuple(signed), end=end)
 
 
 # --- the head (spec §12.2) ---------------------------------------------------------------
@@ -336,9 +337,7 @@ class JournalHead:
     def __attrs_post_init__(self) -> None:
         if type(self.entries) is not int or self.entries < 0:
             raise JournalError(f"head.entries: expected an integer >= 0, got {self.entries!r}")
-        if not isinstance(self.mac, str) or len(self.mac) != 64 or not all(
-            ch in "0123456789abcdef" for ch in self.mac
-        ):
+        if not isinstance(self.mac, str) or not _HEX64.match(self.mac):
             raise JournalError("head.mac: expected 64 lowercase hex digits")
 
     def to_json(self) -> str:
@@ -348,10 +347,7 @@ class JournalHead:
     @classmethod
     def from_json(cls, text: str) -> Self:
         """Parse a head strictly; :class:`JournalError` naming what is wrong."""
-        try:
-            data = loads_stored(text)
-        except Exception as error:
-            raise JournalError(f"head: not valid JSON ({error})") from None
+        data = load_stored_text(text, lambda error: f"head: not valid JSON ({error})")
         if not isinstance(data, dict) or set(data) != {"entries", "mac"}:
             raise JournalError('head: expected an object with exactly "entries" and "mac"')
         return cls(data["entries"], data["mac"])  # type: ignore[arg-type]
