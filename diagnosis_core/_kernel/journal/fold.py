@@ -466,14 +466,14 @@ class JournalRecorderBase(Generic[J, A, R, E]):
         """Record that ``action`` is about to be performed."""
         workflow = type(self)._workflow
         entry: E = workflow.start_entry(self.journal, action, key=self._key, derived=derived)
-        if self._sink is not None:
-            self._sink.write(entry)
-        self.journal = append_entry(self.journal, entry)
-        return entry
+        return self._write(entry)
 
     def progress(self, tool_invocations: Sequence[RecordedToolInvocation]) -> E:
         """Record the tool calls the running executor has finished so far (spec §12.3)."""
-        entry: E = progress_entry(self.journal, tool_invocations, self._key)
+        return self._write(progress_entry(self.journal, tool_invocations, self._key))
+
+    def _write(self, entry: E) -> E:
+        """Persist ``entry`` to the sink, then add it to :attr:`journal`."""
         if self._sink is not None:
             self._sink.write(entry)
         self.journal = append_entry(self.journal, entry)
@@ -507,10 +507,7 @@ class JournalRecorderBase(Generic[J, A, R, E]):
         entry: E = workflow.finish_entry(
             self.journal, result, tool_invocations=tool_invocations, key=self._key
         )
-        if self._sink is not None:
-            self._sink.write(entry)
-        self.journal = append_entry(self.journal, entry)
-        fed: R = workflow.entry_result(entry)
+        fed: R = workflow.entry_result(self._write(entry))
         return fed
 
 

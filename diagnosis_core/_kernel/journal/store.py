@@ -204,11 +204,9 @@ class StoreSink:
             self._store.append(self._claim, entry)
             return
         if entry.state is EntryState.STARTED:
-            if self._started is not None and self._started[0] == entry.seq:
-                self._store.append(self._claim, entry)  # progress: the same effect still runs
-                return
             self._store.append(self._claim, entry)
-            self._started = None if self._clock is None else (entry.seq, self._clock())
+            if self._started is None or self._started[0] != entry.seq:  # else: progress
+                self._started = None if self._clock is None else (entry.seq, self._clock())
             return
         duration = None
         if self._clock is not None and self._started is not None and self._started[0] == entry.seq:
