@@ -642,19 +642,21 @@ def _object(value: object, path: str, keys: frozenset[str]) -> Mapping[str, obje
     return value
 
 
-def _field_str(data: Mapping[str, object], key: str, path: str) -> str:
+def _field(data: Mapping[str, object], key: str, path: str) -> object:
     if key not in data:
         raise _fail(f"{path}.{key}", "missing")
-    value = data[key]
+    return data[key]
+
+
+def _field_str(data: Mapping[str, object], key: str, path: str) -> str:
+    value = _field(data, key, path)
     if not isinstance(value, str):
         raise _fail(f"{path}.{key}", f"expected a string, got {json_type_name(value)}")
     return value
 
 
 def _field_int(data: Mapping[str, object], key: str, path: str) -> int:
-    if key not in data:
-        raise _fail(f"{path}.{key}", "missing")
-    value = data[key]
+    value = _field(data, key, path)
     if type(value) is not int:
         raise _fail(f"{path}.{key}", f"expected an integer, got {json_type_name(value)}")
     if value < 1:
@@ -717,13 +719,10 @@ def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvoca
     data = _object(record, path, _TOOL_KEYS)
     invocation_id = _field_str(data, "invocation_id", path)
     tool_name = _field_str(data, "tool_name", path)
-    if "success" not in data:
-        raise _fail(f"{path}.success", "missing")
-    success = data["success"]
+    success = _field(data, "success", path)
     if not isinstance(success, bool):
         raise _fail(f"{path}.success", f"expected a boolean, got {json_type_name(success)}")
-    if "output" not in data:
-        raise _fail(f"{path}.output", "missing")
+    output = _field(data, "output", path)
     error = None
     if data.get("error") is not None:
         error_data = _object(data["error"], f"{path}.error", frozenset({"type", "message"}))
@@ -739,7 +738,7 @@ def tool_invocation_from_record(record: object, path: str) -> RecordedToolInvoca
         invocation_id=invocation_id,
         tool_name=tool_name,
         success=success,
-        output_json=canonical_json(data["output"]),
+        output_json=canonical_json(output),
         input_json=canonical_json(data["input"]) if data.get("input") is not None else None,
         error=error,
         duration_ms=duration,
@@ -840,9 +839,7 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
 
 def _load_end(value: object) -> JournalEnd:
     data = _object(value, "end", frozenset({"entries", "mac"}))
-    if "entries" not in data:
-        raise _fail("end.entries", "missing")
-    count = data["entries"]
+    count = _field(data, "entries", "end")
     if type(count) is not int or count < 0:
         raise _fail("end.entries", f"expected an integer >= 0, got {describe_value(count)}")
     mac = _field_hex(data, "mac", "end") if "mac" in data else None
