@@ -469,7 +469,8 @@ _LONE_SURROGATE_ESCAPE = LazyPattern(
     r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD])[c-fC-F][0-9a-fA-F]{2})"
 )
-_SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""The pattern of one surrogate code point, for the writers that escape them."""
 
 
 def has_surrogate(text: str) -> bool:
@@ -484,10 +485,6 @@ def has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-SURROGATE = _SURROGATE_CHAR
-"""The pattern of one surrogate code point, for the writers that escape them."""
 
 
 def _has_lone_surrogate_escape(text: str) -> bool:
@@ -636,50 +633,40 @@ def _syntax_error(text: str, exc: json.JSONDecodeError) -> PayloadError:
         return PayloadError(
             "$", f"{what} after the JSON, at {where}: {_excerpt(rest)} — {_SEND_ONLY_JSON}"
         )
-    before = text[:position].rstrip()[-1:]
+    return PayloadError("$", f"invalid JSON at {where}: {_invalid(text, message, position)}")
+
+
+def _invalid(text: str, message: str, position: int) -> str:
+    """What is wrong at ``position`` of a text :func:`json.loads` rejected, and the fix."""
+    rest = text[position:]
     for python, literal in _PYTHON_LITERALS.items():
         if rest.startswith(python):
-            return PayloadError(
-                "$", f"invalid JSON at {where}: {python} is Python; JSON writes {literal}"
-            )
+            return f"{python} is Python; JSON writes {literal}"
     if rest.startswith("'"):
-        return PayloadError(
-            "$", f"invalid JSON at {where}: single quotes; JSON strings and keys take double quotes"
-        )
-    if rest[:1] in ("}", "]") and before == ",":
-        return PayloadError(
-            "$", f"invalid JSON at {where}: a comma before {rest[0]!r}; remove the trailing comma"
-        )
+        return "single quotes; JSON strings and keys take double quotes"
+    if rest[:1] in ("}", "]") and text[:position].rstrip()[-1:] == ",":
+        return f"a comma before {rest[0]!r}; remove the trailing comma"
     if message == "Expecting ',' delimiter":
-        problem = (
-            "a comma is missing between two values"
-            if rest[:1] in ('"', "{", "[") or rest[:1].isdigit()
-            else f"expected ',' or a closing bracket, found {_excerpt(rest)}"
-        )
-        return PayloadError("$", f"invalid JSON at {where}: {problem}")
+        if rest[:1] in ('"', "{", "[") or rest[:1].isdigit():
+            return "a comma is missing between two values"
+        return f"expected ',' or a closing bracket, found {_excerpt(rest)}"
     if message == "Expecting ':' delimiter":
-        return PayloadError(
-            "$", f"invalid JSON at {where}: expected ':' after the key, found {_excerpt(rest)}"
-        )
+        return f"expected ':' after the key, found {_excerpt(rest)}"
     if message.startswith("Expecting property name"):
-        return PayloadError(
-            "$", f"invalid JSON at {where}: expected a key in double quotes, found {_excerpt(rest)}"
-        )
+        return f"expected a key in double quotes, found {_excerpt(rest)}"
     if message.startswith("Invalid control character"):
-        return PayloadError(
-            "$",
-            f"invalid JSON at {where}: a raw control character U+{ord(rest[0]):04X} in a "
-            "string; escape it (\\n, \\t, \\u00XX)",
+        return (
+            f"a raw control character U+{ord(rest[0]):04X} in a string; "
+            "escape it (\\n, \\t, \\u00XX)"
         )
     if message.startswith("Invalid \\"):
         start = text.rfind("\\", 0, position + 1)
         escape = text[start : start + 6] if message.startswith("Invalid \\u") else rest[:2]
-        return PayloadError("$", f"invalid JSON at {where}: an invalid escape {escape} in a string")
+        return f"an invalid escape {escape} in a string"
     if message == "Expecting value":
-        found = _excerpt(rest)
-        return PayloadError("$", f"invalid JSON at {where}: expected a value, found {found}")
+        return f"expected a value, found {_excerpt(rest)}"
     plain = message.removesuffix(" at").removesuffix(" starting")  # the stdlib's dangling words
-    return PayloadError("$", f"invalid JSON at {where}: {plain[:1].lower()}{plain[1:]}")
+    return f"{plain[:1].lower()}{plain[1:]}"
 
 
 # The types a parse can give that may hold a problem (mapped to True); the
@@ -714,7 +701,7 @@ def _scalar_problem(value: object, surrogates_allowed: bool) -> str | None:
         isinstance(value, str)
         and not surrogates_allowed
         and not value.isascii()
-        and _SURROGATE_CHAR.search(value)
+        and SURROGATE.search(value)
     ):
         return "string contains an unpaired surrogate"
     return None
@@ -724,7 +711,7 @@ def _key_problem(keys: collections.abc.Iterable[str], surrogates_allowed: bool) 
     """The first problem among an object's keys, in document order (None: none)."""
     seen: set[str] = set()
     for key in keys:
-        if not surrogates_allowed and not key.isascii() and _SURROGATE_CHAR.search(key):
+        if not surrogates_allowed and not key.isascii() and SURROGATE.search(key):
             return "object key contains an unpaired surrogate"
         if key in seen:
             return f"duplicate key {describe_value(key)}"
