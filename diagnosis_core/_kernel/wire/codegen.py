@@ -287,23 +287,17 @@ _MAX_LAYOUT_KEYS = 4
 ObjectHook = Callable[[list[tuple[str, Any]]], object]
 
 
-def _nested_attrs_types(field_type: Any) -> tuple[Any, ...]:
-    """The ``attrs`` classes a field holds directly or as tuple items (``X | None`` too)."""
-    value_type = _strip_none(field_type)
-    item_type = _homogeneous_item_type(value_type)
-    candidate = item_type if item_type is not None else value_type
-    return (candidate,) if isinstance(candidate, type) and attrs.has(candidate) else ()
+def _reachable_classes(root: Any, json_text: frozenset[type[Any]] = frozenset()) -> list[Any]:
+    """``root`` and every record reachable through its fields, in discovery order.
 
-
-def _reachable_classes(root: Any) -> list[Any]:
-    """``root`` and every ``attrs`` class reachable through its fields, in discovery order."""
+    A record is what :func:`positional_records` says: an ``attrs`` class held
+    directly or as tuple items (``X | None`` too), except the ``json_text`` classes.
+    """
     found: list[Any] = [root]
     for cl in found:
-        hints = typing.get_type_hints(cl)
-        for field in attrs.fields(cl):
-            for nested in _nested_attrs_types(hints.get(field.name, Any)):
-                if nested not in found:
-                    found.append(nested)
+        for _name, records in positional_plan(cl, json_text):
+            if records is not None and records[1] not in found:
+                found.append(records[1])
     return found
 
 
@@ -584,11 +578,7 @@ def positional_reader(root: Any, json_text: frozenset[type[Any]]) -> Callable[[o
     ``__init__`` where that only stores its arguments (:func:`slot_setters`).
     Anything else raises :class:`PayloadError` naming the record and field.
     """
-    classes = [root]
-    for cl in classes:
-        for _name, records in positional_plan(cl, json_text):
-            if records is not None and records[1] not in classes:
-                classes.append(records[1])
+    classes = _reachable_classes(root, json_text)
     builders = {cl: f"_build{number}" for number, cl in enumerate(classes)}
     namespace: dict[str, Any] = {"_Bad": _bad_position, "_new": object.__new__}
     lines: list[str] = []
