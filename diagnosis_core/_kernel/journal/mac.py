@@ -119,10 +119,6 @@ _CURRENT = "v2"
 """Any ``format`` but a ``…_v1`` one is signed by the current (v2) rules."""
 
 
-def _is_v1_format(format: str) -> bool:
-    return format.endswith("_v1")
-
-
 def entry_mac(
     text: str, previous: str, key: bytes, *, state: str, format: str = _CURRENT
 ) -> str:
@@ -131,7 +127,7 @@ def entry_mac(
     For a v2 ``format`` (the default) the message starts with the entry's
     domain, its ``state`` (``started:`` or ``finished:``); for a v1 one it does not.
     """
-    if _is_v1_format(format):
+    if format.endswith("_v1"):
         return _hmac(_check_key(key), previous + text)
     return _hmac(_check_key(key), f"{state}:{previous}{text}")
 

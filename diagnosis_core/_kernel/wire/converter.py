@@ -378,10 +378,6 @@ def _is_mapping_value_type(cl: object) -> bool:
     return isinstance(origin, type) and issubclass(origin, Mapping)
 
 
-def _pass_through(value: object, _: object) -> object:
-    return value
-
-
 def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
     """Register every hook on ``conv``; both converters are built by this one function."""
     for scalar, hook in (
@@ -391,7 +387,7 @@ def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
         (bool, _structure_bool),
     ):
         conv.register_structure_hook(scalar, hook)
-    conv.register_structure_hook_func(lambda cl: cl is Any or cl is object, _pass_through)
+    conv.register_structure_hook_func(lambda cl: cl is Any or cl is object, lambda v, _: v)
     conv.register_structure_hook_func(is_enum, _structure_enum)
     conv.register_structure_hook_func(_is_literal, _structure_literal)
     conv.register_structure_hook_factory(_is_tuple_type, _tuple_structure_factory)
