@@ -432,11 +432,9 @@ def evaluate_aiops_run(
 ) -> AiOpsRuleEvaluation | None:
     """``aiops_rule_evaluation`` of a finished run's report; None for a fallback.
 
-    ``ledger`` may be the run's :class:`ToolRecorder` (its ledger is read
-    now, at evaluation time, spec §13) or a :class:`ToolLedger`.
-
-    The fallback report is deterministic text built from facts only; there
-    is no agent report to judge. Raises :class:`MachineError` before END.
+    ``ledger`` is read as :func:`evaluate_aiops_report` reads it. The fallback
+    report is deterministic text built from facts only; there is no agent
+    report to judge. Raises :class:`MachineError` before END.
     """
     result = state.result
     if result.report is None:

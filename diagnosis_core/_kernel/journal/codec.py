@@ -453,27 +453,12 @@ def recorded_tool_invocations(
     """The journal form of a tool recorder's records (what an executor entry carries).
 
     ``records`` are :class:`~diagnosis_core.tools.ToolCallRecord`\\ s, e.g.
-    ``ToolRecorder.since(mark)``; each becomes the same §13 ledger entry.
+    ``ToolRecorder.since(mark)``; each becomes the same §13 ledger entry, read
+    from its wire record as a journal's are (:func:`tool_invocation_from_record`).
     """
-    converted = []
-    for record in records:
-        wire = record.to_record()
-        error = wire.get("error")
-        duration = wire.get("duration_ms")
-        converted.append(
-            RecordedToolInvocation(
-                invocation_id=record.invocation_id,
-                tool_name=record.tool_name,
-                success=record.success,
-                output_json=canonical_json(wire["output"]),
-                input_json=None if wire.get("input") is None else canonical_json(wire["input"]),
-                error=None if not isinstance(error, dict) else RecordedToolError(
-                    str(error["type"]), str(error["message"])
-                ),
-                duration_ms=duration if isinstance(duration, int | float) else None,
-            )
-        )
-    return tuple(converted)
+    return tuple(
+        tool_invocation_from_record(record.to_record(), "tool_invocations") for record in records
+    )
 
 
 def outcome_to_wire(outcome: JournalOutcome) -> dict[str, JsonValue]:

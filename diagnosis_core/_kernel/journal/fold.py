@@ -550,12 +550,8 @@ def scenario_response(
 ) -> JsonValue:
     """The §9 ``responses`` entry whose scripted double reproduces a recorded agent outcome.
 
-    A reply is its text; an error is reproducible only when its message reads
-    ``Class: message`` for the class the double of that kind raises
-    (``ScriptedError`` for retryable, ``NonRetryableError`` or
-    ``UnknownScriptedError`` for non-retryable, ``ToolBlockedError``) and has
-    no lone surrogate; any other message is a :class:`JournalError` naming
-    the entry unless ``exact`` is false (see :func:`inexact`).
+    A reply is its text; an error only when its message reads as
+    :func:`journal_to_scenario` says, else it is :func:`inexact`.
     """
     if isinstance(outcome, RecordedReply):
         return {"text": outcome.text}
