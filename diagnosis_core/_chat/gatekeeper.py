@@ -82,11 +82,7 @@ def unstorable_description(raw: object) -> str:
     try:
         description = repr(raw)[:2000]
     except Exception:  # a broken __repr__ (or a value too deep to render)
-        try:
-            name = type(raw).__name__
-        except Exception:
-            name = "object"
-        return f"<unrepresentable {name}>"
+        return f"<unrepresentable {_host_type_name(raw)}>"
     return _ADDRESS.sub("", description)
 
 

@@ -23,11 +23,8 @@ writes them.
 
 Both workflows share this form (spec §12): the entry and journal classes here
 are generic bases (:class:`JournalEntryBase`, :class:`JournalBase`) that a
-workflow narrows with its descriptor (``_kernel/journal/workflow.py``; what the codec
-reads of it is :class:`WireForm`) — its ``format``, its call names, which
-call is the executor (the one that may carry ``tool_invocations``), which
-calls are gatekeeper calls (``result`` outcomes) and how its request goes to
-and from the wire (its request codec). Each
+workflow narrows with its descriptor (``_kernel/journal/workflow.py``; what the
+codec reads of it is :class:`WireForm`). Each
 workflow defines its journal in its own package: the chat diagnosis journal
 (``diagnosis_journal_v2``, still reading ``_v1``) in ``_chat/journal.py``, the
 AIOps one in ``_aiops/journal.py``. Nothing here knows either workflow.

@@ -85,9 +85,7 @@ __all__ = [
 J = TypeVar("J", bound=JournalBase[Any, Any])
 E = TypeVar("E", bound=JournalEntryBase[Any])
 
-# --- the HMAC over given text -----------------------------------------------------------
-# Everything in this part takes canonical text (the codec writes it: ``entry_text``,
-# ``end_text``, ``request_text``) and the MACs a journal records; none of it encodes.
+# --- the HMAC over given text (the codec writes it; nothing here encodes) ---------------
 
 
 def _check_key(key: object) -> bytes:
