@@ -268,7 +268,11 @@ class JournalEnd:
     @classmethod
     def load(cls, value: object) -> JournalEnd:
         """The end marker of its wire object (``{"entries": n, "mac"?}``), checked strictly."""
-        return _load_end(value)
+        data = _object(value, "end", frozenset({"entries", "mac"}))
+        count = _field(data, "entries", "end")
+        if type(count) is not int or count < 0:
+            raise _fail("end.entries", f"expected an integer >= 0, got {describe_value(count)}")
+        return cls(count, _field_hex(data, "mac", "end") if "mac" in data else None)
 
     def to_wire(self, *, with_mac: bool = True) -> dict[str, JsonValue]:
         """The wire object (``with_mac=False``: what its MAC is computed over)."""
@@ -809,14 +813,6 @@ def load_journal_document(journal_type: type[J], data: object) -> J:
     entries = tuple(
         _load_entry(item, f"entries[{index}]", entry_type, v1) for index, item in enumerate(items)
     )
-    end = _load_end(top["end"]) if "end" in top else None
+    end = JournalEnd.load(top["end"]) if "end" in top else None
     return journal_type(request, entries, end=end, format=version)
 
-
-def _load_end(value: object) -> JournalEnd:
-    data = _object(value, "end", frozenset({"entries", "mac"}))
-    count = _field(data, "entries", "end")
-    if type(count) is not int or count < 0:
-        raise _fail("end.entries", f"expected an integer >= 0, got {describe_value(count)}")
-    mac = _field_hex(data, "mac", "end") if "mac" in data else None
-    return JournalEnd(count, mac)
