@@ -94,7 +94,6 @@ __all__ = [
     "is_v1",
     "journal_to_json",
     "journal_to_wire",
-    "load_journal_document",
     "load_outcome",
     "load_stored_text",
     "outcome_to_wire",
@@ -311,14 +310,42 @@ class JournalBase(Generic[Q, E]):
 
     @classmethod
     def load(cls, data: object) -> Self:
-        """Validate a journal document (plain JSON data) strictly: :func:`load_journal_document`."""
-        return load_journal_document(cls, data)
+        """Validate a journal document (plain JSON data) strictly; every problem names its path.
+
+        This checks the *form* only; folding checks that the entries are the
+        calls the run makes.
+        """
+        form = cls._form
+        top = _object(data, "$", frozenset({"format", "request", "entries", "end"}))
+        if "format" not in top:
+            raise _fail("format", "missing")
+        if top["format"] not in form.formats:
+            shown = " or ".join(repr(item) for item in form.formats)
+            raise _fail("format", f"expected {shown}, got {describe_value(top['format'])}")
+        version = str(top["format"])
+        v1 = version == form.v1_format
+        if v1 and "end" in top:
+            raise _fail("$", 'unknown key "end"')
+        if "request" not in top:
+            raise _fail("request", "missing")
+        request: Any = form.load_request(top["request"])
+        if "entries" not in top:
+            raise _fail("entries", "missing")
+        items = top["entries"]
+        if not isinstance(items, list):
+            raise _fail("entries", f"expected an array, got {json_type_name(items)}")
+        entries = tuple(
+            _load_entry(item, f"entries[{index}]", cls._entry_type, v1)
+            for index, item in enumerate(items)
+        )
+        end = JournalEnd.load(top["end"]) if "end" in top else None
+        return cls(request, entries, end=end, format=version)
 
     @classmethod
     def from_json(cls, text: str) -> Self:
         """Parse journal text strictly (``loads_stored``) and :meth:`load` it."""
         data = load_stored_text(text, lambda error: f"{error.path}: {error.problem}")
-        return load_journal_document(cls, data)
+        return cls.load(data)
 
     @property
     def signed(self) -> bool:
@@ -778,41 +805,4 @@ def _load_entry(value: object, path: str, entry_type: type[E], v1: bool = True) 
     return entry_type(
         seq, call, round, attempt, digest, state, outcome, invocations, mac, derived=derived
     )
-
-
-J = TypeVar("J", bound="JournalBase[Any, Any]")
-
-
-def load_journal_document(journal_type: type[J], data: object) -> J:
-    """Validate a journal document of ``journal_type`` strictly; every problem names its path.
-
-    The shared loader behind :meth:`JournalBase.load` of both workflows' journals.
-    This checks the *form* only; folding checks that the entries are the
-    calls the run makes.
-    """
-    form = journal_type._form
-    top = _object(data, "$", frozenset({"format", "request", "entries", "end"}))
-    if "format" not in top:
-        raise _fail("format", "missing")
-    if top["format"] not in form.formats:
-        shown = " or ".join(repr(item) for item in form.formats)
-        raise _fail("format", f"expected {shown}, got {describe_value(top['format'])}")
-    version = str(top["format"])
-    v1 = version == form.v1_format
-    if v1 and "end" in top:
-        raise _fail("$", 'unknown key "end"')
-    if "request" not in top:
-        raise _fail("request", "missing")
-    request = form.load_request(top["request"])
-    if "entries" not in top:
-        raise _fail("entries", "missing")
-    items = top["entries"]
-    if not isinstance(items, list):
-        raise _fail("entries", f"expected an array, got {json_type_name(items)}")
-    entry_type = journal_type._entry_type
-    entries = tuple(
-        _load_entry(item, f"entries[{index}]", entry_type, v1) for index, item in enumerate(items)
-    )
-    end = JournalEnd.load(top["end"]) if "end" in top else None
-    return journal_type(request, entries, end=end, format=version)
 
