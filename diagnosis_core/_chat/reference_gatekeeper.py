@@ -229,9 +229,7 @@ class _FoldedText:
     def match(self, excerpt: str) -> str | None:
         """:func:`match_excerpt` of ``text`` and ``excerpt``, reusing the fold.
 
-        The excerpt is folded, not stripped (spec §9 v1.1). A folded space at
-        the start of the match stands for its whole run; at the end, for the
-        run's first character (the first index of the last position).
+        A folded space at the end stands for its run's first character (``last=False``).
         """
         needle = _fold(excerpt)
         if not needle.strip():
