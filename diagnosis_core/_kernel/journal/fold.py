@@ -49,7 +49,6 @@ __all__ = [
     "agent_outcome",
     "agent_result",
     "append_entry",
-    "end_journal",
     "fold_journal",
     "inexact",
     "journal_status",
@@ -386,15 +385,6 @@ def progress_entry(
     return sign_entry(journal, entry, key) if key is not None else entry
 
 
-def end_journal(journal: J, key: bytes | None) -> JournalEnd:
-    """The end marker of a v2 journal whose run ended: signed with ``key``, bare without."""
-    if key is not None:
-        return sign_end(journal, key)
-    if is_v1(journal):
-        raise JournalError(f"end: a {journal.format} journal has no end marker")
-    return JournalEnd(len(journal.entries))
-
-
 class EntrySink(Protocol[E_contra]):
     """Where a host persists one workflow's journal entries as the run goes.
 
@@ -483,7 +473,8 @@ class JournalRecorderBase(Generic[J, A, R, E]):
         """Write the end marker once the run has ended (v2; nothing for a v1 journal)."""
         if is_v1(self.journal) or self.journal.end is not None:
             return None
-        end = end_journal(self.journal, self._key)
+        key, entries = self._key, self.journal.entries
+        end = sign_end(self.journal, key) if key is not None else JournalEnd(len(entries))
         if self._sink is not None:
             self._sink.write(end)  # type: ignore[arg-type]
         self.journal = attrs.evolve(self.journal, end=end)
