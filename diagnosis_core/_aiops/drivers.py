@@ -26,7 +26,7 @@ construction. The rule evaluator judges a finished run's report
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import TypeAlias, Unpack, cast
+from typing import TypeAlias, Unpack
 
 import attrs
 
@@ -43,7 +43,7 @@ from .._kernel.driving.effects import (
 )
 from .._kernel.driving.loop import ainvoke_agent, invoke_agent
 from .._kernel.driving.observe import Observer
-from .._kernel.driving.options import RunKeywords, RunOptions, merge_options
+from .._kernel.driving.options import RunKeywords, RunOptions
 from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.tools.recorder import ToolRecorder
@@ -130,9 +130,7 @@ async def perform_aiops_effect_async(
     return await ainvoke_agent(effects, action, "AsyncAiOpsEffects")
 
 
-AiOpsObserver: TypeAlias = Observer[
-    InvokeAiOpsAgent, AgentReplied | AgentFailed, AiOpsTraceEvent
-]
+AiOpsObserver: TypeAlias = Observer[InvokeAiOpsAgent, AgentReplied | AgentFailed, AiOpsTraceEvent]
 """An observer of the AIOps drivers (spec §14): the kernel's protocol, narrowed."""
 
 
@@ -226,8 +224,7 @@ def run_aiops(
     :class:`RunOptions` value instead (not together with any of the
     keywords); the chat drivers take the same value and check it the same way.
     """
-    chosen = merge_options("run_aiops", options, **keywords)
-    return _driver.run(_DRIVING, "run_aiops", request, effects, state, chosen)
+    return _driver.run(_DRIVING, "run_aiops", request, effects, state, options, keywords)
 
 
 async def arun_aiops(
@@ -244,8 +241,7 @@ async def arun_aiops(
     :class:`AsyncAiOpsEffects` of ``async`` callables (spec §15). The
     options are :func:`run_aiops`'s.
     """
-    chosen = merge_options("arun_aiops", options, **keywords)
-    return await _driver.arun(_DRIVING, "arun_aiops", request, effects, state, chosen)
+    return await _driver.arun(_DRIVING, "arun_aiops", request, effects, state, options, keywords)
 
 
 def iter_aiops(
@@ -265,9 +261,7 @@ def iter_aiops(
     ``store``, the run is claimed when iteration starts and released when it
     ends or the iterator is closed).
     """
-    chosen = merge_options("iter_aiops", options, **keywords)
-    items = _driver.iterate(_DRIVING, "iter_aiops", request, effects, state, chosen)
-    return cast("Iterator[AiOpsTraceEvent | AiOpsResult]", items)
+    return _driver.iterate(_DRIVING, "iter_aiops", request, effects, state, options, keywords)
 
 
 def aiter_aiops(
@@ -283,6 +277,4 @@ def aiter_aiops(
     ``async for item in aiter_aiops(request, effects): ...``. Options are
     checked when this is called; agents run as it is iterated.
     """
-    chosen = merge_options("aiter_aiops", options, **keywords)
-    items = _driver.aiterate(_DRIVING, "aiter_aiops", request, effects, state, chosen)
-    return cast("AsyncIterator[AiOpsTraceEvent | AiOpsResult]", items)
+    return _driver.aiterate(_DRIVING, "aiter_aiops", request, effects, state, options, keywords)

@@ -18,7 +18,7 @@ journal classes are loaded at the first run, so ``import diagnosis_core`` stays 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, TypeAlias, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
 import attrs
 
@@ -28,7 +28,6 @@ from .._kernel.driving.options import (
     DEFAULT_MAX_QUESTION_CHARS,
     RunKeywords,
     RunOptions,
-    merge_options,
     question_limit,
 )
 from .._kernel.wire.facts import repair_text
@@ -262,8 +261,7 @@ def run_diagnosis(
     """
     from .._kernel.driving import driver  # the loop loads at the first run
 
-    chosen = merge_options("run_diagnosis", options, **keywords)
-    return driver.run(_DRIVING, "run_diagnosis", request, effects, state, chosen)
+    return driver.run(_DRIVING, "run_diagnosis", request, effects, state, options, keywords)
 
 
 async def arun_diagnosis(
@@ -282,8 +280,7 @@ async def arun_diagnosis(
     """
     from .._kernel.driving import driver  # the loop loads at the first run
 
-    chosen = merge_options("arun_diagnosis", options, **keywords)
-    return await driver.arun(_DRIVING, "arun_diagnosis", request, effects, state, chosen)
+    return await driver.arun(_DRIVING, "arun_diagnosis", request, effects, state, options, keywords)
 
 
 def iter_diagnosis(
@@ -306,9 +303,7 @@ def iter_diagnosis(
     """
     from .._kernel.driving import driver  # the loop loads at the first run
 
-    chosen = merge_options("iter_diagnosis", options, **keywords)
-    items = driver.iterate(_DRIVING, "iter_diagnosis", request, effects, state, chosen)
-    return cast("Iterator[TraceEvent | DiagnosisResult]", items)
+    return driver.iterate(_DRIVING, "iter_diagnosis", request, effects, state, options, keywords)
 
 
 def aiter_diagnosis(
@@ -326,6 +321,4 @@ def aiter_diagnosis(
     """
     from .._kernel.driving import driver  # the loop loads at the first run
 
-    chosen = merge_options("aiter_diagnosis", options, **keywords)
-    items = driver.aiterate(_DRIVING, "aiter_diagnosis", request, effects, state, chosen)
-    return cast("AsyncIterator[TraceEvent | DiagnosisResult]", items)
+    return driver.aiterate(_DRIVING, "aiter_diagnosis", request, effects, state, options, keywords)

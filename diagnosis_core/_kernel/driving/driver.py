@@ -3,7 +3,8 @@
 A workflow's drivers (``run_diagnosis`` / ``arun_diagnosis`` /
 ``iter_diagnosis`` / ``aiter_diagnosis``, ``run_aiops`` and its three
 twins) are thin typed wrappers over :func:`run`, :func:`arun`,
-:func:`iterate` and :func:`aiterate` here, handed the workflow's
+:func:`iterate` and :func:`aiterate` here (which merge ``options=`` and the
+loose keywords, :func:`merge_options`), handed the workflow's
 :class:`Driving` (``driving/effects.py``), whose methods and attributes
 say which :class:`Workflow` it drives (``_kernel/journal/workflow.py``),
 its journal and recorder classes, its effects classes and how one effect
@@ -46,7 +47,7 @@ import functools
 import json
 import operator
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -59,7 +60,7 @@ from ..wire.json import has_surrogate
 from .effects import AEff, Driving, Eff, S, check_effects_kind
 from .loop import Done, adrive_steps, drive_steps
 from .observe import Watcher, notify
-from .options import RunOptions
+from .options import RunOptions, merge_options
 
 if TYPE_CHECKING:
     from ..journal.fold import JournalRecorderBase
@@ -166,9 +167,13 @@ class _Run:
         workflow = self.driving.workflow
         watched = events or self.options.observer is not None
         return drive(
-            self.state, workflow.next_action, workflow.finished_type,
-            functools.partial(perform, effects=effects), workflow.advance,
-            recorder=self.journaling, observer=self.watcher,
+            self.state,
+            workflow.next_action,
+            workflow.finished_type,
+            functools.partial(perform, effects=effects),
+            workflow.advance,
+            recorder=self.journaling,
+            observer=self.watcher,
             events=operator.attrgetter("events") if watched else None,
         )
 
@@ -319,8 +324,12 @@ def check_wiring(
         )
     expected, other = (async_type, sync_type) if asynchronous else (sync_type, async_type)
     check_effects_kind(
-        effects, expected, driving.effect_names,
-        asynchronous=asynchronous, driver=where, other_driver=other.__name__,
+        effects,
+        expected,
+        driving.effect_names,
+        asynchronous=asynchronous,
+        driver=where,
+        other_driver=other.__name__,
     )
     check_tools(driving, effects, tools, where)
 
@@ -369,23 +378,34 @@ def _prepare(call: _Call, state: object, options: RunOptions) -> _Run:
     if journal.request != request:
         raise other_request_error(journal.request, request)
     before, _, interrupted, _ = workflow.fold(journal, key, options.head)
-    if options.resend_executor and is_v1(journal) and interrupted is not None and (
-        interrupted.call is workflow.executor
+    if (
+        options.resend_executor
+        and is_v1(journal)
+        and interrupted is not None
+        and (interrupted.call is workflow.executor)
     ):
         raise JournalError(
             f"resend_executor: a {journal.format} journal does not record tool calls as they "
             "finish; its interrupted executor call cannot be re-sent"
         )
     resumed, current = workflow.resume_folded(
-        journal, before, interrupted, key=key, resend_gatekeeper=options.resend_gatekeeper,
+        journal,
+        before,
+        interrupted,
+        key=key,
+        resend_gatekeeper=options.resend_gatekeeper,
         resend_executor=options.resend_executor,
     )
     completed = resumed.entries[-1] if resumed is not journal else None
     recorder = driving.recorder_type(resumed, sink=options.sink, key=key)
     journaling = _Journaling(driving, recorder, options.tools, options.observer, gatekeeper)
     return _Run(
-        driving, current, journaling, options,
-        announced=len(before.events), resumed_entry=completed,
+        driving,
+        current,
+        journaling,
+        options,
+        announced=len(before.events),
+        resumed_entry=completed,
     )
 
 
@@ -410,11 +430,12 @@ def run(
     request: object,
     effects: Eff,
     state: S | None,
-    options: RunOptions,
+    options: RunOptions | None,
+    keywords: Mapping[str, Any],
 ) -> S:
     """Run to the end synchronously; returns the finished state."""
     call = _Call(driving, driver, request, effects, asynchronous=False)
-    with call.opened(state, options) as current:
+    with call.opened(state, merge_options(driver, options, **keywords)) as current:
         # Consumed to the end (the last item kept), so the generator finishes cleanly.
         last = collections.deque(_steps(current, effects, events=False), maxlen=1)
         return current.returned(last.pop())  # type: ignore[no-any-return]
@@ -426,11 +447,12 @@ async def arun(
     request: object,
     effects: AEff,
     state: S | None,
-    options: RunOptions,
+    options: RunOptions | None,
+    keywords: Mapping[str, Any],
 ) -> S:
     """Run to the end on the asyncio event loop; returns the finished state."""
     call = _Call(driving, driver, request, effects, asynchronous=True)
-    with call.opened(state, options) as current:
+    with call.opened(state, merge_options(driver, options, **keywords)) as current:
         last: object = None
         async for item in _asteps(current, effects, events=False):
             last = item  # consumed to the end, so the generator finishes cleanly
@@ -443,15 +465,17 @@ def iterate(
     request: object,
     effects: Eff,
     state: object,
-    options: RunOptions,
-) -> Iterator[object]:
+    options: RunOptions | None,
+    keywords: Mapping[str, Any],
+) -> Iterator[Any]:
     """Every trace event as it is appended, then the run's result (options checked now).
 
     With ``store=``, the run is claimed when iteration starts and released
     when it ends or the iterator is closed.
     """
     call = _Call(driving, driver, request, effects, asynchronous=False)
-    return _iterate(call, call.prepared(state, options), options)
+    chosen = merge_options(driver, options, **keywords)
+    return _iterate(call, call.prepared(state, chosen), chosen)
 
 
 def _iterate(call: _Call, prepared: _Run | None, options: RunOptions) -> Iterator[object]:
@@ -466,11 +490,13 @@ def aiterate(
     request: object,
     effects: AEff,
     state: object,
-    options: RunOptions,
-) -> AsyncIterator[object]:
+    options: RunOptions | None,
+    keywords: Mapping[str, Any],
+) -> AsyncIterator[Any]:
     """The async iterator form: trace events as appended, then the result (options checked now)."""
     call = _Call(driving, driver, request, effects, asynchronous=True)
-    return _aiterate(call, call.prepared(state, options), options)
+    chosen = merge_options(driver, options, **keywords)
+    return _aiterate(call, call.prepared(state, chosen), chosen)
 
 
 async def _aiterate(
