@@ -165,11 +165,12 @@ class _DiagnosisDriving(Driving[DiagnosisState, Effects, AsyncEffects]):
         """The request's question (``max_question_chars`` bounds it)."""
         return request.question
 
-    def check_tools(self, gatekeeper: object, tools: object, driver: str) -> None:
-        """Refuse a gatekeeper built over another tool recorder than ``tools``."""
+    def check_tools(self, effects: Effects | AsyncEffects, tools: object, driver: str) -> None:
+        """Refuse a gatekeeper built over another tool recorder than ``tools`` (if given)."""
         from .run_recorders import refuse_foreign_gatekeeper
 
-        refuse_foreign_gatekeeper(gatekeeper, tools, driver)
+        if tools is not None:
+            refuse_foreign_gatekeeper(effects.gatekeeper, tools, driver)
 
 
 _DRIVING = _DiagnosisDriving()

@@ -72,7 +72,6 @@ __all__ = [
     "aiterate",
     "arun",
     "check_request",
-    "check_tools",
     "check_wiring",
     "iterate",
     "run",
@@ -245,7 +244,7 @@ class _Call:
             other_driver=driver[1:] if asynchronous else f"a{driver}",
         )
         check_request(driving, self.request, options.max_question_chars, driver)
-        check_tools(driving, self.effects, options.tools, driver)
+        driving.check_tools(self.effects, options.tools, driver)
         if options.store is None:
             return _prepare(self, state, options)
         from ..journal.store import require_store
@@ -298,14 +297,6 @@ def check_request(driving: Driving[Any, Any, Any], request: object, limit: int, 
         )
 
 
-def check_tools(
-    driving: Driving[Any, Any, Any], effects: object, tools: object, where: str
-) -> None:
-    """Refuse (``TypeError``) a gatekeeper built over another tool recorder than ``tools``."""
-    if tools is not None:
-        driving.check_tools(getattr(effects, "gatekeeper", None), tools, where)
-
-
 def check_wiring(
     driving: Driving[Any, Any, Any], effects: object, tools: object, where: str
 ) -> None:
@@ -331,7 +322,7 @@ def check_wiring(
         driver=where,
         other_driver=other.__name__,
     )
-    check_tools(driving, effects, tools, where)
+    driving.check_tools(effects, tools, where)
 
 
 def other_request_error(recorded: Any, given: Any) -> JournalError:

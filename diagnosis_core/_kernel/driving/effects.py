@@ -398,6 +398,6 @@ class Driving(abc.ABC, Generic[S, Eff, AEff]):
         """The request's question, bounded by ``max_question_chars`` (None: there is none)."""
         return None
 
-    def check_tools(self, gatekeeper: object, tools: object, driver: str) -> None:
-        """Refuse (``TypeError``) a gatekeeper built over another tool recorder than ``tools``."""
+    def check_tools(self, effects: Any, tools: object, driver: str) -> None:
+        """Refuse (``TypeError``) a gatekeeper built over another recorder than ``tools``."""
         return None
