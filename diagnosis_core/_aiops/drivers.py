@@ -34,17 +34,17 @@ from .._kernel.driving import driver as _driver
 from .._kernel.driving.effects import (
     AGENT_FIELD,
     ASYNC_AGENT_FIELD,
-    CLASSIFIER_FIELD,
     AgentInvoker,
     AgentTable,
     AsyncAgentInvoker,
     AsyncAgentTable,
     Driving,
+    classifier_field,
 )
 from .._kernel.driving.loop import ainvoke_agent, invoke_agent
 from .._kernel.driving.observe import Observer
 from .._kernel.driving.options import RunKeywords, RunOptions
-from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
+from .._kernel.machine.classify import FailureClassifier
 from .._kernel.machine.results import AgentFailed, AgentReplied
 from .._kernel.tools.recorder import ToolRecorder
 from .enums import AiOpsAgent
@@ -86,9 +86,7 @@ class AiOpsEffects(AgentTable[AiOpsAgent, AgentInvoker]):
     planner: AgentInvoker = attrs.field(validator=AGENT_FIELD)
     executor: AgentInvoker = attrs.field(validator=AGENT_FIELD)
     reporter: AgentInvoker = attrs.field(validator=AGENT_FIELD)
-    classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=CLASSIFIER_FIELD
-    )
+    classifier: FailureClassifier = classifier_field()  # noqa: RUF009 - an attrs field
 
 
 @attrs.frozen
@@ -103,9 +101,7 @@ class AsyncAiOpsEffects(AsyncAgentTable[AiOpsAgent, AiOpsEffects]):
     planner: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
     executor: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
     reporter: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
-    classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=CLASSIFIER_FIELD
-    )
+    classifier: FailureClassifier = classifier_field()  # noqa: RUF009 - an attrs field
 
 
 def perform_aiops_effect(

@@ -17,14 +17,14 @@ import attrs
 from .._kernel.driving.effects import (
     AGENT_FIELD,
     ASYNC_AGENT_FIELD,
-    CLASSIFIER_FIELD,
     AgentInvoker,
     AgentTable,
     AsyncAgentInvoker,
     AsyncAgentTable,
+    classifier_field,
     effect_field,
 )
-from .._kernel.machine.classify import FailureClassifier, default_failure_classifier
+from .._kernel.machine.classify import FailureClassifier
 from .._kernel.records import share_repr
 from .enums import AgentName
 from .payloads import ExecutorEvidence
@@ -71,9 +71,7 @@ class Effects(AgentTable[AgentName, AgentInvoker]):
     verifier: AgentInvoker = attrs.field(validator=AGENT_FIELD)
     composer: AgentInvoker = attrs.field(validator=AGENT_FIELD)
     gatekeeper: Gatekeeper = attrs.field(validator=_GATEKEEPER)
-    classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=CLASSIFIER_FIELD
-    )
+    classifier: FailureClassifier = classifier_field()  # noqa: RUF009 - an attrs field
 
 
 @attrs.frozen(repr=False)
@@ -90,9 +88,7 @@ class AsyncEffects(AsyncAgentTable[AgentName, Effects]):
     verifier: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
     composer: AsyncAgentInvoker = attrs.field(validator=ASYNC_AGENT_FIELD)
     gatekeeper: AsyncGatekeeper = attrs.field(validator=_ASYNC_GATEKEEPER)
-    classifier: FailureClassifier = attrs.field(
-        default=default_failure_classifier, validator=CLASSIFIER_FIELD
-    )
+    classifier: FailureClassifier = classifier_field()  # noqa: RUF009 - an attrs field
 
 
 share_repr(Effects, AsyncEffects)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVa
 
 import attrs
 
-from ..machine.classify import FailureClassifier
+from ..machine.classify import FailureClassifier, default_failure_classifier
 from ..machine.config import RunConfig
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ __all__ = [
     "awaitable_call",
     "check_effect",
     "check_effects_kind",
+    "classifier_field",
     "effect_field",
     "is_async_callable",
     "reject_awaitable",
@@ -259,8 +260,12 @@ AGENT_FIELD = effect_field(AGENT_SIGNATURE)
 ASYNC_AGENT_FIELD = effect_field(ASYNC_AGENT_SIGNATURE)
 """The validator of an agent field of a workflow's asyncio effects."""
 
-CLASSIFIER_FIELD = effect_field(CLASSIFIER_SIGNATURE, 1)
-"""The validator of the ``classifier`` field of every effects class."""
+
+def classifier_field() -> FailureClassifier:
+    """The ``classifier`` field of every effects class: checked, the default one unless given."""
+    return attrs.field(
+        default=default_failure_classifier, validator=effect_field(CLASSIFIER_SIGNATURE, 1)
+    )
 
 
 def check_effects_kind(
