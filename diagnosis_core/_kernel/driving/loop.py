@@ -162,9 +162,7 @@ async def ainvoke_agent(
         pending = effects.agent(action.agent)(action.input, action.config)
     except Exception as error:
         return failed_agent(effects.classifier, error)
-    reply = require_awaitable(
-        pending, f"{effects_name}.{action.agent.value}", "the asyncio driver"
-    )
+    reply = require_awaitable(pending, f"{effects_name}.{action.agent.value}", "the asyncio driver")
     try:
         text = await reply
     except Exception as error:
@@ -172,10 +170,15 @@ async def ainvoke_agent(
     return reply_fact(text)
 
 
-def _no_events(state: object) -> Sequence[object]:
-    return ()
+def _watcher(observer: object) -> Watcher:
+    return observer if isinstance(observer, Watcher) else Watcher(observer)
 
 
+def _trace(events: Callable[[S], Sequence[E]] | None) -> Callable[[S], Sequence[E]]:
+    return (lambda _state: ()) if events is None else events
+
+
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
 class _Steps(Generic[S, A, R, E]):
     """The lines of one step loop that do not await: the sync and async loops share them.
 
@@ -185,25 +188,13 @@ class _Steps(Generic[S, A, R, E]):
     and yields each new trace event, announcing it as it is yielded.
     """
 
-    __slots__ = ("advance", "finished", "next_action", "recorder", "state", "trace", "watcher")
-
-    def __init__(
-        self,
-        state: S,
-        next_action: Callable[[S], object],
-        finished: type,
-        advance: Callable[[S, R], S],
-        recorder: StepRecorder[A, R] | None,
-        observer: object,
-        events: Callable[[S], Sequence[E]] | None,
-    ) -> None:
-        self.state = state
-        self.next_action = next_action
-        self.finished = finished
-        self.advance = advance
-        self.recorder = recorder
-        self.watcher = observer if isinstance(observer, Watcher) else Watcher(observer)
-        self.trace: Callable[[S], Sequence[object]] = _no_events if events is None else events
+    state: S
+    next_action: Callable[[S], object]
+    finished: type
+    advance: Callable[[S, R], S]
+    recorder: StepRecorder[A, R] | None
+    watcher: Watcher = attrs.field(converter=_watcher)
+    trace: Callable[[S], Sequence[E]] = attrs.field(converter=_trace)
 
     def ask(self) -> A | object:
         action = self.next_action(self.state)
@@ -228,7 +219,7 @@ class _Steps(Generic[S, A, R, E]):
         self.state = self.advance(before, result)
         for event in new_events(self.trace(before), self.trace(self.state)):
             self.watcher.notify("event_appended", event)
-            yield event  # type: ignore[misc]
+            yield event
 
     def done(self) -> Done[S]:
         return Done(self.state, self.watcher.failures)
@@ -290,4 +281,4 @@ async def adrive_steps(
     yield steps.done()
 
 
-share_repr(Done)
+share_repr(Done, _Steps)
