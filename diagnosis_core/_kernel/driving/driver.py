@@ -179,7 +179,7 @@ class _Run:
 
 @attrs.frozen(eq=False, repr=False)
 class _Call:
-    """One driver call: the workflow, the driver's name, the request and the effects.
+    """One driver call: the workflow, the driver's name, the request, the effects and options.
 
     Every step of a run below works on one call; the four forms differ only
     in ``asynchronous`` (which effects they take) and in awaiting the loop.
@@ -190,40 +190,9 @@ class _Call:
     request: object
     effects: object
     asynchronous: bool
+    options: RunOptions
 
-    @contextlib.contextmanager
-    def on_store(self, options: RunOptions) -> Iterator[RunOptions]:
-        """The run claimed in its store: the options with the store's ``journal`` and ``sink``."""
-        from ..journal.store import MissingKeyError, on_store
-
-        store, journal_type = options.store, self.driving.journal_type
-        assert store is not None
-        claim = on_store(store, self.request, journal_type=journal_type, clock=time.monotonic)
-        with claim as (journal, sink):
-            if journal is not None and options.key is None and journal.signed:
-                # Resumed keyless, a signed run would go on unsigned and fail its own
-                # verification from then on: refused before any effect (spec §16).
-                raise MissingKeyError(journal.request.run.run_id)
-            if journal is None and options.head is not None:
-                # A head commits entries the host saw written; a store without the
-                # run lost them: refuse, in every form, before anything runs (§12.2).
-                raise JournalError(
-                    f"head: the store holds no journal of this run; the head commits "
-                    f"{options.head.entries} entries"
-                )
-            yield attrs.evolve(options, store=None, journal=journal, sink=sink)
-
-    @contextlib.contextmanager
-    def opened(self, state: object, options: RunOptions) -> Iterator[_Run]:
-        """The run a blocking driver drives: :meth:`prepared`, then :meth:`claimed`.
-
-        With ``store=``, the store's journal and sink replace it (checked in
-        turn) and the run stays claimed until the driver leaves the block.
-        """
-        with self.claimed(self.prepared(state, options), options) as run:
-            yield run
-
-    def prepared(self, state: object, options: RunOptions) -> _Run | None:
+    def prepared(self, state: object) -> _Run | None:
         """The run, started now; None when it goes through a store (started by :meth:`claimed`).
 
         Everything refused before the run is written or any effect runs is
@@ -234,6 +203,7 @@ class _Call:
         a store that is not one.
         """
         driving, driver, asynchronous = self.driving, self.driver, self.asynchronous
+        options = self.options
         options.check(driver, state=state)
         check_effects_kind(
             self.effects,
@@ -253,12 +223,34 @@ class _Call:
         return None
 
     @contextlib.contextmanager
-    def claimed(self, prepared: _Run | None, options: RunOptions) -> Iterator[_Run]:
-        """The run as it starts (an iterator's: when iterated): ``prepared``, or in its store."""
+    def claimed(self, prepared: _Run | None) -> Iterator[_Run]:
+        """The run as it starts (a blocking driver's: now; an iterator's: when iterated).
+
+        ``prepared``, or, with ``store=``, the run claimed in its store: the
+        options with the store's ``journal`` and ``sink``, checked in turn; it
+        stays claimed until the driver leaves the block.
+        """
         if prepared is not None:
             yield prepared
             return
-        with self.on_store(options) as stored:
+        from ..journal.store import MissingKeyError, on_store
+
+        options, store, journal_type = self.options, self.options.store, self.driving.journal_type
+        assert store is not None
+        claim = on_store(store, self.request, journal_type=journal_type, clock=time.monotonic)
+        with claim as (journal, sink):
+            if journal is not None and options.key is None and journal.signed:
+                # Resumed keyless, a signed run would go on unsigned and fail its own
+                # verification from then on: refused before any effect (spec §16).
+                raise MissingKeyError(journal.request.run.run_id)
+            if journal is None and options.head is not None:
+                # A head commits entries the host saw written; a store without the
+                # run lost them: refuse, in every form, before anything runs (§12.2).
+                raise JournalError(
+                    f"head: the store holds no journal of this run; the head commits "
+                    f"{options.head.entries} entries"
+                )
+            stored = attrs.evolve(options, store=None, journal=journal, sink=sink)
             stored.check(self.driver)
             yield _prepare(self, None, stored)
 
@@ -425,8 +417,9 @@ def run(
     keywords: Mapping[str, Any],
 ) -> S:
     """Run to the end synchronously; returns the finished state."""
-    call = _Call(driving, driver, request, effects, asynchronous=False)
-    with call.opened(state, merge_options(driver, options, **keywords)) as current:
+    chosen = merge_options(driver, options, **keywords)
+    call = _Call(driving, driver, request, effects, False, chosen)
+    with call.claimed(call.prepared(state)) as current:
         # Consumed to the end (the last item kept), so the generator finishes cleanly.
         last = collections.deque(_steps(current, effects, events=False), maxlen=1)
         return current.returned(last.pop())  # type: ignore[no-any-return]
@@ -442,8 +435,9 @@ async def arun(
     keywords: Mapping[str, Any],
 ) -> S:
     """Run to the end on the asyncio event loop; returns the finished state."""
-    call = _Call(driving, driver, request, effects, asynchronous=True)
-    with call.opened(state, merge_options(driver, options, **keywords)) as current:
+    chosen = merge_options(driver, options, **keywords)
+    call = _Call(driving, driver, request, effects, True, chosen)
+    with call.claimed(call.prepared(state)) as current:
         last: object = None
         async for item in _asteps(current, effects, events=False):
             last = item  # consumed to the end, so the generator finishes cleanly
@@ -464,13 +458,13 @@ def iterate(
     With ``store=``, the run is claimed when iteration starts and released
     when it ends or the iterator is closed.
     """
-    call = _Call(driving, driver, request, effects, asynchronous=False)
     chosen = merge_options(driver, options, **keywords)
-    return _iterate(call, call.prepared(state, chosen), chosen)
+    call = _Call(driving, driver, request, effects, False, chosen)
+    return _iterate(call, call.prepared(state))
 
 
-def _iterate(call: _Call, prepared: _Run | None, options: RunOptions) -> Iterator[object]:
-    with call.claimed(prepared, options) as current:
+def _iterate(call: _Call, prepared: _Run | None) -> Iterator[object]:
+    with call.claimed(prepared) as current:
         for item in _steps(current, call.effects, events=True):
             yield item.state.result if isinstance(item, Done) else item
 
@@ -485,15 +479,13 @@ def aiterate(
     keywords: Mapping[str, Any],
 ) -> AsyncIterator[Any]:
     """The async iterator form: trace events as appended, then the result (options checked now)."""
-    call = _Call(driving, driver, request, effects, asynchronous=True)
     chosen = merge_options(driver, options, **keywords)
-    return _aiterate(call, call.prepared(state, chosen), chosen)
+    call = _Call(driving, driver, request, effects, True, chosen)
+    return _aiterate(call, call.prepared(state))
 
 
-async def _aiterate(
-    call: _Call, prepared: _Run | None, options: RunOptions
-) -> AsyncIterator[object]:
-    with call.claimed(prepared, options) as current:
+async def _aiterate(call: _Call, prepared: _Run | None) -> AsyncIterator[object]:
+    with call.claimed(prepared) as current:
         async for item in _asteps(current, call.effects, events=True):
             yield item.state.result if isinstance(item, Done) else item
 
