@@ -125,21 +125,18 @@ class _DiagnosisDriving(Driving[DiagnosisState, Effects, AsyncEffects]):
 
     @property
     def workflow(self) -> DiagnosisWorkflow:
-        """:data:`DIAGNOSIS_WORKFLOW`."""
         from .workflow import DIAGNOSIS_WORKFLOW
 
         return DIAGNOSIS_WORKFLOW
 
     @property
     def journal_type(self) -> type[Journal]:
-        """:class:`Journal`."""
         from .journal import Journal
 
         return Journal
 
     @property
     def recorder_type(self) -> type[JournalRecorder]:
-        """:class:`JournalRecorder`."""
         from .journal import JournalRecorder
 
         return JournalRecorder
