@@ -58,7 +58,7 @@ from ..records import share_repr
 from ..wire.facts import pair_location
 from ..wire.json import has_surrogate
 from .effects import AEff, Driving, Eff, S, check_effects_kind
-from .loop import Done, adrive_steps, drive_steps
+from .loop import Done, Steps, adrive_steps, drive_steps
 from .observe import Watcher, notify
 from .options import RunOptions, merge_options
 
@@ -165,16 +165,16 @@ class _Run:
         """
         workflow = self.driving.workflow
         watched = events or self.options.observer is not None
-        return drive(
+        steps = Steps(
             self.state,
             workflow.next_action,
             workflow.finished_type,
-            functools.partial(perform, effects=effects),
             workflow.advance,
-            recorder=self.journaling,
-            observer=self.watcher,
-            events=operator.attrgetter("events") if watched else None,
+            self.journaling,
+            self.watcher,
+            operator.attrgetter("events") if watched else None,
         )
+        return drive(steps, functools.partial(perform, effects=effects))
 
 
 @attrs.frozen(eq=False, repr=False)

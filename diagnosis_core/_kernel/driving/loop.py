@@ -45,6 +45,7 @@ __all__ = [
     "AgentAction",
     "Done",
     "StepRecorder",
+    "Steps",
     "adrive_steps",
     "ainvoke_agent",
     "describe_error",
@@ -170,18 +171,18 @@ async def ainvoke_agent(
     return reply_fact(text)
 
 
-def _watcher(observer: object) -> Watcher:
-    return observer if isinstance(observer, Watcher) else Watcher(observer)
-
-
 def _trace(events: Callable[[S], Sequence[E]] | None) -> Callable[[S], Sequence[E]]:
     return (lambda _state: ()) if events is None else events
 
 
 @attrs.define(eq=False, repr=False, on_setattr=attrs.setters.NO_OP)
-class _Steps(Generic[S, A, R, E]):
-    """The lines of one step loop that do not await: the sync and async loops share them.
+class Steps(Generic[S, A, R, E]):
+    """One step loop, all but performing the effects: the sync and async loops share it.
 
+    It starts from ``state``; ``next_action`` and ``advance`` are the
+    machine's, and an action of the class ``finished`` ends it. ``recorder``
+    is told around each effect, ``watcher`` calls the observer's hooks, and
+    ``trace`` reads a state's trace events (None: no event is yielded).
     :meth:`ask` returns the next effect (after ``effect_started`` and
     ``recorder.begin``) or :data:`_FINISHED` (after ``recorder.close``);
     :meth:`feed` records the performed effect's result, advances the state
@@ -193,7 +194,7 @@ class _Steps(Generic[S, A, R, E]):
     finished: type
     advance: Callable[[S, R], S]
     recorder: StepRecorder[A, R] | None
-    watcher: Watcher = attrs.field(converter=_watcher)
+    watcher: Watcher
     trace: Callable[[S], Sequence[E]] = attrs.field(converter=_trace)
 
     def ask(self) -> A | object:
@@ -226,25 +227,14 @@ class _Steps(Generic[S, A, R, E]):
 
 
 _FINISHED = object()
-"""What :meth:`_Steps.ask` returns once the machine says finished."""
+"""What :meth:`Steps.ask` returns once the machine says finished."""
 
 
-def drive_steps(
-    state: S,
-    next_action: Callable[[S], object],
-    finished: type,
-    perform: Callable[[A], R],
-    advance: Callable[[S, R], S],
-    *,
-    recorder: StepRecorder[A, R] | None = None,
-    observer: object = None,
-    events: Callable[[S], Sequence[E]] | None = None,
-) -> Iterator[E | Done[S]]:
-    """Advance ``state`` with performed effects until the machine says ``finished``.
+def drive_steps(steps: Steps[S, A, R, E], perform: Callable[[A], R]) -> Iterator[E | Done[S]]:
+    """Advance ``steps`` with performed effects until the machine says finished.
 
-    Yields every trace event ``advance`` appends (``events`` reads a state's
-    trace; without it nothing is yielded but :class:`Done`), then
-    ``Done(state)``. Per effect, in this order: the observer's
+    Yields every trace event ``advance`` appends (none without ``trace``),
+    then ``Done(state)``. Per effect, in this order: the observer's
     ``effect_started``, ``recorder.begin``, ``perform``, ``recorder.end``,
     ``effect_finished`` (with the recorded result), ``advance``, and
     ``event_appended`` for each new event as it is yielded. No hook runs
@@ -256,29 +246,19 @@ def drive_steps(
     Every action of the machine that is not ``finished`` is an effect ``perform``
     accepts: that is the machine's contract, which its own types state.
     """
-    steps = _Steps(state, next_action, finished, advance, recorder, observer, events)
     while (action := steps.ask()) is not _FINISHED:
         yield from steps.feed(action, perform(action))  # type: ignore[arg-type]
     yield steps.done()
 
 
 async def adrive_steps(
-    state: S,
-    next_action: Callable[[S], object],
-    finished: type,
-    perform: Callable[[A], Awaitable[R]],
-    advance: Callable[[S, R], S],
-    *,
-    recorder: StepRecorder[A, R] | None = None,
-    observer: object = None,
-    events: Callable[[S], Sequence[E]] | None = None,
+    steps: Steps[S, A, R, E], perform: Callable[[A], Awaitable[R]]
 ) -> AsyncIterator[E | Done[S]]:
     """:func:`drive_steps` on the asyncio event loop: each effect is awaited in turn."""
-    steps = _Steps(state, next_action, finished, advance, recorder, observer, events)
     while (action := steps.ask()) is not _FINISHED:
         for event in steps.feed(action, await perform(action)):  # type: ignore[arg-type]
             yield event
     yield steps.done()
 
 
-share_repr(Done, _Steps)
+share_repr(Done, Steps)
