@@ -12,15 +12,10 @@ The four drivers (:func:`run_aiops`, :func:`arun_aiops`, :func:`iter_aiops`,
 :func:`aiter_aiops`) are thin typed wrappers over the kernel's one driver
 (``_kernel/driving/driver.py``) for :data:`AIOPS_WORKFLOW`, like the chat drivers,
 with the same :class:`RunOptions` (``options=`` or the same-named keywords),
-checked the same way with the same errors. ``observer=`` (an :data:`AiOpsObserver`) is told of
+checked the same way with the same errors (journaling, resume and the store are
+the kernel driver's). ``observer=`` (an :data:`AiOpsObserver`) is told of
 every agent call and every trace event appended in this process (spec §14).
-
-With ``journal=`` or ``sink=`` a driver also writes the run's journal, and
-``journal=`` resumes one under the resume rule (``resume_journal``; spec §12,
-:func:`run_aiops`). The machine is fed the recorded fact (what the finished
-entry folds to), so the live state and the fold of the journal are equal by
-construction. The rule evaluator judges a finished run's report
-(``evaluate_aiops_run``, ``rules.py``).
+The rule evaluator judges a finished run's report (``evaluate_aiops_run``, ``rules.py``).
 """
 
 from __future__ import annotations
