@@ -7,6 +7,9 @@ byte, so the ``value`` of each member is the wire string and never changes.
 from __future__ import annotations
 
 import enum
+import operator
+from collections.abc import Callable
+from typing import cast
 
 __all__ = [
     "AgentName",
@@ -53,6 +56,17 @@ class AgentName(enum.StrEnum):
 _VERDICT_RANK = {"REJECT": 0, "LOW_CONFID": 1, "PASS": 2}
 
 
+def _by_rank(compare: Callable[[int, int], bool]) -> Callable[[Verdict, object], bool]:
+    """A comparison of verdicts by rank (a ``str`` subclass would compare the wire strings)."""
+
+    def method(self: Verdict, other: object) -> bool:
+        if not isinstance(other, Verdict):
+            return cast(bool, NotImplemented)  # mypy takes it bare only in a dunder
+        return compare(self.rank, other.rank)
+
+    return method
+
+
 class Verdict(enum.StrEnum):
     """A diagnosis verdict, totally ordered ``REJECT < LOW_CONFID < PASS``.
 
@@ -68,25 +82,10 @@ class Verdict(enum.StrEnum):
         """0 for REJECT, 1 for LOW_CONFID, 2 for PASS."""
         return _VERDICT_RANK[self.value]
 
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Verdict):
-            return NotImplemented
-        return self.rank < other.rank
-
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, Verdict):
-            return NotImplemented
-        return self.rank <= other.rank
-
-    def __gt__(self, other: object) -> bool:
-        if not isinstance(other, Verdict):
-            return NotImplemented
-        return self.rank > other.rank
-
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Verdict):
-            return NotImplemented
-        return self.rank >= other.rank
+    __lt__ = _by_rank(operator.lt)
+    __le__ = _by_rank(operator.le)
+    __gt__ = _by_rank(operator.gt)
+    __ge__ = _by_rank(operator.ge)
 
 
 class GatekeeperStatus(enum.StrEnum):
@@ -149,5 +148,3 @@ class ReasonCode(enum.StrEnum):
     NO_TRUSTED_EVIDENCE = "NO_TRUSTED_EVIDENCE"
     VERIFIER_FAILED = "VERIFIER_FAILED"
     COMPOSER_FAILED = "COMPOSER_FAILED"
-
-
