@@ -221,9 +221,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
     verdict = VerifierOutput(
         verdict=Verdict.LOW_CONFID,
         groundedness_score=0.6,
-        facts_checked=(
-            FactCheck("c1", text["fact"], True, Verification.DIRECT_SUPPORT),
-        ),
+        facts_checked=(FactCheck("c1", text["fact"], True, Verification.DIRECT_SUPPORT),),
         allowed_claim_ids=("c1",),
         critical_fact_count=1,
         missing_info=(text["missing"],),
@@ -257,6 +255,7 @@ def _chat_examples(locale: str) -> Mapping[str, Example]:
 
 @functools.cache
 def _aiops_examples(locale: str) -> Mapping[str, Example]:
+    from .._aiops import payloads
     from .._aiops.enums import SupervisorChoice
     from .._aiops.inputs import (
         build_aiops_executor_input,
@@ -264,23 +263,12 @@ def _aiops_examples(locale: str) -> Mapping[str, Example]:
         build_reporter_input,
         build_supervisor_input,
     )
-    from .._aiops.payloads import (
-        AiOpsEvidence,
-        AiOpsExecutorFinding,
-        AiOpsExecutorOutput,
-        AiOpsFinding,
-        AiOpsPlan,
-        AiOpsRecommendedAction,
-        AiOpsReport,
-        Alert,
-        SupervisorDecision,
-    )
     from .._kernel.machine.plan import PlanStep
     from .._kernel.tools.recorder import ToolRecorder
 
     text = _TEXTS[locale]
     alerts = (
-        Alert(
+        payloads.Alert(
             "HighLatency",
             "pay-svc",
             "critical",
@@ -291,32 +279,41 @@ def _aiops_examples(locale: str) -> Mapping[str, Example]:
     )
     supervisor = Example(
         build_supervisor_input(
-            alerts, step=1, max_steps=8, decisions=(), plan=None, findings=(),
+            alerts,
+            step=1,
+            max_steps=8,
+            decisions=(),
+            plan=None,
+            findings=(),
             tool_invocation_count=0,
         ),
         (),
-        _reply(SupervisorDecision(SupervisorChoice.PLANNER_AGENT, text["aiops_reason_plan"])),
+        _reply(
+            payloads.SupervisorDecision(SupervisorChoice.PLANNER_AGENT, text["aiops_reason_plan"])
+        ),
     )
-    plan = AiOpsPlan((PlanStep("s1", text["aiops_goal"], ("query_metrics",)),))
+    plan = payloads.AiOpsPlan((PlanStep("s1", text["aiops_goal"], ("query_metrics",)),))
     planner = Example(build_aiops_planner_input(alerts, ()), (), _reply(plan))
 
     envelope = _call_tool(ToolRecorder(), "aiops")
     invocation = envelope["invocation_id"]
-    finding = AiOpsExecutorFinding(
+    finding = payloads.AiOpsExecutorFinding(
         text["aiops_finding"], "HighLatency", "pay-svc", cited_invocation_ids=(invocation,)
     )
     executor = Example(
         build_aiops_executor_input(alerts, plan, ()),
         (_envelope(envelope),),
-        _reply(AiOpsExecutorOutput((invocation,), (finding,))),
+        _reply(payloads.AiOpsExecutorOutput((invocation,), (finding,))),
         {"known_invocation_ids": ()},
     )
-    report = AiOpsReport(
+    report = payloads.AiOpsReport(
         summary=text["summary"],
-        findings=(AiOpsFinding("HighLatency", "pay-svc", text["aiops_finding"], (invocation,)),),
-        evidence=(AiOpsEvidence(text["evidence"], (invocation,)),),
+        findings=(
+            payloads.AiOpsFinding("HighLatency", "pay-svc", text["aiops_finding"], (invocation,)),
+        ),
+        evidence=(payloads.AiOpsEvidence(text["evidence"], (invocation,)),),
         recommended_actions=(
-            AiOpsRecommendedAction(text["report_action"], "HighLatency", "pay-svc"),
+            payloads.AiOpsRecommendedAction(text["report_action"], "HighLatency", "pay-svc"),
         ),
     )
     reporter = Example(
