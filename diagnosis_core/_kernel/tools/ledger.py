@@ -23,6 +23,7 @@ Decisions where the spec is silent:
   closed); ``null`` for an optional field means absent; ``output`` is
   required (``null`` allowed); ``duration_ms`` is a number ≥ 0.
 """
+
 from __future__ import annotations
 
 import enum
@@ -154,9 +155,7 @@ def _freeze_json(value: object) -> FrozenJson:
     root: list[FrozenJson] = [None]
     open_ids: set[int] = set()
     size = 0
-    work: list[_Close | tuple[object, _Slot, int | str, _Chain, int]] = [
-        (value, root, 0, None, 1)
-    ]
+    work: list[_Close | tuple[object, _Slot, int | str, _Chain, int]] = [(value, root, 0, None, 1)]
     while work:
         item = work.pop()
         if isinstance(item, _Close):
@@ -250,6 +249,7 @@ def thaw_json(value: FrozenJson) -> object:
 
 
 # --- ledger -----------------------------------------------------------------
+
 
 def _json_type(value: object) -> str:
     """The JSON name of a value's type, for messages; any mapping (a frozen one) is an object."""

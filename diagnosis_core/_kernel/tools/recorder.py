@@ -207,6 +207,15 @@ def _sequence_number(record: object, where: str) -> int:
     return int(match.group(1))
 
 
+def _envelope(record: ToolInvocation) -> ToolEnvelope:
+    """The envelope of a recorded successful call: what the model sees and may cite."""
+    return {
+        "invocation_id": record.invocation_id,
+        "tool_name": record.tool_name,
+        "output": thaw_json(record.output),  # type: ignore[typeddict-item]
+    }
+
+
 def _record_from_wire(record: object, where: str) -> ToolInvocation:
     try:
         return invocation_from_record(record)
@@ -322,11 +331,7 @@ class ToolRecorder:
         if record.error is not None or not record.success:
             error = record.error or ToolCallError("ReplayedToolError", "")
             raise replayed_error(error)
-        return {
-            "invocation_id": record.invocation_id,
-            "tool_name": record.tool_name,
-            "output": thaw_json(record.output),  # type: ignore[typeddict-item]
-        }
+        return _envelope(record)
 
     # --- recording -------------------------------------------------------------
 
@@ -508,15 +513,9 @@ class _PendingCall:
             raise LedgerError(
                 f"inv-{self.number} ({self.tool_name}): the tool's {message}; recorded as failed"
             ) from None
-        return {
-            "invocation_id": record.invocation_id,
-            "tool_name": self.tool_name,
-            "output": thaw_json(record.output),  # type: ignore[typeddict-item]
-        }
+        return _envelope(record)
 
 
 def _check_tool_name(tool_name: object) -> None:
     if not isinstance(tool_name, str) or not tool_name:
         raise LedgerError("tool_name: expected a non-empty string")
-
-
