@@ -167,8 +167,7 @@ def build_supervisor_input(
     """The supervisor's input for decision number ``step`` (1-based) of ``max_steps``."""
     return encode_aiops_input(
         SupervisorInput(
-            mode=select_aiops_mode(alerts),
-            task=aiops_task(alerts),
+            *_mode_and_task(alerts),
             step=step,
             max_steps=max_steps,
             decisions=tuple(decisions),
