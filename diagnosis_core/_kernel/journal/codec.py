@@ -112,7 +112,7 @@ _KIND_WIRE = {
     FailureKind.TOOL_BLOCKED: "tool_blocked",
 }
 _KIND_FROM_WIRE = {wire: kind for kind, wire in _KIND_WIRE.items()}
-_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 _AGENT_OUTCOMES = (RecordedReply, RecordedAgentError)
@@ -210,9 +210,9 @@ class JournalEntryBase(Generic[C]):
             raise JournalError(f"call: expected a {form.calls.__name__}, got {self.call!r}")
         if not isinstance(self.state, EntryState):
             raise JournalError(f"state: expected an EntryState, got {self.state!r}")
-        if not isinstance(self.input_sha256, str) or not _HEX64.match(self.input_sha256):
+        if not isinstance(self.input_sha256, str) or not HEX64.match(self.input_sha256):
             raise JournalError("input_sha256: expected 64 lowercase hex digits")
-        if self.mac is not None and (not isinstance(self.mac, str) or not _HEX64.match(self.mac)):
+        if self.mac is not None and (not isinstance(self.mac, str) or not HEX64.match(self.mac)):
             raise JournalError("mac: expected 64 lowercase hex digits")
         if type(self.derived) is not bool:
             raise JournalError(f"derived: expected a boolean, got {describe_value(self.derived)}")
@@ -261,7 +261,7 @@ class JournalEnd:
             raise JournalError(
                 f"end.entries: expected an integer >= 0, got {describe_value(self.entries)}"
             )
-        if self.mac is not None and (not isinstance(self.mac, str) or not _HEX64.match(self.mac)):
+        if self.mac is not None and (not isinstance(self.mac, str) or not HEX64.match(self.mac)):
             raise JournalError("end.mac: expected 64 lowercase hex digits")
 
     @classmethod
@@ -680,7 +680,7 @@ def _field_int(data: Mapping[str, object], key: str, path: str) -> int:
 def _field_hex(data: Mapping[str, object], key: str, path: str) -> str:
     """A digest or a MAC: SHA-256 written as the journal writes it, 64 lowercase hex digits."""
     value = _field_str(data, key, path)
-    if not _HEX64.match(value):
+    if not HEX64.match(value):
         raise _fail(f"{path}.{key}", "expected 64 lowercase hex digits")
     return value
 

@@ -54,7 +54,7 @@ import attrs
 from ..errors import JournalError
 from ..wire.json import stored_json
 from .codec import (
-    _HEX64,  # a MAC as the journal writes it: 64 lowercase hex digits
+    HEX64,  # a MAC as the journal writes it: 64 lowercase hex digits
     CanonicalForm,
     EntryState,
     JournalBase,
@@ -331,7 +331,7 @@ class JournalHead:
     def __attrs_post_init__(self) -> None:
         if type(self.entries) is not int or self.entries < 0:
             raise JournalError(f"head.entries: expected an integer >= 0, got {self.entries!r}")
-        if not isinstance(self.mac, str) or not _HEX64.match(self.mac):
+        if not isinstance(self.mac, str) or not HEX64.match(self.mac):
             raise JournalError("head.mac: expected 64 lowercase hex digits")
 
     def to_json(self) -> str:
