@@ -255,11 +255,7 @@ def advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOp
 def _advance_aiops(state: AiOpsState, result: AgentReplied | AgentFailed) -> AiOpsState:
     if state.outcome is not None:
         raise MachineError("the AIOps run has finished; there is nothing to advance")
-    pending = awaited(state.pending)
-    calls = state.calls.incremented(pending.agent)
-    return _STEPS.answered(
-        state, pending, result, calls, state.request.config.technical_retry_limit
-    )
+    return _STEPS.answered(state, result)
 
 
 # --- helpers ----------------------------------------------------------------------

@@ -120,8 +120,7 @@ def _request_strings(request: DiagnosisRequest) -> object:
     run = request.run
     return {
         "question": request.question,
-        "run": {"run_id": run.run_id, "session_id": run.session_id,
-                "metadata": dict(run.metadata)},
+        "run": {"run_id": run.run_id, "session_id": run.session_id, "metadata": dict(run.metadata)},
         "history": [[item.role, item.content] for item in request.history],
         "skills": [[item.name, item.description] for item in request.skills],
     }
@@ -334,14 +333,8 @@ def _advance(state: DiagnosisState, result: EffectResult) -> DiagnosisState:
     if state.awaiting_gatekeeper:
         if isinstance(result, GatekeeperReturned | GatekeeperFailed):
             return _gatekeeper_done(state, result)
-        raise MachineError(
-            f"the pending action is a gatekeeper call; got {type(result).__name__}"
-        )
-    pending = awaited(state.pending)
-    calls = state.calls.incremented(pending.agent.value)
-    return _STEPS.answered(
-        state, pending, result, calls, state.request.config.technical_retry_limit
-    )
+        raise MachineError(f"the pending action is a gatekeeper call; got {type(result).__name__}")
+    return _STEPS.answered(state, result)
 
 
 def build_trace_report(state: DiagnosisState) -> TraceReport:
@@ -638,9 +631,7 @@ def _evidence_retry(state: DiagnosisState) -> DiagnosisState:
     state = _STEPS.traced(
         state, NodeName.EVIDENCE_RETRY, NodeStatus.COMPLETED, None, state.round, details=details
     )
-    state = attrs.evolve(
-        state, retry_context=context, evidence_retries=state.evidence_retries + 1
-    )
+    state = attrs.evolve(state, retry_context=context, evidence_retries=state.evidence_retries + 1)
     route = choose_route(NodeName.EVIDENCE_RETRY, _COMPLETED)
     return _follow(state, route, round=state.round + 1)
 
@@ -738,9 +729,7 @@ def _pre_verification_fallback(state: DiagnosisState, reason: ReasonCode) -> Dia
     executor_output = state.executor_output
     if executor_output is not None and not _executor_completed_in(state, round):
         executor_output = None
-    earlier_verified = any(
-        audit.round < round and audit.trusted_bindings > 0 for audit in audits
-    )
+    earlier_verified = any(audit.round < round and audit.trusted_bindings > 0 for audit in audits)
     from .rendering import render_pre_verification_fallback  # fallback runs only
 
     answer = render_pre_verification_fallback(

@@ -33,6 +33,7 @@ from .results import (
     AgentFailed,
     FailureReasons,
     agent_result_for,
+    awaited,
     reply_text,
     retries_left,
 )
@@ -51,7 +52,17 @@ S_inv = TypeVar("S_inv")
 
 
 class _Recorded(AttrsInstance, Protocol):
-    """A machine state: its trace events and its recorded invocations."""
+    """A machine state: the call it awaits, its request (whose ``config`` names the
+    technical retry limit), its call counts, trace events and recorded invocations."""
+
+    @property
+    def pending(self) -> Any: ...
+
+    @property
+    def request(self) -> Any: ...
+
+    @property
+    def calls(self) -> Any: ...
 
     @property
     def events(self) -> tuple[object, ...]: ...
@@ -202,28 +213,28 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
         """``state`` waiting for ``agent`` to be invoked with exactly ``text``."""
         return _evolve(state, pending=self.pending(agent, text, at, attempt))
 
-    def answered(self, state: S, pending: P, result: object, calls: object, limit: int) -> S:
-        """Feed an agent's result: count and record the call, then handle its reply.
+    def answered(self, state: S, result: object) -> S:
+        """Feed the result of the agent call ``state`` awaits: count and record the call,
+        then handle its reply.
 
-        ``calls`` is the state's call counts with this call added; ``limit``
-        the technical retry limit. A call that raised, or a reply its parser
-        refused, is a failed attempt (:meth:`failed_attempt`); an accepted
-        reply goes to the agent's handler in :attr:`replies`.
+        A call that raised, or a reply its parser refused, is a failed attempt
+        (:meth:`failed_attempt`); an accepted reply goes to the agent's handler
+        in :attr:`replies`.
         """
+        pending: P = awaited(state.pending)
         agent = self.agent(pending)
         result = agent_result_for(agent, result)
         record = self.record(agent, self.position(pending), pending.attempt, pending.input)
+        calls = state.calls.incremented(agent)  # both count classes take the agent (a str enum)
         state = _evolve(state, calls=calls, invocations=(*state.invocations, record))
         if isinstance(result, AgentFailed):
-            return self.failed_attempt(state, pending, result, limit)
+            return self.failed_attempt(state, pending, result)
         outcome = self.replies[agent](state, pending, reply_text(result))
         if isinstance(outcome, PayloadError):
-            return self.failed_attempt(state, pending, outcome, limit)
+            return self.failed_attempt(state, pending, outcome)
         return outcome
 
-    def failed_attempt(
-        self, state: S, pending: P, failure: AgentFailed | PayloadError, limit: int
-    ) -> S:
+    def failed_attempt(self, state: S, pending: P, failure: AgentFailed | PayloadError) -> S:
         """An attempt that raised or whose reply was refused: retry the same input or leave.
 
         The event carries the failure's status, error text and reason (spec
@@ -233,7 +244,7 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
         """
         agent = self.agent(pending)
         status, error, reason = self.reasons.of(agent, failure)
-        left = retries_left(pending.attempt, limit)
+        left = retries_left(pending.attempt, state.request.config.technical_retry_limit)
         route = self.route_failure(self.node(agent), status, left)
         state = self.attempt_traced(state, pending, status, reason, self.details(error=error))
         if route.same_input:
