@@ -41,11 +41,9 @@ from .._kernel.machine.tables import (
     Router,
     RouteRow,
     StatusRoutingFacts,
-    always,
-    completed,
     failed,
     mermaid_flowchart,
-    retry_left,
+    status_predicates,
 )
 from .config import NO_PROGRESS_REPEATS
 from .enums import AiOpsNode, AiOpsReasonCode, SupervisorChoice
@@ -101,12 +99,8 @@ def _completed_choice(choice: SupervisorChoice) -> Callable[[AiOpsRoutingFacts],
 
 _PREDICATES: Mapping[AiOpsCondition, Callable[[AiOpsRoutingFacts], bool]] = MappingProxyType(
     {
-        AiOpsCondition.ALWAYS: always,
-        AiOpsCondition.COMPLETED: completed,
-        AiOpsCondition.RETRY_LEFT: retry_left,
-        AiOpsCondition.ANY_FAILURE: failed,
+        **status_predicates(AiOpsCondition),
         AiOpsCondition.OTHER_FAILURE: failed,
-        AiOpsCondition.OTHERWISE: always,
         AiOpsCondition.FINISH: _completed_choice(SupervisorChoice.FINISH),
         AiOpsCondition.NO_PROGRESS: lambda facts: (
             facts.status is NodeStatus.COMPLETED and facts.repeats >= NO_PROGRESS_REPEATS

@@ -25,7 +25,7 @@ from .._kernel.machine.tables import (
     completed,
     failed,
     mermaid_flowchart,
-    retry_left,
+    status_predicates,
 )
 from .._kernel.records import share_repr
 from .enums import GatekeeperStatus, NodeName, ReasonCode, Verdict
@@ -89,11 +89,7 @@ def _evidence_gap(facts: RoutingFacts) -> bool:
 
 _PREDICATES: Mapping[Condition, Callable[[RoutingFacts], bool]] = MappingProxyType(
     {
-        Condition.ALWAYS: always,
-        Condition.COMPLETED: completed,
-        Condition.RETRY_LEFT: retry_left,
-        Condition.ANY_FAILURE: failed,
-        Condition.OTHERWISE: always,
+        **status_predicates(Condition),
         Condition.GATEKEEPER_PASS: lambda facts: facts.gatekeeper_status is GatekeeperStatus.PASS,
         Condition.LOW_CONFID_TRUSTED: lambda facts: (
             facts.gatekeeper_status is GatekeeperStatus.LOW_CONFID and facts.trusted_bindings >= 1
@@ -144,9 +140,7 @@ ROUTING_TABLE: tuple[Route, ...] = (
     Route(_N.EVIDENCE_RETRY, _C.ALWAYS, _N.EXECUTOR),
     Route(_N.COMPOSER, _C.COMPLETED, None),
     Route(_N.COMPOSER, _C.RETRY_LEFT, _N.COMPOSER, same_input=True),
-    Route(
-        _N.COMPOSER, _C.OTHERWISE, _N.POST_VERIFICATION_FALLBACK, ReasonCode.COMPOSER_FAILED
-    ),
+    Route(_N.COMPOSER, _C.OTHERWISE, _N.POST_VERIFICATION_FALLBACK, ReasonCode.COMPOSER_FAILED),
     Route(_PRE, _C.ALWAYS, None),
     Route(_N.POST_VERIFICATION_FALLBACK, _C.ALWAYS, None),
 )

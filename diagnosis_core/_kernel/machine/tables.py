@@ -38,6 +38,7 @@ __all__ = [
     "leaving_reason",
     "mermaid_flowchart",
     "retry_left",
+    "status_predicates",
     "text_cell",
     "trace_table_lines",
 ]
@@ -152,6 +153,18 @@ def failed(facts: StatusRoutingFacts) -> bool:
 def retry_left(facts: StatusRoutingFacts) -> bool:
     """A technical retry follows: a retryable status and retries left (spec §6.7)."""
     return facts.status in RETRYABLE_STATUSES and facts.retries_left
+
+
+def status_predicates(conditions: type[C]) -> dict[C, Callable[[Any], bool]]:
+    """The predicates of ``ALWAYS``, ``COMPLETED``, ``RETRY_LEFT``, ``ANY_FAILURE`` and
+    ``OTHERWISE``, which mean the same in both tables (an enum without one fails at import)."""
+    return {
+        conditions["ALWAYS"]: always,
+        conditions["COMPLETED"]: completed,
+        conditions["RETRY_LEFT"]: retry_left,
+        conditions["ANY_FAILURE"]: failed,
+        conditions["OTHERWISE"]: always,
+    }
 
 
 def _node_id(node: enum.Enum | None, *, end: bool) -> str:
