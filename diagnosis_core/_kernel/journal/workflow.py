@@ -84,9 +84,9 @@ INTERRUPTED_MESSAGE = "interrupted: outcome unknown"
 """The recorded message of an executor (or gatekeeper) call whose process died."""
 
 
-def _mismatch(index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBase[Any]) -> (
-    JournalError
-):
+def _mismatch(
+    index: int, expected: ExpectedCallBase[Any], entry: JournalEntryBase[Any]
+) -> JournalError:
     where = f"entries[{index}]"
     if entry.call is not expected.call:
         return JournalError(
@@ -424,7 +424,11 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         """The resume rule of spec §12 for this workflow: ``resume_journal`` (``fold.py``)."""
         state, _, entry, _ = self.fold(journal, key, head)
         return self.resume_folded(
-            journal, state, entry, key=key, resend_gatekeeper=resend_gatekeeper,
+            journal,
+            state,
+            entry,
+            key=key,
+            resend_gatekeeper=resend_gatekeeper,
             resend_executor=resend_executor,
         )
 
@@ -490,15 +494,12 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
             derived = last.derived
         if derived and is_v1(journal):
             derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
-        entry: Any = type(journal)._entry_type(
+        entry: Any = type(journal)._entry_type(  # the header is the expected call's four fields
             seq=seq,
-            call=expected.call,
-            round=expected.round,
-            attempt=expected.attempt,
-            input_sha256=expected.input_sha256,
             state=EntryState.STARTED,
             tool_invocations=tools,
             derived=derived,
+            **attrs.asdict(expected, recurse=False),
         )
         made: E = sign_entry(journal, entry, key) if key is not None else entry
         return made
@@ -514,17 +515,12 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         """The ``finished`` entry for the journal's last (``started``) entry and ``result``."""
         if not journal.entries or journal.entries[-1].state is not EntryState.STARTED:
             raise JournalError("the journal's last entry is not started; nothing to finish")
-        started = journal.entries[-1]
-        entry: Any = type(journal)._entry_type(
-            seq=started.seq,
-            call=started.call,
-            round=started.round,
-            attempt=started.attempt,
-            input_sha256=started.input_sha256,
+        entry: Any = attrs.evolve(  # as the resume rule finishes an interrupted entry
+            journal.entries[-1],
             state=EntryState.FINISHED,
             outcome=self.outcome_of(result),
             tool_invocations=tool_invocations,
-            derived=started.derived,
+            mac=None,
         )
         made: E = sign_entry(journal, entry, key) if key is not None else entry
         return made
