@@ -40,7 +40,6 @@ from .._kernel.machine.results import (
     to_tuple,
 )
 from .._kernel.machine.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
-from .._kernel.machine.tables import leaving_reason
 from .._kernel.wire.converter import to_wire
 from .._kernel.wire.facts import refuse_surrogate_pairs
 from .config import AiOpsConfig
@@ -298,33 +297,8 @@ def _follow(
 
 
 _COMPLETED: Final = AiOpsRoutingFacts(status=NodeStatus.COMPLETED)
-
-
-def _completed(
-    state: AiOpsState,
-    pending: AiOpsPendingCall,
-    details: AiOpsEventDetails,
-    facts: AiOpsRoutingFacts = _COMPLETED,
-) -> tuple[AiOpsState, AiOpsRoute]:
-    """Record a COMPLETED attempt; its reason code is the fallback's when the route leaves.
-
-    Only the supervisor's facts say more than the status (its choice, the
-    budget, the repeats); the other agents route on COMPLETED alone.
-    """
-    route = choose_aiops_route(pending.agent.node, facts)
-    reason = route.reason if route.next is AiOpsNode.FALLBACK else None
-    return _STEPS.attempt_traced(state, pending, NodeStatus.COMPLETED, reason, details), route
-
-
-def _route_failure(node: AiOpsNode, status: NodeStatus, retries: bool) -> AiOpsRoute:
-    return choose_aiops_route(node, AiOpsRoutingFacts(status=status, retries_left=retries))
-
-
-def _leave(
-    state: AiOpsState, route: AiOpsRoute, pending: AiOpsPendingCall, reason: AiOpsReasonCode
-) -> AiOpsState:
-    """Follow a failed attempt's route away from its node."""
-    return _follow(state, route, reason=leaving_reason(route, reason))
+"""Only the supervisor's facts say more than the status (its choice, the budget, the
+repeats); the other agents route on COMPLETED alone."""
 
 
 # --- agents -----------------------------------------------------------------------
@@ -348,13 +322,14 @@ def _supervisor_replied(
     details = AiOpsEventDetails(
         next=choice, repeats=None if choice is SupervisorChoice.FINISH else repeats
     )
-    state, route = _completed(state, pending, details, facts)
+    state, route = _STEPS.completed(state, pending, facts, details)
     state = attrs.evolve(state, decisions=(*state.decisions, choice), repeats=repeats)
     return _follow(state, route, reason=route.reason)
 
 
 def _planner_replied(state: AiOpsState, pending: AiOpsPendingCall, plan: AiOpsPlan) -> AiOpsState:
-    state, route = _completed(state, pending, AiOpsEventDetails(plan_steps=len(plan.steps)))
+    details = AiOpsEventDetails(plan_steps=len(plan.steps))
+    state, route = _STEPS.completed(state, pending, _COMPLETED, details)
     return _follow(attrs.evolve(state, plan=plan), route)
 
 
@@ -368,7 +343,7 @@ def _executor_replied(
         tool_invocations=len(output.tool_invocation_ids),
         new_tool_invocations=len(new_ids),
     )
-    state, route = _completed(state, pending, details)
+    state, route = _STEPS.completed(state, pending, _COMPLETED, details)
     state = attrs.evolve(
         state,
         findings=(*state.findings, *output.findings),
@@ -382,7 +357,7 @@ def _reporter_replied(
     state: AiOpsState, pending: AiOpsPendingCall, report: AiOpsReport
 ) -> AiOpsState:
     details = AiOpsEventDetails(findings=len(report.findings))
-    state, route = _completed(state, pending, details)
+    state, route = _STEPS.completed(state, pending, _COMPLETED, details)
     state = attrs.evolve(state, report=report, outcome=AiOpsOutcome.REPORTED, reason_code=None)
     return _follow(state, route)
 
@@ -431,12 +406,11 @@ _STEPS: Final = AgentSteps(
     details=AiOpsEventDetails,
     pending=AiOpsPendingCall,
     record=AiOpsInvocationRecord,
-    agent=lambda pending: pending.agent,
     position=lambda pending: pending.step,
-    node=lambda agent: agent.node,
     reasons=_REASONS,
-    route_failure=_route_failure,
-    leave=_leave,
+    choose=lambda node, facts: choose_aiops_route(node, facts),  # the module's, read per call
+    facts=AiOpsRoutingFacts,
+    leave=lambda state, route, pending, reason: _follow(state, route, reason=reason),
     replies=_REPLIES,
 )
 """The AIOps data for the agent steps both machines share (``_kernel/machine/stepping``)."""

@@ -393,26 +393,7 @@ def _follow(
     return _post_verification_fallback(state)
 
 
-def _leave(
-    state: DiagnosisState, route: Route, pending: PendingCall, reason: ReasonCode
-) -> DiagnosisState:
-    """Follow a failed attempt's route away from its node (spec §7)."""
-    return _follow(state, route, round=pending.round, reason=leaving_reason(route, reason))
-
-
 _COMPLETED: Final = RoutingFacts(status=NodeStatus.COMPLETED)
-_NO_DETAILS: Final = EventDetails()  # frozen values: one instance of each serves every call
-
-
-def _completed(
-    state: DiagnosisState,
-    pending: PendingCall,
-    facts: RoutingFacts = _COMPLETED,
-    details: EventDetails = _NO_DETAILS,
-) -> tuple[DiagnosisState, Route]:
-    """Record a COMPLETED attempt (no reason code) and read its route."""
-    route = choose_route(pending.agent.node, facts)
-    return _STEPS.attempt_traced(state, pending, NodeStatus.COMPLETED, None, details), route
 
 
 # --- planner ---------------------------------------------------------------------
@@ -425,7 +406,7 @@ def _parse_plan(state: DiagnosisState, text: str) -> PlannerPlan:
 def _planner_replied(
     state: DiagnosisState, pending: PendingCall, plan: PlannerPlan
 ) -> DiagnosisState:
-    state, route = _completed(attrs.evolve(state, plan=plan), pending)
+    state, route = _STEPS.completed(attrs.evolve(state, plan=plan), pending, _COMPLETED)
     return _follow(state, route, round=1)
 
 
@@ -436,7 +417,7 @@ def _executor_replied(
     state: DiagnosisState, pending: PendingCall, output: ExecutorEvidence
 ) -> DiagnosisState:
     state = attrs.evolve(state, executor_output=output, verified=None)
-    state, route = _completed(state, pending)
+    state, route = _STEPS.completed(state, pending, _COMPLETED)
     return _follow(state, route, round=pending.round)
 
 
@@ -616,7 +597,7 @@ def _verifier_replied(
         evaluation=evaluation,
         verifier_evaluations=(*state.verifier_evaluations, evaluation),
     )
-    state, route = _completed(state, pending, facts, details)
+    state, route = _STEPS.completed(state, pending, facts, details)
     return _follow(state, route, round=pending.round)
 
 
@@ -670,7 +651,7 @@ def _parse_composer_output(state: DiagnosisState, text: str) -> ComposerOutput:
 def _composer_replied(
     state: DiagnosisState, pending: PendingCall, output: ComposerOutput
 ) -> DiagnosisState:
-    state, route = _completed(state, pending)
+    state, route = _STEPS.completed(state, pending, _COMPLETED)
     state = attrs.evolve(
         state,
         composer_output=output,
@@ -772,10 +753,6 @@ def _post_verification_fallback(state: DiagnosisState) -> DiagnosisState:
     )
 
 
-def _route_failure(node: NodeName, status: NodeStatus, retries: bool) -> Route:
-    return choose_route(node, RoutingFacts(status=status, retries_left=retries))
-
-
 _REPLIES: Final[Mapping[AgentName, ReplyStep[DiagnosisState, PendingCall]]] = {
     AgentName.PLANNER: Reply(_parse_plan, _planner_replied),
     AgentName.EXECUTOR: Reply(lambda _, text: parse_executor_evidence(text), _executor_replied),
@@ -790,12 +767,13 @@ _STEPS: Final = AgentSteps(
     details=EventDetails,
     pending=PendingCall,
     record=InvocationRecord,
-    agent=lambda pending: pending.agent,
     position=lambda pending: pending.round,
-    node=lambda agent: agent.node,
     reasons=_REASONS,
-    route_failure=_route_failure,
-    leave=_leave,
+    choose=lambda node, facts: choose_route(node, facts),  # the module's, read per call
+    facts=RoutingFacts,
+    leave=lambda state, route, pending, reason: _follow(
+        state, route, round=pending.round, reason=reason
+    ),
     replies=_REPLIES,
 )
 """The chat workflow's data for the agent steps both machines share (``machine/stepping``)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Final, Generic, Protocol, TypeVar
 
@@ -37,7 +38,7 @@ from .results import (
     reply_text,
     retries_left,
 )
-from .tables import RouteRow, TableRow
+from .tables import RouteRow, TableRow, leaving_reason
 
 __all__ = ["AgentSteps", "Reply", "ReplyStep", "entered", "failure_reasons"]
 
@@ -48,6 +49,8 @@ D = TypeVar("D")
 T = TypeVar("T")
 P_contra = TypeVar("P_contra", contravariant=True)
 D_co = TypeVar("D_co", covariant=True)
+F = TypeVar("F")
+F_co = TypeVar("F_co", covariant=True)
 S_inv = TypeVar("S_inv")
 
 
@@ -75,6 +78,12 @@ class _DetailsClass(Protocol[D_co]):
     """A workflow's event-details class: empty, or naming a failed attempt's error."""
 
     def __call__(self, *, error: str | None = None) -> D_co: ...
+
+
+class _FactsClass(Protocol[F_co]):
+    """A workflow's routing-facts class, built from a finished node's status alone."""
+
+    def __call__(self, *, status: NodeStatus | None = ..., retries_left: bool = ...) -> F_co: ...
 
 
 class _Pending(Protocol):
@@ -140,7 +149,7 @@ class Reply(Generic[S, P, T]):
 
 
 @attrs.frozen(kw_only=True, repr=False)
-class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
+class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
     """One workflow's data for the shared agent steps (see the module docstring).
 
     ``event``, ``details`` and ``record`` are the trace-event, event-details
@@ -150,22 +159,23 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
     ``position`` read a pending call's agent and its round or step (the
     pending classes name the position differently, and a type variable
     cannot tie a pending class to its agent enum); ``node`` is an agent's
-    node. ``route_failure`` reads the route of a failed attempt from the
-    workflow's table; ``leave`` follows a route away from the failed node,
-    given the failure's reason (the route says which reason the run leaves
-    with: spec §7, ``reason_from_node``). ``replies`` is the reply table.
+    node. ``choose`` reads a node's route from the workflow's table for the
+    routing facts ``facts`` builds; ``leave`` follows a route away from a
+    failed node with the reason the run leaves with (spec §7,
+    ``reason_from_node``). ``replies`` is the reply table.
     """
 
     event: Callable[[int, N, int, int, NodeStatus, R | None, str | None, D], object]
     details: _DetailsClass[D]
     pending: Callable[[A, str, int, int], P]
     record: Callable[[A, int, int, str], object]
-    agent: Callable[[P], A]
+    agent: Callable[[P], A] = attrgetter("agent")
     position: Callable[[P], int]
-    node: Callable[[A], N]
+    node: Callable[[A], N] = attrgetter("node")
     reasons: FailureReasons[A, R]
-    route_failure: Callable[[N, NodeStatus, bool], Rt]
-    leave: Callable[[S, Rt, P, R], S]
+    choose: Callable[[N, F], Rt]
+    facts: _FactsClass[F]
+    leave: Callable[[S, Rt, P, R | None], S]
     replies: Mapping[A, ReplyStep[S, P]]
 
     def traced(
@@ -195,7 +205,7 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
         return _evolve(state, events=(*state.events, event))
 
     def attempt_traced(
-        self, state: S, pending: P, status: NodeStatus, reason: R | None, details: D
+        self, state: S, pending: P, status: NodeStatus, reason: R | None, details: D | None = None
     ) -> S:
         """``state`` with the event of the attempt ``pending`` (its node, position, input)."""
         return self.traced(
@@ -212,6 +222,14 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
     def scheduled(self, state: S, agent: A, text: str, at: int, attempt: int = 1) -> S:
         """``state`` waiting for ``agent`` to be invoked with exactly ``text``."""
         return _evolve(state, pending=self.pending(agent, text, at, attempt))
+
+    def completed(self, state: S, pending: P, facts: F, details: D | None = None) -> tuple[S, Rt]:
+        """Record a COMPLETED attempt and read its route; the event's reason is the row's
+        (only a row leaving for a fallback has one: the AIOps supervisor's guards)."""
+        route = self.choose(self.node(self.agent(pending)), facts)
+        return self.attempt_traced(
+            state, pending, NodeStatus.COMPLETED, route.reason, details
+        ), route
 
     def answered(self, state: S, result: object) -> S:
         """Feed the result of the agent call ``state`` awaits: count and record the call,
@@ -245,12 +263,12 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt]):
         agent = self.agent(pending)
         status, error, reason = self.reasons.of(agent, failure)
         left = retries_left(pending.attempt, state.request.config.technical_retry_limit)
-        route = self.route_failure(self.node(agent), status, left)
+        route = self.choose(self.node(agent), self.facts(status=status, retries_left=left))
         state = self.attempt_traced(state, pending, status, reason, self.details(error=error))
         if route.same_input:
             at = self.position(pending)
             return self.scheduled(state, agent, pending.input, at, pending.attempt + 1)
-        return self.leave(state, route, pending, reason)
+        return self.leave(state, route, pending, leaving_reason(route, reason))
 
 
 def failure_reasons(agents: type[A], reasons: type[R]) -> FailureReasons[A, R]:
