@@ -51,11 +51,11 @@ from .._kernel.machine.config import RunConfig
 from .._kernel.machine.tables import text_cell, trace_table_lines
 from .._kernel.scenario.document import SCENARIO, check_known_keys, expect_object, scenario_error
 from .._kernel.scenario.scripted import (
-    ScriptedAgent,
     ScriptedResponse,
     frozen_responses,
     load_responses_section,
     load_tool_ledger,
+    scripted_agents,
 )
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.json import JsonValue, describe_value
@@ -82,6 +82,8 @@ __all__ = [
 _TOP_KEYS = frozenset(
     {"workflow", "run", "alerts", "alertmanager", "config", "responses", "tool_ledger"}
 )
+
+
 @attrs.frozen
 class AiOpsScenario:
     """A validated AIOps replay scenario; ``responses`` is a read-only mapping."""
@@ -131,13 +133,7 @@ def aiops_scenario_request(scenario: AiOpsScenario) -> AiOpsRequest:
 
 def aiops_scenario_effects(scenario: AiOpsScenario) -> AiOpsEffects:
     """Fresh scripted agents for one run of ``scenario``."""
-    agents = {agent: ScriptedAgent(scenario.responses[agent]) for agent in AiOpsAgent}
-    return AiOpsEffects(
-        supervisor=agents[AiOpsAgent.SUPERVISOR],
-        planner=agents[AiOpsAgent.PLANNER],
-        executor=agents[AiOpsAgent.EXECUTOR],
-        reporter=agents[AiOpsAgent.REPORTER],
-    )
+    return AiOpsEffects(**scripted_agents(scenario.responses, AiOpsAgent))
 
 
 def replay_aiops_scenario(scenario: AiOpsScenario) -> AiOpsState:

@@ -29,11 +29,11 @@ from .._kernel.scenario.document import (
     scenario_error,
 )
 from .._kernel.scenario.scripted import (
-    ScriptedAgent,
     ScriptedResponse,
     frozen_responses,
     load_responses_section,
     load_tool_ledger,
+    scripted_agents,
 )
 from .._kernel.tools.ledger import ToolLedger
 from .._kernel.wire.converter import to_wire
@@ -184,14 +184,7 @@ def scenario_effects(scenario: Scenario) -> Effects:
         if scenario.tool_ledger is not None
         else ScriptedGatekeeper(scenario.gatekeeper)
     )
-    agents = {agent: ScriptedAgent(scenario.responses[agent]) for agent in AgentName}
-    return Effects(
-        planner=agents[AgentName.PLANNER],
-        executor=agents[AgentName.EXECUTOR],
-        verifier=agents[AgentName.VERIFIER],
-        composer=agents[AgentName.COMPOSER],
-        gatekeeper=gatekeeper,
-    )
+    return Effects(**scripted_agents(scenario.responses, AgentName), gatekeeper=gatekeeper)
 
 
 def replay_scenario(scenario: Scenario) -> DiagnosisState:

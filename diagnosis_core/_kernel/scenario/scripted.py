@@ -32,6 +32,7 @@ __all__ = [
     "load_responses_section",
     "load_scripted_response",
     "load_tool_ledger",
+    "scripted_agents",
 ]
 
 E = TypeVar("E", bound=enum.StrEnum)
@@ -100,6 +101,13 @@ class ScriptedAgent:
         if index >= len(self._responses):
             raise NonRetryableError("no scripted response left")
         return self._responses[index].perform()
+
+
+def scripted_agents(
+    responses: Mapping[E, Sequence[ScriptedResponse]], agents: type[E]
+) -> dict[str, Any]:  # Any: spread into an effects class, whose other fields differ
+    """Fresh scripted agents for one run, keyed by each agent's value: its effects field."""
+    return {agent.value: ScriptedAgent(responses[agent]) for agent in agents}
 
 
 def load_tool_ledger(raw: object) -> ToolLedger:
