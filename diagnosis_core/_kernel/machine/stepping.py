@@ -55,17 +55,8 @@ S_inv = TypeVar("S_inv")
 
 
 class _Recorded(AttrsInstance, Protocol):
-    """A machine state: the call it awaits, its request (whose ``config`` names the
-    technical retry limit), its call counts, trace events and recorded invocations."""
-
-    @property
-    def pending(self) -> Any: ...
-
-    @property
-    def request(self) -> Any: ...
-
-    @property
-    def calls(self) -> Any: ...
+    """A machine state: its trace events and its recorded invocations (and, read untyped,
+    the call it awaits, its call counts and its request, whose config names the retry limit)."""
 
     @property
     def events(self) -> tuple[object, ...]: ...
@@ -227,9 +218,8 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
         """Record a COMPLETED attempt and read its route; the event's reason is the row's
         (only a row leaving for a fallback has one: the AIOps supervisor's guards)."""
         route = self.choose(self.node(self.agent(pending)), facts)
-        return self.attempt_traced(
-            state, pending, NodeStatus.COMPLETED, route.reason, details
-        ), route
+        state = self.attempt_traced(state, pending, NodeStatus.COMPLETED, route.reason, details)
+        return state, route
 
     def answered(self, state: S, result: object) -> S:
         """Feed the result of the agent call ``state`` awaits: count and record the call,
@@ -239,11 +229,12 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
         (:meth:`failed_attempt`); an accepted reply goes to the agent's handler
         in :attr:`replies`.
         """
-        pending: P = awaited(state.pending)
+        run: Any = state  # its awaited call and call counts (see ``_Recorded``)
+        pending: P = awaited(run.pending)
         agent = self.agent(pending)
         result = agent_result_for(agent, result)
         record = self.record(agent, self.position(pending), pending.attempt, pending.input)
-        calls = state.calls.incremented(agent)  # both count classes take the agent (a str enum)
+        calls = run.calls.incremented(agent)  # both count classes take the agent (a str enum)
         state = _evolve(state, calls=calls, invocations=(*state.invocations, record))
         if isinstance(result, AgentFailed):
             return self.failed_attempt(state, pending, result)
@@ -262,7 +253,8 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
         """
         agent = self.agent(pending)
         status, error, reason = self.reasons.of(agent, failure)
-        left = retries_left(pending.attempt, state.request.config.technical_retry_limit)
+        run: Any = state  # its request's config (see ``_Recorded``)
+        left = retries_left(pending.attempt, run.request.config.technical_retry_limit)
         route = self.choose(self.node(agent), self.facts(status=status, retries_left=left))
         state = self.attempt_traced(state, pending, status, reason, self.details(error=error))
         if route.same_input:
