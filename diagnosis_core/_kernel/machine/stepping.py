@@ -147,13 +147,14 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
     and invocation-record classes and ``pending`` the pending-call class,
     called positionally (both workflows lay their fields out in the same
     order; only the position field's name differs). ``agent`` and
-    ``position`` read a pending call's agent and its round or step (the
-    pending classes name the position differently, and a type variable
-    cannot tie a pending class to its agent enum); ``node`` is an agent's
-    node. ``choose`` reads a node's route from the workflow's table for the
-    routing facts ``facts`` builds; ``leave`` follows a route away from a
-    failed node with the reason the run leaves with (spec §7,
-    ``reason_from_node``). ``replies`` is the reply table.
+    ``position`` read a pending call's agent (its ``agent`` unless told) and
+    its round or step (the pending classes name the position differently,
+    and a type variable cannot tie a pending class to its agent enum);
+    ``node`` is an agent's node (its ``node`` unless told). ``choose``
+    reads a node's route from the workflow's table for the routing facts
+    ``facts`` builds; ``leave`` follows a route away from a failed node with
+    the reason the run leaves with (spec §7, ``reason_from_node``).
+    ``replies`` is the reply table.
     """
 
     event: Callable[[int, N, int, int, NodeStatus, R | None, str | None, D], object]
