@@ -37,7 +37,6 @@ from .._kernel.machine.results import (
     AgentReplied,
     awaited,
     items_of,
-    to_tuple,
 )
 from .._kernel.machine.stepping import AgentSteps, Reply, ReplyStep, entered, failure_reasons
 from .._kernel.wire.converter import to_wire
@@ -92,7 +91,7 @@ __all__ = [
 
 
 def _alerts_tuple(value: Iterable[Alert] | None) -> tuple[Alert, ...]:
-    return () if value is None else to_tuple(value)
+    return () if value is None else tuple(value)
 
 
 @attrs.frozen

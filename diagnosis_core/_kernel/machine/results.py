@@ -8,7 +8,7 @@ so they live here rather than in either workflow.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -31,7 +31,6 @@ __all__ = [
     "items_of",
     "reply_text",
     "retries_left",
-    "to_tuple",
 ]
 
 
@@ -49,10 +48,6 @@ def items_of(kind: type[object]) -> Callable[[object, Any, object], None]:
                 )
 
     return check
-
-
-def to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
-    return tuple(value)
 
 
 @attrs.frozen(repr=False)
@@ -110,9 +105,7 @@ def check_agent_result(result: AgentReplied | AgentFailed) -> None:
                 f"AgentFailed.kind: expected a FailureKind, got {failure_kind!r:.80}"
             )
         if not isinstance(message, str):
-            raise MachineError(
-                f"AgentFailed.message: expected a str, got {type(message).__name__}"
-            )
+            raise MachineError(f"AgentFailed.message: expected a str, got {type(message).__name__}")
         return
     text: object = result.text
     if not isinstance(text, str):
