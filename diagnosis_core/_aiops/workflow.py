@@ -91,6 +91,7 @@ class AiOpsWorkflow(
     v1_format = AIOPS_JOURNAL_FORMAT_V1
     calls = AiOpsAgent
     executor = AiOpsAgent.EXECUTOR
+    gatekeeper: frozenset[AiOpsAgent] = frozenset()
     resent = frozenset({AiOpsAgent.SUPERVISOR, AiOpsAgent.PLANNER, AiOpsAgent.REPORTER})
     request_type = AiOpsRequest
     finished_type = AiOpsFinished

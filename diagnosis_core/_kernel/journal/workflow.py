@@ -179,8 +179,8 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
     """The enumeration of a journal entry's ``call``."""
     executor: C
     """The one call that runs tools (its entries carry ``tool_invocations``)."""
-    gatekeeper: frozenset[C] = frozenset()
-    """The gatekeeper calls (``result`` outcomes); none by default (the AIOps flow has none)."""
+    gatekeeper: frozenset[C]
+    """The gatekeeper calls (``result`` outcomes)."""
     resent: frozenset[C]
     """The calls always re-sent as the same attempt on resume."""
     request_type: type[Q]
