@@ -181,24 +181,14 @@ def compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook | 
     values: list[str] = []
 
     def check(var: str, field_type: Any, index: int, indent: str) -> None:
-        if field_type in _EXACT_SCALARS:
-            namespace[f"_t{index}"] = field_type
-            lines.append(f"{indent}if {var}.__class__ is not _t{index}: raise Reject")
-            return
-        if is_enum(field_type) and all(type(member.value) is str for member in field_type):
-            namespace[f"_m{index}"] = enum_members(field_type)[0]
-            lines.append(f"{indent}if {var}.__class__ is not str: raise Reject")
-            lines.append(f"{indent}{var} = _m{index}[{var}]")
+        inline = _inline_check(field_type, f"_i{index}", namespace)
+        if inline is not None:
+            condition, value = (part.format(v=var) for part in inline)
+            lines.append(f"{indent}if not ({condition}): raise Reject")
+            if value != var:
+                lines.append(f"{indent}{var} = {value}")
             return
         item_type = _homogeneous_item_type(field_type)
-        if item_type in _EXACT_SCALARS:
-            namespace[f"_only{index}"] = frozenset({item_type})
-            lines.append(
-                f"{indent}if {var}.__class__ is not list"
-                f" or not _only{index}.issuperset(map(type, {var})): raise Reject"
-            )
-            lines.append(f"{indent}{var} = tuple({var})")
-            return
         if item_type is not None and attrs.has(item_type):
             namespace[f"_h{index}"] = conv.get_structure_hook(item_type)
             namespace[f"_t{index}"] = item_type
@@ -236,15 +226,9 @@ def compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook | 
             else:
                 check(var, value_type, index, "    ")
         else:
-            default = field.default
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                if default.takes_self:
-                    return None
-                namespace[f"_f{index}"] = default.factory
-                default_expr = f"_f{index}()"
-            else:
-                namespace[f"_d{index}"] = default
-                default_expr = f"_d{index}"
+            default_expr = _default_source(field.default, f"_v{index}", namespace)
+            if default_expr is None:
+                return None
             if nullable:
                 lines.append(f"    {var} = o.get({key!r}, _MISSING)")
                 lines.append(f"    if {var} is _MISSING: {var} = {default_expr}")
@@ -260,6 +244,17 @@ def compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook | 
     exec(compile(source, f"<fast structure {cl.__module__}.{cl.__qualname__}>", "exec"), namespace)
     function: _StructureHook = namespace["structure"]
     return function
+
+
+def _default_source(default: Any, name: str, namespace: dict[str, Any]) -> str | None:
+    """Source of a field's default, bound in ``namespace``; None for one that needs the instance."""
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if default.takes_self:
+            return None
+        namespace[f"{name}_f"] = default.factory
+        return f"{name}_f()"
+    namespace[f"{name}_d"] = default
+    return f"{name}_d"
 
 
 def _homogeneous_item_type(cl: object) -> Any:
@@ -351,14 +346,9 @@ def _layout_field(
         return None
     default: str | None = None
     if field.default is not attrs.NOTHING:
-        if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
-            if field.default.takes_self:
-                return None
-            namespace[f"{name}_f"] = field.default.factory
-            default = f"{name}_f()"
-        else:
-            namespace[f"{name}_d"] = field.default
-            default = f"{name}_d"
+        default = _default_source(field.default, name, namespace)
+        if default is None:
+            return None
     if nullable:
         # Present null stays None (as in the fast structure), absent means the default.
         condition = f"({{v}} is None or {condition})"
