@@ -34,7 +34,7 @@ from .codec import (
     is_v1,
     request_digest,
 )
-from .mac import JournalHead, bound_input_sha256, sign_end, sign_entry
+from .mac import JournalHead, sign_end, sign_entry
 from .workflow import INTERRUPTED_MESSAGE, ExpectedCallBase, Workflow, append_entry
 
 __all__ = [
@@ -172,9 +172,7 @@ class JournalStatusBase(Generic[S, A, X]):
             return None
         expected: X = workflow.expected_call(self.action)
         if self.request_sha256 is not None:  # a v2 journal: as its entry must say it
-            expected = expected._bound(
-                bound_input_sha256(self.request_sha256, expected.input_sha256)
-            )
+            expected = expected._bound(self.request_sha256)
         return expected
 
     def describe(self) -> str:

@@ -137,8 +137,9 @@ class ExpectedCallBase(Generic[C]):
     attempt: int
     input_sha256: str
 
-    def _bound(self, input_sha256: str) -> Self:
-        """This header with the input hash bound to its request (``attrs.evolve`` spelt out)."""
+    def _bound(self, request_sha256: str) -> Self:
+        """This header as a v2 entry carries it: its input hash bound to the request's."""
+        input_sha256 = bound_input_sha256(request_sha256, self.input_sha256)
         return type(self)(self.call, self.round, self.attempt, input_sha256)
 
     def describe(self) -> str:
@@ -286,13 +287,6 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
 
     # --- the journal, written once for every workflow ------------------------------
 
-    def expected_entry(self, journal: J, action: A) -> X:
-        """The header ``journal``'s entry for ``action`` must carry (v2: bound to the request)."""
-        expected: X = self.expected_call(action)
-        if is_v1(journal):
-            return expected
-        return expected._bound(bound_input_sha256(request_digest(journal), expected.input_sha256))
-
     def _check_derived(
         self,
         index: int,
@@ -325,16 +319,9 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
     ) -> tuple[S, A | F, E | None, bool]:
         """Fold and verify ``journal``: ``(state, next action, interrupted entry or None, ended)``.
 
-        With ``key``, every entry's ``mac`` is checked first (a missing or wrong
-        one names the entry); without, ``mac`` fields are ignored. Then each
-        entry must be the call the machine asks for, ``seq`` must count from 1,
-        nothing may follow END, and only the last entry may be ``started``; a
-        ``derived`` gatekeeper result must be the one re-derived from the
-        recorded tool calls; a v2 end marker must follow END and cover every
-        entry (and verify, with ``key``); with ``head``, the journal must not be
-        shorter than the head nor diverge from it. The first problem is a
-        :class:`JournalError` naming the entry (or ``end``, or ``head``).
-        ``ended`` is true when a valid end marker closes the journal.
+        What is checked, in that order, is ``JournalStatusBase.of``'s (``fold.py``);
+        the first problem is a :class:`JournalError` naming the entry (or ``end``,
+        or ``head``). ``ended`` is true when a valid end marker closes the journal.
         """
         if getattr(type(journal), "_form", None) is not self:
             raise JournalError(f"expected a {self.journal_name}, got {type(journal).__name__}")
@@ -371,9 +358,7 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
                 )
             expected = expected_call(action)
             if not v1:
-                expected = attrs.evolve(
-                    expected, input_sha256=bound_input_sha256(bind, expected.input_sha256)
-                )
+                expected = expected._bound(bind)
             if (
                 entry.call is not expected.call
                 or entry.round != expected.round
@@ -478,7 +463,9 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
         when ``key`` is given. ``derived`` (v2 gatekeeper calls only) says the
         result is the reference gatekeeper's over the recorded tool calls.
         """
-        expected = self.expected_entry(journal, action)
+        expected = self.expected_call(action)
+        if not is_v1(journal):
+            expected = expected._bound(request_digest(journal))
         seq = len(journal.entries) + 1
         tools = None
         if journal.entries and journal.entries[-1].state is EntryState.STARTED:
