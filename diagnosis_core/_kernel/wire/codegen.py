@@ -44,10 +44,12 @@ __all__ = [
     "accepts_none",
     "compile_fast_structure",
     "enum_members",
+    "homogeneous_item_type",
     "is_enum",
     "object_builder",
     "positional_plan",
     "positional_reader",
+    "strip_none",
 ]
 
 _StructureHook = Callable[[Any, Any], Any]
@@ -188,7 +190,7 @@ def compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook | 
             if value != var:
                 lines.append(f"{indent}{var} = {value}")
             return
-        item_type = _homogeneous_item_type(field_type)
+        item_type = homogeneous_item_type(field_type)
         if item_type is not None and attrs.has(item_type):
             namespace[f"_h{index}"] = conv.get_structure_hook(item_type)
             namespace[f"_t{index}"] = item_type
@@ -215,7 +217,7 @@ def compile_fast_structure(cl: Any, conv: cattrs.Converter) -> _StructureHook | 
             continue
         field_type = hints.get(field.name, Any)
         nullable = accepts_none(field_type)
-        value_type = _strip_none(field_type) if nullable else field_type
+        value_type = strip_none(field_type) if nullable else field_type
         var = f"v{index}"
         key = field.name
         if field.default is attrs.NOTHING:
@@ -257,7 +259,7 @@ def _default_source(default: Any, name: str, namespace: dict[str, Any]) -> str |
     return f"{name}_d"
 
 
-def _homogeneous_item_type(cl: object) -> Any:
+def homogeneous_item_type(cl: object) -> Any:
     """``X`` for ``tuple[X, ...]``, else ``None``."""
     if typing.get_origin(cl) is tuple:
         args = typing.get_args(cl)
@@ -266,7 +268,7 @@ def _homogeneous_item_type(cl: object) -> Any:
     return None
 
 
-def _strip_none(cl: Any) -> Any:
+def strip_none(cl: Any) -> Any:
     """``X`` for ``X | None``; other types unchanged."""
     origin = typing.get_origin(cl)
     if origin is typing.Union or origin is types.UnionType:
@@ -317,8 +319,8 @@ def _inline_check(value_type: Any, name: str, namespace: dict[str, Any]) -> tupl
     if is_enum(value_type) and all(type(member.value) is str for member in value_type):
         namespace[f"{name}_m"] = enum_members(value_type)[0]
         return f"{{v}}.__class__ is str and {{v}} in {name}_m", f"{name}_m[{{v}}]"
-    if _homogeneous_item_type(value_type) in _EXACT_SCALARS:
-        namespace[f"{name}_only"] = frozenset({_homogeneous_item_type(value_type)})
+    if homogeneous_item_type(value_type) in _EXACT_SCALARS:
+        namespace[f"{name}_only"] = frozenset({homogeneous_item_type(value_type)})
         return (f"{{v}}.__class__ is list and {name}_only.issuperset(map(type, {{v}}))",
                 "tuple({v})")
     return None
@@ -329,9 +331,9 @@ def _layout_field(
 ) -> _LayoutField | None:
     """The builder's version of one field of :func:`compile_fast_structure`, or None."""
     nullable = accepts_none(field_type)
-    value_type = _strip_none(field_type) if nullable else field_type
+    value_type = strip_none(field_type) if nullable else field_type
     name = f"{prefix}{field.name}"
-    item_type = _homogeneous_item_type(value_type)
+    item_type = homogeneous_item_type(value_type)
     inline = _inline_check(value_type, name, namespace)
     if inline is not None:
         condition, value = inline
@@ -490,8 +492,8 @@ def positional_records(field_type: Any, json_text: frozenset[type[Any]]) -> tupl
     A record is an ``attrs`` class, except the classes shown on the wire as a JSON
     value (``json_text``, the chat trace's ``RawResult``): those are values.
     """
-    value_type = _strip_none(field_type)
-    item_type = _homogeneous_item_type(value_type)
+    value_type = strip_none(field_type)
+    item_type = homogeneous_item_type(value_type)
     candidate = value_type if item_type is None else item_type
     if isinstance(candidate, type) and attrs.has(candidate) and candidate not in json_text:
         return item_type is not None, candidate
@@ -522,7 +524,7 @@ def _positional_source(
     elif is_json_value_type(field_type):
         return "True", var  # any JSON value, as the strict parser gives it
     else:
-        condition, value = _positional_scalar(_strip_none(field_type), var, tag, namespace,
+        condition, value = _positional_scalar(strip_none(field_type), var, tag, namespace,
                                               json_text)
     if nullable:
         condition = f"({var} is None or {condition})"

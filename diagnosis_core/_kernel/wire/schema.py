@@ -72,6 +72,7 @@ from typing import Any, Literal
 import attrs
 
 from ..enums import member_of
+from .codegen import homogeneous_item_type, strip_none
 from .json import JsonValue, is_json_value_type
 
 __all__ = [
@@ -206,11 +207,8 @@ def _type_schema(cl: Any, rules: SchemaRules) -> dict[str, JsonValue]:
         return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items)}
     if origin in (Mapping, dict):
         return {"type": "object", "additionalProperties": _type_schema(args[1], rules)}
-    members = _union_args(cl)
-    if members is not None and type(None) in members:
-        rest = [member for member in members if member is not type(None)]
-        if len(rest) == 1:
-            return _nullable(_type_schema(rest[0], rules))
+    if strip_none(cl) is not cl:
+        return _nullable(_type_schema(strip_none(cl), rules))
     if attrs.has(cl):
         return class_schema_of(cl, rules)
     raise TypeError(f"no JSON Schema for {cl!r}")
@@ -379,16 +377,12 @@ def _profile_type(cl: Any, profile: SchemaProfile, rules: SchemaRules) -> dict[s
     """The non-null schema of one type in a provider profile."""
     if attrs.has(cl):
         return _profile_class(cl, profile, rules)
-    origin = typing.get_origin(cl)
-    args = typing.get_args(cl)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        items = _profile_type(args[0], profile, rules)
+    item_type = homogeneous_item_type(cl)
+    if item_type is not None:
+        items = _profile_type(item_type, profile, rules)
         return _gemini_types({"type": "array", "items": items}, profile)
-    members = _union_args(cl)
-    if members is not None:
-        rest = [member for member in members if member is not type(None)]
-        if len(rest) == 1:
-            return _profile_type(rest[0], profile, rules)
+    if strip_none(cl) is not cl:
+        return _profile_type(strip_none(cl), profile, rules)
     schema = _type_schema(cl, rules)
     if "const" in schema:
         value = schema["const"]
