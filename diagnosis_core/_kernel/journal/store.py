@@ -221,24 +221,6 @@ def require_store(store: object) -> None:
         raise StoreError(f"store: expected a JournalStore, got {type(store).__name__}")
 
 
-def _open(
-    store: JournalStore, request: Any, journal_type: type[JournalBase[Any, Any]]
-) -> tuple[RunClaim, Any]:
-    require_store(store)
-    claim = store.claim(request.run.run_id)
-    try:
-        stored = store.load(claim.run_id)
-        if stored is None:
-            store.begin(claim, journal_type(request))
-            return claim, None
-        if not isinstance(stored.journal, journal_type):
-            raise JournalError(f"run {claim.run_id!r}: the store holds a {stored.format} journal")
-        return claim, stored.journal
-    except BaseException:
-        store.release(claim)
-        raise
-
-
 @contextlib.contextmanager
 def on_store(
     store: JournalStore,
@@ -252,8 +234,14 @@ def on_store(
     What a driver's ``store=`` does (an iterator's when its iteration
     starts; released when the iteration ends or is closed).
     """
-    claim, journal = _open(store, request, journal_type)
+    require_store(store)
+    claim = store.claim(request.run.run_id)
     try:
-        yield journal, StoreSink(store, claim, clock)
+        stored = store.load(claim.run_id)
+        if stored is None:
+            store.begin(claim, journal_type(request))
+        elif not isinstance(stored.journal, journal_type):
+            raise JournalError(f"run {claim.run_id!r}: the store holds a {stored.format} journal")
+        yield None if stored is None else stored.journal, StoreSink(store, claim, clock)
     finally:
         store.release(claim)
