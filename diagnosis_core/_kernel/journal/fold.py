@@ -206,18 +206,8 @@ class _Statused(Protocol[St_co]):
     def _status_type(self) -> type[St_co]: ...
 
 
-class _Folded(Protocol[S]):
-    """A journal whose status class says the state it folds to."""
-
-    @property
-    def _status_type(self) -> type[JournalStatusBase[S, Any, Any]]: ...
-
-
-class _Resumed(Protocol[J_co, S]):
+class _Resumed(_Statused[JournalStatusBase[S, Any, Any]], Protocol[J_co, S]):
     """A journal that says its state and gives its own class back with new entries."""
-
-    @property
-    def _status_type(self) -> type[JournalStatusBase[S, Any, Any]]: ...
 
     def _with_entries(self, entries: Any, /) -> J_co: ...
 
@@ -257,7 +247,10 @@ def journal_status(
 
 
 def fold_journal(
-    journal: _Folded[S], *, key: bytes | None = None, head: JournalHead | None = None
+    journal: _Statused[JournalStatusBase[S, Any, Any]],
+    *,
+    key: bytes | None = None,
+    head: JournalHead | None = None,
 ) -> S:
     """The state ``journal``, of either workflow, folds to (see :func:`journal_status`).
 
