@@ -13,7 +13,7 @@ A workflow's public classes name their workflow in ``_workflow``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
 import attrs
 
@@ -212,11 +212,6 @@ class _Resumed(_Statused[JournalStatusBase[S, Any, Any]], Protocol[J_co, S]):
     def _with_entries(self, entries: Any, /) -> J_co: ...
 
 
-def _any_journal(journal: object) -> Any:
-    """``journal`` as its workflow's methods take it (the protocols above typed the call)."""
-    return journal
-
-
 def journal_tool_records(journal: JournalBase[Any, Any]) -> list[dict[str, JsonValue]]:
     """Every tool invocation a journal's executor entries carry (either workflow), as §13 entries.
 
@@ -243,7 +238,7 @@ def journal_status(
     chat journal, an ``AiOpsJournalStatus`` for an AIOps one); what is checked
     is :meth:`JournalStatus.of`'s.
     """
-    return journal._status_type.of(_any_journal(journal), key=key, head=head)
+    return journal._status_type.of(cast(Any, journal), key=key, head=head)  # the protocol typed it
 
 
 def fold_journal(
@@ -258,7 +253,7 @@ def fold_journal(
     ``started``, folds to the state before the missing effect; its status
     says which call that is.
     """
-    state: S = journal._status_type._workflow.fold(_any_journal(journal), key, head)[0]
+    state: S = journal._status_type._workflow.fold(cast(Any, journal), key, head)[0]
     return state
 
 
@@ -298,7 +293,7 @@ def resume_journal(
     fold (spec §12.2).
     """
     resumed: tuple[J_co, S] = journal._status_type._workflow.resume_journal(
-        _any_journal(journal), key=key, resend_gatekeeper=resend_gatekeeper,
+        cast(Any, journal), key=key, resend_gatekeeper=resend_gatekeeper,
         resend_executor=resend_executor, head=head,
     )
     return resumed
