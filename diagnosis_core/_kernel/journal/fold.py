@@ -34,7 +34,7 @@ from .codec import (
     is_v1,
     request_digest,
 )
-from .mac import JournalHead, sign_end, sign_entry
+from .mac import JournalHead, journal_head, sign_end, sign_entry
 from .workflow import INTERRUPTED_MESSAGE, ExpectedCallBase, Workflow, append_entry
 
 __all__ = [
@@ -469,8 +469,6 @@ class JournalRecorderBase(Generic[J, A, R, E]):
     @property
     def head(self) -> JournalHead:
         """The head of the journal so far (signed journals only): keep it outside the store."""
-        from .mac import journal_head
-
         return journal_head(self.journal)
 
     def end(
