@@ -28,7 +28,7 @@ import inspect
 import itertools
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any
 
 import attrs
@@ -307,20 +307,25 @@ class _LayoutField:
         self.default = default
 
 
-def _inline_check(value_type: Any, name: str, namespace: dict[str, Any]) -> tuple[str, str] | None:
+def _inline_check(
+    value_type: Any, name: str, namespace: dict[str, Any], eligible: Set[Any] = frozenset()
+) -> tuple[str, str] | None:
     """``(condition, value)`` over ``{v}`` for the types every builder checks inline, or None.
 
     An exact ``str``/``bool``/``int``, a string enum's member lookup, a tuple of
     exact scalars: the bulk of every payload, checked as the converter's hooks do.
+    For :func:`object_builder`, also an ``eligible`` class or a tuple of one: the
+    value is an instance it has built already.
     """
-    if value_type in _EXACT_SCALARS:
+    if value_type in _EXACT_SCALARS or (isinstance(value_type, type) and value_type in eligible):
         namespace[f"{name}_t"] = value_type
         return f"{{v}}.__class__ is {name}_t", "{v}"
     if is_enum(value_type) and all(type(member.value) is str for member in value_type):
         namespace[f"{name}_m"] = enum_members(value_type)[0]
         return f"{{v}}.__class__ is str and {{v}} in {name}_m", f"{name}_m[{{v}}]"
-    if homogeneous_item_type(value_type) in _EXACT_SCALARS:
-        namespace[f"{name}_only"] = frozenset({homogeneous_item_type(value_type)})
+    item_type = homogeneous_item_type(value_type)
+    if item_type in _EXACT_SCALARS or (isinstance(item_type, type) and item_type in eligible):
+        namespace[f"{name}_only"] = frozenset({item_type})
         return (f"{{v}}.__class__ is list and {name}_only.issuperset(map(type, {{v}}))",
                 "tuple({v})")
     return None
@@ -333,19 +338,10 @@ def _layout_field(
     nullable = accepts_none(field_type)
     value_type = strip_none(field_type) if nullable else field_type
     name = f"{prefix}{field.name}"
-    item_type = homogeneous_item_type(value_type)
-    inline = _inline_check(value_type, name, namespace)
-    if inline is not None:
-        condition, value = inline
-    elif isinstance(value_type, type) and value_type in eligible:
-        namespace[f"{name}_t"] = value_type
-        condition, value = f"{{v}}.__class__ is {name}_t", "{v}"
-    elif isinstance(item_type, type) and item_type in eligible:
-        namespace[f"{name}_only"] = frozenset({item_type})
-        condition = f"{{v}}.__class__ is list and {name}_only.issuperset(map(type, {{v}}))"
-        value = "tuple({v})"
-    else:
+    inline = _inline_check(value_type, name, namespace, eligible)
+    if inline is None:
         return None
+    condition, value = inline
     default: str | None = None
     if field.default is not attrs.NOTHING:
         default = _default_source(field.default, name, namespace)
