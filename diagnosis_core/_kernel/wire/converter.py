@@ -111,7 +111,7 @@ def _structure_enum(value: object, cl: type[enum.Enum]) -> enum.Enum:
 
 
 def _exactly(kind: type, expected: str) -> _StructureHook:
-    """The hook of ``str`` or ``int``: that very class (no subclass, no ``bool``), or its enum."""
+    """The hook of ``str``, ``int`` or ``bool``: that very class (no subclass), or its enum."""
 
     def structure(value: object, cl: type[Any]) -> Any:
         # ``str`` and ``int`` enums reach this hook too: singledispatch follows the MRO.
@@ -136,12 +136,6 @@ def _structure_float(value: object, cl: type[Any]) -> Any:
     if not math.isfinite(number):
         raise _WireError("expected a finite number")
     return number
-
-
-def _structure_bool(value: object, cl: type[Any]) -> Any:
-    if value.__class__ is not bool:
-        raise _WireError("expected a boolean")
-    return value
 
 
 def _structure_literal(value: object, cl: Any) -> Any:
@@ -384,7 +378,7 @@ def _install_hooks(conv: cattrs.Converter) -> cattrs.Converter:
         (str, _exactly(str, "expected a string")),
         (int, _exactly(int, "expected an integer")),
         (float, _structure_float),
-        (bool, _structure_bool),
+        (bool, _exactly(bool, "expected a boolean")),
     ):
         conv.register_structure_hook(scalar, hook)
     conv.register_structure_hook_func(lambda cl: cl is Any or cl is object, lambda v, _: v)
