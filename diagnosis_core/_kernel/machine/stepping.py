@@ -55,8 +55,17 @@ S_inv = TypeVar("S_inv")
 
 
 class _Recorded(AttrsInstance, Protocol):
-    """A machine state: its trace events and its recorded invocations (and, read untyped,
-    the call it awaits, its call counts and its request, whose config names the retry limit)."""
+    """A machine state: the call it awaits, its request (whose ``config`` names the
+    technical retry limit), its call counts, trace events and recorded invocations."""
+
+    @property
+    def pending(self) -> Any: ...
+
+    @property
+    def request(self) -> Any: ...
+
+    @property
+    def calls(self) -> Any: ...
 
     @property
     def events(self) -> tuple[object, ...]: ...
@@ -230,12 +239,11 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
         (:meth:`failed_attempt`); an accepted reply goes to the agent's handler
         in :attr:`replies`.
         """
-        run: Any = state  # its awaited call and call counts (see ``_Recorded``)
-        pending: P = awaited(run.pending)
+        pending: P = awaited(state.pending)
         agent = self.agent(pending)
         result = agent_result_for(agent, result)
         record = self.record(agent, self.position(pending), pending.attempt, pending.input)
-        calls = run.calls.incremented(agent)  # both count classes take the agent (a str enum)
+        calls = state.calls.incremented(agent)  # both count classes take the agent (a str enum)
         state = _evolve(state, calls=calls, invocations=(*state.invocations, record))
         if isinstance(result, AgentFailed):
             return self.failed_attempt(state, pending, result)
@@ -254,8 +262,7 @@ class AgentSteps(Generic[S, P, A, N, R, D, Rt, F]):
         """
         agent = self.agent(pending)
         status, error, reason = self.reasons.of(agent, failure)
-        run: Any = state  # its request's config (see ``_Recorded``)
-        left = retries_left(pending.attempt, run.request.config.technical_retry_limit)
+        left = retries_left(pending.attempt, state.request.config.technical_retry_limit)
         route = self.choose(self.node(agent), self.facts(status=status, retries_left=left))
         state = self.attempt_traced(state, pending, status, reason, self.details(error=error))
         if route.same_input:
