@@ -15,7 +15,7 @@ import enum
 from collections.abc import Collection, Sequence
 
 from .._kernel.errors import PayloadError
-from .._kernel.machine.plan import check_plan_steps
+from .._kernel.machine.plan import check_plan_steps, duplicate_error
 from .._kernel.wire.converter import from_wire
 from .._kernel.wire.json import describe_value, parse_json_object
 from .payloads import (
@@ -60,7 +60,7 @@ def _check_ids(owner: str, field: str, ids: Sequence[str], *, unique: bool) -> N
             path = f"{owner}.{field}[{index}]" if owner else f"{field}[{index}]"
             if not value:
                 raise PayloadError(path, _EMPTY)
-            raise PayloadError(path, f"duplicate {describe_value(value)}")
+            raise duplicate_error(path, value)
         seen.add(value)
 
 
