@@ -138,7 +138,7 @@ def resolve_raw_path(output: object, path: str) -> object:
 
 
 def _resolve(output: object, segments: tuple[PathSegment, ...], *, frozen: bool) -> object:
-    """Follow ``segments``; ``frozen`` says ``output`` came from :func:`_freeze_json`."""
+    """Follow ``segments``; ``frozen``: ``output`` is a ledger entry's (``freeze_json_field``)."""
     node = output
     for segment in segments:
         if isinstance(segment, str):
