@@ -207,8 +207,8 @@ def _type_schema(cl: Any, rules: SchemaRules) -> dict[str, JsonValue]:
         return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items)}
     if origin in (Mapping, dict):
         return {"type": "object", "additionalProperties": _type_schema(args[1], rules)}
-    if strip_none(cl) is not cl:
-        return _nullable(_type_schema(strip_none(cl), rules))
+    if (value_type := strip_none(cl)) is not cl:
+        return _nullable(_type_schema(value_type, rules))
     if attrs.has(cl):
         return class_schema_of(cl, rules)
     raise TypeError(f"no JSON Schema for {cl!r}")
@@ -381,8 +381,8 @@ def _profile_type(cl: Any, profile: SchemaProfile, rules: SchemaRules) -> dict[s
     if item_type is not None:
         items = _profile_type(item_type, profile, rules)
         return _gemini_types({"type": "array", "items": items}, profile)
-    if strip_none(cl) is not cl:
-        return _profile_type(strip_none(cl), profile, rules)
+    if (value_type := strip_none(cl)) is not cl:
+        return _profile_type(value_type, profile, rules)
     schema = _type_schema(cl, rules)
     if "const" in schema:
         value = schema["const"]
