@@ -481,15 +481,12 @@ class Workflow(abc.ABC, Generic[Q, S, A, F, R, C, X]):
             derived = last.derived
         if derived and is_v1(journal):
             derived = False  # a v1 journal cannot say so; its gatekeeper result stays a fact
-        entry: Any = type(journal)._entry_type(
+        entry: Any = type(journal)._entry_type(  # the header is the expected call's four fields
             seq=seq,
-            call=expected.call,
-            round=expected.round,
-            attempt=expected.attempt,
-            input_sha256=expected.input_sha256,
             state=EntryState.STARTED,
             tool_invocations=tools,
             derived=derived,
+            **attrs.asdict(expected, recurse=False),
         )
         made: E = sign_entry(journal, entry, key) if key is not None else entry
         return made
