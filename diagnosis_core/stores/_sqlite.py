@@ -109,19 +109,18 @@ END;
 CREATE TRIGGER IF NOT EXISTS diagnosis_entries_added AFTER INSERT ON diagnosis_entries BEGIN
     DELETE FROM diagnosis_summaries WHERE run_id = NEW.run_id;
 END;
-CREATE TRIGGER IF NOT EXISTS diagnosis_entries_changed AFTER UPDATE ON diagnosis_entries BEGIN
+"""
+# A change to a run's entries, or to the run itself, drops the run's summary.
+_SCHEMA += "".join(
+    f"""CREATE TRIGGER IF NOT EXISTS diagnosis_{rows}_changed AFTER UPDATE ON diagnosis_{rows} BEGIN
     DELETE FROM diagnosis_summaries WHERE run_id IN (OLD.run_id, NEW.run_id);
 END;
-CREATE TRIGGER IF NOT EXISTS diagnosis_entries_removed AFTER DELETE ON diagnosis_entries BEGIN
-    DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id;
-END;
-CREATE TRIGGER IF NOT EXISTS diagnosis_runs_changed AFTER UPDATE ON diagnosis_runs BEGIN
-    DELETE FROM diagnosis_summaries WHERE run_id IN (OLD.run_id, NEW.run_id);
-END;
-CREATE TRIGGER IF NOT EXISTS diagnosis_runs_removed AFTER DELETE ON diagnosis_runs BEGIN
+CREATE TRIGGER IF NOT EXISTS diagnosis_{rows}_removed AFTER DELETE ON diagnosis_{rows} BEGIN
     DELETE FROM diagnosis_summaries WHERE run_id = OLD.run_id;
 END;
 """
+    for rows in ("entries", "runs")
+)
 
 _MODES = ("rwc", "rw", "ro")
 
